@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# deploy/deps.sh — install everything deformd needs to build, run and test, from Debian packages.
+#
+# Idempotent: packages already installed are left alone and `apt-get update` runs only when
+# something is missing. Works as root; uses sudo otherwise. Nothing is vendored.
+#
+# It DOES NOT build the project or start any service (the Makefile and tests/run_*.sh do that).
+#
+# Test data that comes from packages we do not want installed whole:
+#   libcgal-demo  depends on the CGAL, Boost and Qt development packages; we only want its meshes,
+#                 so it is fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
+#                 $DEFORMD_DATA_DIR (default: ~/.cache/deformd), then data.tar.gz is extracted there.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libuv1-dev libcjson-dev
+  libopenblas-dev liblapacke-dev libsuitesparse-dev
+  libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
+  libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
+  xvfb xauth
+  assimp-testmodels
+)
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  log "not root and sudo is missing: run this script as root"
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+
+updated=0
+apt_update() {
+  if [ "$updated" -eq 0 ]; then
+    log "apt-get update"
+    "${SUDO[@]}" apt-get update -qq
+    updated=1
+  fi
+}
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing: ${missing[*]}"
+  apt_update
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "all ${#PACKAGES[@]} packages already installed"
+fi
+
+# --- libcgal-demo: data only ------------------------------------------------------------------
+DATA_DIR=${DEFORMD_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/deformd}
+CGAL_DIR="$DATA_DIR/cgal-demo"
+if [ ! -f "$CGAL_DIR/data/meshes/armadillo.off" ]; then
+  log "fetching libcgal-demo data into $CGAL_DIR"
+  mkdir -p "$CGAL_DIR"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  # apt-get download needs the package lists; fetch them once if this machine has none.
+  if ! (cd "$tmp" && apt-get download -qq libcgal-demo >/dev/null 2>&1); then
+    apt_update
+    (cd "$tmp" && apt-get download -qq libcgal-demo >/dev/null)
+  fi
+  chmod -R a+rwx "$tmp" 2>/dev/null || true
+  dpkg-deb -x "$tmp"/libcgal-demo_*.deb "$tmp/root"
+  tarball=$(find "$tmp/root" -name data.tar.gz | head -n 1)
+  if [ -z "$tarball" ]; then
+    log "libcgal-demo has no data.tar.gz: package layout changed?"
+    exit 1
+  fi
+  tar -xzf "$tarball" -C "$CGAL_DIR"
+  [ -f "$CGAL_DIR/data/meshes/armadillo.off" ] || { log "armadillo.off missing after unpack"; exit 1; }
+else
+  log "libcgal-demo data present in $CGAL_DIR"
+fi

@@ -1,0 +1,75 @@
+/*
+ * test.h — the test harness: a registry filled by TEST() at start-up, assertion macros that
+ * survive release builds and print both sides, and helpers to find the packaged test data.
+ *
+ * Each TEST(name) becomes one ctest test (tests/CMakeLists.txt scans the sources for the
+ * TEST( lines), so ctest runs every test in its own process and a crash fails only that test.
+ * Names are sentences: TEST(weld_merges_vertices_split_at_uv_seams).
+ */
+#ifndef DEFORMD_TEST_H
+#define DEFORMD_TEST_H
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*test_fn)(void);
+void test__register(const char *name, test_fn fn);
+void test__fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+#define TEST(name)                                                              \
+  static void name(void);                                                       \
+  __attribute__((constructor)) static void name##__register(void) {             \
+    test__register(#name, name);                                                \
+  }                                                                             \
+  static void name(void)
+
+#define ASSERT(cond)                                                            \
+  do {                                                                          \
+    if (!(cond)) test__fail(__FILE__, __LINE__, "assertion failed: %s", #cond); \
+  } while (0)
+
+#define ASSERT_EQ(a, b)                                                                   \
+  do {                                                                                    \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                   \
+    if (a_ != b_) test__fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); \
+  } while (0)
+
+#define ASSERT_NEAR(a, b, tol)                                                            \
+  do {                                                                                    \
+    double a_ = (double)(a), b_ = (double)(b), t_ = (double)(tol);                        \
+    if (!(fabs(a_ - b_) <= t_))                                                           \
+      test__fail(__FILE__, __LINE__, "%s ~ %s: %.12g vs %.12g (|diff| %.3g > %.3g)", #a, #b, \
+                 a_, b_, fabs(a_ - b_), t_);                                              \
+  } while (0)
+
+#define ASSERT_STR_CONTAINS(haystack, needle)                                             \
+  do {                                                                                    \
+    const char *h_ = (haystack), *n_ = (needle);                                          \
+    if (!h_ || !strstr(h_, n_))                                                           \
+      test__fail(__FILE__, __LINE__, "'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
+  } while (0)
+
+/* rc must be 0; on failure prints the code, its name and `why` (may be NULL). */
+#define ASSERT_OK(rc, why)                                                                \
+  do {                                                                                    \
+    int rc_ = (rc);                                                                       \
+    if (rc_ != 0) test__fail(__FILE__, __LINE__, "%s returned %d (%s)", #rc, rc_,         \
+                             test__str(why));                                             \
+  } while (0)
+
+static inline const char *test__str(const char *s) { return s ? s : ""; }
+
+/* Path of a file in Debian's assimp-testmodels (/usr/share/assimp/models/REL). Static buffer. */
+const char *test_assimp_model(const char *rel);
+/* Path of a libcgal-demo mesh (DATA_DIR/cgal-demo/data/meshes/NAME). Static buffer. */
+const char *test_cgal_mesh(const char *name);
+/* A fresh temporary directory for this test process (removed at exit). */
+const char *test_tmpdir(void);
+/* Writes `text` to test_tmpdir()/name and returns the path (static buffer per call slot). */
+const char *test_write_file(const char *name, const void *data, size_t len);
+
+#endif

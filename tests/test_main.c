@@ -1,0 +1,123 @@
+/*
+ * test_main.c — runs the tests registered with TEST(): one by name (as ctest does), or all.
+ *
+ *   test-NAME --list        print the registered names
+ *   test-NAME TEST          run one test; exit 0 on success
+ *   test-NAME               run every test in this binary, in one process
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define MAX_TESTS 512
+
+static struct {
+  const char *name;
+  test_fn fn;
+} tests[MAX_TESTS];
+static int test_count;
+static const char *current;
+static char tmpdir[512];
+
+void test__register(const char *name, test_fn fn) {
+  if (test_count == MAX_TESTS) {
+    fprintf(stderr, "too many tests\n");
+    abort();
+  }
+  tests[test_count].name = name;
+  tests[test_count].fn = fn;
+  test_count++;
+}
+
+void test__fail(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FAIL %s (%s:%d): ", current ? current : "?", file, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  fflush(stderr);
+  exit(1);
+}
+
+const char *test_assimp_model(const char *rel) {
+  static char buf[1024];
+  const char *root = getenv("DEFORMD_ASSIMP_MODELS");
+  snprintf(buf, sizeof(buf), "%s/%s", root ? root : "/usr/share/assimp/models", rel);
+  if (access(buf, R_OK) != 0)
+    test__fail(__FILE__, __LINE__, "test data missing: %s (run deploy/deps.sh)", buf);
+  return buf;
+}
+
+const char *test_cgal_mesh(const char *name) {
+  static char buf[1024];
+  const char *root = getenv("DEFORMD_DATA_DIR");
+  if (root)
+    snprintf(buf, sizeof(buf), "%s/cgal-demo/data/meshes/%s", root, name);
+  else
+    snprintf(buf, sizeof(buf), "%s/.cache/deformd/cgal-demo/data/meshes/%s", getenv("HOME"), name);
+  if (access(buf, R_OK) != 0)
+    test__fail(__FILE__, __LINE__, "test data missing: %s (run deploy/deps.sh)", buf);
+  return buf;
+}
+
+static void remove_tmpdir(void) {
+  if (!tmpdir[0]) return;
+  DIR *d = opendir(tmpdir);
+  if (d) {
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(tmpdir);
+}
+
+const char *test_tmpdir(void) {
+  if (!tmpdir[0]) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof(tmpdir), "%s/deformd-test-XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) test__fail(__FILE__, __LINE__, "mkdtemp failed");
+    atexit(remove_tmpdir);
+  }
+  return tmpdir;
+}
+
+const char *test_write_file(const char *name, const void *data, size_t len) {
+  static char bufs[8][1024];
+  static int slot;
+  char *p = bufs[slot++ % 8];
+  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
+  FILE *f = fopen(p, "wb");
+  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+    test__fail(__FILE__, __LINE__, "cannot write %s", p);
+  return p;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+    for (int i = 0; i < test_count; i++) printf("%s\n", tests[i].name);
+    return 0;
+  }
+  int ran = 0;
+  for (int i = 0; i < test_count; i++) {
+    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;
+    current = tests[i].name;
+    tests[i].fn();
+    printf("ok %s\n", tests[i].name);
+    fflush(stdout);
+    ran++;
+  }
+  if (ran == 0) {
+    fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
+    return 1;
+  }
+  return 0;
+}
