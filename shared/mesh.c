@@ -1,0 +1,281 @@
+/*
+ * mesh.c — the mesh handle: allocation, sparse targets, bounds, evaluation, validation.
+ *
+ * DOES NOT import, weld or compute geometry; see the other mesh_*.c files.
+ */
+#include "mesh.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh_internal.h"
+
+const char *mesh_strerror(int code) {
+  switch (code) {
+    case 0: return "success";
+    case MESH_ENOENT: return "file not found or unreadable";
+    case MESH_EFORMAT: return "unsupported or malformed file";
+    case MESH_ENOTRIS: return "no triangles";
+    case MESH_ENONFINITE: return "non-finite value (NaN or Inf)";
+    case MESH_ERANGE: return "index out of range";
+    case MESH_ETOOBIG: return "mesh exceeds the configured limit";
+    case MESH_ENOMEM: return "out of memory";
+    case MESH_EINVAL: return "invalid argument";
+    case MESH_EIO: return "write failed";
+    case MESH_EMISMATCH: return "frames or targets do not match the mesh";
+    default: break;
+  }
+  if (code < 0 && code > -4000) return strerror(-code);
+  return "unknown error";
+}
+
+void mesh__set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (err == NULL || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+char *mesh__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+mesh *mesh_create(void) {
+  mesh *m = calloc(1, sizeof(*m));
+  return m;
+}
+
+void mesh__target_fini(mesh_target *t) {
+  free(t->name);
+  free(t->indices);
+  free(t->deltas);
+  memset(t, 0, sizeof(*t));
+}
+
+void mesh_destroy(mesh *m) {
+  if (m == NULL) return;
+  free(m->positions);
+  free(m->normals);
+  free(m->uvs);
+  free(m->triangles);
+  for (uint32_t i = 0; i < m->target_count; i++) mesh__target_fini(&m->targets[i]);
+  free(m->targets);
+  free(m->frames);
+  for (uint32_t i = 0; i < m->submesh_count; i++) free(m->submeshes[i].name);
+  free(m->submeshes);
+  free(m);
+}
+
+int mesh_alloc(mesh *m, uint32_t vertex_count, uint32_t triangle_count, int with_normals,
+               int with_uvs) {
+  float *p = calloc((size_t)vertex_count * 3 + 1, sizeof(float));
+  uint32_t *t = calloc((size_t)triangle_count * 3 + 1, sizeof(uint32_t));
+  float *n = with_normals ? calloc((size_t)vertex_count * 3 + 1, sizeof(float)) : NULL;
+  float *uv = with_uvs ? calloc((size_t)vertex_count * 2 + 1, sizeof(float)) : NULL;
+  if (!p || !t || (with_normals && !n) || (with_uvs && !uv)) {
+    free(p);
+    free(t);
+    free(n);
+    free(uv);
+    return MESH_ENOMEM;
+  }
+  free(m->positions);
+  free(m->triangles);
+  free(m->normals);
+  free(m->uvs);
+  m->positions = p;
+  m->triangles = t;
+  m->normals = n;
+  m->uvs = uv;
+  m->vertex_count = vertex_count;
+  m->triangle_count = triangle_count;
+  return 0;
+}
+
+int mesh__push_target(mesh *m, mesh_target *t) {
+  mesh_target *grown = realloc(m->targets, sizeof(*grown) * (m->target_count + 1));
+  if (grown == NULL) return MESH_ENOMEM;
+  m->targets = grown;
+  m->targets[m->target_count++] = *t;
+  memset(t, 0, sizeof(*t));
+  return 0;
+}
+
+int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float default_weight) {
+  uint32_t count = 0;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    const float *d = dense + 3 * (size_t)v;
+    if (!isfinite(d[0]) || !isfinite(d[1]) || !isfinite(d[2])) return MESH_ENONFINITE;
+    if (d[0] != 0.0f || d[1] != 0.0f || d[2] != 0.0f) count++;
+  }
+  if (!isfinite(default_weight)) return MESH_ENONFINITE;
+  mesh_target t = {0};
+  t.name = mesh__strdup(name ? name : "");
+  t.indices = malloc(sizeof(uint32_t) * (count + 1));
+  t.deltas = malloc(sizeof(float) * 3 * (count + 1));
+  if (!t.name || !t.indices || !t.deltas) {
+    mesh__target_fini(&t);
+    return MESH_ENOMEM;
+  }
+  t.default_weight = default_weight;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    const float *d = dense + 3 * (size_t)v;
+    if (d[0] == 0.0f && d[1] == 0.0f && d[2] == 0.0f) continue;
+    t.indices[t.count] = v;
+    memcpy(t.deltas + 3 * (size_t)t.count, d, sizeof(float) * 3);
+    t.count++;
+  }
+  int rc = mesh__push_target(m, &t);
+  if (rc) mesh__target_fini(&t);
+  return rc;
+}
+
+int mesh_find_target(const mesh *m, const char *name) {
+  for (uint32_t i = 0; i < m->target_count; i++)
+    if (strcmp(m->targets[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+void mesh_update_bounds(mesh *m) {
+  if (m->vertex_count == 0) {
+    memset(m->bbox_min, 0, sizeof(m->bbox_min));
+    memset(m->bbox_max, 0, sizeof(m->bbox_max));
+    return;
+  }
+  for (int k = 0; k < 3; k++) m->bbox_min[k] = m->bbox_max[k] = m->positions[k];
+  for (uint32_t v = 1; v < m->vertex_count; v++) {
+    for (int k = 0; k < 3; k++) {
+      float x = m->positions[3 * (size_t)v + k];
+      if (x < m->bbox_min[k]) m->bbox_min[k] = x;
+      if (x > m->bbox_max[k]) m->bbox_max[k] = x;
+    }
+  }
+}
+
+double mesh_bbox_diagonal(const mesh *m) {
+  double s = 0.0;
+  for (int k = 0; k < 3; k++) {
+    double d = (double)m->bbox_max[k] - (double)m->bbox_min[k];
+    s += d * d;
+  }
+  return sqrt(s);
+}
+
+void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, float *out) {
+  size_t n = 3 * (size_t)m->vertex_count;
+  /* Accumulate in double so the reference does not depend on the order targets are summed. */
+  double *acc = malloc(sizeof(double) * (n + 1));
+  if (acc == NULL) {
+    /* Fall back to float accumulation rather than fail: the function has no error path. */
+    for (size_t i = 0; i < n; i++) out[i] = m->positions[i] + (offsets ? offsets[i] : 0.0f);
+    for (uint32_t t = 0; weights && t < m->target_count; t++) {
+      const mesh_target *tg = &m->targets[t];
+      if (weights[t] == 0.0f) continue;
+      for (uint32_t k = 0; k < tg->count; k++)
+        for (int c = 0; c < 3; c++)
+          out[3 * (size_t)tg->indices[k] + c] += weights[t] * tg->deltas[3 * (size_t)k + c];
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) acc[i] = (double)m->positions[i] + (offsets ? offsets[i] : 0.0);
+  for (uint32_t t = 0; weights && t < m->target_count; t++) {
+    const mesh_target *tg = &m->targets[t];
+    double w = weights[t];
+    if (w == 0.0) continue;
+    for (uint32_t k = 0; k < tg->count; k++)
+      for (int c = 0; c < 3; c++)
+        acc[3 * (size_t)tg->indices[k] + c] += w * (double)tg->deltas[3 * (size_t)k + c];
+  }
+  for (size_t i = 0; i < n; i++) out[i] = (float)acc[i];
+  free(acc);
+}
+
+static int first_nonfinite(const float *a, size_t n, size_t *at) {
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(a[i])) {
+      *at = i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int mesh_validate(const mesh *m, char *err, size_t errlen) {
+  size_t at;
+  if (m->vertex_count > 0 && m->positions == NULL) {
+    mesh__set_err(err, errlen, "mesh has %u vertices but no positions", m->vertex_count);
+    return MESH_EINVAL;
+  }
+  if (first_nonfinite(m->positions, 3 * (size_t)m->vertex_count, &at)) {
+    mesh__set_err(err, errlen, "vertex %zu has a non-finite coordinate (%g)", at / 3,
+                  (double)m->positions[at]);
+    return MESH_ENONFINITE;
+  }
+  if (m->normals && first_nonfinite(m->normals, 3 * (size_t)m->vertex_count, &at)) {
+    mesh__set_err(err, errlen, "normal of vertex %zu is not finite", at / 3);
+    return MESH_ENONFINITE;
+  }
+  if (m->uvs && first_nonfinite(m->uvs, 2 * (size_t)m->vertex_count, &at)) {
+    mesh__set_err(err, errlen, "UV of vertex %zu is not finite", at / 2);
+    return MESH_ENONFINITE;
+  }
+  for (size_t i = 0; i < 3 * (size_t)m->triangle_count; i++) {
+    if (m->triangles[i] >= m->vertex_count) {
+      mesh__set_err(err, errlen, "triangle %zu references vertex %u but the mesh has %u vertices",
+                    i / 3, m->triangles[i], m->vertex_count);
+      return MESH_ERANGE;
+    }
+  }
+  for (uint32_t t = 0; t < m->target_count; t++) {
+    const mesh_target *tg = &m->targets[t];
+    for (uint32_t k = 0; k < tg->count; k++) {
+      if (tg->indices[k] >= m->vertex_count || (k > 0 && tg->indices[k] <= tg->indices[k - 1])) {
+        mesh__set_err(err, errlen, "morph target '%s': vertex index %u out of range or unsorted",
+                      tg->name, tg->indices[k]);
+        return MESH_ERANGE;
+      }
+    }
+    if (first_nonfinite(tg->deltas, 3 * (size_t)tg->count, &at)) {
+      mesh__set_err(err, errlen, "morph target '%s' has a non-finite delta at vertex %u",
+                    tg->name, tg->indices[at / 3]);
+      return MESH_ENONFINITE;
+    }
+    if (!isfinite(tg->default_weight)) {
+      mesh__set_err(err, errlen, "morph target '%s' has a non-finite default weight", tg->name);
+      return MESH_ENONFINITE;
+    }
+  }
+  if (m->frame_count > 0) {
+    if (m->frames == NULL) {
+      mesh__set_err(err, errlen, "mesh declares %u frames but has no frame data", m->frame_count);
+      return MESH_EINVAL;
+    }
+    if (first_nonfinite(m->frames, 3 * (size_t)m->vertex_count * m->frame_count, &at)) {
+      size_t per = 3 * (size_t)m->vertex_count;
+      mesh__set_err(err, errlen, "frame %zu: vertex %zu has a non-finite coordinate", at / per,
+                    (at % per) / 3);
+      return MESH_ENONFINITE;
+    }
+    if (!(m->frame_rate > 0.0f) || !isfinite(m->frame_rate)) {
+      mesh__set_err(err, errlen, "frame rate %g is not a positive number", (double)m->frame_rate);
+      return MESH_EINVAL;
+    }
+  }
+  for (uint32_t s = 0; s < m->submesh_count; s++) {
+    const mesh_submesh *sm = &m->submeshes[s];
+    if ((uint64_t)sm->first_triangle + sm->triangle_count > m->triangle_count ||
+        (uint64_t)sm->first_vertex + sm->vertex_count > m->vertex_count) {
+      mesh__set_err(err, errlen, "submesh %u range lies outside the mesh", s);
+      return MESH_ERANGE;
+    }
+  }
+  return 0;
+}

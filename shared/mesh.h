@@ -1,0 +1,315 @@
+/*
+ * mesh.h — the mesh core shared by deformd (server) and deform-view (viewer).
+ *
+ * A mesh is what a session deforms: render vertices (positions, optional normals and UVs),
+ * triangles, named morph targets stored sparsely, optional keyframe animation, and submesh
+ * ranges that remember which part of the source file each triangle came from.
+ *
+ * This module DOES:   import (assimp), validation, export (OBJ, GLB), welding into topology
+ *                     vertices, adjacency, Laplacian weights, vertex areas, reference normals,
+ *                     statistics, and the generated demo head.
+ * This module DOES NOT: know about sockets, sessions, versions, threads or GPUs. Every function
+ *                     here is synchronous and touches only the memory it is given; callers decide
+ *                     which thread runs it (the server runs imports on its thread pool).
+ *
+ * Errors: functions return 0 or a negative MESH_E* code; mesh_strerror() names the code. Where a
+ * reason is more specific than the code ("triangle 12 references vertex 99 of 24"), the function
+ * takes an `err` buffer and writes one readable line into it.
+ */
+#ifndef DEFORMD_MESH_H
+#define DEFORMD_MESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: a named range of their own, below -4000 so they never collide with -errno. */
+enum {
+  MESH_ENOENT = -4001,       /* file missing or unreadable */
+  MESH_EFORMAT = -4002,      /* no importer for this format, or the file does not parse */
+  MESH_ENOTRIS = -4003,      /* nothing triangular in the file */
+  MESH_ENONFINITE = -4004,   /* NaN or Inf in positions, normals, UVs, targets or frames */
+  MESH_ERANGE = -4005,       /* an index points outside its array */
+  MESH_ETOOBIG = -4006,      /* more vertices or triangles than the configured limit */
+  MESH_ENOMEM = -4007,       /* allocation failed */
+  MESH_EINVAL = -4008,       /* bad argument from the caller */
+  MESH_EIO = -4009,          /* writing an output file failed */
+  MESH_EMISMATCH = -4010     /* frames or targets disagree with the base mesh */
+};
+
+/* Returns a static string naming `code` (any MESH_E* code, 0, or a negative errno). */
+const char *mesh_strerror(int code);
+
+/* Size of the error buffers the functions below accept. Shorter buffers are truncated. */
+#define MESH_ERR_LEN 256
+
+/* A morph target (blendshape): position deltas of the render vertices it moves.
+ * Stored sparsely: `indices` ascending, `deltas` 3 floats per entry. Vertices not listed have a
+ * zero delta. */
+typedef struct mesh_target {
+  char *name;            /* owned, NUL-terminated, never NULL */
+  float default_weight;  /* glTF mesh.weights[i]; 0 when the file has none */
+  uint32_t count;        /* number of moved vertices */
+  uint32_t *indices;     /* owned, `count` ascending render vertex indices */
+  float *deltas;         /* owned, 3 * `count` floats */
+} mesh_target;
+
+/* The part of a multi-mesh file a range of triangles and vertices came from. */
+typedef struct mesh_submesh {
+  char *name;               /* owned; "" when the file names none */
+  uint32_t first_triangle;  /* [first_triangle, first_triangle + triangle_count) */
+  uint32_t triangle_count;
+  uint32_t first_vertex;    /* [first_vertex, first_vertex + vertex_count) */
+  uint32_t vertex_count;
+} mesh_submesh;
+
+/* A mesh handle. Create with mesh_create() (empty) or an importer; free with mesh_destroy(). */
+typedef struct mesh {
+  uint32_t vertex_count;     /* render vertices */
+  uint32_t triangle_count;
+  float *positions;          /* 3 * vertex_count */
+  float *normals;            /* 3 * vertex_count, or NULL */
+  float *uvs;                /* 2 * vertex_count, or NULL */
+  uint32_t *triangles;       /* 3 * triangle_count, counter-clockwise */
+
+  uint32_t target_count;
+  mesh_target *targets;
+
+  /* Keyframe animation: `frame_count` full copies of the positions (frame 0 is usually the
+   * same as `positions`), played at `frame_rate` frames per second. */
+  uint32_t frame_count;
+  float frame_rate;
+  float *frames;             /* 3 * vertex_count * frame_count, or NULL */
+
+  uint32_t submesh_count;
+  mesh_submesh *submeshes;   /* at least one when the mesh has triangles */
+
+  float bbox_min[3], bbox_max[3];  /* of `positions`; see mesh_update_bounds() */
+} mesh;
+
+/* Allocates an empty mesh (all counts zero). Returns NULL when out of memory.
+ * The caller owns the result and frees it with mesh_destroy(). */
+mesh *mesh_create(void);
+
+/* Frees the mesh and everything it owns. NULL is allowed. */
+void mesh_destroy(mesh *m);
+
+/* Allocates positions/triangles (and normals/uvs when asked) for the given counts, replacing
+ * any previous arrays. Contents are zeroed. Returns 0 or MESH_ENOMEM. */
+int mesh_alloc(mesh *m, uint32_t vertex_count, uint32_t triangle_count, int with_normals,
+               int with_uvs);
+
+/* Appends a target built from a dense delta array (3 * vertex_count floats); entries whose
+ * three components are exactly zero are not stored. Copies `name` and `dense`.
+ * Returns 0, MESH_ENOMEM or MESH_ENONFINITE. */
+int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float default_weight);
+
+/* Returns the index of the target called `name`, or -1. */
+int mesh_find_target(const mesh *m, const char *name);
+
+/* Recomputes bbox_min/bbox_max from positions. */
+void mesh_update_bounds(mesh *m);
+
+/* Length of the bounding-box diagonal (0 for an empty mesh). */
+double mesh_bbox_diagonal(const mesh *m);
+
+/* Writes base + Σ weights[i]·Δ_i (+ offsets when not NULL) into `out` (3 * vertex_count floats).
+ * `weights` has target_count entries (NULL = all zero). Computed in double, then rounded.
+ * This is the CPU reference of the formula every client evaluates. */
+void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, float *out);
+
+/* Checks every invariant the rest of the system relies on: indices in range, all values finite,
+ * target indices ascending and in range, submesh ranges inside the arrays, frame array present
+ * when frame_count > 0. Returns 0 or the first violation's code, with a reason in `err`. */
+int mesh_validate(const mesh *m, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Import and export (mesh_import.c, mesh_export.c)
+ */
+
+typedef struct mesh_import_opts {
+  uint32_t max_vertices;    /* refuse files with more render vertices; 0 = 5,000,000 */
+  uint32_t max_frames;      /* keyframes read from MD2/MD3; 0 = all */
+  int keep_unreferenced;    /* non-zero: do not drop vertices no triangle uses (tests only) */
+} mesh_import_opts;
+
+#define MESH_DEFAULT_MAX_VERTICES 5000000u
+
+/* Imports a mesh file through assimp: OBJ, PLY (ASCII, binary, triangle strips), OFF, STL,
+ * glTF 2.0 / GLB (morph targets, extras.targetNames, mesh.weights), MD2 / MD3 (all keyframes),
+ * and anything else assimp reads. Polygons are triangulated, points and lines dropped, every
+ * mesh of the file placed by its node transform and joined into one mesh with submesh ranges,
+ * render vertices that are identical in every attribute merged, unreferenced ones dropped.
+ * `opts` may be NULL. On success *out is a new mesh the caller frees with mesh_destroy().
+ * On failure returns a MESH_E* code, writes the reason into `err`, and leaves *out NULL.
+ * Thread-safe: imports may run concurrently on different threads. */
+int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
+                size_t errlen);
+
+typedef enum mesh_format {
+  MESH_FORMAT_AUTO = 0,  /* from the file name's extension */
+  MESH_FORMAT_OBJ,
+  MESH_FORMAT_GLB
+} mesh_format;
+
+/* Writes the mesh to `path`. `positions` replaces the mesh's own positions when not NULL (the
+ * current shape of a session); normals are recomputed from whichever positions are written.
+ * OBJ keeps the render vertex order exactly (v i is vertex i-1). GLB goes through assimp's
+ * glTF 2 exporter and carries the morph targets with extras.targetNames and default weights.
+ * Returns 0 or a MESH_E* code with a reason in `err`. */
+int mesh_export(const mesh *m, const float *positions, const char *path, mesh_format fmt,
+                char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Welding (mesh_weld.c): topology vertices for solves.
+ *
+ * Render vertices split at UV or normal seams share a position; solves and normals want one
+ * vertex there. Welding merges render vertices whose positions lie within
+ * `tolerance` × bbox diagonal of a representative, keeping both maps.
+ */
+
+typedef struct mesh_topology {
+  uint32_t vertex_count;        /* topology vertices */
+  uint32_t render_count;        /* render vertices of the source mesh */
+  uint32_t *render_to_topo;     /* render_count entries */
+  uint32_t *topo_offsets;       /* vertex_count + 1: CSR of topo -> render vertices */
+  uint32_t *topo_render;        /* render_count entries */
+  double *positions;            /* 3 * vertex_count: the representative render vertex's position */
+  uint32_t triangle_count;      /* triangles whose three corners are distinct topology vertices */
+  uint32_t *triangles;          /* 3 * triangle_count, in topology indices */
+  uint32_t *triangle_source;    /* triangle_count: index of the render triangle each came from */
+  uint32_t collapsed_count;     /* render triangles dropped because two corners welded together */
+} mesh_topology;
+
+#define MESH_WELD_DEFAULT_TOLERANCE 1e-6
+
+/* Builds the welded topology of `m`. `tolerance` is relative to the bounding-box diagonal
+ * (<= 0 means MESH_WELD_DEFAULT_TOLERANCE). Positions come from `positions` when not NULL,
+ * else from m->positions. Returns 0 or MESH_ENOMEM. Free with mesh_topology_fini(). */
+int mesh_topology_init(mesh_topology *t, const mesh *m, const float *positions, double tolerance);
+void mesh_topology_fini(mesh_topology *t);
+
+/* Replaces t->positions with the topology-vertex positions of a new shape (`positions` is per
+ * render vertex; each topology vertex takes its first render vertex's position). */
+void mesh_topology_set_positions(mesh_topology *t, const float *positions);
+
+/* ---------------------------------------------------------------------------------------------
+ * Adjacency (mesh_adjacency.c): CSR vertex -> vertex and vertex -> triangle over a topology.
+ */
+
+typedef struct mesh_adjacency {
+  uint32_t vertex_count;
+  uint32_t *vv_offsets;   /* vertex_count + 1 */
+  uint32_t *vv;           /* neighbours of v: vv[vv_offsets[v] .. vv_offsets[v+1]), ascending */
+  uint32_t *vt_offsets;   /* vertex_count + 1 */
+  uint32_t *vt;           /* triangles around v, ascending */
+} mesh_adjacency;
+
+/* Builds adjacency for `triangle_count` triangles over `vertex_count` vertices.
+ * Returns 0, MESH_ERANGE (an index >= vertex_count) or MESH_ENOMEM. Free with _fini(). */
+int mesh_adjacency_init(mesh_adjacency *a, uint32_t vertex_count, const uint32_t *triangles,
+                        uint32_t triangle_count);
+void mesh_adjacency_fini(mesh_adjacency *a);
+
+/* Position of `j` in v's neighbour list (an index into vv[]), or -1 when not adjacent. */
+int64_t mesh_adjacency_edge(const mesh_adjacency *a, uint32_t v, uint32_t j);
+
+/* ---------------------------------------------------------------------------------------------
+ * Laplacian weights and vertex areas (mesh_laplacian.c)
+ */
+
+typedef enum mesh_cotan_mode {
+  MESH_COTAN_CLAMPED = 0,  /* each cotangent clamped to [0, MESH_COT_MAX]: obtuse angles give 0 */
+  MESH_COTAN_RAW = 1       /* signed cotangents, only limited to [-MESH_COT_MAX, MESH_COT_MAX] */
+} mesh_cotan_mode;
+
+/* Largest |cot| admitted: an angle of about 1e-5 rad. Keeps degenerate triangles finite. */
+#define MESH_COT_MAX 1e5
+
+/* Cotangent edge weights w_ij = (cot α_ij + cot β_ij) / 2, one per entry of a->vv (so the weight
+ * of edge (i, j) is at the same index as j in i's list; the matrix is symmetric).
+ * `positions` are 3 doubles per vertex. `weights` has a->vv_offsets[vertex_count] entries. */
+void mesh_cotan_weights(const mesh_adjacency *a, const double *positions,
+                        const uint32_t *triangles, uint32_t triangle_count, mesh_cotan_mode mode,
+                        double *weights);
+
+/* Uniform (graph) weights: 1 for every edge. Same layout as mesh_cotan_weights(). */
+void mesh_uniform_weights(const mesh_adjacency *a, double *weights);
+
+typedef enum mesh_area_mode {
+  MESH_AREA_MIXED = 0,     /* Meyer et al. 2003: Voronoi, falling back to area/2 or /4 when obtuse */
+  MESH_AREA_VORONOI = 1,   /* pure circumcentric Voronoi (can be negative near obtuse angles) */
+  MESH_AREA_BARYCENTRIC = 2
+} mesh_area_mode;
+
+/* Per-vertex area, `areas` has vertex_count entries. Mixed and barycentric areas sum to the
+ * surface area exactly; degenerate triangles contribute nothing. */
+void mesh_vertex_areas(uint32_t vertex_count, const double *positions, const uint32_t *triangles,
+                       uint32_t triangle_count, mesh_area_mode mode, double *areas);
+
+/* Area of triangle (a, b, c) given 3 doubles per vertex. */
+double mesh_triangle_area(const double *positions, const uint32_t *tri);
+
+/* ---------------------------------------------------------------------------------------------
+ * Reference normals (mesh_normals.c): the CPU oracle for the viewer's GPU normals.
+ */
+
+typedef enum mesh_normal_mode {
+  MESH_NORMALS_ANGLE = 0,  /* face normals weighted by the corner angle (Thürmer & Wüthrich) */
+  MESH_NORMALS_AREA = 1    /* face normals weighted by the face area */
+} mesh_normal_mode;
+
+/* Unit normals per render vertex (3 * m->vertex_count floats) for the shape `positions`
+ * (NULL = m->positions), accumulated over the welded topology `t` so that render vertices on a
+ * seam get the same normal. A vertex with no non-degenerate triangle gets (0, 0, 0). */
+void mesh_compute_normals(const mesh *m, const mesh_topology *t, const float *positions,
+                          mesh_normal_mode mode, float *normals);
+
+/* ---------------------------------------------------------------------------------------------
+ * Statistics (mesh_stats.c)
+ */
+
+typedef struct mesh_stats {
+  uint32_t vertices;              /* render vertices */
+  uint32_t triangles;
+  uint32_t topology_vertices;     /* after welding */
+  uint32_t components;            /* connected components over the welded triangles */
+  uint32_t boundary_edges;        /* welded edges with exactly one triangle */
+  uint32_t nonmanifold_edges;     /* welded edges with three or more triangles */
+  uint32_t degenerate_triangles;  /* two corners weld together, or the area is ~0 */
+  uint32_t targets;
+  uint32_t frames;
+  uint32_t submeshes;
+} mesh_stats;
+
+/* A triangle is degenerate when its height over its longest edge is at most this fraction of
+ * that edge (2·area <= eps·longest²): slivers with an angle under ~1e-6 rad and collapsed
+ * triangles, at any scale. */
+#define MESH_DEGENERATE_EPS 1e-6
+
+/* Fills `s` from `m` and its topology `t`. Returns 0 or MESH_ENOMEM. */
+int mesh_compute_stats(const mesh *m, const mesh_topology *t, mesh_stats *s);
+
+/* Whether triangle `tri` (3 indices into `positions`, 3 doubles each) is degenerate by the rule
+ * above. Repeated indices count as degenerate too. */
+int mesh_triangle_is_degenerate(const double *positions, const uint32_t *tri);
+
+/* ---------------------------------------------------------------------------------------------
+ * Demo head (mesh_demo.c)
+ */
+
+/* Generates the bundled demo head deterministically: a closed head-like surface of about 40k
+ * render vertices with UVs (split at a seam behind the head), normals, and 16 named blendshapes
+ * (jaw_open, smile_L/R, frown_L/R, brow_up_L/R, brow_down_L/R, blink_L/R, cheek_puff,
+ * nose_wide, lip_pucker, mouth_left, mouth_right). Units are metres, +Y up, the face looks
+ * towards +Z. Returns 0 or MESH_ENOMEM; *out is owned by the caller (mesh_destroy). */
+int mesh_demo_head(mesh **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFORMD_MESH_H */
