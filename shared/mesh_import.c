@@ -1,0 +1,893 @@
+/*
+ * mesh_import.c — reading mesh files through the assimp C API.
+ *
+ * One file becomes one mesh: every aiMesh instance of the node tree is placed by its node's
+ * global transform and appended as a submesh, morph targets (aiAnimMesh) are matched across
+ * submeshes by name, MD2 keyframes are read one import per frame (assimp reads a single
+ * keyframe per import) and MD3 keyframes from the file (mesh_md3.c), render vertices identical in every attribute and every frame are merged
+ * (meshoptimizer), and unreferenced vertices are dropped.
+ *
+ * assimp accepts some broken files without failing (an out-of-range glTF index is dropped with
+ * a warning, an OFF file whose header lies is read anyway, infinities pass through), so its log
+ * is captured per import and everything is validated again after it returns.
+ *
+ * DOES NOT run on any particular thread: the server calls it from its thread pool. It keeps no
+ * global state besides the one assimp log stream, attached once.
+ */
+#include <assimp/cimport.h>
+#include <assimp/config.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+#include <errno.h>
+#include <math.h>
+#include <meshoptimizer.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mesh.h"
+#include "mesh_internal.h"
+
+/* ---- assimp log capture -----------------------------------------------------------------------
+ * assimp reports problems it tolerates only through its global logger. The stream is attached
+ * once; each import points a thread-local context at its own buffers, so concurrent imports on
+ * different threads never see each other's messages. */
+
+typedef struct import_log {
+  char first_error[MESH_ERR_LEN];   /* first error that concerns geometry */
+  char index_warning[MESH_ERR_LEN]; /* assimp dropped faces with out-of-range indices */
+  char loss_warning[MESH_ERR_LEN];  /* assimp dropped or skipped other data */
+  int errors;
+} import_log;
+
+static _Thread_local import_log *tls_log;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static void copy_log_line(char *dst, const char *msg) {
+  /* Lines look like "Error, T0: message\n": keep the message. */
+  const char *colon = strstr(msg, ": ");
+  const char *text = colon ? colon + 2 : msg;
+  snprintf(dst, MESH_ERR_LEN, "%s", text);
+  size_t n = strlen(dst);
+  while (n > 0 && (dst[n - 1] == '\n' || dst[n - 1] == '\r')) dst[--n] = '\0';
+}
+
+/* assimp logs some harmless conditions as errors (a missing .mtl, a material it had to make
+ * up): we ignore materials, so these do not make a mesh unusable. Everything else logged as an
+ * error, and warnings that say data was dropped, do. Surveyed over Debian's assimp-testmodels. */
+static int harmless_error(const char *msg) {
+  return strstr(msg, "material") != NULL || strstr(msg, "No object detected") != NULL;
+}
+
+static void on_assimp_log(const char *msg, char *user) {
+  (void)user;
+  import_log *log = tls_log;
+  if (log == NULL) return;
+  if (strncmp(msg, "Error", 5) == 0) {
+    if (!harmless_error(msg) && log->errors++ == 0) copy_log_line(log->first_error, msg);
+  } else if (strncmp(msg, "Warn", 4) == 0) {
+    if (log->index_warning[0] == '\0' &&
+        (strstr(msg, "out-of-range") || strstr(msg, "out of range") || strstr(msg, "invalid index")))
+      copy_log_line(log->index_warning, msg);
+    else if (log->loss_warning[0] == '\0' && (strstr(msg, "dropped") || strstr(msg, "Skipping")))
+      copy_log_line(log->loss_warning, msg);
+  }
+}
+
+static void attach_log(void) {
+  struct aiLogStream s = {on_assimp_log, NULL};
+  aiAttachLogStream(&s);
+}
+
+/* ---- small helpers ----------------------------------------------------------------------------- */
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+typedef struct mat4d {
+  double m[4][4]; /* row-major, column vectors: p' = M p */
+} mat4d;
+
+static mat4d mat_from_ai(const struct aiMatrix4x4 *a) {
+  mat4d r;
+  const ai_real *src = &a->a1;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) r.m[i][j] = src[4 * i + j];
+  return r;
+}
+
+static mat4d mat_mul(const mat4d *a, const mat4d *b) {
+  mat4d r;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      double s = 0.0;
+      for (int k = 0; k < 4; k++) s += a->m[i][k] * b->m[k][j];
+      r.m[i][j] = s;
+    }
+  return r;
+}
+
+/* Inverse-transpose of the upper 3x3, for normals. Singular matrices fall back to the 3x3. */
+static void normal_matrix(const mat4d *a, double n[3][3]) {
+  double m[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) m[i][j] = a->m[i][j];
+  double c[3][3];
+  c[0][0] = m[1][1] * m[2][2] - m[1][2] * m[2][1];
+  c[0][1] = m[1][2] * m[2][0] - m[1][0] * m[2][2];
+  c[0][2] = m[1][0] * m[2][1] - m[1][1] * m[2][0];
+  c[1][0] = m[0][2] * m[2][1] - m[0][1] * m[2][2];
+  c[1][1] = m[0][0] * m[2][2] - m[0][2] * m[2][0];
+  c[1][2] = m[0][1] * m[2][0] - m[0][0] * m[2][1];
+  c[2][0] = m[0][1] * m[1][2] - m[0][2] * m[1][1];
+  c[2][1] = m[0][2] * m[1][0] - m[0][0] * m[1][2];
+  c[2][2] = m[0][0] * m[1][1] - m[0][1] * m[1][0];
+  double det = m[0][0] * c[0][0] + m[0][1] * c[0][1] + m[0][2] * c[0][2];
+  /* The cofactor matrix is det · inverse-transpose; only the direction matters for normals. */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) n[i][j] = det != 0.0 ? c[i][j] * (det > 0 ? 1.0 : -1.0) : m[i][j];
+}
+
+static void xform_point(const mat4d *a, const struct aiVector3D *v, double out[3]) {
+  for (int i = 0; i < 3; i++)
+    out[i] = a->m[i][0] * v->x + a->m[i][1] * v->y + a->m[i][2] * v->z + a->m[i][3];
+}
+
+/* ---- gathering the node tree into flat arrays -------------------------------------------------- */
+
+/* One placed aiMesh: which mesh, with which transform. */
+typedef struct instance {
+  const struct aiMesh *mesh;
+  mat4d xf;
+  const char *name;
+} instance;
+
+typedef struct gather {
+  instance *items;
+  uint32_t count, cap;
+} gather;
+
+static int collect_instances(const struct aiScene *sc, const struct aiNode *node,
+                             const mat4d *parent, gather *g, int depth) {
+  if (depth > 256) return MESH_EFORMAT; /* a cycle or an absurd hierarchy */
+  mat4d local = mat_from_ai(&node->mTransformation);
+  mat4d xf = mat_mul(parent, &local);
+  for (unsigned i = 0; i < node->mNumMeshes; i++) {
+    unsigned mi = node->mMeshes[i];
+    if (mi >= sc->mNumMeshes) return MESH_ERANGE;
+    const struct aiMesh *am = sc->mMeshes[mi];
+    if (!(am->mPrimitiveTypes & aiPrimitiveType_TRIANGLE) || am->mNumFaces == 0) continue;
+    if (g->count == g->cap) {
+      uint32_t cap = g->cap ? 2 * g->cap : 8;
+      instance *grown = realloc(g->items, sizeof(*grown) * cap);
+      if (!grown) return MESH_ENOMEM;
+      g->items = grown;
+      g->cap = cap;
+    }
+    instance *it = &g->items[g->count++];
+    it->mesh = am;
+    it->xf = xf;
+    it->name = am->mName.length ? am->mName.data : node->mName.data;
+  }
+  for (unsigned c = 0; c < node->mNumChildren; c++) {
+    int rc = collect_instances(sc, node->mChildren[c], &xf, g, depth + 1);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int gather_scene(const struct aiScene *sc, gather *g) {
+  mat4d id = {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}};
+  memset(g, 0, sizeof(*g));
+  if (sc->mRootNode == NULL) return 0;
+  return collect_instances(sc, sc->mRootNode, &id, g, 0);
+}
+
+/* ---- the import itself --------------------------------------------------------------------------- */
+
+typedef struct raw_target {
+  char *name;
+  float default_weight;
+  float *dense; /* 3 * raw vertex count */
+} raw_target;
+
+/* Everything read from the file, before merging identical vertices. */
+typedef struct raw_mesh {
+  uint32_t vertex_count, triangle_count;
+  float *positions, *normals, *uvs;
+  uint32_t *triangles;
+  uint32_t *vertex_submesh; /* which submesh each raw vertex belongs to */
+  uint32_t target_count;
+  raw_target *targets;
+  uint32_t frame_count;
+  float *frames; /* frame_count * 3 * vertex_count */
+  uint32_t submesh_count;
+  mesh_submesh *submeshes;
+} raw_mesh;
+
+static void raw_fini(raw_mesh *r) {
+  free(r->positions);
+  free(r->normals);
+  free(r->uvs);
+  free(r->triangles);
+  free(r->vertex_submesh);
+  for (uint32_t i = 0; i < r->target_count; i++) {
+    free(r->targets[i].name);
+    free(r->targets[i].dense);
+  }
+  free(r->targets);
+  free(r->frames);
+  for (uint32_t i = 0; i < r->submesh_count; i++) free(r->submeshes[i].name);
+  free(r->submeshes);
+  memset(r, 0, sizeof(*r));
+}
+
+static int raw_target_index(raw_mesh *r, const char *name, float weight, int *out) {
+  for (uint32_t i = 0; i < r->target_count; i++) {
+    if (strcmp(r->targets[i].name, name) == 0) {
+      *out = (int)i;
+      return 0;
+    }
+  }
+  raw_target *grown = realloc(r->targets, sizeof(*grown) * (r->target_count + 1));
+  if (!grown) return MESH_ENOMEM;
+  r->targets = grown;
+  raw_target *t = &r->targets[r->target_count];
+  t->name = mesh__strdup(name);
+  t->default_weight = weight;
+  t->dense = calloc(3 * (size_t)r->vertex_count + 1, sizeof(float));
+  if (!t->name || !t->dense) {
+    free(t->name);
+    free(t->dense);
+    return MESH_ENOMEM;
+  }
+  *out = (int)r->target_count++;
+  return 0;
+}
+
+/* Flattens the placed instances into `r`. Positions are checked for NaN/Inf and faces for
+ * out-of-range indices here, where the reason can still name the submesh. */
+static int flatten(const gather *g, raw_mesh *r, uint32_t max_vertices, char *err, size_t errlen) {
+  uint64_t nv = 0, nt = 0;
+  int all_normals = 1, any_uvs = 0;
+  for (uint32_t i = 0; i < g->count; i++) {
+    const struct aiMesh *am = g->items[i].mesh;
+    nv += am->mNumVertices;
+    for (unsigned f = 0; f < am->mNumFaces; f++)
+      if (am->mFaces[f].mNumIndices == 3) nt++;
+    if (!am->mNormals) all_normals = 0;
+    if (am->mTextureCoords[0]) any_uvs = 1;
+  }
+  if (nt == 0) {
+    mesh__set_err(err, errlen, "the file contains no triangles");
+    return MESH_ENOTRIS;
+  }
+  if (nv > max_vertices) {
+    mesh__set_err(err, errlen, "the file has %llu vertices, over the limit of %u",
+                  (unsigned long long)nv, max_vertices);
+    return MESH_ETOOBIG;
+  }
+  if (nt > UINT32_MAX / 3) {
+    mesh__set_err(err, errlen, "the file has %llu triangles, too many", (unsigned long long)nt);
+    return MESH_ETOOBIG;
+  }
+  r->vertex_count = (uint32_t)nv;
+  r->triangle_count = (uint32_t)nt;
+  r->positions = malloc(sizeof(float) * 3 * (nv + 1));
+  r->normals = all_normals ? malloc(sizeof(float) * 3 * (nv + 1)) : NULL;
+  r->uvs = any_uvs ? calloc(2 * (nv + 1), sizeof(float)) : NULL;
+  r->triangles = malloc(sizeof(uint32_t) * 3 * (nt + 1));
+  r->vertex_submesh = malloc(sizeof(uint32_t) * (nv + 1));
+  r->submeshes = calloc(g->count + 1, sizeof(mesh_submesh));
+  if (!r->positions || (all_normals && !r->normals) || (any_uvs && !r->uvs) || !r->triangles ||
+      !r->vertex_submesh || !r->submeshes)
+    return MESH_ENOMEM;
+
+  uint32_t vbase = 0, tcount = 0;
+  for (uint32_t i = 0; i < g->count; i++) {
+    const instance *it = &g->items[i];
+    const struct aiMesh *am = it->mesh;
+    mesh_submesh *sm = &r->submeshes[r->submesh_count++];
+    sm->name = mesh__strdup(it->name);
+    if (!sm->name) return MESH_ENOMEM;
+    sm->first_vertex = vbase;
+    sm->vertex_count = am->mNumVertices;
+    sm->first_triangle = tcount;
+    double nm[3][3];
+    normal_matrix(&it->xf, nm);
+    for (unsigned v = 0; v < am->mNumVertices; v++) {
+      double p[3];
+      xform_point(&it->xf, &am->mVertices[v], p);
+      for (int k = 0; k < 3; k++) {
+        if (!isfinite(p[k])) {
+          mesh__set_err(err, errlen, "mesh '%s': vertex %u has a non-finite coordinate (%g)",
+                        it->name, v, p[k]);
+          return MESH_ENONFINITE;
+        }
+        r->positions[3 * (size_t)(vbase + v) + k] = (float)p[k];
+      }
+      r->vertex_submesh[vbase + v] = i;
+      if (r->normals) {
+        const struct aiVector3D *n = &am->mNormals[v];
+        double q[3], len = 0.0;
+        for (int k = 0; k < 3; k++) {
+          q[k] = nm[k][0] * n->x + nm[k][1] * n->y + nm[k][2] * n->z;
+          len += q[k] * q[k];
+        }
+        len = sqrt(len);
+        for (int k = 0; k < 3; k++) {
+          double x = len > 0.0 ? q[k] / len : 0.0;
+          /* A broken normal is not worth refusing a mesh for: normals are recomputed anyway. */
+          r->normals[3 * (size_t)(vbase + v) + k] = isfinite(x) ? (float)x : 0.0f;
+        }
+      }
+      if (r->uvs && am->mTextureCoords[0]) {
+        float u = am->mTextureCoords[0][v].x, w = am->mTextureCoords[0][v].y;
+        r->uvs[2 * (size_t)(vbase + v)] = isfinite(u) ? u : 0.0f;
+        r->uvs[2 * (size_t)(vbase + v) + 1] = isfinite(w) ? w : 0.0f;
+      }
+    }
+    for (unsigned f = 0; f < am->mNumFaces; f++) {
+      const struct aiFace *face = &am->mFaces[f];
+      if (face->mNumIndices != 3) continue;
+      for (int c = 0; c < 3; c++) {
+        if (face->mIndices[c] >= am->mNumVertices) {
+          mesh__set_err(err, errlen,
+                        "mesh '%s': face %u references vertex %u but the mesh has %u vertices",
+                        it->name, f, face->mIndices[c], am->mNumVertices);
+          return MESH_ERANGE;
+        }
+        r->triangles[3 * (size_t)tcount + c] = vbase + face->mIndices[c];
+      }
+      tcount++;
+    }
+    sm->triangle_count = tcount - sm->first_triangle;
+    vbase += am->mNumVertices;
+  }
+  return 0;
+}
+
+/* Morph targets: assimp stores each aiAnimMesh as absolute positions; we keep deltas, placed by
+ * the instance's transform (its linear part acts on the difference). */
+static int flatten_targets(const gather *g, raw_mesh *r, char *err, size_t errlen) {
+  uint32_t vbase = 0;
+  for (uint32_t i = 0; i < g->count; i++) {
+    const instance *it = &g->items[i];
+    const struct aiMesh *am = it->mesh;
+    for (unsigned a = 0; a < am->mNumAnimMeshes; a++) {
+      const struct aiAnimMesh *anim = am->mAnimMeshes[a];
+      if (anim == NULL || anim->mVertices == NULL) continue;
+      if (anim->mNumVertices != am->mNumVertices) {
+        mesh__set_err(err, errlen, "mesh '%s': morph target %u has %u vertices, the mesh %u",
+                      it->name, a, anim->mNumVertices, am->mNumVertices);
+        return MESH_EMISMATCH;
+      }
+      char fallback[32];
+      const char *name = anim->mName.data;
+      if (anim->mName.length == 0) {
+        snprintf(fallback, sizeof(fallback), "target_%u", a);
+        name = fallback;
+      }
+      float weight = isfinite(anim->mWeight) ? anim->mWeight : 0.0f;
+      int ti;
+      int rc = raw_target_index(r, name, weight, &ti);
+      if (rc) return rc;
+      float *dense = r->targets[ti].dense;
+      for (unsigned v = 0; v < am->mNumVertices; v++) {
+        double d[3] = {(double)anim->mVertices[v].x - am->mVertices[v].x,
+                       (double)anim->mVertices[v].y - am->mVertices[v].y,
+                       (double)anim->mVertices[v].z - am->mVertices[v].z};
+        for (int k = 0; k < 3; k++) {
+          double x = it->xf.m[k][0] * d[0] + it->xf.m[k][1] * d[1] + it->xf.m[k][2] * d[2];
+          if (!isfinite(x)) {
+            mesh__set_err(err, errlen, "morph target '%s': vertex %u has a non-finite delta",
+                          name, v);
+            return MESH_ENONFINITE;
+          }
+          dense[3 * (size_t)(vbase + v) + k] = (float)x;
+        }
+      }
+    }
+    vbase += am->mNumVertices;
+  }
+  return 0;
+}
+
+/* Keyframe formats keep the frame count in their header; assimp hides it. */
+typedef enum keyframe_kind { KEYFRAMES_NONE, KEYFRAMES_MD2, KEYFRAMES_MD3 } keyframe_kind;
+
+static keyframe_kind read_keyframe_header(const char *path, uint32_t *frames) {
+  unsigned char h[80];
+  FILE *f = fopen(path, "rb");
+  if (!f) return KEYFRAMES_NONE;
+  size_t n = fread(h, 1, sizeof(h), f);
+  fclose(f);
+  if (n < sizeof(h)) return KEYFRAMES_NONE;
+  /* MD2: ident, version, skinwidth, skinheight, framesize, skins, xyz, st, tris, glcmds,
+   * frames: the 11th little-endian int32. MD3: ident, version, name[64], flags, frames. */
+  if (memcmp(h, "IDP2", 4) == 0) {
+    *frames = (uint32_t)h[40] | (uint32_t)h[41] << 8 | (uint32_t)h[42] << 16 | (uint32_t)h[43] << 24;
+    return KEYFRAMES_MD2;
+  }
+  if (memcmp(h, "IDP3", 4) == 0) {
+    *frames = (uint32_t)h[76] | (uint32_t)h[77] << 8 | (uint32_t)h[78] << 16 | (uint32_t)h[79] << 24;
+    return KEYFRAMES_MD3;
+  }
+  return KEYFRAMES_NONE;
+}
+
+static int is_ply(const char *path) {
+  char h[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(h, 1, 4, f);
+  fclose(f);
+  return n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r');
+}
+
+static const unsigned IMPORT_FLAGS = aiProcess_Triangulate | aiProcess_SortByPType |
+                                     aiProcess_ValidateDataStructure;
+
+static struct aiPropertyStore *make_props(keyframe_kind kind, uint32_t frame) {
+  struct aiPropertyStore *props = aiCreatePropertyStore();
+  if (!props) return NULL;
+  aiSetImportPropertyInteger(props, AI_CONFIG_PP_SBP_REMOVE,
+                             aiPrimitiveType_POINT | aiPrimitiveType_LINE);
+  /* One file is one asset: do not go looking for lower/upper/head siblings. */
+  aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_MD3_HANDLE_MULTIPART, 0);
+  if (kind == KEYFRAMES_MD2) aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_MD2_KEYFRAME, (int)frame);
+  return props;
+}
+
+/* MD2: assimp reads the keyframe AI_CONFIG_IMPORT_MD2_KEYFRAME names, one per import; frames
+ * 1..n-1 are read that way (frame 0 is the base import) into r->frames. */
+static int read_md2_frames(const char *path, keyframe_kind kind, uint32_t nframes, raw_mesh *r,
+                       import_log *log, char *err, size_t errlen) {
+  size_t per = 3 * (size_t)r->vertex_count;
+  r->frames = malloc(sizeof(float) * (per * nframes + 1));
+  if (!r->frames) return MESH_ENOMEM;
+  memcpy(r->frames, r->positions, sizeof(float) * per);
+  r->frame_count = 1;
+  for (uint32_t fr = 1; fr < nframes; fr++) {
+    struct aiPropertyStore *props = make_props(kind, fr);
+    if (!props) return MESH_ENOMEM;
+    const struct aiScene *sc = aiImportFileExWithProperties(path, IMPORT_FLAGS, NULL, props);
+    aiReleasePropertyStore(props);
+    if (!sc) {
+      mesh__set_err(err, errlen, "keyframe %u of %u: %s", fr, nframes,
+                    log->first_error[0] ? log->first_error : "assimp could not read it");
+      return MESH_EFORMAT;
+    }
+    gather g;
+    int rc = gather_scene(sc, &g);
+    uint64_t nv = 0;
+    for (uint32_t i = 0; rc == 0 && i < g.count; i++) nv += g.items[i].mesh->mNumVertices;
+    if (rc == 0 && nv != r->vertex_count) {
+      mesh__set_err(err, errlen, "keyframe %u has %llu vertices, frame 0 has %u", fr,
+                    (unsigned long long)nv, r->vertex_count);
+      rc = MESH_EMISMATCH;
+    }
+    float *dst = r->frames + per * fr;
+    for (uint32_t i = 0, vb = 0; rc == 0 && i < g.count; i++) {
+      const struct aiMesh *am = g.items[i].mesh;
+      for (unsigned v = 0; v < am->mNumVertices && rc == 0; v++) {
+        double p[3];
+        xform_point(&g.items[i].xf, &am->mVertices[v], p);
+        for (int k = 0; k < 3; k++) {
+          if (!isfinite(p[k])) {
+            mesh__set_err(err, errlen, "keyframe %u: vertex %u has a non-finite coordinate", fr,
+                          vb + v);
+            rc = MESH_ENONFINITE;
+          }
+          dst[3 * (size_t)(vb + v) + k] = (float)p[k];
+        }
+      }
+      vb += am->mNumVertices;
+    }
+    free(g.items);
+    aiReleaseImport(sc);
+    if (rc) return rc;
+    r->frame_count++;
+  }
+  return 0;
+}
+
+/* MD3: frames from the file itself, matched to assimp's surfaces through frame 0. */
+static int read_md3_frames(const char *path, const gather *g, uint32_t nframes, raw_mesh *r,
+                           char *err, size_t errlen) {
+  mesh__md3 f;
+  int rc = mesh__md3_load(path, &f, err, errlen);
+  if (rc) return rc;
+  uint32_t *surface_of = malloc(sizeof(uint32_t) * (g->count + 1));
+  uint8_t *taken = calloc(f.surface_count + 1, 1);
+  float *tmp = NULL;
+  size_t tmp_len = 0;
+  if (nframes > f.frame_count) nframes = f.frame_count;
+  size_t per = 3 * (size_t)r->vertex_count;
+  r->frames = malloc(sizeof(float) * (per * nframes + 1));
+  if (!surface_of || !taken || !r->frames) {
+    rc = MESH_ENOMEM;
+    goto out;
+  }
+  for (uint32_t i = 0; i < g->count; i++) {
+    const struct aiMesh *am = g->items[i].mesh;
+    surface_of[i] = UINT32_MAX;
+    for (uint32_t s = 0; s < f.surface_count && surface_of[i] == UINT32_MAX; s++) {
+      if (taken[s] || 3 * f.surfaces[s].triangle_count != am->mNumVertices) continue;
+      if (tmp_len < 3 * (size_t)am->mNumVertices) {
+        free(tmp);
+        tmp_len = 3 * (size_t)am->mNumVertices;
+        tmp = malloc(sizeof(float) * tmp_len);
+        if (!tmp) {
+          rc = MESH_ENOMEM;
+          goto out;
+        }
+      }
+      mesh__md3_expand(&f, s, 0, tmp);
+      int same = 1;
+      for (unsigned v = 0; v < am->mNumVertices && same; v++)
+        same = tmp[3 * v] == am->mVertices[v].x && tmp[3 * v + 1] == am->mVertices[v].y &&
+               tmp[3 * v + 2] == am->mVertices[v].z;
+      if (same) {
+        surface_of[i] = s;
+        taken[s] = 1;
+      }
+    }
+    if (surface_of[i] == UINT32_MAX) {
+      mesh__set_err(err, errlen, "MD3: assimp's mesh %u matches no surface of the file", i);
+      rc = MESH_EFORMAT;
+      goto out;
+    }
+  }
+  for (uint32_t fr = 0; fr < nframes; fr++) {
+    float *dst = r->frames + per * fr;
+    uint32_t vb = 0;
+    for (uint32_t i = 0; i < g->count; i++) {
+      const struct aiMesh *am = g->items[i].mesh;
+      mesh__md3_expand(&f, surface_of[i], fr, tmp);
+      for (unsigned v = 0; v < am->mNumVertices; v++) {
+        struct aiVector3D q = {tmp[3 * v], tmp[3 * v + 1], tmp[3 * v + 2]};
+        double p[3];
+        xform_point(&g->items[i].xf, &q, p);
+        for (int k = 0; k < 3; k++) dst[3 * (size_t)(vb + v) + k] = (float)p[k];
+      }
+      vb += am->mNumVertices;
+    }
+  }
+  r->frame_count = nframes;
+out:
+  free(surface_of);
+  free(taken);
+  free(tmp);
+  mesh__md3_fini(&f);
+  return rc;
+}
+
+/* FNV-1a over the bytes of one raw vertex's per-frame positions and target deltas, so that the
+ * vertex merge below only merges vertices that agree in every frame and every target too. */
+static void hash_extras(const raw_mesh *r, uint64_t *hashes) {
+  for (uint32_t v = 0; v < r->vertex_count; v++) {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint32_t f = 0; f < r->frame_count; f++) {
+      const unsigned char *b = (const unsigned char *)(r->frames + 3 * ((size_t)f * r->vertex_count + v));
+      for (int i = 0; i < 12; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    }
+    for (uint32_t t = 0; t < r->target_count; t++) {
+      const unsigned char *b = (const unsigned char *)(r->targets[t].dense + 3 * (size_t)v);
+      for (int i = 0; i < 12; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    }
+    hashes[v] = h;
+  }
+}
+
+/* Builds the final mesh from the raw arrays: merges identical vertices within each submesh,
+ * drops unreferenced ones, and keeps the file's vertex order otherwise. */
+static int compact(raw_mesh *r, mesh *m) {
+  uint32_t n = r->vertex_count;
+  uint64_t *hashes = malloc(sizeof(uint64_t) * (n + 1));
+  uint32_t *remap = malloc(sizeof(uint32_t) * (n + 1));
+  uint32_t *cls_new = malloc(sizeof(uint32_t) * (n + 1));
+  uint32_t *old_of_new = malloc(sizeof(uint32_t) * (n + 1));
+  int rc = MESH_ENOMEM;
+  if (!hashes || !remap || !cls_new || !old_of_new) goto out;
+  hash_extras(r, hashes);
+
+  struct meshopt_Stream streams[5];
+  size_t ns = 0;
+  streams[ns++] = (struct meshopt_Stream){r->positions, sizeof(float) * 3, sizeof(float) * 3};
+  streams[ns++] = (struct meshopt_Stream){r->vertex_submesh, sizeof(uint32_t), sizeof(uint32_t)};
+  streams[ns++] = (struct meshopt_Stream){hashes, sizeof(uint64_t), sizeof(uint64_t)};
+  if (r->normals) streams[ns++] = (struct meshopt_Stream){r->normals, sizeof(float) * 3, sizeof(float) * 3};
+  if (r->uvs) streams[ns++] = (struct meshopt_Stream){r->uvs, sizeof(float) * 2, sizeof(float) * 2};
+  /* remap[v] = class id in order of first use by the index buffer, ~0u when unreferenced. */
+  meshopt_generateVertexRemapMulti(remap, r->triangles, 3 * (size_t)r->triangle_count, n, streams, ns);
+
+  /* Renumber classes by their smallest member so the file's vertex order survives. */
+  memset(cls_new, 0xff, sizeof(uint32_t) * (n + 1));
+  uint32_t count = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    if (remap[v] == ~0u) continue;
+    if (cls_new[remap[v]] == ~0u) {
+      cls_new[remap[v]] = count;
+      old_of_new[count++] = v;
+    }
+  }
+
+  rc = mesh_alloc(m, count, r->triangle_count, r->normals != NULL, r->uvs != NULL);
+  if (rc) goto out;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t o = old_of_new[i];
+    memcpy(m->positions + 3 * (size_t)i, r->positions + 3 * (size_t)o, sizeof(float) * 3);
+    if (r->normals) memcpy(m->normals + 3 * (size_t)i, r->normals + 3 * (size_t)o, sizeof(float) * 3);
+    if (r->uvs) memcpy(m->uvs + 2 * (size_t)i, r->uvs + 2 * (size_t)o, sizeof(float) * 2);
+  }
+  for (size_t c = 0; c < 3 * (size_t)r->triangle_count; c++)
+    m->triangles[c] = cls_new[remap[r->triangles[c]]];
+
+  /* Submesh vertex ranges: vertices never merge across submeshes and keep their order, so each
+   * submesh's survivors are contiguous. */
+  m->submeshes = calloc(r->submesh_count + 1, sizeof(mesh_submesh));
+  if (!m->submeshes) {
+    rc = MESH_ENOMEM;
+    goto out;
+  }
+  m->submesh_count = r->submesh_count;
+  for (uint32_t s = 0; s < r->submesh_count; s++) {
+    m->submeshes[s] = r->submeshes[s];
+    r->submeshes[s].name = NULL;
+    m->submeshes[s].vertex_count = 0;
+    m->submeshes[s].first_vertex = UINT32_MAX;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    mesh_submesh *sm = &m->submeshes[r->vertex_submesh[old_of_new[i]]];
+    if (sm->first_vertex == UINT32_MAX) sm->first_vertex = i;
+    sm->vertex_count++;
+  }
+  for (uint32_t s = 0; s < m->submesh_count; s++)
+    if (m->submeshes[s].first_vertex == UINT32_MAX) m->submeshes[s].first_vertex = 0;
+
+  if (r->frame_count > 1) {
+    size_t per = 3 * (size_t)count;
+    m->frames = malloc(sizeof(float) * (per * r->frame_count + 1));
+    if (!m->frames) {
+      rc = MESH_ENOMEM;
+      goto out;
+    }
+    for (uint32_t f = 0; f < r->frame_count; f++)
+      for (uint32_t i = 0; i < count; i++)
+        memcpy(m->frames + per * f + 3 * (size_t)i,
+               r->frames + 3 * ((size_t)f * r->vertex_count + old_of_new[i]), sizeof(float) * 3);
+    m->frame_count = r->frame_count;
+  }
+
+  float *dense = malloc(sizeof(float) * 3 * ((size_t)count + 1));
+  if (!dense) {
+    rc = MESH_ENOMEM;
+    goto out;
+  }
+  for (uint32_t t = 0; t < r->target_count; t++) {
+    for (uint32_t i = 0; i < count; i++)
+      memcpy(dense + 3 * (size_t)i, r->targets[t].dense + 3 * (size_t)old_of_new[i], sizeof(float) * 3);
+    rc = mesh_add_target_dense(m, r->targets[t].name, dense, r->targets[t].default_weight);
+    if (rc) break;
+  }
+  free(dense);
+
+out:
+  free(hashes);
+  free(remap);
+  free(cls_new);
+  free(old_of_new);
+  return rc;
+}
+
+
+/* Reads `path` through assimp into `r` (frame 0; MD3 frames too, while assimp's meshes are
+ * still alive to match them against). */
+static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nframes,
+                              uint32_t max_vertices, import_log *logp, raw_mesh *r, char *err,
+                              size_t errlen) {
+  import_log *log = logp;
+  gather g = {0};
+  int rc = 0;
+  const struct aiScene *sc = NULL;
+  struct aiPropertyStore *props = make_props(kind, 0);
+  if (!props) {
+    rc = MESH_ENOMEM;
+    goto out;
+  }
+  sc = aiImportFileExWithProperties(path, IMPORT_FLAGS, NULL, props);
+  aiReleasePropertyStore(props);
+  if (sc == NULL || log->errors > 0) {
+    const char *why = log->first_error[0] ? log->first_error : aiGetErrorString();
+    if (log->index_warning[0]) {
+      mesh__set_err(err, errlen, "'%s': index out of range (%s)", base_name(path), log->index_warning);
+      rc = MESH_ERANGE;
+    } else if (strstr(why, "No suitable reader")) {
+      mesh__set_err(err, errlen, "'%s': unknown or unsupported format", base_name(path));
+      rc = MESH_EFORMAT;
+    } else if (strstr(why, "out of range")) {
+      mesh__set_err(err, errlen, "'%s': index out of range (%s)", base_name(path), why);
+      rc = MESH_ERANGE;
+    } else if (strstr(why, "no faces") || strstr(why, "No meshes remaining") ||
+               strstr(why, "mNumMeshes is 0") || strstr(why, "contains no vertices")) {
+      mesh__set_err(err, errlen, "'%s': the file contains no triangles (%s)", base_name(path), why);
+      rc = MESH_ENOTRIS;
+    } else {
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why[0] ? why : "assimp could not read it");
+      rc = MESH_EFORMAT;
+    }
+    if (sc) aiReleaseImport(sc);
+    goto out;
+  }
+  if (log->index_warning[0] || log->loss_warning[0]) {
+    int idx = log->index_warning[0] != '\0';
+    mesh__set_err(err, errlen, "'%s': %s (%s)", base_name(path),
+                  idx ? "index out of range" : "malformed data",
+                  idx ? log->index_warning : log->loss_warning);
+    rc = idx ? MESH_ERANGE : MESH_EFORMAT;
+    aiReleaseImport(sc);
+    goto out;
+  }
+
+  rc = gather_scene(sc, &g);
+  if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
+  if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
+  if (rc == 0 && kind == KEYFRAMES_MD3) rc = read_md3_frames(path, &g, nframes, r, err, errlen);
+  aiReleaseImport(sc);
+
+out:
+  free(g.items);
+  return rc;
+}
+
+/* A PLY file with triangle strips, read entirely by mesh_ply.c. Takes its arrays. */
+static int raw_from_ply(const char *path, mesh__ply_info *ply, uint32_t max_vertices, raw_mesh *r,
+                        char *err, size_t errlen) {
+  if (ply->vertex_count > max_vertices) {
+    mesh__set_err(err, errlen, "'%s': the file has %llu vertices, over the limit of %u",
+                  base_name(path), (unsigned long long)ply->vertex_count, max_vertices);
+    return MESH_ETOOBIG;
+  }
+  if (ply->strip_triangle_count == 0) {
+    mesh__set_err(err, errlen, "'%s': the triangle strips contain no triangles", base_name(path));
+    return MESH_ENOTRIS;
+  }
+  uint32_t nv = (uint32_t)ply->vertex_count;
+  for (size_t i = 0; i < 3 * (size_t)nv; i++) {
+    if (!isfinite(ply->positions[i])) {
+      mesh__set_err(err, errlen, "'%s': vertex %zu has a non-finite coordinate", base_name(path), i / 3);
+      return MESH_ENONFINITE;
+    }
+  }
+  r->vertex_count = nv;
+  r->triangle_count = ply->strip_triangle_count;
+  r->positions = ply->positions;
+  r->normals = ply->normals;
+  r->uvs = ply->uvs;
+  r->triangles = ply->strip_triangles;
+  ply->positions = ply->normals = ply->uvs = NULL;
+  ply->strip_triangles = NULL;
+  r->vertex_submesh = calloc((size_t)nv + 1, sizeof(uint32_t));
+  r->submeshes = calloc(1, sizeof(mesh_submesh));
+  if (!r->vertex_submesh || !r->submeshes) return MESH_ENOMEM;
+  r->submesh_count = 1;
+  r->submeshes[0].name = mesh__strdup("");
+  if (!r->submeshes[0].name) return MESH_ENOMEM;
+  r->submeshes[0].vertex_count = nv;
+  r->submeshes[0].triangle_count = r->triangle_count;
+  return 0;
+}
+
+int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
+                size_t errlen) {
+  mesh_import_opts defaults = {0};
+  if (opts == NULL) opts = &defaults;
+  uint32_t max_vertices = opts->max_vertices ? opts->max_vertices : MESH_DEFAULT_MAX_VERTICES;
+  *out = NULL;
+  if (err && errlen) err[0] = '\0';
+
+  struct stat st;
+  if (path == NULL || stat(path, &st) != 0) {
+    mesh__set_err(err, errlen, "cannot open '%s': %s", path ? path : "(null)",
+                  path ? strerror(errno) : "no path");
+    return MESH_ENOENT;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    mesh__set_err(err, errlen, "'%s' is not a regular file", path);
+    return MESH_ENOENT;
+  }
+
+  pthread_once(&log_once, attach_log);
+  import_log log;
+  memset(&log, 0, sizeof(log));
+  tls_log = &log;
+
+  int rc = 0;
+  raw_mesh r;
+  memset(&r, 0, sizeof(r));
+  mesh__ply_info ply;
+  memset(&ply, 0, sizeof(ply));
+  mesh *m = NULL;
+  uint32_t nframes = 0;
+  keyframe_kind kind = read_keyframe_header(path, &nframes);
+  if (kind != KEYFRAMES_NONE && nframes == 0) {
+    mesh__set_err(err, errlen, "'%s': keyframe file declares no frames", base_name(path));
+    rc = MESH_EFORMAT;
+    goto done;
+  }
+  if (opts->max_frames && nframes > opts->max_frames) nframes = opts->max_frames;
+
+  /* assimp hangs or aborts on some truncated PLY files: check them before it reads them. */
+  if (is_ply(path)) {
+    rc = mesh__ply_check(path, &ply, err, errlen);
+    if (rc) {
+      char why[MESH_ERR_LEN];
+      snprintf(why, sizeof(why), "%s", err ? err : "");
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      goto done;
+    }
+  }
+
+  if (ply.has_strips)
+    rc = raw_from_ply(path, &ply, max_vertices, &r, err, errlen);
+  else
+    rc = import_with_assimp(path, kind, nframes, max_vertices, &log, &r, err, errlen);
+  if (rc) goto done;
+
+  if (kind == KEYFRAMES_MD2 && nframes > 1) {
+    rc = read_md2_frames(path, kind, nframes, &r, &log, err, errlen);
+    if (rc) goto done;
+  } else if (kind != KEYFRAMES_NONE && r.frame_count == 0) {
+    r.frame_count = 1;
+    r.frames = malloc(sizeof(float) * (3 * (size_t)r.vertex_count + 1));
+    if (!r.frames) {
+      rc = MESH_ENOMEM;
+      goto done;
+    }
+    memcpy(r.frames, r.positions, sizeof(float) * 3 * r.vertex_count);
+  }
+
+  m = mesh_create();
+  if (!m) {
+    rc = MESH_ENOMEM;
+    goto done;
+  }
+  rc = compact(&r, m);
+  if (rc) goto done;
+  if (kind != KEYFRAMES_NONE) {
+    if (m->frame_count == 0) {
+      /* A single keyframe: keep it as a one-frame animation so the frame count is reported. */
+      m->frames = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
+      if (!m->frames) {
+        rc = MESH_ENOMEM;
+        goto done;
+      }
+      memcpy(m->frames, m->positions, sizeof(float) * 3 * m->vertex_count);
+      m->frame_count = 1;
+    }
+    /* Neither format stores a rate: Quake II ran its models at 10 frames per second, and MD3
+     * rates live in a separate animation.cfg; 10 is the common default for both. */
+    m->frame_rate = 10.0f;
+  }
+  mesh_update_bounds(m);
+  char why[MESH_ERR_LEN];
+  rc = mesh_validate(m, why, sizeof(why));
+  if (rc) mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+
+done:
+  tls_log = NULL;
+  mesh__ply_info_fini(&ply);
+  raw_fini(&r);
+  if (rc) {
+    mesh_destroy(m);
+    if (err && errlen && err[0] == '\0') mesh__set_err(err, errlen, "'%s': %s", base_name(path), mesh_strerror(rc));
+    return rc;
+  }
+  *out = m;
+  return 0;
+}
