@@ -1,0 +1,38 @@
+/*
+ * mesh_info.c — mesh statistics as JSON (see mesh_info.h).
+ */
+#include "mesh_info.h"
+
+static cJSON *vec3(const float *v) {
+  cJSON *a = cJSON_CreateArray();
+  for (int k = 0; a && k < 3; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[k]));
+  return a;
+}
+
+cJSON *srv_mesh_info_json(const mesh *m, const mesh_stats *s) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "vertices", s->vertices);
+  cJSON_AddNumberToObject(o, "triangles", s->triangles);
+  cJSON_AddNumberToObject(o, "topology_vertices", s->topology_vertices);
+  cJSON_AddNumberToObject(o, "components", s->components);
+  cJSON_AddNumberToObject(o, "boundary_edges", s->boundary_edges);
+  cJSON_AddNumberToObject(o, "nonmanifold_edges", s->nonmanifold_edges);
+  cJSON_AddNumberToObject(o, "degenerate_triangles", s->degenerate_triangles);
+  cJSON *names = cJSON_AddArrayToObject(o, "targets");
+  for (uint32_t i = 0; names && i < m->target_count; i++)
+    cJSON_AddItemToArray(names, cJSON_CreateString(m->targets[i].name));
+  cJSON_AddNumberToObject(o, "frames", s->frames);
+  cJSON_AddNumberToObject(o, "submeshes", s->submeshes);
+  cJSON *bbox = cJSON_AddObjectToObject(o, "bbox");
+  if (bbox) {
+    cJSON_AddItemToObject(bbox, "min", vec3(m->bbox_min));
+    cJSON_AddItemToObject(bbox, "max", vec3(m->bbox_max));
+  }
+  /* One failed allocation anywhere above leaves a key missing: report it as a failure. */
+  if (!names || !bbox || cJSON_GetArraySize(o) != 11) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}

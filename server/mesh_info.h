@@ -1,0 +1,20 @@
+/*
+ * mesh_info.h — the JSON description of a mesh that `deformd --check-mesh` prints and the
+ * `mesh.info` JSON-RPC method returns.
+ *
+ * DOES NOT import or weld: it describes a mesh the caller already has.
+ */
+#ifndef DEFORMD_SRV_MESH_INFO_H
+#define DEFORMD_SRV_MESH_INFO_H
+
+#include <cjson/cJSON.h>
+
+#include "mesh.h"
+
+/* Builds {"vertices", "triangles", "topology_vertices", "components", "boundary_edges",
+ * "nonmanifold_edges", "degenerate_triangles", "targets": [names], "frames", "submeshes",
+ * "bbox": {"min", "max"}}. Returns a new cJSON object (caller frees with cJSON_Delete) or NULL
+ * when out of memory. */
+cJSON *srv_mesh_info_json(const mesh *m, const mesh_stats *s);
+
+#endif
