@@ -1,0 +1,57 @@
+/*
+ * oracle.h — independent references the mesh-core tests compare against.
+ *
+ * Nothing here calls the mesh core's geometry code: the OFF and MD2 readers are written from
+ * the file format descriptions, counts use plain sorting and union-find over raw indices, and
+ * the analytic shapes are generated directly. When a test and the code under test agree, it is
+ * because two separate implementations agree.
+ */
+#ifndef DEFORMD_TEST_ORACLE_H
+#define DEFORMD_TEST_ORACLE_H
+
+#include <stdint.h>
+
+#include "mesh.h"
+
+/* Counts read straight from an OFF file: unreferenced vertices ignored, vertices with equal
+ * coordinates counted once (`vertices`), then welded greedily in file order to the nearest
+ * earlier representative within 1e-6 of the bounding-box diagonal (`topology_vertices`), and
+ * everything topological counted on the welded ids. Polygons count as corners - 2 triangles;
+ * their diagonals are interior, so edge counts do not depend on how they are split. */
+typedef struct oracle_counts {
+  uint32_t vertices;       /* distinct referenced positions */
+  uint32_t topology_vertices;
+  uint32_t triangles;      /* sum over faces of (corners - 2) */
+  uint32_t components;
+  uint32_t boundary_edges;
+  uint32_t nonmanifold_edges;
+  uint32_t degenerate_triangles; /* only meaningful for all-triangle files */
+} oracle_counts;
+
+/* Parses `path` as OFF. Fails the test on a parse error. */
+void oracle_off_counts(const char *path, oracle_counts *out);
+
+/* Decompressed MD2 frames: positions of every xyz vertex referenced by a triangle, per frame,
+ * as read from the file. *frames has frame_count * point_count * 3 floats; caller frees. */
+void oracle_md2_frames(const char *path, uint32_t *frame_count, uint32_t *point_count,
+                       float **frames);
+
+/* Whether point sets a and b cover each other within `tol` (every point of one has a point of
+ * the other that close) after a signed axis permutation of a: the permutation is searched (all
+ * 48) when *perm < 0 and reported in *perm, or fixed when *perm >= 0. Returns 1 if so. */
+int oracle_same_point_set(const float *a, uint32_t na, const float *b, uint32_t nb, double tol,
+                          int *perm);
+
+/* Triangle area by Heron's formula (not the cross product the code uses). */
+double oracle_heron_area(const double *p, const double *q, const double *r);
+
+/* Builders of analytic meshes (plain arrays into a new mesh, no import):
+ * an n×n grid of squares with spacing h in the XY plane, each split along the (i,j)-(i+1,j+1)
+ * diagonal; a grid of equilateral triangles; an icosphere of radius r; a UV sphere with a seam
+ * (vertices on the seam meridian duplicated with u = 0 and u = 1). */
+mesh *oracle_grid(uint32_t n, double h);
+mesh *oracle_equilateral_grid(uint32_t n, double h);
+mesh *oracle_icosphere(uint32_t levels, double r);
+mesh *oracle_uv_sphere(uint32_t rings, uint32_t segments, double r);
+
+#endif
