@@ -66,12 +66,14 @@ if [ ! -f "$CGAL_DIR/data/meshes/armadillo.off" ]; then
   mkdir -p "$CGAL_DIR"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
+  # As root, apt-get download drops to the _apt user, which must be able to write here;
+  # otherwise apt warns "Download is performed unsandboxed as root".
+  [ "$(id -u)" -ne 0 ] || chown _apt "$tmp" 2>/dev/null || true
   # apt-get download needs the package lists; fetch them once if this machine has none.
   if ! (cd "$tmp" && apt-get download -qq libcgal-demo >/dev/null 2>&1); then
     apt_update
     (cd "$tmp" && apt-get download -qq libcgal-demo >/dev/null)
   fi
-  chmod -R a+rwx "$tmp" 2>/dev/null || true
   dpkg-deb -x "$tmp"/libcgal-demo_*.deb "$tmp/root"
   tarball=$(find "$tmp/root" -name data.tar.gz | head -n 1)
   if [ -z "$tarball" ]; then
