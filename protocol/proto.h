@@ -1,0 +1,304 @@
+/*
+ * proto.h — the deformd wire format: frame header, messages, limits, error codes.
+ *
+ * Pure functions on bytes. Encoders write into a growable proto_buf; decoders read a complete
+ * frame payload and check every count against the bytes actually present and against the
+ * limits in proto_limits, reject NaN/Inf, and return a named PROTO_E* code.
+ *
+ * This module DOES NOT do I/O, allocate sockets, know about sessions or keep any state between
+ * calls. docs/protocol.md specifies every message byte by byte; keep the two in step.
+ *
+ * Ownership: decoded messages point into the payload they were decoded from (zero-copy) unless
+ * a field says otherwise; the payload must outlive the message.
+ */
+#ifndef DEFORMD_PROTO_H
+#define DEFORMD_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PROTO_MAGIC 0x444d4644u /* "DFMD" as little-endian bytes 'D' 'F' 'M' 'D' */
+#define PROTO_VERSION 1
+#define PROTO_HEADER_SIZE 20
+#define PROTO_DEFAULT_MAX_FRAME (64u << 20)
+#define PROTO_MAX_NAME 255 /* session, target and token names, in bytes */
+#define PROTO_MAX_TARGETS 65535
+
+/* Error codes: their own range, below -5000. */
+enum {
+  PROTO_ETRUNCATED = -5001, /* fewer bytes than the header or a count promises */
+  PROTO_EMAGIC = -5002,     /* not a deformd frame */
+  PROTO_EVERSION = -5003,   /* protocol version this build does not speak */
+  PROTO_ETOOBIG = -5004,    /* payload length or a count over the configured limit */
+  PROTO_ETYPE = -5005,      /* unknown message type, or a message sent the wrong way */
+  PROTO_ENONFINITE = -5006, /* NaN or Inf in a float field */
+  PROTO_EINVAL = -5007,     /* a field has a value outside its domain */
+  PROTO_ETRAILING = -5008,  /* bytes left over after the message */
+  PROTO_ENOMEM = -5009
+};
+
+const char *proto_strerror(int code);
+
+typedef enum proto_type {
+  PROTO_HELLO = 1,    /* client -> server */
+  PROTO_WELCOME = 2,  /* server -> client */
+  PROTO_SNAPSHOT = 3, /* server -> client: mesh + current state */
+  PROTO_WEIGHTS = 4,  /* server -> client: absolute weights of changed targets */
+  PROTO_DELTA = 5,    /* server -> client: absolute sculpt offsets of changed vertices */
+  PROTO_EDIT = 6,     /* editor -> server */
+  PROTO_ERROR = 7,    /* either way */
+  PROTO_PING = 8,     /* either way */
+  PROTO_PONG = 9,     /* either way */
+  PROTO_BYE = 10      /* either way */
+} proto_type;
+
+/* Header flags. */
+#define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */
+
+typedef struct proto_header {
+  uint32_t magic;
+  uint16_t version;
+  uint8_t type;
+  uint8_t flags;
+  uint32_t length;          /* payload bytes after the header */
+  uint64_t session_version; /* state version this frame brings the receiver to (0 if none) */
+} proto_header;
+
+typedef struct proto_limits {
+  uint32_t max_frame;    /* payload bytes; 0 = PROTO_DEFAULT_MAX_FRAME */
+  uint32_t max_vertices; /* in a snapshot or delta; 0 = 5,000,000 */
+  uint32_t max_triangles; /* 0 = 20,000,000 */
+} proto_limits;
+
+/* Decodes the 20-byte header at `bytes` (which must hold PROTO_HEADER_SIZE bytes) and checks
+ * magic, version and the payload length against `limits` (NULL = defaults). */
+int proto_header_decode(const uint8_t *bytes, const proto_limits *limits, proto_header *h);
+void proto_header_encode(const proto_header *h, uint8_t *bytes);
+
+/* ---- growable output buffer ---------------------------------------------------------------- */
+
+typedef struct proto_buf {
+  uint8_t *data;
+  size_t len, cap;
+  int failed; /* set when an allocation failed; later writes are ignored */
+} proto_buf;
+
+void proto_buf_init(proto_buf *b);
+void proto_buf_fini(proto_buf *b);
+/* Appends n bytes and returns where to write them, or NULL when out of memory (b->failed). */
+uint8_t *proto_buf_append(proto_buf *b, size_t n);
+/* Hands the bytes to the caller (who frees them with free()) and resets the buffer. */
+uint8_t *proto_buf_detach(proto_buf *b, size_t *len);
+
+/* Starts a frame: writes a header with a placeholder length. Returns the frame's offset. */
+size_t proto_frame_begin(proto_buf *b, proto_type type, uint8_t flags, uint64_t session_version);
+/* Patches the payload length of the frame started at `offset`. Returns 0, PROTO_ENOMEM or
+ * PROTO_ETOOBIG (payload over 4 GiB). */
+int proto_frame_end(proto_buf *b, size_t offset);
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+typedef enum proto_role { PROTO_ROLE_VIEWER = 1, PROTO_ROLE_EDITOR = 2 } proto_role;
+
+typedef struct proto_str {
+  const char *ptr; /* not NUL-terminated; points into the payload */
+  uint16_t len;
+} proto_str;
+
+typedef struct proto_hello {
+  uint16_t protocol_version;
+  uint8_t role; /* proto_role */
+  proto_str session;
+  proto_str token;
+} proto_hello;
+
+typedef struct proto_welcome {
+  uint32_t client_id;
+  uint8_t role; /* what the server granted */
+  proto_str session;
+} proto_welcome;
+
+/* A target in a snapshot: name, slider range, sparse deltas. */
+typedef struct proto_target {
+  proto_str name;
+  float default_weight;
+  float min, max;
+  uint32_t count;
+  const uint8_t *indices; /* count little-endian uint32 */
+  const uint8_t *deltas;  /* 3 * count little-endian float32 */
+} proto_target;
+
+/* Sparse sculpt offsets are quantised: offset = q · quantum, q a signed integer per component.
+ * The session's state *is* the quantised value, so every receiver rebuilds it exactly. */
+typedef struct proto_offsets_view {
+  uint32_t count;
+  const uint8_t *bytes; /* the encoded entries (see proto_offsets_next) */
+  size_t len;
+} proto_offsets_view;
+
+typedef struct proto_snapshot {
+  uint32_t vertex_count, triangle_count, target_count;
+  float offset_quantum;
+  const uint8_t *positions; /* 3 * vertex_count float32 */
+  const uint8_t *triangles; /* 3 * triangle_count uint32, each < vertex_count */
+  const uint8_t *uvs;       /* 2 * vertex_count float32, or NULL */
+  const uint8_t *weights;   /* target_count float32: the current weights */
+  proto_offsets_view offsets; /* current non-zero sculpt offsets */
+  /* Targets are decoded one by one with proto_snapshot_target(), from target_bytes. */
+  const uint8_t *target_bytes;
+  size_t target_len;
+} proto_snapshot;
+
+typedef struct proto_weights_view {
+  uint32_t count;     /* entries */
+  int dense;          /* dense: values for targets 0..count-1; sparse: (index, value) pairs */
+  const uint8_t *bytes;
+} proto_weights_view;
+
+typedef enum proto_edit_kind {
+  PROTO_EDIT_WEIGHTS = 1, /* absolute weights, sparse */
+  PROTO_EDIT_OFFSETS = 2  /* absolute sculpt offsets of some vertices, quantised like DELTA */
+} proto_edit_kind;
+
+typedef struct proto_edit {
+  uint32_t request_id; /* echoed in an ERROR that refuses it */
+  uint8_t kind;        /* proto_edit_kind */
+  proto_weights_view weights;
+  proto_offsets_view offsets;
+} proto_edit;
+
+typedef struct proto_error {
+  uint16_t code;       /* PROTO_ERR_* below */
+  uint32_t request_id; /* 0 when not about a request */
+  proto_str message;
+} proto_error;
+
+/* Error codes carried in ERROR and BYE frames. */
+enum {
+  PROTO_ERR_NONE = 0,
+  PROTO_ERR_MALFORMED = 1,     /* the frame could not be decoded */
+  PROTO_ERR_UNKNOWN_SESSION = 2,
+  PROTO_ERR_FORBIDDEN = 3,     /* a viewer sent an edit, or a bad token */
+  PROTO_ERR_INVALID = 4,       /* a value out of range (index, NaN, ...) */
+  PROTO_ERR_TOO_SLOW = 5,      /* the connection did not keep up and is closed */
+  PROTO_ERR_SHUTDOWN = 6,      /* the server is stopping */
+  PROTO_ERR_SESSION_CLOSED = 7,
+  PROTO_ERR_OVERLOADED = 8     /* too many connections */
+};
+
+typedef struct proto_ping {
+  uint64_t t0_ns; /* sender's clock when sent */
+  uint64_t t1_ns; /* PONG: the responder's clock when it answered (0 in PING) */
+  uint32_t seq;
+} proto_ping;
+
+/* Encoders append one complete frame to `b`. They never fail except for memory (b->failed)
+ * and values a decoder would refuse (PROTO_EINVAL / PROTO_ENONFINITE, nothing appended). */
+int proto_encode_hello(proto_buf *b, const proto_hello *m);
+int proto_encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m);
+int proto_encode_error(proto_buf *b, uint16_t code, uint32_t request_id, const char *message);
+int proto_encode_bye(proto_buf *b, uint16_t code, const char *message);
+int proto_encode_ping(proto_buf *b, proto_type type, const proto_ping *m);
+
+/* WEIGHTS: `indices` NULL means dense (values for targets 0..count-1). */
+int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
+                         const uint32_t *indices, const float *values);
+
+/* DELTA / offsets: `indices` ascending; `q` holds 3 quantised components per entry. */
+int proto_encode_delta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
+                       const uint32_t *indices, const int32_t *q);
+
+/* EDIT: weights (indices may be NULL for dense) or offsets. */
+int proto_encode_edit_weights(proto_buf *b, uint32_t request_id, uint32_t count,
+                              const uint32_t *indices, const float *values);
+int proto_encode_edit_offsets(proto_buf *b, uint32_t request_id, uint32_t count,
+                              const uint32_t *indices, const int32_t *q);
+
+/* SNAPSHOT is written in two parts so the mesh part (large, fixed until the targets change) is
+ * encoded once per session and shared by every joining client:
+ *   proto_snapshot_mesh_part(): positions, triangles, UVs, targets (no frame header);
+ *   proto_encode_snapshot_head(): the frame header and fixed fields, given both part lengths;
+ *   proto_snapshot_state_part(): current weights and offsets.
+ * A frame is head + mesh part + state part, sent back to back. */
+typedef struct proto_mesh_desc {
+  uint32_t vertex_count, triangle_count, target_count;
+  const float *positions;
+  const uint32_t *triangles;
+  const float *uvs; /* or NULL */
+  float offset_quantum;
+} proto_mesh_desc;
+
+typedef struct proto_target_desc {
+  const char *name;
+  float default_weight, min, max;
+  uint32_t count;
+  const uint32_t *indices;
+  const float *deltas;
+} proto_target_desc;
+
+int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
+                             const proto_target_desc *targets);
+int proto_snapshot_state_part(proto_buf *b, uint32_t target_count, const float *weights,
+                              uint32_t offset_count, const uint32_t *indices, const int32_t *q);
+int proto_encode_snapshot_head(proto_buf *b, uint64_t version, size_t mesh_part_len,
+                               size_t state_part_len);
+
+/* Decoders take the payload of one frame (h->length bytes). */
+int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m);
+int proto_decode_welcome(const uint8_t *p, size_t n, proto_welcome *m);
+int proto_decode_error(const uint8_t *p, size_t n, proto_error *m); /* ERROR and BYE */
+int proto_decode_ping(const uint8_t *p, size_t n, proto_ping *m);   /* PING and PONG */
+int proto_decode_weights(const uint8_t *p, size_t n, const proto_limits *limits,
+                         proto_weights_view *m);
+int proto_decode_delta(const uint8_t *p, size_t n, const proto_limits *limits,
+                       proto_offsets_view *m);
+int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m);
+int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits,
+                          proto_snapshot *m);
+
+/* Iterators over decoded views. Each returns 1 with the next entry, 0 at the end. The views
+ * were fully validated by the decoder, so iteration cannot fail. */
+typedef struct proto_iter {
+  const uint8_t *at, *end;
+  uint32_t left;
+  uint32_t index; /* running index for dense weights / delta-coded vertex indices */
+  int dense;
+  int started;
+} proto_iter;
+
+void proto_weights_begin(const proto_weights_view *w, proto_iter *it);
+int proto_weights_next(proto_iter *it, uint32_t *index, float *value);
+void proto_offsets_begin(const proto_offsets_view *o, proto_iter *it);
+int proto_offsets_next(proto_iter *it, uint32_t *index, int32_t q[3]);
+/* The i-th target of a snapshot, decoding sequentially: call with it from
+ * proto_snapshot_targets_begin(). */
+void proto_snapshot_targets_begin(const proto_snapshot *s, proto_iter *it);
+int proto_snapshot_target_next(proto_iter *it, proto_target *t);
+
+/* Little-endian loads used by receivers of the zero-copy arrays above. */
+static inline float proto_load_f32(const uint8_t *p) {
+  union {
+    uint32_t u;
+    float f;
+  } v;
+  v.u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  return v.f;
+}
+static inline uint32_t proto_load_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Offsets are quantised as round(offset / quantum), clamped to ±(2^30 - 1); dequantised as
+ * (float)q * quantum, a single float multiply, so every side gets the same bits. */
+int32_t proto_quantize(float offset, float quantum);
+static inline float proto_dequantize(int32_t q, float quantum) { return (float)q * quantum; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

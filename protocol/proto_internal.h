@@ -1,0 +1,61 @@
+/*
+ * proto_internal.h — byte-level helpers shared by the protocol's .c files. Not public.
+ */
+#ifndef DEFORMD_PROTO_INTERNAL_H
+#define DEFORMD_PROTO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Largest magnitude of a quantised offset component. */
+#define PROTO_Q_MAX ((1 << 30) - 1)
+
+static inline void proto__st16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static inline void proto__st32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void proto__st64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t proto__ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint64_t proto__ld64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+/* Fills defaults for zero fields. */
+void proto__limits(const proto_limits *in, proto_limits *out);
+
+/* Appends n bytes to b and returns where they go, or NULL (b->failed set). */
+uint8_t *proto__reserve(proto_buf *b, size_t n);
+void proto__put_u8(proto_buf *b, uint8_t v);
+void proto__put_u16(proto_buf *b, uint16_t v);
+void proto__put_u32(proto_buf *b, uint32_t v);
+void proto__put_u64(proto_buf *b, uint64_t v);
+void proto__put_f32(proto_buf *b, float v);
+void proto__put_str(proto_buf *b, const char *s, size_t n);
+void proto__put_varint(proto_buf *b, uint32_t v);
+/* n 32-bit words (uint32 or the bits of float32), little-endian. */
+void proto__put_u32_array(proto_buf *b, const uint32_t *v, size_t n);
+
+/* A bounds-checked read cursor over one payload. */
+typedef struct proto_cur {
+  const uint8_t *at, *end;
+} proto_cur;
+
+int proto__get(proto_cur *c, size_t n, const uint8_t **out);
+int proto__get_u8(proto_cur *c, uint8_t *v);
+int proto__get_u16(proto_cur *c, uint16_t *v);
+int proto__get_u32(proto_cur *c, uint32_t *v);
+int proto__get_u64(proto_cur *c, uint64_t *v);
+int proto__get_f32(proto_cur *c, float *v); /* PROTO_ENONFINITE for NaN/Inf */
+int proto__get_str(proto_cur *c, proto_str *s);
+int proto__get_varint(proto_cur *c, uint32_t *v);
+
+#endif

@@ -1,0 +1,490 @@
+/*
+ * proto_msg.c — encoders and decoders of every message (layouts in docs/protocol.md).
+ *
+ * Decoders validate everything before returning 0: afterwards the iterators over weights,
+ * offsets and targets cannot run past the payload or meet a NaN.
+ *
+ * DOES NOT interpret messages (a receiver applies them) or do I/O.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "proto.h"
+#include "proto_internal.h"
+
+#define CHECK(expr)            \
+  do {                         \
+    int rc_ = (expr);          \
+    if (rc_) return rc_;       \
+  } while (0)
+
+static int finish(proto_cur *c) { return c->at == c->end ? 0 : PROTO_ETRAILING; }
+
+static uint32_t zigzag(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
+static int32_t unzigzag(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 1); }
+
+/* ---- small messages ---------------------------------------------------------------------- */
+
+static size_t name_len(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  return n;
+}
+
+/* Names travel as length + bytes and are C strings on every side: no zero bytes inside. */
+static int valid_name(proto_str s) {
+  return s.len <= PROTO_MAX_NAME && (s.len == 0 || memchr(s.ptr, 0, s.len) == NULL);
+}
+
+int proto_encode_hello(proto_buf *b, const proto_hello *m) {
+  if (!valid_name(m->session) || !valid_name(m->token)) return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, PROTO_HELLO, 0, 0);
+  proto__put_u16(b, m->protocol_version);
+  proto__put_u8(b, m->role);
+  proto__put_u8(b, 0);
+  proto__put_str(b, m->session.ptr, m->session.len);
+  proto__put_str(b, m->token.ptr, m->token.len);
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m) {
+  proto_cur c = {p, p + n};
+  uint8_t reserved;
+  CHECK(proto__get_u16(&c, &m->protocol_version));
+  CHECK(proto__get_u8(&c, &m->role));
+  CHECK(proto__get_u8(&c, &reserved));
+  CHECK(proto__get_str(&c, &m->session));
+  CHECK(proto__get_str(&c, &m->token));
+  if (m->role != PROTO_ROLE_VIEWER && m->role != PROTO_ROLE_EDITOR) return PROTO_EINVAL;
+  return finish(&c);
+}
+
+int proto_encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m) {
+  if (!valid_name(m->session)) return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, PROTO_WELCOME, 0, version);
+  proto__put_u32(b, m->client_id);
+  proto__put_u8(b, m->role);
+  proto__put_u8(b, 0);
+  proto__put_str(b, m->session.ptr, m->session.len);
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_welcome(const uint8_t *p, size_t n, proto_welcome *m) {
+  proto_cur c = {p, p + n};
+  uint8_t reserved;
+  CHECK(proto__get_u32(&c, &m->client_id));
+  CHECK(proto__get_u8(&c, &m->role));
+  CHECK(proto__get_u8(&c, &reserved));
+  CHECK(proto__get_str(&c, &m->session));
+  return finish(&c);
+}
+
+static int encode_error_like(proto_buf *b, proto_type type, uint16_t code, uint32_t request_id,
+                             const char *message) {
+  size_t len = name_len(message);
+  if (len > 1024) len = 1024; /* messages are one line for a human; keep them short */
+  size_t at = proto_frame_begin(b, type, 0, 0);
+  proto__put_u16(b, code);
+  proto__put_u32(b, request_id);
+  proto__put_u16(b, (uint16_t)len);
+  uint8_t *d = proto__reserve(b, len);
+  if (d && len) memcpy(d, message, len);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_error(proto_buf *b, uint16_t code, uint32_t request_id, const char *message) {
+  return encode_error_like(b, PROTO_ERROR, code, request_id, message);
+}
+
+int proto_encode_bye(proto_buf *b, uint16_t code, const char *message) {
+  return encode_error_like(b, PROTO_BYE, code, 0, message);
+}
+
+int proto_decode_error(const uint8_t *p, size_t n, proto_error *m) {
+  proto_cur c = {p, p + n};
+  uint16_t len;
+  const uint8_t *text;
+  CHECK(proto__get_u16(&c, &m->code));
+  CHECK(proto__get_u32(&c, &m->request_id));
+  CHECK(proto__get_u16(&c, &len));
+  if (len > 1024) return PROTO_ETOOBIG;
+  CHECK(proto__get(&c, len, &text));
+  m->message.ptr = (const char *)text;
+  m->message.len = len;
+  return finish(&c);
+}
+
+int proto_encode_ping(proto_buf *b, proto_type type, const proto_ping *m) {
+  if (type != PROTO_PING && type != PROTO_PONG) return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, type, 0, 0);
+  proto__put_u32(b, m->seq);
+  proto__put_u64(b, m->t0_ns);
+  proto__put_u64(b, m->t1_ns);
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_ping(const uint8_t *p, size_t n, proto_ping *m) {
+  proto_cur c = {p, p + n};
+  CHECK(proto__get_u32(&c, &m->seq));
+  CHECK(proto__get_u64(&c, &m->t0_ns));
+  CHECK(proto__get_u64(&c, &m->t1_ns));
+  return finish(&c);
+}
+
+/* ---- weights ------------------------------------------------------------------------------- */
+
+/* Body: u8 mode (0 dense, 1 sparse), u32 count, then count f32 (dense) or count × (u16 index,
+ * f32 value) (sparse). */
+static int put_weights_body(proto_buf *b, uint32_t count, const uint32_t *indices,
+                            const float *values) {
+  if (count > PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  for (uint32_t i = 0; i < count; i++) {
+    if (!isfinite(values[i])) return PROTO_ENONFINITE;
+    if (indices && indices[i] >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  }
+  proto__put_u8(b, indices ? 1 : 0);
+  proto__put_u32(b, count);
+  for (uint32_t i = 0; i < count; i++) {
+    if (indices) proto__put_u16(b, (uint16_t)indices[i]);
+    proto__put_f32(b, values[i]);
+  }
+  return 0;
+}
+
+static int get_weights_body(proto_cur *c, proto_weights_view *w) {
+  uint8_t mode;
+  CHECK(proto__get_u8(c, &mode));
+  if (mode > 1) return PROTO_EINVAL;
+  CHECK(proto__get_u32(c, &w->count));
+  if (w->count > PROTO_MAX_TARGETS) return PROTO_ETOOBIG;
+  w->dense = mode == 0;
+  size_t each = w->dense ? 4 : 6;
+  const uint8_t *bytes;
+  CHECK(proto__get(c, each * w->count, &bytes));
+  w->bytes = bytes;
+  for (uint32_t i = 0; i < w->count; i++)
+    if (!isfinite(proto_load_f32(bytes + each * i + (w->dense ? 0 : 2)))) return PROTO_ENONFINITE;
+  return 0;
+}
+
+int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
+                         const uint32_t *indices, const float *values) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_WEIGHTS, flags, version);
+  int rc = put_weights_body(b, count, indices, values);
+  if (rc) {
+    b->len = mark;
+    return rc;
+  }
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_weights(const uint8_t *p, size_t n, const proto_limits *limits,
+                         proto_weights_view *m) {
+  (void)limits;
+  proto_cur c = {p, p + n};
+  CHECK(get_weights_body(&c, m));
+  return finish(&c);
+}
+
+void proto_weights_begin(const proto_weights_view *w, proto_iter *it) {
+  memset(it, 0, sizeof(*it));
+  it->at = w->bytes;
+  it->left = w->count;
+  it->dense = w->dense;
+}
+
+int proto_weights_next(proto_iter *it, uint32_t *index, float *value) {
+  if (it->left == 0) return 0;
+  if (it->dense) {
+    *index = it->index++;
+    *value = proto_load_f32(it->at);
+    it->at += 4;
+  } else {
+    *index = proto__ld16(it->at);
+    *value = proto_load_f32(it->at + 2);
+    it->at += 6;
+  }
+  it->left--;
+  return 1;
+}
+
+/* ---- offsets (DELTA, EDIT offsets, snapshot state) ----------------------------------------- */
+
+/* Body: u32 count, u32 byte length, then per entry varint(index gap), zigzag varint q[3].
+ * The gap is index - (previous + 1), or the index itself for the first entry, so indices are
+ * strictly ascending by construction. */
+static int put_offsets_body(proto_buf *b, uint32_t count, const uint32_t *indices,
+                            const int32_t *q) {
+  for (uint32_t i = 0; i < count; i++) {
+    if (i > 0 && indices[i] <= indices[i - 1]) return PROTO_EINVAL;
+    for (int k = 0; k < 3; k++)
+      if (q[3 * (size_t)i + k] > PROTO_Q_MAX || q[3 * (size_t)i + k] < -PROTO_Q_MAX) return PROTO_EINVAL;
+  }
+  proto__put_u32(b, count);
+  size_t len_at = b->len;
+  proto__put_u32(b, 0);
+  size_t start = b->len;
+  for (uint32_t i = 0; i < count; i++) {
+    proto__put_varint(b, i == 0 ? indices[0] : indices[i] - indices[i - 1] - 1);
+    for (int k = 0; k < 3; k++) proto__put_varint(b, zigzag(q[3 * (size_t)i + k]));
+  }
+  if (b->failed) return PROTO_ENOMEM;
+  size_t len = b->len - start;
+  if (len > UINT32_MAX) return PROTO_ETOOBIG;
+  proto__st32(b->data + len_at, (uint32_t)len);
+  return 0;
+}
+
+/* Reads and fully validates an offsets body; vertex indices must be < vertex_limit. */
+static int get_offsets_body(proto_cur *c, uint32_t vertex_limit, proto_offsets_view *o) {
+  uint32_t len;
+  CHECK(proto__get_u32(c, &o->count));
+  CHECK(proto__get_u32(c, &len));
+  if (o->count > vertex_limit) return PROTO_ETOOBIG;
+  const uint8_t *bytes;
+  CHECK(proto__get(c, len, &bytes));
+  o->bytes = bytes;
+  o->len = len;
+  proto_cur e = {bytes, bytes + len};
+  uint64_t index = 0;
+  for (uint32_t i = 0; i < o->count; i++) {
+    uint32_t gap, z;
+    CHECK(proto__get_varint(&e, &gap));
+    index = (i == 0) ? gap : index + 1 + gap;
+    if (index >= vertex_limit) return PROTO_EINVAL;
+    for (int k = 0; k < 3; k++) {
+      CHECK(proto__get_varint(&e, &z));
+      int32_t q = unzigzag(z);
+      if (q > PROTO_Q_MAX || q < -PROTO_Q_MAX) return PROTO_EINVAL;
+    }
+  }
+  return e.at == e.end ? 0 : PROTO_ETRAILING;
+}
+
+void proto_offsets_begin(const proto_offsets_view *o, proto_iter *it) {
+  memset(it, 0, sizeof(*it));
+  it->at = o->bytes;
+  it->left = o->count;
+}
+
+static uint32_t read_varint_unchecked(const uint8_t **p) {
+  uint32_t v = 0;
+  int shift = 0;
+  for (;;) {
+    uint8_t byte = *(*p)++;
+    v |= (uint32_t)(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return v;
+    shift += 7;
+  }
+}
+
+int proto_offsets_next(proto_iter *it, uint32_t *index, int32_t q[3]) {
+  if (it->left == 0) return 0;
+  uint32_t gap = read_varint_unchecked(&it->at);
+  it->index = it->started ? it->index + 1 + gap : gap;
+  it->started = 1;
+  *index = it->index;
+  for (int k = 0; k < 3; k++) q[k] = unzigzag(read_varint_unchecked(&it->at));
+  it->left--;
+  return 1;
+}
+
+int proto_encode_delta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
+                       const uint32_t *indices, const int32_t *q) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_DELTA, flags, version);
+  int rc = put_offsets_body(b, count, indices, q);
+  if (rc) {
+    b->len = mark;
+    return rc;
+  }
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_delta(const uint8_t *p, size_t n, const proto_limits *limits,
+                       proto_offsets_view *m) {
+  proto_limits l;
+  proto__limits(limits, &l);
+  proto_cur c = {p, p + n};
+  CHECK(get_offsets_body(&c, l.max_vertices, m));
+  return finish(&c);
+}
+
+/* ---- EDIT ------------------------------------------------------------------------------------ */
+
+/* Payload: u32 request_id, u8 kind, then a weights body or an offsets body. */
+int proto_encode_edit_weights(proto_buf *b, uint32_t request_id, uint32_t count,
+                              const uint32_t *indices, const float *values) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_WEIGHTS);
+  int rc = put_weights_body(b, count, indices, values);
+  if (rc) {
+    b->len = mark;
+    return rc;
+  }
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_offsets(proto_buf *b, uint32_t request_id, uint32_t count,
+                              const uint32_t *indices, const int32_t *q) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_OFFSETS);
+  int rc = put_offsets_body(b, count, indices, q);
+  if (rc) {
+    b->len = mark;
+    return rc;
+  }
+  return proto_frame_end(b, at);
+}
+
+int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m) {
+  proto_limits l;
+  proto__limits(limits, &l);
+  proto_cur c = {p, p + n};
+  memset(m, 0, sizeof(*m));
+  CHECK(proto__get_u32(&c, &m->request_id));
+  CHECK(proto__get_u8(&c, &m->kind));
+  if (m->kind == PROTO_EDIT_WEIGHTS)
+    CHECK(get_weights_body(&c, &m->weights));
+  else if (m->kind == PROTO_EDIT_OFFSETS)
+    CHECK(get_offsets_body(&c, l.max_vertices, &m->offsets));
+  else
+    return PROTO_EINVAL;
+  return finish(&c);
+}
+
+/* ---- SNAPSHOT -------------------------------------------------------------------------------- */
+
+#define SNAP_HAS_UVS 0x1u
+
+int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
+                             const proto_target_desc *targets) {
+  if (mesh->target_count > PROTO_MAX_TARGETS || !(mesh->offset_quantum > 0) ||
+      !isfinite(mesh->offset_quantum))
+    return PROTO_EINVAL;
+  proto__put_u32(b, mesh->vertex_count);
+  proto__put_u32(b, mesh->triangle_count);
+  proto__put_u32(b, mesh->target_count);
+  proto__put_f32(b, mesh->offset_quantum);
+  proto__put_u32(b, mesh->uvs ? SNAP_HAS_UVS : 0);
+  proto__put_u32_array(b, (const uint32_t *)(const void *)mesh->positions, 3 * (size_t)mesh->vertex_count);
+  proto__put_u32_array(b, mesh->triangles, 3 * (size_t)mesh->triangle_count);
+  if (mesh->uvs) proto__put_u32_array(b, (const uint32_t *)(const void *)mesh->uvs, 2 * (size_t)mesh->vertex_count);
+  for (uint32_t t = 0; t < mesh->target_count; t++) {
+    const proto_target_desc *d = &targets[t];
+    size_t nl = name_len(d->name);
+    if (nl > PROTO_MAX_NAME) return PROTO_EINVAL;
+    proto__put_str(b, d->name, nl);
+    proto__put_f32(b, d->default_weight);
+    proto__put_f32(b, d->min);
+    proto__put_f32(b, d->max);
+    proto__put_u32(b, d->count);
+    proto__put_u32_array(b, d->indices, d->count);
+    proto__put_u32_array(b, (const uint32_t *)(const void *)d->deltas, 3 * (size_t)d->count);
+  }
+  return b->failed ? PROTO_ENOMEM : 0;
+}
+
+int proto_snapshot_state_part(proto_buf *b, uint32_t target_count, const float *weights,
+                              uint32_t offset_count, const uint32_t *indices, const int32_t *q) {
+  for (uint32_t t = 0; t < target_count; t++) {
+    if (!isfinite(weights[t])) return PROTO_ENONFINITE;
+    proto__put_f32(b, weights[t]);
+  }
+  int rc = put_offsets_body(b, offset_count, indices, q);
+  if (rc) return rc;
+  return b->failed ? PROTO_ENOMEM : 0;
+}
+
+int proto_encode_snapshot_head(proto_buf *b, uint64_t version, size_t mesh_part_len,
+                               size_t state_part_len) {
+  if (mesh_part_len + state_part_len > UINT32_MAX) return PROTO_ETOOBIG;
+  size_t at = proto_frame_begin(b, PROTO_SNAPSHOT, 0, version);
+  if (b->failed) return PROTO_ENOMEM;
+  proto__st32(b->data + at + 8, (uint32_t)(mesh_part_len + state_part_len));
+  return 0;
+}
+
+/* Checks n floats at p are finite. */
+static int all_finite(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(proto_load_f32(p + 4 * i))) return 0;
+  return 1;
+}
+
+static int get_target(proto_cur *c, uint32_t vertex_count, proto_target *t) {
+  CHECK(proto__get_str(c, &t->name));
+  CHECK(proto__get_f32(c, &t->default_weight));
+  CHECK(proto__get_f32(c, &t->min));
+  CHECK(proto__get_f32(c, &t->max));
+  if (t->min > t->max) return PROTO_EINVAL;
+  CHECK(proto__get_u32(c, &t->count));
+  if (t->count > vertex_count) return PROTO_EINVAL;
+  CHECK(proto__get(c, 4 * (size_t)t->count, &t->indices));
+  CHECK(proto__get(c, 12 * (size_t)t->count, &t->deltas));
+  return 0;
+}
+
+int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits,
+                          proto_snapshot *m) {
+  proto_limits l;
+  proto__limits(limits, &l);
+  proto_cur c = {p, p + n};
+  uint32_t flags;
+  memset(m, 0, sizeof(*m));
+  CHECK(proto__get_u32(&c, &m->vertex_count));
+  CHECK(proto__get_u32(&c, &m->triangle_count));
+  CHECK(proto__get_u32(&c, &m->target_count));
+  CHECK(proto__get_f32(&c, &m->offset_quantum));
+  CHECK(proto__get_u32(&c, &flags));
+  if (m->vertex_count > l.max_vertices || m->triangle_count > l.max_triangles ||
+      m->target_count > PROTO_MAX_TARGETS)
+    return PROTO_ETOOBIG;
+  if (!(m->offset_quantum > 0) || (flags & ~SNAP_HAS_UVS)) return PROTO_EINVAL;
+  CHECK(proto__get(&c, 12 * (size_t)m->vertex_count, &m->positions));
+  if (!all_finite(m->positions, 3 * (size_t)m->vertex_count)) return PROTO_ENONFINITE;
+  CHECK(proto__get(&c, 12 * (size_t)m->triangle_count, &m->triangles));
+  for (size_t i = 0; i < 3 * (size_t)m->triangle_count; i++)
+    if (proto_load_u32(m->triangles + 4 * i) >= m->vertex_count) return PROTO_EINVAL;
+  if (flags & SNAP_HAS_UVS) {
+    CHECK(proto__get(&c, 8 * (size_t)m->vertex_count, &m->uvs));
+    if (!all_finite(m->uvs, 2 * (size_t)m->vertex_count)) return PROTO_ENONFINITE;
+  }
+  m->target_bytes = c.at;
+  for (uint32_t t = 0; t < m->target_count; t++) {
+    proto_target tg;
+    CHECK(get_target(&c, m->vertex_count, &tg));
+    for (uint32_t k = 0; k < tg.count; k++) {
+      uint32_t v = proto_load_u32(tg.indices + 4 * (size_t)k);
+      if (v >= m->vertex_count || (k > 0 && v <= proto_load_u32(tg.indices + 4 * (size_t)(k - 1))))
+        return PROTO_EINVAL;
+    }
+    if (!all_finite(tg.deltas, 3 * (size_t)tg.count)) return PROTO_ENONFINITE;
+  }
+  m->target_len = (size_t)(c.at - m->target_bytes);
+  CHECK(proto__get(&c, 4 * (size_t)m->target_count, &m->weights));
+  if (!all_finite(m->weights, m->target_count)) return PROTO_ENONFINITE;
+  CHECK(get_offsets_body(&c, m->vertex_count, &m->offsets));
+  return finish(&c);
+}
+
+void proto_snapshot_targets_begin(const proto_snapshot *s, proto_iter *it) {
+  memset(it, 0, sizeof(*it));
+  it->at = s->target_bytes;
+  it->end = s->target_bytes + s->target_len;
+  it->left = s->target_count;
+  it->index = s->vertex_count;
+}
+
+int proto_snapshot_target_next(proto_iter *it, proto_target *t) {
+  if (it->left == 0) return 0;
+  proto_cur c = {it->at, it->end}; /* validated by the decoder already */
+  if (get_target(&c, it->index, t)) return 0;
+  it->at = c.at;
+  it->left--;
+  return 1;
+}

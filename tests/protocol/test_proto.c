@@ -1,0 +1,420 @@
+/*
+ * test_proto.c — the wire format: round trips, and every kind of malformed input refused with
+ * the right code (never a crash, never a read past the payload: ASan runs these too).
+ */
+#include <stdint.h>
+
+#include "proto.h"
+#include "test.h"
+
+/* Splits the single frame in b into header + payload, checking the header. */
+static const uint8_t *one_frame(const proto_buf *b, proto_header *h, proto_type type) {
+  ASSERT(!b->failed);
+  ASSERT(b->len >= PROTO_HEADER_SIZE);
+  ASSERT_OK(proto_header_decode(b->data, NULL, h), NULL);
+  ASSERT_EQ(h->type, type);
+  ASSERT_EQ(h->length, b->len - PROTO_HEADER_SIZE);
+  return b->data + PROTO_HEADER_SIZE;
+}
+
+TEST(header_round_trips_and_bad_headers_are_named) {
+  uint8_t bytes[PROTO_HEADER_SIZE];
+  proto_header h = {PROTO_MAGIC, PROTO_VERSION, PROTO_WEIGHTS, PROTO_FLAG_CATCHUP, 1234, 0x0102030405060708ull};
+  proto_header_encode(&h, bytes);
+  /* The layout is the documented one: magic "DFMD", little-endian fields. */
+  ASSERT(memcmp(bytes, "DFMD", 4) == 0);
+  ASSERT_EQ(bytes[4], 1);
+  ASSERT_EQ(bytes[6], PROTO_WEIGHTS);
+  ASSERT_EQ(bytes[8], 1234 & 0xff);
+  ASSERT_EQ(bytes[12], 0x08);
+  proto_header d;
+  ASSERT_OK(proto_header_decode(bytes, NULL, &d), NULL);
+  ASSERT_EQ(d.length, 1234);
+  ASSERT(d.session_version == 0x0102030405060708ull);
+  ASSERT_EQ(d.flags, PROTO_FLAG_CATCHUP);
+
+  uint8_t bad[PROTO_HEADER_SIZE];
+  memcpy(bad, bytes, sizeof(bad));
+  bad[0] = 'X';
+  ASSERT_EQ(proto_header_decode(bad, NULL, &d), PROTO_EMAGIC);
+  memcpy(bad, bytes, sizeof(bad));
+  bad[4] = 9;
+  ASSERT_EQ(proto_header_decode(bad, NULL, &d), PROTO_EVERSION);
+  memcpy(bad, bytes, sizeof(bad));
+  bad[6] = 200;
+  ASSERT_EQ(proto_header_decode(bad, NULL, &d), PROTO_ETYPE);
+  proto_limits small = {.max_frame = 1000};
+  ASSERT_EQ(proto_header_decode(bytes, &small, &d), PROTO_ETOOBIG);
+  h.length = PROTO_DEFAULT_MAX_FRAME + 1;
+  proto_header_encode(&h, bytes);
+  ASSERT_EQ(proto_header_decode(bytes, NULL, &d), PROTO_ETOOBIG); /* default limit: 64 MiB */
+}
+
+TEST(hello_welcome_error_ping_round_trip) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_hello hi = {PROTO_VERSION, PROTO_ROLE_EDITOR, {"demo", 4}, {"secret", 6}};
+  ASSERT_OK(proto_encode_hello(&b, &hi), NULL);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_HELLO);
+  proto_hello hd;
+  ASSERT_OK(proto_decode_hello(p, h.length, &hd), NULL);
+  ASSERT_EQ(hd.role, PROTO_ROLE_EDITOR);
+  ASSERT(hd.session.len == 4 && memcmp(hd.session.ptr, "demo", 4) == 0);
+  ASSERT(hd.token.len == 6 && memcmp(hd.token.ptr, "secret", 6) == 0);
+
+  b.len = 0;
+  proto_welcome w = {42, PROTO_ROLE_VIEWER, {"demo", 4}};
+  ASSERT_OK(proto_encode_welcome(&b, 7, &w), NULL);
+  p = one_frame(&b, &h, PROTO_WELCOME);
+  ASSERT_EQ(h.session_version, 7);
+  proto_welcome wd;
+  ASSERT_OK(proto_decode_welcome(p, h.length, &wd), NULL);
+  ASSERT_EQ(wd.client_id, 42);
+
+  b.len = 0;
+  ASSERT_OK(proto_encode_error(&b, PROTO_ERR_INVALID, 99, "weight is NaN"), NULL);
+  p = one_frame(&b, &h, PROTO_ERROR);
+  proto_error e;
+  ASSERT_OK(proto_decode_error(p, h.length, &e), NULL);
+  ASSERT_EQ(e.code, PROTO_ERR_INVALID);
+  ASSERT_EQ(e.request_id, 99);
+  ASSERT(e.message.len == 13 && memcmp(e.message.ptr, "weight is NaN", 13) == 0);
+
+  b.len = 0;
+  proto_ping ping = {123456789ull, 987654321ull, 5};
+  ASSERT_OK(proto_encode_ping(&b, PROTO_PONG, &ping), NULL);
+  p = one_frame(&b, &h, PROTO_PONG);
+  proto_ping pd;
+  ASSERT_OK(proto_decode_ping(p, h.length, &pd), NULL);
+  ASSERT(pd.t0_ns == ping.t0_ns && pd.t1_ns == ping.t1_ns && pd.seq == 5);
+  proto_buf_fini(&b);
+}
+
+TEST(weights_round_trip_dense_and_sparse) {
+  proto_buf b;
+  proto_buf_init(&b);
+  float dense[5] = {0, 0.25f, -1.5f, 1, 0.125f};
+  ASSERT_OK(proto_encode_weights(&b, 3, 0, 5, NULL, dense), NULL);
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + 1 + 4 + 5 * 4);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_WEIGHTS);
+  proto_weights_view w;
+  ASSERT_OK(proto_decode_weights(p, h.length, NULL, &w), NULL);
+  proto_iter it;
+  uint32_t idx;
+  float v;
+  proto_weights_begin(&w, &it);
+  for (uint32_t i = 0; i < 5; i++) {
+    ASSERT(proto_weights_next(&it, &idx, &v));
+    ASSERT_EQ(idx, i);
+    ASSERT(v == dense[i]);
+  }
+  ASSERT(!proto_weights_next(&it, &idx, &v));
+
+  b.len = 0;
+  uint32_t si[2] = {51, 7};
+  float sv[2] = {0.8f, 1.0f};
+  ASSERT_OK(proto_encode_weights(&b, 4, 0, 2, si, sv), NULL);
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + 1 + 4 + 2 * 6); /* 6 bytes per changed target */
+  p = one_frame(&b, &h, PROTO_WEIGHTS);
+  ASSERT_OK(proto_decode_weights(p, h.length, NULL, &w), NULL);
+  proto_weights_begin(&w, &it);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 51 && v == 0.8f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 7 && v == 1.0f);
+  proto_buf_fini(&b);
+}
+
+TEST(weights_with_nan_are_refused_by_encoder_and_decoder) {
+  proto_buf b;
+  proto_buf_init(&b);
+  float bad[2] = {0.5f, NAN};
+  ASSERT_EQ(proto_encode_weights(&b, 1, 0, 2, NULL, bad), PROTO_ENONFINITE);
+  ASSERT_EQ(b.len, 0); /* nothing half-written */
+  float good[2] = {0.5f, 0.25f};
+  ASSERT_OK(proto_encode_weights(&b, 1, 0, 2, NULL, good), NULL);
+  /* Patch an infinity into the payload by hand, as a hostile client would. */
+  float inf = INFINITY;
+  memcpy(b.data + PROTO_HEADER_SIZE + 5 + 4, &inf, 4);
+  proto_weights_view w;
+  ASSERT_EQ(proto_decode_weights(b.data + PROTO_HEADER_SIZE, b.len - PROTO_HEADER_SIZE, NULL, &w), PROTO_ENONFINITE);
+  proto_buf_fini(&b);
+}
+
+TEST(delta_round_trips_sparse_quantised_offsets) {
+  proto_buf b;
+  proto_buf_init(&b);
+  uint32_t idx[4] = {0, 1, 1000, 4000000};
+  int32_t q[12] = {0, 0, 0, 1, -1, 63, -64, 8191, -8192, (1 << 30) - 1, -((1 << 30) - 1), 12345};
+  ASSERT_OK(proto_encode_delta(&b, 9, 0, 4, idx, q), NULL);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_DELTA);
+  proto_offsets_view o;
+  ASSERT_OK(proto_decode_delta(p, h.length, NULL, &o), NULL);
+  ASSERT_EQ(o.count, 4);
+  proto_iter it;
+  proto_offsets_begin(&o, &it);
+  uint32_t v;
+  int32_t got[3];
+  for (int i = 0; i < 4; i++) {
+    ASSERT(proto_offsets_next(&it, &v, got));
+    ASSERT_EQ(v, idx[i]);
+    for (int k = 0; k < 3; k++) ASSERT_EQ(got[k], q[3 * i + k]);
+  }
+  ASSERT(!proto_offsets_next(&it, &v, got));
+  /* Small offsets of neighbouring vertices take a few bytes, not 16. */
+  b.len = 0;
+  uint32_t near[3] = {10, 11, 12};
+  int32_t small[9] = {3, -2, 1, 4, 0, -1, 2, 2, 2};
+  ASSERT_OK(proto_encode_delta(&b, 10, 0, 3, near, small), NULL);
+  ASSERT(b.len - PROTO_HEADER_SIZE <= 8 + 3 * 4);
+  /* Unsorted indices or out-of-range quanta are refused by the encoder. */
+  uint32_t unsorted[2] = {5, 5};
+  ASSERT_EQ(proto_encode_delta(&b, 1, 0, 2, unsorted, small), PROTO_EINVAL);
+  int32_t huge[3] = {1 << 30, 0, 0};
+  ASSERT_EQ(proto_encode_delta(&b, 1, 0, 1, near, huge), PROTO_EINVAL);
+  proto_buf_fini(&b);
+}
+
+TEST(quantisation_error_is_at_most_half_a_quantum) {
+  const float quantum = 2.9e-7f;
+  uint32_t state = 12345;
+  for (int i = 0; i < 100000; i++) {
+    state = state * 1664525u + 1013904223u;
+    float x = ((float)(state >> 8) / 16777216.0f - 0.5f) * 0.05f; /* ±2.5 cm */
+    int32_t q = proto_quantize(x, quantum);
+    float back = proto_dequantize(q, quantum);
+    /* half a quantum, plus the rounding of the one float multiply that dequantises */
+    ASSERT(fabs((double)back - x) <= 0.5 * quantum + fabs(back) * 0x1p-24);
+    ASSERT_EQ(proto_quantize(back, quantum), q); /* and it is a fixed point */
+  }
+  ASSERT_EQ(proto_quantize(NAN, quantum), 0);
+  ASSERT_EQ(proto_quantize(1e30f, quantum), (1 << 30) - 1);
+}
+
+TEST(edit_round_trips_and_unknown_kind_is_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  uint32_t ti[1] = {3};
+  float tv[1] = {0.5f};
+  ASSERT_OK(proto_encode_edit_weights(&b, 77, 1, ti, tv), NULL);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_EDIT);
+  proto_edit e;
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT_EQ(e.request_id, 77);
+  ASSERT_EQ(e.kind, PROTO_EDIT_WEIGHTS);
+  ASSERT_EQ(e.weights.count, 1);
+  b.data[PROTO_HEADER_SIZE + 4] = 9; /* kind */
+  ASSERT_EQ(proto_decode_edit(p, h.length, NULL, &e), PROTO_EINVAL);
+  proto_buf_fini(&b);
+}
+
+/* A small mesh's snapshot, built the way the server builds it. */
+static void build_snapshot(proto_buf *b) {
+  float pos[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  uint32_t tri[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+  uint32_t ti[2] = {1, 3};
+  float td[6] = {0.1f, 0, 0, 0, 0, -0.2f};
+  proto_target_desc t = {"smile", 0.0f, 0.0f, 1.0f, 2, ti, td};
+  proto_mesh_desc m = {4, 4, 1, pos, tri, NULL, 1e-6f};
+  proto_buf mesh_part, state;
+  proto_buf_init(&mesh_part);
+  proto_buf_init(&state);
+  ASSERT_OK(proto_snapshot_mesh_part(&mesh_part, &m, &t), NULL);
+  float w[1] = {0.75f};
+  uint32_t oi[1] = {2};
+  int32_t oq[3] = {100, -200, 300};
+  ASSERT_OK(proto_snapshot_state_part(&state, 1, w, 1, oi, oq), NULL);
+  ASSERT_OK(proto_encode_snapshot_head(b, 12, mesh_part.len, state.len), NULL);
+  memcpy(proto_buf_append(b, mesh_part.len), mesh_part.data, mesh_part.len);
+  memcpy(proto_buf_append(b, state.len), state.data, state.len);
+  proto_buf_fini(&mesh_part);
+  proto_buf_fini(&state);
+}
+
+TEST(snapshot_round_trips_mesh_targets_and_state) {
+  proto_buf b;
+  proto_buf_init(&b);
+  build_snapshot(&b);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_SNAPSHOT);
+  proto_snapshot s;
+  ASSERT_OK(proto_decode_snapshot(p, h.length, NULL, &s), NULL);
+  ASSERT_EQ(s.vertex_count, 4);
+  ASSERT_EQ(s.triangle_count, 4);
+  ASSERT_EQ(s.target_count, 1);
+  ASSERT(proto_load_f32(s.positions + 4 * 3) == 1.0f);
+  ASSERT_EQ(proto_load_u32(s.triangles + 4 * 1), 2);
+  ASSERT(proto_load_f32(s.weights) == 0.75f);
+  proto_iter it;
+  proto_target t;
+  proto_snapshot_targets_begin(&s, &it);
+  ASSERT(proto_snapshot_target_next(&it, &t));
+  ASSERT(t.name.len == 5 && memcmp(t.name.ptr, "smile", 5) == 0);
+  ASSERT_EQ(t.count, 2);
+  ASSERT(proto_load_f32(t.deltas + 4 * 5) == -0.2f);
+  ASSERT(!proto_snapshot_target_next(&it, &t));
+  uint32_t v;
+  int32_t q[3];
+  proto_offsets_begin(&s.offsets, &it);
+  ASSERT(proto_offsets_next(&it, &v, q) && v == 2 && q[1] == -200);
+  proto_buf_fini(&b);
+}
+
+TEST(snapshot_with_bad_contents_is_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  build_snapshot(&b);
+  uint8_t *p = b.data + PROTO_HEADER_SIZE;
+  size_t n = b.len - PROTO_HEADER_SIZE;
+  proto_snapshot s;
+  /* Triangle index 0 of triangle 0 -> 4 (vertex count is 4). */
+  uint8_t saved[4];
+  size_t tri_at = 20 + 12 * 4;
+  memcpy(saved, p + tri_at, 4);
+  p[tri_at] = 4;
+  ASSERT_EQ(proto_decode_snapshot(p, n, NULL, &s), PROTO_EINVAL);
+  memcpy(p + tri_at, saved, 4);
+  /* A NaN position. */
+  float nan = NAN;
+  memcpy(saved, p + 20, 4);
+  memcpy(p + 20, &nan, 4);
+  ASSERT_EQ(proto_decode_snapshot(p, n, NULL, &s), PROTO_ENONFINITE);
+  memcpy(p + 20, saved, 4);
+  /* A vertex count that promises far more than the payload holds. */
+  memcpy(saved, p, 4);
+  p[0] = 0xff, p[1] = 0xff, p[2] = 0x3f, p[3] = 0;
+  ASSERT_EQ(proto_decode_snapshot(p, n, NULL, &s), PROTO_ETRUNCATED);
+  p[0] = 0xff, p[1] = 0xff, p[2] = 0xff, p[3] = 0xff;
+  ASSERT_EQ(proto_decode_snapshot(p, n, NULL, &s), PROTO_ETOOBIG);
+  memcpy(p, saved, 4);
+  ASSERT_OK(proto_decode_snapshot(p, n, NULL, &s), NULL);
+  /* Trailing garbage. */
+  ASSERT_EQ(proto_decode_snapshot(p, n - 1, NULL, &s) == 0, 0);
+  proto_buf_fini(&b);
+}
+
+/* Every strict prefix of every message's payload is refused (and read no further than n). */
+TEST(every_truncated_payload_is_refused) {
+  proto_buf frames[7];
+  for (int i = 0; i < 7; i++) proto_buf_init(&frames[i]);
+  proto_hello hi = {PROTO_VERSION, PROTO_ROLE_VIEWER, {"session", 7}, {"", 0}};
+  proto_encode_hello(&frames[0], &hi);
+  proto_encode_error(&frames[1], 1, 2, "message");
+  proto_ping ping = {1, 2, 3};
+  proto_encode_ping(&frames[2], PROTO_PING, &ping);
+  uint32_t ti[2] = {0, 4};
+  float tv[2] = {1, 0.5f};
+  proto_encode_weights(&frames[3], 1, 0, 2, ti, tv);
+  int32_t q[6] = {1, 2, 3, -4, -5, -6};
+  proto_encode_delta(&frames[4], 1, 0, 2, ti, q);
+  proto_encode_edit_offsets(&frames[5], 5, 2, ti, q);
+  build_snapshot(&frames[6]);
+  for (int i = 0; i < 7; i++) {
+    proto_header h;
+    ASSERT_OK(proto_header_decode(frames[i].data, NULL, &h), NULL);
+    size_t n = h.length;
+    for (size_t cut = 0; cut < n; cut++) {
+      /* Copy the prefix into an exact-size heap block so ASan catches any over-read. */
+      uint8_t *p = malloc(cut ? cut : 1);
+      memcpy(p, frames[i].data + PROTO_HEADER_SIZE, cut);
+      int rc;
+      union {
+        proto_hello hello;
+        proto_error error;
+        proto_ping ping;
+        proto_weights_view w;
+        proto_offsets_view o;
+        proto_edit e;
+        proto_snapshot s;
+      } out;
+      switch (h.type) {
+        case PROTO_HELLO: rc = proto_decode_hello(p, cut, &out.hello); break;
+        case PROTO_ERROR: rc = proto_decode_error(p, cut, &out.error); break;
+        case PROTO_PING: rc = proto_decode_ping(p, cut, &out.ping); break;
+        case PROTO_WEIGHTS: rc = proto_decode_weights(p, cut, NULL, &out.w); break;
+        case PROTO_DELTA: rc = proto_decode_delta(p, cut, NULL, &out.o); break;
+        case PROTO_EDIT: rc = proto_decode_edit(p, cut, NULL, &out.e); break;
+        default: rc = proto_decode_snapshot(p, cut, NULL, &out.s); break;
+      }
+      free(p);
+      if (rc == 0) test__fail(__FILE__, __LINE__, "type %u: prefix of %zu/%zu bytes accepted", h.type, cut, n);
+    }
+    proto_buf_fini(&frames[i]);
+  }
+}
+
+TEST(counts_that_overflow_the_payload_are_refused) {
+  /* WEIGHTS: dense, count 65535, but only 8 bytes of values. */
+  uint8_t w[13] = {0, 0xff, 0xff, 0, 0};
+  proto_weights_view wv;
+  ASSERT_EQ(proto_decode_weights(w, sizeof(w), NULL, &wv), PROTO_ETRUNCATED);
+  w[1] = w[2] = w[3] = w[4] = 0xff; /* count 2^32 - 1 */
+  ASSERT_EQ(proto_decode_weights(w, sizeof(w), NULL, &wv), PROTO_ETOOBIG);
+  /* DELTA: count 2 but the entry bytes describe one vertex. */
+  uint8_t d[12] = {2, 0, 0, 0, 4, 0, 0, 0, 5, 2, 2, 2};
+  proto_offsets_view ov;
+  ASSERT(proto_decode_delta(d, sizeof(d), NULL, &ov) != 0);
+  /* DELTA: a byte length beyond the payload. */
+  uint8_t d2[12] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 5, 2, 2, 2};
+  ASSERT_EQ(proto_decode_delta(d2, sizeof(d2), NULL, &ov), PROTO_ETRUNCATED);
+  /* A varint longer than five bytes. */
+  uint8_t d3[14] = {1, 0, 0, 0, 6, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+  ASSERT_EQ(proto_decode_delta(d3, sizeof(d3), NULL, &ov), PROTO_EINVAL);
+  /* A vertex index past the configured limit. */
+  proto_limits lim = {.max_vertices = 10};
+  uint8_t d4[12] = {1, 0, 0, 0, 4, 0, 0, 0, 10, 0, 0, 0};
+  ASSERT_EQ(proto_decode_delta(d4, sizeof(d4), &lim, &ov), PROTO_EINVAL);
+  /* Session names longer than the limit. */
+  uint8_t hello[4 + 2 + 300 + 2] = {1, 0, 1, 0, 0x2c, 0x01};
+  memset(hello + 6, 'a', 300);
+  proto_hello hv;
+  ASSERT_EQ(proto_decode_hello(hello, sizeof(hello), &hv), PROTO_ETOOBIG);
+}
+
+TEST(random_bytes_never_crash_a_decoder) {
+  uint32_t state = 2166136261u;
+  uint8_t buf[512];
+  for (int iter = 0; iter < 20000; iter++) {
+    size_t n = 0;
+    state = state * 1103515245u + 12345u;
+    n = (state >> 16) % sizeof(buf);
+    for (size_t i = 0; i < n; i++) {
+      state = state * 1103515245u + 12345u;
+      buf[i] = (uint8_t)(state >> 16);
+    }
+    /* Bias some inputs towards plausible small counts so decoding gets deep. */
+    if (n > 8 && (iter & 1)) buf[1] = buf[2] = buf[3] = 0, buf[4] &= 7;
+    uint8_t *p = malloc(n ? n : 1);
+    memcpy(p, buf, n);
+    proto_hello h;
+    proto_error e;
+    proto_ping pg;
+    proto_weights_view w;
+    proto_offsets_view o;
+    proto_edit ed;
+    proto_snapshot s;
+    proto_decode_hello(p, n, &h);
+    proto_decode_error(p, n, &e);
+    proto_decode_ping(p, n, &pg);
+    if (proto_decode_weights(p, n, NULL, &w) == 0) {
+      proto_iter it;
+      uint32_t i;
+      float v;
+      proto_weights_begin(&w, &it);
+      while (proto_weights_next(&it, &i, &v)) ASSERT(isfinite(v));
+    }
+    if (proto_decode_delta(p, n, NULL, &o) == 0) {
+      proto_iter it;
+      uint32_t i;
+      int32_t q[3];
+      proto_offsets_begin(&o, &it);
+      while (proto_offsets_next(&it, &i, q)) {
+      }
+    }
+    proto_decode_edit(p, n, NULL, &ed);
+    proto_decode_snapshot(p, n, NULL, &s);
+    free(p);
+  }
+}
