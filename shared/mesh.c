@@ -138,6 +138,31 @@ int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float d
   return rc;
 }
 
+int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint32_t *indices,
+                           const float *deltas, float default_weight) {
+  for (uint32_t k = 0; k < count; k++) {
+    if (indices[k] >= m->vertex_count || (k > 0 && indices[k] <= indices[k - 1])) return MESH_ERANGE;
+    for (int c = 0; c < 3; c++)
+      if (!isfinite(deltas[3 * (size_t)k + c])) return MESH_ENONFINITE;
+  }
+  if (!isfinite(default_weight)) return MESH_ENONFINITE;
+  mesh_target t = {0};
+  t.name = mesh__strdup(name ? name : "");
+  t.indices = malloc(sizeof(uint32_t) * ((size_t)count + 1));
+  t.deltas = malloc(sizeof(float) * 3 * ((size_t)count + 1));
+  if (!t.name || !t.indices || !t.deltas) {
+    mesh__target_fini(&t);
+    return MESH_ENOMEM;
+  }
+  memcpy(t.indices, indices, sizeof(uint32_t) * count);
+  memcpy(t.deltas, deltas, sizeof(float) * 3 * (size_t)count);
+  t.count = count;
+  t.default_weight = default_weight;
+  int rc = mesh__push_target(m, &t);
+  if (rc) mesh__target_fini(&t);
+  return rc;
+}
+
 int mesh_find_target(const mesh *m, const char *name) {
   for (uint32_t i = 0; i < m->target_count; i++)
     if (strcmp(m->targets[i].name, name) == 0) return (int)i;

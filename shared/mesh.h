@@ -107,6 +107,12 @@ int mesh_alloc(mesh *m, uint32_t vertex_count, uint32_t triangle_count, int with
  * Returns 0, MESH_ENOMEM or MESH_ENONFINITE. */
 int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float default_weight);
 
+/* Appends a target from sparse data: `count` ascending vertex indices and 3 * count deltas
+ * (copied). Returns 0, MESH_ENOMEM, MESH_ERANGE (index out of range or not ascending) or
+ * MESH_ENONFINITE. */
+int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint32_t *indices,
+                           const float *deltas, float default_weight);
+
 /* Returns the index of the target called `name`, or -1. */
 int mesh_find_target(const mesh *m, const char *name);
 
