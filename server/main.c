@@ -1,29 +1,78 @@
 /*
  * main.c — the deformd command line.
  *
- * Modes that exit at once:
- *   deformd --check-mesh FILE     import FILE, print its mesh_stats as one JSON object
- *   deformd --write-demo OUT.glb  write the bundled demo head
- * (the service itself arrives with the server issue).
+ *   deformd [options]              run the service (see usage())
+ *   deformd --check-mesh FILE      import FILE, print its mesh_stats as one JSON object
+ *   deformd --write-demo OUT.glb   write the bundled demo head
  *
  * DOES NOT contain logic of its own: each mode is a call into shared/ or server/.
  */
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mesh.h"
 #include "mesh_info.h"
+#include "srv.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deformd --check-mesh FILE [--max-vertices N]\n"
-          "       deformd --write-demo OUT.glb\n"
+          "usage: deformd [options]            run the server\n"
+          "       deformd --check-mesh FILE     print a mesh's statistics as JSON (exit 2 if refused)\n"
+          "       deformd --write-demo OUT.glb  write the bundled demo head (GLB or OBJ)\n"
           "\n"
-          "  --check-mesh FILE    import FILE and print its statistics as JSON (exit 2 if refused)\n"
-          "  --max-vertices N     refuse meshes with more than N vertices (default 5000000)\n"
-          "  --write-demo OUT     write the bundled demo head (GLB or OBJ by extension)\n");
+          "server options:\n"
+          "  --listen ADDR          numeric address to listen on (default 127.0.0.1)\n"
+          "  --stream-port N        binary stream port (default 7450; 0 = any free port)\n"
+          "  --rpc-port N           JSON-RPC port (default 7451; 0 = any free port)\n"
+          "  --config FILE          JSON config file (options given after it override it)\n"
+          "  --demo                 open a session named 'demo' on the bundled demo head\n"
+          "  --mesh FILE --session NAME   open a session on FILE at start (repeatable)\n"
+          "  --token T              editors (HELLO) and JSON-RPC clients (auth) must present it\n"
+          "  --log-level L          error, warn, info (default) or debug\n"
+          "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
+          "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
+          "  --slow-timeout-ms N    a connection lagging this long is dropped (10000)\n"
+          "  --hello-timeout-ms N   a stream connection must send HELLO within this (10000)\n"
+          "  --max-connections N    further connections are refused with a reason (4096)\n"
+          "  --max-request BYTES    largest JSON-RPC request line (64 MiB)\n"
+          "  --max-frame BYTES      largest incoming binary frame (64 MiB)\n"
+          "  --max-vertices N       refuse meshes with more vertices (5000000)\n"
+          "\n"
+          "The chosen ports are printed on stdout as one line: stream_port=N rpc_port=M\n");
+}
+
+static int parse_size(const char *opt, const char *text, double max, double *out) {
+  char *end = NULL;
+  double v = strtod(text, &end);
+  if (!end || *end || !(v >= 0) || v > max || v != (double)(long long)v) {
+    fprintf(stderr, "deformd: %s needs an integer between 0 and %.0f, not '%s'\n", opt, max, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int run_server(srv_config *cfg) {
+  /* A peer that closes while we write must not kill the process: writes report EPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+  srv_log_set_level(cfg->log_level);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  srv_server *srv = calloc(1, sizeof(*srv));
+  if (!srv || srv_server_start(srv, &loop, cfg) != 0) {
+    free(srv);
+    uv_loop_close(&loop);
+    return 1;
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  srv_server_fini(srv);
+  free(srv);
+  if (uv_loop_close(&loop) != 0) srv_log(SRV_LOG_WARN, "loop closed with handles still open");
+  srv_log(SRV_LOG_INFO, "stopped");
+  return 0;
 }
 
 /* Prints {"error": why} on stdout and a readable line on stderr; returns exit status 2. */
@@ -78,34 +127,101 @@ static int write_demo(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  const char *check = NULL, *demo_out = NULL;
+  const char *check = NULL, *demo_out = NULL, *pending_mesh = NULL;
   uint32_t max_vertices = 0;
+  srv_config cfg;
+  srv_config_init(&cfg);
+  int rc = 1;
+  /* --config first, so that the other options override what it says. */
+  for (int i = 1; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0) {
+      char err[256];
+      if (srv_config_load(&cfg, argv[i + 1], err, sizeof(err)) != 0) {
+        fprintf(stderr, "deformd: %s\n", err);
+        goto out;
+      }
+    }
+  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    int has_value = i + 1 < argc;
-    if (strcmp(a, "--check-mesh") == 0 && has_value) {
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    double v;
+    if (strcmp(a, "--check-mesh") == 0 && val) {
       check = argv[++i];
-    } else if (strcmp(a, "--write-demo") == 0 && has_value) {
+    } else if (strcmp(a, "--write-demo") == 0 && val) {
       demo_out = argv[++i];
-    } else if (strcmp(a, "--max-vertices") == 0 && has_value) {
-      char *end = NULL;
-      unsigned long v = strtoul(argv[++i], &end, 10);
-      if (!end || *end || v == 0 || v > UINT32_MAX) {
-        fprintf(stderr, "deformd: --max-vertices needs a positive integer\n");
-        return 1;
+    } else if (strcmp(a, "--config") == 0 && val) {
+      i++;
+    } else if (strcmp(a, "--listen") == 0 && val) {
+      snprintf(cfg.listen, sizeof(cfg.listen), "%s", argv[++i]);
+    } else if (strcmp(a, "--stream-port") == 0 && val) {
+      if (parse_size(a, argv[++i], 65535, &v)) goto out;
+      cfg.stream_port = (int)v;
+    } else if (strcmp(a, "--rpc-port") == 0 && val) {
+      if (parse_size(a, argv[++i], 65535, &v)) goto out;
+      cfg.rpc_port = (int)v;
+    } else if (strcmp(a, "--demo") == 0) {
+      if (srv_config_add_session(&cfg, "demo", "demo")) goto out;
+    } else if (strcmp(a, "--mesh") == 0 && val) {
+      pending_mesh = argv[++i];
+    } else if (strcmp(a, "--session") == 0 && val) {
+      if (!pending_mesh) {
+        fprintf(stderr, "deformd: --session NAME must follow --mesh FILE\n");
+        goto out;
       }
+      if (srv_config_add_session(&cfg, argv[++i], pending_mesh)) goto out;
+      pending_mesh = NULL;
+    } else if (strcmp(a, "--token") == 0 && val) {
+      free(cfg.token);
+      cfg.token = strdup(argv[++i]);
+    } else if (strcmp(a, "--log-level") == 0 && val) {
+      if (srv_log_parse_level(argv[++i], &cfg.log_level)) {
+        fprintf(stderr, "deformd: --log-level takes error, warn, info or debug\n");
+        goto out;
+      }
+    } else if (strcmp(a, "--soft-limit") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e12, &v)) goto out;
+      cfg.soft_limit = (size_t)v;
+    } else if (strcmp(a, "--hard-limit") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e12, &v)) goto out;
+      cfg.hard_limit = (size_t)v;
+    } else if (strcmp(a, "--slow-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.slow_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--hello-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.hello_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--max-connections") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e6, &v)) goto out;
+      cfg.max_connections = (uint32_t)v;
+    } else if (strcmp(a, "--max-request") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e12, &v)) goto out;
+      cfg.max_request = (size_t)v;
+    } else if (strcmp(a, "--max-frame") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.max_frame = (uint32_t)v;
+    } else if (strcmp(a, "--max-vertices") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v) || v == 0) goto out;
       max_vertices = (uint32_t)v;
+      cfg.max_vertices = (uint32_t)v;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
-      return 0;
+      rc = 0;
+      goto out;
     } else {
       fprintf(stderr, "deformd: unknown or incomplete option '%s'\n", a);
       usage(stderr);
-      return 1;
+      goto out;
     }
   }
-  if (check) return check_mesh(check, max_vertices);
-  if (demo_out) return write_demo(demo_out);
-  usage(stderr);
-  return 1;
+  if (pending_mesh) {
+    fprintf(stderr, "deformd: --mesh %s needs --session NAME\n", pending_mesh);
+    goto out;
+  }
+  if (check) rc = check_mesh(check, max_vertices);
+  else if (demo_out) rc = write_demo(demo_out);
+  else rc = run_server(&cfg);
+out:
+  srv_config_fini(&cfg);
+  return rc;
 }

@@ -3,9 +3,21 @@
  */
 #include "mesh_info.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
+cJSON *srv_json_float(float f) {
+  char buf[32];
+  for (int prec = 6; prec <= 9; prec++) {
+    snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+    if ((float)strtod(buf, NULL) == f) break;
+  }
+  return cJSON_CreateNumber(strtod(buf, NULL));
+}
+
 static cJSON *vec3(const float *v) {
   cJSON *a = cJSON_CreateArray();
-  for (int k = 0; a && k < 3; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[k]));
+  for (int k = 0; a && k < 3; k++) cJSON_AddItemToArray(a, srv_json_float(v[k]));
   return a;
 }
 

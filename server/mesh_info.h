@@ -1,6 +1,6 @@
 /*
  * mesh_info.h — the JSON description of a mesh that `deformd --check-mesh` prints and the
- * `mesh.info` JSON-RPC method returns.
+ * `mesh.info` JSON-RPC method returns, and how floats are written as JSON.
  *
  * DOES NOT import or weld: it describes a mesh the caller already has.
  */
@@ -16,5 +16,9 @@
  * "bbox": {"min", "max"}}. Returns a new cJSON object (caller frees with cJSON_Delete) or NULL
  * when out of memory. */
 cJSON *srv_mesh_info_json(const mesh *m, const mesh_stats *s);
+
+/* A float as a JSON number with the shortest decimal that reads back as the same float (0.8f
+ * prints as 0.8, not 0.800000011920929), so what a script sets is what it reads. */
+cJSON *srv_json_float(float f);
 
 #endif

@@ -1,0 +1,323 @@
+/*
+ * deformctl.c — command-line client of deformd.
+ *
+ *   deformctl [--rpc HOST:PORT] call METHOD 'JSON-PARAMS'
+ *   deformctl [--rpc HOST:PORT] METHOD [ARGS]          shortcuts, e.g.
+ *       deformctl weights.set demo smile_L=0.8 blink_R=1
+ *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--dump FILE.obj]
+ *
+ * Results are printed as one line of JSON (exit 0); errors as the JSON-RPC error object on
+ * stdout and a readable line on stderr (exit 1).
+ *
+ * DOES NOT keep state between runs.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: deformctl [--rpc HOST:PORT] [--stream HOST:PORT] [--token T] COMMAND ...\n"
+          "\n"
+          "  call METHOD 'JSON'              any JSON-RPC method with its params\n"
+          "  session.list | server.stats\n"
+          "  session.create NAME MESH        MESH is a file path or \"demo\"\n"
+          "  session.close NAME\n"
+          "  session.export NAME FILE        write the current shape (.obj or .glb)\n"
+          "  mesh.info | targets.list | weights.get | state.get | sculpt.get NAME\n"
+          "  weights.set NAME TARGET=VALUE ...\n"
+          "  watch SESSION [--count N] [--dump FILE.obj]\n"
+          "                                  follow a session like a viewer; one line per frame\n"
+          "\n"
+          "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
+          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token.\n");
+}
+
+static int print_outcome(int rc, cJSON *result, cJSON *error) {
+  if (rc < 0) {
+    fprintf(stderr, "deformctl: no answer from the server\n");
+    return 1;
+  }
+  if (rc == 1) {
+    char *text = cJSON_PrintUnformatted(error);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(error, "message");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(error, "code");
+    fprintf(stderr, "deformctl: error %d: %s\n", cJSON_IsNumber(code) ? code->valueint : 0,
+            cJSON_IsString(msg) ? msg->valuestring : "?");
+    cJSON_Delete(error);
+    return 1;
+  }
+  char *text = cJSON_PrintUnformatted(result);
+  printf("%s\n", text ? text : "null");
+  free(text);
+  cJSON_Delete(result);
+  return 0;
+}
+
+static const char *token;
+
+static int rpc_call(const char *hostport, const char *method, cJSON *params) {
+  char host[256], err[256];
+  int port;
+  if (dfc_parse_hostport(hostport, host, sizeof(host), &port)) {
+    fprintf(stderr, "deformctl: --rpc wants HOST:PORT, not '%s'\n", hostport);
+    cJSON_Delete(params);
+    return 1;
+  }
+  dfc_conn c;
+  if (dfc_connect(&c, host, port, err, sizeof(err))) {
+    fprintf(stderr, "deformctl: %s\n", err);
+    cJSON_Delete(params);
+    return 1;
+  }
+  cJSON *result, *error;
+  int rc;
+  if (token) { /* servers started with --token want it before anything else */
+    cJSON *auth = cJSON_CreateObject();
+    cJSON_AddStringToObject(auth, "token", token);
+    rc = dfc_rpc(&c, "auth", auth, 30000, &result, &error);
+    cJSON_Delete(auth);
+    if (rc != 0) {
+      cJSON_Delete(params);
+      dfc_close(&c);
+      return print_outcome(rc, result, error);
+    }
+    cJSON_Delete(result);
+  }
+  rc = dfc_rpc(&c, method, params, 600000, &result, &error);
+  cJSON_Delete(params);
+  dfc_close(&c);
+  return print_outcome(rc, result, error);
+}
+
+/* Shortcut arguments -> params. Returns NULL (after printing why) on bad arguments. */
+static cJSON *shortcut_params(const char *method, int argc, char **argv, int *ok) {
+  *ok = 1;
+  cJSON *p = cJSON_CreateObject();
+  if (strcmp(method, "session.list") == 0 || strcmp(method, "server.stats") == 0) {
+    if (argc == 0) return p;
+  } else if (strcmp(method, "session.create") == 0) {
+    if (argc == 2) {
+      cJSON_AddStringToObject(p, "session", argv[0]);
+      cJSON_AddStringToObject(p, "mesh", argv[1]);
+      return p;
+    }
+  } else if (strcmp(method, "session.export") == 0) {
+    if (argc == 2) {
+      cJSON_AddStringToObject(p, "session", argv[0]);
+      cJSON_AddStringToObject(p, "path", argv[1]);
+      return p;
+    }
+  } else if (strcmp(method, "weights.set") == 0) {
+    if (argc >= 2) {
+      cJSON_AddStringToObject(p, "session", argv[0]);
+      cJSON *w = cJSON_AddObjectToObject(p, "weights");
+      for (int i = 1; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        char *end = NULL;
+        double v = eq ? strtod(eq + 1, &end) : 0;
+        if (!eq || eq == argv[i] || !end || *end || end == eq + 1) {
+          fprintf(stderr, "deformctl: weights.set wants TARGET=VALUE, not '%s'\n", argv[i]);
+          *ok = 0;
+          cJSON_Delete(p);
+          return NULL;
+        }
+        *eq = '\0';
+        cJSON_AddNumberToObject(w, argv[i], v);
+      }
+      return p;
+    }
+  } else if (argc == 1) { /* every other shortcut takes just the session */
+    cJSON_AddStringToObject(p, "session", argv[0]);
+    return p;
+  } else if (argc == 0) {
+    return p;
+  }
+  fprintf(stderr, "deformctl: wrong arguments for %s (see deformctl --help)\n", method);
+  *ok = 0;
+  cJSON_Delete(p);
+  return NULL;
+}
+
+static const char *type_name(uint8_t t) {
+  static const char *names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA",
+                                "EDIT", "ERROR", "PING", "PONG", "BYE"};
+  return t <= PROTO_BYE ? names[t] : "?";
+}
+
+static int watch(const char *hostport, const char *session, long count, const char *dump) {
+  char host[256], err[256];
+  int port;
+  if (dfc_parse_hostport(hostport, host, sizeof(host), &port)) {
+    fprintf(stderr, "deformctl: --stream wants HOST:PORT, not '%s'\n", hostport);
+    return 1;
+  }
+  dfc_conn c;
+  if (dfc_connect(&c, host, port, err, sizeof(err))) {
+    fprintf(stderr, "deformctl: %s\n", err);
+    return 1;
+  }
+  signal(SIGINT, on_sigint);
+  signal(SIGTERM, on_sigint);
+  dfc_replica r;
+  dfc_replica_init(&r);
+  int status = 1;
+  long live = 0;
+  double latency_ms = -1;
+  uint64_t last_ping = 0;
+  uint32_t ping_seq = 0;
+  proto_buf out;
+  proto_buf_init(&out);
+  if (dfc_hello(&c, session, PROTO_ROLE_VIEWER, token)) {
+    fprintf(stderr, "deformctl: cannot send HELLO\n");
+    goto done;
+  }
+  for (;;) {
+    if (interrupted) {
+      status = 0;
+      break;
+    }
+    if (r.have_snapshot && dfc_now_ns() - last_ping > 200000000ull) {
+      proto_ping p = {dfc_now_ns(), 0, ++ping_seq};
+      proto_encode_ping(&out, PROTO_PING, &p);
+      dfc_send_buf(&c, &out);
+      last_ping = p.t0_ns;
+    }
+    proto_header h;
+    const uint8_t *payload;
+    int rc = dfc_read_frame(&c, 200, &h, &payload, err, sizeof(err));
+    if (rc == 0) continue;
+    if (rc < 0) {
+      fprintf(stderr, "deformctl: %s\n", err);
+      break;
+    }
+    if (h.type == PROTO_PONG) {
+      proto_ping p;
+      if (proto_decode_ping(payload, h.length, &p) == 0) latency_ms = (double)(dfc_now_ns() - p.t0_ns) / 2e6;
+      continue;
+    }
+    if (h.type == PROTO_ERROR || h.type == PROTO_BYE) {
+      proto_error e;
+      if (proto_decode_error(payload, h.length, &e) == 0)
+        fprintf(stderr, "deformctl: %s %u: %.*s\n", type_name(h.type), e.code, (int)e.message.len, e.message.ptr);
+      status = h.type == PROTO_BYE ? 0 : 1;
+      break;
+    }
+    if (h.type == PROTO_WELCOME) continue;
+    if (dfc_replica_apply(&r, &h, payload, err, sizeof(err)) != 0) {
+      fprintf(stderr, "deformctl: %s\n", err);
+      break;
+    }
+    int is_live = h.type == PROTO_WEIGHTS || h.type == PROTO_DELTA;
+    if (h.type == PROTO_SNAPSHOT || is_live) {
+      if (latency_ms >= 0)
+        printf("version=%llu type=%s bytes=%u%s latency_ms=%.3f\n", (unsigned long long)h.session_version,
+               type_name(h.type), PROTO_HEADER_SIZE + h.length, h.flags & PROTO_FLAG_CATCHUP ? " catchup" : "",
+               latency_ms);
+      else
+        printf("version=%llu type=%s bytes=%u%s latency_ms=-\n", (unsigned long long)h.session_version,
+               type_name(h.type), PROTO_HEADER_SIZE + h.length, h.flags & PROTO_FLAG_CATCHUP ? " catchup" : "");
+      fflush(stdout);
+    }
+    if (is_live) live++;
+    if (r.have_snapshot && count >= 0 && live >= count) {
+      status = 0;
+      break;
+    }
+  }
+done:
+  if (dump && r.have_snapshot) {
+    float *pos = malloc(sizeof(float) * 3 * ((size_t)r.mesh->vertex_count + 1));
+    char merr[MESH_ERR_LEN] = "";
+    if (!pos || dfc_replica_positions(&r, pos) != 0 ||
+        mesh_export(r.mesh, pos, dump, MESH_FORMAT_AUTO, merr, sizeof(merr)) != 0) {
+      fprintf(stderr, "deformctl: cannot write %s: %s\n", dump, merr);
+      status = 1;
+    }
+    free(pos);
+  }
+  proto_buf_fini(&out);
+  dfc_replica_fini(&r);
+  dfc_close(&c);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  const char *rpc = getenv("DEFORMD_RPC") ? getenv("DEFORMD_RPC") : "127.0.0.1:7451";
+  const char *stream = getenv("DEFORMD_STREAM") ? getenv("DEFORMD_STREAM") : "127.0.0.1:7450";
+  token = getenv("DEFORMD_TOKEN");
+  int i = 1;
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+    if (strcmp(argv[i], "--rpc") == 0 && i + 1 < argc) rpc = argv[++i];
+    else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) stream = argv[++i];
+    else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) token = argv[++i];
+    else if (strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "deformctl: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 1;
+    }
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 1;
+  }
+  const char *cmd = argv[i++];
+  if (strcmp(cmd, "call") == 0) {
+    if (i >= argc || i + 2 < argc) {
+      fprintf(stderr, "deformctl: call METHOD ['JSON-PARAMS']\n");
+      return 1;
+    }
+    cJSON *params = NULL;
+    if (i + 1 < argc) {
+      params = cJSON_Parse(argv[i + 1]);
+      if (!params) {
+        fprintf(stderr, "deformctl: the params are not valid JSON: %s\n", argv[i + 1]);
+        return 1;
+      }
+    }
+    return rpc_call(rpc, argv[i], params);
+  }
+  if (strcmp(cmd, "watch") == 0) {
+    if (i >= argc) {
+      fprintf(stderr, "deformctl: watch SESSION [--count N] [--dump FILE.obj]\n");
+      return 1;
+    }
+    const char *session = argv[i++];
+    long count = -1;
+    const char *dump = NULL;
+    for (; i < argc; i++) {
+      if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+        char *end = NULL;
+        count = strtol(argv[++i], &end, 10);
+        if (!end || *end || count < 0) {
+          fprintf(stderr, "deformctl: --count needs a number >= 0\n");
+          return 1;
+        }
+      } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+        dump = argv[++i];
+      } else {
+        fprintf(stderr, "deformctl: unknown watch option '%s'\n", argv[i]);
+        return 1;
+      }
+    }
+    return watch(stream, session, count, dump);
+  }
+  int ok;
+  cJSON *params = shortcut_params(cmd, argc - i, argv + i, &ok);
+  if (!ok) return 1;
+  return rpc_call(rpc, cmd, params);
+}

@@ -1,0 +1,292 @@
+/*
+ * srv.h — deformd's internal interfaces: server, sessions, connections, frames, logging.
+ *
+ * Threading: everything here belongs to the loop thread except the *_work functions that run
+ * on the libuv thread pool, which touch only the job struct they are given. A handle (server,
+ * session, connection) is freed only from its close path on the loop thread; a request (a
+ * write, a job) owns what it carries until its callback runs.
+ *
+ * Every state change goes through srv_session_apply() with an srv_op record: that is the only
+ * mutator of session state.
+ */
+#ifndef DEFORMD_SRV_H
+#define DEFORMD_SRV_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "mesh.h"
+#include "proto.h"
+
+/* ---- logging (srv_log.c) --------------------------------------------------------------------- */
+
+typedef enum srv_log_level { SRV_LOG_ERROR, SRV_LOG_WARN, SRV_LOG_INFO, SRV_LOG_DEBUG } srv_log_level;
+
+void srv_log_set_level(srv_log_level level);
+int srv_log_parse_level(const char *name, srv_log_level *out);
+void srv_log(srv_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- configuration (srv_config.c) ------------------------------------------------------------ */
+
+typedef struct srv_session_spec {
+  char *name;
+  char *mesh; /* a path, or "demo" */
+} srv_session_spec;
+
+typedef struct srv_config {
+  char listen[64];           /* numeric address or "localhost" */
+  int stream_port, rpc_port; /* 0 = any free port */
+  srv_log_level log_level;
+  uint32_t max_frame;        /* incoming binary frames */
+  size_t max_request;        /* one JSON-RPC request line */
+  int max_json_depth;
+  size_t soft_limit;         /* per-connection queued bytes before coalescing */
+  size_t hard_limit;         /* per-connection queued bytes before dropping */
+  uint32_t slow_timeout_ms;  /* lagging longer than this: dropped */
+  uint32_t hello_timeout_ms; /* stream connections must say HELLO within this */
+  uint32_t max_connections;
+  uint32_t max_vertices;     /* meshes refused above this */
+  uint32_t max_sessions;
+  char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
+                              * connections call `auth` with it first */
+  srv_session_spec *sessions;
+  uint32_t session_count;
+} srv_config;
+
+/* Fills defaults. */
+void srv_config_init(srv_config *c);
+void srv_config_fini(srv_config *c);
+/* Reads a JSON config file over the current values. Returns 0 or -1 with a reason in err. */
+int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
+/* Adds a session to open at start. Copies both strings. */
+int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+
+/* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
+
+typedef struct srv_frame {
+  int refs;
+  size_t len;
+  uint8_t *data; /* malloc'ed; freed with the last reference */
+} srv_frame;
+
+/* Takes ownership of the bytes of `b` (which is reset). Returns NULL when out of memory or when
+ * b->failed. The new frame has one reference. */
+srv_frame *srv_frame_from_buf(proto_buf *b);
+srv_frame *srv_frame_ref(srv_frame *f);
+void srv_frame_unref(srv_frame *f);
+
+/* ---- operations and sessions (srv_session.c) --------------------------------------------------- */
+
+typedef enum srv_op_kind {
+  SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets */
+  SRV_OP_SET_OFFSETS = 2  /* absolute quantised sculpt offsets of some vertices (ascending) */
+} srv_op_kind;
+
+/* An operation record: who, what, parameters. Arrays are borrowed for the call. */
+typedef struct srv_op {
+  srv_op_kind kind;
+  uint32_t author; /* connection id */
+  uint32_t count;
+  const uint32_t *indices; /* target or vertex indices */
+  const float *values;     /* SET_WEIGHTS */
+  const int32_t *q;        /* SET_OFFSETS: 3 per entry */
+} srv_op;
+
+typedef struct srv_conn srv_conn;
+typedef struct srv_server srv_server;
+
+#define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
+
+typedef struct srv_target_range {
+  float min, max;
+} srv_target_range;
+
+typedef struct srv_session {
+  int refs;                  /* the server's table holds one; each running job one more */
+  char *name;
+  mesh *mesh;
+  mesh_stats stats;
+  srv_target_range *ranges;  /* per target */
+  float offset_quantum;
+  uint64_t version;
+  float *weights;            /* target_count */
+  uint64_t *weight_version;  /* target_count: version that last set it */
+  int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
+  uint64_t *block_version;   /* per block of 64 vertices */
+  srv_frame *mesh_part;      /* encoded SNAPSHOT mesh part, shared by every join */
+  srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
+  uint32_t subscriber_count;
+  uint64_t ops_applied;
+  struct srv_session *next;  /* server's session list */
+} srv_session;
+
+/* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or
+ * MESH_ENOMEM; on failure `m` is destroyed. Runs on any thread (touches nothing shared). */
+int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen);
+void srv_session_ref(srv_session *s);
+void srv_session_unref(srv_session *s); /* destroys it with the last reference */
+void srv_session_destroy(srv_session *s);
+
+/* Validates `op` against the session (indices in range and ordered, values finite and within
+ * each target's range). Returns 0 or -1 with a reason; applies nothing on failure. */
+int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t errlen);
+/* Applies a checked op: state updated, version bumped, one frame encoded and fanned out to
+ * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
+uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
+
+/* Encodes the frames that bring a receiver from `since` to the current version: a WEIGHTS frame
+ * of every target changed since then and a DELTA of every vertex in a block changed since then.
+ * Appends to `b` (nothing when since == version). Returns 0 or a PROTO_E* code. */
+int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
+/* Encodes the state part of a SNAPSHOT (current weights, non-zero offsets). */
+int srv_session_encode_state(const srv_session *s, proto_buf *b);
+
+/* Current shape (base + Σ w·Δ + offsets) into `out` (3 * vertex_count floats), from the given
+ * weights and quantised offsets (a session's own, or a copy taken for a job). Returns 0 or
+ * MESH_ENOMEM. Thread-safe for a mesh nobody modifies. */
+int srv_session_shape(const mesh *m, const float *weights, const int32_t *offsets, float quantum,
+                      float *out);
+
+/* ---- connections (srv_stream.c, srv_rpc.c) ---------------------------------------------------- */
+
+typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
+
+struct srv_conn {
+  uv_tcp_t tcp; /* first: the handle's address is the connection's */
+  srv_server *server;
+  srv_conn_kind kind;
+  uint32_t id;
+  int refs;     /* the handle holds one; jobs answering this connection hold one each */
+  int closing;
+  int finishing;            /* saying goodbye: no more reads, closed when written */
+  int read_paused;          /* output over the soft limit: input waits (backpressure) */
+  int authed;               /* rpc: passed `auth` (only matters when a token is set) */
+  uint64_t accepted_at;     /* uv_now() at accept */
+  uint64_t finish_deadline;
+  char peer[64];
+
+  uint8_t *rbuf; /* bytes received and not yet consumed */
+  size_t rlen, rcap;
+
+  /* stream connections */
+  int hello_done;
+  uint8_t role;
+  srv_session *session;
+  srv_conn *sub_next;
+  uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
+  size_t queued;            /* bytes handed to uv_write and not yet written */
+  int lagging;              /* over the soft limit: frames are coalesced into a catch-up */
+  uint64_t lagging_since;   /* uv_now() when it started lagging */
+
+  /* rpc connections */
+  int skipping;             /* discarding an oversized request up to its newline */
+
+  srv_conn *next, *prev;    /* the server's connection list */
+};
+
+/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
+int srv_conn_send(srv_conn *c, srv_frame *f);
+/* Queues raw bytes that are copied (replies, errors). */
+int srv_conn_send_copy(srv_conn *c, const void *data, size_t len);
+/* Sends an ERROR (best effort, never waits for a slow peer) and closes the connection. */
+void srv_conn_fail(srv_conn *c, uint16_t code, const char *message);
+/* Sends `last` (may be NULL), stops reading, and closes once it is written (or after 2 s). */
+void srv_conn_finish(srv_conn *c, srv_frame *last);
+/* Sends several frames as one write (SNAPSHOT head + shared mesh part + state part). */
+int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n);
+void srv_conn_close(srv_conn *c);
+void srv_conn_ref(srv_conn *c);
+void srv_conn_unref(srv_conn *c);
+
+/* Stream side: incoming bytes, write completion (for catch-up), fan-out entry. */
+void srv_stream_on_data(srv_conn *c);
+void srv_stream_on_drained(srv_conn *c);
+void srv_stream_deliver(srv_conn *c, srv_frame *f, uint64_t version);
+void srv_stream_detach(srv_conn *c);
+
+/* RPC side: incoming bytes. */
+void srv_rpc_on_data(srv_conn *c);
+
+/* ---- the server (srv_server.c) ------------------------------------------------------------------ */
+
+typedef struct srv_stats {
+  uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
+  uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
+} srv_stats;
+
+struct srv_server {
+  uv_loop_t *loop;
+  srv_config cfg;
+  uv_tcp_t stream_listener, rpc_listener;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t tick; /* slow-connection checks */
+  srv_session *sessions;
+  uint32_t session_count;
+  srv_conn *conns;
+  uint32_t conn_count;
+  uint32_t next_conn_id;
+  int pending_jobs;
+  int stopping;
+  uint64_t started_ms;
+  srv_stats stats;
+  proto_limits limits;
+};
+
+int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg);
+/* Stops accepting, says BYE to every client, closes everything; the loop then ends. */
+void srv_server_stop(srv_server *s, const char *why);
+void srv_server_fini(srv_server *s);
+
+srv_session *srv_server_find(srv_server *s, const char *name);
+void srv_server_add_session(srv_server *s, srv_session *session);
+/* Removes the session: its viewers get BYE(SESSION_CLOSED) and are closed. */
+void srv_server_close_session(srv_server *s, srv_session *session, const char *why);
+
+/* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
+
+/* Opens a session from a mesh path or "demo" on the thread pool, then calls `done` on the loop
+ * thread with 0 and the new session added to the server, or an error code and a reason. */
+typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
+                            const char *err);
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
+                         void *arg);
+
+/* Writes the current shape of a session to a file on the thread pool (the positions are
+ * captured now, on the loop thread). */
+typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *err);
+int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
+                   void *arg);
+
+/* ---- JSON-RPC methods (srv_methods.c) -------------------------------------------------------------- */
+
+/* Application error codes (JSON-RPC's own are -32700..-32600). */
+enum {
+  SRV_RPC_UNKNOWN_SESSION = -32001,
+  SRV_RPC_UNKNOWN_TARGET = -32002,
+  SRV_RPC_NOT_FINITE = -32003,
+  SRV_RPC_MESH_REFUSED = -32004,
+  SRV_RPC_SESSION_EXISTS = -32005,
+  SRV_RPC_OUT_OF_RANGE = -32006,
+  SRV_RPC_LIMIT = -32007,
+  SRV_RPC_IO = -32008,
+  SRV_RPC_UNAUTHORIZED = -32009,
+  SRV_RPC_INTERNAL = -32000
+};
+
+/* A request being answered, possibly later (after a job). */
+typedef struct srv_rpc_call {
+  srv_conn *conn; /* referenced */
+  cJSON *id;      /* owned copy of the request id */
+} srv_rpc_call;
+
+/* Runs `method` with `params`. Either answers now (srv_rpc_reply / srv_rpc_error) or keeps the
+ * call for an asynchronous answer. `call` is owned by the callee from here on. */
+void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params);
+/* Sends {"jsonrpc":"2.0","id":...,"result":result} (takes `result`) and frees the call. */
+void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
+/* Sends an error object and frees the call. */
+void srv_rpc_error(srv_rpc_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

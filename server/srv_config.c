@@ -1,0 +1,199 @@
+/*
+ * srv_config.c — deformd's settings: defaults, the JSON config file, sessions to open at start.
+ *
+ * The config file is one JSON object; every key is optional:
+ *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "log_level": "info",
+ *    "token": "secret",
+ *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
+ *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
+ *               "hello_timeout_ms": 10000,
+ *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
+ *    "sessions": [{"session": "demo", "mesh": "demo"}]}
+ * Command-line options given after --config override it.
+ *
+ * DOES NOT read the file on the loop thread: it is read once before the loop starts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+void srv_config_init(srv_config *c) {
+  memset(c, 0, sizeof(*c));
+  snprintf(c->listen, sizeof(c->listen), "127.0.0.1");
+  c->stream_port = 7450;
+  c->rpc_port = 7451;
+  c->log_level = SRV_LOG_INFO;
+  c->max_frame = PROTO_DEFAULT_MAX_FRAME;
+  c->max_request = 64u << 20;
+  c->max_json_depth = 64;
+  c->soft_limit = 1u << 20;
+  c->hard_limit = 256u << 20;
+  c->slow_timeout_ms = 10000;
+  c->hello_timeout_ms = 10000;
+  c->max_connections = 4096;
+  c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
+  c->max_sessions = 64;
+}
+
+void srv_config_fini(srv_config *c) {
+  for (uint32_t i = 0; i < c->session_count; i++) {
+    free(c->sessions[i].name);
+    free(c->sessions[i].mesh);
+  }
+  free(c->sessions);
+  free(c->token);
+  c->sessions = NULL;
+  c->session_count = 0;
+  c->token = NULL;
+}
+
+int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
+  srv_session_spec *g = realloc(c->sessions, sizeof(*g) * (c->session_count + 1));
+  if (!g) return -1;
+  c->sessions = g;
+  g[c->session_count].name = strdup(name);
+  g[c->session_count].mesh = strdup(mesh_path);
+  if (!g[c->session_count].name || !g[c->session_count].mesh) {
+    free(g[c->session_count].name);
+    free(g[c->session_count].mesh);
+    return -1;
+  }
+  c->session_count++;
+  return 0;
+}
+
+/* Reads a non-negative integer member; 0 if absent, -1 with err set if malformed. */
+static int get_uint(const cJSON *o, const char *key, double max, double *out, char *err, size_t errlen) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > max ||
+      v->valuedouble != (double)(long long)v->valuedouble) {
+    snprintf(err, errlen, "\"%s\" must be an integer between 0 and %.0f", key, max);
+    return -1;
+  }
+  *out = v->valuedouble;
+  return 1;
+}
+
+int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "cannot open config file '%s'", path);
+    return -1;
+  }
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (cap - len < 4096) {
+      if (cap > (1u << 20)) {
+        fclose(f);
+        free(text);
+        snprintf(err, errlen, "config file '%s' is larger than 1 MiB", path);
+        return -1;
+      }
+      cap = cap ? 2 * cap : 8192;
+      char *g = realloc(text, cap + 1);
+      if (!g) {
+        fclose(f);
+        free(text);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+      }
+      text = g;
+    }
+    size_t n = fread(text + len, 1, cap - len, f);
+    len += n;
+    if (n == 0) break;
+  }
+  fclose(f);
+  text[len] = '\0';
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  free(text);
+  if (!cJSON_IsObject(root)) {
+    snprintf(err, errlen, "config file '%s' is not a JSON object", path);
+    cJSON_Delete(root);
+    return -1;
+  }
+  int rc = -1;
+  double v;
+  const cJSON *item;
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "listen"))) {
+    if (!cJSON_IsString(item) || strlen(item->valuestring) >= sizeof(c->listen)) {
+      snprintf(err, errlen, "\"listen\" must be an address string");
+      goto out;
+    }
+    snprintf(c->listen, sizeof(c->listen), "%s", item->valuestring);
+  }
+  int r;
+  if ((r = get_uint(root, "stream_port", 65535, &v, err, errlen)) < 0) goto out;
+  if (r) c->stream_port = (int)v;
+  if ((r = get_uint(root, "rpc_port", 65535, &v, err, errlen)) < 0) goto out;
+  if (r) c->rpc_port = (int)v;
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "log_level"))) {
+    if (!cJSON_IsString(item) || srv_log_parse_level(item->valuestring, &c->log_level)) {
+      snprintf(err, errlen, "\"log_level\" must be error, warn, info or debug");
+      goto out;
+    }
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "token"))) {
+    if (!cJSON_IsString(item) || strlen(item->valuestring) > PROTO_MAX_NAME) {
+      snprintf(err, errlen, "\"token\" must be a string of at most %d bytes", PROTO_MAX_NAME);
+      goto out;
+    }
+    free(c->token);
+    c->token = strdup(item->valuestring);
+  }
+  const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
+  if (lim) {
+    if (!cJSON_IsObject(lim)) {
+      snprintf(err, errlen, "\"limits\" must be an object");
+      goto out;
+    }
+    if ((r = get_uint(lim, "max_frame", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_frame = (uint32_t)v;
+    if ((r = get_uint(lim, "max_request", 1e12, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_request = (size_t)v;
+    if ((r = get_uint(lim, "max_json_depth", 1000, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_json_depth = (int)v;
+    if ((r = get_uint(lim, "soft_limit", 1e12, &v, err, errlen)) < 0) goto out;
+    if (r) c->soft_limit = (size_t)v;
+    if ((r = get_uint(lim, "hard_limit", 1e12, &v, err, errlen)) < 0) goto out;
+    if (r) c->hard_limit = (size_t)v;
+    if ((r = get_uint(lim, "slow_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->slow_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "hello_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->hello_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "max_connections", 1e6, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_connections = (uint32_t)v;
+    if ((r = get_uint(lim, "max_vertices", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_vertices = (uint32_t)v;
+    if ((r = get_uint(lim, "max_sessions", 1e6, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_sessions = (uint32_t)v;
+  }
+  const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(root, "sessions");
+  if (sessions) {
+    if (!cJSON_IsArray(sessions)) {
+      snprintf(err, errlen, "\"sessions\" must be an array");
+      goto out;
+    }
+    const cJSON *s;
+    cJSON_ArrayForEach(s, sessions) {
+      const cJSON *name = cJSON_GetObjectItemCaseSensitive(s, "session");
+      const cJSON *mesh_path = cJSON_GetObjectItemCaseSensitive(s, "mesh");
+      if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path)) {
+        snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" and \"mesh\" strings");
+        goto out;
+      }
+      if (srv_config_add_session(c, name->valuestring, mesh_path->valuestring)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+      }
+    }
+  }
+  rc = 0;
+out:
+  cJSON_Delete(root);
+  return rc;
+}

@@ -1,0 +1,171 @@
+/*
+ * srv_jobs.c — work that must not run on the loop thread: importing a mesh (or generating the
+ * demo head) into a new session, and writing a session's shape to disk.
+ *
+ * Each job is a request (uv_work_t) that owns its inputs and outputs until its after-work
+ * callback runs on the loop thread, which is the only place results touch the server.
+ *
+ * DOES NOT touch server state from the thread pool.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+typedef struct open_job {
+  uv_work_t req;
+  srv_server *srv;
+  char *name, *path;
+  uint32_t max_vertices;
+  srv_session *session;
+  int status;
+  char err[MESH_ERR_LEN + 64];
+  srv_open_cb done;
+  void *arg;
+} open_job;
+
+static void open_work(uv_work_t *req) {
+  open_job *j = req->data;
+  mesh *m = NULL;
+  if (strcmp(j->path, "demo") == 0) {
+    j->status = mesh_demo_head(&m);
+    if (j->status) snprintf(j->err, sizeof(j->err), "cannot build the demo head: %s", mesh_strerror(j->status));
+  } else {
+    mesh_import_opts opts = {.max_vertices = j->max_vertices};
+    j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
+  }
+  if (j->status == 0) j->status = srv_session_create(j->name, m, &j->session, j->err, sizeof(j->err));
+}
+
+static void open_done(uv_work_t *req, int status) {
+  open_job *j = req->data;
+  srv_server *s = j->srv;
+  s->pending_jobs--;
+  if (status == UV_ECANCELED || s->stopping) {
+    srv_session_unref(j->session);
+    j->session = NULL;
+    j->status = UV_ECANCELED;
+    snprintf(j->err, sizeof(j->err), "the server is shutting down");
+  } else if (j->status == 0 && srv_server_find(s, j->name)) {
+    srv_session_unref(j->session);
+    j->session = NULL;
+    j->status = SRV_RPC_SESSION_EXISTS;
+    snprintf(j->err, sizeof(j->err), "a session called '%s' already exists", j->name);
+  } else if (j->status == 0 && s->session_count >= s->cfg.max_sessions) {
+    srv_session_unref(j->session);
+    j->session = NULL;
+    j->status = SRV_RPC_LIMIT;
+    snprintf(j->err, sizeof(j->err), "the server already has %u sessions (its limit)", s->session_count);
+  } else if (j->status == 0) {
+    srv_server_add_session(s, j->session);
+  }
+  j->done(s, j->arg, j->status, j->session, j->err);
+  free(j->name);
+  free(j->path);
+  free(j);
+}
+
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
+                         void *arg) {
+  open_job *j = calloc(1, sizeof(*j));
+  if (!j) return UV_ENOMEM;
+  j->srv = s;
+  j->name = strdup(name);
+  j->path = strdup(mesh_path);
+  j->max_vertices = s->cfg.max_vertices;
+  j->done = done;
+  j->arg = arg;
+  j->req.data = j;
+  int rc = (j->name && j->path) ? uv_queue_work(s->loop, &j->req, open_work, open_done) : UV_ENOMEM;
+  if (rc) {
+    free(j->name);
+    free(j->path);
+    free(j);
+    return rc;
+  }
+  s->pending_jobs++;
+  return 0;
+}
+
+typedef struct export_job {
+  uv_work_t req;
+  srv_server *srv;
+  srv_session *session; /* referenced: its mesh stays alive even if the session is closed */
+  float *weights;
+  int32_t *offsets;
+  float quantum;
+  char *path;
+  int status;
+  char err[MESH_ERR_LEN];
+  srv_export_cb done;
+  void *arg;
+} export_job;
+
+static void export_work(uv_work_t *req) {
+  export_job *j = req->data;
+  const mesh *m = j->session->mesh;
+  float *shape = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
+  if (!shape) {
+    j->status = MESH_ENOMEM;
+    snprintf(j->err, sizeof(j->err), "out of memory");
+    return;
+  }
+  j->status = srv_session_shape(m, j->weights, j->offsets, j->quantum, shape);
+  if (j->status == 0) j->status = mesh_export(m, shape, j->path, MESH_FORMAT_AUTO, j->err, sizeof(j->err));
+  else snprintf(j->err, sizeof(j->err), "out of memory");
+  free(shape);
+}
+
+static void export_done(uv_work_t *req, int status) {
+  export_job *j = req->data;
+  j->srv->pending_jobs--;
+  if (status == UV_ECANCELED) {
+    j->status = UV_ECANCELED;
+    snprintf(j->err, sizeof(j->err), "cancelled");
+  }
+  j->done(j->srv, j->arg, j->status, j->err);
+  srv_session_unref(j->session);
+  free(j->weights);
+  free(j->offsets);
+  free(j->path);
+  free(j);
+}
+
+int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
+                   void *arg) {
+  export_job *j = calloc(1, sizeof(*j));
+  if (!j) return UV_ENOMEM;
+  const mesh *m = session->mesh;
+  /* Copy the state now (two memcpy): the loop may change it while the job runs. */
+  j->weights = malloc(sizeof(float) * (m->target_count + 1));
+  j->offsets = malloc(sizeof(int32_t) * (3 * (size_t)m->vertex_count + 1));
+  j->path = strdup(path);
+  if (!j->weights || !j->offsets || !j->path) {
+    free(j->weights);
+    free(j->offsets);
+    free(j->path);
+    free(j);
+    return UV_ENOMEM;
+  }
+  memcpy(j->weights, session->weights, sizeof(float) * m->target_count);
+  memcpy(j->offsets, session->offsets, sizeof(int32_t) * 3 * (size_t)m->vertex_count);
+  j->quantum = session->offset_quantum;
+  j->srv = s;
+  j->session = session;
+  srv_session_ref(session);
+  j->done = done;
+  j->arg = arg;
+  j->req.data = j;
+  int rc = uv_queue_work(s->loop, &j->req, export_work, export_done);
+  if (rc) {
+    srv_session_unref(session);
+    free(j->weights);
+    free(j->offsets);
+    free(j->path);
+    free(j);
+    return rc;
+  }
+  s->pending_jobs++;
+  return 0;
+}

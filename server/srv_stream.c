@@ -1,0 +1,309 @@
+/*
+ * srv_stream.c — the binary stream port: HELLO, the SNAPSHOT a joining viewer gets, editors'
+ * EDIT frames, PING/PONG, and the per-connection output policy for slow readers.
+ *
+ * Output policy (invariants 1 and 3 of the architecture): frames carry absolute values, so a
+ * connection may skip frames as long as it later receives the newest value of everything that
+ * changed. A connection whose unwritten bytes would pass the soft limit stops receiving
+ * individual frames ("lagging"); once its socket drains it gets one catch-up (the weights and
+ * vertex blocks changed since the last version it was sent). Lagging longer than the slow
+ * timeout, or passing the hard limit, gets an ERROR and a close (srv_server.c's tick).
+ *
+ * Malformed frames: a bad header (magic, version, length over the limit) closes the connection,
+ * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
+ * that does not validate, fails only that request with an ERROR naming it.
+ *
+ * DOES NOT change session state except through srv_session_apply().
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+static uint64_t now_ns(void) {
+  /* uv_hrtime is monotonic; PING/PONG only compare times taken on one side. */
+  return uv_hrtime();
+}
+
+static void send_error(srv_conn *c, uint16_t code, uint32_t request_id, const char *msg) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_encode_error(&b, code, request_id, msg);
+  srv_frame *f = srv_frame_from_buf(&b);
+  if (f) {
+    srv_conn_send(c, f);
+    srv_frame_unref(f);
+  }
+}
+
+void srv_stream_detach(srv_conn *c) {
+  srv_session *s = c->session;
+  if (!s) return;
+  srv_conn **pp = &s->subscribers;
+  while (*pp && *pp != c) pp = &(*pp)->sub_next;
+  if (*pp) {
+    *pp = c->sub_next;
+    s->subscriber_count--;
+  }
+  c->sub_next = NULL;
+  c->session = NULL;
+}
+
+static void start_lagging(srv_conn *c) {
+  if (c->lagging) return;
+  c->lagging = 1;
+  c->lagging_since = uv_now(c->server->loop);
+  srv_log(SRV_LOG_DEBUG, "connection %u lagging at version %llu (%zu bytes queued)", c->id,
+          (unsigned long long)c->sent_version, c->queued);
+}
+
+void srv_stream_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
+  srv_server *s = c->server;
+  if (c->closing || c->finishing) return;
+  if (c->lagging || f == NULL) {
+    s->stats.frames_coalesced++;
+    start_lagging(c);
+    return;
+  }
+  if (c->queued > 0 && c->queued + f->len > s->cfg.soft_limit) {
+    s->stats.frames_coalesced++;
+    start_lagging(c);
+    return;
+  }
+  if (c->queued + f->len > s->cfg.hard_limit) {
+    s->stats.clients_dropped++;
+    srv_conn_fail(c, PROTO_ERR_TOO_SLOW, "output over the hard limit");
+    return;
+  }
+  if (srv_conn_send(c, f) == 0) c->sent_version = version;
+}
+
+void srv_stream_on_drained(srv_conn *c) {
+  srv_session *s = c->session;
+  if (!c->lagging || !s) return;
+  proto_buf b;
+  proto_buf_init(&b);
+  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, &b);
+  if (rc) {
+    proto_buf_fini(&b);
+    c->server->stats.clients_dropped++;
+    srv_conn_fail(c, PROTO_ERR_TOO_SLOW, "cannot build a catch-up (out of memory)");
+    return;
+  }
+  c->lagging = 0;
+  if (b.len == 0) {
+    proto_buf_fini(&b);
+    return;
+  }
+  srv_frame *f = srv_frame_from_buf(&b);
+  if (!f || srv_conn_send(c, f) != 0) {
+    srv_frame_unref(f);
+    c->server->stats.clients_dropped++;
+    srv_conn_fail(c, PROTO_ERR_TOO_SLOW, "cannot send a catch-up");
+    return;
+  }
+  srv_frame_unref(f);
+  c->server->stats.catchups_sent++;
+  srv_log(SRV_LOG_DEBUG, "connection %u caught up from version %llu to %llu", c->id,
+          (unsigned long long)c->sent_version, (unsigned long long)s->version);
+  c->sent_version = s->version;
+}
+
+/* WELCOME, then the SNAPSHOT: a per-join header, the session's shared mesh part, and the
+ * per-join state part. */
+static int send_join(srv_conn *c, srv_session *s) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
+  proto_encode_welcome(&b, s->version, &w);
+  srv_frame *welcome = srv_frame_from_buf(&b);
+  proto_buf_init(&b);
+  int rc = srv_session_encode_state(s, &b);
+  srv_frame *state = rc == 0 ? srv_frame_from_buf(&b) : NULL;
+  if (rc) proto_buf_fini(&b);
+  proto_buf_init(&b);
+  srv_frame *head = NULL;
+  if (state && proto_encode_snapshot_head(&b, s->version, s->mesh_part->len, state->len) == 0)
+    head = srv_frame_from_buf(&b);
+  else
+    proto_buf_fini(&b);
+  rc = -1;
+  if (welcome && state && head) {
+    srv_frame *parts[3] = {head, s->mesh_part, state};
+    if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, 3) == 0) rc = 0;
+  }
+  srv_frame_unref(welcome);
+  srv_frame_unref(state);
+  srv_frame_unref(head);
+  return rc;
+}
+
+static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
+  srv_server *srv = c->server;
+  proto_hello h;
+  int rc = proto_decode_hello(p, n, &h);
+  if (rc) {
+    char why[128];
+    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  if (h.protocol_version != PROTO_VERSION) {
+    char why[128];
+    snprintf(why, sizeof(why), "protocol version %u is not supported (this server speaks %d)",
+             h.protocol_version, PROTO_VERSION);
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  char name[PROTO_MAX_NAME + 1];
+  memcpy(name, h.session.ptr, h.session.len);
+  name[h.session.len] = '\0';
+  srv_session *s = srv_server_find(srv, name);
+  if (!s) {
+    char why[PROTO_MAX_NAME + 32];
+    snprintf(why, sizeof(why), "unknown session '%s'", name);
+    srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, why);
+    return;
+  }
+  if (h.role == PROTO_ROLE_EDITOR && srv->cfg.token &&
+      (h.token.len != strlen(srv->cfg.token) || memcmp(h.token.ptr, srv->cfg.token, h.token.len) != 0)) {
+    srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "editing needs the server's token");
+    return;
+  }
+  c->role = h.role;
+  c->hello_done = 1;
+  c->session = s;
+  if (send_join(c, s) != 0) {
+    c->session = NULL;
+    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
+    return;
+  }
+  c->sent_version = s->version;
+  c->sub_next = s->subscribers;
+  s->subscribers = c;
+  s->subscriber_count++;
+  srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu", c->id, c->peer,
+          s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer", (unsigned long long)s->version);
+}
+
+static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
+  srv_server *srv = c->server;
+  proto_edit e;
+  int rc = proto_decode_edit(p, n, &srv->limits, &e);
+  uint32_t rid = n >= 4 ? proto_load_u32(p) : 0;
+  char why[256];
+  if (rc) {
+    snprintf(why, sizeof(why), "malformed EDIT: %s", proto_strerror(rc));
+    send_error(c, rc == PROTO_ENONFINITE ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, rid, why);
+    return;
+  }
+  if (c->role != PROTO_ROLE_EDITOR) {
+    send_error(c, PROTO_ERR_FORBIDDEN, rid, "this connection joined as a viewer: edits are refused");
+    return;
+  }
+  srv_session *s = c->session;
+  if (!s) {
+    send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
+    return;
+  }
+  uint32_t count = e.kind == PROTO_EDIT_WEIGHTS ? e.weights.count : e.offsets.count;
+  uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
+  float *val = e.kind == PROTO_EDIT_WEIGHTS ? malloc(sizeof(float) * (count + 1)) : NULL;
+  int32_t *q = e.kind == PROTO_EDIT_OFFSETS ? malloc(sizeof(int32_t) * 3 * ((size_t)count + 1)) : NULL;
+  if (!idx || (e.kind == PROTO_EDIT_WEIGHTS && !val) || (e.kind == PROTO_EDIT_OFFSETS && !q)) {
+    send_error(c, PROTO_ERR_INVALID, rid, "out of memory");
+    goto out;
+  }
+  proto_iter it;
+  uint32_t k = 0;
+  if (e.kind == PROTO_EDIT_WEIGHTS) {
+    proto_weights_begin(&e.weights, &it);
+    while (proto_weights_next(&it, &idx[k], &val[k])) k++;
+  } else {
+    proto_offsets_begin(&e.offsets, &it);
+    while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
+  }
+  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q};
+  if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
+    send_error(c, PROTO_ERR_INVALID, rid, why);
+    goto out;
+  }
+  srv_session_apply(srv, s, &op);
+out:
+  free(idx);
+  free(val);
+  free(q);
+}
+
+static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
+  if (!c->hello_done) {
+    if (h->type == PROTO_HELLO)
+      on_hello(c, p, h->length);
+    else
+      srv_conn_fail(c, PROTO_ERR_MALFORMED, "the first frame must be HELLO");
+    return;
+  }
+  switch (h->type) {
+    case PROTO_EDIT:
+      on_edit(c, p, h->length);
+      break;
+    case PROTO_PING: {
+      proto_ping ping;
+      if (proto_decode_ping(p, h->length, &ping) != 0) {
+        send_error(c, PROTO_ERR_MALFORMED, 0, "malformed PING");
+        break;
+      }
+      ping.t1_ns = now_ns();
+      proto_buf b;
+      proto_buf_init(&b);
+      proto_encode_ping(&b, PROTO_PONG, &ping);
+      srv_frame *f = srv_frame_from_buf(&b);
+      if (f) {
+        srv_conn_send(c, f);
+        srv_frame_unref(f);
+      }
+      break;
+    }
+    case PROTO_PONG:
+      break;
+    case PROTO_BYE:
+      srv_conn_finish(c, NULL);
+      break;
+    case PROTO_ERROR: {
+      proto_error e;
+      if (proto_decode_error(p, h->length, &e) == 0)
+        srv_log(SRV_LOG_INFO, "connection %u reports error %u: %.*s", c->id, e.code, (int)e.message.len,
+                e.message.ptr);
+      break;
+    }
+    default: {
+      char why[64];
+      snprintf(why, sizeof(why), "message type %u is not accepted from clients", h->type);
+      send_error(c, PROTO_ERR_MALFORMED, 0, why);
+      break;
+    }
+  }
+}
+
+void srv_stream_on_data(srv_conn *c) {
+  size_t at = 0;
+  while (!c->closing && !c->finishing && c->rlen - at >= PROTO_HEADER_SIZE) {
+    proto_header h;
+    int rc = proto_header_decode(c->rbuf + at, &c->server->limits, &h);
+    if (rc) {
+      char why[128];
+      snprintf(why, sizeof(why), "bad frame header: %s", proto_strerror(rc));
+      srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+      return;
+    }
+    if (c->rlen - at - PROTO_HEADER_SIZE < h.length) break; /* wait for the rest */
+    on_frame(c, &h, c->rbuf + at + PROTO_HEADER_SIZE);
+    at += PROTO_HEADER_SIZE + h.length;
+  }
+  if (c->closing) return;
+  if (at > 0) {
+    memmove(c->rbuf, c->rbuf + at, c->rlen - at);
+    c->rlen -= at;
+  }
+}

@@ -1,0 +1,280 @@
+/*
+ * harness.c — see harness.h.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static void dump_log(const harness *h) {
+  FILE *f = fopen(h->log_path, "r");
+  if (!f) return;
+  char line[1024];
+  fprintf(stderr, "---- deformd log (%s) ----\n", h->log_path);
+  while (fgets(line, sizeof(line), f)) fputs(line, stderr);
+  fclose(f);
+}
+
+/* Servers still running when the test process exits (a failed assertion exits at once) are
+ * killed, and their logs printed, so that no deformd outlives its test. */
+static harness *running[8];
+
+static void kill_leftovers(void) {
+  for (int i = 0; i < 8; i++) {
+    harness *h = running[i];
+    if (!h || h->pid <= 0) continue;
+    dump_log(h);
+    kill(h->pid, SIGKILL);
+    waitpid(h->pid, NULL, 0);
+    h->pid = 0;
+  }
+}
+
+static void track(harness *h, int add) {
+  static int registered;
+  if (!registered) {
+    atexit(kill_leftovers);
+    registered = 1;
+  }
+  for (int i = 0; i < 8; i++) {
+    if (add && !running[i]) {
+      running[i] = h;
+      return;
+    }
+    if (!add && running[i] == h) running[i] = NULL;
+  }
+}
+
+void harness_start(harness *h, const char *wait_session, const char *const *args) {
+  memset(h, 0, sizeof(*h));
+  const char *bin = getenv("DEFORMD_BIN");
+  ASSERT(bin != NULL);
+  static int count;
+  snprintf(h->log_path, sizeof(h->log_path), "%s/deformd-%d.log", test_tmpdir(), count++);
+  int out[2];
+  ASSERT(pipe(out) == 0);
+  const char *argv[64];
+  int n = 0;
+  argv[n++] = bin;
+  argv[n++] = "--stream-port";
+  argv[n++] = "0";
+  argv[n++] = "--rpc-port";
+  argv[n++] = "0";
+  for (int i = 0; args && args[i] && n < 62; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    int log = open(h->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out[1], 1);
+    if (log >= 0) dup2(log, 2);
+    close(out[0]);
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  close(out[1]);
+  h->pid = pid;
+  track(h, 1);
+  FILE *f = fdopen(out[0], "r");
+  char line[256] = "";
+  if (!fgets(line, sizeof(line), f) ||
+      sscanf(line, "stream_port=%d rpc_port=%d", &h->stream_port, &h->rpc_port) != 2) {
+    dump_log(h);
+    test__fail(__FILE__, __LINE__, "deformd did not print its ports (got '%s')", line);
+  }
+  fclose(f);
+  char err[256];
+  if (dfc_connect(&h->rpc, "127.0.0.1", h->rpc_port, err, sizeof(err)) != 0)
+    test__fail(__FILE__, __LINE__, "%s", err);
+  for (int i = 0; args && args[i] && args[i + 1]; i++) { /* a server with a token wants auth */
+    if (strcmp(args[i], "--token") != 0) continue;
+    char params[512];
+    snprintf(params, sizeof(params), "{\"token\":\"%s\"}", args[i + 1]);
+    cJSON_Delete(harness_rpc_ok(h, "auth", params));
+  }
+  if (!wait_session) return;
+  for (int tries = 0; tries < 600; tries++) {
+    cJSON *list = harness_rpc_ok(h, "session.list", NULL);
+    cJSON *s;
+    int found = 0;
+    cJSON_ArrayForEach(s, list) {
+      const cJSON *name = cJSON_GetObjectItem(s, "session");
+      found |= cJSON_IsString(name) && strcmp(name->valuestring, wait_session) == 0;
+    }
+    cJSON_Delete(list);
+    if (found) return;
+    usleep(50000);
+  }
+  dump_log(h);
+  test__fail(__FILE__, __LINE__, "session %s did not appear", wait_session);
+}
+
+void harness_stop(harness *h) {
+  dfc_close(&h->rpc);
+  if (h->pid <= 0) return;
+  kill(h->pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200; i++) {
+    pid_t r = waitpid(h->pid, &status, WNOHANG);
+    if (r == h->pid) {
+      h->pid = 0;
+      track(h, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        dump_log(h);
+        test__fail(__FILE__, __LINE__, "deformd exited with status %d", status);
+      }
+      return;
+    }
+    usleep(50000);
+  }
+  kill(h->pid, SIGKILL);
+  waitpid(h->pid, &status, 0);
+  h->pid = 0;
+  track(h, 0);
+  dump_log(h);
+  test__fail(__FILE__, __LINE__, "deformd did not stop within 10 s of SIGTERM");
+}
+
+static cJSON *parse_params(const char *params) {
+  if (!params) return NULL;
+  cJSON *p = cJSON_Parse(params);
+  if (!p) test__fail(__FILE__, __LINE__, "test bug: bad params %s", params);
+  return p;
+}
+
+cJSON *harness_rpc_ok(harness *h, const char *method, const char *params) {
+  cJSON *p = parse_params(params), *result = NULL, *error = NULL;
+  int rc = dfc_rpc(&h->rpc, method, p, 30000, &result, &error);
+  cJSON_Delete(p);
+  if (rc != 0) {
+    char *e = error ? cJSON_PrintUnformatted(error) : NULL;
+    dump_log(h);
+    test__fail(__FILE__, __LINE__, "%s %s failed: %s", method, params ? params : "", e ? e : "no answer");
+  }
+  return result;
+}
+
+int harness_rpc_err(harness *h, const char *method, const char *params, char *msg, size_t msglen) {
+  cJSON *p = parse_params(params), *result = NULL, *error = NULL;
+  int rc = dfc_rpc(&h->rpc, method, p, 30000, &result, &error);
+  cJSON_Delete(p);
+  cJSON_Delete(result);
+  if (rc != 1) test__fail(__FILE__, __LINE__, "%s %s: expected an error, got rc %d", method, params ? params : "", rc);
+  const cJSON *code = cJSON_GetObjectItem(error, "code"), *m = cJSON_GetObjectItem(error, "message");
+  ASSERT(cJSON_IsNumber(code) && cJSON_IsString(m));
+  if (msg) snprintf(msg, msglen, "%s", m->valuestring);
+  int c = code->valueint;
+  cJSON_Delete(error);
+  return c;
+}
+
+void harness_join(harness *h, dfc_conn *c, dfc_replica *r, const char *session, proto_role role,
+                  const char *token) {
+  char err[256];
+  if (dfc_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
+    test__fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_OK(dfc_hello(c, session, role, token), NULL);
+  dfc_replica_init(r);
+  for (;;) {
+    proto_header hd;
+    const uint8_t *p;
+    int rc = dfc_read_frame(c, 30000, &hd, &p, err, sizeof(err));
+    if (rc != 1) test__fail(__FILE__, __LINE__, "join %s: %s", session, rc == 0 ? "timeout" : err);
+    if (hd.type == PROTO_ERROR || hd.type == PROTO_BYE) test__fail(__FILE__, __LINE__, "join %s refused", session);
+    ASSERT_OK(dfc_replica_apply(r, &hd, p, err, sizeof(err)), err);
+    if (hd.type == PROTO_SNAPSHOT) return;
+  }
+}
+
+int harness_follow(dfc_conn *c, dfc_replica *r, uint64_t version, int timeout_ms) {
+  char err[256];
+  int catchups = 0;
+  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (r->version < version) {
+    if (dfc_now_ns() > deadline) test__fail(__FILE__, __LINE__, "stuck at version %llu, want %llu",
+                                            (unsigned long long)r->version, (unsigned long long)version);
+    proto_header hd;
+    const uint8_t *p;
+    int rc = dfc_read_frame(c, 1000, &hd, &p, err, sizeof(err));
+    if (rc == 0) continue;
+    if (rc < 0) test__fail(__FILE__, __LINE__, "follow: %s", err);
+    ASSERT_OK(dfc_replica_apply(r, &hd, p, err, sizeof(err)), err);
+    if (hd.flags & PROTO_FLAG_CATCHUP) catchups++;
+  }
+  ASSERT_EQ(r->version, version);
+  return catchups;
+}
+
+int harness_expect_error(dfc_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms) {
+  char err[256];
+  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (dfc_now_ns() < deadline) {
+    proto_header hd;
+    const uint8_t *p;
+    int rc = dfc_read_frame(c, 200, &hd, &p, err, sizeof(err));
+    if (rc == 0) continue;
+    if (rc < 0) test__fail(__FILE__, __LINE__, "connection ended before an error frame: %s", err);
+    if (hd.type != want_type) continue;
+    proto_error e;
+    ASSERT_OK(proto_decode_error(p, hd.length, &e), NULL);
+    fprintf(stderr, "got %s %u: %.*s\n", want_type == PROTO_ERROR ? "ERROR" : "BYE", e.code,
+            (int)e.message.len, e.message.ptr);
+    if (request_id) *request_id = e.request_id;
+    return e.code;
+  }
+  test__fail(__FILE__, __LINE__, "no error frame within %d ms", timeout_ms);
+}
+
+int harness_closed(dfc_conn *c, int timeout_ms) {
+  char err[256];
+  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (dfc_now_ns() < deadline) {
+    proto_header hd;
+    const uint8_t *p;
+    int rc = dfc_read_frame(c, 200, &hd, &p, err, sizeof(err));
+    if (rc == -1) return 1;
+  }
+  return 0;
+}
+
+float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count) {
+  static int n;
+  char path[1024], params[1400];
+  snprintf(path, sizeof(path), "%s/server-%d.obj", test_tmpdir(), n++);
+  snprintf(params, sizeof(params), "{\"session\":\"%s\",\"path\":\"%s\"}", session, path);
+  cJSON_Delete(harness_rpc_ok(h, "session.export", params));
+  FILE *f = fopen(path, "r");
+  ASSERT(f != NULL);
+  size_t cap = 1024, len = 0;
+  float *p = malloc(sizeof(float) * cap);
+  char line[256];
+  while (fgets(line, sizeof(line), f)) {
+    float v[3];
+    if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) != 3) continue;
+    if (len + 3 > cap) p = realloc(p, sizeof(float) * (cap *= 2));
+    memcpy(p + len, v, sizeof(v));
+    len += 3;
+  }
+  fclose(f);
+  unlink(path);
+  *vertex_count = (uint32_t)(len / 3);
+  return p;
+}
+
+const char *harness_tool(const char *name) {
+  static char buf[1024];
+  const char *bin = getenv("DEFORMD_BIN");
+  ASSERT(bin != NULL);
+  snprintf(buf, sizeof(buf), "%s", bin);
+  char *slash = strrchr(buf, '/');
+  ASSERT(slash != NULL);
+  snprintf(slash + 1, sizeof(buf) - (size_t)(slash + 1 - buf), "%s", name);
+  return buf;
+}

@@ -1,0 +1,110 @@
+/*
+ * test_deformctl.c — deformctl as a user runs it: shortcuts, call, exit codes, watch --dump.
+ */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test.h"
+
+static const char *const demo_args[] = {"--demo", NULL};
+
+/* Runs deformctl with `args` (a shell fragment); stdout into out. Returns the exit status. */
+static int run_ctl(const char *args, char *out, size_t outlen) {
+  char cmd[4096];
+  snprintf(cmd, sizeof(cmd), "'%s' %s", harness_tool("deformctl"), args);
+  FILE *p = popen(cmd, "r");
+  ASSERT(p != NULL);
+  size_t n = fread(out, 1, outlen - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(deformctl_shortcuts_and_call_print_json_and_exit_codes) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char args[512], out[65536];
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d weights.set demo smile_L=0.8 blink_R=1", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "\"version\":1");
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d call weights.get '{\"session\":\"demo\"}'", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "\"smile_L\":0.8");
+  ASSERT_STR_CONTAINS(out, "\"blink_R\":1");
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d weights.set demo grin=1 2>/dev/null", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 1);
+  ASSERT_STR_CONTAINS(out, "-32002");
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d mesh.info demo", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "\"topology_vertices\":40962");
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d call session.list", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "\"session\":\"demo\"");
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:1 session.list 2>/dev/null");
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 1); /* nobody listens there */
+  harness_stop(&h);
+}
+
+/* The v lines of an OBJ file, as text. */
+static char *v_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  ASSERT(f != NULL);
+  size_t cap = 1 << 20, len = 0;
+  char *all = malloc(cap), line[256];
+  while (fgets(line, sizeof(line), f)) {
+    if (line[0] != 'v' || line[1] != ' ') continue;
+    size_t n = strlen(line);
+    if (len + n + 1 > cap) all = realloc(all, cap *= 2);
+    memcpy(all + len, line, n);
+    len += n;
+  }
+  all[len] = '\0';
+  fclose(f);
+  return all;
+}
+
+TEST(deformctl_watch_dumps_the_shape_the_server_has) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.7,\"smile_R\":0.3}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"100\":[0.003,0.001,-0.002]}}"));
+  char args[2048], out[65536], dump[1024], server[1024];
+  snprintf(dump, sizeof(dump), "%s/watch.obj", test_tmpdir());
+  snprintf(server, sizeof(server), "%s/server.obj", test_tmpdir());
+  /* --count 0: exit right after the snapshot. */
+  snprintf(args, sizeof(args), "--stream 127.0.0.1:%d watch demo --count 0 --dump '%s'", h.stream_port, dump);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "version=2 type=SNAPSHOT");
+  char params[1200];
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
+  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  char *a = v_lines(dump), *b = v_lines(server);
+  ASSERT(strlen(a) > 1000000);
+  ASSERT(strcmp(a, b) == 0);
+  free(a);
+  free(b);
+  /* --count 2 in the background: it exits after two live frames. */
+  snprintf(args, sizeof(args), "'%s' --stream 127.0.0.1:%d watch demo --count 2 > '%s/lines.txt'",
+           harness_tool("deformctl"), h.stream_port, test_tmpdir());
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+    _exit(127);
+  }
+  usleep(500000);
+  for (int i = 0; i < 3; i++)
+    cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.1}}"));
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/lines.txt", test_tmpdir());
+  FILE *f = fopen(path, "r");
+  int lines = 0;
+  char line[256];
+  while (f && fgets(line, sizeof(line), f)) lines++;
+  if (f) fclose(f);
+  ASSERT_EQ(lines, 3); /* the snapshot and two live frames */
+  harness_stop(&h);
+}
