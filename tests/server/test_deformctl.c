@@ -1,6 +1,7 @@
 /*
  * test_deformctl.c — deformctl as a user runs it: shortcuts, call, exit codes, watch --dump.
  */
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,5 +107,84 @@ TEST(deformctl_watch_dumps_the_shape_the_server_has) {
   while (f && fgets(line, sizeof(line), f)) lines++;
   if (f) fclose(f);
   ASSERT_EQ(lines, 3); /* the snapshot and two live frames */
+  harness_stop(&h);
+}
+
+static int file_has(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[512];
+  int found = 0;
+  while (!found && fgets(line, sizeof(line), f)) found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  enum { WATCHERS = 10 };
+  pid_t pids[WATCHERS];
+  char dumps[WATCHERS][1024], logs[WATCHERS][1024];
+  for (int i = 0; i < WATCHERS; i++) {
+    snprintf(dumps[i], sizeof(dumps[i]), "%s/watch%d.obj", test_tmpdir(), i);
+    snprintf(logs[i], sizeof(logs[i]), "%s/watch%d.txt", test_tmpdir(), i);
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "exec '%.1000s' --stream 127.0.0.1:%d watch demo --dump '%.1000s' > '%.1000s'",
+             harness_tool("deformctl"), h.stream_port, dumps[i], logs[i]);
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+      _exit(127);
+    }
+  }
+  for (int i = 0; i < WATCHERS; i++) /* every watcher has its snapshot before the edits start */
+    for (int t = 0; t < 200 && !file_has(logs[i], "type=SNAPSHOT"); t++) usleep(50000);
+  /* Two editors: one on the binary port, one through JSON-RPC. */
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  for (int e = 0; e < 40; e++) {
+    uint32_t vi[32];
+    int32_t q[96];
+    for (int k = 0; k < 32; k++) {
+      vi[k] = (uint32_t)(e * 997 + k * 31) % 1000 + (uint32_t)k * 1000;
+      for (int c = 0; c < 3; c++) q[3 * k + c] = (e * 37 + k * 11 + c * 5) % 4001 - 2000;
+    }
+    ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, 32, vi, q), NULL);
+    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    char params[256];
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%g,\"cheek_puff\":%g}}",
+             (e % 10) / 10.0, ((e * 3) % 10) / 10.0);
+    cJSON_Delete(harness_rpc_ok(&h, "weights.set", params));
+  }
+  proto_buf_fini(&b);
+  /* Wait for the binary editor's last edit to be applied: 80 changes in all. */
+  harness_follow(&ed, &er, 80, 10000);
+  char want[64];
+  snprintf(want, sizeof(want), "version=80 ");
+  for (int i = 0; i < WATCHERS; i++) {
+    for (int t = 0; t < 200 && !file_has(logs[i], want); t++) usleep(50000);
+    ASSERT(file_has(logs[i], want));
+    kill(pids[i], SIGINT); /* watch writes its dump when it exits */
+  }
+  char server[1024], params[1200];
+  snprintf(server, sizeof(server), "%s/server.obj", test_tmpdir());
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
+  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  char *expect = v_lines(server);
+  for (int i = 0; i < WATCHERS; i++) {
+    int status;
+    ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *got = v_lines(dumps[i]);
+    if (strcmp(got, expect) != 0) test__fail(__FILE__, __LINE__, "watcher %d's shape differs from the server's", i);
+    free(got);
+  }
+  free(expect);
+  dfc_replica_fini(&er);
+  dfc_close(&ed);
   harness_stop(&h);
 }
