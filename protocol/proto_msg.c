@@ -20,6 +20,16 @@
 
 static int finish(proto_cur *c) { return c->at == c->end ? 0 : PROTO_ETRAILING; }
 
+/* Closes the frame started at `at`, or removes everything written since `mark` when the body
+ * failed, so that a refused value never leaves half a frame in the buffer. */
+static int end_or_undo(proto_buf *b, size_t mark, size_t at, int rc) {
+  if (rc) {
+    b->len = mark;
+    return rc;
+  }
+  return proto_frame_end(b, at);
+}
+
 static uint32_t zigzag(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
 static int32_t unzigzag(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 1); }
 
@@ -170,12 +180,7 @@ int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t
                          const uint32_t *indices, const float *values) {
   size_t mark = b->len;
   size_t at = proto_frame_begin(b, PROTO_WEIGHTS, flags, version);
-  int rc = put_weights_body(b, count, indices, values);
-  if (rc) {
-    b->len = mark;
-    return rc;
-  }
-  return proto_frame_end(b, at);
+  return end_or_undo(b, mark, at, put_weights_body(b, count, indices, values));
 }
 
 int proto_decode_weights(const uint8_t *p, size_t n, const proto_limits *limits,
@@ -293,12 +298,7 @@ int proto_encode_delta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t c
                        const uint32_t *indices, const int32_t *q) {
   size_t mark = b->len;
   size_t at = proto_frame_begin(b, PROTO_DELTA, flags, version);
-  int rc = put_offsets_body(b, count, indices, q);
-  if (rc) {
-    b->len = mark;
-    return rc;
-  }
-  return proto_frame_end(b, at);
+  return end_or_undo(b, mark, at, put_offsets_body(b, count, indices, q));
 }
 
 int proto_decode_delta(const uint8_t *p, size_t n, const proto_limits *limits,
@@ -319,12 +319,7 @@ int proto_encode_edit_weights(proto_buf *b, uint32_t request_id, uint32_t count,
   size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
   proto__put_u32(b, request_id);
   proto__put_u8(b, PROTO_EDIT_WEIGHTS);
-  int rc = put_weights_body(b, count, indices, values);
-  if (rc) {
-    b->len = mark;
-    return rc;
-  }
-  return proto_frame_end(b, at);
+  return end_or_undo(b, mark, at, put_weights_body(b, count, indices, values));
 }
 
 int proto_encode_edit_offsets(proto_buf *b, uint32_t request_id, uint32_t count,
@@ -333,12 +328,7 @@ int proto_encode_edit_offsets(proto_buf *b, uint32_t request_id, uint32_t count,
   size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
   proto__put_u32(b, request_id);
   proto__put_u8(b, PROTO_EDIT_OFFSETS);
-  int rc = put_offsets_body(b, count, indices, q);
-  if (rc) {
-    b->len = mark;
-    return rc;
-  }
-  return proto_frame_end(b, at);
+  return end_or_undo(b, mark, at, put_offsets_body(b, count, indices, q));
 }
 
 int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m) {

@@ -12,27 +12,6 @@
 #define MESH__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define MESH__PRINTF(a, b)
-/* MD3 files (mesh_md3.c): assimp reads only frame 0, so frames are read here. */
-typedef struct mesh__md3_surface {
-  uint32_t vertex_count, triangle_count;
-  const unsigned char *triangles; /* 3 * triangle_count little-endian uint32 */
-  const unsigned char *xyz;       /* frame_count * vertex_count * (int16 x, y, z, normal) */
-} mesh__md3_surface;
-
-typedef struct mesh__md3 {
-  unsigned char *data; /* the whole file */
-  size_t size;
-  uint32_t frame_count, surface_count;
-  mesh__md3_surface *surfaces;
-} mesh__md3;
-
-/* Loads and bounds-checks `path`. Returns 0 or a MESH_E* code with a reason. Free with _fini. */
-int mesh__md3_load(const char *path, mesh__md3 *f, char *err, size_t errlen);
-void mesh__md3_fini(mesh__md3 *f);
-/* Positions of surface `surface` at `frame`, three per triangle, corners in file order (the
- * layout assimp uses): `out` has 9 * triangle_count floats. */
-void mesh__md3_expand(const mesh__md3 *f, uint32_t surface, uint32_t frame, float *out);
-
 #endif
 
 /* Writes a formatted reason into err (when not NULL). */
