@@ -242,6 +242,12 @@ void mesh_cotan_weights(const mesh_adjacency *a, const double *positions,
                         const uint32_t *triangles, uint32_t triangle_count, mesh_cotan_mode mode,
                         double *weights);
 
+/* The cotangents of the three corner angles of one triangle (cot[c] at corner c, opposite edge
+ * (c+1, c+2)), limited and clamped by `mode` like mesh_cotan_weights(). All zero when two
+ * corners share an index. */
+void mesh_triangle_cotangents(const double *positions, const uint32_t *tri, mesh_cotan_mode mode,
+                              double cot[3]);
+
 /* Uniform (graph) weights: 1 for every edge. Same layout as mesh_cotan_weights(). */
 void mesh_uniform_weights(const mesh_adjacency *a, double *weights);
 

@@ -56,6 +56,23 @@ void mesh_uniform_weights(const mesh_adjacency *a, double *weights) {
   for (uint32_t i = 0; i < n; i++) weights[i] = 1.0;
 }
 
+void mesh_triangle_cotangents(const double *positions, const uint32_t *t, mesh_cotan_mode mode,
+                              double cot[3]) {
+  if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) {
+    cot[0] = cot[1] = cot[2] = 0.0;
+    return;
+  }
+  for (int c = 0; c < 3; c++) {
+    /* Angle at corner k, opposite edge (i, j). */
+    uint32_t k = t[c], i = t[(c + 1) % 3], j = t[(c + 2) % 3];
+    double u[3], v[3];
+    sub3(positions + 3 * (size_t)i, positions + 3 * (size_t)k, u);
+    sub3(positions + 3 * (size_t)j, positions + 3 * (size_t)k, v);
+    cot[c] = safe_cot(u, v);
+    if (mode == MESH_COTAN_CLAMPED && cot[c] < 0.0) cot[c] = 0.0;
+  }
+}
+
 void mesh_cotan_weights(const mesh_adjacency *a, const double *positions,
                         const uint32_t *triangles, uint32_t triangle_count, mesh_cotan_mode mode,
                         double *weights) {
@@ -63,18 +80,13 @@ void mesh_cotan_weights(const mesh_adjacency *a, const double *positions,
   memset(weights, 0, sizeof(double) * n);
   for (uint32_t f = 0; f < triangle_count; f++) {
     const uint32_t *t = triangles + 3 * (size_t)f;
-    if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) continue;
+    double cot[3];
+    mesh_triangle_cotangents(positions, t, mode, cot);
     for (int c = 0; c < 3; c++) {
-      /* Angle at corner k, opposite edge (i, j). */
-      uint32_t k = t[c], i = t[(c + 1) % 3], j = t[(c + 2) % 3];
-      double u[3], v[3];
-      sub3(positions + 3 * (size_t)i, positions + 3 * (size_t)k, u);
-      sub3(positions + 3 * (size_t)j, positions + 3 * (size_t)k, v);
-      double cot = safe_cot(u, v);
-      if (mode == MESH_COTAN_CLAMPED && cot < 0.0) cot = 0.0;
+      uint32_t i = t[(c + 1) % 3], j = t[(c + 2) % 3];
       int64_t ij = mesh_adjacency_edge(a, i, j), ji = mesh_adjacency_edge(a, j, i);
-      if (ij >= 0) weights[ij] += 0.5 * cot;
-      if (ji >= 0) weights[ji] += 0.5 * cot;
+      if (ij >= 0) weights[ij] += 0.5 * cot[c];
+      if (ji >= 0) weights[ji] += 0.5 * cot[c];
     }
   }
 }

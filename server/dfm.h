@@ -1,0 +1,102 @@
+/*
+ * dfm.h — the deformation engine: Laplacian, biharmonic and as-rigid-as-possible editing on
+ * CHOLMOD, the ARAP rotation fit, regions of interest, and sculpt brushes.
+ *
+ * Pure computation on a welded topology (shared/mesh.h): no sockets, no sessions, no libuv.
+ * The server runs these on its thread pool. A dfm_system is a handle owning one factorised
+ * system for one editing gesture (mode, region, handle set): created once, then each drag is a
+ * right-hand side and a back-substitution (plus, for ARAP, local/global iterations).
+ *
+ * Errors: 0 or a negative DFM_E* code, with a reason a user can act on in `err`.
+ * Positions are doubles, 3 per topology vertex.
+ */
+#ifndef DEFORMD_DFM_H
+#define DEFORMD_DFM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mesh.h"
+
+enum {
+  DFM_EINVAL = -6001,    /* bad parameters (index out of range, empty handle, ...) */
+  DFM_ESINGULAR = -6002, /* the system is not positive definite (reason names where) */
+  DFM_ESOLVER = -6003,   /* CHOLMOD reported an error (reason quotes its status) */
+  DFM_ENOMEM = -6004,
+  DFM_ENONFINITE = -6005 /* a solve produced NaN/Inf (the result is not applied) */
+};
+
+const char *dfm_strerror(int code);
+
+typedef enum dfm_mode { DFM_LAPLACIAN = 0, DFM_ARAP = 1, DFM_BIHARMONIC = 2 } dfm_mode;
+
+/* Parses "laplacian", "arap", "biharmonic". Returns 0 or DFM_EINVAL. */
+int dfm_mode_parse(const char *name, dfm_mode *out);
+const char *dfm_mode_name(dfm_mode mode);
+
+/* A rigid motion: p -> R(q)·(p - pivot) + pivot + translate, q = (x, y, z, w). */
+typedef struct dfm_xform {
+  double rotation[4];
+  double translate[3];
+  double pivot[3];
+} dfm_xform;
+
+void dfm_xform_identity(dfm_xform *x);
+void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]);
+void dfm_quat_to_matrix(const double q[4], double R[9]);
+
+typedef struct dfm_params {
+  dfm_mode mode;
+  int uniform;                  /* uniform instead of cotangent weights */
+  const uint32_t *roi;          /* topology vertices that may move; NULL = every vertex */
+  uint32_t roi_count;
+  const uint32_t *handle;       /* moved rigidly by the drag's transform (hard) */
+  uint32_t handle_count;
+  const uint32_t *anchors;      /* held at rest (hard) */
+  uint32_t anchor_count;
+  const uint32_t *soft;         /* pulled towards their transformed rest position ... */
+  const double *soft_weight;    /* ... with these weights (relative to the mean edge weight) */
+  uint32_t soft_count;
+  int iterations;               /* ARAP local/global iterations per drag (>= 1) */
+} dfm_params;
+
+typedef struct dfm_system dfm_system;
+
+typedef struct dfm_info {
+  uint32_t vertices;     /* topology vertices of the mesh */
+  uint32_t free;         /* unknowns of the system */
+  uint32_t pinned;       /* ROI vertices held still because nothing constrains their part */
+  size_t factor_nnz;     /* non-zeros of the Cholesky factor */
+  double analyze_ms, factor_ms;
+} dfm_info;
+
+/* Builds and factorises the system for one gesture. `rest` (3 doubles per topology vertex) is
+ * the shape the gesture starts from; `topo` supplies the triangles, `adj` their adjacency (on
+ * topo's triangles). Copies what it needs: the inputs may go after this returns.
+ * On success *out is a new system (dfm_system_destroy). */
+int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                      const dfm_params *params, dfm_system **out, char *err, size_t errlen);
+void dfm_system_destroy(dfm_system *s);
+void dfm_system_info(const dfm_system *s, dfm_info *info);
+
+/* Solves for a drag: handles (and soft constraints) follow `xf`. Writes every topology vertex's
+ * position into `out` (3 × vertices; outside the region it is the rest position). ARAP starts
+ * from the previous drag's result. Returns 0 or DFM_ENONFINITE / DFM_ESOLVER. */
+int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err, size_t errlen);
+
+/* The spokes-and-rims ARAP energy of `deformed` against the system's rest shape, using the
+ * rotations of its last local step (for tests: it must never increase across iterations). */
+double dfm_system_arap_energy(dfm_system *s, const double *deformed, int refit_rotations);
+/* Runs exactly one more local/global ARAP iteration from `io` (in place). */
+int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen);
+
+/* The rotation maximising tr(Rᵀ M) (row-major 3×3); R holds a warm start on entry. Returns the
+ * iterations of the fast path, or -1 when the exact path ran. */
+int dfm_fit_rotation(const double M[9], double R[9]);
+
+/* Topology vertices within geodesic distance `radius` of any seed (Dijkstra over edges, edge
+ * length as cost). Returns 0 with *out (malloc'ed, ascending) and *count, or DFM_ENOMEM. */
+int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
+                        uint32_t seed_count, double radius, uint32_t **out, uint32_t *count);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * dfm_rotation.c — the ARAP local step's 3×3 rotation fit.
+ *
+ * Wanted: the proper rotation R maximising tr(Rᵀ M) for a 3×3 M (M = Σ w e' eᵀ over a vertex's
+ * edges), i.e. U·diag(1, 1, det(UVᵀ))·Vᵀ for the SVD M = U Σ Vᵀ.
+ *
+ * Fast path: Müller et al. 2016, "A Robust Method to Extract the Rotational Part of
+ * Deformations": starting from the previous iteration's rotation (ARAP warm-starts every
+ * vertex), rotate R by ω = Σ rᵢ × mᵢ / (|Σ rᵢ · mᵢ| + ε) until ω vanishes. It always yields a
+ * proper rotation and usually converges in one to three steps. Its fixed points are all R with
+ * RᵀM symmetric, so the result is then checked: RᵀM positive semi-definite proves R is the
+ * maximiser. Otherwise (reflections, det M < 0, or a saddle) the exact path runs: Horn's
+ * quaternion method, the largest eigenvector of a 4×4 symmetric matrix by cyclic Jacobi.
+ * tests/server/test_rotation.c compares both against LAPACK's SVD.
+ *
+ * DOES NOT allocate or keep state: safe to call from any number of threads.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dfm.h"
+
+/* Row-major 3×3 helpers. */
+static void axis_angle(const double axis[3], double angle, double out[9]) {
+  double c = cos(angle), s = sin(angle), t = 1.0 - c;
+  double x = axis[0], y = axis[1], z = axis[2];
+  out[0] = t * x * x + c, out[1] = t * x * y - s * z, out[2] = t * x * z + s * y;
+  out[3] = t * x * y + s * z, out[4] = t * y * y + c, out[5] = t * y * z - s * x;
+  out[6] = t * x * z - s * y, out[7] = t * y * z + s * x, out[8] = t * z * z + c;
+}
+
+static void mul3(const double a[9], const double b[9], double out[9]) {
+  double r[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) r[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+  memcpy(out, r, sizeof(r));
+}
+
+void dfm_quat_to_matrix(const double q[4], double R[9]) {
+  /* q = (x, y, z, w), normalised here. */
+  double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  if (!(n > 0)) {
+    static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(R, id, sizeof(id));
+    return;
+  }
+  double x = q[0] / n, y = q[1] / n, z = q[2] / n, w = q[3] / n;
+  R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - z * w), R[2] = 2 * (x * z + y * w);
+  R[3] = 2 * (x * y + z * w), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - x * w);
+  R[6] = 2 * (x * z - y * w), R[7] = 2 * (y * z + x * w), R[8] = 1 - 2 * (x * x + y * y);
+}
+
+/* Largest eigenvector of a symmetric 4×4 by cyclic Jacobi. */
+static void largest_eigenvector4(double A[16], double v[4]) {
+  double V[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  for (int sweep = 0; sweep < 50; sweep++) {
+    double off = 0, scale = 0;
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) {
+        if (i != j) off += A[4 * i + j] * A[4 * i + j];
+        scale += A[4 * i + j] * A[4 * i + j];
+      }
+    if (off <= 1e-30 * scale || off == 0.0) break;
+    for (int p = 0; p < 3; p++) {
+      for (int q = p + 1; q < 4; q++) {
+        double apq = A[4 * p + q];
+        if (apq == 0.0) continue;
+        double theta = (A[4 * q + q] - A[4 * p + p]) / (2.0 * apq);
+        double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+        double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+        for (int k = 0; k < 4; k++) { /* A := Jᵀ A J, columns then rows */
+          double akp = A[4 * k + p], akq = A[4 * k + q];
+          A[4 * k + p] = c * akp - s * akq;
+          A[4 * k + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 4; k++) {
+          double apk = A[4 * p + k], aqk = A[4 * q + k];
+          A[4 * p + k] = c * apk - s * aqk;
+          A[4 * q + k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 4; k++) {
+          double vkp = V[4 * k + p], vkq = V[4 * k + q];
+          V[4 * k + p] = c * vkp - s * vkq;
+          V[4 * k + q] = s * vkp + c * vkq;
+        }
+      }
+    }
+  }
+  int best = 0;
+  for (int i = 1; i < 4; i++)
+    if (A[4 * i + i] > A[4 * best + best]) best = i;
+  for (int k = 0; k < 4; k++) v[k] = V[4 * k + best];
+}
+
+/* Horn 1987: the unit quaternion maximising Σ a·(R b) for M = Σ a bᵀ is the eigenvector of the
+ * largest eigenvalue of N(M). Exact for any M, reflections included. */
+static void exact_rotation(const double M[9], double R[9]) {
+  /* S = Mᵀ: S_xy = Σ b_x a_y. */
+  double Sxx = M[0], Sxy = M[3], Sxz = M[6];
+  double Syx = M[1], Syy = M[4], Syz = M[7];
+  double Szx = M[2], Szy = M[5], Szz = M[8];
+  double N[16] = {Sxx + Syy + Szz, Syz - Szy,        Szx - Sxz,        Sxy - Syx,
+                  Syz - Szy,       Sxx - Syy - Szz,  Sxy + Syx,        Szx + Sxz,
+                  Szx - Sxz,       Sxy + Syx,        -Sxx + Syy - Szz, Syz + Szy,
+                  Sxy - Syx,       Szx + Sxz,        Syz + Szy,        -Sxx - Syy + Szz};
+  double v[4];
+  largest_eigenvector4(N, v);
+  double q[4] = {v[1], v[2], v[3], v[0]}; /* (x, y, z, w) */
+  dfm_quat_to_matrix(q, R);
+}
+
+/* Whether RᵀM is (numerically) positive semi-definite, which makes R the maximiser. */
+static int is_maximiser(const double M[9], const double R[9]) {
+  double B[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) B[3 * i + j] = R[i] * M[j] + R[3 + i] * M[3 + j] + R[6 + i] * M[6 + j];
+  double norm = 0;
+  for (int i = 0; i < 9; i++) norm += B[i] * B[i];
+  double eps = 1e-12 * sqrt(norm) + 1e-300;
+  double sym = fabs(B[1] - B[3]) + fabs(B[2] - B[6]) + fabs(B[5] - B[7]);
+  if (sym > 1e-9 * sqrt(norm) + 1e-300) return 0;
+  double b01 = 0.5 * (B[1] + B[3]), b02 = 0.5 * (B[2] + B[6]), b12 = 0.5 * (B[5] + B[7]);
+  if (B[0] < -eps || B[4] < -eps || B[8] < -eps) return 0;
+  double m01 = B[0] * B[4] - b01 * b01, m02 = B[0] * B[8] - b02 * b02, m12 = B[4] * B[8] - b12 * b12;
+  double e2 = eps * sqrt(norm);
+  if (m01 < -e2 || m02 < -e2 || m12 < -e2) return 0;
+  double det = B[0] * (B[4] * B[8] - b12 * b12) - b01 * (b01 * B[8] - b12 * b02) + b02 * (b01 * b12 - B[4] * b02);
+  return det >= -e2 * sqrt(norm);
+}
+
+int dfm_fit_rotation(const double M[9], double R[9]) {
+  double norm = 0;
+  for (int i = 0; i < 9; i++) norm += M[i] * M[i];
+  if (!(norm > 0) || !isfinite(norm)) {
+    static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(R, id, sizeof(id));
+    return 0;
+  }
+  int it;
+  for (it = 1; it <= 20; it++) {
+    /* ω = Σ_i r_i × m_i / (|Σ r_i · m_i| + ε), r_i and m_i the columns of R and M. */
+    double w[3] = {0, 0, 0}, dot = 0;
+    for (int i = 0; i < 3; i++) {
+      double r[3] = {R[i], R[3 + i], R[6 + i]}, m[3] = {M[i], M[3 + i], M[6 + i]};
+      w[0] += r[1] * m[2] - r[2] * m[1];
+      w[1] += r[2] * m[0] - r[0] * m[2];
+      w[2] += r[0] * m[1] - r[1] * m[0];
+      dot += r[0] * m[0] + r[1] * m[1] + r[2] * m[2];
+    }
+    double scale = 1.0 / (fabs(dot) + 1e-9 * sqrt(norm));
+    double angle = scale * sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    if (angle < 1e-14) break;
+    double axis[3] = {w[0] * scale / angle, w[1] * scale / angle, w[2] * scale / angle}, Q[9];
+    axis_angle(axis, angle, Q);
+    mul3(Q, R, R);
+  }
+  if (it <= 20 && is_maximiser(M, R)) return it;
+  exact_rotation(M, R);
+  return -1;
+}

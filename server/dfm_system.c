@@ -1,0 +1,865 @@
+/*
+ * dfm_system.c — one editing gesture's factorised system (Laplacian, biharmonic, ARAP).
+ *
+ * Unknowns are the *free* vertices: in the region of interest, neither handle nor anchor, and in
+ * a part of the mesh that some constraint reaches (a part nothing constrains is held still —
+ * its system would be singular). Everything else is a known position: handles follow the
+ * drag's rigid transform, anchors and everything outside the region stay at rest.
+ *
+ *   laplacian   L_FF d_F = -L_FC d_C (+ soft terms)        displacements d, cotangent L
+ *   biharmonic  K_FF d_F = -K_FC d_C (+ soft terms)        K = L M⁻¹ L, M the mixed areas
+ *   arap        L_FF p_F = b_F - L_FC p_C (+ soft terms)   Sorkine & Alexa 2007 with the
+ *               spokes-and-rims energy (Chao et al. 2010): per vertex a rotation fitted over the
+ *               edges of all its triangles; b_j = ⅓ Σ_t (R_a + R_b + R_c) g_{t,j}.
+ *
+ * The matrix depends only on the gesture, so CHOLMOD analyses and factorises it once (on the
+ * server's thread pool) and each drag is right-hand sides and a back-substitution. Edge weights
+ * are the clamped cotangents, floored at 1e-12 of their mean so that no vertex is cut loose by a
+ * degenerate triangle. The ARAP local step runs on every core (OpenMP).
+ *
+ * DOES NOT know about sessions, render vertices or the network.
+ */
+#include <cholmod.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dfm.h"
+
+enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
+
+/* An ARAP triangle with at least one free corner. */
+typedef struct arap_tri {
+  uint32_t v[3];
+  double c[3];     /* weight of the edge opposite each corner: ½ cot (clamped, floored) */
+  double e[3][3];  /* rest edge opposite each corner: p[c+2] - p[c+1] */
+  double g[3][3];  /* per corner j: Σ_k c_jk (p_j - p_k) at rest */
+} arap_tri;
+
+struct dfm_system {
+  dfm_params p;
+  uint32_t n;            /* topology vertices */
+  double *rest;          /* 3n */
+  uint8_t *role;         /* n */
+  int32_t *col;          /* n: column of a free vertex, -1 otherwise */
+  uint32_t *free_vertex; /* nf: the vertex of each column */
+  uint32_t nf;
+  uint32_t pinned;
+  double *soft_w;        /* nf: soft constraint weight (0 = none) */
+  /* Coupling of each free vertex to known positions: rhs_k += Σ coef · x_j. */
+  uint32_t *cp_off, *cp_vertex;
+  double *cp_coef;
+  /* ARAP */
+  arap_tri *tris;
+  uint32_t ntris;
+  uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
+  uint32_t nrot;
+  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
+  uint32_t *vt_off, *vt; /* rotation slot -> active triangles around it */
+  uint8_t *vt_corner;    /* which corner of that triangle the vertex is */
+  double *R;             /* 9 per rotation slot */
+  double *Rsum;          /* 9 per active triangle */
+  uint32_t *ft_off, *ft; /* column -> active triangles around the free vertex */
+  uint8_t *ft_corner;
+  double *current;       /* 3n: last solution (ARAP warm start) */
+  int have_current;
+  /* CHOLMOD */
+  cholmod_common cc;
+  int cc_started;
+  cholmod_factor *L;
+  cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
+  double analyze_ms, factor_ms;
+};
+
+const char *dfm_strerror(int code) {
+  switch (code) {
+    case 0: return "success";
+    case DFM_EINVAL: return "invalid deformation parameters";
+    case DFM_ESINGULAR: return "the system is singular";
+    case DFM_ESOLVER: return "the sparse solver failed";
+    case DFM_ENOMEM: return "out of memory";
+    case DFM_ENONFINITE: return "the solve produced non-finite positions";
+    default: return "unknown error";
+  }
+}
+
+int dfm_mode_parse(const char *name, dfm_mode *out) {
+  if (strcmp(name, "laplacian") == 0) *out = DFM_LAPLACIAN;
+  else if (strcmp(name, "arap") == 0) *out = DFM_ARAP;
+  else if (strcmp(name, "biharmonic") == 0) *out = DFM_BIHARMONIC;
+  else return DFM_EINVAL;
+  return 0;
+}
+
+const char *dfm_mode_name(dfm_mode mode) {
+  return mode == DFM_ARAP ? "arap" : mode == DFM_BIHARMONIC ? "biharmonic" : "laplacian";
+}
+
+void dfm_xform_identity(dfm_xform *x) {
+  memset(x, 0, sizeof(*x));
+  x->rotation[3] = 1.0;
+}
+
+void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]) {
+  double R[9], d[3] = {p[0] - x->pivot[0], p[1] - x->pivot[1], p[2] - x->pivot[2]};
+  dfm_quat_to_matrix(x->rotation, R);
+  for (int i = 0; i < 3; i++)
+    out[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2] + x->pivot[i] + x->translate[i];
+}
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+void dfm_system_destroy(dfm_system *s) {
+  if (!s) return;
+  if (s->cc_started) {
+    cholmod_l_free_factor(&s->L, &s->cc);
+    cholmod_l_free_dense(&s->B, &s->cc);
+    cholmod_l_free_dense(&s->X, &s->cc);
+    cholmod_l_free_dense(&s->Y, &s->cc);
+    cholmod_l_free_dense(&s->E, &s->cc);
+    cholmod_l_finish(&s->cc);
+  }
+  free(s->rest);
+  free(s->role);
+  free(s->col);
+  free(s->free_vertex);
+  free(s->soft_w);
+  free(s->cp_off);
+  free(s->cp_vertex);
+  free(s->cp_coef);
+  free(s->tris);
+  free(s->rot_vertex);
+  free(s->rot_slot);
+  free(s->vt_off);
+  free(s->vt);
+  free(s->vt_corner);
+  free(s->R);
+  free(s->Rsum);
+  free(s->ft_off);
+  free(s->ft);
+  free(s->ft_corner);
+  free(s->current);
+  free((void *)s->p.roi);
+  free((void *)s->p.handle);
+  free((void *)s->p.anchors);
+  free((void *)s->p.soft);
+  free((void *)s->p.soft_weight);
+  free(s);
+}
+
+void dfm_system_info(const dfm_system *s, dfm_info *info) {
+  memset(info, 0, sizeof(*info));
+  info->vertices = s->n;
+  info->free = s->nf;
+  info->pinned = s->pinned;
+  if (s->L) info->factor_nnz = (size_t)s->cc.lnz;
+  info->analyze_ms = s->analyze_ms;
+  info->factor_ms = s->factor_ms;
+}
+
+static void *dup_array(const void *src, size_t bytes) {
+  if (!src || bytes == 0) return NULL;
+  void *d = malloc(bytes);
+  if (d) memcpy(d, src, bytes);
+  return d;
+}
+
+/* Per-edge weights (aligned with adj->vv) from per-triangle cotangents, floored. */
+static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                        int uniform, double **out, double *floor_out) {
+  size_t ne = adj->vv_offsets[adj->vertex_count];
+  double *w = calloc(ne + 1, sizeof(double));
+  if (!w) return DFM_ENOMEM;
+  for (uint32_t f = 0; f < topo->triangle_count; f++) {
+    const uint32_t *t = topo->triangles + 3 * (size_t)f;
+    double cot[3];
+    if (uniform) cot[0] = cot[1] = cot[2] = 1.0;
+    else mesh_triangle_cotangents(rest, t, MESH_COTAN_CLAMPED, cot);
+    for (int c = 0; c < 3; c++) {
+      uint32_t i = t[(c + 1) % 3], j = t[(c + 2) % 3];
+      int64_t ij = mesh_adjacency_edge(adj, i, j), ji = mesh_adjacency_edge(adj, j, i);
+      if (ij >= 0) w[ij] += 0.5 * cot[c];
+      if (ji >= 0) w[ji] += 0.5 * cot[c];
+    }
+  }
+  double sum = 0;
+  size_t pos = 0;
+  for (size_t e = 0; e < ne; e++)
+    if (w[e] > 0) sum += w[e], pos++;
+  double floor = pos ? 1e-12 * sum / (double)pos : 1e-12;
+  for (size_t e = 0; e < ne; e++)
+    if (w[e] < floor) w[e] = floor;
+  *out = w;
+  *floor_out = floor;
+  return 0;
+}
+
+/* Marks roles; returns DFM_EINVAL with a reason for an index out of range. */
+static int assign_roles(dfm_system *s, char *err, size_t errlen) {
+  const dfm_params *p = &s->p;
+  uint8_t fill = p->roi ? ROLE_OUTSIDE : ROLE_FREE;
+  memset(s->role, fill, s->n);
+  for (uint32_t i = 0; i < p->roi_count; i++) {
+    if (p->roi[i] >= s->n) {
+      snprintf(err, errlen, "region vertex %u is out of range (%u topology vertices)", p->roi[i], s->n);
+      return DFM_EINVAL;
+    }
+    s->role[p->roi[i]] = ROLE_FREE;
+  }
+  for (uint32_t i = 0; i < p->anchor_count; i++) {
+    if (p->anchors[i] >= s->n) {
+      snprintf(err, errlen, "anchor vertex %u is out of range (%u topology vertices)", p->anchors[i], s->n);
+      return DFM_EINVAL;
+    }
+    s->role[p->anchors[i]] = ROLE_ANCHOR;
+  }
+  for (uint32_t i = 0; i < p->handle_count; i++) {
+    if (p->handle[i] >= s->n) {
+      snprintf(err, errlen, "handle vertex %u is out of range (%u topology vertices)", p->handle[i], s->n);
+      return DFM_EINVAL;
+    }
+    s->role[p->handle[i]] = ROLE_HANDLE;
+  }
+  for (uint32_t i = 0; i < p->soft_count; i++) {
+    if (p->soft[i] >= s->n || !(p->soft_weight[i] >= 0) || !isfinite(p->soft_weight[i])) {
+      snprintf(err, errlen, "soft constraint %u: vertex out of range or weight not a finite number >= 0", i);
+      return DFM_EINVAL;
+    }
+  }
+  if (p->handle_count == 0 && p->soft_count == 0) {
+    snprintf(err, errlen, "a gesture needs at least one handle vertex");
+    return DFM_EINVAL;
+  }
+  return 0;
+}
+
+/* Holds still every free part of the mesh that no constraint reaches (breadth-first search over
+ * free vertices; a part is reached when one of its vertices touches a known vertex or carries a
+ * soft constraint). */
+static int pin_unconstrained(dfm_system *s, const mesh_adjacency *adj, const uint8_t *is_soft) {
+  uint32_t *queue = malloc(sizeof(uint32_t) * (s->n + 1));
+  uint32_t *comp = malloc(sizeof(uint32_t) * (s->n + 1));
+  uint8_t *seen = calloc(s->n + 1, 1);
+  if (!queue || !comp || !seen) {
+    free(queue);
+    free(comp);
+    free(seen);
+    return DFM_ENOMEM;
+  }
+  for (uint32_t start = 0; start < s->n; start++) {
+    if (s->role[start] != ROLE_FREE || seen[start]) continue;
+    uint32_t head = 0, tail = 0, nc = 0;
+    int reached = 0;
+    queue[tail++] = start;
+    seen[start] = 1;
+    while (head < tail) {
+      uint32_t v = queue[head++];
+      comp[nc++] = v;
+      reached |= is_soft[v];
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+        uint32_t u = adj->vv[e];
+        if (s->role[u] != ROLE_FREE) {
+          reached = 1;
+        } else if (!seen[u]) {
+          seen[u] = 1;
+          queue[tail++] = u;
+        }
+      }
+    }
+    if (!reached) {
+      for (uint32_t k = 0; k < nc; k++) s->role[comp[k]] = ROLE_PINNED;
+      s->pinned += nc;
+    }
+  }
+  free(queue);
+  free(comp);
+  free(seen);
+  return 0;
+}
+
+/* Sparse row accumulator over columns (free indices) and known vertices. */
+typedef struct row_acc {
+  int32_t *pos;      /* n: index into the lists, -1 */
+  uint32_t *cols;    /* free columns touched */
+  double *cval;
+  uint32_t ncols;
+  uint32_t *known;   /* known vertices touched */
+  double *kval;
+  uint32_t nknown;
+} row_acc;
+
+static void acc_add(row_acc *a, const dfm_system *s, uint32_t v, double x) {
+  if (a->pos[v] >= 0) {
+    if (s->col[v] >= 0) a->cval[a->pos[v]] += x;
+    else a->kval[a->pos[v]] += x;
+    return;
+  }
+  if (s->col[v] >= 0) {
+    a->pos[v] = (int32_t)a->ncols;
+    a->cols[a->ncols] = (uint32_t)s->col[v];
+    a->cval[a->ncols++] = x;
+  } else {
+    a->pos[v] = (int32_t)a->nknown;
+    a->known[a->nknown] = v;
+    a->kval[a->nknown++] = x;
+  }
+}
+
+/* L row of vertex v, as (vertex, value) pairs into acc scaled by `scale`: L_vv = Σ w, L_vu = -w. */
+static void add_laplacian_row(row_acc *a, const dfm_system *s, const mesh_adjacency *adj,
+                              const double *w, uint32_t v, double scale) {
+  double diag = 0;
+  for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+    acc_add(a, s, adj->vv[e], -scale * w[e]);
+    diag += w[e];
+  }
+  acc_add(a, s, v, scale * diag);
+}
+
+static int cmp_col(const void *x, const void *y) {
+  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Assembles the lower triangle of A (free × free) and the known-vertex coupling, then analyses
+ * and factorises it. */
+static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj,
+                               const double *w, char *err, size_t errlen) {
+  uint32_t n = s->n, nf = s->nf;
+  double *inv_area = NULL;
+  if (s->p.mode == DFM_BIHARMONIC) {
+    inv_area = malloc(sizeof(double) * (n + 1));
+    if (!inv_area) return DFM_ENOMEM;
+    mesh_vertex_areas(n, s->rest, topo->triangles, topo->triangle_count, MESH_AREA_MIXED, inv_area);
+    double mean = 0;
+    for (uint32_t v = 0; v < n; v++) mean += inv_area[v];
+    mean = n ? mean / n : 1.0;
+    for (uint32_t v = 0; v < n; v++) inv_area[v] = 1.0 / (inv_area[v] > 1e-12 * mean ? inv_area[v] : 1e-12 * mean);
+  }
+  row_acc a = {0};
+  a.pos = malloc(sizeof(int32_t) * (n + 1));
+  a.cols = malloc(sizeof(uint32_t) * (n + 1));
+  a.cval = malloc(sizeof(double) * (n + 1));
+  a.known = malloc(sizeof(uint32_t) * (n + 1));
+  a.kval = malloc(sizeof(double) * (n + 1));
+  /* Column-major lower triangle, built row by row of the symmetric matrix: entry (r, c) with
+   * r >= c is stored in column c. Collected as (c << 32 | r, value) and sorted. */
+  size_t cap = 16 * (size_t)nf + 16, nnz = 0;
+  uint64_t *keys = malloc(sizeof(uint64_t) * cap);
+  double *vals = malloc(sizeof(double) * cap);
+  size_t kcap = 8 * (size_t)nf + 16, nk = 0;
+  s->cp_off = calloc((size_t)nf + 1, sizeof(uint32_t));
+  s->cp_vertex = malloc(sizeof(uint32_t) * kcap);
+  s->cp_coef = malloc(sizeof(double) * kcap);
+  int rc = DFM_ENOMEM;
+  if (!a.pos || !a.cols || !a.cval || !a.known || !a.kval || !keys || !vals || !s->cp_off ||
+      !s->cp_vertex || !s->cp_coef)
+    goto out;
+  memset(a.pos, 0xff, sizeof(int32_t) * n);
+  for (uint32_t k = 0; k < nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    a.ncols = a.nknown = 0;
+    if (s->p.mode == DFM_BIHARMONIC) {
+      /* Row v of L M⁻¹ L = Σ_u L_vu (1/area_u) L_u·, over u in v's one ring and v itself. */
+      double diag = 0;
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+        add_laplacian_row(&a, s, adj, w, adj->vv[e], -w[e] * inv_area[adj->vv[e]]);
+        diag += w[e];
+      }
+      add_laplacian_row(&a, s, adj, w, v, diag * inv_area[v]);
+    } else {
+      add_laplacian_row(&a, s, adj, w, v, 1.0);
+    }
+    acc_add(&a, s, v, s->soft_w[k]);
+    for (uint32_t i = 0; i < a.ncols; i++) {
+      if (a.cols[i] >= k) {
+        if (nnz == cap) {
+          cap *= 2;
+          uint64_t *gk = realloc(keys, sizeof(uint64_t) * cap);
+          double *gv = realloc(vals, sizeof(double) * cap);
+          if (!gk || !gv) {
+            keys = gk ? gk : keys;
+            vals = gv ? gv : vals;
+            goto out;
+          }
+          keys = gk;
+          vals = gv;
+        }
+        keys[nnz] = ((uint64_t)k << 32) | a.cols[i];
+        vals[nnz++] = a.cval[i];
+      }
+      a.pos[s->free_vertex[a.cols[i]]] = -1;
+    }
+    /* Known vertices move to the right-hand side with the opposite sign. */
+    for (uint32_t i = 0; i < a.nknown; i++) {
+      a.pos[a.known[i]] = -1;
+      if (a.kval[i] == 0.0) continue;
+      if (nk == kcap) {
+        kcap *= 2;
+        uint32_t *gv = realloc(s->cp_vertex, sizeof(uint32_t) * kcap);
+        double *gc = realloc(s->cp_coef, sizeof(double) * kcap);
+        if (gv) s->cp_vertex = gv;
+        if (gc) s->cp_coef = gc;
+        if (!gv || !gc) goto out;
+      }
+      s->cp_vertex[nk] = a.known[i];
+      s->cp_coef[nk++] = -a.kval[i];
+    }
+    s->cp_off[k + 1] = (uint32_t)nk;
+  }
+  /* Sort entries by (column, row). */
+  uint64_t *order = malloc(sizeof(uint64_t) * 2 * (nnz + 1));
+  if (!order) goto out;
+  for (size_t i = 0; i < nnz; i++) {
+    order[2 * i] = keys[i];
+    memcpy(&order[2 * i + 1], &vals[i], sizeof(double));
+  }
+  qsort(order, nnz, 2 * sizeof(uint64_t), cmp_col);
+
+  cholmod_l_start(&s->cc);
+  s->cc_started = 1;
+  s->cc.supernodal = CHOLMOD_SIMPLICIAL; /* faster than supernodal on surface meshes (MEASURED.md) */
+  s->cc.print = 0;
+  cholmod_sparse *A = nf ? cholmod_l_allocate_sparse(nf, nf, nnz, 1, 1, -1, CHOLMOD_REAL, &s->cc) : NULL;
+  if (nf && !A) {
+    free(order);
+    snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", nf, nf);
+    goto out;
+  }
+  if (A) {
+    SuiteSparse_long *Ap = A->p, *Ai = A->i;
+    double *Ax = A->x;
+    size_t at = 0;
+    for (uint32_t c = 0; c < nf; c++) {
+      Ap[c] = (SuiteSparse_long)at;
+      while (at < nnz && (order[2 * at] >> 32) == c) {
+        Ai[at] = (SuiteSparse_long)(order[2 * at] & 0xffffffffu);
+        memcpy(&Ax[at], &order[2 * at + 1], sizeof(double));
+        at++;
+      }
+    }
+    Ap[nf] = (SuiteSparse_long)at;
+  }
+  free(order);
+  if (A) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    s->L = cholmod_l_analyze(A, &s->cc);
+    s->analyze_ms = ms_since(&t0);
+    if (!s->L || s->cc.status < CHOLMOD_OK) {
+      snprintf(err, errlen, "CHOLMOD analyze failed (status %d) for %u unknowns", s->cc.status, nf);
+      cholmod_l_free_sparse(&A, &s->cc);
+      rc = s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
+      goto out;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cholmod_l_factorize(A, s->L, &s->cc);
+    s->factor_ms = ms_since(&t0);
+    cholmod_l_free_sparse(&A, &s->cc);
+    if (s->cc.status == CHOLMOD_NOT_POSDEF || s->L->minor < s->L->n) {
+      /* L->minor is the column where factorisation broke down; name its vertex. */
+      SuiteSparse_long minor = (SuiteSparse_long)s->L->minor;
+      SuiteSparse_long col = minor < (SuiteSparse_long)nf ? ((SuiteSparse_long *)s->L->Perm)[minor] : 0;
+      snprintf(err, errlen,
+               "the %s system is not positive definite near topology vertex %u: that part of the "
+               "mesh is not held by any handle or anchor, or its triangles are degenerate",
+               dfm_mode_name(s->p.mode), s->free_vertex[col]);
+      rc = DFM_ESINGULAR;
+      goto out;
+    }
+    if (s->cc.status < CHOLMOD_OK) {
+      snprintf(err, errlen, "CHOLMOD factorize failed (status %d)", s->cc.status);
+      rc = s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
+      goto out;
+    }
+    s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc);
+    if (!s->B) goto out;
+  }
+  rc = 0;
+out:
+  free(inv_area);
+  free(a.pos);
+  free(a.cols);
+  free(a.cval);
+  free(a.known);
+  free(a.kval);
+  free(keys);
+  free(vals);
+  return rc;
+}
+
+/* Active triangles (a free corner), the vertices needing rotations, and both adjacencies. */
+static int prepare_arap(dfm_system *s, const mesh_topology *topo, double floor) {
+  uint32_t n = s->n;
+  uint32_t count = 0;
+  for (uint32_t f = 0; f < topo->triangle_count; f++) {
+    const uint32_t *t = topo->triangles + 3 * (size_t)f;
+    count += s->col[t[0]] >= 0 || s->col[t[1]] >= 0 || s->col[t[2]] >= 0;
+  }
+  s->tris = calloc((size_t)count + 1, sizeof(arap_tri));
+  s->rot_slot = malloc(sizeof(int32_t) * (n + 1));
+  s->rot_vertex = malloc(sizeof(uint32_t) * (n + 1));
+  if (!s->tris || !s->rot_slot || !s->rot_vertex) return DFM_ENOMEM;
+  memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
+  for (uint32_t f = 0; f < topo->triangle_count; f++) {
+    const uint32_t *t = topo->triangles + 3 * (size_t)f;
+    if (s->col[t[0]] < 0 && s->col[t[1]] < 0 && s->col[t[2]] < 0) continue;
+    arap_tri *a = &s->tris[s->ntris++];
+    double cot[3];
+    if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
+    else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
+    for (int c = 0; c < 3; c++) {
+      a->v[c] = t[c];
+      a->c[c] = 0.5 * cot[c] < 0.5 * floor ? 0.5 * floor : 0.5 * cot[c];
+      if (s->rot_slot[t[c]] < 0) {
+        s->rot_slot[t[c]] = (int32_t)s->nrot;
+        s->rot_vertex[s->nrot++] = t[c];
+      }
+    }
+    for (int c = 0; c < 3; c++) {
+      const double *p1 = s->rest + 3 * (size_t)t[(c + 1) % 3], *p2 = s->rest + 3 * (size_t)t[(c + 2) % 3];
+      for (int k = 0; k < 3; k++) a->e[c][k] = p2[k] - p1[k];
+    }
+    /* g_j = Σ_{k ≠ j} c_jk (p_j - p_k); the edge (j, k) is opposite the third corner. */
+    for (int j = 0; j < 3; j++) {
+      int k1 = (j + 1) % 3, k2 = (j + 2) % 3;
+      const double *pj = s->rest + 3 * (size_t)t[j];
+      for (int d = 0; d < 3; d++)
+        a->g[j][d] = a->c[k2] * (pj[d] - s->rest[3 * (size_t)t[k1] + d]) +
+                     a->c[k1] * (pj[d] - s->rest[3 * (size_t)t[k2] + d]);
+    }
+  }
+  s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
+  s->Rsum = malloc(sizeof(double) * 9 * ((size_t)s->ntris + 1));
+  s->vt_off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
+  s->vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
+  s->vt_corner = malloc(3 * ((size_t)s->ntris + 1));
+  s->ft_off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
+  s->ft = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
+  s->ft_corner = malloc(3 * ((size_t)s->ntris + 1));
+  uint32_t *fill = malloc(sizeof(uint32_t) * ((size_t)(s->nrot > s->nf ? s->nrot : s->nf) + 1));
+  if (!s->R || !s->Rsum || !s->vt_off || !s->vt || !s->vt_corner || !s->ft_off || !s->ft || !s->ft_corner || !fill) {
+    free(fill);
+    return DFM_ENOMEM;
+  }
+  for (uint32_t r = 0; r < s->nrot; r++) {
+    static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(s->R + 9 * (size_t)r, id, sizeof(id));
+  }
+  for (uint32_t t = 0; t < s->ntris; t++)
+    for (int c = 0; c < 3; c++) {
+      s->vt_off[s->rot_slot[s->tris[t].v[c]] + 1]++;
+      int32_t col = s->col[s->tris[t].v[c]];
+      if (col >= 0) s->ft_off[col + 1]++;
+    }
+  for (uint32_t r = 0; r < s->nrot; r++) s->vt_off[r + 1] += s->vt_off[r];
+  for (uint32_t k = 0; k < s->nf; k++) s->ft_off[k + 1] += s->ft_off[k];
+  memcpy(fill, s->vt_off, sizeof(uint32_t) * s->nrot);
+  for (uint32_t t = 0; t < s->ntris; t++)
+    for (int c = 0; c < 3; c++) {
+      uint32_t at = fill[s->rot_slot[s->tris[t].v[c]]]++;
+      s->vt[at] = t;
+      s->vt_corner[at] = (uint8_t)c;
+    }
+  memcpy(fill, s->ft_off, sizeof(uint32_t) * s->nf);
+  for (uint32_t t = 0; t < s->ntris; t++)
+    for (int c = 0; c < 3; c++) {
+      int32_t col = s->col[s->tris[t].v[c]];
+      if (col < 0) continue;
+      uint32_t at = fill[col]++;
+      s->ft[at] = t;
+      s->ft_corner[at] = (uint8_t)c;
+    }
+  free(fill);
+  return 0;
+}
+
+int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                      const dfm_params *params, dfm_system **out, char *err, size_t errlen) {
+  *out = NULL;
+  dfm_system *s = calloc(1, sizeof(*s));
+  if (!s) return DFM_ENOMEM;
+  s->p = *params;
+  s->p.roi = dup_array(params->roi, sizeof(uint32_t) * params->roi_count);
+  s->p.handle = dup_array(params->handle, sizeof(uint32_t) * params->handle_count);
+  s->p.anchors = dup_array(params->anchors, sizeof(uint32_t) * params->anchor_count);
+  s->p.soft = dup_array(params->soft, sizeof(uint32_t) * params->soft_count);
+  s->p.soft_weight = dup_array(params->soft_weight, sizeof(double) * params->soft_count);
+  if (s->p.iterations < 1) s->p.iterations = 1;
+  s->n = topo->vertex_count;
+  uint32_t n = s->n;
+  s->rest = dup_array(rest, sizeof(double) * 3 * n);
+  s->role = malloc(n + 1);
+  s->col = malloc(sizeof(int32_t) * (n + 1));
+  s->current = malloc(sizeof(double) * 3 * ((size_t)n + 1));
+  uint8_t *is_soft = calloc(n + 1, 1);
+  double *w = NULL, floor = 0;
+  int rc = DFM_ENOMEM;
+  if (!s->rest || !s->role || !s->col || !s->current || !is_soft ||
+      (params->roi_count && !s->p.roi) || (params->handle_count && !s->p.handle) ||
+      (params->anchor_count && !s->p.anchors) || (params->soft_count && (!s->p.soft || !s->p.soft_weight)))
+    goto fail;
+  if (adj->vertex_count != n) {
+    snprintf(err, errlen, "adjacency has %u vertices, topology %u", adj->vertex_count, n);
+    rc = DFM_EINVAL;
+    goto fail;
+  }
+  rc = assign_roles(s, err, errlen);
+  if (rc) goto fail;
+  for (uint32_t i = 0; i < s->p.soft_count; i++)
+    if (s->role[s->p.soft[i]] == ROLE_FREE) is_soft[s->p.soft[i]] = 1;
+  rc = pin_unconstrained(s, adj, is_soft);
+  if (rc) goto fail;
+  s->free_vertex = malloc(sizeof(uint32_t) * (n + 1));
+  if (!s->free_vertex) {
+    rc = DFM_ENOMEM;
+    goto fail;
+  }
+  for (uint32_t v = 0; v < n; v++) {
+    s->col[v] = -1;
+    if (s->role[v] == ROLE_FREE) {
+      s->col[v] = (int32_t)s->nf;
+      s->free_vertex[s->nf++] = v;
+    }
+  }
+  rc = edge_weights(topo, adj, s->rest, s->p.uniform, &w, &floor);
+  if (rc) goto fail;
+  /* Soft weights are given relative to the mean edge weight, so 1 means "as strong as an edge". */
+  s->soft_w = calloc((size_t)s->nf + 1, sizeof(double));
+  if (!s->soft_w) {
+    rc = DFM_ENOMEM;
+    goto fail;
+  }
+  double mean_w = floor * 1e12;
+  for (uint32_t i = 0; i < s->p.soft_count; i++) {
+    int32_t col = s->col[s->p.soft[i]];
+    if (col >= 0) s->soft_w[col] += s->p.soft_weight[i] * mean_w;
+  }
+  rc = assemble_and_factor(s, topo, adj, w, err, errlen);
+  if (rc) goto fail;
+  if (s->p.mode == DFM_ARAP) {
+    rc = prepare_arap(s, topo, floor);
+    if (rc) goto fail;
+  }
+  free(w);
+  free(is_soft);
+  *out = s;
+  return 0;
+fail:
+  if (rc == DFM_ENOMEM && err && !err[0]) snprintf(err, errlen, "out of memory building the system");
+  free(w);
+  free(is_soft);
+  dfm_system_destroy(s);
+  return rc;
+}
+
+/* Known positions: handles transformed, everything else not free at rest. Soft targets too. */
+static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
+  for (uint32_t v = 0; v < s->n; v++) {
+    if (s->role[v] == ROLE_FREE) continue;
+    if (s->role[v] == ROLE_HANDLE) dfm_xform_apply(xf, s->rest + 3 * (size_t)v, p + 3 * (size_t)v);
+    else memcpy(p + 3 * (size_t)v, s->rest + 3 * (size_t)v, sizeof(double) * 3);
+  }
+}
+
+static int solve_columns(dfm_system *s, char *err, size_t errlen) {
+  if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||
+      s->cc.status < CHOLMOD_OK) {
+    snprintf(err, errlen, "CHOLMOD solve failed (status %d)", s->cc.status);
+    return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
+  }
+  return 0;
+}
+
+/* Right-hand side: coupling to known values x (positions or displacements) plus soft terms. */
+static void known_rhs(dfm_system *s, const double *x, const double *soft_target) {
+  double *b = s->B->x;
+  uint32_t nf = s->nf;
+#pragma omp parallel for schedule(static)
+  for (uint32_t k = 0; k < nf; k++) {
+    double acc[3] = {0, 0, 0};
+    for (uint32_t e = s->cp_off[k]; e < s->cp_off[k + 1]; e++)
+      for (int d = 0; d < 3; d++) acc[d] += s->cp_coef[e] * x[3 * (size_t)s->cp_vertex[e] + d];
+    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] = acc[d] + s->soft_w[k] * soft_target[3 * (size_t)k + d];
+  }
+}
+
+/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
+static void local_step(dfm_system *s, const double *p) {
+  uint32_t nrot = s->nrot, ntris = s->ntris;
+#pragma omp parallel for schedule(static)
+  for (uint32_t r = 0; r < nrot; r++) {
+    double M[9] = {0};
+    for (uint32_t e = s->vt_off[r]; e < s->vt_off[r + 1]; e++) {
+      const arap_tri *t = &s->tris[s->vt[e]];
+      for (int c = 0; c < 3; c++) {
+        const double *a = p + 3 * (size_t)t->v[(c + 1) % 3], *b = p + 3 * (size_t)t->v[(c + 2) % 3];
+        double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        for (int i = 0; i < 3; i++)
+          for (int j = 0; j < 3; j++) M[3 * i + j] += t->c[c] * ed[i] * t->e[c][j];
+      }
+    }
+    dfm_fit_rotation(M, s->R + 9 * (size_t)r);
+  }
+#pragma omp parallel for schedule(static)
+  for (uint32_t t = 0; t < ntris; t++) {
+    double *S = s->Rsum + 9 * (size_t)t;
+    const double *R0 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[0]];
+    const double *R1 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[1]];
+    const double *R2 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[2]];
+    for (int i = 0; i < 9; i++) S[i] = R0[i] + R1[i] + R2[i];
+  }
+}
+
+/* Global step right-hand side: b_j = ⅓ Σ_t Rsum_t g_{t,j}, added to B. */
+static void add_rotation_rhs(dfm_system *s) {
+  double *b = s->B->x;
+  uint32_t nf = s->nf;
+#pragma omp parallel for schedule(static)
+  for (uint32_t k = 0; k < nf; k++) {
+    double acc[3] = {0, 0, 0};
+    for (uint32_t e = s->ft_off[k]; e < s->ft_off[k + 1]; e++) {
+      const double *S = s->Rsum + 9 * (size_t)s->ft[e];
+      const double *g = s->tris[s->ft[e]].g[s->ft_corner[e]];
+      for (int i = 0; i < 3; i++) acc[i] += S[3 * i] * g[0] + S[3 * i + 1] * g[1] + S[3 * i + 2] * g[2];
+    }
+    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d] / 3.0;
+  }
+}
+
+static int scatter(dfm_system *s, double *p, int displacement) {
+  const double *x = s->X->x;
+  uint32_t nf = s->nf;
+  for (uint32_t k = 0; k < nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    for (int d = 0; d < 3; d++) {
+      double val = x[k + (size_t)d * nf];
+      if (!isfinite(val)) return DFM_ENONFINITE;
+      p[3 * (size_t)v + d] = displacement ? s->rest[3 * (size_t)v + d] + val : val;
+    }
+  }
+  return 0;
+}
+
+/* Soft targets per column: the transformed rest position (or displacement). */
+static double *soft_targets(dfm_system *s, const dfm_xform *xf, int displacement) {
+  double *t = calloc(3 * ((size_t)s->nf + 1), sizeof(double));
+  if (!t) return NULL;
+  for (uint32_t k = 0; k < s->nf; k++) {
+    if (s->soft_w[k] == 0.0) continue;
+    const double *r = s->rest + 3 * (size_t)s->free_vertex[k];
+    dfm_xform_apply(xf, r, t + 3 * (size_t)k);
+    if (displacement)
+      for (int d = 0; d < 3; d++) t[3 * (size_t)k + d] -= r[d];
+  }
+  return t;
+}
+
+static int arap_iteration(dfm_system *s, const double *soft_t, double *p, char *err, size_t errlen) {
+  local_step(s, p);
+  known_rhs(s, p, soft_t);
+  add_rotation_rhs(s);
+  int rc = solve_columns(s, err, errlen);
+  if (rc) return rc;
+  rc = scatter(s, p, 0);
+  if (rc) snprintf(err, errlen, "the ARAP solve produced non-finite positions");
+  return rc;
+}
+
+/* Harmonic displacement of the free vertices for the knowns' motion (the Laplacian mode's
+ * solve; ARAP's matrix is the same L, so it also gives ARAP its first starting point). */
+static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, double *out, char *err,
+                    size_t errlen) {
+  uint32_t n = s->n;
+  double *d = calloc(3 * ((size_t)n + 1), sizeof(double));
+  if (!d) return DFM_ENOMEM;
+  for (uint32_t v = 0; v < n; v++) {
+    if (s->role[v] != ROLE_HANDLE) continue;
+    double q[3];
+    dfm_xform_apply(xf, s->rest + 3 * (size_t)v, q);
+    for (int k = 0; k < 3; k++) d[3 * (size_t)v + k] = q[k] - s->rest[3 * (size_t)v + k];
+  }
+  memcpy(out, s->rest, sizeof(double) * 3 * n);
+  place_known(s, xf, out);
+  int rc = 0;
+  if (s->nf) {
+    known_rhs(s, d, soft_t);
+    rc = solve_columns(s, err, errlen);
+    if (rc == 0) rc = scatter(s, out, 1);
+    if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the %s solve produced non-finite positions", dfm_mode_name(s->p.mode));
+  }
+  free(d);
+  return rc;
+}
+
+int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err, size_t errlen) {
+  uint32_t n = s->n;
+  int displacement = s->p.mode != DFM_ARAP;
+  /* Soft targets as displacements for the linear modes and for ARAP's first guess. */
+  double *soft_d = soft_targets(s, xf, 1);
+  if (!soft_d) return DFM_ENOMEM;
+  int rc;
+  if (displacement) {
+    rc = harmonic(s, xf, soft_d, out, err, errlen);
+    free(soft_d);
+    return rc;
+  }
+  /* ARAP warm-starts from the previous drag; the first drag starts from the harmonic
+   * deformation, which is already exact for a pure translation of every constraint. */
+  double *p = s->current;
+  rc = 0;
+  if (!s->have_current) rc = harmonic(s, xf, soft_d, p, err, errlen);
+  free(soft_d);
+  if (rc) return rc;
+  double *soft_t = soft_targets(s, xf, 0);
+  if (!soft_t) return DFM_ENOMEM;
+  place_known(s, xf, p);
+  for (int it = 0; rc == 0 && s->nf && it < s->p.iterations; it++) rc = arap_iteration(s, soft_t, p, err, errlen);
+  if (rc == 0) {
+    s->have_current = 1;
+    memcpy(out, p, sizeof(double) * 3 * n);
+  } else {
+    s->have_current = 0; /* do not warm-start from a failed solve */
+  }
+  free(soft_t);
+  return rc;
+}
+
+int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen) {
+  if (s->p.mode != DFM_ARAP) return DFM_EINVAL;
+  double *soft_t = soft_targets(s, xf, 0);
+  if (!soft_t) return DFM_ENOMEM;
+  place_known(s, xf, io);
+  int rc = s->nf ? arap_iteration(s, soft_t, io, err, errlen) : 0;
+  free(soft_t);
+  return rc;
+}
+
+double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotations) {
+  if (s->p.mode != DFM_ARAP) return NAN;
+  if (refit_rotations) local_step(s, p);
+  double E = 0;
+  for (uint32_t t = 0; t < s->ntris; t++) {
+    const arap_tri *tr = &s->tris[t];
+    for (int c = 0; c < 3; c++) {
+      const double *a = p + 3 * (size_t)tr->v[(c + 1) % 3], *b = p + 3 * (size_t)tr->v[(c + 2) % 3];
+      double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+      for (int k = 0; k < 3; k++) {
+        const double *R = s->R + 9 * (size_t)s->rot_slot[tr->v[k]];
+        double diff2 = 0;
+        for (int i = 0; i < 3; i++) {
+          double re = R[3 * i] * tr->e[c][0] + R[3 * i + 1] * tr->e[c][1] + R[3 * i + 2] * tr->e[c][2];
+          diff2 += (ed[i] - re) * (ed[i] - re);
+        }
+        E += tr->c[c] * diff2;
+      }
+    }
+  }
+  return E;
+}

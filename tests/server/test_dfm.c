@@ -1,0 +1,506 @@
+/*
+ * test_dfm.c — the deformation engine against independent oracles: LAPACK's SVD for the
+ * rotation fit, a dense LAPACK solve of the 5-point Laplace equation, closed-form rigid motions,
+ * the ARAP energy's monotonicity, geodesic distances on a grid, and real meshes.
+ */
+#include <lapacke.h>
+
+#include "dfm.h"
+#include "oracle.h"
+#include "test.h"
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) { /* xorshift64, uniform in [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
+}
+
+/* ---- rotation fit vs LAPACK -------------------------------------------------------------- */
+
+static double det3(const double *m) {
+  return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+/* The oracle: R = U diag(1, 1, det(U Vᵀ)) Vᵀ from LAPACK's dgesvd. Returns the singular values. */
+static void svd_rotation(const double M[9], double R[9], double sv[3]) {
+  double a[9], U[9], VT[9], superb[2];
+  memcpy(a, M, sizeof(a));
+  ASSERT_EQ(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'A', 'A', 3, 3, a, 3, sv, U, 3, VT, 3, superb), 0);
+  double UV[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) UV[3 * i + j] = U[3 * i] * VT[j] + U[3 * i + 1] * VT[3 + j] + U[3 * i + 2] * VT[6 + j];
+  double d = det3(UV) < 0 ? -1.0 : 1.0;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) R[3 * i + j] = U[3 * i] * VT[j] + U[3 * i + 1] * VT[3 + j] + d * U[3 * i + 2] * VT[6 + j];
+}
+
+static double objective(const double R[9], const double M[9]) {
+  double t = 0;
+  for (int i = 0; i < 9; i++) t += R[i] * M[i];
+  return t;
+}
+
+TEST(rotation_fit_matches_lapack_svd) {
+  int fallbacks = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    double M[9];
+    for (int i = 0; i < 9; i++) M[i] = urand();
+    int kind = trial % 5;
+    if (kind == 1) { /* a reflection: det < 0 */
+      if (det3(M) > 0)
+        for (int i = 0; i < 3; i++) M[i] = -M[i];
+    } else if (kind == 2) { /* rank one */
+      double u[3] = {urand(), urand(), urand()}, v[3] = {urand(), urand(), urand()};
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) M[3 * i + j] = u[i] * v[j];
+    } else if (kind == 3) { /* nearly a rotation, as in a converging ARAP */
+      double q[4] = {urand(), urand(), urand(), urand()}, Q[9];
+      dfm_quat_to_matrix(q, Q);
+      for (int i = 0; i < 9; i++) M[i] = Q[i] * 3.0 + 1e-3 * urand();
+    }
+    double want[9], sv[3];
+    svd_rotation(M, want, sv);
+    double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    if (trial % 2) { /* a random warm start */
+      double q[4] = {urand(), urand(), urand(), urand()};
+      dfm_quat_to_matrix(q, R);
+    }
+    fallbacks += dfm_fit_rotation(M, R) < 0;
+    /* Always a proper rotation, and never worse than the SVD's. */
+    double RtR[9];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) RtR[3 * i + j] = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) ASSERT_NEAR(RtR[3 * i + j], i == j ? 1.0 : 0.0, 1e-12);
+    ASSERT_NEAR(det3(R), 1.0, 1e-12);
+    ASSERT(objective(R, M) >= objective(want, M) - 1e-10 * (sv[0] + 1e-300));
+    /* Where the answer is unique (a clear gap to the smallest singular value), it is the same. */
+    if (kind != 2 && sv[1] - sv[2] > 1e-3 * sv[0] && sv[2] > 1e-6 * sv[0])
+      for (int i = 0; i < 9; i++) ASSERT_NEAR(R[i], want[i], 1e-8);
+  }
+  fprintf(stderr, "exact fallback used in %d of 20000 fits\n", fallbacks);
+}
+
+/* ---- systems on analytic meshes ------------------------------------------------------------ */
+
+typedef struct fixture {
+  mesh *m;
+  mesh_topology t;
+  mesh_adjacency a;
+  double diag;
+} fixture;
+
+static void fixture_init(fixture *f, mesh *m) {
+  f->m = m;
+  ASSERT_OK(mesh_topology_init(&f->t, m, NULL, 0), NULL);
+  ASSERT_OK(mesh_adjacency_init(&f->a, f->t.vertex_count, f->t.triangles, f->t.triangle_count), NULL);
+  f->diag = mesh_bbox_diagonal(m);
+}
+
+static void fixture_fini(fixture *f) {
+  mesh_adjacency_fini(&f->a);
+  mesh_topology_fini(&f->t);
+  mesh_destroy(f->m);
+}
+
+/* Vertices with y above `hi` (handle) and below `lo` (anchors). */
+static void caps(const fixture *f, double lo, double hi, uint32_t **handle, uint32_t *nh, uint32_t **anchor,
+                 uint32_t *na) {
+  *handle = malloc(sizeof(uint32_t) * f->t.vertex_count);
+  *anchor = malloc(sizeof(uint32_t) * f->t.vertex_count);
+  *nh = *na = 0;
+  for (uint32_t v = 0; v < f->t.vertex_count; v++) {
+    double y = f->t.positions[3 * v + 1];
+    if (y > hi) (*handle)[(*nh)++] = v;
+    if (y < lo) (*anchor)[(*na)++] = v;
+  }
+}
+
+static dfm_system *make(const fixture *f, dfm_mode mode, const uint32_t *h, uint32_t nh, const uint32_t *a,
+                        uint32_t na, int iterations) {
+  dfm_params p = {0};
+  p.mode = mode;
+  p.handle = h;
+  p.handle_count = nh;
+  p.anchors = a;
+  p.anchor_count = na;
+  p.iterations = iterations;
+  dfm_system *s = NULL;
+  char err[256] = "";
+  ASSERT_OK(dfm_system_create(&f->t, &f->a, f->t.positions, &p, &s, err, sizeof(err)), err);
+  return s;
+}
+
+TEST(zero_displacement_returns_the_rest_shape_in_every_mode) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(4, 1.0));
+  uint32_t *h, *a, nh, na;
+  caps(&f, -0.8, 0.8, &h, &nh, &a, &na);
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  dfm_xform id;
+  dfm_xform_identity(&id);
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_system *s = make(&f, (dfm_mode)mode, h, nh, a, na, 5);
+    char err[256];
+    ASSERT_OK(dfm_system_solve(s, &id, out, err, sizeof(err)), err);
+    double worst = 0;
+    for (uint32_t i = 0; i < 3 * f.t.vertex_count; i++) {
+      double e = fabs(out[i] - f.t.positions[i]);
+      if (e > worst) worst = e;
+    }
+    fprintf(stderr, "%s: max |p - rest| = %.3g (diag %.3g)\n", dfm_mode_name((dfm_mode)mode), worst, f.diag);
+    ASSERT(worst <= 1e-9 * f.diag);
+    dfm_system_destroy(s);
+  }
+  free(out);
+  free(h);
+  free(a);
+  fixture_fini(&f);
+}
+
+TEST(translating_every_constraint_translates_the_mesh_rigidly) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(4, 1.0));
+  uint32_t *h, *a, nh, na;
+  caps(&f, -0.8, 0.8, &h, &nh, &a, &na);
+  /* Every constraint is a handle: both caps. */
+  uint32_t *all = malloc(sizeof(uint32_t) * (nh + na));
+  memcpy(all, h, sizeof(uint32_t) * nh);
+  memcpy(all + nh, a, sizeof(uint32_t) * na);
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[0] = 0.3, x.translate[1] = -0.2, x.translate[2] = 0.7;
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_system *s = make(&f, (dfm_mode)mode, all, nh + na, NULL, 0, 1);
+    char err[256];
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    for (uint32_t v = 0; v < f.t.vertex_count; v++)
+      for (int k = 0; k < 3; k++) ASSERT_NEAR(out[3 * v + k], f.t.positions[3 * v + k] + x.translate[k], 1e-9 * f.diag);
+    dfm_system_destroy(s);
+  }
+  free(all);
+  free(out);
+  free(h);
+  free(a);
+  fixture_fini(&f);
+}
+
+TEST(rotating_every_constraint_rotates_the_arap_result_rigidly) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(3, 1.0));
+  uint32_t *h, *a, nh, na;
+  caps(&f, -0.7, 0.7, &h, &nh, &a, &na);
+  uint32_t *all = malloc(sizeof(uint32_t) * (nh + na));
+  memcpy(all, h, sizeof(uint32_t) * nh);
+  memcpy(all + nh, a, sizeof(uint32_t) * na);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  double angle = 0.6; /* about the z axis through (0.1, 0, 0) */
+  x.rotation[2] = sin(angle / 2), x.rotation[3] = cos(angle / 2);
+  x.pivot[0] = 0.1;
+  x.translate[1] = 0.25;
+  dfm_system *s = make(&f, DFM_ARAP, all, nh + na, NULL, 0, 200);
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  char err[256];
+  ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+  double worst = 0;
+  for (uint32_t v = 0; v < f.t.vertex_count; v++) {
+    double want[3];
+    dfm_xform_apply(&x, f.t.positions + 3 * v, want);
+    for (int k = 0; k < 3; k++) worst = fmax(worst, fabs(out[3 * v + k] - want[k]));
+  }
+  fprintf(stderr, "max distance from the rigid rotation: %.3g\n", worst);
+  ASSERT(worst < 1e-6 * f.diag);
+  dfm_system_destroy(s);
+  free(all);
+  free(out);
+  free(h);
+  free(a);
+  fixture_fini(&f);
+}
+
+TEST(arap_energy_never_increases_from_one_iteration_to_the_next) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(4, 1.0));
+  uint32_t *h, *a, nh, na;
+  caps(&f, -0.6, 0.6, &h, &nh, &a, &na);
+  dfm_system *s = make(&f, DFM_ARAP, h, nh, a, na, 1);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  double angle = 1.0;
+  x.rotation[0] = sin(angle / 2), x.rotation[3] = cos(angle / 2);
+  x.pivot[1] = 0.8;
+  x.translate[0] = 0.5;
+  double *p = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  memcpy(p, f.t.positions, sizeof(double) * 3 * f.t.vertex_count);
+  char err[256];
+  double prev = INFINITY;
+  for (int it = 0; it < 40; it++) {
+    ASSERT_OK(dfm_system_arap_iterate(s, &x, p, err, sizeof(err)), err);
+    double e = dfm_system_arap_energy(s, p, 1);
+    if (it < 3 || it == 39) fprintf(stderr, "iteration %d: energy %.12g\n", it, e);
+    ASSERT(e <= prev * (1 + 1e-9) + 1e-15);
+    prev = e;
+  }
+  ASSERT(prev > 0);
+  dfm_system_destroy(s);
+  free(p);
+  free(h);
+  free(a);
+  fixture_fini(&f);
+}
+
+TEST(harmonic_grid_equals_a_dense_lapack_laplace_solve) {
+  /* A 14 × 14 grid of right triangles: its cotangent Laplacian is the 5-point stencil. Left,
+   * right and bottom edges anchored, the top edge lifted by 0.5 in z. The oracle assembles the
+   * 5-point equations for the interior by hand and solves them densely with LAPACK. */
+  const uint32_t n = 14, side = n + 1;
+  fixture f;
+  fixture_init(&f, oracle_grid(n, 0.125)); /* a spacing floats hold exactly */
+  uint32_t handle[32], anchors[64], nh = 0, na = 0;
+  for (uint32_t j = 0; j < side; j++)
+    for (uint32_t i = 0; i < side; i++) {
+      uint32_t v = j * side + i;
+      if (j == n) handle[nh++] = v;
+      else if (i == 0 || i == n || j == 0) anchors[na++] = v;
+    }
+  dfm_system *s = make(&f, DFM_LAPLACIAN, handle, nh, anchors, na, 1);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[2] = 0.5;
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  char err[256];
+  ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+  /* Oracle: unknowns are interior vertices (i, j) in 1..n-1. */
+  uint32_t m = (n - 1) * (n - 1);
+  double *A = calloc((size_t)m * m, sizeof(double)), *b = calloc(m, sizeof(double));
+  for (uint32_t j = 1; j < n; j++)
+    for (uint32_t i = 1; i < n; i++) {
+      uint32_t r = (j - 1) * (n - 1) + (i - 1);
+      A[(size_t)r * m + r] = 4.0;
+      int nb[4][2] = {{(int)i - 1, (int)j}, {(int)i + 1, (int)j}, {(int)i, (int)j - 1}, {(int)i, (int)j + 1}};
+      for (int k = 0; k < 4; k++) {
+        int ii = nb[k][0], jj = nb[k][1];
+        if (ii >= 1 && ii < (int)n && jj >= 1 && jj < (int)n)
+          A[(size_t)r * m + (uint32_t)((jj - 1) * (int)(n - 1) + (ii - 1))] = -1.0;
+        else if (jj == (int)n)
+          b[r] += 0.5; /* the lifted top edge */
+      }
+    }
+  lapack_int *ipiv = malloc(sizeof(lapack_int) * m);
+  ASSERT_EQ(LAPACKE_dgesv(LAPACK_ROW_MAJOR, (lapack_int)m, 1, A, (lapack_int)m, ipiv, b, 1), 0);
+  double worst = 0;
+  for (uint32_t j = 1; j < n; j++)
+    for (uint32_t i = 1; i < n; i++) {
+      uint32_t v = j * side + i, r = (j - 1) * (n - 1) + (i - 1);
+      worst = fmax(worst, fabs(out[3 * v + 2] - b[r]));
+      ASSERT_NEAR(out[3 * v], f.t.positions[3 * v], 1e-12);
+    }
+  fprintf(stderr, "max |z - z_lapack| = %.3g\n", worst);
+  ASSERT(worst < 1e-9);
+  free(ipiv);
+  free(A);
+  free(b);
+  free(out);
+  dfm_system_destroy(s);
+  fixture_fini(&f);
+}
+
+TEST(hard_handles_land_on_their_targets) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(4, 1.0));
+  uint32_t *h, *a, nh, na;
+  caps(&f, -0.7, 0.7, &h, &nh, &a, &na);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.rotation[1] = sin(0.2), x.rotation[3] = cos(0.2);
+  x.translate[0] = 0.4, x.translate[1] = 0.3;
+  x.pivot[1] = 0.9;
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_system *s = make(&f, (dfm_mode)mode, h, nh, a, na, 3);
+    char err[256];
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    for (uint32_t i = 0; i < nh; i++) {
+      double want[3];
+      dfm_xform_apply(&x, f.t.positions + 3 * h[i], want);
+      for (int k = 0; k < 3; k++) ASSERT_NEAR(out[3 * h[i] + k], want[k], 1e-6 * f.diag);
+    }
+    for (uint32_t i = 0; i < na; i++)
+      for (int k = 0; k < 3; k++) ASSERT(out[3 * a[i] + k] == f.t.positions[3 * a[i] + k]);
+    /* The rest of the sphere moved, and stayed finite. */
+    double moved = 0;
+    for (uint32_t i = 0; i < 3 * f.t.vertex_count; i++) {
+      ASSERT(isfinite(out[i]));
+      moved = fmax(moved, fabs(out[i] - f.t.positions[i]));
+    }
+    ASSERT(moved > 0.1);
+    dfm_system_destroy(s);
+  }
+  free(out);
+  free(h);
+  free(a);
+  fixture_fini(&f);
+}
+
+/* Two spheres side by side as one mesh. */
+static mesh *two_spheres(void) {
+  mesh *a = oracle_icosphere(3, 1.0), *b = oracle_icosphere(3, 1.0);
+  mesh *m = mesh_create();
+  ASSERT_OK(mesh_alloc(m, a->vertex_count + b->vertex_count, a->triangle_count + b->triangle_count, 0, 0), NULL);
+  memcpy(m->positions, a->positions, sizeof(float) * 3 * a->vertex_count);
+  for (uint32_t v = 0; v < b->vertex_count; v++) {
+    float *p = m->positions + 3 * (a->vertex_count + v);
+    memcpy(p, b->positions + 3 * v, sizeof(float) * 3);
+    p[0] += 3.0f;
+  }
+  memcpy(m->triangles, a->triangles, sizeof(uint32_t) * 3 * a->triangle_count);
+  for (uint32_t t = 0; t < 3 * b->triangle_count; t++) m->triangles[3 * a->triangle_count + t] = b->triangles[t] + a->vertex_count;
+  mesh_update_bounds(m);
+  mesh_destroy(a);
+  mesh_destroy(b);
+  return m;
+}
+
+TEST(a_component_without_constraints_stays_where_it_is) {
+  fixture f;
+  fixture_init(&f, two_spheres());
+  /* Handle: the top of the left sphere only; no anchors at all, region = everything. */
+  uint32_t *h = malloc(sizeof(uint32_t) * f.t.vertex_count), nh = 0;
+  for (uint32_t v = 0; v < f.t.vertex_count; v++)
+    if (f.t.positions[3 * v] < 1.5 && f.t.positions[3 * v + 1] > 0.8) h[nh++] = v;
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[1] = 0.5;
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_system *s = make(&f, (dfm_mode)mode, h, nh, NULL, 0, 2);
+    dfm_info info;
+    dfm_system_info(s, &info);
+    ASSERT_EQ(info.pinned, f.t.vertex_count / 2); /* the whole right sphere */
+    char err[256];
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    for (uint32_t v = 0; v < f.t.vertex_count; v++) {
+      if (f.t.positions[3 * v] < 1.5) continue;
+      for (int k = 0; k < 3; k++) ASSERT(out[3 * v + k] == f.t.positions[3 * v + k]);
+    }
+    dfm_system_destroy(s);
+  }
+  free(out);
+  free(h);
+  fixture_fini(&f);
+}
+
+TEST(geodesic_region_on_a_grid_matches_the_closed_form_distance) {
+  /* Right-triangle grid, spacing 1, diagonals along (+1, +1): the edge-path distance from the
+   * centre to (dx, dy) is √2·min + (max - min) when dx, dy have the same sign, |dx| + |dy|
+   * otherwise. */
+  const uint32_t n = 20, side = n + 1, c = 10 * side + 10;
+  fixture f;
+  fixture_init(&f, oracle_grid(n, 1.0));
+  for (double r = 0.5; r < 9; r += 1.3) {
+    uint32_t *region, count;
+    ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &c, 1, r, &region, &count), NULL);
+    uint32_t want = 0;
+    for (uint32_t v = 0; v < f.t.vertex_count; v++) {
+      int dx = (int)(v % side) - 10, dy = (int)(v / side) - 10;
+      double d;
+      if ((dx >= 0) == (dy >= 0)) {
+        int a = abs(dx), b = abs(dy), mn = a < b ? a : b, mx = a < b ? b : a;
+        d = sqrt(2.0) * mn + (mx - mn);
+      } else {
+        d = abs(dx) + abs(dy);
+      }
+      int in = 0;
+      for (uint32_t k = 0; k < count; k++) in |= region[k] == v;
+      if (d <= r + 1e-9) want++;
+      ASSERT_EQ(in, d <= r + 1e-9);
+    }
+    ASSERT_EQ(count, want);
+    free(region);
+  }
+  fixture_fini(&f);
+}
+
+/* ---- real meshes ------------------------------------------------------------------------------ */
+
+static void deform_real_mesh(const char *path, double roi_fraction) {
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(path, NULL, &m, err, sizeof(err)), err);
+  fixture f;
+  fixture_init(&f, m);
+  /* Handle: the vertices within 3% of the diagonal of vertex 0's nearest neighbour of the top;
+   * region: geodesic radius around it. */
+  uint32_t top = 0;
+  for (uint32_t v = 1; v < f.t.vertex_count; v++)
+    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t *handle, nh, *roi, nr;
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.03 * f.diag, &handle, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, roi_fraction * f.diag, &roi, &nr), NULL);
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[1] = 0.05 * f.diag;
+  x.rotation[2] = sin(0.15), x.rotation[3] = cos(0.15);
+  memcpy(x.pivot, f.t.positions + 3 * top, sizeof(double) * 3);
+  uint8_t *in_roi = calloc(f.t.vertex_count, 1);
+  for (uint32_t i = 0; i < nr; i++) in_roi[roi[i]] = 1;
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_params p = {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = 3};
+    dfm_system *s = NULL;
+    ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
+    dfm_info info;
+    dfm_system_info(s, &info);
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err); /* a second drag: warm start */
+    double moved = 0;
+    for (uint32_t v = 0; v < f.t.vertex_count; v++)
+      for (int k = 0; k < 3; k++) {
+        ASSERT(isfinite(out[3 * v + k]));
+        if (!in_roi[v]) ASSERT(out[3 * v + k] == f.t.positions[3 * v + k]); /* outside: fixed */
+        moved = fmax(moved, fabs(out[3 * v + k] - f.t.positions[3 * v + k]));
+      }
+    fprintf(stderr, "%s %s: %u vertices, region %u, free %u, pinned %u, factor %.1f ms, moved %.3g\n",
+            path, dfm_mode_name((dfm_mode)mode), f.t.vertex_count, nr, info.free, info.pinned,
+            info.factor_ms, moved);
+    ASSERT(moved > 0.01 * f.diag);
+    dfm_system_destroy(s);
+  }
+  free(in_roi);
+  free(out);
+  free(handle);
+  free(roi);
+  fixture_fini(&f);
+}
+
+TEST(real_meshes_deform_without_nan_and_outside_the_region_stays_put) {
+  deform_real_mesh(test_cgal_mesh("armadillo.off"), 0.3);
+  deform_real_mesh(test_cgal_mesh("elephant.off"), 0.4);
+  deform_real_mesh(test_cgal_mesh("cactus.off"), 0.5);
+}
+
+TEST(a_mesh_with_degenerate_triangles_deforms_without_nan) {
+  deform_real_mesh(test_cgal_mesh("degtri_sliding.off"), 10.0);
+  deform_real_mesh(test_assimp_model("OFF/Wuson.off"), 0.5); /* 51 parts, holes, non-manifold edges */
+}
+
+TEST(bad_gestures_are_refused_with_a_reason) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(2, 1.0));
+  dfm_params p = {.mode = DFM_ARAP};
+  dfm_system *s = NULL;
+  char err[256] = "";
+  ASSERT_EQ(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), DFM_EINVAL);
+  ASSERT_STR_CONTAINS(err, "at least one handle");
+  uint32_t bad = 100000;
+  p.handle = &bad;
+  p.handle_count = 1;
+  ASSERT_EQ(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), DFM_EINVAL);
+  ASSERT_STR_CONTAINS(err, "handle vertex 100000 is out of range");
+  ASSERT(s == NULL);
+  fixture_fini(&f);
+}
