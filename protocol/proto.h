@@ -53,11 +53,14 @@ typedef enum proto_type {
   PROTO_ERROR = 7,    /* either way */
   PROTO_PING = 8,     /* either way */
   PROTO_PONG = 9,     /* either way */
-  PROTO_BYE = 10      /* either way */
+  PROTO_BYE = 10,     /* either way */
+  PROTO_TARGET = 11   /* server -> client: a new morph target (made from the sculpt layer) */
 } proto_type;
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */
+#define PROTO_FLAG_MORE 0x02    /* more frames of the same change follow: the header's version is
+                                 * reached after the last of them (the one without this flag) */
 
 typedef struct proto_header {
   uint32_t magic;
@@ -161,15 +164,72 @@ typedef struct proto_weights_view {
 
 typedef enum proto_edit_kind {
   PROTO_EDIT_WEIGHTS = 1, /* absolute weights, sparse */
-  PROTO_EDIT_OFFSETS = 2  /* absolute sculpt offsets of some vertices, quantised like DELTA */
+  PROTO_EDIT_OFFSETS = 2,       /* absolute sculpt offsets of some vertices, quantised like DELTA */
+  PROTO_EDIT_GESTURE_BEGIN = 3, /* start a Laplacian / ARAP / biharmonic drag gesture */
+  PROTO_EDIT_GESTURE_DRAG = 4,  /* move a gesture's handle (rigid transform) */
+  PROTO_EDIT_GESTURE_END = 5,
+  PROTO_EDIT_BRUSH = 6,         /* a brush stroke: samples applied in order */
+  PROTO_EDIT_RESET = 7          /* sculpt offsets back to zero (listed vertices, or all) */
 } proto_edit_kind;
+
+/* A list of u32 vertex indices inside a payload (count, then count little-endian u32). */
+typedef struct proto_index_list {
+  uint32_t count;
+  const uint8_t *bytes;
+} proto_index_list;
+
+#define PROTO_NO_PICK 0xffffffffu
+
+typedef struct proto_gesture_begin {
+  uint32_t gesture;       /* chosen by the client, != 0 */
+  uint8_t mode;           /* 0 laplacian, 1 arap, 2 biharmonic */
+  uint16_t iterations;    /* 1..100 */
+  uint32_t pick;          /* render vertex, or PROTO_NO_PICK */
+  float handle_radius, roi_radius;
+  proto_index_list handle, roi, anchors;
+} proto_gesture_begin;
+
+typedef struct proto_gesture_drag {
+  uint32_t gesture;
+  float translate[3];
+  float rotate[4];        /* quaternion x, y, z, w */
+  uint8_t has_pivot;
+  float pivot[3];
+} proto_gesture_drag;
+
+typedef struct proto_brush_sample {
+  float center[3], direction[3], radius, strength;
+} proto_brush_sample;
+
+typedef struct proto_brush {
+  uint8_t brush;          /* 0 grab, 1 inflate, 2 smooth, 3 flatten, 4 pinch */
+  uint8_t falloff;        /* 0 smoothstep, 1 linear, 2 gaussian, 3 constant */
+  uint8_t mirror_x;
+  uint32_t count;
+  const uint8_t *samples; /* count × 8 float32: center, direction, radius, strength */
+} proto_brush;
+
+#define PROTO_MAX_BRUSH_SAMPLES 65536
 
 typedef struct proto_edit {
   uint32_t request_id; /* echoed in an ERROR that refuses it */
   uint8_t kind;        /* proto_edit_kind */
   proto_weights_view weights;
   proto_offsets_view offsets;
+  proto_gesture_begin begin;
+  proto_gesture_drag drag;
+  uint32_t gesture;    /* GESTURE_END */
+  proto_brush brush;
+  proto_index_list reset; /* RESET: count 0 = every vertex */
 } proto_edit;
+
+/* A new target announced to viewers: append it with index `index` (= the current target count)
+ * and weight `weight`, and set the sculpt offsets of its vertices to zero. */
+typedef struct proto_target_add {
+  uint32_t index;
+  float weight;
+  proto_target target;
+} proto_target_add;
 
 typedef struct proto_error {
   uint16_t code;       /* PROTO_ERR_* below */
@@ -242,10 +302,26 @@ typedef struct proto_target_desc {
 
 int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
                              const proto_target_desc *targets);
+/* The mesh part in pieces, for a sender that keeps them apart (the server shares the body and
+ * each target between joins, and re-encodes only the 20-byte head when a target is added):
+ * head + body + every target in order is exactly proto_snapshot_mesh_part(). */
+int proto_snapshot_mesh_head(proto_buf *b, const proto_mesh_desc *mesh);
+int proto_snapshot_mesh_body(proto_buf *b, const proto_mesh_desc *mesh);
+int proto_snapshot_target(proto_buf *b, const proto_target_desc *target);
 int proto_snapshot_state_part(proto_buf *b, uint32_t target_count, const float *weights,
                               uint32_t offset_count, const uint32_t *indices, const int32_t *q);
 int proto_encode_snapshot_head(proto_buf *b, uint64_t version, size_t mesh_part_len,
                                size_t state_part_len);
+
+int proto_encode_edit_gesture_begin(proto_buf *b, uint32_t request_id, const proto_gesture_begin *m,
+                                    const uint32_t *handle, const uint32_t *roi, const uint32_t *anchors);
+int proto_encode_edit_gesture_drag(proto_buf *b, uint32_t request_id, const proto_gesture_drag *m);
+int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t gesture);
+int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
+                            uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples);
+int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
+int proto_encode_target_add(proto_buf *b, uint64_t version, uint32_t index, float weight,
+                            const proto_target_desc *target);
 
 /* Decoders take the payload of one frame (h->length bytes). */
 int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m);
@@ -259,6 +335,10 @@ int proto_decode_delta(const uint8_t *p, size_t n, const proto_limits *limits,
 int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m);
 int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits,
                           proto_snapshot *m);
+int proto_decode_target_add(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_add *m);
+
+/* Brush sample i of a decoded brush edit. */
+void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample *out);
 
 /* Iterators over decoded views. Each returns 1 with the next entry, 0 at the end. The views
  * were fully validated by the decoder, so iteration cannot fail. */
@@ -290,6 +370,10 @@ static inline float proto_load_f32(const uint8_t *p) {
 }
 static inline uint32_t proto_load_u32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+/* Element i of a decoded index list. */
+static inline uint32_t proto_index_at(const proto_index_list *l, uint32_t i) {
+  return proto_load_u32(l->bytes + 4 * (size_t)i);
 }
 
 /* Offsets are quantised as round(offset / quantum), clamped to ±(2^30 - 1); dequantised as

@@ -331,6 +331,152 @@ int proto_encode_edit_offsets(proto_buf *b, uint32_t request_id, uint32_t count,
   return end_or_undo(b, mark, at, put_offsets_body(b, count, indices, q));
 }
 
+/* ---- gestures, brushes, reset ---------------------------------------------------------- */
+
+static void put_index_list(proto_buf *b, uint32_t count, const uint32_t *v) {
+  proto__put_u32(b, count);
+  proto__put_u32_array(b, v, count);
+}
+
+static int get_index_list(proto_cur *c, uint32_t vertex_limit, proto_index_list *l) {
+  CHECK(proto__get_u32(c, &l->count));
+  if (l->count > vertex_limit) return PROTO_ETOOBIG;
+  CHECK(proto__get(c, 4 * (size_t)l->count, &l->bytes));
+  for (uint32_t i = 0; i < l->count; i++)
+    if (proto_load_u32(l->bytes + 4 * (size_t)i) >= vertex_limit) return PROTO_EINVAL;
+  return 0;
+}
+
+static int all_finite_f(const float *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(v[i])) return 0;
+  return 1;
+}
+
+int proto_encode_edit_gesture_begin(proto_buf *b, uint32_t request_id, const proto_gesture_begin *m,
+                                    const uint32_t *handle, const uint32_t *roi, const uint32_t *anchors) {
+  if (m->gesture == 0 || m->mode > 2 || m->iterations < 1 || m->iterations > 100 ||
+      !isfinite(m->handle_radius) || !isfinite(m->roi_radius) || m->handle_radius < 0 || m->roi_radius < 0)
+    return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_GESTURE_BEGIN);
+  proto__put_u32(b, m->gesture);
+  proto__put_u8(b, m->mode);
+  proto__put_u8(b, 0);
+  proto__put_u16(b, m->iterations);
+  proto__put_u32(b, m->pick);
+  proto__put_f32(b, m->handle_radius);
+  proto__put_f32(b, m->roi_radius);
+  put_index_list(b, m->handle.count, handle);
+  put_index_list(b, m->roi.count, roi);
+  put_index_list(b, m->anchors.count, anchors);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_gesture_drag(proto_buf *b, uint32_t request_id, const proto_gesture_drag *m) {
+  if (!all_finite_f(m->translate, 3) || !all_finite_f(m->rotate, 4) || !all_finite_f(m->pivot, 3))
+    return PROTO_ENONFINITE;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_GESTURE_DRAG);
+  proto__put_u32(b, m->gesture);
+  for (int k = 0; k < 3; k++) proto__put_f32(b, m->translate[k]);
+  for (int k = 0; k < 4; k++) proto__put_f32(b, m->rotate[k]);
+  proto__put_u8(b, m->has_pivot ? 1 : 0);
+  for (int k = 0; k < 3; k++) proto__put_f32(b, m->pivot[k]);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t gesture) {
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_GESTURE_END);
+  proto__put_u32(b, gesture);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
+                            uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples) {
+  if (brush > 4 || falloff > 3 || count > PROTO_MAX_BRUSH_SAMPLES) return PROTO_EINVAL;
+  for (uint32_t i = 0; i < count; i++) {
+    const proto_brush_sample *x = &samples[i];
+    if (!all_finite_f(x->center, 3) || !all_finite_f(x->direction, 3) || !isfinite(x->radius) ||
+        !isfinite(x->strength))
+      return PROTO_ENONFINITE;
+  }
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_BRUSH);
+  proto__put_u8(b, brush);
+  proto__put_u8(b, falloff);
+  proto__put_u8(b, mirror_x ? 1 : 0);
+  proto__put_u8(b, 0);
+  proto__put_u32(b, count);
+  for (uint32_t i = 0; i < count; i++) {
+    const proto_brush_sample *x = &samples[i];
+    for (int k = 0; k < 3; k++) proto__put_f32(b, x->center[k]);
+    for (int k = 0; k < 3; k++) proto__put_f32(b, x->direction[k]);
+    proto__put_f32(b, x->radius);
+    proto__put_f32(b, x->strength);
+  }
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices) {
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_RESET);
+  put_index_list(b, count, vertices);
+  return proto_frame_end(b, at);
+}
+
+void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample *out) {
+  const uint8_t *p = b->samples + 32 * (size_t)i;
+  for (int k = 0; k < 3; k++) out->center[k] = proto_load_f32(p + 4 * k);
+  for (int k = 0; k < 3; k++) out->direction[k] = proto_load_f32(p + 12 + 4 * k);
+  out->radius = proto_load_f32(p + 24);
+  out->strength = proto_load_f32(p + 28);
+}
+
+static int get_f32s(proto_cur *c, float *v, int n) {
+  for (int i = 0; i < n; i++) CHECK(proto__get_f32(c, &v[i]));
+  return 0;
+}
+
+static int get_gesture_begin(proto_cur *c, uint32_t vertex_limit, proto_gesture_begin *m) {
+  uint8_t reserved;
+  CHECK(proto__get_u32(c, &m->gesture));
+  CHECK(proto__get_u8(c, &m->mode));
+  CHECK(proto__get_u8(c, &reserved));
+  CHECK(proto__get_u16(c, &m->iterations));
+  CHECK(proto__get_u32(c, &m->pick));
+  CHECK(proto__get_f32(c, &m->handle_radius));
+  CHECK(proto__get_f32(c, &m->roi_radius));
+  if (m->gesture == 0 || m->mode > 2 || m->iterations < 1 || m->iterations > 100 || m->handle_radius < 0 ||
+      m->roi_radius < 0 || (m->pick != PROTO_NO_PICK && m->pick >= vertex_limit))
+    return PROTO_EINVAL;
+  CHECK(get_index_list(c, vertex_limit, &m->handle));
+  CHECK(get_index_list(c, vertex_limit, &m->roi));
+  CHECK(get_index_list(c, vertex_limit, &m->anchors));
+  return 0;
+}
+
+static int get_brush(proto_cur *c, proto_brush *m) {
+  uint8_t reserved;
+  CHECK(proto__get_u8(c, &m->brush));
+  CHECK(proto__get_u8(c, &m->falloff));
+  CHECK(proto__get_u8(c, &m->mirror_x));
+  CHECK(proto__get_u8(c, &reserved));
+  CHECK(proto__get_u32(c, &m->count));
+  if (m->brush > 4 || m->falloff > 3 || m->mirror_x > 1) return PROTO_EINVAL;
+  if (m->count > PROTO_MAX_BRUSH_SAMPLES) return PROTO_ETOOBIG;
+  CHECK(proto__get(c, 32 * (size_t)m->count, &m->samples));
+  for (size_t i = 0; i < 8 * (size_t)m->count; i++)
+    if (!isfinite(proto_load_f32(m->samples + 4 * i))) return PROTO_ENONFINITE;
+  return 0;
+}
+
 int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m) {
   proto_limits l;
   proto__limits(limits, &l);
@@ -342,6 +488,21 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
     CHECK(get_weights_body(&c, &m->weights));
   else if (m->kind == PROTO_EDIT_OFFSETS)
     CHECK(get_offsets_body(&c, l.max_vertices, &m->offsets));
+  else if (m->kind == PROTO_EDIT_GESTURE_BEGIN)
+    CHECK(get_gesture_begin(&c, l.max_vertices, &m->begin));
+  else if (m->kind == PROTO_EDIT_GESTURE_DRAG) {
+    CHECK(proto__get_u32(&c, &m->drag.gesture));
+    CHECK(get_f32s(&c, m->drag.translate, 3));
+    CHECK(get_f32s(&c, m->drag.rotate, 4));
+    CHECK(proto__get_u8(&c, &m->drag.has_pivot));
+    CHECK(get_f32s(&c, m->drag.pivot, 3));
+    if (m->drag.has_pivot > 1) return PROTO_EINVAL;
+  } else if (m->kind == PROTO_EDIT_GESTURE_END)
+    CHECK(proto__get_u32(&c, &m->gesture));
+  else if (m->kind == PROTO_EDIT_BRUSH)
+    CHECK(get_brush(&c, &m->brush));
+  else if (m->kind == PROTO_EDIT_RESET)
+    CHECK(get_index_list(&c, l.max_vertices, &m->reset));
   else
     return PROTO_EINVAL;
   return finish(&c);
@@ -351,8 +512,7 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
 
 #define SNAP_HAS_UVS 0x1u
 
-int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
-                             const proto_target_desc *targets) {
+int proto_snapshot_mesh_head(proto_buf *b, const proto_mesh_desc *mesh) {
   if (mesh->target_count > PROTO_MAX_TARGETS || !(mesh->offset_quantum > 0) ||
       !isfinite(mesh->offset_quantum))
     return PROTO_EINVAL;
@@ -361,22 +521,38 @@ int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
   proto__put_u32(b, mesh->target_count);
   proto__put_f32(b, mesh->offset_quantum);
   proto__put_u32(b, mesh->uvs ? SNAP_HAS_UVS : 0);
+  return b->failed ? PROTO_ENOMEM : 0;
+}
+
+int proto_snapshot_mesh_body(proto_buf *b, const proto_mesh_desc *mesh) {
   proto__put_u32_array(b, (const uint32_t *)(const void *)mesh->positions, 3 * (size_t)mesh->vertex_count);
   proto__put_u32_array(b, mesh->triangles, 3 * (size_t)mesh->triangle_count);
   if (mesh->uvs) proto__put_u32_array(b, (const uint32_t *)(const void *)mesh->uvs, 2 * (size_t)mesh->vertex_count);
-  for (uint32_t t = 0; t < mesh->target_count; t++) {
-    const proto_target_desc *d = &targets[t];
-    size_t nl = name_len(d->name);
-    if (nl > PROTO_MAX_NAME) return PROTO_EINVAL;
-    proto__put_str(b, d->name, nl);
-    proto__put_f32(b, d->default_weight);
-    proto__put_f32(b, d->min);
-    proto__put_f32(b, d->max);
-    proto__put_u32(b, d->count);
-    proto__put_u32_array(b, d->indices, d->count);
-    proto__put_u32_array(b, (const uint32_t *)(const void *)d->deltas, 3 * (size_t)d->count);
-  }
   return b->failed ? PROTO_ENOMEM : 0;
+}
+
+/* One target as it appears in a SNAPSHOT and in a TARGET message. */
+static int put_target(proto_buf *b, const proto_target_desc *d) {
+  size_t nl = name_len(d->name);
+  if (nl > PROTO_MAX_NAME) return PROTO_EINVAL;
+  proto__put_str(b, d->name, nl);
+  proto__put_f32(b, d->default_weight);
+  proto__put_f32(b, d->min);
+  proto__put_f32(b, d->max);
+  proto__put_u32(b, d->count);
+  proto__put_u32_array(b, d->indices, d->count);
+  proto__put_u32_array(b, (const uint32_t *)(const void *)d->deltas, 3 * (size_t)d->count);
+  return b->failed ? PROTO_ENOMEM : 0;
+}
+
+int proto_snapshot_target(proto_buf *b, const proto_target_desc *target) { return put_target(b, target); }
+
+int proto_snapshot_mesh_part(proto_buf *b, const proto_mesh_desc *mesh,
+                             const proto_target_desc *targets) {
+  CHECK(proto_snapshot_mesh_head(b, mesh));
+  CHECK(proto_snapshot_mesh_body(b, mesh));
+  for (uint32_t t = 0; t < mesh->target_count; t++) CHECK(put_target(b, &targets[t]));
+  return 0;
 }
 
 int proto_snapshot_state_part(proto_buf *b, uint32_t target_count, const float *weights,
@@ -459,6 +635,38 @@ int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits
   CHECK(proto__get(&c, 4 * (size_t)m->target_count, &m->weights));
   if (!all_finite(m->weights, m->target_count)) return PROTO_ENONFINITE;
   CHECK(get_offsets_body(&c, m->vertex_count, &m->offsets));
+  return finish(&c);
+}
+
+/* ---- TARGET ------------------------------------------------------------------------------------- */
+
+int proto_encode_target_add(proto_buf *b, uint64_t version, uint32_t index, float weight,
+                            const proto_target_desc *d) {
+  size_t nl = name_len(d->name);
+  if (nl > PROTO_MAX_NAME || !isfinite(weight) || !isfinite(d->default_weight) || !isfinite(d->min) ||
+      !isfinite(d->max) || d->min > d->max)
+    return PROTO_EINVAL;
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_TARGET, 0, version);
+  proto__put_u32(b, index);
+  proto__put_f32(b, weight);
+  return end_or_undo(b, mark, at, put_target(b, d));
+}
+
+int proto_decode_target_add(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_add *m) {
+  proto_limits l;
+  proto__limits(limits, &l);
+  proto_cur c = {p, p + n};
+  CHECK(proto__get_u32(&c, &m->index));
+  CHECK(proto__get_f32(&c, &m->weight));
+  if (m->index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  CHECK(get_target(&c, l.max_vertices, &m->target));
+  for (uint32_t k = 0; k < m->target.count; k++) {
+    uint32_t v = proto_load_u32(m->target.indices + 4 * (size_t)k);
+    if (v >= l.max_vertices || (k > 0 && v <= proto_load_u32(m->target.indices + 4 * (size_t)(k - 1))))
+      return PROTO_EINVAL;
+  }
+  if (!all_finite(m->target.deltas, 3 * (size_t)m->target.count)) return PROTO_ENONFINITE;
   return finish(&c);
 }
 

@@ -292,9 +292,57 @@ static int load_snapshot(dfc_replica *r, const proto_header *h, const uint8_t *p
   return 0;
 }
 
+/* TARGET: append the target at the given weight and clear the offsets of its vertices. */
+static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
+  proto_target_add t;
+  int rc = proto_decode_target_add(p, h->length, NULL, &t);
+  if (rc) {
+    snprintf(err, errlen, "TARGET: %s", proto_strerror(rc));
+    return rc;
+  }
+  mesh *m = r->mesh;
+  if (t.index != m->target_count) {
+    snprintf(err, errlen, "TARGET: index %u, but the mesh has %u targets", t.index, m->target_count);
+    return PROTO_EINVAL;
+  }
+  uint32_t n = t.target.count;
+  uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  float *del = malloc(sizeof(float) * 3 * ((size_t)n + 1));
+  float *w = realloc(r->weights, sizeof(float) * (m->target_count + 1));
+  if (w) r->weights = w;
+  if (!idx || !del || !w) {
+    free(idx);
+    free(del);
+    return MESH_ENOMEM;
+  }
+  memcpy(idx, t.target.indices, 4 * (size_t)n);
+  memcpy(del, t.target.deltas, 12 * (size_t)n);
+  char name[PROTO_MAX_NAME + 1];
+  memcpy(name, t.target.name.ptr, t.target.name.len);
+  name[t.target.name.len] = '\0';
+  rc = mesh_add_target_sparse(m, name, n, idx, del, t.target.default_weight);
+  if (rc == 0) {
+    r->weights[t.index] = t.weight;
+    for (uint32_t i = 0; i < n; i++) memset(r->offsets + 3 * (size_t)idx[i], 0, sizeof(float) * 3);
+    if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
+  } else {
+    snprintf(err, errlen, "TARGET: %s", mesh_strerror(rc));
+  }
+  free(idx);
+  free(del);
+  return rc;
+}
+
 int dfc_replica_apply(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err,
                       size_t errlen) {
   if (h->type == PROTO_SNAPSHOT) return load_snapshot(r, h, p, err, errlen);
+  if (h->type == PROTO_TARGET) {
+    if (!r->have_snapshot) {
+      snprintf(err, errlen, "TARGET before the snapshot");
+      return PROTO_ETYPE;
+    }
+    return add_target(r, h, p, err, errlen);
+  }
   if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
   if (!r->have_snapshot) {
     snprintf(err, errlen, "state frame before the snapshot");
@@ -336,7 +384,7 @@ int dfc_replica_apply(dfc_replica *r, const proto_header *h, const uint8_t *p, c
       for (int k = 0; k < 3; k++) r->offsets[3 * (size_t)v + k] = proto_dequantize(q[k], r->quantum);
     }
   }
-  r->version = h->session_version;
+  if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
   return 0;
 }
 

@@ -4,12 +4,13 @@
  * Wanted: the proper rotation R maximising tr(Rᵀ M) for a 3×3 M (M = Σ w e' eᵀ over a vertex's
  * edges), i.e. U·diag(1, 1, det(UVᵀ))·Vᵀ for the SVD M = U Σ Vᵀ.
  *
- * Fast path: Müller et al. 2016, "A Robust Method to Extract the Rotational Part of
- * Deformations": starting from the previous iteration's rotation (ARAP warm-starts every
- * vertex), rotate R by ω = Σ rᵢ × mᵢ / (|Σ rᵢ · mᵢ| + ε) until ω vanishes. It always yields a
- * proper rotation and usually converges in one to three steps. Its fixed points are all R with
- * RᵀM symmetric, so the result is then checked: RᵀM positive semi-definite proves R is the
- * maximiser. Otherwise (reflections, det M < 0, or a saddle) the exact path runs: Horn's
+ * Fast path: starting from the previous iteration's rotation (ARAP warm-starts every
+ * vertex), rotate R by ω until ω vanishes. ω is Müller et al.'s (2016, "A Robust Method to
+ * Extract the Rotational Part of Deformations") Σ rᵢ × mᵢ / |Σ rᵢ · mᵢ| far from the answer,
+ * and the full Newton step on SO(3) near it, which turns their linear convergence into a
+ * quadratic one: one to three steps from a warm start. It always yields a proper rotation. Its
+ * fixed points are all R with RᵀM symmetric, so the result is then checked: RᵀM positive
+ * semi-definite proves R is the maximiser. Otherwise (reflections, det M < 0, or a saddle) the exact path runs: Horn's
  * quaternion method, the largest eigenvector of a 4×4 symmetric matrix by cyclic Jacobi.
  * tests/server/test_rotation.c compares both against LAPACK's SVD.
  *
@@ -136,25 +137,62 @@ int dfm_fit_rotation(const double M[9], double R[9]) {
     memcpy(R, id, sizeof(id));
     return 0;
   }
+  norm = sqrt(norm);
   int it;
-  for (it = 1; it <= 20; it++) {
-    /* ω = Σ_i r_i × m_i / (|Σ r_i · m_i| + ε), r_i and m_i the columns of R and M. */
-    double w[3] = {0, 0, 0}, dot = 0;
+  for (it = 1; it <= 12; it++) {
+    /* Second-order model of f(exp([ω]×) R) = tr((exp([ω]×) R)ᵀ M) with C = M Rᵀ:
+     *   f ≈ f₀ + g·ω - ½ ωᵀ H ω,  g = Σ_i r_i × m_i,  H = tr(C) I - sym(C).
+     * Newton's step ω = H⁻¹ g converges quadratically near the maximum, where H is positive
+     * definite; far from it, Müller's step ω = g / |tr C| (H ≈ tr(C) I) is taken instead. */
+    double C[9] = {0}, g[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
       double r[3] = {R[i], R[3 + i], R[6 + i]}, m[3] = {M[i], M[3 + i], M[6 + i]};
-      w[0] += r[1] * m[2] - r[2] * m[1];
-      w[1] += r[2] * m[0] - r[0] * m[2];
-      w[2] += r[0] * m[1] - r[1] * m[0];
-      dot += r[0] * m[0] + r[1] * m[1] + r[2] * m[2];
+      g[0] += r[1] * m[2] - r[2] * m[1];
+      g[1] += r[2] * m[0] - r[0] * m[2];
+      g[2] += r[0] * m[1] - r[1] * m[0];
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) C[3 * a + b] += m[a] * r[b];
     }
-    double scale = 1.0 / (fabs(dot) + 1e-9 * sqrt(norm));
-    double angle = scale * sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-    if (angle < 1e-14) break;
-    double axis[3] = {w[0] * scale / angle, w[1] * scale / angle, w[2] * scale / angle}, Q[9];
+    double tr = C[0] + C[4] + C[8];
+    double h00 = tr - C[0], h11 = tr - C[4], h22 = tr - C[8];
+    double h01 = -0.5 * (C[1] + C[3]), h02 = -0.5 * (C[2] + C[6]), h12 = -0.5 * (C[5] + C[7]);
+    double w[3];
+    /* Cholesky of the 3×3 H; a pivot below 1e-8·|M| means "not safely positive definite". */
+    double l00 = h00 > 1e-8 * norm ? sqrt(h00) : 0, l10 = 0, l20 = 0, l11 = 0, l21 = 0, l22 = 0;
+    if (l00 > 0) {
+      l10 = h01 / l00, l20 = h02 / l00;
+      double d1 = h11 - l10 * l10;
+      l11 = d1 > 1e-8 * norm ? sqrt(d1) : 0;
+      if (l11 > 0) {
+        l21 = (h12 - l20 * l10) / l11;
+        double d2 = h22 - l20 * l20 - l21 * l21;
+        l22 = d2 > 1e-8 * norm ? sqrt(d2) : 0;
+      }
+    }
+    if (l22 > 0) {
+      double y0 = g[0] / l00, y1 = (g[1] - l10 * y0) / l11, y2 = (g[2] - l20 * y0 - l21 * y1) / l22;
+      w[2] = y2 / l22;
+      w[1] = (y1 - l21 * w[2]) / l11;
+      w[0] = (y0 - l10 * w[1] - l20 * w[2]) / l00;
+    } else {
+      double scale = 1.0 / (fabs(tr) + 1e-9 * norm);
+      w[0] = g[0] * scale, w[1] = g[1] * scale, w[2] = g[2] * scale;
+    }
+    double angle = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    if (angle > 1.0) { /* a long step is not to be trusted: take a bounded one */
+      for (int k = 0; k < 3; k++) w[k] /= angle;
+      angle = 1.0;
+    }
+    if (angle < 1e-15) break;
+    double axis[3] = {w[0] / angle, w[1] / angle, w[2] / angle}, Q[9];
     axis_angle(axis, angle, Q);
     mul3(Q, R, R);
+    if (angle < 1e-9) { /* quadratic convergence: the next step would be below rounding */
+      it++;
+      break;
+    }
   }
-  if (it <= 20 && is_maximiser(M, R)) return it;
+  if (it <= 13 && is_maximiser(M, R)) return it;
   exact_rotation(M, R);
   return -1;
 }

@@ -30,13 +30,15 @@
 
 enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
 
-/* An ARAP triangle with at least one free corner. */
-typedef struct arap_tri {
-  uint32_t v[3];
-  double c[3];     /* weight of the edge opposite each corner: ½ cot (clamped, floored) */
-  double e[3][3];  /* rest edge opposite each corner: p[c+2] - p[c+1] */
-  double g[3][3];  /* per corner j: Σ_k c_jk (p_j - p_k) at rest */
-} arap_tri;
+/* ARAP triangles (those with a free corner) are stored as parallel arrays, each walked in
+ * order by one pass of the iteration: corners, weights, rest edges, right-hand-side vectors. */
+typedef struct arap_tris {
+  uint32_t *v;  /* 3 per triangle */
+  double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
+  double *e;    /* 9: rest edge opposite each corner, p[c+2] - p[c+1] */
+  double *g;    /* 9: per corner j, Σ_k c_jk (p_j - p_k) at rest */
+  double *C;    /* 9: this iteration's Σ c e' eᵀ over the triangle's edges */
+} arap_tris;
 
 struct dfm_system {
   dfm_params p;
@@ -52,7 +54,7 @@ struct dfm_system {
   uint32_t *cp_off, *cp_vertex;
   double *cp_coef;
   /* ARAP */
-  arap_tri *tris;
+  arap_tris tri;
   uint32_t ntris;
   uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
   uint32_t nrot;
@@ -133,7 +135,11 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->cp_off);
   free(s->cp_vertex);
   free(s->cp_coef);
-  free(s->tris);
+  free(s->tri.v);
+  free(s->tri.c);
+  free(s->tri.e);
+  free(s->tri.g);
+  free(s->tri.C);
   free(s->rot_vertex);
   free(s->rot_slot);
   free(s->vt_off);
@@ -170,31 +176,52 @@ static void *dup_array(const void *src, size_t bytes) {
   return d;
 }
 
-/* Per-edge weights (aligned with adj->vv) from per-triangle cotangents, floored. */
+/* Per-edge weights (aligned with adj->vv) from per-triangle cotangents, floored, computed only
+ * around the vertices marked in `need` (the system never reads the others): a small region of
+ * a large mesh costs what the region costs. */
 static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
-                        int uniform, double **out, double *floor_out) {
-  size_t ne = adj->vv_offsets[adj->vertex_count];
+                        int uniform, const uint8_t *need, double **out, double *floor_out) {
+  uint32_t n = adj->vertex_count;
+  size_t ne = adj->vv_offsets[n];
   double *w = calloc(ne + 1, sizeof(double));
-  if (!w) return DFM_ENOMEM;
-  for (uint32_t f = 0; f < topo->triangle_count; f++) {
-    const uint32_t *t = topo->triangles + 3 * (size_t)f;
-    double cot[3];
-    if (uniform) cot[0] = cot[1] = cot[2] = 1.0;
-    else mesh_triangle_cotangents(rest, t, MESH_COTAN_CLAMPED, cot);
-    for (int c = 0; c < 3; c++) {
-      uint32_t i = t[(c + 1) % 3], j = t[(c + 2) % 3];
-      int64_t ij = mesh_adjacency_edge(adj, i, j), ji = mesh_adjacency_edge(adj, j, i);
-      if (ij >= 0) w[ij] += 0.5 * cot[c];
-      if (ji >= 0) w[ji] += 0.5 * cot[c];
+  uint8_t *done = calloc((size_t)topo->triangle_count + 1, 1);
+  if (!w || !done) {
+    free(w);
+    free(done);
+    return DFM_ENOMEM;
+  }
+  for (uint32_t v = 0; v < n; v++) {
+    if (!need[v]) continue;
+    for (uint32_t k = adj->vt_offsets[v]; k < adj->vt_offsets[v + 1]; k++) {
+      uint32_t f = adj->vt[k];
+      if (done[f]) continue;
+      done[f] = 1;
+      const uint32_t *t = topo->triangles + 3 * (size_t)f;
+      double cot[3];
+      if (uniform) cot[0] = cot[1] = cot[2] = 1.0;
+      else mesh_triangle_cotangents(rest, t, MESH_COTAN_CLAMPED, cot);
+      for (int c = 0; c < 3; c++) {
+        uint32_t i = t[(c + 1) % 3], j = t[(c + 2) % 3];
+        int64_t ij = mesh_adjacency_edge(adj, i, j), ji = mesh_adjacency_edge(adj, j, i);
+        if (ij >= 0) w[ij] += 0.5 * cot[c];
+        if (ji >= 0) w[ji] += 0.5 * cot[c];
+      }
     }
   }
+  free(done);
   double sum = 0;
   size_t pos = 0;
-  for (size_t e = 0; e < ne; e++)
-    if (w[e] > 0) sum += w[e], pos++;
+  for (uint32_t v = 0; v < n; v++) {
+    if (!need[v]) continue;
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+      if (w[e] > 0) sum += w[e], pos++;
+  }
   double floor = pos ? 1e-12 * sum / (double)pos : 1e-12;
-  for (size_t e = 0; e < ne; e++)
-    if (w[e] < floor) w[e] = floor;
+  for (uint32_t v = 0; v < n; v++) {
+    if (!need[v]) continue;
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+      if (w[e] < floor) w[e] = floor;
+  }
   *out = w;
   *floor_out = floor;
   return 0;
@@ -424,7 +451,10 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
 
   cholmod_l_start(&s->cc);
   s->cc_started = 1;
-  s->cc.supernodal = CHOLMOD_SIMPLICIAL; /* faster than supernodal on surface meshes (MEASURED.md) */
+  /* CHOLMOD picks simplicial or supernodal from the fill it predicts: simplicial wins on small
+   * regions (MEASURED.md: 98 vs 170 ms at 38k vertices with little fill), supernodal (BLAS on
+   * dense fronts) on large closed surfaces (220 vs 1170 ms on a 41k-vertex sphere). */
+  s->cc.supernodal = CHOLMOD_AUTO;
   s->cc.print = 0;
   cholmod_sparse *A = nf ? cholmod_l_allocate_sparse(nf, nf, nnz, 1, 1, -1, CHOLMOD_REAL, &s->cc) : NULL;
   if (nf && !A) {
@@ -495,28 +525,46 @@ out:
 }
 
 /* Active triangles (a free corner), the vertices needing rotations, and both adjacencies. */
-static int prepare_arap(dfm_system *s, const mesh_topology *topo, double floor) {
+static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor) {
   uint32_t n = s->n;
-  uint32_t count = 0;
-  for (uint32_t f = 0; f < topo->triangle_count; f++) {
-    const uint32_t *t = topo->triangles + 3 * (size_t)f;
-    count += s->col[t[0]] >= 0 || s->col[t[1]] >= 0 || s->col[t[2]] >= 0;
+  uint32_t *list = malloc(sizeof(uint32_t) * ((size_t)adj->vt_offsets[n] + 1));
+  uint8_t *mark = calloc((size_t)topo->triangle_count + 1, 1);
+  if (!list || !mark) {
+    free(list);
+    free(mark);
+    return DFM_ENOMEM;
   }
-  s->tris = calloc((size_t)count + 1, sizeof(arap_tri));
+  uint32_t count = 0;
+  for (uint32_t k = 0; k < s->nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++)
+      if (!mark[adj->vt[e]]) mark[adj->vt[e]] = 1, list[count++] = adj->vt[e];
+  }
+  free(mark);
+  arap_tris *a = &s->tri;
+  a->v = malloc(sizeof(uint32_t) * 3 * ((size_t)count + 1));
+  a->c = malloc(sizeof(double) * 3 * ((size_t)count + 1));
+  a->e = malloc(sizeof(double) * 9 * ((size_t)count + 1));
+  a->g = malloc(sizeof(double) * 9 * ((size_t)count + 1));
+  a->C = malloc(sizeof(double) * 9 * ((size_t)count + 1));
   s->rot_slot = malloc(sizeof(int32_t) * (n + 1));
   s->rot_vertex = malloc(sizeof(uint32_t) * (n + 1));
-  if (!s->tris || !s->rot_slot || !s->rot_vertex) return DFM_ENOMEM;
+  if (!a->v || !a->c || !a->e || !a->g || !a->C || !s->rot_slot || !s->rot_vertex) {
+    free(list);
+    return DFM_ENOMEM;
+  }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
-  for (uint32_t f = 0; f < topo->triangle_count; f++) {
-    const uint32_t *t = topo->triangles + 3 * (size_t)f;
-    if (s->col[t[0]] < 0 && s->col[t[1]] < 0 && s->col[t[2]] < 0) continue;
-    arap_tri *a = &s->tris[s->ntris++];
+  for (uint32_t i = 0; i < count; i++) {
+    const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
+    uint32_t ti = s->ntris++;
+    uint32_t *tv = a->v + 3 * (size_t)ti;
+    double *tc = a->c + 3 * (size_t)ti, *te = a->e + 9 * (size_t)ti, *tg = a->g + 9 * (size_t)ti;
     double cot[3];
     if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
     else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
     for (int c = 0; c < 3; c++) {
-      a->v[c] = t[c];
-      a->c[c] = 0.5 * cot[c] < 0.5 * floor ? 0.5 * floor : 0.5 * cot[c];
+      tv[c] = t[c];
+      tc[c] = 0.5 * cot[c] < 0.5 * floor ? 0.5 * floor : 0.5 * cot[c];
       if (s->rot_slot[t[c]] < 0) {
         s->rot_slot[t[c]] = (int32_t)s->nrot;
         s->rot_vertex[s->nrot++] = t[c];
@@ -524,17 +572,18 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, double floor) 
     }
     for (int c = 0; c < 3; c++) {
       const double *p1 = s->rest + 3 * (size_t)t[(c + 1) % 3], *p2 = s->rest + 3 * (size_t)t[(c + 2) % 3];
-      for (int k = 0; k < 3; k++) a->e[c][k] = p2[k] - p1[k];
+      for (int k = 0; k < 3; k++) te[3 * c + k] = p2[k] - p1[k];
     }
     /* g_j = Σ_{k ≠ j} c_jk (p_j - p_k); the edge (j, k) is opposite the third corner. */
     for (int j = 0; j < 3; j++) {
       int k1 = (j + 1) % 3, k2 = (j + 2) % 3;
       const double *pj = s->rest + 3 * (size_t)t[j];
       for (int d = 0; d < 3; d++)
-        a->g[j][d] = a->c[k2] * (pj[d] - s->rest[3 * (size_t)t[k1] + d]) +
-                     a->c[k1] * (pj[d] - s->rest[3 * (size_t)t[k2] + d]);
+        tg[3 * j + d] = tc[k2] * (pj[d] - s->rest[3 * (size_t)t[k1] + d]) +
+                        tc[k1] * (pj[d] - s->rest[3 * (size_t)t[k2] + d]);
     }
   }
+  free(list);
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
   s->Rsum = malloc(sizeof(double) * 9 * ((size_t)s->ntris + 1));
   s->vt_off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
@@ -554,23 +603,23 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, double floor) 
   }
   for (uint32_t t = 0; t < s->ntris; t++)
     for (int c = 0; c < 3; c++) {
-      s->vt_off[s->rot_slot[s->tris[t].v[c]] + 1]++;
-      int32_t col = s->col[s->tris[t].v[c]];
-      if (col >= 0) s->ft_off[col + 1]++;
+      uint32_t v = a->v[3 * (size_t)t + c];
+      s->vt_off[s->rot_slot[v] + 1]++;
+      if (s->col[v] >= 0) s->ft_off[s->col[v] + 1]++;
     }
   for (uint32_t r = 0; r < s->nrot; r++) s->vt_off[r + 1] += s->vt_off[r];
   for (uint32_t k = 0; k < s->nf; k++) s->ft_off[k + 1] += s->ft_off[k];
   memcpy(fill, s->vt_off, sizeof(uint32_t) * s->nrot);
   for (uint32_t t = 0; t < s->ntris; t++)
     for (int c = 0; c < 3; c++) {
-      uint32_t at = fill[s->rot_slot[s->tris[t].v[c]]]++;
+      uint32_t at = fill[s->rot_slot[a->v[3 * (size_t)t + c]]]++;
       s->vt[at] = t;
       s->vt_corner[at] = (uint8_t)c;
     }
   memcpy(fill, s->ft_off, sizeof(uint32_t) * s->nf);
   for (uint32_t t = 0; t < s->ntris; t++)
     for (int c = 0; c < 3; c++) {
-      int32_t col = s->col[s->tris[t].v[c]];
+      int32_t col = s->col[a->v[3 * (size_t)t + c]];
       if (col < 0) continue;
       uint32_t at = fill[col]++;
       s->ft[at] = t;
@@ -628,7 +677,20 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
       s->free_vertex[s->nf++] = v;
     }
   }
-  rc = edge_weights(topo, adj, s->rest, s->p.uniform, &w, &floor);
+  /* Weights are needed around free vertices (and one ring further for K = L M⁻¹ L). */
+  uint8_t *need = calloc(n + 1, 1);
+  if (!need) {
+    rc = DFM_ENOMEM;
+    goto fail;
+  }
+  for (uint32_t k = 0; k < s->nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    need[v] = 1;
+    if (s->p.mode == DFM_BIHARMONIC)
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) need[adj->vv[e]] = 1;
+  }
+  rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+  free(need);
   if (rc) goto fail;
   /* Soft weights are given relative to the mean edge weight, so 1 means "as strong as an edge". */
   s->soft_w = calloc((size_t)s->nf + 1, sizeof(double));
@@ -644,7 +706,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   rc = assemble_and_factor(s, topo, adj, w, err, errlen);
   if (rc) goto fail;
   if (s->p.mode == DFM_ARAP) {
-    rc = prepare_arap(s, topo, floor);
+    rc = prepare_arap(s, topo, adj, floor);
     if (rc) goto fail;
   }
   free(w);
@@ -690,30 +752,43 @@ static void known_rhs(dfm_system *s, const double *x, const double *soft_target)
   }
 }
 
-/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
+/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. Each
+ * triangle's Σ c e' eᵀ is computed once, then summed per vertex. */
 static void local_step(dfm_system *s, const double *p) {
   uint32_t nrot = s->nrot, ntris = s->ntris;
-#pragma omp parallel for schedule(static)
-  for (uint32_t r = 0; r < nrot; r++) {
-    double M[9] = {0};
-    for (uint32_t e = s->vt_off[r]; e < s->vt_off[r + 1]; e++) {
-      const arap_tri *t = &s->tris[s->vt[e]];
+  const arap_tris *a = &s->tri;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (uint32_t t = 0; t < ntris; t++) {
+      const uint32_t *tv = a->v + 3 * (size_t)t;
+      const double *tc = a->c + 3 * (size_t)t, *te = a->e + 9 * (size_t)t;
+      double *C = a->C + 9 * (size_t)t;
+      for (int i = 0; i < 9; i++) C[i] = 0;
       for (int c = 0; c < 3; c++) {
-        const double *a = p + 3 * (size_t)t->v[(c + 1) % 3], *b = p + 3 * (size_t)t->v[(c + 2) % 3];
-        double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        const double *x = p + 3 * (size_t)tv[(c + 1) % 3], *y = p + 3 * (size_t)tv[(c + 2) % 3];
+        double ed[3] = {tc[c] * (y[0] - x[0]), tc[c] * (y[1] - x[1]), tc[c] * (y[2] - x[2])};
         for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) M[3 * i + j] += t->c[c] * ed[i] * t->e[c][j];
+          for (int j = 0; j < 3; j++) C[3 * i + j] += ed[i] * te[3 * c + j];
       }
     }
-    dfm_fit_rotation(M, s->R + 9 * (size_t)r);
-  }
-#pragma omp parallel for schedule(static)
-  for (uint32_t t = 0; t < ntris; t++) {
-    double *S = s->Rsum + 9 * (size_t)t;
-    const double *R0 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[0]];
-    const double *R1 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[1]];
-    const double *R2 = s->R + 9 * (size_t)s->rot_slot[s->tris[t].v[2]];
-    for (int i = 0; i < 9; i++) S[i] = R0[i] + R1[i] + R2[i];
+#pragma omp for schedule(static)
+    for (uint32_t r = 0; r < nrot; r++) {
+      double M[9] = {0};
+      for (uint32_t e = s->vt_off[r]; e < s->vt_off[r + 1]; e++) {
+        const double *C = a->C + 9 * (size_t)s->vt[e];
+        for (int i = 0; i < 9; i++) M[i] += C[i];
+      }
+      dfm_fit_rotation(M, s->R + 9 * (size_t)r);
+    }
+#pragma omp for schedule(static)
+    for (uint32_t t = 0; t < ntris; t++) {
+      double *S = s->Rsum + 9 * (size_t)t;
+      const double *R0 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t]];
+      const double *R1 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t + 1]];
+      const double *R2 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t + 2]];
+      for (int i = 0; i < 9; i++) S[i] = R0[i] + R1[i] + R2[i];
+    }
   }
 }
 
@@ -726,7 +801,7 @@ static void add_rotation_rhs(dfm_system *s) {
     double acc[3] = {0, 0, 0};
     for (uint32_t e = s->ft_off[k]; e < s->ft_off[k + 1]; e++) {
       const double *S = s->Rsum + 9 * (size_t)s->ft[e];
-      const double *g = s->tris[s->ft[e]].g[s->ft_corner[e]];
+      const double *g = s->tri.g + 9 * (size_t)s->ft[e] + 3 * s->ft_corner[e];
       for (int i = 0; i < 3; i++) acc[i] += S[3 * i] * g[0] + S[3 * i + 1] * g[1] + S[3 * i + 2] * g[2];
     }
     for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d] / 3.0;
@@ -846,18 +921,19 @@ double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotation
   if (refit_rotations) local_step(s, p);
   double E = 0;
   for (uint32_t t = 0; t < s->ntris; t++) {
-    const arap_tri *tr = &s->tris[t];
+    const uint32_t *tv = s->tri.v + 3 * (size_t)t;
+    const double *tc = s->tri.c + 3 * (size_t)t, *te = s->tri.e + 9 * (size_t)t;
     for (int c = 0; c < 3; c++) {
-      const double *a = p + 3 * (size_t)tr->v[(c + 1) % 3], *b = p + 3 * (size_t)tr->v[(c + 2) % 3];
+      const double *a = p + 3 * (size_t)tv[(c + 1) % 3], *b = p + 3 * (size_t)tv[(c + 2) % 3];
       double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
       for (int k = 0; k < 3; k++) {
-        const double *R = s->R + 9 * (size_t)s->rot_slot[tr->v[k]];
+        const double *R = s->R + 9 * (size_t)s->rot_slot[tv[k]];
         double diff2 = 0;
         for (int i = 0; i < 3; i++) {
-          double re = R[3 * i] * tr->e[c][0] + R[3 * i + 1] * tr->e[c][1] + R[3 * i + 2] * tr->e[c][2];
+          double re = R[3 * i] * te[3 * c] + R[3 * i + 1] * te[3 * c + 1] + R[3 * i + 2] * te[3 * c + 2];
           diff2 += (ed[i] - re) * (ed[i] - re);
         }
-        E += tr->c[c] * diff2;
+        E += tc[c] * diff2;
       }
     }
   }

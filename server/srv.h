@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "dfm.h"
 #include "mesh.h"
 #include "proto.h"
 
@@ -46,6 +47,7 @@ typedef struct srv_config {
   size_t hard_limit;         /* per-connection queued bytes before dropping */
   uint32_t slow_timeout_ms;  /* lagging longer than this: dropped */
   uint32_t hello_timeout_ms; /* stream connections must say HELLO within this */
+  uint32_t gesture_idle_ms;  /* gestures not dragged for this long end */
   uint32_t max_connections;
   uint32_t max_vertices;     /* meshes refused above this */
   uint32_t max_sessions;
@@ -81,7 +83,9 @@ void srv_frame_unref(srv_frame *f);
 
 typedef enum srv_op_kind {
   SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets */
-  SRV_OP_SET_OFFSETS = 2  /* absolute quantised sculpt offsets of some vertices (ascending) */
+  SRV_OP_SET_OFFSETS = 2, /* absolute quantised sculpt offsets of some vertices (ascending) */
+  SRV_OP_ADD_TARGET = 3   /* the sculpt layer becomes a new target `name` at weight 1; the
+                           * layer is cleared, so the shape does not change */
 } srv_op_kind;
 
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */
@@ -92,6 +96,7 @@ typedef struct srv_op {
   const uint32_t *indices; /* target or vertex indices */
   const float *values;     /* SET_WEIGHTS */
   const int32_t *q;        /* SET_OFFSETS: 3 per entry */
+  const char *name;        /* ADD_TARGET */
 } srv_op;
 
 typedef struct srv_conn srv_conn;
@@ -103,10 +108,15 @@ typedef struct srv_target_range {
   float min, max;
 } srv_target_range;
 
+typedef struct srv_gesture srv_gesture;
+
 typedef struct srv_session {
   int refs;                  /* the server's table holds one; each running job one more */
+  int closed;                /* removed from the server: jobs finishing now apply nothing */
   char *name;
-  mesh *mesh;
+  mesh *mesh;                /* positions and triangles never change; targets are only added */
+  mesh_topology topo;        /* welded topology of the base mesh (solves, brushes) */
+  mesh_adjacency adj;        /* over topo's triangles */
   mesh_stats stats;
   srv_target_range *ranges;  /* per target */
   float offset_quantum;
@@ -115,12 +125,33 @@ typedef struct srv_session {
   uint64_t *weight_version;  /* target_count: version that last set it */
   int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
   uint64_t *block_version;   /* per block of 64 vertices */
-  srv_frame *mesh_part;      /* encoded SNAPSHOT mesh part, shared by every join */
+  srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */
+  srv_frame **target_parts;  /* ... and one per target */
+  uint32_t target_cap;
+  uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
   srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
   uint32_t subscriber_count;
   uint64_t ops_applied;
+  srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
+  uint32_t gesture_count;
   struct srv_session *next;  /* server's session list */
 } srv_session;
+
+/* A copy of a session's state that a thread-pool job can evaluate while the loop goes on:
+ * weights and offsets copied, targets copied shallowly (their arrays never change or move). */
+typedef struct srv_state {
+  mesh view;          /* the session's mesh with `targets` pointing at the copy below */
+  mesh_target *targets;
+  float *weights;
+  int32_t *offsets;
+  float quantum;
+} srv_state;
+
+/* Captures on the loop thread (two memcpy and a small copy). Returns 0 or MESH_ENOMEM. */
+int srv_state_capture(const srv_session *s, srv_state *st);
+void srv_state_release(srv_state *st);
+/* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */
+int srv_state_shape(const srv_state *st, float *out);
 
 /* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or
  * MESH_ENOMEM; on failure `m` is destroyed. Runs on any thread (touches nothing shared). */
@@ -136,18 +167,24 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
  * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
 uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
 
+/* Sets the sculpt offsets of `vertices` (NULL: every vertex) back to zero, as one op. Returns 0
+ * with the new version and how many vertices changed, or an SRV_RPC_* code with a reason. */
+int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
+                      uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen);
+
 /* Encodes the frames that bring a receiver from `since` to the current version: a WEIGHTS frame
  * of every target changed since then and a DELTA of every vertex in a block changed since then.
  * Appends to `b` (nothing when since == version). Returns 0 or a PROTO_E* code. */
 int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
+/* The frames a joining viewer is sent as its SNAPSHOT, in order: a per-join head (frame header
+ * and mesh counts), the shared body and target pieces (referenced), a per-join state part.
+ * *parts is malloc'ed and holds one reference to each frame. Returns 0 or MESH_ENOMEM. */
+int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count);
+
 /* Encodes the state part of a SNAPSHOT (current weights, non-zero offsets). */
 int srv_session_encode_state(const srv_session *s, proto_buf *b);
 
-/* Current shape (base + Σ w·Δ + offsets) into `out` (3 * vertex_count floats), from the given
- * weights and quantised offsets (a session's own, or a copy taken for a job). Returns 0 or
- * MESH_ENOMEM. Thread-safe for a mesh nobody modifies. */
-int srv_session_shape(const mesh *m, const float *weights, const int32_t *offsets, float quantum,
-                      float *out);
+
 
 /* ---- connections (srv_stream.c, srv_rpc.c) ---------------------------------------------------- */
 
@@ -272,6 +309,8 @@ enum {
   SRV_RPC_LIMIT = -32007,
   SRV_RPC_IO = -32008,
   SRV_RPC_UNAUTHORIZED = -32009,
+  SRV_RPC_UNKNOWN_GESTURE = -32010,
+  SRV_RPC_SOLVER = -32011,
   SRV_RPC_INTERNAL = -32000
 };
 
@@ -288,5 +327,47 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
 /* Sends an error object and frees the call. */
 void srv_rpc_error(srv_rpc_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- editing gestures (srv_gesture.c) ------------------------------------------------------- */
+
+/* Where an asynchronous answer goes: a JSON-RPC call, or a binary connection (referenced) that
+ * only hears about failures, as an ERROR frame naming `request_id`. */
+typedef struct srv_reply {
+  srv_rpc_call *call;
+  srv_conn *conn;
+  uint32_t request_id;
+} srv_reply;
+
+/* Answers with an error (and releases the reply). */
+void srv_reply_error(srv_reply *r, int rpc_code, const char *message);
+
+typedef struct srv_gesture_spec {
+  uint32_t id;            /* 0: the server picks one */
+  dfm_mode mode;
+  int iterations;
+  const uint32_t *handle; /* render vertices */
+  uint32_t handle_count;
+  int64_t pick;           /* render vertex, or -1: the handle is it and what lies within handle_radius */
+  double handle_radius;
+  const uint32_t *roi;    /* render vertices, or NULL: within roi_radius of the handle, or everything */
+  uint32_t roi_count;
+  double roi_radius;
+  const uint32_t *anchors;
+  uint32_t anchor_count;
+} srv_gesture_spec;
+
+/* Each returns 0 (the reply is answered later) or an SRV_RPC_* / -32602 code with a reason in
+ * err (the reply is untouched: the caller answers). */
+int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *spec, uint32_t owner,
+                      srv_reply reply, char *err, size_t errlen);
+int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xform *xf, int pivot_given,
+                     srv_reply reply, char *err, size_t errlen);
+int srv_gesture_end(srv_server *srv, srv_session *s, uint32_t id, srv_reply reply, char *err, size_t errlen);
+/* Gestures not dragged for idle_ms end (JSON-RPC gestures have no connection to end with). */
+void srv_gesture_expire(srv_server *srv, srv_session *s, uint64_t idle_ms);
+/* A connection went away: its gestures end (owner 0 means none: nothing happens). */
+void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner);
+/* The session is closing: every gesture ends (those with a job running when it finishes). */
+void srv_gesture_close_all(srv_session *s);
 
 #endif

@@ -6,7 +6,7 @@
  *    "token": "secret",
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
- *               "hello_timeout_ms": 10000,
+ *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
  *    "sessions": [{"session": "demo", "mesh": "demo"}]}
  * Command-line options given after --config override it.
@@ -32,6 +32,7 @@ void srv_config_init(srv_config *c) {
   c->hard_limit = 256u << 20;
   c->slow_timeout_ms = 10000;
   c->hello_timeout_ms = 10000;
+  c->gesture_idle_ms = 600000;
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
@@ -163,6 +164,8 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->hard_limit = (size_t)v;
     if ((r = get_uint(lim, "slow_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
     if (r) c->slow_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "gesture_idle_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->gesture_idle_ms = (uint32_t)v;
     if ((r = get_uint(lim, "hello_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
     if (r) c->hello_timeout_ms = (uint32_t)v;
     if ((r = get_uint(lim, "max_connections", 1e6, &v, err, errlen)) < 0) goto out;

@@ -92,9 +92,7 @@ typedef struct export_job {
   uv_work_t req;
   srv_server *srv;
   srv_session *session; /* referenced: its mesh stays alive even if the session is closed */
-  float *weights;
-  int32_t *offsets;
-  float quantum;
+  srv_state state;
   char *path;
   int status;
   char err[MESH_ERR_LEN];
@@ -104,16 +102,15 @@ typedef struct export_job {
 
 static void export_work(uv_work_t *req) {
   export_job *j = req->data;
-  const mesh *m = j->session->mesh;
+  const mesh *m = &j->state.view;
   float *shape = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
-  if (!shape) {
+  if (!shape || srv_state_shape(&j->state, shape) != 0) {
+    free(shape);
     j->status = MESH_ENOMEM;
     snprintf(j->err, sizeof(j->err), "out of memory");
     return;
   }
-  j->status = srv_session_shape(m, j->weights, j->offsets, j->quantum, shape);
-  if (j->status == 0) j->status = mesh_export(m, shape, j->path, MESH_FORMAT_AUTO, j->err, sizeof(j->err));
-  else snprintf(j->err, sizeof(j->err), "out of memory");
+  j->status = mesh_export(m, shape, j->path, MESH_FORMAT_AUTO, j->err, sizeof(j->err));
   free(shape);
 }
 
@@ -125,9 +122,8 @@ static void export_done(uv_work_t *req, int status) {
     snprintf(j->err, sizeof(j->err), "cancelled");
   }
   j->done(j->srv, j->arg, j->status, j->err);
+  srv_state_release(&j->state);
   srv_session_unref(j->session);
-  free(j->weights);
-  free(j->offsets);
   free(j->path);
   free(j);
 }
@@ -136,21 +132,13 @@ int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_ex
                    void *arg) {
   export_job *j = calloc(1, sizeof(*j));
   if (!j) return UV_ENOMEM;
-  const mesh *m = session->mesh;
-  /* Copy the state now (two memcpy): the loop may change it while the job runs. */
-  j->weights = malloc(sizeof(float) * (m->target_count + 1));
-  j->offsets = malloc(sizeof(int32_t) * (3 * (size_t)m->vertex_count + 1));
+  /* Copy the state now: the loop may change it while the job runs. */
   j->path = strdup(path);
-  if (!j->weights || !j->offsets || !j->path) {
-    free(j->weights);
-    free(j->offsets);
+  if (!j->path || srv_state_capture(session, &j->state) != 0) {
     free(j->path);
     free(j);
     return UV_ENOMEM;
   }
-  memcpy(j->weights, session->weights, sizeof(float) * m->target_count);
-  memcpy(j->offsets, session->offsets, sizeof(int32_t) * 3 * (size_t)m->vertex_count);
-  j->quantum = session->offset_quantum;
   j->srv = s;
   j->session = session;
   srv_session_ref(session);
@@ -160,8 +148,7 @@ int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_ex
   int rc = uv_queue_work(s->loop, &j->req, export_work, export_done);
   if (rc) {
     srv_session_unref(session);
-    free(j->weights);
-    free(j->offsets);
+    srv_state_release(&j->state);
     free(j->path);
     free(j);
     return rc;

@@ -145,6 +145,34 @@ static void m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, a);
 }
 
+static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
+  if (!cJSON_IsString(name)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"name\" must be the new target's name");
+    return;
+  }
+  srv_op op = {SRV_OP_ADD_TARGET, call->conn->id, 0, NULL, NULL, NULL, name->valuestring};
+  char why[512];
+  if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
+    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
+    return;
+  }
+  uint64_t version = srv_session_apply(s, x, &op);
+  if (version == 0) {
+    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  uint32_t t = x->mesh->target_count - 1;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "version", (double)version);
+  cJSON_AddNumberToObject(r, "index", t);
+  cJSON_AddStringToObject(r, "name", x->mesh->targets[t].name);
+  cJSON_AddNumberToObject(r, "vertices", x->mesh->targets[t].count);
+  srv_rpc_reply(call, r);
+}
+
 /* ---- weights -------------------------------------------------------------------------------- */
 
 static void m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -183,7 +211,7 @@ static void m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     idx[k] = (uint32_t)t;
     val[k++] = v;
   }
-  srv_op op = {SRV_OP_SET_WEIGHTS, call->conn->id, k, idx, val, NULL};
+  srv_op op = {SRV_OP_SET_WEIGHTS, call->conn->id, k, idx, val, NULL, NULL};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -288,7 +316,7 @@ static void m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     memcpy(q + 3 * (size_t)m, e[i].q, sizeof(e[i].q));
     m++;
   }
-  srv_op op = {SRV_OP_SET_OFFSETS, call->conn->id, m, idx, NULL, q};
+  srv_op op = {SRV_OP_SET_OFFSETS, call->conn->id, m, idx, NULL, q, NULL};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -320,6 +348,205 @@ static void m_sculpt_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
       cJSON_AddItemToArray(a, srv_json_float(proto_dequantize(q[c], x->offset_quantum)));
   }
   srv_rpc_reply(call, r);
+}
+
+/* ---- deformation gestures ------------------------------------------------------------------------- */
+
+/* Reads an optional array of vertex indices. Returns 0 (absent: *out NULL), 1, or -1 after
+ * answering the call with -32602. */
+static int vertex_list(srv_rpc_call *call, cJSON *params, const char *key, uint32_t **out, uint32_t *count) {
+  *out = NULL;
+  *count = 0;
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!a) return 0;
+  if (!cJSON_IsArray(a)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must be an array of vertex indices", key);
+    return -1;
+  }
+  int n = cJSON_GetArraySize(a);
+  *out = malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  if (!*out) {
+    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    return -1;
+  }
+  const cJSON *v;
+  cJSON_ArrayForEach(v, a) {
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0 ||
+        v->valuedouble != (double)(uint32_t)v->valuedouble) {
+      free(*out);
+      *out = NULL;
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must hold vertex indices (integers >= 0)", key);
+      return -1;
+    }
+    (*out)[(*count)++] = (uint32_t)v->valuedouble;
+  }
+  return 1;
+}
+
+/* Reads an optional array of n numbers into out. 0 absent, 1 read, -1 answered with an error. */
+static int number_array(srv_rpc_call *call, cJSON *params, const char *key, int n, double *out) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!a) return 0;
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must be an array of %d numbers", key, n);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    const cJSON *v = cJSON_GetArrayItem(a, i);
+    if (!cJSON_IsNumber(v)) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must be an array of %d numbers", key, n);
+      return -1;
+    }
+    if (!isfinite(v->valuedouble)) {
+      srv_rpc_error(call, SRV_RPC_NOT_FINITE, "\"%s\" has a non-finite value", key);
+      return -1;
+    }
+    out[i] = v->valuedouble;
+  }
+  return 1;
+}
+
+/* Reads an optional number; 0 absent, 1 read, -1 answered. */
+static int number(srv_rpc_call *call, cJSON *params, const char *key, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must be a number", key);
+    return -1;
+  }
+  if (!isfinite(v->valuedouble)) {
+    srv_rpc_error(call, SRV_RPC_NOT_FINITE, "\"%s\" is not finite", key);
+    return -1;
+  }
+  *out = v->valuedouble;
+  return 1;
+}
+
+static int gesture_id(srv_rpc_call *call, cJSON *params, uint32_t *id) {
+  double v = 0;
+  int r = number(call, params, "gesture", &v);
+  if (r < 0) return -1;
+  if (r == 0 || v < 1 || v > 4294967295.0 || v != (double)(uint32_t)v) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"gesture\" must be the id deform.begin returned");
+    return -1;
+  }
+  *id = (uint32_t)v;
+  return 0;
+}
+
+static void m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  srv_gesture_spec spec = {0};
+  spec.mode = DFM_ARAP;
+  spec.iterations = 2;
+  spec.pick = -1;
+  uint32_t *handle = NULL, *roi = NULL, *anchors = NULL;
+  const cJSON *mode = cJSON_GetObjectItemCaseSensitive(params, "mode");
+  if (mode && (!cJSON_IsString(mode) || dfm_mode_parse(mode->valuestring, &spec.mode) != 0)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"mode\" must be \"laplacian\", \"arap\" or \"biharmonic\"");
+    return;
+  }
+  double v;
+  int r;
+  if ((r = number(call, params, "iterations", &v)) < 0) return;
+  if (r) {
+    if (v < 1 || v > 100 || v != (double)(int)v) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"iterations\" must be an integer from 1 to 100");
+      return;
+    }
+    spec.iterations = (int)v;
+  }
+  if ((r = number(call, params, "gesture", &v)) < 0) return;
+  if (r) {
+    if (v < 1 || v > 4294967295.0 || v != (double)(uint32_t)v) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"gesture\" must be an integer id >= 1");
+      return;
+    }
+    spec.id = (uint32_t)v;
+  }
+  if ((r = number(call, params, "pick", &v)) < 0) return;
+  if (r) {
+    if (v < 0 || v != (double)(int64_t)v) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"pick\" must be a vertex index");
+      return;
+    }
+    spec.pick = (int64_t)v;
+  }
+  if (number(call, params, "handle_radius", &spec.handle_radius) < 0) return;
+  if (number(call, params, "roi_radius", &spec.roi_radius) < 0) return;
+  if (vertex_list(call, params, "handle", &handle, &spec.handle_count) < 0) return;
+  if (vertex_list(call, params, "roi", &roi, &spec.roi_count) < 0) goto out;
+  if (vertex_list(call, params, "anchors", &anchors, &spec.anchor_count) < 0) goto out;
+  spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
+  char err[256];
+  srv_reply reply = {call, NULL, 0};
+  /* Owner 0: a JSON-RPC gesture outlives the connection that began it (deformctl opens one
+   * per call); it ends with deform.end, the session, or after being idle too long. */
+  int rc = srv_gesture_begin(s, x, &spec, 0, reply, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
+out:
+  free(handle);
+  free(roi);
+  free(anchors);
+}
+
+static void m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  uint32_t id;
+  if (gesture_id(call, params, &id) < 0) return;
+  dfm_xform xf;
+  dfm_xform_identity(&xf);
+  int r;
+  if (number_array(call, params, "translate", 3, xf.translate) < 0) return;
+  if ((r = number_array(call, params, "rotate", 4, xf.rotation)) < 0) return;
+  if (r) {
+    double n = sqrt(xf.rotation[0] * xf.rotation[0] + xf.rotation[1] * xf.rotation[1] +
+                    xf.rotation[2] * xf.rotation[2] + xf.rotation[3] * xf.rotation[3]);
+    if (!(n > 1e-12)) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"rotate\" must be a non-zero quaternion [x, y, z, w]");
+      return;
+    }
+  }
+  int pivot = number_array(call, params, "pivot", 3, xf.pivot);
+  if (pivot < 0) return;
+  char err[256];
+  srv_reply reply = {call, NULL, 0};
+  int rc = srv_gesture_drag(s, x, id, &xf, pivot, reply, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
+}
+
+static void m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  uint32_t id;
+  if (gesture_id(call, params, &id) < 0) return;
+  char err[256];
+  srv_reply reply = {call, NULL, 0};
+  int rc = srv_gesture_end(s, x, id, reply, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
+}
+
+static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  uint32_t *list = NULL, count = 0;
+  int r = vertex_list(call, params, "vertices", &list, &count);
+  if (r < 0) return;
+  uint64_t version;
+  uint32_t reset;
+  char err[256];
+  int rc = srv_session_reset(s, x, call->conn->id, r ? list : NULL, count, &version, &reset, err, sizeof(err));
+  free(list);
+  if (rc) {
+    srv_rpc_error(call, rc, "%s", err);
+    return;
+  }
+  cJSON *res = cJSON_CreateObject();
+  cJSON_AddNumberToObject(res, "version", (double)version);
+  cJSON_AddNumberToObject(res, "reset_vertices", reset);
+  srv_rpc_reply(call, res);
 }
 
 /* ---- state and server --------------------------------------------------------------------------- */
@@ -406,6 +633,9 @@ static const struct {
     {"sculpt.set", m_sculpt_set, 1},         {"sculpt.get", m_sculpt_get, 1},
     {"state.get", m_state_get, 1},           {"server.stats", m_server_stats, 0},
     {"auth", m_auth, 1},
+    {"targets.create_from_sculpt", m_targets_create_from_sculpt, 1},
+    {"deform.begin", m_deform_begin, 1},     {"deform.drag", m_deform_drag, 1},
+    {"deform.end", m_deform_end, 1},         {"deform.reset", m_deform_reset, 1},
 };
 
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {

@@ -23,9 +23,17 @@ typedef struct write_req {
   srv_conn *conn;
   size_t len;
   int nframes;
-  srv_frame *frames[3];
-  uint8_t *copy; /* for srv_conn_send_copy */
+  srv_frame **frames; /* the references this write holds (points at inline_frames when few) */
+  srv_frame *inline_frames[2];
+  uint8_t *copy;      /* for srv_conn_send_copy */
 } write_req;
+
+static void write_req_free(write_req *w) {
+  for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
+  if (w->frames != w->inline_frames) free(w->frames);
+  free(w->copy);
+  free(w);
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf);
@@ -55,6 +63,7 @@ void srv_conn_close(srv_conn *c) {
   if (c->closing) return;
   c->closing = 1;
   if (c->kind == SRV_CONN_STREAM) srv_stream_detach(c);
+  for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   srv_log(SRV_LOG_DEBUG, "connection %u (%s) closed", c->id, c->peer);
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
@@ -62,8 +71,6 @@ void srv_conn_close(srv_conn *c) {
 static void on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   srv_conn *c = w->conn;
-  for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
-  free(w->copy);
   c->queued -= w->len;
   if (status == 0) {
     c->server->stats.bytes_sent += w->len;
@@ -77,7 +84,7 @@ static void on_write(uv_write_t *req, int status) {
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
   }
   if (!c->closing && c->queued == 0 && c->kind == SRV_CONN_STREAM) srv_stream_on_drained(c);
-  free(w);
+  write_req_free(w);
   srv_conn_unref(c);
 }
 
@@ -85,9 +92,7 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   srv_server *s = c->server;
   if (c->queued + w->len > s->cfg.hard_limit) {
     /* The pipe is full: nothing more can be said to this peer, not even why. */
-    for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
-    free(w->copy);
-    free(w);
+    write_req_free(w);
     s->stats.clients_dropped++;
     srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %zu bytes unread, over the hard limit", c->id,
             c->peer, c->queued);
@@ -100,9 +105,7 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_write);
   if (rc) {
     c->queued -= w->len;
-    for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
-    free(w->copy);
-    free(w);
+    write_req_free(w);
     srv_conn_unref(c);
     return rc;
   }
@@ -119,6 +122,7 @@ int srv_conn_send(srv_conn *c, srv_frame *f) {
   if (c->closing) return UV_ECANCELED;
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
+  w->frames = w->inline_frames;
   w->frames[w->nframes++] = srv_frame_ref(f);
   w->len = f->len;
   uv_buf_t buf = uv_buf_init((char *)f->data, (unsigned)f->len);
@@ -126,26 +130,35 @@ int srv_conn_send(srv_conn *c, srv_frame *f) {
   return submit(c, w, &buf, 1);
 }
 
-/* Sends several frames as one write (a snapshot is a header, the shared mesh part and the
- * state part). */
+/* Sends several frames as one write (a snapshot is a small head, the session's shared mesh
+ * body and target parts, and the state part). */
 int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n) {
   if (c->closing) return UV_ECANCELED;
   write_req *w = calloc(1, sizeof(*w));
-  if (!w) return UV_ENOMEM;
-  uv_buf_t bufs[3];
-  for (int i = 0; i < n && i < 3; i++) {
+  uv_buf_t *bufs = malloc(sizeof(uv_buf_t) * (size_t)(n + 1));
+  if (w) w->frames = n <= 2 ? w->inline_frames : malloc(sizeof(srv_frame *) * (size_t)n);
+  if (!w || !bufs || !w->frames) {
+    if (w && w->frames != w->inline_frames) free(w->frames);
+    free(w);
+    free(bufs);
+    return UV_ENOMEM;
+  }
+  for (int i = 0; i < n; i++) {
     w->frames[w->nframes++] = srv_frame_ref(parts[i]);
     bufs[i] = uv_buf_init((char *)parts[i]->data, (unsigned)parts[i]->len);
     w->len += parts[i]->len;
   }
   c->server->stats.frames_sent++;
-  return submit(c, w, bufs, (unsigned)w->nframes);
+  int rc = submit(c, w, bufs, (unsigned)n); /* libuv copies the buffer array */
+  free(bufs);
+  return rc;
 }
 
 int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) {
   if (c->closing) return UV_ECANCELED;
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
+  w->frames = w->inline_frames;
   w->copy = malloc(len ? len : 1);
   if (!w->copy) {
     free(w);
@@ -320,6 +333,8 @@ static void on_tick(uv_timer_t *t) {
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     return;
   }
+  if (now % 1000 < 100) /* about once a second */
+    for (srv_session *x = s->sessions; x; x = x->next) srv_gesture_expire(s, x, s->cfg.gesture_idle_ms);
   for (srv_conn *c = s->conns, *next; c; c = next) {
     next = c->next;
     if (c->closing) continue;
@@ -443,6 +458,8 @@ void srv_server_stop(srv_server *s, const char *why) {
 void srv_server_fini(srv_server *s) {
   for (srv_session *x = s->sessions, *next; x; x = next) {
     next = x->next;
+    x->closed = 1;
+    srv_gesture_close_all(x);
     srv_session_unref(x);
   }
   s->sessions = NULL;
@@ -477,6 +494,8 @@ void srv_server_close_session(srv_server *s, srv_session *session, const char *w
     srv_conn_finish(c, bye);
   }
   srv_frame_unref(bye);
+  session->closed = 1;
+  srv_gesture_close_all(session);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", session->name, why);
   srv_session_unref(session);
 }

@@ -20,13 +20,18 @@
 
 static void free_parts(srv_session *s) {
   free(s->name);
+  mesh_adjacency_fini(&s->adj);
+  mesh_topology_fini(&s->topo);
   mesh_destroy(s->mesh);
   free(s->ranges);
   free(s->weights);
   free(s->weight_version);
   free(s->offsets);
   free(s->block_version);
-  srv_frame_unref(s->mesh_part);
+  srv_frame_unref(s->mesh_body);
+  for (uint32_t t = 0; t < s->target_cap; t++) srv_frame_unref(s->target_parts[t]);
+  free(s->target_parts);
+  free(s->target_version);
 }
 
 void srv_session_destroy(srv_session *s) {
@@ -41,31 +46,95 @@ void srv_session_unref(srv_session *s) {
   if (s && --s->refs == 0) srv_session_destroy(s);
 }
 
-static int encode_mesh_part(srv_session *s) {
+static proto_mesh_desc mesh_desc(const srv_session *s) {
   const mesh *m = s->mesh;
-  proto_target_desc *td = calloc(m->target_count + 1, sizeof(*td));
-  if (!td) return MESH_ENOMEM;
-  for (uint32_t t = 0; t < m->target_count; t++) {
-    td[t].name = m->targets[t].name;
-    td[t].default_weight = m->targets[t].default_weight;
-    td[t].min = s->ranges[t].min;
-    td[t].max = s->ranges[t].max;
-    td[t].count = m->targets[t].count;
-    td[t].indices = m->targets[t].indices;
-    td[t].deltas = m->targets[t].deltas;
-  }
   proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions,
                         m->triangles, m->uvs, s->offset_quantum};
+  return md;
+}
+
+static proto_target_desc target_desc(const srv_session *s, uint32_t t) {
+  const mesh_target *mt = &s->mesh->targets[t];
+  proto_target_desc d = {mt->name, mt->default_weight, s->ranges[t].min, s->ranges[t].max,
+                         mt->count, mt->indices, mt->deltas};
+  return d;
+}
+
+/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed). */
+static int encode_target_part(srv_session *s, uint32_t t) {
+  if (t >= s->target_cap) {
+    uint32_t cap = s->target_cap ? 2 * s->target_cap : 16;
+    while (cap <= t) cap *= 2;
+    srv_frame **g = realloc(s->target_parts, sizeof(*g) * cap);
+    if (!g) return MESH_ENOMEM;
+    memset(g + s->target_cap, 0, sizeof(*g) * (cap - s->target_cap));
+    s->target_parts = g;
+    s->target_cap = cap;
+  }
   proto_buf b;
   proto_buf_init(&b);
-  int rc = proto_snapshot_mesh_part(&b, &md, td);
-  free(td);
+  proto_target_desc d = target_desc(s, t);
+  int rc = proto_snapshot_target(&b, &d);
   if (rc) {
     proto_buf_fini(&b);
     return rc == PROTO_ENOMEM ? MESH_ENOMEM : MESH_EINVAL;
   }
-  s->mesh_part = srv_frame_from_buf(&b);
-  return s->mesh_part ? 0 : MESH_ENOMEM;
+  s->target_parts[t] = srv_frame_from_buf(&b);
+  return s->target_parts[t] ? 0 : MESH_ENOMEM;
+}
+
+/* The SNAPSHOT mesh part is kept in pieces shared by every join: the body (positions,
+ * triangles, UVs) and one piece per target, so adding a target encodes only that target. */
+static int encode_mesh_parts(srv_session *s) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_mesh_desc md = mesh_desc(s);
+  int rc = proto_snapshot_mesh_body(&b, &md);
+  if (rc) {
+    proto_buf_fini(&b);
+    return MESH_ENOMEM;
+  }
+  s->mesh_body = srv_frame_from_buf(&b);
+  if (!s->mesh_body) return MESH_ENOMEM;
+  for (uint32_t t = 0; t < s->mesh->target_count; t++) {
+    rc = encode_target_part(s, t);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count) {
+  uint32_t nt = s->mesh->target_count;
+  srv_frame **p = malloc(sizeof(*p) * (nt + 3));
+  proto_buf b, st;
+  proto_buf_init(&b);
+  proto_buf_init(&st);
+  int rc = srv_session_encode_state(s, &st);
+  srv_frame *state = rc == 0 ? srv_frame_from_buf(&st) : NULL;
+  if (rc) proto_buf_fini(&st);
+  size_t mesh_len = 20 + s->mesh_body->len;
+  for (uint32_t t = 0; t < nt; t++) mesh_len += s->target_parts[t]->len;
+  proto_mesh_desc md = mesh_desc(s);
+  srv_frame *head = NULL;
+  if (p && state && proto_encode_snapshot_head(&b, s->version, mesh_len, state->len) == 0 &&
+      proto_snapshot_mesh_head(&b, &md) == 0)
+    head = srv_frame_from_buf(&b);
+  else
+    proto_buf_fini(&b);
+  if (!p || !state || !head) {
+    free(p);
+    srv_frame_unref(state);
+    srv_frame_unref(head);
+    return MESH_ENOMEM;
+  }
+  uint32_t k = 0;
+  p[k++] = head;
+  p[k++] = srv_frame_ref(s->mesh_body);
+  for (uint32_t t = 0; t < nt; t++) p[k++] = srv_frame_ref(s->target_parts[t]);
+  p[k++] = state;
+  *parts = p;
+  *count = k;
+  return 0;
 }
 
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen) {
@@ -105,7 +174,9 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   s->weight_version = calloc(nt + 1, sizeof(uint64_t));
   s->offsets = calloc(3 * (size_t)nv + 1, sizeof(int32_t));
   s->block_version = calloc(nblocks, sizeof(uint64_t));
-  if (!s->name || !s->ranges || !s->weights || !s->weight_version || !s->offsets || !s->block_version) {
+  s->target_version = calloc(nt + 1, sizeof(uint64_t));
+  if (!s->name || !s->ranges || !s->weights || !s->weight_version || !s->offsets || !s->block_version ||
+      !s->target_version) {
     srv_session_destroy(s);
     return MESH_ENOMEM;
   }
@@ -120,13 +191,11 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
    * head): far below what anyone can see, and exactly what every receiver rebuilds. */
   double diag = mesh_bbox_diagonal(m);
   s->offset_quantum = diag > 0.0 ? (float)ldexp(diag, -20) : 1e-6f;
-  mesh_topology t;
-  int rc = mesh_topology_init(&t, m, NULL, 0.0);
-  if (rc == 0) {
-    rc = mesh_compute_stats(m, &t, &s->stats);
-    mesh_topology_fini(&t);
-  }
-  if (rc == 0) rc = encode_mesh_part(s);
+  /* The welded topology and its adjacency are kept: every solve and brush needs them. */
+  int rc = mesh_topology_init(&s->topo, m, NULL, 0.0);
+  if (rc == 0) rc = mesh_compute_stats(m, &s->topo, &s->stats);
+  if (rc == 0) rc = mesh_adjacency_init(&s->adj, s->topo.vertex_count, s->topo.triangles, s->topo.triangle_count);
+  if (rc == 0) rc = encode_mesh_parts(s);
   if (rc) {
     snprintf(err, errlen, "%s", mesh_strerror(rc));
     srv_session_destroy(s);
@@ -173,12 +242,92 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
     }
     return 0;
   }
+  if (op->kind == SRV_OP_ADD_TARGET) {
+    size_t len = op->name ? strlen(op->name) : 0;
+    if (len == 0 || len > PROTO_MAX_NAME) {
+      snprintf(err, errlen, "a target name must have 1 to %d bytes", PROTO_MAX_NAME);
+      return -1;
+    }
+    if (mesh_find_target(m, op->name) >= 0) {
+      snprintf(err, errlen, "session '%s' already has a target called '%s'", s->name, op->name);
+      return -1;
+    }
+    if (m->target_count >= PROTO_MAX_TARGETS) {
+      snprintf(err, errlen, "session '%s' has the most targets a session can have (%d)", s->name, PROTO_MAX_TARGETS);
+      return -1;
+    }
+    for (uint32_t v = 0; v < m->vertex_count; v++) {
+      const int32_t *q = s->offsets + 3 * (size_t)v;
+      if (q[0] | q[1] | q[2]) return 0;
+    }
+    snprintf(err, errlen, "the sculpt layer of session '%s' is empty: nothing to make a target from", s->name);
+    return -1;
+  }
   snprintf(err, errlen, "unknown operation kind %d", (int)op->kind);
   return -1;
 }
 
+/* ADD_TARGET's state change: the target from the (non-zero) sculpt offsets, appended with
+ * weight 1, and those offsets cleared. Returns 0 or MESH_ENOMEM with the state unchanged. */
+static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t version) {
+  mesh *m = s->mesh;
+  uint32_t nv = m->vertex_count, nt = m->target_count, count = 0;
+  for (uint32_t v = 0; v < nv; v++) {
+    const int32_t *q = s->offsets + 3 * (size_t)v;
+    count += (q[0] | q[1] | q[2]) != 0;
+  }
+  uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
+  float *d = malloc(sizeof(float) * 3 * ((size_t)count + 1));
+  srv_target_range *ranges = realloc(s->ranges, sizeof(*ranges) * (nt + 1));
+  if (ranges) s->ranges = ranges;
+  float *weights = realloc(s->weights, sizeof(float) * (nt + 1));
+  if (weights) s->weights = weights;
+  uint64_t *wv = realloc(s->weight_version, sizeof(uint64_t) * (nt + 1));
+  if (wv) s->weight_version = wv;
+  uint64_t *tv = realloc(s->target_version, sizeof(uint64_t) * (nt + 1));
+  if (tv) s->target_version = tv;
+  if (!idx || !d || !ranges || !weights || !wv || !tv) {
+    free(idx);
+    free(d);
+    return MESH_ENOMEM;
+  }
+  uint32_t k = 0;
+  for (uint32_t v = 0; v < nv; v++) {
+    const int32_t *q = s->offsets + 3 * (size_t)v;
+    if ((q[0] | q[1] | q[2]) == 0) continue;
+    idx[k] = v;
+    for (int c = 0; c < 3; c++) d[3 * (size_t)k + c] = proto_dequantize(q[c], s->offset_quantum);
+    k++;
+  }
+  int rc = mesh_add_target_sparse(m, name, k, idx, d, 0.0f);
+  free(d);
+  if (rc == 0) {
+    s->ranges[nt].min = 0.0f;
+    s->ranges[nt].max = 1.0f;
+    s->weights[nt] = 1.0f;
+    s->weight_version[nt] = version;
+    s->target_version[nt] = version;
+    rc = encode_target_part(s, nt);
+    if (rc) { /* without its snapshot piece the target cannot be served: take it back */
+      mesh_remove_last_target(m);
+    }
+  }
+  if (rc == 0)
+    for (uint32_t i = 0; i < k; i++) {
+      memset(s->offsets + 3 * (size_t)idx[i], 0, sizeof(int32_t) * 3);
+      s->block_version[idx[i] >> SRV_BLOCK_SHIFT] = version;
+    }
+  free(idx);
+  return rc;
+}
+
 /* Encodes the frame that carries what `op` changed, at `version`. */
 static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, proto_buf *b) {
+  if (op->kind == SRV_OP_ADD_TARGET) {
+    uint32_t t = s->mesh->target_count - 1;
+    proto_target_desc d = target_desc(s, t);
+    return proto_encode_target_add(b, version, t, s->weights[t], &d);
+  }
   if (op->kind == SRV_OP_SET_WEIGHTS) {
     uint32_t nt = s->mesh->target_count;
     /* Dense when most targets changed: 4 bytes each instead of 6. */
@@ -190,7 +339,9 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, p
 
 uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   uint64_t version = s->version + 1;
-  if (op->kind == SRV_OP_SET_WEIGHTS) {
+  if (op->kind == SRV_OP_ADD_TARGET) {
+    if (add_target_from_sculpt(s, op->name, version) != 0) return 0;
+  } else if (op->kind == SRV_OP_SET_WEIGHTS) {
     for (uint32_t i = 0; i < op->count; i++) {
       s->weights[op->indices[i]] = op->values[i];
       s->weight_version[op->indices[i]] = version;
@@ -224,12 +375,38 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   return version;
 }
 
+static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
+
 int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b) {
+  size_t start = b->len;
+  int rc = encode_since_frames(s, since, flags, b);
+  if (rc || b->failed) return rc ? rc : PROTO_ENOMEM;
+  /* Every frame but the last says "more follow": a receiver reaches the version only with the
+   * last one, and never shows a half-applied catch-up as complete. */
+  size_t at = start, last = (size_t)-1;
+  while (at < b->len) {
+    if (last != (size_t)-1) b->data[last + 7] |= PROTO_FLAG_MORE;
+    last = at;
+    at += PROTO_HEADER_SIZE + proto_load_u32(b->data + at + 8);
+  }
+  return 0;
+}
+
+static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b) {
   if (since >= s->version) return 0;
   const mesh *m = s->mesh;
   uint32_t nt = m->target_count, changed = 0;
-  for (uint32_t t = 0; t < nt; t++) changed += s->weight_version[t] > since;
   int rc = 0;
+  /* Targets created since then come first: the weights and offsets below refer to them. */
+  for (uint32_t t = 0; t < nt && rc == 0; t++) {
+    if (s->target_version[t] <= since) continue;
+    proto_target_desc d = target_desc(s, t);
+    size_t at = b->len;
+    rc = proto_encode_target_add(b, s->version, t, s->weights[t], &d);
+    if (rc == 0) b->data[at + 7] |= flags; /* the header's flags byte */
+  }
+  if (rc) return rc;
+  for (uint32_t t = 0; t < nt; t++) changed += s->weight_version[t] > since;
   if (changed > nt / 2) {
     rc = proto_encode_weights(b, s->version, flags, nt, NULL, s->weights);
   } else if (changed > 0) {
@@ -306,13 +483,74 @@ int srv_session_encode_state(const srv_session *s, proto_buf *b) {
   return rc;
 }
 
-int srv_session_shape(const mesh *m, const float *weights, const int32_t *offsets, float quantum,
-                      float *out) {
-  size_t n = 3 * (size_t)m->vertex_count;
+int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
+                      uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen) {
+  uint32_t nv = s->mesh->vertex_count;
+  uint8_t *pick = vertices ? calloc(nv + 1, 1) : NULL;
+  uint32_t *idx = malloc(sizeof(uint32_t) * (nv + 1));
+  int32_t *q = calloc(3 * ((size_t)nv + 1), sizeof(int32_t)); /* zeros */
+  int rc = 0;
+  if ((vertices && !pick) || !idx || !q) {
+    snprintf(err, errlen, "out of memory");
+    rc = SRV_RPC_INTERNAL;
+    goto out;
+  }
+  for (uint32_t i = 0; vertices && i < count; i++) {
+    if (vertices[i] >= nv) {
+      snprintf(err, errlen, "vertex %u out of range (the mesh has %u vertices)", vertices[i], nv);
+      rc = SRV_RPC_OUT_OF_RANGE;
+      goto out;
+    }
+    pick[vertices[i]] = 1;
+  }
+  uint32_t k = 0;
+  for (uint32_t v = 0; v < nv; v++) {
+    const int32_t *o = s->offsets + 3 * (size_t)v;
+    if ((pick && !pick[v]) || (o[0] | o[1] | o[2]) == 0) continue;
+    idx[k++] = v;
+  }
+  srv_op op = {SRV_OP_SET_OFFSETS, author, k, idx, NULL, q, NULL};
+  *version = k ? srv_session_apply(srv, s, &op) : s->version;
+  *reset = k;
+out:
+  free(pick);
+  free(idx);
+  free(q);
+  return rc;
+}
+
+int srv_state_capture(const srv_session *s, srv_state *st) {
+  memset(st, 0, sizeof(*st));
+  const mesh *m = s->mesh;
+  st->view = *m;
+  st->targets = malloc(sizeof(mesh_target) * (m->target_count + 1));
+  st->weights = malloc(sizeof(float) * (m->target_count + 1));
+  st->offsets = malloc(sizeof(int32_t) * (3 * (size_t)m->vertex_count + 1));
+  if (!st->targets || !st->weights || !st->offsets) {
+    srv_state_release(st);
+    return MESH_ENOMEM;
+  }
+  memcpy(st->targets, m->targets, sizeof(mesh_target) * m->target_count);
+  memcpy(st->weights, s->weights, sizeof(float) * m->target_count);
+  memcpy(st->offsets, s->offsets, sizeof(int32_t) * 3 * (size_t)m->vertex_count);
+  st->view.targets = st->targets;
+  st->quantum = s->offset_quantum;
+  return 0;
+}
+
+void srv_state_release(srv_state *st) {
+  free(st->targets);
+  free(st->weights);
+  free(st->offsets);
+  memset(st, 0, sizeof(*st));
+}
+
+int srv_state_shape(const srv_state *st, float *out) {
+  size_t n = 3 * (size_t)st->view.vertex_count;
   float *off = malloc(sizeof(float) * (n + 1));
   if (!off) return MESH_ENOMEM;
-  for (size_t i = 0; i < n; i++) off[i] = proto_dequantize(offsets[i], quantum);
-  mesh_evaluate(m, weights, off, out);
+  for (size_t i = 0; i < n; i++) off[i] = proto_dequantize(st->offsets[i], st->quantum);
+  mesh_evaluate(&st->view, st->weights, off, out);
   free(off);
   return 0;
 }

@@ -110,32 +110,22 @@ void srv_stream_on_drained(srv_conn *c) {
   c->sent_version = s->version;
 }
 
-/* WELCOME, then the SNAPSHOT: a per-join header, the session's shared mesh part, and the
- * per-join state part. */
+/* WELCOME, then the SNAPSHOT (srv_session_snapshot_parts) as one write. */
 static int send_join(srv_conn *c, srv_session *s) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
   proto_encode_welcome(&b, s->version, &w);
   srv_frame *welcome = srv_frame_from_buf(&b);
-  proto_buf_init(&b);
-  int rc = srv_session_encode_state(s, &b);
-  srv_frame *state = rc == 0 ? srv_frame_from_buf(&b) : NULL;
-  if (rc) proto_buf_fini(&b);
-  proto_buf_init(&b);
-  srv_frame *head = NULL;
-  if (state && proto_encode_snapshot_head(&b, s->version, s->mesh_part->len, state->len) == 0)
-    head = srv_frame_from_buf(&b);
-  else
-    proto_buf_fini(&b);
-  rc = -1;
-  if (welcome && state && head) {
-    srv_frame *parts[3] = {head, s->mesh_part, state};
-    if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, 3) == 0) rc = 0;
+  srv_frame **parts = NULL;
+  uint32_t n = 0;
+  int rc = -1;
+  if (welcome && srv_session_snapshot_parts(s, &parts, &n) == 0) {
+    if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, (int)n) == 0) rc = 0;
+    for (uint32_t i = 0; i < n; i++) srv_frame_unref(parts[i]);
+    free(parts);
   }
   srv_frame_unref(welcome);
-  srv_frame_unref(state);
-  srv_frame_unref(head);
   return rc;
 }
 
@@ -187,6 +177,70 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
           s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer", (unsigned long long)s->version);
 }
 
+/* Copies a decoded index list into a malloc'ed array (NULL for an empty list). */
+static uint32_t *index_array(const proto_index_list *l, int *oom) {
+  if (l->count == 0) return NULL;
+  uint32_t *a = malloc(sizeof(uint32_t) * l->count);
+  if (!a) {
+    *oom = 1;
+    return NULL;
+  }
+  for (uint32_t i = 0; i < l->count; i++) a[i] = proto_index_at(l, i);
+  return a;
+}
+
+/* Gesture, brush and reset edits: answered asynchronously, failures as ERROR frames. */
+static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
+  srv_server *srv = c->server;
+  char why[256];
+  int rc = 0;
+  srv_conn_ref(c);
+  srv_reply reply = {NULL, c, e->request_id};
+  if (e->kind == PROTO_EDIT_GESTURE_BEGIN) {
+    const proto_gesture_begin *b = &e->begin;
+    int oom = 0;
+    uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
+    srv_gesture_spec spec = {b->gesture, (dfm_mode)b->mode, b->iterations, h, b->handle.count,
+                             b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick, b->handle_radius,
+                             roi, b->roi.count, b->roi_radius, an, b->anchors.count};
+    if (oom) {
+      snprintf(why, sizeof(why), "out of memory");
+      rc = SRV_RPC_INTERNAL;
+    } else {
+      rc = srv_gesture_begin(srv, s, &spec, c->id, reply, why, sizeof(why));
+    }
+    free(h);
+    free(roi);
+    free(an);
+  } else if (e->kind == PROTO_EDIT_GESTURE_DRAG) {
+    dfm_xform xf;
+    for (int k = 0; k < 3; k++) {
+      xf.translate[k] = e->drag.translate[k];
+      xf.pivot[k] = e->drag.pivot[k];
+    }
+    for (int k = 0; k < 4; k++) xf.rotation[k] = e->drag.rotate[k];
+    rc = srv_gesture_drag(srv, s, e->drag.gesture, &xf, e->drag.has_pivot, reply, why, sizeof(why));
+  } else if (e->kind == PROTO_EDIT_GESTURE_END) {
+    rc = srv_gesture_end(srv, s, e->gesture, reply, why, sizeof(why));
+  } else if (e->kind == PROTO_EDIT_RESET) {
+    int oom = 0;
+    uint32_t *list = index_array(&e->reset, &oom), n = 0;
+    uint64_t version;
+    if (oom) {
+      snprintf(why, sizeof(why), "out of memory");
+      rc = SRV_RPC_INTERNAL;
+    } else {
+      rc = srv_session_reset(srv, s, c->id, list, e->reset.count, &version, &n, why, sizeof(why));
+    }
+    free(list);
+    if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
+  } else {
+    snprintf(why, sizeof(why), "edit kind %u is not supported yet", e->kind);
+    rc = SRV_RPC_INTERNAL;
+  }
+  if (rc) srv_reply_error(&reply, rc, why);
+}
+
 static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_edit e;
@@ -207,6 +261,10 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
     return;
   }
+  if (e.kind >= PROTO_EDIT_GESTURE_BEGIN) {
+    on_gesture_edit(c, s, &e);
+    return;
+  }
   uint32_t count = e.kind == PROTO_EDIT_WEIGHTS ? e.weights.count : e.offsets.count;
   uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
   float *val = e.kind == PROTO_EDIT_WEIGHTS ? malloc(sizeof(float) * (count + 1)) : NULL;
@@ -224,7 +282,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     proto_offsets_begin(&e.offsets, &it);
     while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
   }
-  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q};
+  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q, NULL};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
     send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;

@@ -163,6 +163,11 @@ int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint
   return rc;
 }
 
+void mesh_remove_last_target(mesh *m) {
+  if (m->target_count == 0) return;
+  mesh__target_fini(&m->targets[--m->target_count]);
+}
+
 int mesh_find_target(const mesh *m, const char *name) {
   for (uint32_t i = 0; i < m->target_count; i++)
     if (strcmp(m->targets[i].name, name) == 0) return (int)i;

@@ -113,6 +113,9 @@ int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float d
 int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint32_t *indices,
                            const float *deltas, float default_weight);
 
+/* Removes (and frees) the last target; nothing when there is none. */
+void mesh_remove_last_target(mesh *m);
+
 /* Returns the index of the target called `name`, or -1. */
 int mesh_find_target(const mesh *m, const char *name);
 

@@ -206,6 +206,7 @@ int harness_follow(dfc_conn *c, dfc_replica *r, uint64_t version, int timeout_ms
     if (rc == 0) continue;
     if (rc < 0) test__fail(__FILE__, __LINE__, "follow: %s", err);
     ASSERT_OK(dfc_replica_apply(r, &hd, p, err, sizeof(err)), err);
+    if (getenv("HARNESS_TRACE")) fprintf(stderr, "frame type %u flags %u version %llu len %u\n", hd.type, hd.flags, (unsigned long long)hd.session_version, hd.length);
     if (hd.flags & PROTO_FLAG_CATCHUP) catchups++;
   }
   ASSERT_EQ(r->version, version);

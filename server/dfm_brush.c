@@ -1,0 +1,428 @@
+/*
+ * dfm_brush.c — sculpt brushes (grab, inflate, smooth, flatten, pinch) with radial falloffs and
+ * x-mirror symmetry, applied sample by sample to a shape in place.
+ *
+ * Per sample: one linear scan finds the touched vertices (and, with mirror_x, the mirror
+ * sample's, in the same pass); angle-weighted normals are computed for those vertices only,
+ * from their incident triangles; every displacement is computed from the pre-sample shape into
+ * a scratch list, checked for finiteness, then added. An undo log of the previous samples of
+ * the call lets a late failure restore everything, so a call is all or nothing.
+ *
+ * DOES NOT: compute normals or neighbourhoods of untouched vertices, keep state between calls,
+ * or know about stroke spacing (the caller decides where samples are).
+ */
+#include "dfm_brush.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const brush_names[] = {"grab", "inflate", "smooth", "flatten", "pinch"};
+static const char *const falloff_names[] = {"smoothstep", "linear", "gaussian", "constant"};
+
+#define N_BRUSHES (sizeof(brush_names) / sizeof(brush_names[0]))
+#define N_FALLOFFS (sizeof(falloff_names) / sizeof(falloff_names[0]))
+
+int dfm_brush_parse(const char *name, dfm_brush_kind *out) {
+  if (!name) return DFM_EINVAL;
+  for (size_t i = 0; i < N_BRUSHES; i++)
+    if (strcmp(name, brush_names[i]) == 0) {
+      *out = (dfm_brush_kind)i;
+      return 0;
+    }
+  return DFM_EINVAL;
+}
+
+int dfm_falloff_parse(const char *name, dfm_falloff *out) {
+  if (!name) return DFM_EINVAL;
+  for (size_t i = 0; i < N_FALLOFFS; i++)
+    if (strcmp(name, falloff_names[i]) == 0) {
+      *out = (dfm_falloff)i;
+      return 0;
+    }
+  return DFM_EINVAL;
+}
+
+const char *dfm_brush_name(dfm_brush_kind k) {
+  return (unsigned)k < N_BRUSHES ? brush_names[k] : "unknown";
+}
+
+const char *dfm_falloff_name(dfm_falloff f) {
+  return (unsigned)f < N_FALLOFFS ? falloff_names[f] : "unknown";
+}
+
+double dfm_falloff_eval(dfm_falloff f, double t) {
+  /* The comparison is written so that NaN also lands here: nothing at or beyond the radius may
+   * move, whatever rounding the formulas below would give near t = 1. */
+  if (!(t < 1.0)) return 0.0;
+  if (t < 0.0) t = 0.0;
+  switch (f) {
+    case DFM_FALLOFF_SMOOTHSTEP: {
+      double g = 1.0 - t * t * (3.0 - 2.0 * t);
+      return g > 0.0 ? g : 0.0; /* rounding just below t = 1 must not go negative */
+    }
+    case DFM_FALLOFF_LINEAR: return 1.0 - t;
+    case DFM_FALLOFF_GAUSSIAN: {
+      /* A plain Gaussian never reaches 0; shifting and rescaling keeps f(0) = 1 exactly and
+       * makes the edge of the brush continuous. */
+      const double edge = exp(-4.5);
+      double g = (exp(-4.5 * t * t) - edge) / (1.0 - edge);
+      return g > 0.0 ? g : 0.0;
+    }
+    case DFM_FALLOFF_CONSTANT: return 1.0;
+  }
+  return 0.0;
+}
+
+/* ---- scratch -------------------------------------------------------------------------------- */
+
+/* A position as it was before this call first wrote it, for the all-or-nothing rollback. */
+typedef struct undo_entry {
+  double p[3];
+  uint32_t v;
+  uint8_t moved;
+} undo_entry;
+
+/* Buffers reused by every sample of one call; they grow with the touched set, never to the mesh
+ * size unless a sample touches the whole mesh. */
+typedef struct scratch {
+  uint32_t cap;
+  uint32_t n;        /* touched vertices of the current sample */
+  uint32_t *idx;     /* ascending vertex ids */
+  double *f;         /* 2 per vertex: falloff of the sample and of its mirror (0 = not touched) */
+  double *normal;    /* 3 per vertex, when the brush needs normals */
+  double *disp;      /* 3 per vertex */
+  undo_entry *log;
+  size_t log_len, log_cap;
+} scratch;
+
+static void scratch_fini(scratch *s) {
+  free(s->idx);
+  free(s->f);
+  free(s->normal);
+  free(s->disp);
+  free(s->log);
+}
+
+static int scratch_grow(scratch *s, uint32_t limit) {
+  uint32_t cap = s->cap ? (s->cap > limit / 2 ? limit : 2 * s->cap) : (limit < 256 ? limit : 256);
+  uint32_t *idx = realloc(s->idx, sizeof(uint32_t) * cap);
+  if (!idx) return DFM_ENOMEM;
+  s->idx = idx;
+  double *f = realloc(s->f, sizeof(double) * 2 * cap);
+  if (!f) return DFM_ENOMEM;
+  s->f = f;
+  double *normal = realloc(s->normal, sizeof(double) * 3 * cap);
+  if (!normal) return DFM_ENOMEM;
+  s->normal = normal;
+  double *disp = realloc(s->disp, sizeof(double) * 3 * cap);
+  if (!disp) return DFM_ENOMEM;
+  s->disp = disp;
+  s->cap = cap;
+  return 0;
+}
+
+static int log_reserve(scratch *s, size_t extra) {
+  if (s->log_len + extra <= s->log_cap) return 0;
+  size_t cap = s->log_cap ? 2 * s->log_cap : 1024;
+  while (cap < s->log_len + extra) cap *= 2;
+  undo_entry *log = realloc(s->log, sizeof(undo_entry) * cap);
+  if (!log) return DFM_ENOMEM;
+  s->log = log;
+  s->log_cap = cap;
+  return 0;
+}
+
+/* Replays the undo log backwards: the earliest saved value of a vertex is restored last. */
+static void log_rollback(const scratch *s, double *positions, uint8_t *moved) {
+  for (size_t i = s->log_len; i-- > 0;) {
+    const undo_entry *e = &s->log[i];
+    memcpy(positions + 3 * (size_t)e->v, e->p, sizeof(e->p));
+    if (moved) moved[e->v] = e->moved;
+  }
+}
+
+/* ---- geometry ------------------------------------------------------------------------------- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static int finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+/* Unit normal of vertex v: face normals weighted by the corner angle at v (Thürmer & Wüthrich),
+ * so that it does not depend on how the surface around v is split into triangles. Each corner's
+ * terms are formed from (a - v) and (b - v) in the triangle's cyclic order, which makes the
+ * contribution of a mirrored triangle the exact mirror image; only the summation order differs.
+ * (0, 0, 0) when v has no non-degenerate triangle. */
+static void vertex_normal(const mesh_adjacency *adj, const uint32_t *triangles,
+                          const double *positions, uint32_t v, double n[3]) {
+  const double *p = positions + 3 * (size_t)v;
+  n[0] = n[1] = n[2] = 0.0;
+  for (uint32_t k = adj->vt_offsets[v]; k < adj->vt_offsets[v + 1]; k++) {
+    const uint32_t *tri = triangles + 3 * (size_t)adj->vt[k];
+    int c = tri[0] == v ? 0 : tri[1] == v ? 1 : 2;
+    const double *a = positions + 3 * (size_t)tri[(c + 1) % 3];
+    const double *b = positions + 3 * (size_t)tri[(c + 2) % 3];
+    double e1[3] = {a[0] - p[0], a[1] - p[1], a[2] - p[2]};
+    double e2[3] = {b[0] - p[0], b[1] - p[1], b[2] - p[2]};
+    double cr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                    e1[0] * e2[1] - e1[1] * e2[0]};
+    double len = sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]);
+    if (!(len > 0.0)) continue;
+    double dot = e1[0] * e2[0] + e1[1] * e2[1] + e1[2] * e2[2];
+    double l12 = sqrt((e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) *
+                      (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]));
+    /* acos costs half of atan2 and is as accurate while the angle is away from 0 and π (the
+     * usual case); near them it loses digits, so atan2 takes over. */
+    double cosang = dot / l12;
+    double angle = fabs(cosang) < 0.9 ? acos(cosang) : atan2(len, dot);
+    double s = angle / len;
+    n[0] += s * cr[0], n[1] += s * cr[1], n[2] += s * cr[2];
+  }
+  double len = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  if (len > 0.0 && isfinite(len)) {
+    n[0] /= len, n[1] /= len, n[2] /= len;
+  } else {
+    n[0] = n[1] = n[2] = 0.0;
+  }
+}
+
+/* A plane for flatten: point c, unit normal n; `ok` is 0 when there is no usable plane (all
+ * normals cancel out), in which case that pass flattens nothing. */
+typedef struct plane {
+  double c[3], n[3];
+  int ok;
+} plane;
+
+static plane fit_plane(const scratch *s, const double *positions, int pass) {
+  plane pl = {{0, 0, 0}, {0, 0, 0}, 0};
+  double wsum = 0.0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    double f = s->f[2 * i + pass];
+    if (f <= 0.0) continue;
+    const double *p = positions + 3 * (size_t)s->idx[i];
+    for (int k = 0; k < 3; k++) {
+      pl.c[k] += f * p[k];
+      pl.n[k] += f * s->normal[3 * i + k];
+    }
+    wsum += f;
+  }
+  double len = sqrt(pl.n[0] * pl.n[0] + pl.n[1] * pl.n[1] + pl.n[2] * pl.n[2]);
+  if (!(wsum > 0.0) || !(len > 0.0) || !isfinite(len)) return pl;
+  for (int k = 0; k < 3; k++) {
+    pl.c[k] /= wsum;
+    pl.n[k] /= len;
+  }
+  pl.ok = 1;
+  return pl;
+}
+
+/* ---- one sample ----------------------------------------------------------------------------- */
+
+/* Collects the vertices strictly inside either pass's sphere, with each pass's falloff. One scan
+ * over all vertices (~50 µs at 50k vertices), cheaper than maintaining a spatial index for a
+ * shape that changes with every sample. The mirror centre differs only in x, so y and z are
+ * shared and most vertices are rejected on |dx| alone. A vertex and its twin see the same
+ * operands, negated, for their respective passes, so their falloffs are bitwise equal. */
+static int find_touched(scratch *s, const dfm_brush *brush, const dfm_brush_sample *smp,
+                        int mirror, const double *positions, uint32_t vertex_count) {
+  const double r = smp->radius, r2 = r * r;
+  const double cx = smp->center[0], cy = smp->center[1], cz = smp->center[2], mx = -cx;
+  s->n = 0;
+  for (uint32_t v = 0; v < vertex_count; v++) {
+    const double *p = positions + 3 * (size_t)v;
+    double dx0 = p[0] - cx, dx1 = p[0] - mx;
+    int in0 = fabs(dx0) < r, in1 = mirror && fabs(dx1) < r;
+    if (!in0 && !in1) continue;
+    double dy = p[1] - cy, dz = p[2] - cz, e = dy * dy + dz * dz;
+    if (!(e < r2)) continue;
+    double f[2] = {0.0, 0.0}, d2;
+    if (in0 && (d2 = dx0 * dx0 + e) < r2) f[0] = dfm_falloff_eval(brush->falloff, sqrt(d2) / r);
+    if (in1 && (d2 = dx1 * dx1 + e) < r2) f[1] = dfm_falloff_eval(brush->falloff, sqrt(d2) / r);
+    if (!(f[0] > 0.0) && !(f[1] > 0.0)) continue;
+    if (s->n == s->cap) {
+      int rc = scratch_grow(s, vertex_count);
+      if (rc) return rc;
+    }
+    s->idx[s->n] = v;
+    s->f[2 * s->n] = f[0];
+    s->f[2 * s->n + 1] = f[1];
+    s->n++;
+  }
+  return 0;
+}
+
+/* Adds the displacement of touched vertex i under one pass, with weight w = strength · falloff,
+ * into d. */
+static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp, const plane *pl,
+                             const mesh_adjacency *adj, const double *positions, const scratch *s,
+                             uint32_t i, double w, double d[3]) {
+  uint32_t v = s->idx[i];
+  const double *p = positions + 3 * (size_t)v;
+  const double *n = s->normal + 3 * (size_t)i;
+  switch (brush->kind) {
+    case DFM_BRUSH_GRAB:
+      for (int k = 0; k < 3; k++) d[k] += w * smp->direction[k];
+      break;
+    case DFM_BRUSH_INFLATE: {
+      double a = w * smp->radius;
+      for (int k = 0; k < 3; k++) d[k] += a * n[k];
+      break;
+    }
+    case DFM_BRUSH_SMOOTH: {
+      uint32_t lo = adj->vv_offsets[v], hi = adj->vv_offsets[v + 1];
+      if (lo == hi) break;
+      double m[3] = {0, 0, 0};
+      for (uint32_t e = lo; e < hi; e++) {
+        const double *q = positions + 3 * (size_t)adj->vv[e];
+        m[0] += q[0], m[1] += q[1], m[2] += q[2];
+      }
+      double inv = 1.0 / (double)(hi - lo);
+      for (int k = 0; k < 3; k++) d[k] += w * (m[k] * inv - p[k]);
+      break;
+    }
+    case DFM_BRUSH_FLATTEN: {
+      if (!pl->ok) break;
+      double h = (p[0] - pl->c[0]) * pl->n[0] + (p[1] - pl->c[1]) * pl->n[1] +
+                 (p[2] - pl->c[2]) * pl->n[2];
+      for (int k = 0; k < 3; k++) d[k] -= w * h * pl->n[k];
+      break;
+    }
+    case DFM_BRUSH_PINCH: {
+      double u[3] = {smp->center[0] - p[0], smp->center[1] - p[1], smp->center[2] - p[2]};
+      double un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
+      for (int k = 0; k < 3; k++) d[k] += w * (u[k] - un * n[k]);
+      break;
+    }
+  }
+}
+
+/* Applies one sample (and its mirror) to `positions`. When `logged`, the previous values go to
+ * the undo log first. Returns 0, DFM_ENONFINITE (nothing of this sample applied) or
+ * DFM_ENOMEM. */
+static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
+                        const uint32_t *triangles, const dfm_brush_sample *smp,
+                        double *positions, uint8_t *moved, scratch *s, int logged,
+                        uint32_t *bad_vertex) {
+  dfm_brush_sample pass[2] = {*smp, *smp};
+  int passes = brush->mirror_x ? 2 : 1;
+  pass[1].center[0] = -smp->center[0];
+  pass[1].direction[0] = -smp->direction[0];
+
+  int rc = find_touched(s, brush, smp, passes == 2, positions, adj->vertex_count);
+  if (rc) return rc;
+  if (s->n == 0) return 0;
+
+  if (brush->kind == DFM_BRUSH_INFLATE || brush->kind == DFM_BRUSH_FLATTEN ||
+      brush->kind == DFM_BRUSH_PINCH)
+    for (uint32_t i = 0; i < s->n; i++)
+      vertex_normal(adj, triangles, positions, s->idx[i], s->normal + 3 * (size_t)i);
+
+  plane planes[2] = {{{0, 0, 0}, {0, 0, 0}, 0}, {{0, 0, 0}, {0, 0, 0}, 0}};
+  if (brush->kind == DFM_BRUSH_FLATTEN)
+    for (int k = 0; k < passes; k++) planes[k] = fit_plane(s, positions, k);
+
+  /* Both passes read the pre-sample shape; a vertex inside both gets the sum, which is the
+   * same two terms in either order for a vertex and its twin, so the sum stays symmetric. */
+  for (uint32_t i = 0; i < s->n; i++) {
+    double *d = s->disp + 3 * (size_t)i;
+    d[0] = d[1] = d[2] = 0.0;
+    for (int k = 0; k < passes; k++) {
+      double f = s->f[2 * i + k];
+      if (f > 0.0)
+        add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
+    }
+    const double *p = positions + 3 * (size_t)s->idx[i];
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    if (!finite3(q)) {
+      *bad_vertex = s->idx[i];
+      return DFM_ENONFINITE;
+    }
+  }
+
+  if (logged) {
+    rc = log_reserve(s, s->n);
+    if (rc) return rc;
+  }
+  for (uint32_t i = 0; i < s->n; i++) {
+    uint32_t v = s->idx[i];
+    double *p = positions + 3 * (size_t)v;
+    const double *d = s->disp + 3 * (size_t)i;
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    if (q[0] == p[0] && q[1] == p[1] && q[2] == p[2]) continue;
+    if (logged) {
+      undo_entry *e = &s->log[s->log_len++];
+      memcpy(e->p, p, sizeof(e->p));
+      e->v = v;
+      e->moved = moved ? moved[v] : 0;
+    }
+    memcpy(p, q, sizeof(q));
+    if (moved) moved[v] = 1;
+  }
+  return 0;
+}
+
+int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uint32_t *triangles,
+                    uint32_t triangle_count, const dfm_brush_sample *samples, uint32_t count,
+                    double *positions, uint8_t *moved, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!brush || !adj || !positions || (count && !samples) || (triangle_count && !triangles)) {
+    set_err(err, errlen, "brush, adjacency, positions and samples must not be NULL");
+    return DFM_EINVAL;
+  }
+  if ((unsigned)brush->kind >= N_BRUSHES || (unsigned)brush->falloff >= N_FALLOFFS) {
+    set_err(err, errlen, "unknown brush kind %d or falloff %d", (int)brush->kind,
+            (int)brush->falloff);
+    return DFM_EINVAL;
+  }
+  /* Cheap consistency check: the vertex -> triangle lists must refer to these triangles. */
+  if (adj->vertex_count && adj->vt_offsets[adj->vertex_count] > 3 * (uint64_t)triangle_count) {
+    set_err(err, errlen, "adjacency lists %u triangle corners, but only %u triangles were given",
+            adj->vt_offsets[adj->vertex_count], triangle_count);
+    return DFM_EINVAL;
+  }
+  /* Validate every sample before touching anything: a call is all or nothing. */
+  for (uint32_t i = 0; i < count; i++) {
+    const dfm_brush_sample *smp = &samples[i];
+    if (!finite3(smp->center) || !finite3(smp->direction)) {
+      set_err(err, errlen, "sample %u: center and direction must be finite", i);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
+      set_err(err, errlen, "sample %u: radius must be finite and > 0 (got %g)", i, smp->radius);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->strength)) {
+      set_err(err, errlen, "sample %u: strength must be finite (got %g)", i, smp->strength);
+      return DFM_EINVAL;
+    }
+  }
+
+  scratch s;
+  memset(&s, 0, sizeof(s));
+  int rc = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t bad = 0;
+    /* The last sample checks its result before writing, so it never needs undoing. */
+    rc = apply_sample(brush, adj, triangles, &samples[i], positions, moved, &s, i + 1 < count, &bad);
+    if (rc == DFM_ENONFINITE) {
+      set_err(err, errlen, "sample %u (%s) would move vertex %u to a non-finite position", i,
+              dfm_brush_name(brush->kind), bad);
+    } else if (rc == DFM_ENOMEM) {
+      set_err(err, errlen, "out of memory for the brush's scratch buffers (sample %u)", i);
+    }
+    if (rc) {
+      log_rollback(&s, positions, moved);
+      break;
+    }
+  }
+  scratch_fini(&s);
+  return rc;
+}

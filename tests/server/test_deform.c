@@ -1,0 +1,358 @@
+/*
+ * test_deform.c — deformation gestures, reset and targets from the sculpt layer, through a real
+ * deformd: what viewers rebuild equals what the solver computes on its own, drags coalesce,
+ * and a sculpt turned into a target leaves the shape as it was.
+ */
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dfm.h"
+#include "harness.h"
+#include "test.h"
+
+static const char *const demo_args[] = {"--demo", NULL};
+
+/* The solver run directly, as the server runs it for this gesture (pick + radii, no anchors):
+ * the expected quantised offsets of every render vertex after the given drags. */
+static int32_t *expected_offsets(dfm_mode mode, uint32_t pick, double handle_r, double roi_r, int iterations,
+                                 const dfm_xform *drags, int ndrags, float quantum) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  mesh_topology t;
+  mesh_adjacency a;
+  ASSERT_OK(mesh_topology_init(&t, m, NULL, 0), NULL);
+  ASSERT_OK(mesh_adjacency_init(&a, t.vertex_count, t.triangles, t.triangle_count), NULL);
+  uint32_t seed = t.render_to_topo[pick], *h, nh, *roi, nr;
+  ASSERT_OK(dfm_geodesic_region(&a, t.positions, &seed, 1, handle_r, &h, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&a, t.positions, h, nh, roi_r, &roi, &nr), NULL);
+  double pivot[3] = {0, 0, 0};
+  for (uint32_t i = 0; i < nh; i++)
+    for (int k = 0; k < 3; k++) pivot[k] += t.positions[3 * h[i] + k] / nh;
+  dfm_params p = {.mode = mode, .roi = roi, .roi_count = nr, .handle = h, .handle_count = nh, .iterations = iterations};
+  dfm_system *s = NULL;
+  char err[256];
+  ASSERT_OK(dfm_system_create(&t, &a, t.positions, &p, &s, err, sizeof(err)), err);
+  double *out = malloc(sizeof(double) * 3 * t.vertex_count);
+  for (int d = 0; d < ndrags; d++) {
+    dfm_xform x = drags[d];
+    memcpy(x.pivot, pivot, sizeof(pivot));
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+  }
+  int32_t *q = calloc(3 * m->vertex_count, sizeof(int32_t));
+  uint8_t *in = calloc(t.vertex_count, 1);
+  for (uint32_t i = 0; i < nr; i++) in[roi[i]] = 1;
+  for (uint32_t i = 0; i < nh; i++) in[h[i]] = 1;
+  for (uint32_t r = 0; r < m->vertex_count; r++) {
+    uint32_t v = t.render_to_topo[r];
+    if (!in[v]) continue;
+    for (int k = 0; k < 3; k++) q[3 * r + k] = proto_quantize((float)(out[3 * v + k] - t.positions[3 * v + k]), quantum);
+  }
+  free(in);
+  free(out);
+  free(h);
+  free(roi);
+  dfm_system_destroy(s);
+  mesh_adjacency_fini(&a);
+  mesh_topology_fini(&t);
+  mesh_destroy(m);
+  return q;
+}
+
+static uint64_t version_of(cJSON *r) {
+  uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
+  cJSON_Delete(r);
+  return v;
+}
+
+TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  cJSON *b = harness_rpc_ok(&h, "deform.begin",
+                            "{\"session\":\"demo\",\"mode\":\"arap\",\"pick\":2000,\"handle_radius\":0.01,"
+                            "\"roi_radius\":0.05,\"iterations\":2}");
+  int gesture = cJSON_GetObjectItem(b, "gesture")->valueint;
+  ASSERT(cJSON_GetObjectItem(b, "free")->valueint > 100);
+  cJSON_Delete(b);
+  dfm_xform drags[3];
+  const double moves[3][3] = {{0, 0.004, 0}, {0.002, 0.008, 0.001}, {0.003, 0.012, 0.004}};
+  uint64_t last = 0;
+  for (int d = 0; d < 3; d++) {
+    dfm_xform_identity(&drags[d]);
+    memcpy(drags[d].translate, moves[d], sizeof(moves[d]));
+    char params[256];
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[%.17g,%.17g,%.17g]}", gesture,
+             moves[d][0], moves[d][1], moves[d][2]);
+    /* One at a time, so that each drag is solved (no coalescing) like the oracle's. */
+    last = version_of(harness_rpc_ok(&h, "deform.drag", params));
+  }
+  char params[128];
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d}", gesture);
+  ASSERT_EQ(version_of(harness_rpc_ok(&h, "deform.end", params)), last);
+  harness_follow(&v, &r, last, 20000);
+  int32_t *want = expected_offsets(DFM_ARAP, 2000, 0.01, 0.05, 2, drags, 3, r.quantum);
+  uint32_t moved = 0;
+  for (uint32_t i = 0; i < 3 * r.mesh->vertex_count; i++) {
+    float expect = proto_dequantize(want[i], r.quantum);
+    if (memcmp(&expect, &r.offsets[i], sizeof(float)) != 0)
+      test__fail(__FILE__, __LINE__, "offset %u: viewer %.9g, solver %.9g", i, r.offsets[i], expect);
+    moved += want[i] != 0;
+  }
+  ASSERT(moved > 300);
+  free(want);
+  /* The gesture is gone once ended. */
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[0,0,0]}", gesture);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.drag", params, NULL, 0), -32010);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+}
+
+TEST(drags_sent_while_the_factorisation_runs_coalesce_to_the_latest) {
+  /* Laplacian editing is linear and has no memory, so the final shape is the solve of the last
+   * drag however many drags were skipped. All requests are sent at once. */
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn rpc;
+  char err[256];
+  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  char batch[32768];
+  size_t n = (size_t)snprintf(batch, sizeof(batch),
+                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"deform.begin\",\"params\":{\"session\":\"demo\","
+                              "\"mode\":\"laplacian\",\"gesture\":77,\"pick\":5000,\"handle_radius\":0.008,\"roi_radius\":0.06}}\n");
+  for (int d = 1; d <= 40; d++)
+    n += (size_t)snprintf(batch + n, sizeof(batch) - n,
+                          "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"deform.drag\",\"params\":{\"session\":\"demo\","
+                          "\"gesture\":77,\"translate\":[0,%.17g,0]}}\n",
+                          d + 1, 0.0005 * d);
+  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  /* 41 answers; drag versions never go down, and the last one carries the final state. */
+  uint64_t prev = 0, final = 0;
+  int drags = 0;
+  for (int i = 0; i < 41; i++) {
+    char line[4096];
+    size_t len = 0;
+    for (;;) {
+      ASSERT(recv(rpc.fd, line + len, 1, 0) == 1);
+      if (line[len] == '\n') break;
+      len++;
+    }
+    line[len] = '\0';
+    cJSON *o = cJSON_Parse(line);
+    ASSERT(o != NULL && cJSON_GetObjectItem(o, "result") != NULL);
+    int id = cJSON_GetObjectItem(o, "id")->valueint;
+    if (id > 1) {
+      uint64_t v = (uint64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(o, "result"), "version")->valuedouble;
+      ASSERT(v >= prev);
+      prev = v;
+      if (id == 41) final = v;
+      drags++;
+    }
+    cJSON_Delete(o);
+  }
+  ASSERT_EQ(drags, 40);
+  cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
+  uint64_t solves = (uint64_t)cJSON_GetObjectItem(st, "version")->valuedouble;
+  cJSON_Delete(st);
+  fprintf(stderr, "40 drags, %llu solves applied\n", (unsigned long long)solves);
+  ASSERT(solves < 40);
+  ASSERT_EQ(final, solves);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[1] = 0.0005 * 40;
+  int32_t *want = expected_offsets(DFM_LAPLACIAN, 5000, 0.008, 0.06, 1, &x, 1, r.quantum);
+  for (uint32_t i = 0; i < 3 * r.mesh->vertex_count; i++) {
+    float expect = proto_dequantize(want[i], r.quantum);
+    if (memcmp(&expect, &r.offsets[i], sizeof(float)) != 0)
+      test__fail(__FILE__, __LINE__, "offset %u: viewer %.9g, last drag's solve %.9g", i, r.offsets[i], expect);
+  }
+  free(want);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  dfc_close(&rpc);
+  harness_stop(&h);
+}
+
+TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn ed, v;
+  dfc_replica er, vr;
+  harness_join(&h, &v, &vr, "demo", PROTO_ROLE_VIEWER, NULL);
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_gesture_begin gb = {0};
+  gb.gesture = 9;
+  gb.mode = DFM_BIHARMONIC;
+  gb.iterations = 1;
+  gb.pick = 3000;
+  gb.handle_radius = 0.01f;
+  gb.roi_radius = 0.05f;
+  ASSERT_OK(proto_encode_edit_gesture_begin(&b, 1, &gb, NULL, NULL, NULL), NULL);
+  proto_gesture_drag gd = {9, {0.0f, 0.0f, 0.01f}, {0, 0, 0, 1}, 0, {0, 0, 0}};
+  ASSERT_OK(proto_encode_edit_gesture_drag(&b, 2, &gd), NULL);
+  ASSERT_OK(proto_encode_edit_gesture_end(&b, 3, 9), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  harness_follow(&v, &vr, 1, 20000);
+  uint32_t moved = 0;
+  for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) moved += vr.offsets[i] != 0.0f;
+  ASSERT(moved > 100);
+  /* A drag for a gesture that does not exist, and a begin with a vertex out of range. */
+  gd.gesture = 12345;
+  ASSERT_OK(proto_encode_edit_gesture_drag(&b, 4, &gd), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  uint32_t rid;
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 4);
+  gb.gesture = 10;
+  gb.pick = PROTO_NO_PICK;
+  gb.handle.count = 1;
+  uint32_t bad = 4000000;
+  ASSERT_OK(proto_encode_edit_gesture_begin(&b, 5, &gb, &bad, NULL, NULL), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 5);
+  /* RESET over the binary port puts everything back. */
+  ASSERT_OK(proto_encode_edit_reset(&b, 6, 0, NULL), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  harness_follow(&v, &vr, 2, 10000);
+  for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT(vr.offsets[i] == 0.0f);
+  proto_buf_fini(&b);
+  dfc_replica_fini(&er);
+  dfc_replica_fini(&vr);
+  dfc_close(&ed);
+  dfc_close(&v);
+  harness_stop(&h);
+}
+
+TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
+  harness h;
+  const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
+  harness_start(&h, "demo", args);
+  dfc_conn v, slow;
+  dfc_replica vr, sr;
+  harness_join(&h, &v, &vr, "demo", PROTO_ROLE_VIEWER, NULL);
+  harness_join(&h, &slow, &sr, "demo", PROTO_ROLE_VIEWER, NULL); /* reads only at the end */
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}", msg, sizeof(msg)), -32006);
+  ASSERT_STR_CONTAINS(msg, "empty");
+  cJSON_Delete(harness_rpc_ok(&h, "deform.begin", "{\"session\":\"demo\",\"mode\":\"laplacian\",\"gesture\":5,\"pick\":1000,\"handle_radius\":0.01,\"roi_radius\":0.04}"));
+  cJSON_Delete(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":5,\"translate\":[0,0,0.01]}"));
+  cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":5}"));
+  /* Big edits (every vertex) until `slow`, which reads nothing, has fallen behind: then the
+   * TARGET frame can only reach it through its catch-up. */
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  uint32_t nv = vr.mesh->vertex_count;
+  uint32_t *idx = malloc(sizeof(uint32_t) * nv);
+  int32_t *q = malloc(sizeof(int32_t) * 3 * nv);
+  for (uint32_t i = 0; i < nv; i++) idx[i] = i;
+  proto_buf b;
+  proto_buf_init(&b);
+  for (int e = 1, lagging = 0; e <= 300 && !lagging; e++) {
+    for (uint32_t i = 0; i < 3 * nv; i++) q[i] = (int32_t)((i * 31u + (uint32_t)e * 977u) % 4001u) - 2000;
+    ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
+    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    uint64_t ver = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
+    harness_follow(&v, &vr, ver, 10000);
+    harness_follow(&ed, &er, ver, 10000);
+    cJSON *st = harness_rpc_ok(&h, "server.stats", NULL);
+    lagging = cJSON_GetObjectItem(st, "lagging_connections")->valueint > 0;
+    cJSON_Delete(st);
+  }
+  proto_buf_fini(&b);
+  free(idx);
+  free(q);
+  uint64_t before_v = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
+  harness_follow(&v, &vr, before_v, 10000);
+  float *before = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
+  ASSERT_OK(dfc_replica_positions(&vr, before), NULL);
+  cJSON *r = harness_rpc_ok(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
+  ASSERT_EQ(cJSON_GetObjectItem(r, "index")->valueint, 16);
+  uint64_t created = version_of(r);
+  ASSERT_EQ(harness_rpc_err(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"smile_L\"}", msg, sizeof(msg)), -32006);
+  /* Lots of traffic for the slow viewer to fall behind on, then a weight for the new target. */
+  for (int i = 0; i < 200; i++) {
+    char p[256];
+    snprintf(p, sizeof(p), "{\"session\":\"demo\",\"offsets\":{\"%d\":[0.001,0,0]}}", 20000 + i);
+    cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", p));
+  }
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"bump\":0.25}}"));
+  uint64_t final = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
+  /* The live viewer got the TARGET frame: 17 targets, weight 1, shape unchanged at `created`. */
+  harness_follow(&v, &vr, created, 10000);
+  ASSERT_EQ(vr.mesh->target_count, 17);
+  ASSERT(strcmp(vr.mesh->targets[16].name, "bump") == 0);
+  ASSERT(vr.weights[16] == 1.0f);
+  float *after = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
+  ASSERT_OK(dfc_replica_positions(&vr, after), NULL);
+  for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT_NEAR(after[i], before[i], 1e-7);
+  for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT(vr.offsets[i] == 0.0f);
+  harness_follow(&v, &vr, final, 10000);
+  /* The slow viewer, the live one and a late joiner all end with the server's shape. */
+  int catchups = harness_follow(&slow, &sr, final, 20000);
+  ASSERT(catchups >= 1);
+  dfc_conn late;
+  dfc_replica lr;
+  harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
+  ASSERT_EQ(lr.mesh->target_count, 17);
+  uint32_t n;
+  float *server = harness_server_positions(&h, "demo", &n);
+  dfc_replica *all[3] = {&vr, &sr, &lr};
+  for (int k = 0; k < 3; k++) {
+    ASSERT_EQ(all[k]->mesh->target_count, 17);
+    float *p = malloc(sizeof(float) * 3 * n);
+    ASSERT_OK(dfc_replica_positions(all[k], p), NULL);
+    for (uint32_t i = 0; i < 3 * n; i++)
+      if (memcmp(&p[i], &server[i], sizeof(float)) != 0)
+        test__fail(__FILE__, __LINE__, "viewer %d, coordinate %u: %.9g vs the server's %.9g", k, i, p[i], server[i]);
+    free(p);
+  }
+  cJSON *st = harness_rpc_ok(&h, "server.stats", NULL);
+  fprintf(stderr, "frames coalesced: %d\n", cJSON_GetObjectItem(st, "frames_coalesced")->valueint);
+  cJSON_Delete(st);
+  free(server);
+  free(before);
+  free(after);
+  dfc_replica_fini(&vr);
+  dfc_replica_fini(&sr);
+  dfc_replica_fini(&lr);
+  dfc_replica_fini(&er);
+  dfc_close(&v);
+  dfc_close(&slow);
+  dfc_close(&late);
+  dfc_close(&ed);
+  harness_stop(&h);
+}
+
+TEST(gesture_requests_with_bad_parameters_are_refused) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "handle");
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"mode\":\"melt\",\"pick\":1}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"pick\":99999999}", msg, sizeof(msg)), -32006);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"nope\",\"pick\":1}", msg, sizeof(msg)), -32001);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"pick\":1,\"iterations\":0}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":3}", msg, sizeof(msg)), -32010);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":\"x\"}", msg, sizeof(msg)), -32602);
+  cJSON_Delete(harness_rpc_ok(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":3,\"pick\":1,\"roi_radius\":0.02}"));
+  ASSERT_EQ(harness_rpc_err(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":3,\"rotate\":[0,0,0,0]}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":3,\"translate\":[1,2]}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":3,\"pick\":1}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "already in progress");
+  /* Nothing changed the state. */
+  cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetObjectItem(st, "version")->valueint, 0);
+  cJSON_Delete(st);
+  harness_stop(&h);
+}
