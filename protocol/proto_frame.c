@@ -149,6 +149,7 @@ void proto__put_varint(proto_buf *b, uint32_t v) {
 }
 
 void proto__put_u32_array(proto_buf *b, const uint32_t *v, size_t n) {
+  if (n == 0) return; /* v may be NULL then */
   if (n > SIZE_MAX / 4) {
     b->failed = 1;
     return;

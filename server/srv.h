@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "dfm.h"
+#include "dfm_brush.h"
 #include "mesh.h"
 #include "proto.h"
 
@@ -134,6 +135,9 @@ typedef struct srv_session {
   uint64_t ops_applied;
   srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
   uint32_t gesture_count;
+  struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
+  uint32_t stroke_count;
+  int brush_running;
   struct srv_session *next;  /* server's session list */
 } srv_session;
 
@@ -338,8 +342,10 @@ typedef struct srv_reply {
   uint32_t request_id;
 } srv_reply;
 
-/* Answers with an error (and releases the reply). */
+/* Answers with an error, or with `result` (taken; binary connections hear nothing on success),
+ * and releases the reply. */
 void srv_reply_error(srv_reply *r, int rpc_code, const char *message);
+void srv_reply_ok(srv_reply *r, cJSON *result);
 
 typedef struct srv_gesture_spec {
   uint32_t id;            /* 0: the server picks one */
@@ -369,5 +375,14 @@ void srv_gesture_expire(srv_server *srv, srv_session *s, uint64_t idle_ms);
 void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner);
 /* The session is closing: every gesture ends (those with a job running when it finishes). */
 void srv_gesture_close_all(srv_session *s);
+
+/* ---- brush strokes (srv_brush.c) -------------------------------------------------------------- */
+
+/* Queues a stroke (copied) behind the session's other strokes; answers `reply` with
+ * {"version", "moved_vertices"} once applied. Returns 0 or an SRV_RPC_* / -32602 code. */
+int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
+                     uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
+/* The session is closing: waiting strokes are answered with an error. */
+void srv_brush_close_all(srv_session *s);
 
 #endif

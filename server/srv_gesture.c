@@ -55,7 +55,7 @@ struct srv_gesture {
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
-static void reply_ok(srv_reply *r, cJSON *result) {
+void srv_reply_ok(srv_reply *r, cJSON *result) {
   if (r->call) {
     srv_rpc_reply(r->call, result);
     r->call = NULL;
@@ -99,7 +99,7 @@ static void gesture_free(srv_gesture *g) {
   for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_RPC_UNKNOWN_GESTURE, "the gesture ended");
   free(g->waiting);
   srv_reply_error(&g->begin_reply, SRV_RPC_UNKNOWN_GESTURE, "the gesture ended");
-  if (g->have_end_reply) reply_ok(&g->end_reply, version_result(g->session->version));
+  if (g->have_end_reply) srv_reply_ok(&g->end_reply, version_result(g->session->version));
   dfm_system_destroy(g->sys);
   free(g->rest);
   free(g->region);
@@ -273,7 +273,7 @@ static void begin_done(uv_work_t *req, int status) {
     cJSON_AddNumberToObject(r, "prefactor_ms", g->info.analyze_ms + g->info.factor_ms);
     cJSON *pivot = cJSON_AddArrayToObject(r, "pivot");
     for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)g->pivot[k]));
-    reply_ok(&g->begin_reply, r);
+    srv_reply_ok(&g->begin_reply, r);
   }
   srv_state_release(&j->state);
   free(j->handle);
@@ -464,7 +464,7 @@ static void solve_done(uv_work_t *req, int status) {
   }
   for (uint32_t i = 0; i < j->nanswer; i++) {
     if (j->status) srv_reply_error(&j->answer[i], SRV_RPC_SOLVER, j->err);
-    else reply_ok(&j->answer[i], version_result(version));
+    else srv_reply_ok(&j->answer[i], version_result(version));
   }
   if (j->status) srv_log(SRV_LOG_INFO, "session %s: gesture %u drag failed: %s", s->name, g->id, j->err);
   free(j->answer);

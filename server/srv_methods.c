@@ -549,6 +549,65 @@ static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, res);
 }
 
+static void m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  dfm_brush brush = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0};
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(params, "brush");
+  if (!cJSON_IsString(kind) || dfm_brush_parse(kind->valuestring, &brush.kind) != 0) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"brush\" must be grab, inflate, smooth, flatten or pinch");
+    return;
+  }
+  const cJSON *falloff = cJSON_GetObjectItemCaseSensitive(params, "falloff");
+  if (falloff && (!cJSON_IsString(falloff) || dfm_falloff_parse(falloff->valuestring, &brush.falloff) != 0)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"falloff\" must be smoothstep, linear, gaussian or constant");
+    return;
+  }
+  const cJSON *mirror = cJSON_GetObjectItemCaseSensitive(params, "mirror_x");
+  if (mirror && !cJSON_IsBool(mirror)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"mirror_x\" must be true or false");
+    return;
+  }
+  brush.mirror_x = cJSON_IsTrue(mirror);
+  double radius = -1, strength = 0.5;
+  if (number(call, params, "radius", &radius) < 0 || number(call, params, "strength", &strength) < 0) return;
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "samples");
+  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+  if (n < 1 || n > 65536) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 samples");
+    return;
+  }
+  dfm_brush_sample *samples = calloc((size_t)n, sizeof(*samples));
+  if (!samples) {
+    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  int i = 0;
+  cJSON *smp;
+  cJSON_ArrayForEach(smp, list) {
+    dfm_brush_sample *d = &samples[i++];
+    d->radius = radius;
+    d->strength = strength;
+    if (!cJSON_IsObject(smp) || number_array(call, smp, "center", 3, d->center) != 1) {
+      if (cJSON_IsObject(smp) && cJSON_GetObjectItemCaseSensitive(smp, "center")) goto out; /* answered */
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: sample %d needs \"center\": [x, y, z]", i - 1);
+      goto out;
+    }
+    if (number_array(call, smp, "direction", 3, d->direction) < 0) goto out;
+    if (number(call, smp, "radius", &d->radius) < 0 || number(call, smp, "strength", &d->strength) < 0) goto out;
+    if (!(d->radius > 0)) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: sample %d has no positive \"radius\" (give one per stroke or per sample)", i - 1);
+      goto out;
+    }
+  }
+  char err[256];
+  srv_reply reply = {call, NULL, 0};
+  int rc = srv_brush_stroke(s, x, &brush, samples, (uint32_t)n, call->conn->id, reply, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
+out:
+  free(samples);
+}
+
 /* ---- state and server --------------------------------------------------------------------------- */
 
 static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -636,6 +695,7 @@ static const struct {
     {"targets.create_from_sculpt", m_targets_create_from_sculpt, 1},
     {"deform.begin", m_deform_begin, 1},     {"deform.drag", m_deform_drag, 1},
     {"deform.end", m_deform_end, 1},         {"deform.reset", m_deform_reset, 1},
+    {"brush.stroke", m_brush_stroke, 1},
 };
 
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {

@@ -460,6 +460,7 @@ void srv_server_fini(srv_server *s) {
     next = x->next;
     x->closed = 1;
     srv_gesture_close_all(x);
+    srv_brush_close_all(x);
     srv_session_unref(x);
   }
   s->sessions = NULL;
@@ -496,6 +497,7 @@ void srv_server_close_session(srv_server *s, srv_session *session, const char *w
   srv_frame_unref(bye);
   session->closed = 1;
   srv_gesture_close_all(session);
+  srv_brush_close_all(session);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", session->name, why);
   srv_session_unref(session);
 }

@@ -234,9 +234,26 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     }
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
+  } else if (e->kind == PROTO_EDIT_BRUSH) {
+    dfm_brush brush = {(dfm_brush_kind)e->brush.brush, (dfm_falloff)e->brush.falloff, e->brush.mirror_x};
+    dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));
+    if (!smp) {
+      snprintf(why, sizeof(why), "out of memory");
+      rc = SRV_RPC_INTERNAL;
+    } else {
+      for (uint32_t i = 0; i < e->brush.count; i++) {
+        proto_brush_sample b;
+        proto_brush_sample_at(&e->brush, i, &b);
+        for (int k = 0; k < 3; k++) smp[i].center[k] = b.center[k], smp[i].direction[k] = b.direction[k];
+        smp[i].radius = b.radius;
+        smp[i].strength = b.strength;
+      }
+      rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, c->id, reply, why, sizeof(why));
+      free(smp);
+    }
   } else {
-    snprintf(why, sizeof(why), "edit kind %u is not supported yet", e->kind);
-    rc = SRV_RPC_INTERNAL;
+    snprintf(why, sizeof(why), "edit kind %u is not supported", e->kind);
+    rc = -32602;
   }
   if (rc) srv_reply_error(&reply, rc, why);
 }

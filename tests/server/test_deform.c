@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "dfm.h"
+#include "dfm_brush.h"
 #include "harness.h"
 #include "test.h"
 
@@ -354,5 +355,133 @@ TEST(gesture_requests_with_bad_parameters_are_refused) {
   cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
   ASSERT_EQ(cJSON_GetObjectItem(st, "version")->valueint, 0);
   cJSON_Delete(st);
+  harness_stop(&h);
+}
+
+/* The brush oracle: the demo head at rest (no weights, no offsets), the strokes applied with
+ * dfm_brush_apply directly, displacements quantised like the server does. */
+static int32_t *expected_brush_offsets(const dfm_brush *brushes, const dfm_brush_sample *const *samples,
+                                       const uint32_t *counts, int nstrokes, float quantum) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  mesh_topology t;
+  mesh_adjacency a;
+  ASSERT_OK(mesh_topology_init(&t, m, NULL, 0), NULL);
+  ASSERT_OK(mesh_adjacency_init(&a, t.vertex_count, t.triangles, t.triangle_count), NULL);
+  int32_t *q = calloc(3 * m->vertex_count, sizeof(int32_t));
+  double *p = malloc(sizeof(double) * 3 * t.vertex_count), *p0 = malloc(sizeof(double) * 3 * t.vertex_count);
+  uint8_t *moved = malloc(t.vertex_count);
+  for (int k = 0; k < nstrokes; k++) {
+    /* The current shape: base + dequantised offsets, per topology vertex. */
+    for (uint32_t v = 0; v < t.vertex_count; v++) {
+      uint32_t r = t.topo_render[t.topo_offsets[v]];
+      for (int c = 0; c < 3; c++) p[3 * v + c] = (float)(m->positions[3 * r + c] + proto_dequantize(q[3 * r + c], quantum));
+    }
+    memcpy(p0, p, sizeof(double) * 3 * t.vertex_count);
+    memset(moved, 0, t.vertex_count);
+    char err[256];
+    ASSERT_OK(dfm_brush_apply(&brushes[k], &a, t.triangles, t.triangle_count, samples[k], counts[k], p, moved, err, sizeof(err)), err);
+    for (uint32_t r = 0; r < m->vertex_count; r++) {
+      uint32_t v = t.render_to_topo[r];
+      if (!moved[v]) continue;
+      for (int c = 0; c < 3; c++) {
+        float off = proto_dequantize(q[3 * r + c], quantum) + (float)(p[3 * v + c] - p0[3 * v + c]);
+        q[3 * r + c] = proto_quantize(off, quantum);
+      }
+    }
+  }
+  free(p);
+  free(p0);
+  free(moved);
+  mesh_adjacency_fini(&a);
+  mesh_topology_fini(&t);
+  mesh_destroy(m);
+  return q;
+}
+
+TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  /* Two strokes sent back to back: an inflate with X mirror, then a grab over the same area. */
+  const char *first =
+      "{\"session\":\"demo\",\"brush\":\"inflate\",\"falloff\":\"smoothstep\",\"radius\":0.02,\"strength\":0.3,"
+      "\"mirror_x\":true,\"samples\":[{\"center\":[0.03,0.02,0.09]},{\"center\":[0.035,0.025,0.088]}]}";
+  const char *second =
+      "{\"session\":\"demo\",\"brush\":\"grab\",\"falloff\":\"gaussian\",\"radius\":0.025,\"strength\":1,"
+      "\"samples\":[{\"center\":[0.03,0.02,0.09],\"direction\":[0,0.004,0.002]}]}";
+  dfc_conn rpc;
+  char err[256];
+  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  char batch[2048];
+  size_t n = (size_t)snprintf(batch, sizeof(batch),
+                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"brush.stroke\",\"params\":%s}\n"
+                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"brush.stroke\",\"params\":%s}\n",
+                              first, second);
+  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  cJSON *res, *e, *sp = cJSON_Parse("{\"session\":\"demo\"}");
+  ASSERT_EQ(dfc_rpc(&rpc, "state.get", sp, 10000, &res, &e), 0); /* answered after both strokes queued */
+  cJSON_Delete(sp);
+  cJSON_Delete(res);
+  for (int i = 0; i < 60; i++) {
+    uint64_t ver = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
+    if (ver == 2) break;
+    usleep(50000);
+  }
+  harness_follow(&v, &r, 2, 20000);
+  dfm_brush brushes[2] = {{DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 1}, {DFM_BRUSH_GRAB, DFM_FALLOFF_GAUSSIAN, 0}};
+  dfm_brush_sample s1[2] = {{{0.03, 0.02, 0.09}, {0, 0, 0}, 0.02, 0.3}, {{0.035, 0.025, 0.088}, {0, 0, 0}, 0.02, 0.3}};
+  dfm_brush_sample s2[1] = {{{0.03, 0.02, 0.09}, {0, 0.004, 0.002}, 0.025, 1}};
+  const dfm_brush_sample *samples[2] = {s1, s2};
+  uint32_t counts[2] = {2, 1};
+  int32_t *want = expected_brush_offsets(brushes, samples, counts, 2, r.quantum);
+  uint32_t moved = 0;
+  for (uint32_t i = 0; i < 3 * r.mesh->vertex_count; i++) {
+    float expect = proto_dequantize(want[i], r.quantum);
+    if (memcmp(&expect, &r.offsets[i], sizeof(float)) != 0)
+      test__fail(__FILE__, __LINE__, "offset %u: viewer %.9g, brush %.9g", i, r.offsets[i], expect);
+    moved += want[i] != 0;
+  }
+  ASSERT(moved > 100);
+  free(want);
+  /* Refusals. */
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"melt\",\"radius\":1,\"samples\":[{\"center\":[0,0,0]}]}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"grab\",\"radius\":1,\"samples\":[]}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"grab\",\"samples\":[{\"center\":[0,0,0]}]}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "radius");
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"grab\",\"radius\":1,\"samples\":[{\"center\":[0,0]}]}", msg, sizeof(msg)), -32602);
+  dfc_close(&rpc);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+}
+
+TEST(a_binary_brush_edit_streams_a_delta) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_brush_sample smp = {{0.0f, 0.05f, 0.1f}, {0, 0, 0}, 0.03f, 0.5f};
+  ASSERT_OK(proto_encode_edit_brush(&b, 8, 2 /* smooth */, 1 /* linear */, 0, 1, &smp), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  harness_follow(&ed, &er, 1, 20000);
+  uint32_t moved = 0;
+  for (uint32_t i = 0; i < 3 * er.mesh->vertex_count; i++) moved += er.offsets[i] != 0.0f;
+  ASSERT(moved > 10);
+  smp.radius = -1.0f; /* refused by the brush: an ERROR naming request 9 */
+  ASSERT_OK(proto_encode_edit_brush(&b, 9, 0, 0, 0, 1, &smp), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  uint32_t rid;
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 9);
+  proto_buf_fini(&b);
+  dfc_replica_fini(&er);
+  dfc_close(&ed);
   harness_stop(&h);
 }
