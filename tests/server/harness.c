@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,8 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
+    /* If the test process dies without cleaning up (a sanitizer abort), so does its server. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     int log = open(h->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out[1], 1);
     if (log >= 0) dup2(log, 2);
