@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "client.h"
 
 #define BENCH_MAX_RUNS 16
@@ -733,7 +734,12 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--json]\n"
           "                           [--deformd PATH]\n"
+          "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
+          "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
           "\n"
+          "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
+          "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
+          "  brush    time per brush sample touching about N vertices (in process)\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
           "  --json   one JSON object per result instead of a table\n"
@@ -815,6 +821,13 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0)) {
+    char *cmdline = join_argv(argc, argv);
+    int status = strcmp(argv[1], "solve") == 0 ? bench_solve_main(argc, argv, cmdline ? cmdline : "")
+                                                 : bench_brush_main(argc, argv, cmdline ? cmdline : "");
+    free(cmdline);
+    return status;
+  }
   bench_opts o;
   int rc = parse_opts(argc, argv, &o);
   if (rc) {

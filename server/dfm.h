@@ -95,8 +95,10 @@ int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char
 int dfm_fit_rotation(const double M[9], double R[9]);
 
 /* Topology vertices within geodesic distance `radius` of any seed (Dijkstra over edges, edge
- * length as cost). Returns 0 with *out (malloc'ed, ascending) and *count, or DFM_ENOMEM. */
+ * length as cost), at most `max_count` of them (the nearest; 0 = no limit). Returns 0 with *out
+ * (malloc'ed, ascending) and *count, or DFM_ENOMEM. */
 int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
-                        uint32_t seed_count, double radius, uint32_t **out, uint32_t *count);
+                        uint32_t seed_count, double radius, uint32_t max_count, uint32_t **out,
+                        uint32_t *count);
 
 #endif

@@ -57,7 +57,8 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
-                        uint32_t seed_count, double radius, uint32_t **out, uint32_t *count) {
+                        uint32_t seed_count, double radius, uint32_t max_count, uint32_t **out,
+                        uint32_t *count) {
   uint32_t n = adj->vertex_count;
   /* Lazy deletion: a vertex can be pushed once per edge, so size the heap by the edge count. */
   size_t cap = adj->vv_offsets[n] + seed_count + 1;
@@ -78,7 +79,7 @@ int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, cons
     heap_push(&h, seeds[i], 0.0);
   }
   uint32_t k = 0;
-  while (h.n > 0) {
+  while (h.n > 0 && (max_count == 0 || k < max_count)) {
     uint32_t v;
     double d;
     heap_pop(&h, &v, &d);

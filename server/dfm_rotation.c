@@ -22,14 +22,6 @@
 #include "dfm.h"
 
 /* Row-major 3×3 helpers. */
-static void axis_angle(const double axis[3], double angle, double out[9]) {
-  double c = cos(angle), s = sin(angle), t = 1.0 - c;
-  double x = axis[0], y = axis[1], z = axis[2];
-  out[0] = t * x * x + c, out[1] = t * x * y - s * z, out[2] = t * x * z + s * y;
-  out[3] = t * x * y + s * z, out[4] = t * y * y + c, out[5] = t * y * z - s * x;
-  out[6] = t * x * z - s * y, out[7] = t * y * z + s * x, out[8] = t * z * z + c;
-}
-
 static void mul3(const double a[9], const double b[9], double out[9]) {
   double r[9];
   for (int i = 0; i < 3; i++)
@@ -138,61 +130,67 @@ int dfm_fit_rotation(const double M[9], double R[9]) {
     return 0;
   }
   norm = sqrt(norm);
-  int it;
-  for (it = 1; it <= 12; it++) {
-    /* Second-order model of f(exp([ω]×) R) = tr((exp([ω]×) R)ᵀ M) with C = M Rᵀ:
-     *   f ≈ f₀ + g·ω - ½ ωᵀ H ω,  g = Σ_i r_i × m_i,  H = tr(C) I - sym(C).
+  double tiny = 1e-8 * norm;
+  for (int it = 1; it <= 12; it++) {
+    /* Second-order model of f(Q R) = tr((Q R)ᵀ M), Q = exp([ω]×), with C = M Rᵀ:
+     *   f ≈ f₀ + g·ω - ½ ωᵀ H ω,  g = axial(C - Cᵀ) = Σ_i r_i × m_i,  H = tr(C) I - sym(C).
      * Newton's step ω = H⁻¹ g converges quadratically near the maximum, where H is positive
      * definite; far from it, Müller's step ω = g / |tr C| (H ≈ tr(C) I) is taken instead. */
-    double C[9] = {0}, g[3] = {0, 0, 0};
-    for (int i = 0; i < 3; i++) {
-      double r[3] = {R[i], R[3 + i], R[6 + i]}, m[3] = {M[i], M[3 + i], M[6 + i]};
-      g[0] += r[1] * m[2] - r[2] * m[1];
-      g[1] += r[2] * m[0] - r[0] * m[2];
-      g[2] += r[0] * m[1] - r[1] * m[0];
-      for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) C[3 * a + b] += m[a] * r[b];
-    }
+    double C[9];
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) C[3 * a + b] = M[3 * a] * R[3 * b] + M[3 * a + 1] * R[3 * b + 1] + M[3 * a + 2] * R[3 * b + 2];
+    double g[3] = {C[7] - C[5], C[2] - C[6], C[3] - C[1]};
     double tr = C[0] + C[4] + C[8];
     double h00 = tr - C[0], h11 = tr - C[4], h22 = tr - C[8];
     double h01 = -0.5 * (C[1] + C[3]), h02 = -0.5 * (C[2] + C[6]), h12 = -0.5 * (C[5] + C[7]);
+    /* LDLᵀ of the 3×3 H (no square roots); a pivot below 1e-8·|M| means "not safely
+     * positive definite". */
     double w[3];
-    /* Cholesky of the 3×3 H; a pivot below 1e-8·|M| means "not safely positive definite". */
-    double l00 = h00 > 1e-8 * norm ? sqrt(h00) : 0, l10 = 0, l20 = 0, l11 = 0, l21 = 0, l22 = 0;
-    if (l00 > 0) {
-      l10 = h01 / l00, l20 = h02 / l00;
-      double d1 = h11 - l10 * l10;
-      l11 = d1 > 1e-8 * norm ? sqrt(d1) : 0;
-      if (l11 > 0) {
-        l21 = (h12 - l20 * l10) / l11;
-        double d2 = h22 - l20 * l20 - l21 * l21;
-        l22 = d2 > 1e-8 * norm ? sqrt(d2) : 0;
+    int newton = 0;
+    double d0 = h00;
+    if (d0 > tiny) {
+      double l10 = h01 / d0, l20 = h02 / d0;
+      double d1 = h11 - l10 * h01;
+      if (d1 > tiny) {
+        double l21 = (h12 - l20 * h01) / d1;
+        double d2 = h22 - l20 * h02 - l21 * l21 * d1;
+        if (d2 > tiny) {
+          double y0 = g[0], y1 = g[1] - l10 * y0, y2 = g[2] - l20 * y0 - l21 * y1;
+          w[2] = y2 / d2;
+          w[1] = y1 / d1 - l21 * w[2];
+          w[0] = y0 / d0 - l10 * w[1] - l20 * w[2];
+          newton = 1;
+        }
       }
     }
-    if (l22 > 0) {
-      double y0 = g[0] / l00, y1 = (g[1] - l10 * y0) / l11, y2 = (g[2] - l20 * y0 - l21 * y1) / l22;
-      w[2] = y2 / l22;
-      w[1] = (y1 - l21 * w[2]) / l11;
-      w[0] = (y0 - l10 * w[1] - l20 * w[2]) / l00;
-    } else {
+    if (!newton) {
       double scale = 1.0 / (fabs(tr) + 1e-9 * norm);
       w[0] = g[0] * scale, w[1] = g[1] * scale, w[2] = g[2] * scale;
     }
-    double angle = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-    if (angle > 1.0) { /* a long step is not to be trusted: take a bounded one */
-      for (int k = 0; k < 3; k++) w[k] /= angle;
-      angle = 1.0;
+    double angle2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2];
+    if (angle2 > 1.0) { /* a long step is not to be trusted: take a bounded one */
+      double inv = 1.0 / sqrt(angle2);
+      for (int k = 0; k < 3; k++) w[k] *= inv;
+      angle2 = 1.0;
     }
-    if (angle < 1e-15) break;
-    double axis[3] = {w[0] / angle, w[1] / angle, w[2] / angle}, Q[9];
-    axis_angle(axis, angle, Q);
+    /* Q from the unit quaternion (ω/2, 1)/|·|: a rotation by about |ω| without any trig (the
+     * difference from exp is third order in |ω|, and the iteration corrects it). */
+    double qx = 0.5 * w[0], qy = 0.5 * w[1], qz = 0.5 * w[2], qw = 1.0;
+    double inv = 1.0 / sqrt(qx * qx + qy * qy + qz * qz + 1.0);
+    qx *= inv, qy *= inv, qz *= inv, qw *= inv;
+    double Q[9] = {1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw),     2 * (qx * qz + qy * qw),
+                   2 * (qx * qy + qz * qw),     1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw),
+                   2 * (qx * qz - qy * qw),     2 * (qy * qz + qx * qw),     1 - 2 * (qx * qx + qy * qy)};
     mul3(Q, R, R);
-    if (angle < 1e-9) { /* quadratic convergence: the next step would be below rounding */
-      it++;
+    /* Converged: a Newton step this small leaves an error of its square, below rounding. When
+     * H was positive definite the point is a local maximum of tr(RᵀM) on SO(3), and that
+     * function has no other local maximum: R is the answer. */
+    if (angle2 < 1e-16) {
+      if (newton) return it;
       break;
     }
   }
-  if (it <= 13 && is_maximiser(M, R)) return it;
+  if (is_maximiser(M, R)) return 12;
   exact_rotation(M, R);
   return -1;
 }

@@ -178,7 +178,7 @@ static void begin_work(uv_work_t *req) {
   /* Handle: the given vertices, or the picked one and what lies within handle_radius of it. */
   if (j->pick >= 0) {
     uint32_t seed = t->render_to_topo[(uint32_t)j->pick];
-    if (dfm_geodesic_region(&s->adj, g->rest, &seed, 1, j->handle_radius, &h, &nh) != 0) goto out;
+    if (dfm_geodesic_region(&s->adj, g->rest, &seed, 1, j->handle_radius, 0, &h, &nh) != 0) goto out;
   } else {
     h = to_topo(t, j->handle, j->params.handle_count, &nh);
     if (!h) goto out;
@@ -187,7 +187,7 @@ static void begin_work(uv_work_t *req) {
     roi = to_topo(t, j->roi, j->params.roi_count, &nr);
     if (!roi) goto out;
   } else if (j->roi_radius > 0) {
-    if (dfm_geodesic_region(&s->adj, g->rest, h, nh, j->roi_radius, &roi, &nr) != 0) goto out;
+    if (dfm_geodesic_region(&s->adj, g->rest, h, nh, j->roi_radius, 0, &roi, &nr) != 0) goto out;
   }
   if (j->anchors) {
     an = to_topo(t, j->anchors, j->params.anchor_count, &na);

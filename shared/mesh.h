@@ -323,6 +323,11 @@ int mesh_triangle_is_degenerate(const double *positions, const uint32_t *tri);
  * towards +Z. Returns 0 or MESH_ENOMEM; *out is owned by the caller (mesh_destroy). */
 int mesh_demo_head(mesh **out);
 
+/* An icosphere of `radius`: the icosahedron subdivided `levels` times (10·4^levels + 2
+ * vertices; 6 gives 40962, 7 gives 163842), the shape benchmarks compare solvers on. Returns 0,
+ * MESH_EINVAL (levels > 10) or MESH_ENOMEM. */
+int mesh_icosphere(uint32_t levels, double radius, mesh **out);
+
 #ifdef __cplusplus
 }
 #endif

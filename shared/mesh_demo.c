@@ -707,3 +707,31 @@ fail_sphere:
   demo_sphere_fini(&s);
   return rc;
 }
+
+int mesh_icosphere(uint32_t levels, double radius, mesh **out) {
+  *out = NULL;
+  if (levels > 10) return MESH_EINVAL;
+  demo_sphere sp;
+  int rc = demo_sphere_init(&sp, (int)levels);
+  if (rc) return rc;
+  mesh *m = mesh_create();
+  if (!m || mesh_alloc(m, sp.vertex_count, sp.triangle_count, 0, 0) != 0) {
+    mesh_destroy(m);
+    demo_sphere_fini(&sp);
+    return MESH_ENOMEM;
+  }
+  for (size_t i = 0; i < 3 * (size_t)sp.vertex_count; i++) m->positions[i] = (float)(radius * sp.dirs[i]);
+  memcpy(m->triangles, sp.triangles, sizeof(uint32_t) * 3 * sp.triangle_count);
+  demo_sphere_fini(&sp);
+  m->submeshes = calloc(1, sizeof(mesh_submesh));
+  if (!m->submeshes || !(m->submeshes[0].name = mesh__strdup("icosphere"))) {
+    mesh_destroy(m);
+    return MESH_ENOMEM;
+  }
+  m->submesh_count = 1;
+  m->submeshes[0].vertex_count = m->vertex_count;
+  m->submeshes[0].triangle_count = m->triangle_count;
+  mesh_update_bounds(m);
+  *out = m;
+  return 0;
+}

@@ -24,8 +24,8 @@ static int32_t *expected_offsets(dfm_mode mode, uint32_t pick, double handle_r, 
   ASSERT_OK(mesh_topology_init(&t, m, NULL, 0), NULL);
   ASSERT_OK(mesh_adjacency_init(&a, t.vertex_count, t.triangles, t.triangle_count), NULL);
   uint32_t seed = t.render_to_topo[pick], *h, nh, *roi, nr;
-  ASSERT_OK(dfm_geodesic_region(&a, t.positions, &seed, 1, handle_r, &h, &nh), NULL);
-  ASSERT_OK(dfm_geodesic_region(&a, t.positions, h, nh, roi_r, &roi, &nr), NULL);
+  ASSERT_OK(dfm_geodesic_region(&a, t.positions, &seed, 1, handle_r, 0, &h, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&a, t.positions, h, nh, roi_r, 0, &roi, &nr), NULL);
   double pivot[3] = {0, 0, 0};
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) pivot[k] += t.positions[3 * h[i] + k] / nh;

@@ -403,7 +403,7 @@ TEST(geodesic_region_on_a_grid_matches_the_closed_form_distance) {
   fixture_init(&f, oracle_grid(n, 1.0));
   for (double r = 0.5; r < 9; r += 1.3) {
     uint32_t *region, count;
-    ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &c, 1, r, &region, &count), NULL);
+    ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &c, 1, r, 0, &region, &count), NULL);
     uint32_t want = 0;
     for (uint32_t v = 0; v < f.t.vertex_count; v++) {
       int dx = (int)(v % side) - 10, dy = (int)(v / side) - 10;
@@ -439,8 +439,8 @@ static void deform_real_mesh(const char *path, double roi_fraction) {
   for (uint32_t v = 1; v < f.t.vertex_count; v++)
     if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
   uint32_t *handle, nh, *roi, nr;
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.03 * f.diag, &handle, &nh), NULL);
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, roi_fraction * f.diag, &roi, &nr), NULL);
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.03 * f.diag, 0, &handle, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, roi_fraction * f.diag, 0, &roi, &nr), NULL);
   double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
   dfm_xform x;
   dfm_xform_identity(&x);

@@ -1,6 +1,8 @@
 /*
  * test_demo.c — the generated demo head: size, closedness, targets, symmetry, determinism.
  */
+#include <math.h>
+
 #include "oracle.h"
 #include "test.h"
 
@@ -133,4 +135,39 @@ TEST(demo_head_is_deterministic) {
   }
   mesh_destroy(a);
   mesh_destroy(b);
+}
+
+TEST(icosphere_has_closed_form_counts_and_lies_on_the_sphere) {
+  for (uint32_t lv = 0; lv <= 4; lv++) {
+    mesh *m = NULL;
+    ASSERT_OK(mesh_icosphere(lv, 2.5, &m), NULL);
+    uint32_t pow4 = 1u << (2 * lv);
+    ASSERT_EQ(m->vertex_count, 10 * pow4 + 2);
+    ASSERT_EQ(m->triangle_count, 20 * pow4);
+    for (uint32_t v = 0; v < m->vertex_count; v++) {
+      const float *p = m->positions + 3 * (size_t)v;
+      double r = sqrt((double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2]);
+      ASSERT_NEAR(r, 2.5, 1e-5);
+    }
+    mesh_topology t;
+    mesh_stats s;
+    ASSERT_OK(mesh_topology_init(&t, m, NULL, 0), NULL);
+    ASSERT_OK(mesh_compute_stats(m, &t, &s), NULL);
+    ASSERT_EQ(s.boundary_edges, 0);
+    ASSERT_EQ(s.nonmanifold_edges, 0);
+    ASSERT_EQ(s.components, 1);
+    /* Outward winding: the signed volume is positive and below the sphere's. */
+    double vol = 0;
+    for (uint32_t f = 0; f < m->triangle_count; f++) {
+      const float *a = m->positions + 3 * (size_t)m->triangles[3 * f];
+      const float *b = m->positions + 3 * (size_t)m->triangles[3 * f + 1];
+      const float *c = m->positions + 3 * (size_t)m->triangles[3 * f + 2];
+      vol += (a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) - a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
+              a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0])) / 6.0;
+    }
+    double sphere = 4.0 / 3.0 * M_PI * 2.5 * 2.5 * 2.5;
+    ASSERT(vol > 0.6 * sphere && vol < sphere);
+    mesh_topology_fini(&t);
+    mesh_destroy(m);
+  }
 }

@@ -1,0 +1,327 @@
+/*
+ * bench_solve.c — `deform-bench solve` and `deform-bench brush`: the deformation engine timed
+ * on its own, in process (no server, no network), the way a gesture uses it.
+ *
+ *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]
+ *   deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]
+ *
+ * MESH is a file (anything mesh_import reads) or a generated shape: icosphere:LEVEL
+ * (10·4^LEVEL + 2 vertices) or grid:N (an (N+1)² vertex plane).
+ *
+ * solve: the handle is the H vertices (default 50) nearest the topmost vertex, the region the N
+ * nearest by geodesic distance (0: the whole mesh; outside it everything is fixed). It times
+ * dfm_system_create (weights, assembly, CHOLMOD analyse + factorise: "prefactor") and D drags
+ * (each a translation plus a small rotation of the handle; ARAP does K local/global iterations
+ * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss).
+ * brush: S samples along a short path, each with the radius that touches about N vertices at
+ * its start; reports the time per sample and the vertices it moved.
+ *
+ * DOES NOT start a server: `deform-bench fanout` measures the network side.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "bench.h"
+#include "dfm.h"
+#include "dfm_brush.h"
+#include "mesh.h"
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static long peak_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double percentile(double *v, int n, double p) {
+  if (n == 0) return 0;
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  int i = (int)ceil(p * n) - 1;
+  return v[i < 0 ? 0 : (i >= n ? n - 1 : i)];
+}
+
+/* A plane of (n+1)² vertices, spacing 1/n, split along one diagonal. */
+static int grid_mesh(uint32_t n, mesh **out) {
+  uint32_t side = n + 1;
+  mesh *m = mesh_create();
+  if (!m || mesh_alloc(m, side * side, 2 * n * n, 0, 0) != 0) {
+    mesh_destroy(m);
+    return MESH_ENOMEM;
+  }
+  for (uint32_t j = 0; j < side; j++)
+    for (uint32_t i = 0; i < side; i++) {
+      float *p = m->positions + 3 * (size_t)(j * side + i);
+      p[0] = (float)i / (float)n, p[1] = (float)j / (float)n, p[2] = 0.0f;
+    }
+  uint32_t *t = m->triangles;
+  for (uint32_t j = 0; j < n; j++)
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t a = j * side + i, b = a + 1, c = a + side + 1, d = a + side;
+      *t++ = a, *t++ = b, *t++ = c, *t++ = a, *t++ = c, *t++ = d;
+    }
+  mesh_update_bounds(m);
+  *out = m;
+  return 0;
+}
+
+static int load_mesh(const char *spec, mesh **m, char *err, size_t errlen) {
+  unsigned long v;
+  char tail;
+  if (sscanf(spec, "icosphere:%lu%c", &v, &tail) == 1) {
+    int rc = mesh_icosphere((uint32_t)v, 1.0, m);
+    if (rc) snprintf(err, errlen, "icosphere:%lu: %s", v, mesh_strerror(rc));
+    return rc;
+  }
+  if (sscanf(spec, "grid:%lu%c", &v, &tail) == 1) {
+    if (v < 1 || v > 4000) {
+      snprintf(err, errlen, "grid:N wants 1 <= N <= 4000");
+      return MESH_EINVAL;
+    }
+    return grid_mesh((uint32_t)v, m);
+  }
+  return mesh_import(spec, NULL, m, err, errlen);
+}
+
+/* What both subcommands share: the mesh, its topology and adjacency. */
+typedef struct shape {
+  mesh *m;
+  mesh_topology t;
+  mesh_adjacency a;
+  double diag;
+  uint32_t top; /* topology vertex with the largest y */
+} shape;
+
+static int shape_init(shape *s, const char *spec, char *err, size_t errlen) {
+  memset(s, 0, sizeof(*s));
+  int rc = load_mesh(spec, &s->m, err, errlen);
+  if (rc) return rc;
+  rc = mesh_topology_init(&s->t, s->m, NULL, 0);
+  if (rc == 0) rc = mesh_adjacency_init(&s->a, s->t.vertex_count, s->t.triangles, s->t.triangle_count);
+  if (rc) {
+    snprintf(err, errlen, "%s", mesh_strerror(rc));
+    return rc;
+  }
+  s->diag = mesh_bbox_diagonal(s->m);
+  for (uint32_t v = 1; v < s->t.vertex_count; v++)
+    if (s->t.positions[3 * v + 1] > s->t.positions[3 * s->top + 1]) s->top = v;
+  return 0;
+}
+
+static void shape_fini(shape *s) {
+  mesh_adjacency_fini(&s->a);
+  mesh_topology_fini(&s->t);
+  mesh_destroy(s->m);
+}
+
+typedef struct solve_opts {
+  const char *mesh;
+  dfm_mode mode;
+  uint32_t roi, handle;
+  int iters, drags, json;
+} solve_opts;
+
+static int parse_uint(const char *text, long max, long *out) {
+  char *end = NULL;
+  long v = strtol(text, &end, 10);
+  if (!end || *end || v < 0 || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+int bench_solve_main(int argc, char **argv, const char *cmdline) {
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0};
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    long v = 0;
+    if (strcmp(a, "--json") == 0) o.json = 1;
+    else if (strcmp(a, "--mode") == 0 && val && dfm_mode_parse(val, &o.mode) == 0) i++;
+    else if (strcmp(a, "--roi") == 0 && val && (strcmp(val, "all") == 0 || parse_uint(val, 100000000, &v) == 0))
+      o.roi = strcmp(argv[++i], "all") == 0 ? 0 : (uint32_t)v;
+    else if (strcmp(a, "--handle") == 0 && val && parse_uint(val, 100000000, &v) == 0 && v > 0) o.handle = (uint32_t)v, i++;
+    else if (strcmp(a, "--iters") == 0 && val && parse_uint(val, 100, &v) == 0 && v > 0) o.iters = (int)v, i++;
+    else if (strcmp(a, "--drags") == 0 && val && parse_uint(val, 100000, &v) == 0 && v > 0) o.drags = (int)v, i++;
+    else if (a[0] != '-' && !o.mesh) o.mesh = a;
+    else {
+      fprintf(stderr, "deform-bench solve: bad or incomplete option '%s'\n", a);
+      return 2;
+    }
+  }
+  if (!o.mesh) {
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n");
+    return 2;
+  }
+  char err[512] = "";
+  shape s;
+  if (shape_init(&s, o.mesh, err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-bench solve: %s\n", err);
+    return 1;
+  }
+  uint32_t *handle = NULL, nh = 0, *roi = NULL, nr = 0;
+  if (dfm_geodesic_region(&s.a, s.t.positions, &s.top, 1, INFINITY, o.handle, &handle, &nh) != 0 ||
+      (o.roi && dfm_geodesic_region(&s.a, s.t.positions, &s.top, 1, INFINITY, o.roi, &roi, &nr) != 0)) {
+    fprintf(stderr, "deform-bench solve: out of memory\n");
+    shape_fini(&s);
+    return 1;
+  }
+  double pivot[3] = {0, 0, 0};
+  for (uint32_t i = 0; i < nh; i++)
+    for (int k = 0; k < 3; k++) pivot[k] += s.t.positions[3 * handle[i] + k] / nh;
+  dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters};
+  double t0 = now_ms();
+  dfm_system *sys = NULL;
+  int rc = dfm_system_create(&s.t, &s.a, s.t.positions, &p, &sys, err, sizeof(err));
+  double prefactor = now_ms() - t0;
+  if (rc) {
+    fprintf(stderr, "deform-bench solve: %s\n", err);
+    free(handle);
+    free(roi);
+    shape_fini(&s);
+    return 1;
+  }
+  dfm_info info;
+  dfm_system_info(sys, &info);
+  double *out = malloc(sizeof(double) * 3 * s.t.vertex_count);
+  double *ms = malloc(sizeof(double) * (size_t)o.drags);
+  for (int d = 0; d < o.drags && out && ms; d++) {
+    /* A handle dragged up and turning slowly, as a hand would. */
+    dfm_xform x;
+    dfm_xform_identity(&x);
+    double f = (double)(d + 1) / o.drags, angle = 0.3 * f;
+    x.translate[1] = 0.1 * s.diag * f;
+    x.translate[0] = 0.02 * s.diag * sin(6.0 * f);
+    x.rotation[2] = sin(angle / 2), x.rotation[3] = cos(angle / 2);
+    memcpy(x.pivot, pivot, sizeof(pivot));
+    double t1 = now_ms();
+    rc = dfm_system_solve(sys, &x, out, err, sizeof(err));
+    ms[d] = now_ms() - t1;
+    if (rc) {
+      fprintf(stderr, "deform-bench solve: drag %d: %s\n", d, err);
+      break;
+    }
+  }
+  if (rc == 0 && out && ms) {
+    double first = ms[0];
+    double p50 = percentile(ms, o.drags, 0.5), p95 = percentile(ms, o.drags, 0.95);
+    if (o.json) {
+      printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
+             "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
+             "\"prefactor_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"factor_nnz\":%zu,"
+             "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
+             cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
+             info.free, nh, o.iters, o.drags, prefactor, info.analyze_ms, info.factor_ms, info.factor_nnz, first,
+             p50, p95, peak_kb());
+    } else {
+      printf("# %s\n", cmdline);
+      printf("%-22s %8s %8s %-10s %8s %5s %12s %10s %9s %9s %9s %10s\n", "mesh", "vertices", "region", "mode",
+             "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB");
+      printf("%-22s %8u %8u %-10s %8u %5d %12.1f %10zu %9.2f %9.2f %9.2f %10.1f\n", o.mesh, s.t.vertex_count,
+             nr ? nr : s.t.vertex_count, dfm_mode_name(o.mode), info.free, o.iters, prefactor, info.factor_nnz, p50,
+             p95, first, peak_kb() / 1024.0);
+    }
+  }
+  free(out);
+  free(ms);
+  free(handle);
+  free(roi);
+  dfm_system_destroy(sys);
+  shape_fini(&s);
+  return rc ? 1 : 0;
+}
+
+int bench_brush_main(int argc, char **argv, const char *cmdline) {
+  const char *spec = NULL;
+  dfm_brush brush = {DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 0};
+  long touch = 2000, samples = 200;
+  int json = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--json") == 0) json = 1;
+    else if (strcmp(a, "--mirror") == 0) brush.mirror_x = 1;
+    else if (strcmp(a, "--brush") == 0 && val && dfm_brush_parse(val, &brush.kind) == 0) i++;
+    else if (strcmp(a, "--falloff") == 0 && val && dfm_falloff_parse(val, &brush.falloff) == 0) i++;
+    else if (strcmp(a, "--touch") == 0 && val && parse_uint(val, 100000000, &touch) == 0 && touch > 0) i++;
+    else if (strcmp(a, "--samples") == 0 && val && parse_uint(val, 1000000, &samples) == 0 && samples > 0) i++;
+    else if (a[0] != '-' && !spec) spec = a;
+    else {
+      fprintf(stderr, "deform-bench brush: bad or incomplete option '%s'\n", a);
+      return 2;
+    }
+  }
+  if (!spec) {
+    fprintf(stderr, "usage: deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n");
+    return 2;
+  }
+  char err[512] = "";
+  shape s;
+  if (shape_init(&s, spec, err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-bench brush: %s\n", err);
+    return 1;
+  }
+  uint32_t nt = s.t.vertex_count;
+  /* The centre: the vertex nearest the middle of the bounding box's top face region, i.e.
+   * the topmost vertex; the radius: the distance to the touch-th nearest vertex. */
+  const double *c0 = s.t.positions + 3 * s.top;
+  double *d2 = malloc(sizeof(double) * nt);
+  for (uint32_t v = 0; v < nt; v++) {
+    const double *p = s.t.positions + 3 * v;
+    d2[v] = (p[0] - c0[0]) * (p[0] - c0[0]) + (p[1] - c0[1]) * (p[1] - c0[1]) + (p[2] - c0[2]) * (p[2] - c0[2]);
+  }
+  qsort(d2, nt, sizeof(double), cmp_double);
+  double radius = sqrt(d2[(uint32_t)touch < nt ? (uint32_t)touch : nt - 1]);
+  free(d2);
+  double *pos = malloc(sizeof(double) * 3 * nt), *ms = malloc(sizeof(double) * (size_t)samples);
+  uint8_t *moved = malloc(nt);
+  memcpy(pos, s.t.positions, sizeof(double) * 3 * nt);
+  double moved_sum = 0;
+  int rc = 0;
+  for (long i = 0; i < samples && rc == 0; i++) {
+    /* Along a short arc so that successive samples overlap, as in a stroke. */
+    dfm_brush_sample smp = {{c0[0] + 0.2 * radius * sin(0.1 * i), c0[1], c0[2] + 0.2 * radius * cos(0.1 * i)},
+                            {0, 0.01 * radius, 0},
+                            radius,
+                            0.2};
+    memset(moved, 0, nt);
+    double t0 = now_ms();
+    rc = dfm_brush_apply(&brush, &s.a, s.t.triangles, s.t.triangle_count, &smp, 1, pos, moved, err, sizeof(err));
+    ms[i] = now_ms() - t0;
+    uint32_t m = 0;
+    for (uint32_t v = 0; v < nt; v++) m += moved[v];
+    moved_sum += m;
+  }
+  if (rc) fprintf(stderr, "deform-bench brush: %s\n", err);
+  else {
+    double p50 = percentile(ms, (int)samples, 0.5), p95 = percentile(ms, (int)samples, 0.95);
+    if (json)
+      printf("{\"bench\":\"brush\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"brush\":\"%s\","
+             "\"falloff\":\"%s\",\"mirror_x\":%s,\"samples\":%ld,\"radius\":%.6g,\"moved_per_sample\":%.1f,"
+             "\"sample_p50_ms\":%.4f,\"sample_p95_ms\":%.4f}\n",
+             cmdline, spec, nt, dfm_brush_name(brush.kind), dfm_falloff_name(brush.falloff),
+             brush.mirror_x ? "true" : "false", samples, radius, moved_sum / samples, p50, p95);
+    else {
+      printf("# %s\n", cmdline);
+      printf("%-22s %8s %-8s %-10s %6s %8s %10s %12s %12s\n", "mesh", "vertices", "brush", "falloff", "mirror",
+             "samples", "moved/smp", "sample p50", "sample p95");
+      printf("%-22s %8u %-8s %-10s %6s %8ld %10.0f %9.3f ms %9.3f ms\n", spec, nt, dfm_brush_name(brush.kind),
+             dfm_falloff_name(brush.falloff), brush.mirror_x ? "yes" : "no", samples, moved_sum / samples, p50, p95);
+    }
+  }
+  free(pos);
+  free(ms);
+  free(moved);
+  shape_fini(&s);
+  return rc ? 1 : 0;
+}
