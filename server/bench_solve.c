@@ -244,7 +244,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
 
 int bench_brush_main(int argc, char **argv, const char *cmdline) {
   const char *spec = NULL;
-  dfm_brush brush = {DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 0};
+  dfm_brush brush = {DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 0, NULL};
   long touch = 2000, samples = 200;
   int json = 0;
   for (int i = 2; i < argc; i++) {

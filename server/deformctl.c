@@ -230,7 +230,9 @@ static int watch(const char *hostport, const char *session, long count, const ch
                type_name(h.type), PROTO_HEADER_SIZE + h.length, h.flags & PROTO_FLAG_CATCHUP ? " catchup" : "");
       fflush(stdout);
     }
-    if (is_live) live++;
+    /* A catch-up is one update: only its last frame (without MORE) counts, so --dump never
+     * writes a half-applied catch-up. */
+    if (is_live && !(h.flags & PROTO_FLAG_MORE)) live++;
     if (r.have_snapshot && count >= 0 && live >= count) {
       status = 0;
       break;

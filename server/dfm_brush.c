@@ -414,7 +414,7 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
     rc = apply_sample(brush, adj, triangles, &samples[i], positions, moved, &s, i + 1 < count, &bad);
     if (rc == DFM_ENONFINITE) {
       set_err(err, errlen, "sample %u (%s) would move vertex %u to a non-finite position", i,
-              dfm_brush_name(brush->kind), bad);
+              dfm_brush_name(brush->kind), brush->vertex_names ? brush->vertex_names[bad] : bad);
     } else if (rc == DFM_ENOMEM) {
       set_err(err, errlen, "out of memory for the brush's scratch buffers (sample %u)", i);
     }

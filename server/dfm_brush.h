@@ -67,6 +67,9 @@ typedef struct dfm_brush {
   dfm_brush_kind kind;
   dfm_falloff falloff;
   int mirror_x;  /* non-zero: every sample also applies its mirror image across x = 0 */
+  /* Optional (may be NULL): the index error messages give for each position, e.g. the server's
+   * render vertex of each welded vertex, so a client reads an index it knows. */
+  const uint32_t *vertex_names;
 } dfm_brush;
 
 /* Applies `samples` in order to `positions` (3 doubles per topology vertex, in place).

@@ -50,16 +50,20 @@ static void stroke_work(uv_work_t *req) {
   double *p = malloc(sizeof(double) * (3 * (size_t)nt + 1));
   double *p0 = malloc(sizeof(double) * (3 * (size_t)nt + 1));
   uint8_t *moved = calloc((size_t)nt + 1, 1);
+  uint32_t *names = malloc(sizeof(uint32_t) * ((size_t)nt + 1)); /* errors name render vertices */
   k->status = DFM_ENOMEM;
-  if (!shape || !p || !p0 || !moved || srv_state_shape(&k->state, shape) != 0) {
+  if (!shape || !p || !p0 || !moved || !names || srv_state_shape(&k->state, shape) != 0) {
     snprintf(k->err, sizeof(k->err), "out of memory");
     goto out;
   }
   for (uint32_t v = 0; v < nt; v++)
     for (int c = 0; c < 3; c++) p[3 * (size_t)v + c] = shape[3 * (size_t)t->topo_render[t->topo_offsets[v]] + c];
   memcpy(p0, p, sizeof(double) * 3 * nt);
+  for (uint32_t v = 0; v < nt; v++) names[v] = t->topo_render[t->topo_offsets[v]];
+  k->brush.vertex_names = names;
   k->status = dfm_brush_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p,
                               moved, k->err, sizeof(k->err));
+  k->brush.vertex_names = NULL;
   if (k->status) goto out;
   uint32_t count = 0;
   for (uint32_t r = 0; r < nv; r++) count += moved[t->render_to_topo[r]];
@@ -85,6 +89,7 @@ out:
   free(p);
   free(p0);
   free(moved);
+  free(names);
 }
 
 static void start_next(srv_server *srv, srv_session *s);

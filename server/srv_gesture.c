@@ -329,8 +329,9 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   }
   uint32_t id = spec->id;
   if (id == 0) {
-    static uint32_t next = 1;
-    do id = next++; while (id == 0 || find(s, id));
+    /* Server-chosen ids count up from 2^31 so they stay clear of ids clients pick. */
+    static uint32_t next = 0x80000000u;
+    do id = next++, next = next ? next : 0x80000000u; while (id == 0 || find(s, id));
   } else if (find(s, id)) {
     snprintf(err, errlen, "gesture %u is already in progress", id);
     return -32602;
@@ -463,7 +464,11 @@ static void solve_done(uv_work_t *req, int status) {
     free(q);
   }
   for (uint32_t i = 0; i < j->nanswer; i++) {
-    if (j->status) srv_reply_error(&j->answer[i], SRV_RPC_SOLVER, j->err);
+    if (j->status == 0 && s->closed) {
+      char why[256];
+      snprintf(why, sizeof(why), "session '%s' was closed before the drag was applied", s->name);
+      srv_reply_error(&j->answer[i], SRV_RPC_UNKNOWN_SESSION, why);
+    } else if (j->status) srv_reply_error(&j->answer[i], SRV_RPC_SOLVER, j->err);
     else srv_reply_ok(&j->answer[i], version_result(version));
   }
   if (j->status) srv_log(SRV_LOG_INFO, "session %s: gesture %u drag failed: %s", s->name, g->id, j->err);
@@ -508,6 +513,12 @@ int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xfo
     if (!isfinite(xf->rotation[k])) goto nonfinite;
   for (int k = 0; k < 3; k++)
     if (!isfinite(xf->translate[k]) || !isfinite(xf->pivot[k])) goto nonfinite;
+  /* The same rule on both ports: a rotation is a non-zero quaternion (normalised by the solver). */
+  if (!(xf->rotation[0] * xf->rotation[0] + xf->rotation[1] * xf->rotation[1] + xf->rotation[2] * xf->rotation[2] +
+            xf->rotation[3] * xf->rotation[3] > 1e-24)) {
+    snprintf(err, errlen, "\"rotate\" must be a non-zero quaternion [x, y, z, w]");
+    return -32602;
+  }
   if (g->nwaiting == g->capwaiting) {
     uint32_t cap = g->capwaiting ? 2 * g->capwaiting : 4;
     srv_reply *w = realloc(g->waiting, sizeof(*w) * cap);

@@ -153,6 +153,13 @@ static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSO
     srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"name\" must be the new target's name");
     return;
   }
+  /* An open gesture keeps adding its drag to the sculpt it saw at begin; baking that sculpt into
+   * a target under it would count the same offsets twice. */
+  if (x->gesture_count) {
+    srv_rpc_error(call, SRV_RPC_BUSY, "session '%s' has %u gesture(s) in progress; end them first (deform.end)",
+                  x->name, x->gesture_count);
+    return;
+  }
   srv_op op = {SRV_OP_ADD_TARGET, call->conn->id, 0, NULL, NULL, NULL, name->valuestring};
   char why[512];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
@@ -478,6 +485,10 @@ static void m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (vertex_list(call, params, "handle", &handle, &spec.handle_count) < 0) return;
   if (vertex_list(call, params, "roi", &roi, &spec.roi_count) < 0) goto out;
   if (vertex_list(call, params, "anchors", &anchors, &spec.anchor_count) < 0) goto out;
+  if (roi && spec.roi_count == 0) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"roi\" is empty; omit it to deform the whole mesh");
+    goto out;
+  }
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = {call, NULL, 0};
@@ -501,14 +512,6 @@ static void m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
   int r;
   if (number_array(call, params, "translate", 3, xf.translate) < 0) return;
   if ((r = number_array(call, params, "rotate", 4, xf.rotation)) < 0) return;
-  if (r) {
-    double n = sqrt(xf.rotation[0] * xf.rotation[0] + xf.rotation[1] * xf.rotation[1] +
-                    xf.rotation[2] * xf.rotation[2] + xf.rotation[3] * xf.rotation[3]);
-    if (!(n > 1e-12)) {
-      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"rotate\" must be a non-zero quaternion [x, y, z, w]");
-      return;
-    }
-  }
   int pivot = number_array(call, params, "pivot", 3, xf.pivot);
   if (pivot < 0) return;
   char err[256];
@@ -534,6 +537,11 @@ static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
   uint32_t *list = NULL, count = 0;
   int r = vertex_list(call, params, "vertices", &list, &count);
   if (r < 0) return;
+  if (r && count == 0) {
+    free(list);
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"vertices\" is empty; omit it to reset every vertex");
+    return;
+  }
   uint64_t version;
   uint32_t reset;
   char err[256];
@@ -552,7 +560,7 @@ static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
 static void m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = want_session(s, call, params);
   if (!x) return;
-  dfm_brush brush = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0};
+  dfm_brush brush = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, NULL};
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(params, "brush");
   if (!cJSON_IsString(kind) || dfm_brush_parse(kind->valuestring, &brush.kind) != 0) {
     srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"brush\" must be grab, inflate, smooth, flatten or pinch");

@@ -235,7 +235,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
   } else if (e->kind == PROTO_EDIT_BRUSH) {
-    dfm_brush brush = {(dfm_brush_kind)e->brush.brush, (dfm_falloff)e->brush.falloff, e->brush.mirror_x};
+    dfm_brush brush = {(dfm_brush_kind)e->brush.brush, (dfm_falloff)e->brush.falloff, e->brush.mirror_x, NULL};
     dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));
     if (!smp) {
       snprintf(why, sizeof(why), "out of memory");

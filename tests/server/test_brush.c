@@ -5,6 +5,10 @@
  * exact lattice distances for the radius boundary, and the x-mirror twin of every vertex found
  * by coordinates.
  */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "dfm_brush.h"
 #include "oracle.h"
 #include "test.h"
@@ -48,7 +52,7 @@ static void fixture_fini(fixture *f) {
 
 static int apply(fixture *f, dfm_brush_kind kind, dfm_falloff falloff, int mirror,
                  const dfm_brush_sample *s, uint32_t count, char *err) {
-  dfm_brush b = {kind, falloff, mirror};
+  dfm_brush b = {kind, falloff, mirror, NULL};
   return dfm_brush_apply(&b, &f->a, f->t.triangles, f->t.triangle_count, s, count, f->p, f->moved,
                          err, 256);
 }
@@ -510,7 +514,7 @@ TEST(brush_refuses_invalid_samples_and_applies_nothing_of_the_call) {
     }
   }
   /* An unknown brush kind or falloff is refused too. */
-  dfm_brush b = {(dfm_brush_kind)17, DFM_FALLOFF_LINEAR, 0};
+  dfm_brush b = {(dfm_brush_kind)17, DFM_FALLOFF_LINEAR, 0, NULL};
   char err[256];
   ASSERT_EQ(dfm_brush_apply(&b, &f.a, f.t.triangles, f.t.triangle_count, &good, 1, f.p, NULL, err, sizeof(err)),
             DFM_EINVAL);
@@ -536,5 +540,20 @@ TEST(brush_sample_that_would_overflow_rolls_back_the_whole_call) {
   /* Without the bad sample the same call goes through. */
   ASSERT_OK(apply(&f, DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, s, 2, err), err);
   ASSERT(memcmp(f.p, f.rest, sizeof(double) * 3 * f.t.vertex_count) != 0);
+  /* With vertex_names the message gives the caller's index of a vertex the bad sample touches. */
+  fixture_snapshot(&f);
+  uint32_t *names = malloc(sizeof(uint32_t) * f.t.vertex_count);
+  ASSERT(names != NULL);
+  for (uint32_t v = 0; v < f.t.vertex_count; v++) names[v] = 5000 + 7 * v;
+  dfm_brush b = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, names};
+  ASSERT_EQ(dfm_brush_apply(&b, &f.a, f.t.triangles, f.t.triangle_count, s + 2, 1, f.p, f.moved, err, sizeof(err)),
+            DFM_ENONFINITE);
+  const char *at = strstr(err, "vertex ");
+  ASSERT(at != NULL);
+  unsigned long named = strtoul(at + 7, NULL, 10);
+  ASSERT(named >= 5000 && (named - 5000) % 7 == 0 && (named - 5000) / 7 < f.t.vertex_count);
+  const double *q = f.rest + 3 * ((named - 5000) / 7);
+  ASSERT(sqrt(q[0] * q[0] + q[1] * q[1] + (q[2] - 1) * (q[2] - 1)) < 0.8);
+  free(names);
   fixture_fini(&f);
 }

@@ -74,7 +74,7 @@ TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
   cJSON *b = harness_rpc_ok(&h, "deform.begin",
                             "{\"session\":\"demo\",\"mode\":\"arap\",\"pick\":2000,\"handle_radius\":0.01,"
                             "\"roi_radius\":0.05,\"iterations\":2}");
-  int gesture = cJSON_GetObjectItem(b, "gesture")->valueint;
+  uint32_t gesture = (uint32_t)cJSON_GetObjectItem(b, "gesture")->valuedouble;
   ASSERT(cJSON_GetObjectItem(b, "free")->valueint > 100);
   cJSON_Delete(b);
   dfm_xform drags[3];
@@ -84,13 +84,13 @@ TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
     dfm_xform_identity(&drags[d]);
     memcpy(drags[d].translate, moves[d], sizeof(moves[d]));
     char params[256];
-    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[%.17g,%.17g,%.17g]}", gesture,
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u,\"translate\":[%.17g,%.17g,%.17g]}", gesture,
              moves[d][0], moves[d][1], moves[d][2]);
     /* One at a time, so that each drag is solved (no coalescing) like the oracle's. */
     last = version_of(harness_rpc_ok(&h, "deform.drag", params));
   }
   char params[128];
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d}", gesture);
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u}", gesture);
   ASSERT_EQ(version_of(harness_rpc_ok(&h, "deform.end", params)), last);
   harness_follow(&v, &r, last, 20000);
   int32_t *want = expected_offsets(DFM_ARAP, 2000, 0.01, 0.05, 2, drags, 3, r.quantum);
@@ -104,7 +104,7 @@ TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
   ASSERT(moved > 300);
   free(want);
   /* The gesture is gone once ended. */
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[0,0,0]}", gesture);
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u,\"translate\":[0,0,0]}", gesture);
   ASSERT_EQ(harness_rpc_err(&h, "deform.drag", params, NULL, 0), -32010);
   dfc_replica_fini(&r);
   dfc_close(&v);
@@ -219,6 +219,17 @@ TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 5);
+  /* A zero quaternion is refused as over JSON-RPC (gesture 11 is open, so only the rotation is wrong). */
+  gb.gesture = 11;
+  gb.pick = 3000;
+  gb.handle.count = 0;
+  ASSERT_OK(proto_encode_edit_gesture_begin(&b, 7, &gb, NULL, NULL, NULL), NULL);
+  proto_gesture_drag zero = {11, {0.0f, 0.0f, 0.01f}, {0, 0, 0, 0}, 0, {0, 0, 0}};
+  ASSERT_OK(proto_encode_edit_gesture_drag(&b, 8, &zero), NULL);
+  ASSERT_OK(proto_encode_edit_gesture_end(&b, 9, 11), NULL);
+  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 20000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 8);
   /* RESET over the binary port puts everything back. */
   ASSERT_OK(proto_encode_edit_reset(&b, 6, 0, NULL), NULL);
   ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
@@ -351,6 +362,13 @@ TEST(gesture_requests_with_bad_parameters_are_refused) {
   ASSERT_EQ(harness_rpc_err(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":3,\"translate\":[1,2]}", msg, sizeof(msg)), -32602);
   ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":3,\"pick\":1}", msg, sizeof(msg)), -32602);
   ASSERT_STR_CONTAINS(msg, "already in progress");
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":4,\"pick\":1,\"roi\":[]}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "roi");
+  ASSERT_EQ(harness_rpc_err(&h, "deform.reset", "{\"session\":\"demo\",\"vertices\":[]}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "omit it");
+  /* While gesture 3 is open its sculpt cannot be baked into a target; once it ends, it can. */
+  ASSERT_EQ(harness_rpc_err(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"t\"}", msg, sizeof(msg)), -32012);
+  ASSERT_STR_CONTAINS(msg, "in progress");
   /* Nothing changed the state. */
   cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
   ASSERT_EQ(cJSON_GetObjectItem(st, "version")->valueint, 0);
@@ -431,7 +449,7 @@ TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order
     usleep(50000);
   }
   harness_follow(&v, &r, 2, 20000);
-  dfm_brush brushes[2] = {{DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 1}, {DFM_BRUSH_GRAB, DFM_FALLOFF_GAUSSIAN, 0}};
+  dfm_brush brushes[2] = {{DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 1, NULL}, {DFM_BRUSH_GRAB, DFM_FALLOFF_GAUSSIAN, 0, NULL}};
   dfm_brush_sample s1[2] = {{{0.03, 0.02, 0.09}, {0, 0, 0}, 0.02, 0.3}, {{0.035, 0.025, 0.088}, {0, 0, 0}, 0.02, 0.3}};
   dfm_brush_sample s2[1] = {{{0.03, 0.02, 0.09}, {0, 0.004, 0.002}, 0.025, 1}};
   const dfm_brush_sample *samples[2] = {s1, s2};
