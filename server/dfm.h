@@ -45,6 +45,10 @@ void dfm_xform_identity(dfm_xform *x);
 void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]);
 void dfm_quat_to_matrix(const double q[4], double R[9]);
 
+/* The Cholesky factor's form. AUTO lets CHOLMOD choose; the others force one (tests compare
+ * the two solve paths: CHOLMOD's simplicial solve and our three-column supernodal one). */
+typedef enum dfm_factor { DFM_FACTOR_AUTO = 0, DFM_FACTOR_SIMPLICIAL = 1, DFM_FACTOR_SUPERNODAL = 2 } dfm_factor;
+
 typedef struct dfm_params {
   dfm_mode mode;
   int uniform;                  /* uniform instead of cotangent weights */
@@ -58,6 +62,7 @@ typedef struct dfm_params {
   const double *soft_weight;    /* ... with these weights (relative to the mean edge weight) */
   uint32_t soft_count;
   int iterations;               /* ARAP local/global iterations per drag (>= 1) */
+  dfm_factor factor;            /* DFM_FACTOR_AUTO (0): CHOLMOD chooses from the predicted fill */
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -67,7 +72,11 @@ typedef struct dfm_info {
   uint32_t free;         /* unknowns of the system */
   uint32_t pinned;       /* ROI vertices held still because nothing constrains their part */
   size_t factor_nnz;     /* non-zeros of the Cholesky factor */
+  int supernodal;        /* the factor is supernodal (solved by dfm's three-column solve) */
   double analyze_ms, factor_ms;
+  /* The rest of dfm_system_create: regions and roles, edge weights, matrix assembly, and the
+   * ARAP tables (rotations' stars). */
+  double roles_ms, weights_ms, assemble_ms, arap_ms;
 } dfm_info;
 
 /* Builds and factorises the system for one gesture. `rest` (3 doubles per topology vertex) is

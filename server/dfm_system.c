@@ -30,15 +30,24 @@
 
 enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
 
-/* ARAP triangles (those with a free corner) are stored as parallel arrays, each walked in
- * order by one pass of the iteration: corners, weights, rest edges, right-hand-side vectors. */
+/* ARAP triangles (those with a free corner): corners, weights and rest edges (the energy). */
 typedef struct arap_tris {
   uint32_t *v;  /* 3 per triangle */
   double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
   double *e;    /* 9: rest edge opposite each corner, p[c+2] - p[c+1] */
-  double *g;    /* 9: per corner j, Σ_k c_jk (p_j - p_k) at rest */
-  double *C;    /* 9: this iteration's Σ c e' eᵀ over the triangle's edges */
 } arap_tris;
+
+/* Both ARAP passes are linear in what they read, so each is precomputed as one short list per
+ * vertex over its star (itself and its neighbours in active triangles, ~7 entries):
+ *   local step   M_r = Σ_u p_u k_{r,u}ᵀ          (the rotation fit's covariance)
+ *   global rhs   b_j = Σ_u R_u h_{j,u}            (⅓ Σ_t (R_a + R_b + R_c) g_{t,j} regrouped)
+ * One pass each, reading positions or rotations of neighbours and a contiguous list of
+ * vectors, instead of per-triangle temporaries written and read back. */
+typedef struct arap_star {
+  uint32_t *off;  /* count + 1 */
+  uint32_t *idx;  /* local: the vertex u; global: the rotation slot of u */
+  double *vec;    /* 3 per entry */
+} arap_star;
 
 struct dfm_system {
   dfm_params p;
@@ -59,20 +68,21 @@ struct dfm_system {
   uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
   uint32_t nrot;
   int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
-  uint32_t *vt_off, *vt; /* rotation slot -> active triangles around it */
-  uint8_t *vt_corner;    /* which corner of that triangle the vertex is */
+  arap_star local;       /* per rotation slot */
+  arap_star global;      /* per free column */
   double *R;             /* 9 per rotation slot */
-  double *Rsum;          /* 9 per active triangle */
-  uint32_t *ft_off, *ft; /* column -> active triangles around the free vertex */
-  uint8_t *ft_corner;
   double *current;       /* 3n: last solution (ARAP warm start) */
+  double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
+  double *soft_t;        /* 3 nf: soft targets, NULL without soft constraints */
   int have_current;
   /* CHOLMOD */
   cholmod_common cc;
   int cc_started;
   cholmod_factor *L;
   cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
-  double analyze_ms, factor_ms;
+  double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
+  void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
+  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms;
 };
 
 const char *dfm_strerror(int code) {
@@ -127,6 +137,8 @@ void dfm_system_destroy(dfm_system *s) {
     cholmod_l_free_dense(&s->E, &s->cc);
     cholmod_l_finish(&s->cc);
   }
+  free(s->x);
+  free(s->work);
   free(s->rest);
   free(s->role);
   free(s->col);
@@ -138,19 +150,18 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->tri.v);
   free(s->tri.c);
   free(s->tri.e);
-  free(s->tri.g);
-  free(s->tri.C);
   free(s->rot_vertex);
   free(s->rot_slot);
-  free(s->vt_off);
-  free(s->vt);
-  free(s->vt_corner);
+  free(s->local.off);
+  free(s->local.idx);
+  free(s->local.vec);
+  free(s->global.off);
+  free(s->global.idx);
+  free(s->global.vec);
   free(s->R);
-  free(s->Rsum);
-  free(s->ft_off);
-  free(s->ft);
-  free(s->ft_corner);
   free(s->current);
+  free(s->disp);
+  free(s->soft_t);
   free((void *)s->p.roi);
   free((void *)s->p.handle);
   free((void *)s->p.anchors);
@@ -164,9 +175,13 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->vertices = s->n;
   info->free = s->nf;
   info->pinned = s->pinned;
-  if (s->L) info->factor_nnz = (size_t)s->cc.lnz;
+  if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->supernodal = s->L->is_super;
   info->analyze_ms = s->analyze_ms;
   info->factor_ms = s->factor_ms;
+  info->roles_ms = s->roles_ms;
+  info->weights_ms = s->weights_ms;
+  info->assemble_ms = s->assemble_ms;
+  info->arap_ms = s->arap_ms;
 }
 
 static void *dup_array(const void *src, size_t bytes) {
@@ -184,31 +199,26 @@ static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, co
   uint32_t n = adj->vertex_count;
   size_t ne = adj->vv_offsets[n];
   double *w = calloc(ne + 1, sizeof(double));
-  uint8_t *done = calloc((size_t)topo->triangle_count + 1, 1);
-  if (!w || !done) {
-    free(w);
-    free(done);
-    return DFM_ENOMEM;
-  }
+  if (!w) return DFM_ENOMEM;
+  /* Each vertex fills its own row (the edges leaving it), so vertices run in parallel; a
+   * triangle's cotangents are computed once per corner that needs them. */
+#pragma omp parallel for schedule(dynamic, 256)
   for (uint32_t v = 0; v < n; v++) {
     if (!need[v]) continue;
     for (uint32_t k = adj->vt_offsets[v]; k < adj->vt_offsets[v + 1]; k++) {
-      uint32_t f = adj->vt[k];
-      if (done[f]) continue;
-      done[f] = 1;
-      const uint32_t *t = topo->triangles + 3 * (size_t)f;
+      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[k];
       double cot[3];
       if (uniform) cot[0] = cot[1] = cot[2] = 1.0;
       else mesh_triangle_cotangents(rest, t, MESH_COTAN_CLAMPED, cot);
       for (int c = 0; c < 3; c++) {
-        uint32_t i = t[(c + 1) % 3], j = t[(c + 2) % 3];
-        int64_t ij = mesh_adjacency_edge(adj, i, j), ji = mesh_adjacency_edge(adj, j, i);
-        if (ij >= 0) w[ij] += 0.5 * cot[c];
-        if (ji >= 0) w[ji] += 0.5 * cot[c];
+        if (t[c] != v) continue;
+        /* The edge to the next corner is opposite the previous one, and the reverse. */
+        int64_t e1 = mesh_adjacency_edge(adj, v, t[(c + 1) % 3]), e2 = mesh_adjacency_edge(adj, v, t[(c + 2) % 3]);
+        if (e1 >= 0 && t[(c + 1) % 3] != v) w[e1] += 0.5 * cot[(c + 2) % 3];
+        if (e2 >= 0 && t[(c + 2) % 3] != v) w[e2] += 0.5 * cot[(c + 1) % 3];
       }
     }
   }
-  free(done);
   double sum = 0;
   size_t pos = 0;
   for (uint32_t v = 0; v < n; v++) {
@@ -349,11 +359,6 @@ static void add_laplacian_row(row_acc *a, const dfm_system *s, const mesh_adjace
   acc_add(a, s, v, scale * diag);
 }
 
-static int cmp_col(const void *x, const void *y) {
-  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-  return (a > b) - (a < b);
-}
-
 /* Assembles the lower triangle of A (free × free) and the known-vertex coupling, then analyses
  * and factorises it. */
 static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj,
@@ -376,7 +381,7 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
   a.known = malloc(sizeof(uint32_t) * (n + 1));
   a.kval = malloc(sizeof(double) * (n + 1));
   /* Column-major lower triangle, built row by row of the symmetric matrix: entry (r, c) with
-   * r >= c is stored in column c. Collected as (c << 32 | r, value) and sorted. */
+   * r >= c is stored in column c. Collected as (c << 32 | r, value), in column order. */
   size_t cap = 16 * (size_t)nf + 16, nnz = 0;
   uint64_t *keys = malloc(sizeof(uint64_t) * cap);
   double *vals = malloc(sizeof(double) * cap);
@@ -440,25 +445,25 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
     }
     s->cp_off[k + 1] = (uint32_t)nk;
   }
-  /* Sort entries by (column, row). */
-  uint64_t *order = malloc(sizeof(uint64_t) * 2 * (nnz + 1));
-  if (!order) goto out;
-  for (size_t i = 0; i < nnz; i++) {
-    order[2 * i] = keys[i];
-    memcpy(&order[2 * i + 1], &vals[i], sizeof(double));
-  }
-  qsort(order, nnz, 2 * sizeof(uint64_t), cmp_col);
-
   cholmod_l_start(&s->cc);
   s->cc_started = 1;
   /* CHOLMOD picks simplicial or supernodal from the fill it predicts: simplicial wins on small
    * regions (MEASURED.md: 98 vs 170 ms at 38k vertices with little fill), supernodal (BLAS on
    * dense fronts) on large closed surfaces (220 vs 1170 ms on a 41k-vertex sphere). */
-  s->cc.supernodal = CHOLMOD_AUTO;
+  s->cc.supernodal = s->p.factor == DFM_FACTOR_SIMPLICIAL    ? CHOLMOD_SIMPLICIAL
+                     : s->p.factor == DFM_FACTOR_SUPERNODAL ? CHOLMOD_SUPERNODAL
+                                                            : CHOLMOD_AUTO;
+  /* AMD only. By default CHOLMOD also tries METIS when AMD's fill looks high, which it does on
+   * closed surfaces: on the 164k-vertex sphere METIS cut nnz(L) by 29% but took 1.3 s to
+   * order against AMD's 0.38 s, and the drags were no faster (docs/performance.md). */
+  s->cc.nmethods = 1;
+  s->cc.method[0].ordering = CHOLMOD_AMD;
+  s->cc.postorder = 1;
   s->cc.print = 0;
-  cholmod_sparse *A = nf ? cholmod_l_allocate_sparse(nf, nf, nnz, 1, 1, -1, CHOLMOD_REAL, &s->cc) : NULL;
+  /* Entries were collected column by column (rows unsorted within a column, which CHOLMOD
+   * accepts with sorted = 0). */
+  cholmod_sparse *A = nf ? cholmod_l_allocate_sparse(nf, nf, nnz, 0, 1, -1, CHOLMOD_REAL, &s->cc) : NULL;
   if (nf && !A) {
-    free(order);
     snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", nf, nf);
     goto out;
   }
@@ -468,15 +473,13 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
     size_t at = 0;
     for (uint32_t c = 0; c < nf; c++) {
       Ap[c] = (SuiteSparse_long)at;
-      while (at < nnz && (order[2 * at] >> 32) == c) {
-        Ai[at] = (SuiteSparse_long)(order[2 * at] & 0xffffffffu);
-        memcpy(&Ax[at], &order[2 * at + 1], sizeof(double));
-        at++;
+      for (; at < nnz && (keys[at] >> 32) == c; at++) {
+        Ai[at] = (SuiteSparse_long)(keys[at] & 0xffffffffu);
+        Ax[at] = vals[at];
       }
     }
     Ap[nf] = (SuiteSparse_long)at;
   }
-  free(order);
   if (A) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -510,6 +513,15 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
     }
     s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc);
     if (!s->B) goto out;
+    size_t tallest = 0;
+    if (s->L->is_super)
+      for (size_t k = 0; k < s->L->nsuper; k++) {
+        size_t rows = (size_t)(((SuiteSparse_long *)s->L->pi)[k + 1] - ((SuiteSparse_long *)s->L->pi)[k]);
+        if (rows > tallest) tallest = rows;
+      }
+    s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
+    s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
+    if (!s->x || !s->work) goto out;
   }
   rc = 0;
 out:
@@ -522,6 +534,96 @@ out:
   free(keys);
   free(vals);
   return rc;
+}
+
+/* Per-triangle contributions regrouped per vertex (see arap_star). For the local step, the
+ * triangle's edge (a, b) opposite corner c adds c (p_b - p_a) e_cᵀ to the covariance of each of
+ * its three corners' rotations: +c e_c to k_{r,b} and -c e_c to k_{r,a}. For the right-hand side
+ * of free vertex j, the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. */
+/* Where u sits in v's star: 0 for v itself, 1 + its place among v's neighbours. */
+static uint32_t star_slot(const mesh_adjacency *adj, uint32_t v, uint32_t u) {
+  return u == v ? 0 : 1 + (uint32_t)(mesh_adjacency_edge(adj, v, u) - adj->vv_offsets[v]);
+}
+
+static int build_stars(dfm_system *s, const mesh_adjacency *adj, const double *g) {
+  const arap_tris *a = &s->tri;
+  uint32_t *vt_off = calloc((size_t)s->n + 2, sizeof(uint32_t));
+  uint32_t *vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
+  s->local.off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
+  s->global.off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
+  if (!vt_off || !vt || !s->local.off || !s->global.off) {
+    free(vt_off);
+    free(vt);
+    return DFM_ENOMEM;
+  }
+  /* Active triangles around each vertex (CSR by vertex). */
+  for (uint32_t t = 0; t < 3 * s->ntris; t++) vt_off[a->v[t] + 2]++;
+  for (uint32_t v = 0; v < s->n; v++) vt_off[v + 2] += vt_off[v + 1];
+  for (uint32_t t = 0; t < s->ntris; t++)
+    for (int c = 0; c < 3; c++) vt[vt_off[a->v[3 * (size_t)t + c] + 1]++] = t;
+  /* A star is the vertex and all its neighbours, in adjacency order; a neighbour that shares no
+   * active triangle with it keeps a zero vector. */
+  for (uint32_t r = 0; r < s->nrot; r++) {
+    uint32_t v = s->rot_vertex[r];
+    s->local.off[r + 1] = s->local.off[r] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
+  }
+  for (uint32_t k = 0; k < s->nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    s->global.off[k + 1] = s->global.off[k] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
+  }
+  size_t nl = s->local.off[s->nrot], ng = s->global.off[s->nf];
+  s->local.idx = malloc(sizeof(uint32_t) * (nl + 1));
+  s->local.vec = calloc(3 * (nl + 1), sizeof(double));
+  s->global.idx = malloc(sizeof(uint32_t) * (ng + 1));
+  s->global.vec = calloc(3 * (ng + 1), sizeof(double));
+  if (!s->local.idx || !s->local.vec || !s->global.idx || !s->global.vec) {
+    free(vt_off);
+    free(vt);
+    return DFM_ENOMEM;
+  }
+  /* Local: the edge (a, b) opposite corner c adds -c e_c to k_{r,a} and +c e_c to k_{r,b}. */
+#pragma omp parallel for schedule(static)
+  for (uint32_t r = 0; r < s->nrot; r++) {
+    uint32_t v = s->rot_vertex[r], base = s->local.off[r];
+    s->local.idx[base] = v;
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+      s->local.idx[base + 1 + e - adj->vv_offsets[v]] = adj->vv[e];
+    for (uint32_t e = vt_off[v]; e < vt_off[v + 1]; e++) {
+      uint32_t t = vt[e];
+      const uint32_t *tv = a->v + 3 * (size_t)t;
+      for (int c = 0; c < 3; c++) {
+        double w = a->c[3 * (size_t)t + c];
+        const double *ec = a->e + 9 * (size_t)t + 3 * c;
+        double *ka = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 1) % 3]));
+        double *kb = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 2) % 3]));
+        for (int d = 0; d < 3; d++) ka[d] -= w * ec[d], kb[d] += w * ec[d];
+      }
+    }
+  }
+  /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
+   * around a free vertex is active, so all its neighbours have rotations. */
+#pragma omp parallel for schedule(static)
+  for (uint32_t k = 0; k < s->nf; k++) {
+    uint32_t v = s->free_vertex[k], base = s->global.off[k];
+    s->global.idx[base] = (uint32_t)s->rot_slot[v];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+      int32_t slot = s->rot_slot[adj->vv[e]];
+      s->global.idx[base + 1 + e - adj->vv_offsets[v]] = (uint32_t)(slot >= 0 ? slot : s->rot_slot[v]);
+    }
+    for (uint32_t e = vt_off[v]; e < vt_off[v + 1]; e++) {
+      uint32_t t = vt[e];
+      const uint32_t *tv = a->v + 3 * (size_t)t;
+      int j = tv[0] == v ? 0 : tv[1] == v ? 1 : 2;
+      const double *gj = g + 9 * (size_t)t + 3 * j;
+      for (int c = 0; c < 3; c++) {
+        double *h = s->global.vec + 3 * ((size_t)base + star_slot(adj, v, tv[c]));
+        for (int d = 0; d < 3; d++) h[d] += gj[d] * (1.0 / 3.0);
+      }
+    }
+  }
+  free(vt_off);
+  free(vt);
+  return 0;
 }
 
 /* Active triangles (a free corner), the vertices needing rotations, and both adjacencies. */
@@ -545,12 +647,12 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
   a->v = malloc(sizeof(uint32_t) * 3 * ((size_t)count + 1));
   a->c = malloc(sizeof(double) * 3 * ((size_t)count + 1));
   a->e = malloc(sizeof(double) * 9 * ((size_t)count + 1));
-  a->g = malloc(sizeof(double) * 9 * ((size_t)count + 1));
-  a->C = malloc(sizeof(double) * 9 * ((size_t)count + 1));
   s->rot_slot = malloc(sizeof(int32_t) * (n + 1));
   s->rot_vertex = malloc(sizeof(uint32_t) * (n + 1));
-  if (!a->v || !a->c || !a->e || !a->g || !a->C || !s->rot_slot || !s->rot_vertex) {
+  double *g = malloc(sizeof(double) * 9 * ((size_t)count + 1)); /* per corner j: Σ_k c_jk (p_j - p_k) */
+  if (!a->v || !a->c || !a->e || !g || !s->rot_slot || !s->rot_vertex) {
     free(list);
+    free(g);
     return DFM_ENOMEM;
   }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
@@ -558,7 +660,7 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
     const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
     uint32_t ti = s->ntris++;
     uint32_t *tv = a->v + 3 * (size_t)ti;
-    double *tc = a->c + 3 * (size_t)ti, *te = a->e + 9 * (size_t)ti, *tg = a->g + 9 * (size_t)ti;
+    double *tc = a->c + 3 * (size_t)ti, *te = a->e + 9 * (size_t)ti, *tg = g + 9 * (size_t)ti;
     double cot[3];
     if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
     else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
@@ -584,48 +686,15 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
     }
   }
   free(list);
+  int rc = build_stars(s, adj, g);
+  free(g);
+  if (rc) return rc;
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
-  s->Rsum = malloc(sizeof(double) * 9 * ((size_t)s->ntris + 1));
-  s->vt_off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
-  s->vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
-  s->vt_corner = malloc(3 * ((size_t)s->ntris + 1));
-  s->ft_off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
-  s->ft = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
-  s->ft_corner = malloc(3 * ((size_t)s->ntris + 1));
-  uint32_t *fill = malloc(sizeof(uint32_t) * ((size_t)(s->nrot > s->nf ? s->nrot : s->nf) + 1));
-  if (!s->R || !s->Rsum || !s->vt_off || !s->vt || !s->vt_corner || !s->ft_off || !s->ft || !s->ft_corner || !fill) {
-    free(fill);
-    return DFM_ENOMEM;
-  }
+  if (!s->R) return DFM_ENOMEM;
   for (uint32_t r = 0; r < s->nrot; r++) {
     static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(s->R + 9 * (size_t)r, id, sizeof(id));
   }
-  for (uint32_t t = 0; t < s->ntris; t++)
-    for (int c = 0; c < 3; c++) {
-      uint32_t v = a->v[3 * (size_t)t + c];
-      s->vt_off[s->rot_slot[v] + 1]++;
-      if (s->col[v] >= 0) s->ft_off[s->col[v] + 1]++;
-    }
-  for (uint32_t r = 0; r < s->nrot; r++) s->vt_off[r + 1] += s->vt_off[r];
-  for (uint32_t k = 0; k < s->nf; k++) s->ft_off[k + 1] += s->ft_off[k];
-  memcpy(fill, s->vt_off, sizeof(uint32_t) * s->nrot);
-  for (uint32_t t = 0; t < s->ntris; t++)
-    for (int c = 0; c < 3; c++) {
-      uint32_t at = fill[s->rot_slot[a->v[3 * (size_t)t + c]]]++;
-      s->vt[at] = t;
-      s->vt_corner[at] = (uint8_t)c;
-    }
-  memcpy(fill, s->ft_off, sizeof(uint32_t) * s->nf);
-  for (uint32_t t = 0; t < s->ntris; t++)
-    for (int c = 0; c < 3; c++) {
-      int32_t col = s->col[a->v[3 * (size_t)t + c]];
-      if (col < 0) continue;
-      uint32_t at = fill[col]++;
-      s->ft[at] = t;
-      s->ft_corner[at] = (uint8_t)c;
-    }
-  free(fill);
   return 0;
 }
 
@@ -659,6 +728,8 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
     rc = DFM_EINVAL;
     goto fail;
   }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   rc = assign_roles(s, err, errlen);
   if (rc) goto fail;
   for (uint32_t i = 0; i < s->p.soft_count; i++)
@@ -689,7 +760,10 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
     if (s->p.mode == DFM_BIHARMONIC)
       for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) need[adj->vv[e]] = 1;
   }
+  s->roles_ms = ms_since(&t0);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+  s->weights_ms = ms_since(&t0);
   free(need);
   if (rc) goto fail;
   /* Soft weights are given relative to the mean edge weight, so 1 means "as strong as an edge". */
@@ -703,10 +777,28 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
     int32_t col = s->col[s->p.soft[i]];
     if (col >= 0) s->soft_w[col] += s->p.soft_weight[i] * mean_w;
   }
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  s->disp = calloc(3 * ((size_t)n + 1), sizeof(double));
+  if (!s->disp) {
+    rc = DFM_ENOMEM;
+    goto fail;
+  }
+  for (uint32_t k = 0; k < s->nf; k++)
+    if (s->soft_w[k] != 0.0) {
+      s->soft_t = calloc(3 * ((size_t)s->nf + 1), sizeof(double));
+      if (!s->soft_t) {
+        rc = DFM_ENOMEM;
+        goto fail;
+      }
+      break;
+    }
   rc = assemble_and_factor(s, topo, adj, w, err, errlen);
+  s->assemble_ms = ms_since(&t0) - s->analyze_ms - s->factor_ms;
   if (rc) goto fail;
   if (s->p.mode == DFM_ARAP) {
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = prepare_arap(s, topo, adj, floor);
+    s->arap_ms = ms_since(&t0);
     if (rc) goto fail;
   }
   free(w);
@@ -721,7 +813,15 @@ fail:
   return rc;
 }
 
-/* Known positions: handles transformed, everything else not free at rest. Soft targets too. */
+/* Handles at the drag's transform of their rest positions. */
+static void place_handles(dfm_system *s, const dfm_xform *xf, double *p) {
+  for (uint32_t i = 0; i < s->p.handle_count; i++) {
+    uint32_t v = s->p.handle[i];
+    dfm_xform_apply(xf, s->rest + 3 * (size_t)v, p + 3 * (size_t)v);
+  }
+}
+
+/* Known positions: handles transformed, everything else not free at rest. */
 static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
   for (uint32_t v = 0; v < s->n; v++) {
     if (s->role[v] == ROLE_FREE) continue;
@@ -730,12 +830,105 @@ static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
   }
 }
 
+/* A X = B for the three columns of B with a supernodal LLᵀ = P A Pᵀ, all three at once.
+ * CHOLMOD's own supernodal solve calls dtrsm/dgemm per supernode, which for three columns spends
+ * its time packing and dispatching (docs/performance.md). Here each supernode's dense block is
+ * read once per sweep in storage order, and the right-hand sides are interleaved four to a
+ * vector (the fourth lane is zero), so one factor entry is one vector multiply-add. Built for
+ * AVX2+FMA and for the baseline, picked at load time. */
+typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
+
+__attribute__((target_clones("avx2", "default")))
+static void super_solve3(const cholmod_factor *L, const double *b, double *x, dfm_v4 *w, dfm_v4 *t) {
+  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s, *perm = L->Perm;
+  const double *Lx = L->x;
+  size_t n = L->n, nsuper = L->nsuper;
+  for (size_t k = 0; k < n; k++) {
+    size_t p = (size_t)perm[k];
+    w[k] = (dfm_v4){b[p], b[p + n], b[p + 2 * n], 0};
+  }
+  /* Forward: L y = P b. Per supernode: the triangle, then the rows below, four columns at a
+   * time so each pass over t does four columns' work. */
+  for (size_t k = 0; k < nsuper; k++) {
+    size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
+    const double *Lk = Lx + px[k];
+    const SuiteSparse_long *rows = rs + pi[k] + nscol;
+    dfm_v4 *wk = w + k1;
+    for (size_t j = 0; j < nscol; j++) {
+      const double *col = Lk + j * nsrow;
+      dfm_v4 wj = wk[j] / col[j];
+      wk[j] = wj;
+      for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
+    }
+    if (!nbelow) continue;
+    for (size_t i = 0; i < nbelow; i++) t[i] = (dfm_v4){0, 0, 0, 0};
+    size_t j = 0;
+    for (; j + 4 <= nscol; j += 4) {
+      const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+      dfm_v4 w0 = wk[j], w1 = wk[j + 1], w2 = wk[j + 2], w3 = wk[j + 3];
+      for (size_t i = 0; i < nbelow; i++) t[i] += (b0[i] * w0 + b1[i] * w1) + (b2[i] * w2 + b3[i] * w3);
+    }
+    for (; j < nscol; j++) {
+      const double *b0 = Lk + j * nsrow + nscol;
+      dfm_v4 w0 = wk[j];
+      for (size_t i = 0; i < nbelow; i++) t[i] += b0[i] * w0;
+    }
+    for (size_t i = 0; i < nbelow; i++) w[rows[i]] -= t[i];
+  }
+  /* Backward: Lᵀ z = y. Per supernode: the rows below (four columns at a time, four
+   * independent sums), then the triangle. */
+  for (size_t k = nsuper; k-- > 0;) {
+    size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
+    const double *Lk = Lx + px[k];
+    const SuiteSparse_long *rows = rs + pi[k] + nscol;
+    dfm_v4 *wk = w + k1;
+    if (nbelow) {
+      for (size_t i = 0; i < nbelow; i++) t[i] = w[rows[i]];
+      size_t j = 0;
+      for (; j + 4 <= nscol; j += 4) {
+        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+        for (size_t i = 0; i < nbelow; i++) {
+          dfm_v4 ti = t[i];
+          a0 += b0[i] * ti, a1 += b1[i] * ti, a2 += b2[i] * ti, a3 += b3[i] * ti;
+        }
+        wk[j] -= a0, wk[j + 1] -= a1, wk[j + 2] -= a2, wk[j + 3] -= a3;
+      }
+      for (; j < nscol; j++) {
+        const double *b0 = Lk + j * nsrow + nscol;
+        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0;
+        size_t i = 0;
+        for (; i + 2 <= nbelow; i += 2) a0 += b0[i] * t[i], a1 += b0[i + 1] * t[i + 1];
+        if (i < nbelow) a0 += b0[i] * t[i];
+        wk[j] -= a0 + a1;
+      }
+    }
+    for (size_t j = nscol; j-- > 0;) {
+      const double *col = Lk + j * nsrow;
+      dfm_v4 a = wk[j];
+      for (size_t i = j + 1; i < nscol; i++) a -= col[i] * wk[i];
+      wk[j] = a / col[j];
+    }
+  }
+  for (size_t k = 0; k < n; k++) {
+    size_t p = (size_t)perm[k];
+    x[p] = w[k][0], x[p + n] = w[k][1], x[p + 2 * n] = w[k][2];
+  }
+}
+
 static int solve_columns(dfm_system *s, char *err, size_t errlen) {
+  if (s->L->is_super) {
+    super_solve3(s->L, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf);
+    return 0;
+  }
   if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||
       s->cc.status < CHOLMOD_OK) {
     snprintf(err, errlen, "CHOLMOD solve failed (status %d)", s->cc.status);
     return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
   }
+  memcpy(s->x, s->X->x, sizeof(double) * 3 * s->nf);
   return 0;
 }
 
@@ -748,68 +941,45 @@ static void known_rhs(dfm_system *s, const double *x, const double *soft_target)
     double acc[3] = {0, 0, 0};
     for (uint32_t e = s->cp_off[k]; e < s->cp_off[k + 1]; e++)
       for (int d = 0; d < 3; d++) acc[d] += s->cp_coef[e] * x[3 * (size_t)s->cp_vertex[e] + d];
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] = acc[d] + s->soft_w[k] * soft_target[3 * (size_t)k + d];
+    if (soft_target)
+      for (int d = 0; d < 3; d++) acc[d] += s->soft_w[k] * soft_target[3 * (size_t)k + d];
+    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] = acc[d];
   }
 }
 
-/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. Each
- * triangle's Σ c e' eᵀ is computed once, then summed per vertex. */
+/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
 static void local_step(dfm_system *s, const double *p) {
-  uint32_t nrot = s->nrot, ntris = s->ntris;
-  const arap_tris *a = &s->tri;
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (uint32_t t = 0; t < ntris; t++) {
-      const uint32_t *tv = a->v + 3 * (size_t)t;
-      const double *tc = a->c + 3 * (size_t)t, *te = a->e + 9 * (size_t)t;
-      double *C = a->C + 9 * (size_t)t;
-      for (int i = 0; i < 9; i++) C[i] = 0;
-      for (int c = 0; c < 3; c++) {
-        const double *x = p + 3 * (size_t)tv[(c + 1) % 3], *y = p + 3 * (size_t)tv[(c + 2) % 3];
-        double ed[3] = {tc[c] * (y[0] - x[0]), tc[c] * (y[1] - x[1]), tc[c] * (y[2] - x[2])};
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) C[3 * i + j] += ed[i] * te[3 * c + j];
-      }
+  const arap_star *st = &s->local;
+#pragma omp parallel for schedule(static)
+  for (uint32_t r = 0; r < s->nrot; r++) {
+    double M[9] = {0};
+    for (uint32_t e = st->off[r]; e < st->off[r + 1]; e++) {
+      const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) M[3 * i + j] += x[i] * k[j];
     }
-#pragma omp for schedule(static)
-    for (uint32_t r = 0; r < nrot; r++) {
-      double M[9] = {0};
-      for (uint32_t e = s->vt_off[r]; e < s->vt_off[r + 1]; e++) {
-        const double *C = a->C + 9 * (size_t)s->vt[e];
-        for (int i = 0; i < 9; i++) M[i] += C[i];
-      }
-      dfm_fit_rotation(M, s->R + 9 * (size_t)r);
-    }
-#pragma omp for schedule(static)
-    for (uint32_t t = 0; t < ntris; t++) {
-      double *S = s->Rsum + 9 * (size_t)t;
-      const double *R0 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t]];
-      const double *R1 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t + 1]];
-      const double *R2 = s->R + 9 * (size_t)s->rot_slot[a->v[3 * (size_t)t + 2]];
-      for (int i = 0; i < 9; i++) S[i] = R0[i] + R1[i] + R2[i];
-    }
+    dfm_fit_rotation(M, s->R + 9 * (size_t)r);
   }
 }
 
-/* Global step right-hand side: b_j = ⅓ Σ_t Rsum_t g_{t,j}, added to B. */
+/* Global step right-hand side: b_j = Σ_u R_u h_{j,u}, added to B. */
 static void add_rotation_rhs(dfm_system *s) {
   double *b = s->B->x;
   uint32_t nf = s->nf;
+  const arap_star *st = &s->global;
 #pragma omp parallel for schedule(static)
   for (uint32_t k = 0; k < nf; k++) {
     double acc[3] = {0, 0, 0};
-    for (uint32_t e = s->ft_off[k]; e < s->ft_off[k + 1]; e++) {
-      const double *S = s->Rsum + 9 * (size_t)s->ft[e];
-      const double *g = s->tri.g + 9 * (size_t)s->ft[e] + 3 * s->ft_corner[e];
-      for (int i = 0; i < 3; i++) acc[i] += S[3 * i] * g[0] + S[3 * i + 1] * g[1] + S[3 * i + 2] * g[2];
+    for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
+      const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
+      for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
     }
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d] / 3.0;
+    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
   }
 }
 
 static int scatter(dfm_system *s, double *p, int displacement) {
-  const double *x = s->X->x;
+  const double *x = s->x;
   uint32_t nf = s->nf;
   for (uint32_t k = 0; k < nf; k++) {
     uint32_t v = s->free_vertex[k];
@@ -822,9 +992,11 @@ static int scatter(dfm_system *s, double *p, int displacement) {
   return 0;
 }
 
-/* Soft targets per column: the transformed rest position (or displacement). */
-static double *soft_targets(dfm_system *s, const dfm_xform *xf, int displacement) {
-  double *t = calloc(3 * ((size_t)s->nf + 1), sizeof(double));
+/* Soft targets per column: the transformed rest position (or displacement); NULL when the
+ * system has no soft constraints. Buffers live in the system so a drag allocates nothing (a
+ * fresh page costs ~8 µs to fault in on the VMs we measured, docs/performance.md). */
+static const double *soft_targets(dfm_system *s, const dfm_xform *xf, int displacement) {
+  double *t = s->soft_t;
   if (!t) return NULL;
   for (uint32_t k = 0; k < s->nf; k++) {
     if (s->soft_w[k] == 0.0) continue;
@@ -852,10 +1024,9 @@ static int arap_iteration(dfm_system *s, const double *soft_t, double *p, char *
 static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, double *out, char *err,
                     size_t errlen) {
   uint32_t n = s->n;
-  double *d = calloc(3 * ((size_t)n + 1), sizeof(double));
-  if (!d) return DFM_ENOMEM;
-  for (uint32_t v = 0; v < n; v++) {
-    if (s->role[v] != ROLE_HANDLE) continue;
+  double *d = s->disp;
+  for (uint32_t i = 0; i < s->p.handle_count; i++) {
+    uint32_t v = s->p.handle[i];
     double q[3];
     dfm_xform_apply(xf, s->rest + 3 * (size_t)v, q);
     for (int k = 0; k < 3; k++) d[3 * (size_t)v + k] = q[k] - s->rest[3 * (size_t)v + k];
@@ -869,7 +1040,6 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, do
     if (rc == 0) rc = scatter(s, out, 1);
     if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the %s solve produced non-finite positions", dfm_mode_name(s->p.mode));
   }
-  free(d);
   return rc;
 }
 
@@ -877,24 +1047,17 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
   uint32_t n = s->n;
   int displacement = s->p.mode != DFM_ARAP;
   /* Soft targets as displacements for the linear modes and for ARAP's first guess. */
-  double *soft_d = soft_targets(s, xf, 1);
-  if (!soft_d) return DFM_ENOMEM;
+  const double *soft_d = soft_targets(s, xf, 1);
   int rc;
-  if (displacement) {
-    rc = harmonic(s, xf, soft_d, out, err, errlen);
-    free(soft_d);
-    return rc;
-  }
+  if (displacement) return harmonic(s, xf, soft_d, out, err, errlen);
   /* ARAP warm-starts from the previous drag; the first drag starts from the harmonic
    * deformation, which is already exact for a pure translation of every constraint. */
   double *p = s->current;
   rc = 0;
   if (!s->have_current) rc = harmonic(s, xf, soft_d, p, err, errlen);
-  free(soft_d);
   if (rc) return rc;
-  double *soft_t = soft_targets(s, xf, 0);
-  if (!soft_t) return DFM_ENOMEM;
-  place_known(s, xf, p);
+  const double *soft_t = soft_targets(s, xf, 0);
+  place_handles(s, xf, p); /* the other knowns are at rest in `current` since the harmonic start */
   for (int it = 0; rc == 0 && s->nf && it < s->p.iterations; it++) rc = arap_iteration(s, soft_t, p, err, errlen);
   if (rc == 0) {
     s->have_current = 1;
@@ -902,18 +1065,14 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
   } else {
     s->have_current = 0; /* do not warm-start from a failed solve */
   }
-  free(soft_t);
   return rc;
 }
 
 int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen) {
   if (s->p.mode != DFM_ARAP) return DFM_EINVAL;
-  double *soft_t = soft_targets(s, xf, 0);
-  if (!soft_t) return DFM_ENOMEM;
+  const double *soft_t = soft_targets(s, xf, 0);
   place_known(s, xf, io);
-  int rc = s->nf ? arap_iteration(s, soft_t, io, err, errlen) : 0;
-  free(soft_t);
-  return rc;
+  return s->nf ? arap_iteration(s, soft_t, io, err, errlen) : 0;
 }
 
 double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotations) {

@@ -36,6 +36,7 @@ struct srv_gesture {
   int job_running;
   dfm_system *sys;        /* touched by at most one job at a time */
   double *rest;           /* 3 × topology vertices: the shape at begin */
+  double *out;            /* 3 × topology vertices: the solver's output, reused by every drag */
   uint32_t *region;       /* render vertices that can move, ascending */
   int32_t *region_q0;     /* their quantised offsets at begin (3 each) */
   uint32_t region_count;
@@ -102,6 +103,7 @@ static void gesture_free(srv_gesture *g) {
   if (g->have_end_reply) srv_reply_ok(&g->end_reply, version_result(g->session->version));
   dfm_system_destroy(g->sys);
   free(g->rest);
+  free(g->out);
   free(g->region);
   free(g->region_q0);
   free(g);
@@ -170,9 +172,10 @@ static void begin_work(uv_work_t *req) {
   uint32_t nv = s->mesh->vertex_count, nt = t->vertex_count;
   float *shape = malloc(sizeof(float) * (3 * (size_t)nv + 1));
   g->rest = malloc(sizeof(double) * (3 * (size_t)nt + 1));
+  g->out = malloc(sizeof(double) * (3 * (size_t)nt + 1));
   uint32_t *h = NULL, nh = 0, *roi = NULL, nr = 0, *an = NULL, na = 0;
   j->status = DFM_ENOMEM;
-  if (!shape || !g->rest || srv_state_shape(&j->state, shape) != 0) goto out;
+  if (!shape || !g->rest || !g->out || srv_state_shape(&j->state, shape) != 0) goto out;
   for (uint32_t v = 0; v < nt; v++)
     for (int k = 0; k < 3; k++) g->rest[3 * (size_t)v + k] = shape[3 * (size_t)t->topo_render[t->topo_offsets[v]] + k];
   /* Handle: the given vertices, or the picked one and what lies within handle_radius of it. */
@@ -404,10 +407,9 @@ static void solve_work(uv_work_t *req) {
   srv_gesture *g = j->g;
   const srv_session *s = g->session;
   const mesh_topology *t = &s->topo;
-  double *out = malloc(sizeof(double) * (3 * (size_t)t->vertex_count + 1));
+  double *out = g->out; /* one solve at a time per gesture */
   j->q = malloc(sizeof(int32_t) * 3 * ((size_t)g->region_count + 1));
-  if (!out || !j->q) {
-    free(out);
+  if (!j->q) {
     j->status = DFM_ENOMEM;
     snprintf(j->err, sizeof(j->err), "out of memory");
     return;
@@ -423,7 +425,6 @@ static void solve_work(uv_work_t *req) {
       }
     }
   }
-  free(out);
 }
 
 static void solve_done(uv_work_t *req, int status) {

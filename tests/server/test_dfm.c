@@ -309,6 +309,62 @@ TEST(harmonic_grid_equals_a_dense_lapack_laplace_solve) {
   fixture_fini(&f);
 }
 
+/* Soft constraints on the 5-point grid: at every free vertex the solution must satisfy
+ * (L d)_v + W_v (d_v - t_v) = 0, with W_v = 0 where there is no soft constraint and W
+ * proportional to the given weight. The 5-point residual is computed here from the output. */
+TEST(soft_constraints_pull_with_their_weights_and_become_hard_in_the_limit) {
+  const uint32_t n = 14, side = n + 1;
+  fixture f;
+  fixture_init(&f, oracle_grid(n, 0.125));
+  uint32_t handle[32], anchors[64], nh = 0, na = 0;
+  for (uint32_t j = 0; j < side; j++)
+    for (uint32_t i = 0; i < side; i++) {
+      uint32_t v = j * side + i;
+      if (j == n) handle[nh++] = v;
+      else if (i == 0 || i == n || j == 0) anchors[na++] = v;
+    }
+  uint32_t soft[2] = {4 * side + 4, 9 * side + 10};
+  double *out = malloc(sizeof(double) * 3 * f.t.vertex_count);
+  char err[256];
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[2] = 0.5; /* handles and soft targets: up by 0.5 */
+  double W[2];
+  for (int pass = 0; pass < 2; pass++) {
+    double weight[2] = {pass ? 1e9 : 1.0, pass ? 1e9 : 2.0};
+    dfm_params p = {.mode = DFM_LAPLACIAN, .handle = handle, .handle_count = nh, .anchors = anchors,
+                    .anchor_count = na, .soft = soft, .soft_weight = weight, .soft_count = 2, .iterations = 1};
+    dfm_system *s = NULL;
+    ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    dfm_system_destroy(s);
+    if (pass == 1) {
+      for (int k = 0; k < 2; k++) ASSERT_NEAR(out[3 * soft[k] + 2] - f.t.positions[3 * soft[k] + 2], 0.5, 1e-6);
+      break;
+    }
+    for (uint32_t j = 1; j < n; j++)
+      for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = j * side + i;
+        double dv = out[3 * v + 2] - f.t.positions[3 * v + 2];
+        double r = 4 * dv;
+        uint32_t nb[4] = {v - 1, v + 1, v - side, v + side};
+        for (int k = 0; k < 4; k++) r -= out[3 * nb[k] + 2] - f.t.positions[3 * nb[k] + 2];
+        int which = v == soft[0] ? 0 : v == soft[1] ? 1 : -1;
+        if (which < 0) {
+          ASSERT_NEAR(r, 0.0, 1e-9);
+        } else {
+          ASSERT(dv > 0.0 && dv < 0.5); /* pulled up, not all the way */
+          W[which] = -r / (dv - 0.5);
+        }
+      }
+  }
+  fprintf(stderr, "soft stiffness: %.6g and %.6g (weights 1 and 2)\n", W[0], W[1]);
+  ASSERT(W[0] > 0.3 && W[0] < 3.0); /* "1 is as strong as an edge" (edges here weigh 1) */
+  ASSERT_NEAR(W[1] / W[0], 2.0, 1e-6);
+  free(out);
+  fixture_fini(&f);
+}
+
 TEST(hard_handles_land_on_their_targets) {
   fixture f;
   fixture_init(&f, oracle_icosphere(4, 1.0));
@@ -474,6 +530,69 @@ static void deform_real_mesh(const char *path, double roi_fraction) {
   free(out);
   free(handle);
   free(roi);
+  fixture_fini(&f);
+}
+
+/* The supernodal factor is solved by dfm's own three-column solve; CHOLMOD's simplicial LDLᵀ
+ * and its solve are the oracle. Same system, same drags: the results agree to rounding. */
+static void compare_factor_paths(fixture *f, double roi_fraction) {
+  char err[256];
+  uint32_t top = 0;
+  for (uint32_t v = 0; v < f->t.vertex_count; v++)
+    if (f->t.positions[3 * v + 1] > f->t.positions[3 * top + 1]) top = v;
+  uint32_t *handle, nh, *roi = NULL, nr = 0;
+  ASSERT_OK(dfm_geodesic_region(&f->a, f->t.positions, &top, 1, 0.05 * f->diag, 0, &handle, &nh), NULL);
+  if (roi_fraction > 0)
+    ASSERT_OK(dfm_geodesic_region(&f->a, f->t.positions, &top, 1, roi_fraction * f->diag, 0, &roi, &nr), NULL);
+  uint32_t n = f->t.vertex_count;
+  double *a = malloc(sizeof(double) * 3 * n), *b = malloc(sizeof(double) * 3 * n);
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_system *s[2];
+    for (int k = 0; k < 2; k++) {
+      dfm_params p = {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh,
+                      .iterations = 2, .factor = k ? DFM_FACTOR_SUPERNODAL : DFM_FACTOR_SIMPLICIAL};
+      ASSERT_OK(dfm_system_create(&f->t, &f->a, f->t.positions, &p, &s[k], err, sizeof(err)), err);
+      dfm_info info;
+      dfm_system_info(s[k], &info);
+      ASSERT_EQ(info.supernodal, k);
+    }
+    for (int d = 1; d <= 3; d++) {
+      dfm_xform x;
+      dfm_xform_identity(&x);
+      x.translate[0] = 0.02 * d * f->diag, x.translate[1] = 0.03 * d * f->diag;
+      x.rotation[0] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
+      memcpy(x.pivot, f->t.positions + 3 * top, sizeof(double) * 3);
+      ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
+      ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
+      double worst = 0, moved = 0;
+      for (size_t i = 0; i < 3 * (size_t)n; i++) {
+        worst = fmax(worst, fabs(a[i] - b[i]));
+        moved = fmax(moved, fabs(a[i] - f->t.positions[i]));
+      }
+      if (worst > 1e-9 * f->diag)
+        test__fail(__FILE__, __LINE__, "%s drag %d: the two factor paths differ by %.3g (diagonal %.3g)",
+                   dfm_mode_name((dfm_mode)mode), d, worst, f->diag);
+      ASSERT(moved > 0.01 * f->diag);
+    }
+    dfm_system_destroy(s[0]);
+    dfm_system_destroy(s[1]);
+  }
+  free(a);
+  free(b);
+  free(handle);
+  free(roi);
+}
+
+TEST(supernodal_three_column_solve_matches_cholmod_simplicial_solve) {
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(test_cgal_mesh("armadillo.off"), NULL, &m, err, sizeof(err)), err);
+  fixture f;
+  fixture_init(&f, m);
+  compare_factor_paths(&f, 0.4);
+  fixture_fini(&f);
+  fixture_init(&f, oracle_icosphere(4, 1.0));
+  compare_factor_paths(&f, 0);
   fixture_fini(&f);
 }
 
