@@ -54,7 +54,8 @@ typedef enum proto_type {
   PROTO_PING = 8,     /* either way */
   PROTO_PONG = 9,     /* either way */
   PROTO_BYE = 10,     /* either way */
-  PROTO_TARGET = 11   /* server -> client: a new morph target (made from the sculpt layer) */
+  PROTO_TARGET = 11,  /* server -> client: a new morph target (made from the sculpt layer) */
+  PROTO_TARGET_META = 12 /* server -> client: a target's range, mute flag or drivers changed */
 } proto_type;
 
 /* Header flags. */
@@ -126,10 +127,17 @@ typedef struct proto_welcome {
 } proto_welcome;
 
 /* A target in a snapshot: name, slider range, sparse deltas. */
+/* Target flags. */
+#define PROTO_TARGET_MUTED 0x01 /* its weight is held at 0 until unmuted */
+#define PROTO_MAX_DRIVERS 8     /* a combination target is driven by at most this many targets */
+
 typedef struct proto_target {
   proto_str name;
   float default_weight;
   float min, max;
+  uint8_t flags;          /* PROTO_TARGET_* */
+  uint32_t driver_count;  /* > 0: a combination target, weight = product of the drivers' weights */
+  const uint8_t *drivers; /* driver_count little-endian uint16 target indices */
   uint32_t count;
   const uint8_t *indices; /* count little-endian uint32 */
   const uint8_t *deltas;  /* 3 * count little-endian float32 */
@@ -156,9 +164,19 @@ typedef struct proto_snapshot {
   size_t target_len;
 } proto_snapshot;
 
+/* Weights body modes. */
+enum {
+  PROTO_WEIGHTS_DENSE = 0,  /* f32 values for targets 0..count-1 */
+  PROTO_WEIGHTS_SPARSE = 1, /* (u16 index, f32 value) pairs */
+  PROTO_WEIGHTS_QRUN = 2    /* targets first..first+count-1, i16 q each: value = (float)q · scale */
+};
+
 typedef struct proto_weights_view {
   uint32_t count;     /* entries */
-  int dense;          /* dense: values for targets 0..count-1; sparse: (index, value) pairs */
+  int dense;          /* mode == PROTO_WEIGHTS_DENSE (kept for older callers) */
+  int mode;           /* PROTO_WEIGHTS_* */
+  uint32_t first;     /* QRUN: the first target */
+  float scale;        /* QRUN: finite, >= 0 */
   const uint8_t *bytes;
 } proto_weights_view;
 
@@ -268,6 +286,17 @@ int proto_encode_ping(proto_buf *b, proto_type type, const proto_ping *m);
 int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
                          const uint32_t *indices, const float *values);
 
+/* Quantised weights for a run of consecutive targets (PCA playback: a handful of components
+ * change every frame). proto_quantize_weights picks scale = max|w| / 32767 (0 when all are 0)
+ * and rounds each w / scale to the nearest i16; the weights a receiver gets are exactly
+ * proto_qweight(q, scale), so a sender that keeps those values stays identical to its
+ * receivers. Returns 0, or PROTO_ENONFINITE for a non-finite weight. */
+int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *scale);
+static inline float proto_qweight(int16_t q, float scale) { return (float)q * scale; }
+/* WEIGHTS in QRUN mode: targets first..first+count-1 (first + count <= PROTO_MAX_TARGETS). */
+int proto_encode_weights_qrun(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
+                              const int16_t *q, float scale);
+
 /* DELTA / offsets: `indices` ascending; `q` holds 3 quantised components per entry. */
 int proto_encode_delta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
                        const uint32_t *indices, const int32_t *q);
@@ -295,6 +324,9 @@ typedef struct proto_mesh_desc {
 typedef struct proto_target_desc {
   const char *name;
   float default_weight, min, max;
+  uint8_t flags;
+  uint32_t driver_count;
+  const uint32_t *drivers;
   uint32_t count;
   const uint32_t *indices;
   const float *deltas;
@@ -337,6 +369,22 @@ int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits
                           proto_snapshot *m);
 int proto_decode_target_add(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_add *m);
 
+/* TARGET_META: target `index` now has this range, these flags and these drivers. */
+typedef struct proto_target_meta {
+  uint32_t index;
+  float min, max;
+  uint8_t flags;
+  uint32_t driver_count;
+  const uint8_t *drivers; /* decoded view: driver_count little-endian uint16 */
+} proto_target_meta;
+int proto_encode_target_meta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t index, float min, float max,
+                             uint8_t target_flags, uint32_t driver_count, const uint32_t *drivers);
+int proto_decode_target_meta(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_meta *m);
+/* The i-th driver of a decoded target or meta view. */
+static inline uint32_t proto_driver(const uint8_t *drivers, uint32_t i) {
+  return (uint32_t)(drivers[2 * i] | drivers[2 * i + 1] << 8);
+}
+
 /* Brush sample i of a decoded brush edit. */
 void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample *out);
 
@@ -345,8 +393,10 @@ void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample 
 typedef struct proto_iter {
   const uint8_t *at, *end;
   uint32_t left;
-  uint32_t index; /* running index for dense weights / delta-coded vertex indices */
+  uint32_t index; /* running index for dense/QRUN weights / delta-coded vertex indices */
   int dense;
+  int mode;       /* weights: PROTO_WEIGHTS_* */
+  float scale;    /* weights, QRUN */
   int started;
 } proto_iter;
 

@@ -160,20 +160,68 @@ static int put_weights_body(proto_buf *b, uint32_t count, const uint32_t *indice
   return 0;
 }
 
+/* QRUN body: u8 mode 2, u32 count, u16 first, f32 scale, count × i16. */
+static int put_weights_qrun(proto_buf *b, uint32_t first, uint32_t count, const int16_t *q, float scale) {
+  if (count > PROTO_MAX_TARGETS || first > PROTO_MAX_TARGETS - count) return PROTO_EINVAL;
+  if (!isfinite(scale)) return PROTO_ENONFINITE;
+  if (scale < 0) return PROTO_EINVAL;
+  proto__put_u8(b, PROTO_WEIGHTS_QRUN);
+  proto__put_u32(b, count);
+  proto__put_u16(b, (uint16_t)first);
+  proto__put_f32(b, scale);
+  for (uint32_t i = 0; i < count; i++) proto__put_u16(b, (uint16_t)q[i]);
+  return 0;
+}
+
 static int get_weights_body(proto_cur *c, proto_weights_view *w) {
   uint8_t mode;
   CHECK(proto__get_u8(c, &mode));
-  if (mode > 1) return PROTO_EINVAL;
+  if (mode > PROTO_WEIGHTS_QRUN) return PROTO_EINVAL;
   CHECK(proto__get_u32(c, &w->count));
   if (w->count > PROTO_MAX_TARGETS) return PROTO_ETOOBIG;
-  w->dense = mode == 0;
-  size_t each = w->dense ? 4 : 6;
+  w->mode = mode;
+  w->dense = mode == PROTO_WEIGHTS_DENSE;
+  w->first = 0;
+  w->scale = 0;
   const uint8_t *bytes;
+  if (mode == PROTO_WEIGHTS_QRUN) {
+    uint16_t first;
+    CHECK(proto__get_u16(c, &first));
+    CHECK(proto__get_f32(c, &w->scale));
+    if (!isfinite(w->scale)) return PROTO_ENONFINITE;
+    if (w->scale < 0 || (uint32_t)first + w->count > PROTO_MAX_TARGETS) return PROTO_EINVAL;
+    w->first = first;
+    CHECK(proto__get(c, 2 * (size_t)w->count, &bytes));
+    w->bytes = bytes;
+    return 0; /* (float)i16 · finite scale is finite: nothing more to check */
+  }
+  size_t each = w->dense ? 4 : 6;
   CHECK(proto__get(c, each * w->count, &bytes));
   w->bytes = bytes;
   for (uint32_t i = 0; i < w->count; i++)
     if (!isfinite(proto_load_f32(bytes + each * i + (w->dense ? 0 : 2)))) return PROTO_ENONFINITE;
   return 0;
+}
+
+int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *scale) {
+  float big = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (!isfinite(w[i])) return PROTO_ENONFINITE;
+    if (fabsf(w[i]) > big) big = fabsf(w[i]);
+  }
+  *scale = big / 32767.0f;
+  for (uint32_t i = 0; i < count; i++) {
+    float r = *scale > 0 ? rintf(w[i] / *scale) : 0.0f;
+    q[i] = (int16_t)(r > 32767.0f ? 32767 : r < -32767.0f ? -32767 : r);
+  }
+  return 0;
+}
+
+int proto_encode_weights_qrun(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
+                              const int16_t *q, float scale) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_WEIGHTS, flags, version);
+  return end_or_undo(b, mark, at, put_weights_qrun(b, first, count, q, scale));
 }
 
 int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
@@ -196,11 +244,18 @@ void proto_weights_begin(const proto_weights_view *w, proto_iter *it) {
   it->at = w->bytes;
   it->left = w->count;
   it->dense = w->dense;
+  it->mode = w->mode;
+  it->index = w->first;
+  it->scale = w->scale;
 }
 
 int proto_weights_next(proto_iter *it, uint32_t *index, float *value) {
   if (it->left == 0) return 0;
-  if (it->dense) {
+  if (it->mode == PROTO_WEIGHTS_QRUN) {
+    *index = it->index++;
+    *value = proto_qweight((int16_t)proto__ld16(it->at), it->scale);
+    it->at += 2;
+  } else if (it->dense) {
     *index = it->index++;
     *value = proto_load_f32(it->at);
     it->at += 4;
@@ -531,14 +586,52 @@ int proto_snapshot_mesh_body(proto_buf *b, const proto_mesh_desc *mesh) {
   return b->failed ? PROTO_ENOMEM : 0;
 }
 
+/* Range, flags and drivers: shared by targets and TARGET_META. */
+static int put_meta(proto_buf *b, float min, float max, uint8_t flags, uint32_t driver_count,
+                    const uint32_t *drivers) {
+  if (!isfinite(min) || !isfinite(max)) return PROTO_ENONFINITE;
+  if (min > max || (flags & ~PROTO_TARGET_MUTED) || driver_count > PROTO_MAX_DRIVERS) return PROTO_EINVAL;
+  for (uint32_t i = 0; i < driver_count; i++)
+    if (drivers[i] >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  proto__put_f32(b, min);
+  proto__put_f32(b, max);
+  proto__put_u8(b, flags);
+  proto__put_u16(b, (uint16_t)driver_count);
+  for (uint32_t i = 0; i < driver_count; i++) proto__put_u16(b, (uint16_t)drivers[i]);
+  return 0;
+}
+
+static int get_meta(proto_cur *c, float *min, float *max, uint8_t *flags, uint32_t *driver_count,
+                    const uint8_t **drivers) {
+  uint16_t nd;
+  CHECK(proto__get_f32(c, min));
+  CHECK(proto__get_f32(c, max));
+  if (*min > *max) return PROTO_EINVAL;
+  CHECK(proto__get_u8(c, flags));
+  if (*flags & ~PROTO_TARGET_MUTED) return PROTO_EINVAL;
+  CHECK(proto__get_u16(c, &nd));
+  if (nd > PROTO_MAX_DRIVERS) return PROTO_EINVAL;
+  *driver_count = nd;
+  CHECK(proto__get(c, 2 * (size_t)nd, drivers));
+  return 0;
+}
+
+/* Drivers of target `self` must name other existing targets (below `limit`). */
+static int check_drivers(const uint8_t *drivers, uint32_t count, uint32_t self, uint32_t limit) {
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t d = proto_driver(drivers, i);
+    if (d >= limit || d == self) return PROTO_EINVAL;
+  }
+  return 0;
+}
+
 /* One target as it appears in a SNAPSHOT and in a TARGET message. */
 static int put_target(proto_buf *b, const proto_target_desc *d) {
   size_t nl = name_len(d->name);
   if (nl > PROTO_MAX_NAME) return PROTO_EINVAL;
   proto__put_str(b, d->name, nl);
   proto__put_f32(b, d->default_weight);
-  proto__put_f32(b, d->min);
-  proto__put_f32(b, d->max);
+  CHECK(put_meta(b, d->min, d->max, d->flags, d->driver_count, d->drivers));
   proto__put_u32(b, d->count);
   proto__put_u32_array(b, d->indices, d->count);
   proto__put_u32_array(b, (const uint32_t *)(const void *)d->deltas, 3 * (size_t)d->count);
@@ -585,9 +678,7 @@ static int all_finite(const uint8_t *p, size_t n) {
 static int get_target(proto_cur *c, uint32_t vertex_count, proto_target *t) {
   CHECK(proto__get_str(c, &t->name));
   CHECK(proto__get_f32(c, &t->default_weight));
-  CHECK(proto__get_f32(c, &t->min));
-  CHECK(proto__get_f32(c, &t->max));
-  if (t->min > t->max) return PROTO_EINVAL;
+  CHECK(get_meta(c, &t->min, &t->max, &t->flags, &t->driver_count, &t->drivers));
   CHECK(proto__get_u32(c, &t->count));
   if (t->count > vertex_count) return PROTO_EINVAL;
   CHECK(proto__get(c, 4 * (size_t)t->count, &t->indices));
@@ -624,6 +715,7 @@ int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits
   for (uint32_t t = 0; t < m->target_count; t++) {
     proto_target tg;
     CHECK(get_target(&c, m->vertex_count, &tg));
+    CHECK(check_drivers(tg.drivers, tg.driver_count, t, m->target_count));
     for (uint32_t k = 0; k < tg.count; k++) {
       uint32_t v = proto_load_u32(tg.indices + 4 * (size_t)k);
       if (v >= m->vertex_count || (k > 0 && v <= proto_load_u32(tg.indices + 4 * (size_t)(k - 1))))
@@ -661,12 +753,37 @@ int proto_decode_target_add(const uint8_t *p, size_t n, const proto_limits *limi
   CHECK(proto__get_f32(&c, &m->weight));
   if (m->index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
   CHECK(get_target(&c, l.max_vertices, &m->target));
+  CHECK(check_drivers(m->target.drivers, m->target.driver_count, m->index, m->index)); /* drivers exist already */
   for (uint32_t k = 0; k < m->target.count; k++) {
     uint32_t v = proto_load_u32(m->target.indices + 4 * (size_t)k);
     if (v >= l.max_vertices || (k > 0 && v <= proto_load_u32(m->target.indices + 4 * (size_t)(k - 1))))
       return PROTO_EINVAL;
   }
   if (!all_finite(m->target.deltas, 3 * (size_t)m->target.count)) return PROTO_ENONFINITE;
+  return finish(&c);
+}
+
+/* ---- TARGET_META -------------------------------------------------------------------------------- */
+
+/* Payload: u32 index, then the meta fields of a target (min, max, flags, drivers). */
+int proto_encode_target_meta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t index, float min, float max,
+                             uint8_t target_flags, uint32_t driver_count, const uint32_t *drivers) {
+  if (index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  for (uint32_t i = 0; i < driver_count; i++)
+    if (drivers[i] == index) return PROTO_EINVAL;
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_TARGET_META, flags, version);
+  proto__put_u32(b, index);
+  return end_or_undo(b, mark, at, put_meta(b, min, max, target_flags, driver_count, drivers));
+}
+
+int proto_decode_target_meta(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_meta *m) {
+  (void)limits;
+  proto_cur c = {p, p + n};
+  CHECK(proto__get_u32(&c, &m->index));
+  if (m->index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  CHECK(get_meta(&c, &m->min, &m->max, &m->flags, &m->driver_count, &m->drivers));
+  CHECK(check_drivers(m->drivers, m->driver_count, m->index, PROTO_MAX_TARGETS));
   return finish(&c);
 }
 

@@ -229,7 +229,15 @@ void dfc_replica_fini(dfc_replica *r) {
   mesh_destroy(r->mesh);
   free(r->weights);
   free(r->offsets);
+  free(r->meta);
   memset(r, 0, sizeof(*r));
+}
+
+static void set_meta(dfc_target_meta *m, float min, float max, uint8_t flags, uint32_t driver_count,
+                     const uint8_t *drivers) {
+  memset(m, 0, sizeof(*m));
+  m->min = min, m->max = max, m->flags = flags, m->driver_count = (uint8_t)driver_count;
+  for (uint32_t i = 0; i < driver_count; i++) m->drivers[i] = (uint16_t)proto_driver(drivers, i);
 }
 
 static int load_snapshot(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err,
@@ -254,8 +262,10 @@ static int load_snapshot(dfc_replica *r, const proto_header *h, const uint8_t *p
   proto_snapshot_targets_begin(&s, &it);
   uint32_t *idx = NULL;
   float *del = NULL;
-  rc = 0;
+  r->meta = calloc(s.target_count + 1, sizeof(*r->meta));
+  rc = r->meta ? 0 : MESH_ENOMEM;
   while (rc == 0 && proto_snapshot_target_next(&it, &t)) {
+    set_meta(&r->meta[m->target_count], t.min, t.max, t.flags, t.driver_count, t.drivers);
     char name[PROTO_MAX_NAME + 1];
     memcpy(name, t.name.ptr, t.name.len);
     name[t.name.len] = '\0';
@@ -310,7 +320,9 @@ static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, c
   float *del = malloc(sizeof(float) * 3 * ((size_t)n + 1));
   float *w = realloc(r->weights, sizeof(float) * (m->target_count + 1));
   if (w) r->weights = w;
-  if (!idx || !del || !w) {
+  dfc_target_meta *meta = realloc(r->meta, sizeof(*meta) * (m->target_count + 1));
+  if (meta) r->meta = meta;
+  if (!idx || !del || !w || !meta) {
     free(idx);
     free(del);
     return MESH_ENOMEM;
@@ -323,6 +335,8 @@ static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, c
   rc = mesh_add_target_sparse(m, name, n, idx, del, t.target.default_weight);
   if (rc == 0) {
     r->weights[t.index] = t.weight;
+    set_meta(&r->meta[t.index], t.target.min, t.target.max, t.target.flags, t.target.driver_count,
+             t.target.drivers);
     for (uint32_t i = 0; i < n; i++) memset(r->offsets + 3 * (size_t)idx[i], 0, sizeof(float) * 3);
     if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
   } else {
@@ -342,6 +356,20 @@ int dfc_replica_apply(dfc_replica *r, const proto_header *h, const uint8_t *p, c
       return PROTO_ETYPE;
     }
     return add_target(r, h, p, err, errlen);
+  }
+  if (h->type == PROTO_TARGET_META) {
+    proto_target_meta tm;
+    int rc = r->have_snapshot ? proto_decode_target_meta(p, h->length, NULL, &tm) : PROTO_ETYPE;
+    if (rc == 0 && tm.index >= r->mesh->target_count) rc = PROTO_EINVAL;
+    for (uint32_t i = 0; rc == 0 && i < tm.driver_count; i++)
+      if (proto_driver(tm.drivers, i) >= r->mesh->target_count) rc = PROTO_EINVAL;
+    if (rc) {
+      snprintf(err, errlen, "TARGET_META: %s", r->have_snapshot ? proto_strerror(rc) : "before the snapshot");
+      return rc;
+    }
+    set_meta(&r->meta[tm.index], tm.min, tm.max, tm.flags, tm.driver_count, tm.drivers);
+    if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
+    return 0;
   }
   if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
   if (!r->have_snapshot) {

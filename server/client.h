@@ -54,10 +54,19 @@ int dfc_rpc(dfc_conn *c, const char *method, const cJSON *params, int timeout_ms
 
 /* ---- the replica ---------------------------------------------------------------------------- */
 
+/* A target's slider settings as the server last sent them (SNAPSHOT, TARGET, TARGET_META). */
+typedef struct dfc_target_meta {
+  float min, max;
+  uint8_t flags;         /* PROTO_TARGET_* */
+  uint8_t driver_count;  /* > 0: a combination target */
+  uint16_t drivers[PROTO_MAX_DRIVERS];
+} dfc_target_meta;
+
 typedef struct dfc_replica {
   mesh *mesh;        /* base positions, triangles, targets (from the SNAPSHOT) */
   float quantum;
   float *weights;    /* target_count */
+  dfc_target_meta *meta; /* target_count */
   float *offsets;    /* 3 * vertex_count, dequantised */
   uint64_t version;
   int have_snapshot;
@@ -65,7 +74,7 @@ typedef struct dfc_replica {
 
 void dfc_replica_init(dfc_replica *r);
 void dfc_replica_fini(dfc_replica *r);
-/* Applies a SNAPSHOT, WEIGHTS or DELTA frame. Other frames are ignored (returns 0). Returns 0,
+/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS or DELTA frame. Other frames are ignored (returns 0). Returns 0,
  * or a PROTO_E* / MESH_E* code with a reason when the frame does not decode or does not fit
  * the mesh (an index beyond it, a frame before the snapshot). */
 int dfc_replica_apply(dfc_replica *r, const proto_header *h, const uint8_t *payload, char *err,

@@ -152,8 +152,8 @@ static cJSON *shortcut_params(const char *method, int argc, char **argv, int *ok
 
 static const char *type_name(uint8_t t) {
   static const char *names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA",
-                                "EDIT", "ERROR", "PING", "PONG", "BYE", "TARGET"};
-  return t <= PROTO_TARGET ? names[t] : "?";
+                                "EDIT", "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+  return t <= PROTO_TARGET_META ? names[t] : "?";
 }
 
 static int watch(const char *hostport, const char *session, long count, const char *dump) {
@@ -219,7 +219,8 @@ static int watch(const char *hostport, const char *session, long count, const ch
       fprintf(stderr, "deformctl: %s\n", err);
       break;
     }
-    int is_live = h.type == PROTO_WEIGHTS || h.type == PROTO_DELTA || h.type == PROTO_TARGET;
+    int is_live = h.type == PROTO_WEIGHTS || h.type == PROTO_DELTA || h.type == PROTO_TARGET ||
+                  h.type == PROTO_TARGET_META;
     if (h.type == PROTO_SNAPSHOT || is_live) {
       if (latency_ms >= 0)
         printf("version=%llu type=%s bytes=%u%s latency_ms=%.3f\n", (unsigned long long)h.session_version,

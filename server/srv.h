@@ -83,11 +83,28 @@ void srv_frame_unref(srv_frame *f);
 /* ---- operations and sessions (srv_session.c) --------------------------------------------------- */
 
 typedef enum srv_op_kind {
-  SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets */
+  SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets (not combination targets) */
   SRV_OP_SET_OFFSETS = 2, /* absolute quantised sculpt offsets of some vertices (ascending) */
-  SRV_OP_ADD_TARGET = 3   /* the sculpt layer becomes a new target `name` at weight 1; the
+  SRV_OP_ADD_TARGET = 3,  /* the sculpt layer becomes a new target `name` at weight 1; the
                            * layer is cleared, so the shape does not change */
+  SRV_OP_SET_TARGET_META = 4 /* target indices[0] gets the range, mute flag and drivers of `meta` */
 } srv_op_kind;
+
+/* A target's live settings. Its weight on the wire (srv_session.weights) is derived:
+ *   muted                      -> 0
+ *   combination (drivers > 0)  -> the product of the drivers' weights
+ *   otherwise                  -> value
+ * Drivers are never combination targets themselves, so one pass settles every weight. */
+typedef struct srv_target {
+  float min, max;          /* the range `value` must lie in; within [-10, 10] */
+  float value;             /* the weight clients set */
+  uint8_t muted;
+  uint8_t driver_count;
+  uint32_t drivers[PROTO_MAX_DRIVERS];
+  uint64_t meta_version;   /* the version that last changed range, mute or drivers (0: the file's) */
+} srv_target;
+
+#define SRV_WEIGHT_LIMIT 10.0f /* ranges may reach [-10, 10], like Blender's slider_min/max */
 
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */
 typedef struct srv_op {
@@ -98,16 +115,13 @@ typedef struct srv_op {
   const float *values;     /* SET_WEIGHTS */
   const int32_t *q;        /* SET_OFFSETS: 3 per entry */
   const char *name;        /* ADD_TARGET */
+  const srv_target *meta;  /* SET_TARGET_META: min, max, muted, drivers (value is ignored) */
 } srv_op;
 
 typedef struct srv_conn srv_conn;
 typedef struct srv_server srv_server;
 
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
-
-typedef struct srv_target_range {
-  float min, max;
-} srv_target_range;
 
 typedef struct srv_gesture srv_gesture;
 
@@ -119,11 +133,11 @@ typedef struct srv_session {
   mesh_topology topo;        /* welded topology of the base mesh (solves, brushes) */
   mesh_adjacency adj;        /* over topo's triangles */
   mesh_stats stats;
-  srv_target_range *ranges;  /* per target */
+  srv_target *targets;       /* per target: range, set value, mute, drivers */
   float offset_quantum;
   uint64_t version;
-  float *weights;            /* target_count */
-  uint64_t *weight_version;  /* target_count: version that last set it */
+  float *weights;            /* target_count: the weights viewers apply (see srv_target) */
+  uint64_t *weight_version;  /* target_count: version that last changed it */
   int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
   uint64_t *block_version;   /* per block of 64 vertices */
   srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */

@@ -127,22 +127,104 @@ static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, o);
 }
 
+/* One target as targets.list and targets.configure show it. */
+static cJSON *target_json(const srv_session *x, uint32_t t) {
+  const srv_target *st = &x->targets[t];
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", t);
+  cJSON_AddStringToObject(o, "name", x->mesh->targets[t].name);
+  cJSON_AddItemToObject(o, "weight", srv_json_float(x->weights[t]));
+  cJSON_AddItemToObject(o, "value", srv_json_float(st->value));
+  cJSON_AddItemToObject(o, "min", srv_json_float(st->min));
+  cJSON_AddItemToObject(o, "max", srv_json_float(st->max));
+  cJSON_AddBoolToObject(o, "muted", st->muted);
+  cJSON *d = cJSON_AddArrayToObject(o, "drivers");
+  for (uint32_t i = 0; i < st->driver_count; i++)
+    cJSON_AddItemToArray(d, cJSON_CreateString(x->mesh->targets[st->drivers[i]].name));
+  cJSON_AddItemToObject(o, "default", srv_json_float(x->mesh->targets[t].default_weight));
+  cJSON_AddNumberToObject(o, "vertices", x->mesh->targets[t].count);
+  return o;
+}
+
 static void m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = want_session(s, call, params);
   if (!x) return;
   cJSON *a = cJSON_CreateArray();
-  for (uint32_t t = 0; t < x->mesh->target_count; t++) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "index", t);
-    cJSON_AddStringToObject(o, "name", x->mesh->targets[t].name);
-    cJSON_AddItemToObject(o, "weight", srv_json_float(x->weights[t]));
-    cJSON_AddItemToObject(o, "min", srv_json_float(x->ranges[t].min));
-    cJSON_AddItemToObject(o, "max", srv_json_float(x->ranges[t].max));
-    cJSON_AddItemToObject(o, "default", srv_json_float(x->mesh->targets[t].default_weight));
-    cJSON_AddNumberToObject(o, "vertices", x->mesh->targets[t].count);
-    cJSON_AddItemToArray(a, o);
-  }
+  for (uint32_t t = 0; t < x->mesh->target_count; t++) cJSON_AddItemToArray(a, target_json(x, t));
   srv_rpc_reply(call, a);
+}
+
+/* targets.configure {session, target, min?, max?, muted?, drivers?}: what is not given stays. */
+static void m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = want_session(s, call, params);
+  if (!x) return;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "target");
+  if (!cJSON_IsString(name)) {
+    srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"target\" must be a target name");
+    return;
+  }
+  int t = mesh_find_target(x->mesh, name->valuestring);
+  if (t < 0) {
+    srv_rpc_error(call, SRV_RPC_UNKNOWN_TARGET, "unknown target '%s' in session '%s'", name->valuestring, x->name);
+    return;
+  }
+  srv_target meta = x->targets[t];
+  const char *keys[2] = {"min", "max"};
+  float *dst[2] = {&meta.min, &meta.max};
+  for (int k = 0; k < 2; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, keys[k]);
+    if (!v) continue;
+    if (!cJSON_IsNumber(v)) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"%s\" must be a number", keys[k]);
+      return;
+    }
+    *dst[k] = (float)v->valuedouble;
+  }
+  const cJSON *muted = cJSON_GetObjectItemCaseSensitive(params, "muted");
+  if (muted) {
+    if (!cJSON_IsBool(muted)) {
+      srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"muted\" must be true or false");
+      return;
+    }
+    meta.muted = cJSON_IsTrue(muted);
+  }
+  const cJSON *drivers = cJSON_GetObjectItemCaseSensitive(params, "drivers");
+  if (drivers) {
+    if (!cJSON_IsArray(drivers) || cJSON_GetArraySize(drivers) > PROTO_MAX_DRIVERS) {
+      srv_rpc_error(call, INVALID_PARAMS,
+                    "invalid params: \"drivers\" must be an array of at most %d target names ([] for none)",
+                    PROTO_MAX_DRIVERS);
+      return;
+    }
+    meta.driver_count = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, drivers) {
+      int di = cJSON_IsString(d) ? mesh_find_target(x->mesh, d->valuestring) : -1;
+      if (di < 0) {
+        srv_rpc_error(call, SRV_RPC_UNKNOWN_TARGET, "unknown driver %s%s%s in session '%s'",
+                      cJSON_IsString(d) ? "'" : "", cJSON_IsString(d) ? d->valuestring : "(not a name)",
+                      cJSON_IsString(d) ? "'" : "", x->name);
+        return;
+      }
+      meta.drivers[meta.driver_count++] = (uint32_t)di;
+    }
+  }
+  uint32_t idx = (uint32_t)t;
+  srv_op op = {SRV_OP_SET_TARGET_META, call->conn->id, 1, &idx, NULL, NULL, NULL, &meta};
+  char why[512];
+  if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
+    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
+    return;
+  }
+  uint64_t version = srv_session_apply(s, x, &op);
+  if (version == 0) {
+    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "version", (double)version);
+  cJSON_AddItemToObject(r, "target", target_json(x, idx));
+  srv_rpc_reply(call, r);
 }
 
 static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -160,7 +242,7 @@ static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSO
                   x->name, x->gesture_count);
     return;
   }
-  srv_op op = {SRV_OP_ADD_TARGET, call->conn->id, 0, NULL, NULL, NULL, name->valuestring};
+  srv_op op = {SRV_OP_ADD_TARGET, call->conn->id, 0, NULL, NULL, NULL, name->valuestring, NULL};
   char why[512];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -218,7 +300,7 @@ static void m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     idx[k] = (uint32_t)t;
     val[k++] = v;
   }
-  srv_op op = {SRV_OP_SET_WEIGHTS, call->conn->id, k, idx, val, NULL, NULL};
+  srv_op op = {SRV_OP_SET_WEIGHTS, call->conn->id, k, idx, val, NULL, NULL, NULL};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -323,7 +405,7 @@ static void m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     memcpy(q + 3 * (size_t)m, e[i].q, sizeof(e[i].q));
     m++;
   }
-  srv_op op = {SRV_OP_SET_OFFSETS, call->conn->id, m, idx, NULL, q, NULL};
+  srv_op op = {SRV_OP_SET_OFFSETS, call->conn->id, m, idx, NULL, q, NULL, NULL};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -697,6 +779,7 @@ static const struct {
     {"session.close", m_session_close, 1},   {"session.export", m_session_export, 1},
     {"mesh.info", m_mesh_info, 1},           {"targets.list", m_targets_list, 1},
     {"weights.set", m_weights_set, 1},       {"weights.get", m_weights_get, 1},
+    {"targets.configure", m_targets_configure, 1},
     {"sculpt.set", m_sculpt_set, 1},         {"sculpt.get", m_sculpt_get, 1},
     {"state.get", m_state_get, 1},           {"server.stats", m_server_stats, 0},
     {"auth", m_auth, 1},

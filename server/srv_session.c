@@ -23,7 +23,7 @@ static void free_parts(srv_session *s) {
   mesh_adjacency_fini(&s->adj);
   mesh_topology_fini(&s->topo);
   mesh_destroy(s->mesh);
-  free(s->ranges);
+  free(s->targets);
   free(s->weights);
   free(s->weight_version);
   free(s->offsets);
@@ -55,8 +55,9 @@ static proto_mesh_desc mesh_desc(const srv_session *s) {
 
 static proto_target_desc target_desc(const srv_session *s, uint32_t t) {
   const mesh_target *mt = &s->mesh->targets[t];
-  proto_target_desc d = {mt->name, mt->default_weight, s->ranges[t].min, s->ranges[t].max,
-                         mt->count, mt->indices, mt->deltas};
+  const srv_target *st = &s->targets[t];
+  proto_target_desc d = {mt->name,         mt->default_weight, st->min,     st->max,    st->muted ? PROTO_TARGET_MUTED : 0,
+                         st->driver_count, st->drivers,        mt->count,   mt->indices, mt->deltas};
   return d;
 }
 
@@ -79,8 +80,11 @@ static int encode_target_part(srv_session *s, uint32_t t) {
     proto_buf_fini(&b);
     return rc == PROTO_ENOMEM ? MESH_ENOMEM : MESH_EINVAL;
   }
-  s->target_parts[t] = srv_frame_from_buf(&b);
-  return s->target_parts[t] ? 0 : MESH_ENOMEM;
+  srv_frame *f = srv_frame_from_buf(&b);
+  if (!f) return MESH_ENOMEM;
+  srv_frame_unref(s->target_parts[t]); /* joins in flight keep their own reference */
+  s->target_parts[t] = f;
+  return 0;
 }
 
 /* The SNAPSHOT mesh part is kept in pieces shared by every join: the body (positions,
@@ -169,13 +173,13 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   s->name = strdup(name);
   uint32_t nt = m->target_count, nv = m->vertex_count;
   uint32_t nblocks = (nv >> SRV_BLOCK_SHIFT) + 1;
-  s->ranges = calloc(nt + 1, sizeof(*s->ranges));
+  s->targets = calloc(nt + 1, sizeof(*s->targets));
   s->weights = calloc(nt + 1, sizeof(float));
   s->weight_version = calloc(nt + 1, sizeof(uint64_t));
   s->offsets = calloc(3 * (size_t)nv + 1, sizeof(int32_t));
   s->block_version = calloc(nblocks, sizeof(uint64_t));
   s->target_version = calloc(nt + 1, sizeof(uint64_t));
-  if (!s->name || !s->ranges || !s->weights || !s->weight_version || !s->offsets || !s->block_version ||
+  if (!s->name || !s->targets || !s->weights || !s->weight_version || !s->offsets || !s->block_version ||
       !s->target_version) {
     srv_session_destroy(s);
     return MESH_ENOMEM;
@@ -184,8 +188,9 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
     /* Slider range as in Blender: [0, 1] unless the file's default weight lies outside it. */
     float w = m->targets[t].default_weight;
     s->weights[t] = w;
-    s->ranges[t].min = w < 0.0f ? w : 0.0f;
-    s->ranges[t].max = w > 1.0f ? w : 1.0f;
+    s->targets[t].value = w;
+    s->targets[t].min = w < 0.0f ? w : 0.0f;
+    s->targets[t].max = w > 1.0f ? w : 1.0f;
   }
   /* Offsets are stored quantised to 2^-20 of the bounding-box diagonal (0.3 µm on a 30 cm
    * head): far below what anyone can see, and exactly what every receiver rebuilds. */
@@ -205,6 +210,53 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   return 0;
 }
 
+/* A target's new range, mute flag and drivers. */
+static int check_meta(const srv_session *s, uint32_t t, const srv_target *nm, char *err, size_t errlen) {
+  const mesh *m = s->mesh;
+  if (t >= m->target_count) {
+    snprintf(err, errlen, "target index %u out of range (the mesh has %u targets)", t, m->target_count);
+    return -1;
+  }
+  const char *name = m->targets[t].name;
+  if (!isfinite(nm->min) || !isfinite(nm->max) || nm->min < -SRV_WEIGHT_LIMIT || nm->max > SRV_WEIGHT_LIMIT ||
+      !(nm->min < nm->max)) {
+    snprintf(err, errlen, "range [%g, %g] of '%s': min must be below max, both within [%g, %g]", (double)nm->min,
+             (double)nm->max, name, (double)-SRV_WEIGHT_LIMIT, (double)SRV_WEIGHT_LIMIT);
+    return -1;
+  }
+  if (nm->driver_count > PROTO_MAX_DRIVERS) {
+    snprintf(err, errlen, "'%s' has %u drivers; a combination target has at most %d", name, nm->driver_count,
+             PROTO_MAX_DRIVERS);
+    return -1;
+  }
+  for (uint32_t i = 0; i < nm->driver_count; i++) {
+    uint32_t d = nm->drivers[i];
+    if (d >= m->target_count || d == t) {
+      snprintf(err, errlen, "'%s' cannot be driven by %s", name, d == t ? "itself" : "a target that does not exist");
+      return -1;
+    }
+    if (s->targets[d].driver_count) {
+      snprintf(err, errlen, "'%s' cannot be driven by '%s', which is a combination target itself", name,
+               m->targets[d].name);
+      return -1;
+    }
+    for (uint32_t j = 0; j < i; j++)
+      if (nm->drivers[j] == d) {
+        snprintf(err, errlen, "'%s' names driver '%s' twice", name, m->targets[d].name);
+        return -1;
+      }
+  }
+  if (nm->driver_count)
+    for (uint32_t u = 0; u < m->target_count; u++)
+      for (uint32_t i = 0; i < s->targets[u].driver_count; i++)
+        if (s->targets[u].drivers[i] == t) {
+          snprintf(err, errlen, "'%s' drives the combination target '%s', so it cannot be one itself", name,
+                   m->targets[u].name);
+          return -1;
+        }
+  return 0;
+}
+
 int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t errlen) {
   const mesh *m = s->mesh;
   if (op->kind == SRV_OP_SET_WEIGHTS) {
@@ -219,14 +271,21 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
         snprintf(err, errlen, "weight of '%s' is not finite", m->targets[t].name);
         return -1;
       }
-      if (v < s->ranges[t].min || v > s->ranges[t].max) {
+      const srv_target *st = &s->targets[t];
+      if (st->driver_count) {
+        snprintf(err, errlen, "'%s' is a combination target: its weight is the product of its drivers' (%s%s)",
+                 m->targets[t].name, m->targets[st->drivers[0]].name, st->driver_count > 1 ? " × …" : "");
+        return -1;
+      }
+      if (v < st->min || v > st->max) {
         snprintf(err, errlen, "weight %g of '%s' is outside its range [%g, %g]", (double)v,
-                 m->targets[t].name, (double)s->ranges[t].min, (double)s->ranges[t].max);
+                 m->targets[t].name, (double)st->min, (double)st->max);
         return -1;
       }
     }
     return 0;
   }
+  if (op->kind == SRV_OP_SET_TARGET_META) return check_meta(s, op->indices[0], op->meta, err, errlen);
   if (op->kind == SRV_OP_SET_OFFSETS) {
     for (uint32_t i = 0; i < op->count; i++) {
       if (op->indices[i] >= m->vertex_count) {
@@ -278,8 +337,8 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
   }
   uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
   float *d = malloc(sizeof(float) * 3 * ((size_t)count + 1));
-  srv_target_range *ranges = realloc(s->ranges, sizeof(*ranges) * (nt + 1));
-  if (ranges) s->ranges = ranges;
+  srv_target *ranges = realloc(s->targets, sizeof(*ranges) * (nt + 1));
+  if (ranges) s->targets = ranges;
   float *weights = realloc(s->weights, sizeof(float) * (nt + 1));
   if (weights) s->weights = weights;
   uint64_t *wv = realloc(s->weight_version, sizeof(uint64_t) * (nt + 1));
@@ -302,8 +361,10 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
   int rc = mesh_add_target_sparse(m, name, k, idx, d, 0.0f);
   free(d);
   if (rc == 0) {
-    s->ranges[nt].min = 0.0f;
-    s->ranges[nt].max = 1.0f;
+    memset(&s->targets[nt], 0, sizeof(s->targets[nt]));
+    s->targets[nt].min = 0.0f;
+    s->targets[nt].max = 1.0f;
+    s->targets[nt].value = 1.0f;
     s->weights[nt] = 1.0f;
     s->weight_version[nt] = version;
     s->target_version[nt] = version;
@@ -321,30 +382,129 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
   return rc;
 }
 
-/* Encodes the frame that carries what `op` changed, at `version`. */
-static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, proto_buf *b) {
+/* The weight viewers apply for target t (see srv_target). */
+static float effective_weight(const srv_session *s, uint32_t t) {
+  const srv_target *st = &s->targets[t];
+  if (st->muted) return 0.0f;
+  if (!st->driver_count) return st->value;
+  float w = 1.0f;
+  for (uint32_t i = 0; i < st->driver_count; i++) {
+    const srv_target *d = &s->targets[st->drivers[i]];
+    w *= d->muted ? 0.0f : d->value;
+  }
+  return w;
+}
+
+/* The weights an op changed, in the order a frame lists them: the op's own targets first (in
+ * the op's order), then every other target whose weight moved with them (combination targets
+ * of changed drivers). Stamps each with `version`. */
+typedef struct weight_changes {
+  uint32_t count;
+  uint32_t *idx;
+  float *val;
+} weight_changes;
+
+static int settle_weights(srv_session *s, const uint32_t *first, uint32_t nfirst, uint64_t version,
+                          weight_changes *wc) {
+  uint32_t nt = s->mesh->target_count;
+  wc->count = 0;
+  wc->idx = malloc(sizeof(uint32_t) * ((size_t)nt + nfirst + 1));
+  wc->val = malloc(sizeof(float) * ((size_t)nt + nfirst + 1));
+  if (!wc->idx || !wc->val) {
+    free(wc->idx);
+    free(wc->val);
+    return MESH_ENOMEM;
+  }
+  for (uint32_t i = 0; i < nfirst; i++) {
+    uint32_t t = first[i];
+    s->weights[t] = effective_weight(s, t);
+    s->weight_version[t] = version;
+    wc->idx[wc->count] = t;
+    wc->val[wc->count++] = s->weights[t];
+  }
+  for (uint32_t t = 0; t < nt; t++) {
+    if (!s->targets[t].driver_count) continue;
+    float w = effective_weight(s, t);
+    if (memcmp(&w, &s->weights[t], sizeof(w)) == 0) continue;
+    s->weights[t] = w;
+    s->weight_version[t] = version;
+    wc->idx[wc->count] = t;
+    wc->val[wc->count++] = w;
+  }
+  return 0;
+}
+
+/* Encodes the frames that carry what `op` changed, at `version`. */
+static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, const weight_changes *wc,
+                     proto_buf *b) {
   if (op->kind == SRV_OP_ADD_TARGET) {
     uint32_t t = s->mesh->target_count - 1;
     proto_target_desc d = target_desc(s, t);
     return proto_encode_target_add(b, version, t, s->weights[t], &d);
   }
-  if (op->kind == SRV_OP_SET_WEIGHTS) {
+  if (op->kind == SRV_OP_SET_TARGET_META) {
+    uint32_t t = op->indices[0];
+    const srv_target *st = &s->targets[t];
+    int rc = proto_encode_target_meta(b, version, wc->count ? PROTO_FLAG_MORE : 0, t, st->min, st->max,
+                                      st->muted ? PROTO_TARGET_MUTED : 0, st->driver_count, st->drivers);
+    if (rc || !wc->count) return rc;
+  }
+  if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_TARGET_META) {
     uint32_t nt = s->mesh->target_count;
     /* Dense when most targets changed: 4 bytes each instead of 6. */
-    if (op->count > nt / 2) return proto_encode_weights(b, version, 0, nt, NULL, s->weights);
-    return proto_encode_weights(b, version, 0, op->count, op->indices, op->values);
+    if (wc->count > nt / 2) return proto_encode_weights(b, version, 0, nt, NULL, s->weights);
+    return proto_encode_weights(b, version, 0, wc->count, wc->idx, wc->val);
   }
   return proto_encode_delta(b, version, 0, op->count, op->indices, op->q);
 }
 
 uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   uint64_t version = s->version + 1;
+  weight_changes wc = {0, NULL, NULL};
   if (op->kind == SRV_OP_ADD_TARGET) {
     if (add_target_from_sculpt(s, op->name, version) != 0) return 0;
   } else if (op->kind == SRV_OP_SET_WEIGHTS) {
+    srv_target *saved = malloc(sizeof(*saved) * (op->count + 1));
+    if (!saved) return 0;
     for (uint32_t i = 0; i < op->count; i++) {
-      s->weights[op->indices[i]] = op->values[i];
-      s->weight_version[op->indices[i]] = version;
+      saved[i] = s->targets[op->indices[i]];
+      s->targets[op->indices[i]].value = op->values[i];
+    }
+    if (settle_weights(s, op->indices, op->count, version, &wc) != 0) {
+      for (uint32_t i = op->count; i-- > 0;) s->targets[op->indices[i]] = saved[i];
+      free(saved);
+      return 0;
+    }
+    free(saved);
+  } else if (op->kind == SRV_OP_SET_TARGET_META) {
+    uint32_t t = op->indices[0];
+    srv_target old = s->targets[t], *st = &s->targets[t];
+    st->min = op->meta->min;
+    st->max = op->meta->max;
+    st->muted = op->meta->muted ? 1 : 0;
+    st->driver_count = op->meta->driver_count;
+    memcpy(st->drivers, op->meta->drivers, sizeof(st->drivers));
+    st->meta_version = version;
+    /* A value outside the new range moves to its nearest end. */
+    st->value = st->value < st->min ? st->min : st->value > st->max ? st->max : st->value;
+    float before = s->weights[t];
+    if (settle_weights(s, NULL, 0, version, &wc) != 0 || encode_target_part(s, t) != 0) {
+      /* Out of memory: the old settings back, and the weights settled again from them. */
+      *st = old;
+      free(wc.idx);
+      free(wc.val);
+      if (settle_weights(s, NULL, 0, version, &wc) == 0) free(wc.idx), free(wc.val);
+      return 0;
+    }
+    float after = effective_weight(s, t);
+    if (memcmp(&before, &after, sizeof(after)) != 0) { /* t itself, listed first */
+      s->weights[t] = after;
+      s->weight_version[t] = version;
+      memmove(wc.idx + 1, wc.idx, sizeof(uint32_t) * wc.count);
+      memmove(wc.val + 1, wc.val, sizeof(float) * wc.count);
+      wc.idx[0] = t;
+      wc.val[0] = after;
+      wc.count++;
     }
   } else {
     for (uint32_t i = 0; i < op->count; i++) {
@@ -355,10 +515,16 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   }
   s->version = version;
   s->ops_applied++;
-  if (s->subscriber_count == 0) return version;
+  if (s->subscriber_count == 0) {
+    free(wc.idx);
+    free(wc.val);
+    return version;
+  }
   proto_buf b;
   proto_buf_init(&b);
-  int rc = encode_op(s, op, version, &b);
+  int rc = encode_op(s, op, version, &wc, &b);
+  free(wc.idx);
+  free(wc.val);
   srv_frame *f = rc == 0 ? srv_frame_from_buf(&b) : NULL;
   if (!f) {
     /* The state changed but the frame could not be built: subscribers fall behind and are
@@ -404,6 +570,14 @@ static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t fla
     size_t at = b->len;
     rc = proto_encode_target_add(b, s->version, t, s->weights[t], &d);
     if (rc == 0) b->data[at + 7] |= flags; /* the header's flags byte */
+  }
+  if (rc) return rc;
+  /* Range, mute or drivers changed since then (targets created since then carried theirs). */
+  for (uint32_t t = 0; t < nt && rc == 0; t++) {
+    const srv_target *st = &s->targets[t];
+    if (st->meta_version <= since || s->target_version[t] > since) continue;
+    rc = proto_encode_target_meta(b, s->version, flags, t, st->min, st->max, st->muted ? PROTO_TARGET_MUTED : 0,
+                                  st->driver_count, st->drivers);
   }
   if (rc) return rc;
   for (uint32_t t = 0; t < nt; t++) changed += s->weight_version[t] > since;
@@ -509,7 +683,7 @@ int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const ui
     if ((pick && !pick[v]) || (o[0] | o[1] | o[2]) == 0) continue;
     idx[k++] = v;
   }
-  srv_op op = {SRV_OP_SET_OFFSETS, author, k, idx, NULL, q, NULL};
+  srv_op op = {SRV_OP_SET_OFFSETS, author, k, idx, NULL, q, NULL, NULL};
   *version = k ? srv_session_apply(srv, s, &op) : s->version;
   *reset = k;
 out:

@@ -299,7 +299,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     proto_offsets_begin(&e.offsets, &it);
     while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
   }
-  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q, NULL};
+  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q, NULL, NULL};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
     send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;

@@ -125,6 +125,60 @@ TEST(weights_round_trip_dense_and_sparse) {
   proto_buf_fini(&b);
 }
 
+TEST(quantised_weight_runs_decode_byte_by_byte_and_round_within_half_a_step) {
+  proto_buf b;
+  proto_buf_init(&b);
+  int16_t q[3] = {1, -2, 32767};
+  ASSERT_OK(proto_encode_weights_qrun(&b, 9, 0, 3, 3, q, 0.5f), NULL);
+  /* Written out by hand: mode 2, count 3, first 3, scale 0.5f, three i16. */
+  static const uint8_t want[] = {0x02, 0x03, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x3f,
+                                 0x01, 0x00, 0xfe, 0xff, 0xff, 0x7f};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(want));
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, want, sizeof(want)) == 0);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_WEIGHTS);
+  proto_weights_view w;
+  ASSERT_OK(proto_decode_weights(p, h.length, NULL, &w), NULL);
+  ASSERT_EQ(w.mode, PROTO_WEIGHTS_QRUN);
+  proto_iter it;
+  uint32_t idx;
+  float v;
+  proto_weights_begin(&w, &it);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 3 && v == 0.5f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 4 && v == -1.0f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 5 && v == 16383.5f);
+  ASSERT(!proto_weights_next(&it, &idx, &v));
+  /* A run past the last target, a negative or NaN scale: refused both ways. */
+  b.len = 0;
+  ASSERT_EQ(proto_encode_weights_qrun(&b, 9, 0, 65534, 3, q, 0.5f), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_weights_qrun(&b, 9, 0, 0, 3, q, -0.5f), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_weights_qrun(&b, 9, 0, 0, 3, q, NAN), PROTO_ENONFINITE);
+  ASSERT_EQ(b.len, 0);
+  uint8_t bad[sizeof(want)];
+  memcpy(bad, want, sizeof(want));
+  bad[5] = 0xfe, bad[6] = 0xff; /* first 65534 + 3 targets */
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_EINVAL);
+  memcpy(bad, want, sizeof(want));
+  bad[10] = 0xbf; /* scale -0.5 */
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_EINVAL);
+  ASSERT_EQ(proto_decode_weights(want, sizeof(want) - 1, NULL, &w), PROTO_ETRUNCATED);
+  /* Quantising: the largest magnitude maps to ±32767, every value is within half a step, and
+   * all zeros give scale 0. */
+  float in[5] = {0.5f, -1.0f, 0.25f, 1e-7f, 0.0f};
+  int16_t out[5];
+  float scale;
+  ASSERT_OK(proto_quantize_weights(in, 5, out, &scale), NULL);
+  ASSERT(scale == 1.0f / 32767.0f);
+  ASSERT_EQ(out[1], -32767);
+  for (int i = 0; i < 5; i++) ASSERT(fabsf(proto_qweight(out[i], scale) - in[i]) <= 0.5f * scale * (1 + 1e-6f));
+  float zeros[2] = {0, 0};
+  ASSERT_OK(proto_quantize_weights(zeros, 2, out, &scale), NULL);
+  ASSERT(scale == 0.0f && out[0] == 0 && out[1] == 0);
+  float nan[1] = {NAN};
+  ASSERT_EQ(proto_quantize_weights(nan, 1, out, &scale), PROTO_ENONFINITE);
+  proto_buf_fini(&b);
+}
+
 TEST(weights_with_nan_are_refused_by_encoder_and_decoder) {
   proto_buf b;
   proto_buf_init(&b);
@@ -210,13 +264,48 @@ TEST(edit_round_trips_and_unknown_kind_is_refused) {
   proto_buf_fini(&b);
 }
 
+TEST(target_meta_round_trips_byte_by_byte_and_bad_drivers_are_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  uint32_t drivers[2] = {1, 2};
+  ASSERT_OK(proto_encode_target_meta(&b, 5, 0, 7, -2.0f, 10.0f, PROTO_TARGET_MUTED, 2, drivers), NULL);
+  /* u32 index 7, f32 -2, f32 10, u8 flags 1, u16 count 2, u16 1, u16 2 */
+  static const uint8_t want[] = {0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x20, 0x41,
+                                 0x01, 0x02, 0x00, 0x01, 0x00, 0x02, 0x00};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(want));
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, want, sizeof(want)) == 0);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_TARGET_META);
+  proto_target_meta m;
+  ASSERT_OK(proto_decode_target_meta(p, h.length, NULL, &m), NULL);
+  ASSERT(m.index == 7 && m.min == -2.0f && m.max == 10.0f && m.flags == PROTO_TARGET_MUTED);
+  ASSERT(m.driver_count == 2 && proto_driver(m.drivers, 0) == 1 && proto_driver(m.drivers, 1) == 2);
+  /* A target driving itself, min > max, unknown flags, too many drivers: refused both ways. */
+  b.len = 0;
+  uint32_t self[1] = {7}, many[9] = {0, 1, 2, 3, 4, 5, 6, 8, 9};
+  ASSERT_EQ(proto_encode_target_meta(&b, 5, 0, 7, 0, 1, 0, 1, self), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_target_meta(&b, 5, 0, 7, 1, 0, 0, 0, NULL), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_target_meta(&b, 5, 0, 7, 0, 1, 0x80, 0, NULL), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_target_meta(&b, 5, 0, 7, 0, 1, 0, 9, many), PROTO_EINVAL);
+  ASSERT_EQ(b.len, 0);
+  uint8_t bad[sizeof(want)];
+  memcpy(bad, want, sizeof(want));
+  bad[15] = 0x07; /* first driver = itself */
+  ASSERT_EQ(proto_decode_target_meta(bad, sizeof(bad), NULL, &m), PROTO_EINVAL);
+  memcpy(bad, want, sizeof(want));
+  bad[12] = 0x04; /* unknown flag */
+  ASSERT_EQ(proto_decode_target_meta(bad, sizeof(bad), NULL, &m), PROTO_EINVAL);
+  ASSERT_EQ(proto_decode_target_meta(want, sizeof(want) - 1, NULL, &m), PROTO_ETRUNCATED);
+  proto_buf_fini(&b);
+}
+
 /* A small mesh's snapshot, built the way the server builds it. */
 static void build_snapshot(proto_buf *b) {
   float pos[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
   uint32_t tri[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
   uint32_t ti[2] = {1, 3};
   float td[6] = {0.1f, 0, 0, 0, 0, -0.2f};
-  proto_target_desc t = {"smile", 0.0f, 0.0f, 1.0f, 2, ti, td};
+  proto_target_desc t = {"smile", 0.0f, 0.0f, 1.0f, 0, 0, NULL, 2, ti, td};
   proto_mesh_desc m = {4, 4, 1, pos, tri, NULL, 1e-6f};
   proto_buf mesh_part, state;
   proto_buf_init(&mesh_part);
