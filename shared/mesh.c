@@ -1,5 +1,5 @@
 /*
- * mesh.c — the mesh handle: allocation, sparse targets, bounds, evaluation, validation.
+ * mesh.c — the mesh handle: allocation, sparse targets, clips, bounds, evaluation, validation.
  *
  * DOES NOT import, weld or compute geometry; see the other mesh_*.c files.
  */
@@ -60,6 +60,13 @@ void mesh__target_fini(mesh_target *t) {
   memset(t, 0, sizeof(*t));
 }
 
+void mesh__clip_fini(mesh_clip *c) {
+  free(c->name);
+  free(c->times);
+  free(c->weights);
+  memset(c, 0, sizeof(*c));
+}
+
 void mesh_destroy(mesh *m) {
   if (m == NULL) return;
   free(m->positions);
@@ -69,6 +76,8 @@ void mesh_destroy(mesh *m) {
   for (uint32_t i = 0; i < m->target_count; i++) mesh__target_fini(&m->targets[i]);
   free(m->targets);
   free(m->frames);
+  for (uint32_t i = 0; i < m->clip_count; i++) mesh__clip_fini(&m->clips[i]);
+  free(m->clips);
   for (uint32_t i = 0; i < m->submesh_count; i++) free(m->submeshes[i].name);
   free(m->submeshes);
   free(m);
@@ -174,6 +183,12 @@ int mesh_find_target(const mesh *m, const char *name) {
   return -1;
 }
 
+int mesh_find_clip(const mesh *m, const char *name) {
+  for (uint32_t i = 0; i < m->clip_count; i++)
+    if (strcmp(m->clips[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
 void mesh_update_bounds(mesh *m) {
   if (m->vertex_count == 0) {
     memset(m->bbox_min, 0, sizeof(m->bbox_min));
@@ -236,6 +251,98 @@ static int first_nonfinite(const float *a, size_t n, size_t *at) {
     }
   }
   return 0;
+}
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int validate_clip(const mesh *m, uint32_t i, char *err, size_t errlen) {
+  const mesh_clip *c = &m->clips[i];
+  if (c->name == NULL || c->name[0] == '\0') {
+    mesh__set_err(err, errlen, "clip %u has no name", i);
+    return MESH_EINVAL;
+  }
+  if (c->frame_count > 0) {
+    if (c->key_count != 0) {
+      mesh__set_err(err, errlen, "clip '%s' has both frames and weight keys", c->name);
+      return MESH_EINVAL;
+    }
+    if ((uint64_t)c->first_frame + c->frame_count > m->frame_count) {
+      mesh__set_err(err, errlen, "clip '%s' covers frames %u..%llu but the mesh has %u frames",
+                    c->name, c->first_frame,
+                    (unsigned long long)c->first_frame + c->frame_count - 1, m->frame_count);
+      return MESH_ERANGE;
+    }
+    if (!(c->fps > 0.0f) || !isfinite(c->fps)) {
+      mesh__set_err(err, errlen, "clip '%s': frame rate %g is not a positive number", c->name,
+                    (double)c->fps);
+      return MESH_EINVAL;
+    }
+    return 0;
+  }
+  if (c->key_count == 0) {
+    mesh__set_err(err, errlen, "clip '%s' has neither frames nor weight keys", c->name);
+    return MESH_EINVAL;
+  }
+  if (c->times == NULL || (c->weights == NULL && c->target_count > 0)) {
+    mesh__set_err(err, errlen, "clip '%s' has %u keys but no %s", c->name, c->key_count,
+                  c->times == NULL ? "times" : "weights");
+    return MESH_EINVAL;
+  }
+  if (c->target_count > m->target_count) {
+    mesh__set_err(err, errlen, "clip '%s' weighs %u targets but the mesh has %u", c->name,
+                  c->target_count, m->target_count);
+    return MESH_ERANGE;
+  }
+  for (uint32_t k = 0; k < c->key_count; k++) {
+    if (!isfinite(c->times[k])) {
+      mesh__set_err(err, errlen, "clip '%s': key %u has a non-finite time", c->name, k);
+      return MESH_ENONFINITE;
+    }
+    if (k > 0 && !(c->times[k] > c->times[k - 1])) {
+      mesh__set_err(err, errlen, "clip '%s': key %u at %gs does not come after key %u at %gs",
+                    c->name, k, (double)c->times[k], k - 1, (double)c->times[k - 1]);
+      return MESH_EINVAL;
+    }
+  }
+  size_t at;
+  if (first_nonfinite(c->weights, (size_t)c->key_count * c->target_count, &at)) {
+    mesh__set_err(err, errlen, "clip '%s': weight of target '%s' at key %zu is not finite",
+                  c->name, m->targets[at % c->target_count].name, at / c->target_count);
+    return MESH_ENONFINITE;
+  }
+  return 0;
+}
+
+/* Names must be unique: sorted copies of the name pointers, so a file with many clips costs
+ * n log n, not n². */
+static int validate_clips(const mesh *m, char *err, size_t errlen) {
+  if (m->clip_count == 0) return 0;
+  if (m->clips == NULL) {
+    mesh__set_err(err, errlen, "mesh declares %u clips but has no clip array", m->clip_count);
+    return MESH_EINVAL;
+  }
+  for (uint32_t i = 0; i < m->clip_count; i++) {
+    int rc = validate_clip(m, i, err, errlen);
+    if (rc) return rc;
+  }
+  const char **names = malloc(sizeof(*names) * m->clip_count);
+  if (names == NULL) {
+    mesh__set_err(err, errlen, "out of memory checking %u clip names", m->clip_count);
+    return MESH_ENOMEM;
+  }
+  for (uint32_t i = 0; i < m->clip_count; i++) names[i] = m->clips[i].name;
+  qsort(names, m->clip_count, sizeof(*names), cmp_name);
+  int rc = 0;
+  for (uint32_t i = 1; i < m->clip_count && rc == 0; i++) {
+    if (strcmp(names[i], names[i - 1]) == 0) {
+      mesh__set_err(err, errlen, "two clips are called '%s'", names[i]);
+      rc = MESH_EINVAL;
+    }
+  }
+  free(names);
+  return rc;
 }
 
 int mesh_validate(const mesh *m, char *err, size_t errlen) {
@@ -307,5 +414,5 @@ int mesh_validate(const mesh *m, char *err, size_t errlen) {
       return MESH_ERANGE;
     }
   }
-  return 0;
+  return validate_clips(m, err, errlen);
 }

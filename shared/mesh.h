@@ -2,15 +2,17 @@
  * mesh.h — the mesh core shared by deformd (server) and deform-view (viewer).
  *
  * A mesh is what a session deforms: render vertices (positions, optional normals and UVs),
- * triangles, named morph targets stored sparsely, optional keyframe animation, and submesh
- * ranges that remember which part of the source file each triangle came from.
+ * triangles, named morph targets stored sparsely, optional keyframe animation, named animation
+ * clips (ranges of keyframes, or target weights over time), and submesh ranges that remember
+ * which part of the source file each triangle came from.
  *
- * This module DOES:   import (assimp), validation, export (OBJ, GLB), welding into topology
- *                     vertices, adjacency, Laplacian weights, vertex areas, reference normals,
- *                     statistics, and the generated demo head.
- * This module DOES NOT: know about sockets, sessions, versions, threads or GPUs. Every function
- *                     here is synchronous and touches only the memory it is given; callers decide
- *                     which thread runs it (the server runs imports on its thread pool).
+ * This module DOES:   import (assimp), animation clips found in the file, validation, export
+ *                     (OBJ, GLB), welding into topology vertices, adjacency, Laplacian weights,
+ *                     vertex areas, reference normals, statistics, and the generated demo head.
+ * This module DOES NOT: know about sockets, sessions, versions, threads or GPUs, or play clips
+ *                     back (the server samples and compresses them). Every function here is
+ *                     synchronous and touches only the memory it is given; callers decide which
+ *                     thread runs it (the server runs imports on its thread pool).
  *
  * Errors: functions return 0 or a negative MESH_E* code; mesh_strerror() names the code. Where a
  * reason is more specific than the code ("triangle 12 references vertex 99 of 24"), the function
@@ -57,6 +59,18 @@ typedef struct mesh_target {
   float *deltas;         /* owned, 3 * `count` floats */
 } mesh_target;
 
+/* A named animation. Keyframe clips are a range of `frames`; weight clips (glTF morph-weight
+ * animations) are keys of target weights over time. */
+typedef struct mesh_clip {
+  char *name;              /* owned, never NULL, unique within the mesh */
+  float fps;               /* keyframe clips: playback rate (frames per second) */
+  uint32_t first_frame, frame_count;   /* keyframe clips; frame_count 0 for a weight clip */
+  uint32_t key_count;      /* weight clips: number of keys (0 for keyframe clips) */
+  uint32_t target_count;   /* weight clips: weights per key, for targets 0 .. target_count-1 */
+  float *times;            /* owned, key_count seconds, ascending */
+  float *weights;          /* owned, key_count × target_count */
+} mesh_clip;
+
 /* The part of a multi-mesh file a range of triangles and vertices came from. */
 typedef struct mesh_submesh {
   char *name;               /* owned; "" when the file names none */
@@ -83,6 +97,13 @@ typedef struct mesh {
   uint32_t frame_count;
   float frame_rate;
   float *frames;             /* 3 * vertex_count * frame_count, or NULL */
+
+  /* Named clips, in file order. Row k of a weight clip's `weights` holds the weights of the
+   * targets the mesh had when the clip was made (clip.target_count, in `targets` order) at
+   * times[k]. Clips never change afterwards: targets appended later (sculpts) have no column
+   * and weigh 0; removing a target a clip covers makes mesh_validate() refuse the mesh. */
+  uint32_t clip_count;
+  mesh_clip *clips;
 
   uint32_t submesh_count;
   mesh_submesh *submeshes;   /* at least one when the mesh has triangles */
@@ -119,6 +140,9 @@ void mesh_remove_last_target(mesh *m);
 /* Returns the index of the target called `name`, or -1. */
 int mesh_find_target(const mesh *m, const char *name);
 
+/* Returns the index of the clip called `name`, or -1. */
+int mesh_find_clip(const mesh *m, const char *name);
+
 /* Recomputes bbox_min/bbox_max from positions. */
 void mesh_update_bounds(mesh *m);
 
@@ -132,7 +156,10 @@ void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, fl
 
 /* Checks every invariant the rest of the system relies on: indices in range, all values finite,
  * target indices ascending and in range, submesh ranges inside the arrays, frame array present
- * when frame_count > 0. Returns 0 or the first violation's code, with a reason in `err`. */
+ * when frame_count > 0, clips named (non-empty, unique), keyframe clips inside frame_count with
+ * a positive rate, weight clips with ascending finite times, finite weights, and no more
+ * targets than the mesh has.
+ * Returns 0 or the first violation's code, with a reason in `err`. */
 int mesh_validate(const mesh *m, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------------------------
@@ -148,10 +175,11 @@ typedef struct mesh_import_opts {
 #define MESH_DEFAULT_MAX_VERTICES 5000000u
 
 /* Imports a mesh file through assimp: OBJ, PLY (ASCII, binary, triangle strips), OFF, STL,
- * glTF 2.0 / GLB (morph targets, extras.targetNames, mesh.weights), MD2 / MD3 (all keyframes),
- * and anything else assimp reads. Polygons are triangulated, points and lines dropped, every
- * mesh of the file placed by its node transform and joined into one mesh with submesh ranges,
- * render vertices that are identical in every attribute merged, unreferenced ones dropped.
+ * glTF 2.0 / GLB (morph targets, extras.targetNames, mesh.weights, morph-weight animations as
+ * weight clips), MD2 / MD3 (all keyframes, grouped into clips by frame name), and anything else
+ * assimp reads. Polygons are triangulated, points and lines dropped, every mesh of the file
+ * placed by its node transform and joined into one mesh with submesh ranges, render vertices
+ * that are identical in every attribute merged, unreferenced ones dropped.
  * `opts` may be NULL. On success *out is a new mesh the caller frees with mesh_destroy().
  * On failure returns a MESH_E* code, writes the reason into `err`, and leaves *out NULL.
  * Thread-safe: imports may run concurrently on different threads. */

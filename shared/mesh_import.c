@@ -4,8 +4,10 @@
  * One file becomes one mesh: every aiMesh instance of the node tree is placed by its node's
  * global transform and appended as a submesh, morph targets (aiAnimMesh) are matched across
  * submeshes by name, MD2 keyframes are read one import per frame (assimp reads a single
- * keyframe per import) and MD3 keyframes from the file (mesh_md3.c), render vertices identical in every attribute and every frame are merged
- * (meshoptimizer), and unreferenced vertices are dropped.
+ * keyframe per import) and MD3 keyframes from the file (mesh_md3.c), render vertices identical in
+ * every attribute and every frame are merged (meshoptimizer), and unreferenced vertices are
+ * dropped. Clips come last: MD2/MD3 frames grouped by their names (mesh_md2.c, mesh_md3.c,
+ * mesh_clip.c), glTF morph-weight animations read from the file's JSON (mesh_gltf_anim.c).
  *
  * assimp accepts some broken files without failing (an out-of-range glTF index is dropped with
  * a warning, an OFF file whose header lies is read anyway, infinities pass through), so its log
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "mesh.h"
@@ -205,6 +208,9 @@ typedef struct raw_mesh {
   raw_target *targets;
   uint32_t frame_count;
   float *frames; /* frame_count * 3 * vertex_count */
+  uint32_t frame_name_count;
+  char (*frame_names)[MESH__FRAME_NAME_LEN]; /* MD2/MD3 frame names, or NULL */
+  int morph_animations; /* assimp saw animations of morph-target weights */
   uint32_t submesh_count;
   mesh_submesh *submeshes;
 } raw_mesh;
@@ -221,6 +227,7 @@ static void raw_fini(raw_mesh *r) {
   }
   free(r->targets);
   free(r->frames);
+  free(r->frame_names);
   for (uint32_t i = 0; i < r->submesh_count; i++) free(r->submeshes[i].name);
   free(r->submeshes);
   memset(r, 0, sizeof(*r));
@@ -420,6 +427,18 @@ static keyframe_kind read_keyframe_header(const char *path, uint32_t *frames) {
   return KEYFRAMES_NONE;
 }
 
+/* A glTF 2.0 file: GLB by its magic, JSON glTF by its extension (as assimp decides). */
+static int is_gltf(const char *path) {
+  char h[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(h, 1, 4, f);
+  fclose(f);
+  if (n == 4 && memcmp(h, "glTF", 4) == 0) return 1;
+  const char *dot = strrchr(base_name(path), '.');
+  return dot && strcasecmp(dot, ".gltf") == 0;
+}
+
 static int is_ply(const char *path) {
   char h[4] = {0};
   FILE *f = fopen(path, "rb");
@@ -509,10 +528,14 @@ static int read_md3_frames(const char *path, const gather *g, uint32_t nframes, 
   if (nframes > f.frame_count) nframes = f.frame_count;
   size_t per = 3 * (size_t)r->vertex_count;
   r->frames = malloc(sizeof(float) * (per * nframes + 1));
-  if (!surface_of || !taken || !r->frames) {
+  r->frame_names = malloc(sizeof(*r->frame_names) * ((size_t)nframes + 1));
+  if (!surface_of || !taken || !r->frames || !r->frame_names) {
     rc = MESH_ENOMEM;
     goto out;
   }
+  for (uint32_t fr = 0; fr < nframes; fr++)
+    memcpy(r->frame_names[fr], f.frame_headers + 56 * (size_t)fr + 40, MESH__FRAME_NAME_LEN);
+  r->frame_name_count = nframes;
   for (uint32_t i = 0; i < g->count; i++) {
     const struct aiMesh *am = g->items[i].mesh;
     surface_of[i] = UINT32_MAX;
@@ -734,6 +757,8 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
     goto out;
   }
 
+  for (unsigned a = 0; a < sc->mNumAnimations; a++)
+    if (sc->mAnimations[a] && sc->mAnimations[a]->mNumMorphMeshChannels > 0) r->morph_animations = 1;
   rc = gather_scene(sc, &g);
   if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
   if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
@@ -822,9 +847,31 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   }
   if (opts->max_frames && nframes > opts->max_frames) nframes = opts->max_frames;
 
+  /* MD2 frame names, read before assimp so that a truncated file gets a precise reason. */
+  if (kind == KEYFRAMES_MD2) {
+    rc = mesh__md2_frame_names(path, &r.frame_names, &r.frame_name_count, err, errlen);
+    if (rc) {
+      char why[MESH_ERR_LEN];
+      snprintf(why, sizeof(why), "%s", err ? err : "");
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      goto done;
+    }
+  }
+
   /* assimp hangs or aborts on some truncated PLY files: check them before it reads them. */
   if (is_ply(path)) {
     rc = mesh__ply_check(path, &ply, err, errlen);
+    if (rc) {
+      char why[MESH_ERR_LEN];
+      snprintf(why, sizeof(why), "%s", err ? err : "");
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      goto done;
+    }
+  }
+
+  /* assimp 5.2.5 crashes on some broken glTF weight animations: check them first. */
+  if (is_gltf(path)) {
+    rc = mesh__gltf_precheck(path, err, errlen);
     if (rc) {
       char why[MESH_ERR_LEN];
       snprintf(why, sizeof(why), "%s", err ? err : "");
@@ -873,9 +920,22 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     /* Neither format stores a rate: Quake II ran its models at 10 frames per second, and MD3
      * rates live in a separate animation.cfg; 10 is the common default for both. */
     m->frame_rate = 10.0f;
+    /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
+    uint32_t named = r.frame_name_count < m->frame_count ? r.frame_name_count : m->frame_count;
+    rc = mesh__clips_from_frame_names(m, r.frame_names, named, m->frame_rate);
+    if (rc) goto done;
+  }
+  char why[MESH_ERR_LEN];
+  /* Only glTF weight animations become clips. Morph animations assimp may report for other
+   * formats (FBX, Collada) are not read: none of Debian's assimp-testmodels has one to test. */
+  if (r.morph_animations && is_gltf(path)) {
+    rc = mesh__gltf_weight_clips(path, m, why, sizeof(why));
+    if (rc) {
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      goto done;
+    }
   }
   mesh_update_bounds(m);
-  char why[MESH_ERR_LEN];
   rc = mesh_validate(m, why, sizeof(why));
   if (rc) mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
 

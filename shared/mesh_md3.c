@@ -5,7 +5,8 @@
  * never used), so the frames are read here. assimp still reads the surfaces, UVs and frame 0;
  * this file only supplies each surface's vertex positions for a given frame, laid out the way
  * assimp lays out frame 0 (three vertices per triangle, corners in file order). mesh_import
- * checks that layout against assimp's frame 0 before trusting it.
+ * checks that layout against assimp's frame 0 before trusting it. It also points at the frame
+ * headers, whose names ("idle01", "walk01", …) become the mesh's clips.
  *
  * DOES NOT read tags, shaders or skins.
  */
@@ -56,8 +57,11 @@ int mesh__md3_load(const char *path, mesh__md3 *f, char *err, size_t errlen) {
   const unsigned char *h = f->data;
   if (memcmp(h, "IDP3", 4) != 0) goto bad;
   f->frame_count = rd32(h + 76);
-  uint32_t nsurf = rd32(h + 84), ofs_surf = rd32(h + 100);
+  uint32_t nsurf = rd32(h + 84), ofs_frames = rd32(h + 92), ofs_surf = rd32(h + 100);
   if (f->frame_count == 0 || nsurf > 4096 || ofs_surf > f->size) goto bad;
+  /* Frame headers: min_bounds[3], max_bounds[3], local_origin[3], radius, name[16]. */
+  if ((uint64_t)ofs_frames + 56ull * f->frame_count > f->size) goto bad;
+  f->frame_headers = f->data + ofs_frames;
   f->surfaces = calloc(nsurf + 1, sizeof(*f->surfaces));
   if (!f->surfaces) {
     rc = MESH_ENOMEM;

@@ -286,6 +286,38 @@ void oracle_md2_frames(const char *path, uint32_t *frame_count, uint32_t *point_
   free(b);
 }
 
+uint32_t oracle_md2_clips(const char *path, oracle_clip **clips) {
+  FILE *f = fopen(path, "rb");
+  if (!f) test__fail(__FILE__, __LINE__, "cannot open %s", path);
+  unsigned char h[68];
+  if (fread(h, 1, sizeof(h), f) != sizeof(h)) test__fail(__FILE__, __LINE__, "short read");
+  int32_t framesize = le32(h + 16), nframes = le32(h + 40), ofs_frames = le32(h + 56);
+  oracle_clip *out = calloc((size_t)nframes, sizeof(*out));
+  uint32_t n = 0;
+  for (int32_t fr = 0; fr < nframes; fr++) {
+    char name[17] = {0};
+    if (fseek(f, ofs_frames + (long)framesize * fr + 24, SEEK_SET) != 0 || fread(name, 1, 16, f) != 16)
+      test__fail(__FILE__, __LINE__, "%s: frame %d is not in the file", path, fr);
+    /* Cut at the last character that is not a digit. */
+    int keep = -1;
+    for (int i = 0; name[i]; i++)
+      if (!isdigit((unsigned char)name[i])) keep = i;
+    if (keep < 0) test__fail(__FILE__, __LINE__, "%s: frame %d has no usable name", path, fr);
+    name[keep + 1] = '\0';
+    if (n > 0 && strcmp(out[n - 1].name, name) == 0) {
+      out[n - 1].count++;
+    } else {
+      memcpy(out[n].name, name, sizeof(name));
+      out[n].first = (uint32_t)fr;
+      out[n].count = 1;
+      n++;
+    }
+  }
+  fclose(f);
+  *clips = out;
+  return n;
+}
+
 /* ---- point sets ----------------------------------------------------------------------------- */
 
 typedef struct pt3 {

@@ -36,6 +36,18 @@ void oracle_off_counts(const char *path, oracle_counts *out);
 void oracle_md2_frames(const char *path, uint32_t *frame_count, uint32_t *point_count,
                        float **frames);
 
+/* A clip as the file's frame names define it. */
+typedef struct oracle_clip {
+  char name[17];
+  uint32_t first, count;
+} oracle_clip;
+
+/* MD2 frame names read straight from the file (header field num_frames and ofs_frames, frame
+ * name at byte 24 of each frame), each with its trailing digits removed, and runs of equal
+ * prefixes counted. *clips is malloc'ed (caller frees); returns the number of runs. Fails the
+ * test when a name is empty or all digits (these files have none). */
+uint32_t oracle_md2_clips(const char *path, oracle_clip **clips);
+
 /* Whether point sets a and b cover each other within `tol` (every point of one has a point of
  * the other that close) after a signed axis permutation of a: the permutation is searched (all
  * 48) when *perm < 0 and reported in *perm, or fixed when *perm >= 0. Returns 1 if so. */
