@@ -187,7 +187,8 @@ typedef enum proto_edit_kind {
   PROTO_EDIT_GESTURE_DRAG = 4,  /* move a gesture's handle (rigid transform) */
   PROTO_EDIT_GESTURE_END = 5,
   PROTO_EDIT_BRUSH = 6,         /* a brush stroke: samples applied in order */
-  PROTO_EDIT_RESET = 7          /* sculpt offsets back to zero (listed vertices, or all) */
+  PROTO_EDIT_RESET = 7,         /* sculpt offsets back to zero (listed vertices, or all) */
+  PROTO_EDIT_BLEND_PINS = 8     /* direct manipulation: target weights that put pinned vertices where asked */
 } proto_edit_kind;
 
 /* A list of u32 vertex indices inside a payload (count, then count little-endian u32). */
@@ -229,6 +230,23 @@ typedef struct proto_brush {
 
 #define PROTO_MAX_BRUSH_SAMPLES 65536
 
+/* BLEND_PINS: each pin asks for render vertex `vertex` at `position`; the server solves the
+ * weights of every target that is neither muted nor a combination target (server/blend.h). */
+typedef struct proto_blend_pin {
+  uint32_t vertex;
+  float position[3];
+} proto_blend_pin;
+
+#define PROTO_BLEND_KEEP_CLOSE 0x01 /* regularise towards the current weights (else towards 0) */
+#define PROTO_MAX_BLEND_PINS 10000
+
+typedef struct proto_blend_pins {
+  uint8_t flags;          /* PROTO_BLEND_KEEP_CLOSE; other bits must be 0 */
+  float regularization;   /* λ: finite, >= 0 */
+  uint32_t count;         /* 1..PROTO_MAX_BLEND_PINS */
+  const uint8_t *pins;    /* count × (u32 vertex, 3 × f32 position), 16 bytes each */
+} proto_blend_pins;
+
 typedef struct proto_edit {
   uint32_t request_id; /* echoed in an ERROR that refuses it */
   uint8_t kind;        /* proto_edit_kind */
@@ -239,6 +257,7 @@ typedef struct proto_edit {
   uint32_t gesture;    /* GESTURE_END */
   proto_brush brush;
   proto_index_list reset; /* RESET: count 0 = every vertex */
+  proto_blend_pins blend_pins; /* BLEND_PINS */
 } proto_edit;
 
 /* A new target announced to viewers: append it with index `index` (= the current target count)
@@ -287,8 +306,8 @@ int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t
                          const uint32_t *indices, const float *values);
 
 /* Quantised weights for a run of consecutive targets (PCA playback: a handful of components
- * change every frame). proto_quantize_weights picks scale = max|w| / 32767 (0 when all are 0)
- * and rounds each w / scale to the nearest i16; the weights a receiver gets are exactly
+ * change every frame). proto_quantize_weights picks scale = max|w| / 32767 (rounded down, so
+ * |q · scale| <= max|w|; 0 when all are 0) and rounds each w / scale to the nearest i16; the weights a receiver gets are exactly
  * proto_qweight(q, scale), so a sender that keeps those values stays identical to its
  * receivers. Returns 0, or PROTO_ENONFINITE for a non-finite weight. */
 int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *scale);
@@ -352,6 +371,10 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
                             uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples);
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
+/* BLEND_PINS: PROTO_EINVAL for unknown flags, λ < 0, or a count of 0 or over the limit;
+ * PROTO_ENONFINITE for NaN/Inf in λ or a position (nothing appended either way). */
+int proto_encode_edit_blend_pins(proto_buf *b, uint32_t request_id, uint8_t flags, float regularization,
+                                 uint32_t count, const proto_blend_pin *pins);
 int proto_encode_target_add(proto_buf *b, uint64_t version, uint32_t index, float weight,
                             const proto_target_desc *target);
 
@@ -387,6 +410,8 @@ static inline uint32_t proto_driver(const uint8_t *drivers, uint32_t i) {
 
 /* Brush sample i of a decoded brush edit. */
 void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample *out);
+/* Pin i of a decoded BLEND_PINS edit. */
+void proto_blend_pin_at(const proto_blend_pins *p, uint32_t i, proto_blend_pin *out);
 
 /* Iterators over decoded views. Each returns 1 with the next entry, 0 at the end. The views
  * were fully validated by the decoder, so iteration cannot fail. */

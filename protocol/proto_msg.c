@@ -163,7 +163,7 @@ static int put_weights_body(proto_buf *b, uint32_t count, const uint32_t *indice
 /* QRUN body: u8 mode 2, u32 count, u16 first, f32 scale, count × i16. */
 static int put_weights_qrun(proto_buf *b, uint32_t first, uint32_t count, const int16_t *q, float scale) {
   if (count > PROTO_MAX_TARGETS || first > PROTO_MAX_TARGETS - count) return PROTO_EINVAL;
-  if (!isfinite(scale)) return PROTO_ENONFINITE;
+  if (!isfinite(scale) || !isfinite(scale * 32767.0f)) return PROTO_ENONFINITE;
   if (scale < 0) return PROTO_EINVAL;
   proto__put_u8(b, PROTO_WEIGHTS_QRUN);
   proto__put_u32(b, count);
@@ -190,10 +190,11 @@ static int get_weights_body(proto_cur *c, proto_weights_view *w) {
     CHECK(proto__get_f32(c, &w->scale));
     if (!isfinite(w->scale)) return PROTO_ENONFINITE;
     if (w->scale < 0 || (uint32_t)first + w->count > PROTO_MAX_TARGETS) return PROTO_EINVAL;
+    if (!isfinite(w->scale * 32767.0f)) return PROTO_ENONFINITE; /* every (float)q · scale is then finite */
     w->first = first;
     CHECK(proto__get(c, 2 * (size_t)w->count, &bytes));
     w->bytes = bytes;
-    return 0; /* (float)i16 · finite scale is finite: nothing more to check */
+    return 0;
   }
   size_t each = w->dense ? 4 : 6;
   CHECK(proto__get(c, each * w->count, &bytes));
@@ -209,7 +210,10 @@ int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *sc
     if (!isfinite(w[i])) return PROTO_ENONFINITE;
     if (fabsf(w[i]) > big) big = fabsf(w[i]);
   }
+  /* Rounded down, so that |q · scale| never exceeds the largest |w| (a weight at the end of
+   * its range stays inside it). */
   *scale = big / 32767.0f;
+  while (*scale > 0 && (double)*scale * 32767.0 > (double)big) *scale = nextafterf(*scale, 0.0f);
   for (uint32_t i = 0; i < count; i++) {
     float r = *scale > 0 ? rintf(w[i] / *scale) : 0.0f;
     q[i] = (int16_t)(r > 32767.0f ? 32767 : r < -32767.0f ? -32767 : r);
@@ -486,6 +490,33 @@ int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, c
   return proto_frame_end(b, at);
 }
 
+/* Payload after the kind: u8 flags, f32 regularization, u32 count, count × (u32 vertex, 3 × f32). */
+int proto_encode_edit_blend_pins(proto_buf *b, uint32_t request_id, uint8_t flags, float regularization,
+                                 uint32_t count, const proto_blend_pin *pins) {
+  if (!isfinite(regularization)) return PROTO_ENONFINITE;
+  if ((flags & ~PROTO_BLEND_KEEP_CLOSE) || regularization < 0 || count == 0 || count > PROTO_MAX_BLEND_PINS)
+    return PROTO_EINVAL;
+  for (uint32_t i = 0; i < count; i++)
+    if (!all_finite_f(pins[i].position, 3)) return PROTO_ENONFINITE;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_BLEND_PINS);
+  proto__put_u8(b, flags);
+  proto__put_f32(b, regularization);
+  proto__put_u32(b, count);
+  for (uint32_t i = 0; i < count; i++) {
+    proto__put_u32(b, pins[i].vertex);
+    for (int k = 0; k < 3; k++) proto__put_f32(b, pins[i].position[k]);
+  }
+  return proto_frame_end(b, at);
+}
+
+void proto_blend_pin_at(const proto_blend_pins *p, uint32_t i, proto_blend_pin *out) {
+  const uint8_t *q = p->pins + 16 * (size_t)i;
+  out->vertex = proto_load_u32(q);
+  for (int k = 0; k < 3; k++) out->position[k] = proto_load_f32(q + 4 + 4 * k);
+}
+
 void proto_brush_sample_at(const proto_brush *b, uint32_t i, proto_brush_sample *out) {
   const uint8_t *p = b->samples + 32 * (size_t)i;
   for (int k = 0; k < 3; k++) out->center[k] = proto_load_f32(p + 4 * k);
@@ -532,6 +563,23 @@ static int get_brush(proto_cur *c, proto_brush *m) {
   return 0;
 }
 
+/* Counts checked against the limit before the bytes, the bytes against what is present. */
+static int get_blend_pins(proto_cur *c, uint32_t vertex_limit, proto_blend_pins *m) {
+  CHECK(proto__get_u8(c, &m->flags));
+  CHECK(proto__get_f32(c, &m->regularization));
+  CHECK(proto__get_u32(c, &m->count));
+  if ((m->flags & ~PROTO_BLEND_KEEP_CLOSE) || m->regularization < 0 || m->count == 0) return PROTO_EINVAL;
+  if (m->count > PROTO_MAX_BLEND_PINS) return PROTO_ETOOBIG;
+  CHECK(proto__get(c, 16 * (size_t)m->count, &m->pins));
+  for (uint32_t i = 0; i < m->count; i++) {
+    const uint8_t *q = m->pins + 16 * (size_t)i;
+    if (proto_load_u32(q) >= vertex_limit) return PROTO_EINVAL;
+    for (int k = 0; k < 3; k++)
+      if (!isfinite(proto_load_f32(q + 4 + 4 * k))) return PROTO_ENONFINITE;
+  }
+  return 0;
+}
+
 int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, proto_edit *m) {
   proto_limits l;
   proto__limits(limits, &l);
@@ -558,6 +606,8 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
     CHECK(get_brush(&c, &m->brush));
   else if (m->kind == PROTO_EDIT_RESET)
     CHECK(get_index_list(&c, l.max_vertices, &m->reset));
+  else if (m->kind == PROTO_EDIT_BLEND_PINS)
+    CHECK(get_blend_pins(&c, l.max_vertices, &m->blend_pins));
   else
     return PROTO_EINVAL;
   return finish(&c);
@@ -735,9 +785,9 @@ int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits
 int proto_encode_target_add(proto_buf *b, uint64_t version, uint32_t index, float weight,
                             const proto_target_desc *d) {
   size_t nl = name_len(d->name);
-  if (nl > PROTO_MAX_NAME || !isfinite(weight) || !isfinite(d->default_weight) || !isfinite(d->min) ||
-      !isfinite(d->max) || d->min > d->max)
-    return PROTO_EINVAL;
+  if (!isfinite(weight) || !isfinite(d->default_weight) || !isfinite(d->min) || !isfinite(d->max))
+    return PROTO_ENONFINITE;
+  if (nl > PROTO_MAX_NAME || d->min > d->max) return PROTO_EINVAL;
   size_t mark = b->len;
   size_t at = proto_frame_begin(b, PROTO_TARGET, 0, version);
   proto__put_u32(b, index);

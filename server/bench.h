@@ -9,5 +9,6 @@
 
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
+int bench_blend_main(int argc, char **argv, const char *cmdline);
 
 #endif

@@ -736,10 +736,14 @@ static void usage(FILE *out) {
           "                           [--deformd PATH]\n"
           "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
+          "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
+          "                          [--max-error E] [--clips FILE...] [--json]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
           "  brush    time per brush sample touching about N vertices (in process)\n"
+          "  blend    direct-manipulation weight solve per drag, PCA build time, and bytes per streamed\n"
+          "           frame of PCA-compressed MD2/MD3 clips against raw positions (in process)\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
           "  --json   one JSON object per result instead of a table\n"
@@ -821,10 +825,11 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0)) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0)) {
     char *cmdline = join_argv(argc, argv);
-    int status = strcmp(argv[1], "solve") == 0 ? bench_solve_main(argc, argv, cmdline ? cmdline : "")
-                                                 : bench_brush_main(argc, argv, cmdline ? cmdline : "");
+    int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, cmdline ? cmdline : "")
+                 : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, cmdline ? cmdline : "")
+                                                 : bench_blend_main(argc, argv, cmdline ? cmdline : "");
     free(cmdline);
     return status;
   }

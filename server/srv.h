@@ -87,8 +87,19 @@ typedef enum srv_op_kind {
   SRV_OP_SET_OFFSETS = 2, /* absolute quantised sculpt offsets of some vertices (ascending) */
   SRV_OP_ADD_TARGET = 3,  /* the sculpt layer becomes a new target `name` at weight 1; the
                            * layer is cleared, so the shape does not change */
-  SRV_OP_SET_TARGET_META = 4 /* target indices[0] gets the range, mute flag and drivers of `meta` */
+  SRV_OP_SET_TARGET_META = 4, /* target indices[0] gets the range, mute flag and drivers of `meta` */
+  SRV_OP_ADD_TARGETS = 5,     /* `count` new targets from `added`, appended in order (PCA bases) */
+  SRV_OP_SET_WEIGHTS_QRUN = 6 /* targets first..first+count-1 get proto_qweight(wq[i], wscale) */
 } srv_op_kind;
+
+/* A target to append (SRV_OP_ADD_TARGETS). Arrays are borrowed for the call. */
+typedef struct srv_new_target {
+  const char *name;
+  uint32_t count;          /* moved vertices */
+  const uint32_t *indices; /* ascending render vertices */
+  const float *deltas;     /* 3 per vertex */
+  float weight, min, max;  /* its weight (set value) and range */
+} srv_new_target;
 
 /* A target's live settings. Its weight on the wire (srv_session.weights) is derived:
  *   muted                      -> 0
@@ -116,6 +127,10 @@ typedef struct srv_op {
   const int32_t *q;        /* SET_OFFSETS: 3 per entry */
   const char *name;        /* ADD_TARGET */
   const srv_target *meta;  /* SET_TARGET_META: min, max, muted, drivers (value is ignored) */
+  const srv_new_target *added; /* ADD_TARGETS: `count` of them */
+  uint32_t first;          /* SET_WEIGHTS_QRUN */
+  const int16_t *wq;
+  float wscale;
 } srv_op;
 
 typedef struct srv_conn srv_conn;
@@ -152,6 +167,8 @@ typedef struct srv_session {
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
+  struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
+  struct srv_anim *anim;     /* clips, player and recorder (srv_anim.c) */
   struct srv_session *next;  /* server's session list */
 } srv_session;
 
@@ -269,6 +286,7 @@ void srv_rpc_on_data(srv_conn *c);
 typedef struct srv_stats {
   uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
   uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
+  uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
 } srv_stats;
 
 struct srv_server {
@@ -287,6 +305,9 @@ struct srv_server {
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;
+  uv_timer_t anim_timer;     /* playback and recording (srv_anim.c), running only while needed */
+  int anim_timer_init, anim_timer_on;
+  uint64_t anim_last_ms;
 };
 
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg);
@@ -330,6 +351,7 @@ enum {
   SRV_RPC_UNKNOWN_GESTURE = -32010,
   SRV_RPC_SOLVER = -32011,
   SRV_RPC_BUSY = -32012,
+  SRV_RPC_UNKNOWN_CLIP = -32013,
   SRV_RPC_INTERNAL = -32000
 };
 
@@ -346,6 +368,10 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
 /* Sends an error object and frees the call. */
 void srv_rpc_error(srv_rpc_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The session named by params.session, or NULL after answering the call with -32602 (not a
+ * string) or -32001 (no such session). */
+srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, cJSON *params);
+#define SRV_RPC_INVALID_PARAMS -32602
 
 /* ---- editing gestures (srv_gesture.c) ------------------------------------------------------- */
 
@@ -399,5 +425,68 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
+
+/* ---- blendshape weight solves (srv_blend.c; JSON methods in srv_blend_rpc.c) ----------------- */
+
+#define SRV_BLEND_MAX_PINS 10000 /* pins in one blend.solve or BLEND_PINS edit (-32007 over it) */
+
+/* Pinned vertices and where they should go (blend.solve, EDIT BLEND_PINS). Arrays are copied. */
+typedef struct srv_blend_pins_spec {
+  const uint32_t *vertices;  /* pin_count render vertices (a vertex may repeat) */
+  const double *positions;   /* 3 per pin */
+  uint32_t pin_count;
+  double lambda;             /* regularization, >= 0 */
+  int keep_close;            /* regularise towards the current values (else towards 0) */
+  const uint32_t *targets;   /* the targets to solve, or NULL: every one neither muted nor a combination */
+  uint32_t target_count;
+} srv_blend_pins_spec;
+
+/* A whole shape to project onto the targets (blend.fit). Strings and arrays are copied. */
+typedef struct srv_blend_fit_spec {
+  const char *shape;         /* "sculpt" (the current look, sculpt layer included) or a mesh file */
+  double lambda;
+  int keep_close;
+  const uint32_t *targets;   /* as for the pins */
+  uint32_t target_count;
+  int apply;                 /* also apply the weights (one SET_WEIGHTS op) */
+} srv_blend_fit_spec;
+
+/* Each returns 0 (the reply is answered later) or an SRV_RPC_* / -32602 code with a reason in
+ * err (the reply is untouched: the caller answers). Solves of one session coalesce: a request
+ * arriving while one runs replaces the one waiting, and all are answered by the newest. */
+int srv_blend_solve(srv_server *srv, srv_session *s, const srv_blend_pins_spec *spec, uint32_t author,
+                    srv_reply reply, char *err, size_t errlen);
+int srv_blend_solve_edit(srv_server *srv, srv_session *s, const proto_blend_pins *pins, uint32_t author,
+                         srv_reply reply, char *err, size_t errlen);
+int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spec, uint32_t author,
+                  srv_reply reply, char *err, size_t errlen);
+/* The session is closing: waiting solves are answered -32001, cached factors freed (running jobs
+ * answer theirs -32001 and free the rest when they end). */
+void srv_blend_close_all(srv_session *s);
+/* The JSON-RPC methods blend.solve and blend.fit (srv_blend_rpc.c). */
+void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_blend_method_fit(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* ---- animation clips, PCA compression and playback (srv_anim.c) ------------------------------ */
+
+/* Builds the session's clips from its mesh (keyframe clips and glTF weight clips). Called by
+ * srv_session_create; srv_anim_fini frees them with the session. Returns 0 or MESH_ENOMEM. */
+int srv_anim_init(srv_session *s);
+void srv_anim_fini(srv_session *s);
+/* The session is closing: playback and recording stop. */
+void srv_anim_close(srv_session *s);
+/* The server is stopping: the animation timer closes. */
+void srv_anim_shutdown(srv_server *srv);
+void srv_anim_m_list(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_compress(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_play(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_pause(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_seek(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_speed(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_loop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_blend(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_anim_m_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
 
 #endif

@@ -454,7 +454,7 @@ static void solve_done(uv_work_t *req, int status) {
         k++;
       }
       if (k) {
-        srv_op op = {SRV_OP_SET_OFFSETS, g->owner, k, idx, NULL, q, NULL, NULL};
+        srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = g->owner, .count = k, .indices = idx, .q = q};
         version = srv_session_apply(srv, s, &op);
       }
     } else {

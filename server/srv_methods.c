@@ -18,7 +18,7 @@
 #define INVALID_PARAMS -32602
 
 /* Looks up params.session; answers the call with an error and returns NULL when missing. */
-static srv_session *want_session(srv_server *s, srv_rpc_call *call, cJSON *params) {
+srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
   if (!cJSON_IsString(name)) {
     srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"session\" must be a string");
@@ -83,7 +83,7 @@ static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 static void m_session_close(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddStringToObject(r, "session", x->name);
@@ -103,7 +103,7 @@ static void on_exported(srv_server *s, void *arg, int status, const char *err) {
 }
 
 static void m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "path");
   if (!cJSON_IsString(path)) {
@@ -117,7 +117,7 @@ static void m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
 /* ---- mesh and targets ----------------------------------------------------------------------- */
 
 static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *o = srv_mesh_info_json(x->mesh, &x->stats);
   if (!o) {
@@ -147,7 +147,7 @@ static cJSON *target_json(const srv_session *x, uint32_t t) {
 }
 
 static void m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *a = cJSON_CreateArray();
   for (uint32_t t = 0; t < x->mesh->target_count; t++) cJSON_AddItemToArray(a, target_json(x, t));
@@ -156,7 +156,7 @@ static void m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
 
 /* targets.configure {session, target, min?, max?, muted?, drivers?}: what is not given stays. */
 static void m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "target");
   if (!cJSON_IsString(name)) {
@@ -199,18 +199,20 @@ static void m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params
     meta.driver_count = 0;
     const cJSON *d;
     cJSON_ArrayForEach(d, drivers) {
-      int di = cJSON_IsString(d) ? mesh_find_target(x->mesh, d->valuestring) : -1;
+      if (!cJSON_IsString(d)) {
+        srv_rpc_error(call, INVALID_PARAMS, "invalid params: \"drivers\" must hold target names");
+        return;
+      }
+      int di = mesh_find_target(x->mesh, d->valuestring);
       if (di < 0) {
-        srv_rpc_error(call, SRV_RPC_UNKNOWN_TARGET, "unknown driver %s%s%s in session '%s'",
-                      cJSON_IsString(d) ? "'" : "", cJSON_IsString(d) ? d->valuestring : "(not a name)",
-                      cJSON_IsString(d) ? "'" : "", x->name);
+        srv_rpc_error(call, SRV_RPC_UNKNOWN_TARGET, "unknown driver '%s' in session '%s'", d->valuestring, x->name);
         return;
       }
       meta.drivers[meta.driver_count++] = (uint32_t)di;
     }
   }
   uint32_t idx = (uint32_t)t;
-  srv_op op = {SRV_OP_SET_TARGET_META, call->conn->id, 1, &idx, NULL, NULL, NULL, &meta};
+  srv_op op = {.kind = SRV_OP_SET_TARGET_META, .author = call->conn->id, .count = 1, .indices = &idx, .meta = &meta};
   char why[512];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -228,7 +230,7 @@ static void m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params
 }
 
 static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
   if (!cJSON_IsString(name)) {
@@ -242,7 +244,7 @@ static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSO
                   x->name, x->gesture_count);
     return;
   }
-  srv_op op = {SRV_OP_ADD_TARGET, call->conn->id, 0, NULL, NULL, NULL, name->valuestring, NULL};
+  srv_op op = {.kind = SRV_OP_ADD_TARGET, .author = call->conn->id, .name = name->valuestring};
   char why[512];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -265,7 +267,7 @@ static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSO
 /* ---- weights -------------------------------------------------------------------------------- */
 
 static void m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(params, "weights");
   if (!cJSON_IsObject(w)) {
@@ -300,7 +302,7 @@ static void m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     idx[k] = (uint32_t)t;
     val[k++] = v;
   }
-  srv_op op = {SRV_OP_SET_WEIGHTS, call->conn->id, k, idx, val, NULL, NULL, NULL};
+  srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = call->conn->id, .count = k, .indices = idx, .values = val};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -316,7 +318,7 @@ out:
 }
 
 static void m_weights_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddNumberToObject(r, "version", (double)x->version);
@@ -339,7 +341,7 @@ static int cmp_vq(const void *a, const void *b) {
 }
 
 static void m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(params, "offsets");
   if (!cJSON_IsObject(o)) {
@@ -405,7 +407,7 @@ static void m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     memcpy(q + 3 * (size_t)m, e[i].q, sizeof(e[i].q));
     m++;
   }
-  srv_op op = {SRV_OP_SET_OFFSETS, call->conn->id, m, idx, NULL, q, NULL, NULL};
+  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = call->conn->id, .count = m, .indices = idx, .q = q};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
@@ -422,7 +424,7 @@ out:
 }
 
 static void m_sculpt_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddNumberToObject(r, "version", (double)x->version);
@@ -524,7 +526,7 @@ static int gesture_id(srv_rpc_call *call, cJSON *params, uint32_t *id) {
 }
 
 static void m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   srv_gesture_spec spec = {0};
   spec.mode = DFM_ARAP;
@@ -585,7 +587,7 @@ out:
 }
 
 static void m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t id;
   if (gesture_id(call, params, &id) < 0) return;
@@ -603,7 +605,7 @@ static void m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 static void m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t id;
   if (gesture_id(call, params, &id) < 0) return;
@@ -614,7 +616,7 @@ static void m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t *list = NULL, count = 0;
   int r = vertex_list(call, params, "vertices", &list, &count);
@@ -640,7 +642,7 @@ static void m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 static void m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   dfm_brush brush = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, NULL};
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(params, "brush");
@@ -701,7 +703,7 @@ out:
 /* ---- state and server --------------------------------------------------------------------------- */
 
 static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = want_session(s, call, params);
+  srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t sculpted = 0, editors = 0;
   for (uint32_t v = 0; v < x->mesh->vertex_count; v++) {
@@ -762,6 +764,9 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "queued_bytes", (double)queued);
   cJSON_AddNumberToObject(r, "rpc_requests", (double)s->stats.rpc_requests);
   cJSON_AddNumberToObject(r, "rpc_errors", (double)s->stats.rpc_errors);
+  cJSON_AddNumberToObject(r, "blend_factorisations", (double)s->stats.blend_factorisations);
+  cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
+  cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   srv_rpc_reply(call, r);
 }
@@ -787,6 +792,13 @@ static const struct {
     {"deform.begin", m_deform_begin, 1},     {"deform.drag", m_deform_drag, 1},
     {"deform.end", m_deform_end, 1},         {"deform.reset", m_deform_reset, 1},
     {"brush.stroke", m_brush_stroke, 1},
+    {"blend.solve", srv_blend_method_solve, 1}, {"blend.fit", srv_blend_method_fit, 1},
+    {"anim.list", srv_anim_m_list, 1},       {"anim.compress", srv_anim_m_compress, 1},
+    {"anim.play", srv_anim_m_play, 1},       {"anim.pause", srv_anim_m_pause, 1},
+    {"anim.stop", srv_anim_m_stop, 1},       {"anim.seek", srv_anim_m_seek, 1},
+    {"anim.speed", srv_anim_m_speed, 1},     {"anim.loop", srv_anim_m_loop, 1},
+    {"anim.blend", srv_anim_m_blend, 1},     {"anim.record_start", srv_anim_m_record_start, 1},
+    {"anim.record_stop", srv_anim_m_record_stop, 1},
 };
 
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {

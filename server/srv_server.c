@@ -329,6 +329,7 @@ static void on_tick(uv_timer_t *t) {
     /* Signal handlers stay until here: a second SIGTERM during the goodbyes is absorbed. */
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, NULL);
+    srv_anim_shutdown(s);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     return;
@@ -461,6 +462,8 @@ void srv_server_fini(srv_server *s) {
     x->closed = 1;
     srv_gesture_close_all(x);
     srv_brush_close_all(x);
+    srv_blend_close_all(x);
+    srv_anim_close(x);
     srv_session_unref(x);
   }
   s->sessions = NULL;
@@ -498,6 +501,8 @@ void srv_server_close_session(srv_server *s, srv_session *session, const char *w
   session->closed = 1;
   srv_gesture_close_all(session);
   srv_brush_close_all(session);
+  srv_blend_close_all(session);
+  srv_anim_close(session);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", session->name, why);
   srv_session_unref(session);
 }

@@ -32,6 +32,7 @@ static void free_parts(srv_session *s) {
   for (uint32_t t = 0; t < s->target_cap; t++) srv_frame_unref(s->target_parts[t]);
   free(s->target_parts);
   free(s->target_version);
+  srv_anim_fini(s);
 }
 
 void srv_session_destroy(srv_session *s) {
@@ -189,6 +190,10 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
     float w = m->targets[t].default_weight;
     s->weights[t] = w;
     s->targets[t].value = w;
+    if (w < -SRV_WEIGHT_LIMIT || w > SRV_WEIGHT_LIMIT) { /* a file's default beyond the limit: held to it */
+      w = w < 0 ? -SRV_WEIGHT_LIMIT : SRV_WEIGHT_LIMIT;
+      s->weights[t] = s->targets[t].value = w;
+    }
     s->targets[t].min = w < 0.0f ? w : 0.0f;
     s->targets[t].max = w > 1.0f ? w : 1.0f;
   }
@@ -201,6 +206,7 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   if (rc == 0) rc = mesh_compute_stats(m, &s->topo, &s->stats);
   if (rc == 0) rc = mesh_adjacency_init(&s->adj, s->topo.vertex_count, s->topo.triangles, s->topo.triangle_count);
   if (rc == 0) rc = encode_mesh_parts(s);
+  if (rc == 0) rc = srv_anim_init(s);
   if (rc) {
     snprintf(err, errlen, "%s", mesh_strerror(rc));
     srv_session_destroy(s);
@@ -257,6 +263,48 @@ static int check_meta(const srv_session *s, uint32_t t, const srv_target *nm, ch
   return 0;
 }
 
+/* Targets to append: names new and distinct, ranges valid, vertices ascending and in range,
+ * deltas finite, and room for them. */
+static int check_new_targets(const srv_session *s, const srv_new_target *nt, uint32_t n, char *err, size_t errlen) {
+  const mesh *m = s->mesh;
+  if (n > PROTO_MAX_TARGETS - m->target_count) {
+    snprintf(err, errlen, "session '%s' has %u targets; %u more would pass the limit of %d", s->name,
+             m->target_count, n, PROTO_MAX_TARGETS);
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const srv_new_target *t = &nt[i];
+    size_t len = t->name ? strlen(t->name) : 0;
+    if (len == 0 || len > PROTO_MAX_NAME) {
+      snprintf(err, errlen, "a target name must have 1 to %d bytes", PROTO_MAX_NAME);
+      return -1;
+    }
+    int clash = mesh_find_target(m, t->name) >= 0;
+    for (uint32_t j = 0; j < i && !clash; j++) clash = strcmp(nt[j].name, t->name) == 0;
+    if (clash) {
+      snprintf(err, errlen, "session '%s' already has a target called '%s'", s->name, t->name);
+      return -1;
+    }
+    if (!isfinite(t->min) || !isfinite(t->max) || !(t->min < t->max) || !(t->weight >= t->min && t->weight <= t->max)) {
+      snprintf(err, errlen, "target '%s': weight %g and range [%g, %g] do not fit", t->name, (double)t->weight,
+               (double)t->min, (double)t->max);
+      return -1;
+    }
+    for (uint32_t k = 0; k < t->count; k++) {
+      if (t->indices[k] >= m->vertex_count || (k && t->indices[k] <= t->indices[k - 1])) {
+        snprintf(err, errlen, "target '%s': vertex indices must ascend below %u", t->name, m->vertex_count);
+        return -1;
+      }
+      for (int c = 0; c < 3; c++)
+        if (!isfinite(t->deltas[3 * (size_t)k + c])) {
+          snprintf(err, errlen, "target '%s': a delta is not finite", t->name);
+          return -1;
+        }
+    }
+  }
+  return 0;
+}
+
 int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t errlen) {
   const mesh *m = s->mesh;
   if (op->kind == SRV_OP_SET_WEIGHTS) {
@@ -286,6 +334,29 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
     return 0;
   }
   if (op->kind == SRV_OP_SET_TARGET_META) return check_meta(s, op->indices[0], op->meta, err, errlen);
+  if (op->kind == SRV_OP_ADD_TARGETS) return check_new_targets(s, op->added, op->count, err, errlen);
+  if (op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
+    if (op->first > m->target_count || op->count > m->target_count - op->first) {
+      snprintf(err, errlen, "targets %u..%u out of range (the mesh has %u targets)", op->first,
+               op->first + op->count - 1, m->target_count);
+      return -1;
+    }
+    if (!isfinite(op->wscale) || op->wscale < 0) {
+      snprintf(err, errlen, "weight scale %g is not a finite number >= 0", (double)op->wscale);
+      return -1;
+    }
+    for (uint32_t i = 0; i < op->count; i++) {
+      uint32_t t = op->first + i;
+      float v = proto_qweight(op->wq[i], op->wscale);
+      const srv_target *st = &s->targets[t];
+      if (st->driver_count || v < st->min || v > st->max) {
+        snprintf(err, errlen, "weight %g of '%s' is %s", (double)v, m->targets[t].name,
+                 st->driver_count ? "for a combination target" : "outside its range");
+        return -1;
+      }
+    }
+    return 0;
+  }
   if (op->kind == SRV_OP_SET_OFFSETS) {
     for (uint32_t i = 0; i < op->count; i++) {
       if (op->indices[i] >= m->vertex_count) {
@@ -326,26 +397,46 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
   return -1;
 }
 
-/* ADD_TARGET's state change: the target from the (non-zero) sculpt offsets, appended with
- * weight 1, and those offsets cleared. Returns 0 or MESH_ENOMEM with the state unchanged. */
-static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t version) {
+/* Appends one target with its state (weight, range) and SNAPSHOT piece. Returns 0 or
+ * MESH_ENOMEM with the state unchanged (the arrays may have grown). */
+static int append_target(srv_session *s, const srv_new_target *t, uint64_t version) {
   mesh *m = s->mesh;
-  uint32_t nv = m->vertex_count, nt = m->target_count, count = 0;
-  for (uint32_t v = 0; v < nv; v++) {
-    const int32_t *q = s->offsets + 3 * (size_t)v;
-    count += (q[0] | q[1] | q[2]) != 0;
-  }
-  uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
-  float *d = malloc(sizeof(float) * 3 * ((size_t)count + 1));
-  srv_target *ranges = realloc(s->targets, sizeof(*ranges) * (nt + 1));
-  if (ranges) s->targets = ranges;
+  uint32_t nt = m->target_count;
+  srv_target *tg = realloc(s->targets, sizeof(*tg) * (nt + 1));
+  if (tg) s->targets = tg;
   float *weights = realloc(s->weights, sizeof(float) * (nt + 1));
   if (weights) s->weights = weights;
   uint64_t *wv = realloc(s->weight_version, sizeof(uint64_t) * (nt + 1));
   if (wv) s->weight_version = wv;
   uint64_t *tv = realloc(s->target_version, sizeof(uint64_t) * (nt + 1));
   if (tv) s->target_version = tv;
-  if (!idx || !d || !ranges || !weights || !wv || !tv) {
+  if (!tg || !weights || !wv || !tv) return MESH_ENOMEM;
+  int rc = mesh_add_target_sparse(m, t->name, t->count, t->indices, t->deltas, 0.0f);
+  if (rc) return rc;
+  memset(&s->targets[nt], 0, sizeof(s->targets[nt]));
+  s->targets[nt].min = t->min;
+  s->targets[nt].max = t->max;
+  s->targets[nt].value = t->weight;
+  s->weights[nt] = t->weight;
+  s->weight_version[nt] = version;
+  s->target_version[nt] = version;
+  rc = encode_target_part(s, nt);
+  if (rc) mesh_remove_last_target(m); /* without its snapshot piece it cannot be served */
+  return rc;
+}
+
+/* ADD_TARGET's state change: the target from the (non-zero) sculpt offsets, appended with
+ * weight 1, and those offsets cleared. Returns 0 or MESH_ENOMEM with the state unchanged. */
+static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t version) {
+  mesh *m = s->mesh;
+  uint32_t nv = m->vertex_count, count = 0;
+  for (uint32_t v = 0; v < nv; v++) {
+    const int32_t *q = s->offsets + 3 * (size_t)v;
+    count += (q[0] | q[1] | q[2]) != 0;
+  }
+  uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
+  float *d = malloc(sizeof(float) * 3 * ((size_t)count + 1));
+  if (!idx || !d) {
     free(idx);
     free(d);
     return MESH_ENOMEM;
@@ -358,21 +449,9 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
     for (int c = 0; c < 3; c++) d[3 * (size_t)k + c] = proto_dequantize(q[c], s->offset_quantum);
     k++;
   }
-  int rc = mesh_add_target_sparse(m, name, k, idx, d, 0.0f);
+  srv_new_target t = {name, k, idx, d, 1.0f, 0.0f, 1.0f};
+  int rc = append_target(s, &t, version);
   free(d);
-  if (rc == 0) {
-    memset(&s->targets[nt], 0, sizeof(s->targets[nt]));
-    s->targets[nt].min = 0.0f;
-    s->targets[nt].max = 1.0f;
-    s->targets[nt].value = 1.0f;
-    s->weights[nt] = 1.0f;
-    s->weight_version[nt] = version;
-    s->target_version[nt] = version;
-    rc = encode_target_part(s, nt);
-    if (rc) { /* without its snapshot piece the target cannot be served: take it back */
-      mesh_remove_last_target(m);
-    }
-  }
   if (rc == 0)
     for (uint32_t i = 0; i < k; i++) {
       memset(s->offsets + 3 * (size_t)idx[i], 0, sizeof(int32_t) * 3);
@@ -392,7 +471,7 @@ static float effective_weight(const srv_session *s, uint32_t t) {
     const srv_target *d = &s->targets[st->drivers[i]];
     w *= d->muted ? 0.0f : d->value;
   }
-  return w;
+  return w < st->min ? st->min : w > st->max ? st->max : w; /* a product is held to its range too */
 }
 
 /* The weights an op changed, in the order a frame lists them: the op's own targets first (in
@@ -437,10 +516,22 @@ static int settle_weights(srv_session *s, const uint32_t *first, uint32_t nfirst
 /* Encodes the frames that carry what `op` changed, at `version`. */
 static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, const weight_changes *wc,
                      proto_buf *b) {
-  if (op->kind == SRV_OP_ADD_TARGET) {
-    uint32_t t = s->mesh->target_count - 1;
-    proto_target_desc d = target_desc(s, t);
-    return proto_encode_target_add(b, version, t, s->weights[t], &d);
+  if (op->kind == SRV_OP_ADD_TARGET || op->kind == SRV_OP_ADD_TARGETS) {
+    uint32_t n = op->kind == SRV_OP_ADD_TARGET ? 1 : op->count, nt = s->mesh->target_count;
+    for (uint32_t t = nt - n; t < nt; t++) {
+      proto_target_desc d = target_desc(s, t);
+      size_t at = b->len;
+      int rc = proto_encode_target_add(b, version, t, s->weights[t], &d);
+      if (rc) return rc;
+      if (t + 1 < nt) b->data[at + 7] |= PROTO_FLAG_MORE; /* one change: the version comes with the last */
+    }
+    return 0;
+  }
+  if (op->kind == SRV_OP_SET_WEIGHTS_QRUN && wc->count == op->count) {
+    /* Nothing muted or driven moved with the run: the compact form carries it exactly. */
+    int plain = 1;
+    for (uint32_t i = 0; i < op->count && plain; i++) plain = s->targets[op->first + i].muted == 0;
+    if (plain) return proto_encode_weights_qrun(b, version, 0, op->first, op->count, op->wq, op->wscale);
   }
   if (op->kind == SRV_OP_SET_TARGET_META) {
     uint32_t t = op->indices[0];
@@ -449,7 +540,7 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
                                       st->muted ? PROTO_TARGET_MUTED : 0, st->driver_count, st->drivers);
     if (rc || !wc->count) return rc;
   }
-  if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_TARGET_META) {
+  if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_TARGET_META || op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
     uint32_t nt = s->mesh->target_count;
     /* Dense when most targets changed: 4 bytes each instead of 6. */
     if (wc->count > nt / 2) return proto_encode_weights(b, version, 0, nt, NULL, s->weights);
@@ -463,6 +554,33 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   weight_changes wc = {0, NULL, NULL};
   if (op->kind == SRV_OP_ADD_TARGET) {
     if (add_target_from_sculpt(s, op->name, version) != 0) return 0;
+  } else if (op->kind == SRV_OP_ADD_TARGETS) {
+    uint32_t before = s->mesh->target_count;
+    for (uint32_t i = 0; i < op->count; i++)
+      if (append_target(s, &op->added[i], version) != 0) {
+        while (s->mesh->target_count > before) { /* all or nothing */
+          uint32_t t = s->mesh->target_count - 1;
+          srv_frame_unref(s->target_parts[t]);
+          s->target_parts[t] = NULL;
+          mesh_remove_last_target(s->mesh);
+        }
+        return 0;
+      }
+  } else if (op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
+    uint32_t *idx = malloc(sizeof(uint32_t) * (op->count + 1));
+    float *old = malloc(sizeof(float) * (op->count + 1));
+    int rc = idx && old ? 0 : MESH_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < op->count; i++) {
+      idx[i] = op->first + i;
+      old[i] = s->targets[idx[i]].value;
+      s->targets[idx[i]].value = proto_qweight(op->wq[i], op->wscale);
+    }
+    if (rc == 0) rc = settle_weights(s, idx, op->count, version, &wc);
+    if (rc && idx && old)
+      for (uint32_t i = 0; i < op->count; i++) s->targets[op->first + i].value = old[i];
+    free(idx);
+    free(old);
+    if (rc) return 0;
   } else if (op->kind == SRV_OP_SET_WEIGHTS) {
     srv_target *saved = malloc(sizeof(*saved) * (op->count + 1));
     if (!saved) return 0;
@@ -497,7 +615,8 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
       return 0;
     }
     float after = effective_weight(s, t);
-    if (memcmp(&before, &after, sizeof(after)) != 0) { /* t itself, listed first */
+    /* t itself, listed first (a combination target was settled, and listed, already). */
+    if (!st->driver_count && memcmp(&before, &after, sizeof(after)) != 0) {
       s->weights[t] = after;
       s->weight_version[t] = version;
       memmove(wc.idx + 1, wc.idx, sizeof(uint32_t) * wc.count);
@@ -563,10 +682,13 @@ static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t fla
   const mesh *m = s->mesh;
   uint32_t nt = m->target_count, changed = 0;
   int rc = 0;
-  /* Targets created since then come first: the weights and offsets below refer to them. */
+  /* Targets created since then come first: the weights and offsets below refer to them. Their
+   * drivers come in the TARGET_META frames below, once every target exists (a driver may be a
+   * target created after the one it drives). */
   for (uint32_t t = 0; t < nt && rc == 0; t++) {
     if (s->target_version[t] <= since) continue;
     proto_target_desc d = target_desc(s, t);
+    d.driver_count = 0;
     size_t at = b->len;
     rc = proto_encode_target_add(b, s->version, t, s->weights[t], &d);
     if (rc == 0) b->data[at + 7] |= flags; /* the header's flags byte */
@@ -575,7 +697,8 @@ static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t fla
   /* Range, mute or drivers changed since then (targets created since then carried theirs). */
   for (uint32_t t = 0; t < nt && rc == 0; t++) {
     const srv_target *st = &s->targets[t];
-    if (st->meta_version <= since || s->target_version[t] > since) continue;
+    int created = s->target_version[t] > since; /* its TARGET frame carried all but the drivers */
+    if (created ? st->driver_count == 0 : st->meta_version <= since) continue;
     rc = proto_encode_target_meta(b, s->version, flags, t, st->min, st->max, st->muted ? PROTO_TARGET_MUTED : 0,
                                   st->driver_count, st->drivers);
   }
@@ -683,7 +806,7 @@ int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const ui
     if ((pick && !pick[v]) || (o[0] | o[1] | o[2]) == 0) continue;
     idx[k++] = v;
   }
-  srv_op op = {SRV_OP_SET_OFFSETS, author, k, idx, NULL, q, NULL, NULL};
+  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .count = k, .indices = idx, .q = q};
   *version = k ? srv_session_apply(srv, s, &op) : s->version;
   *reset = k;
 out:
@@ -704,8 +827,10 @@ int srv_state_capture(const srv_session *s, srv_state *st) {
     srv_state_release(st);
     return MESH_ENOMEM;
   }
-  memcpy(st->targets, m->targets, sizeof(mesh_target) * m->target_count);
-  memcpy(st->weights, s->weights, sizeof(float) * m->target_count);
+  if (m->target_count) { /* (memcpy from a NULL array is undefined even for 0 bytes) */
+    memcpy(st->targets, m->targets, sizeof(mesh_target) * m->target_count);
+    memcpy(st->weights, s->weights, sizeof(float) * m->target_count);
+  }
   memcpy(st->offsets, s->offsets, sizeof(int32_t) * 3 * (size_t)m->vertex_count);
   st->view.targets = st->targets;
   st->quantum = s->offset_quantum;

@@ -189,7 +189,7 @@ static uint32_t *index_array(const proto_index_list *l, int *oom) {
   return a;
 }
 
-/* Gesture, brush and reset edits: answered asynchronously, failures as ERROR frames. */
+/* Gesture, brush, reset and blend-pin edits: answered asynchronously, failures as ERROR frames. */
 static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   srv_server *srv = c->server;
   char why[256];
@@ -251,6 +251,8 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
       rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, c->id, reply, why, sizeof(why));
       free(smp);
     }
+  } else if (e->kind == PROTO_EDIT_BLEND_PINS) {
+    rc = srv_blend_solve_edit(srv, s, &e->blend_pins, c->id, reply, why, sizeof(why));
   } else {
     snprintf(why, sizeof(why), "edit kind %u is not supported", e->kind);
     rc = -32602;
@@ -299,7 +301,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     proto_offsets_begin(&e.offsets, &it);
     while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
   }
-  srv_op op = {e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, c->id, k, idx, val, q, NULL, NULL};
+  srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = c->id, .count = k, .indices = idx, .values = val, .q = q};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
     send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;

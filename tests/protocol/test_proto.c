@@ -168,9 +168,10 @@ TEST(quantised_weight_runs_decode_byte_by_byte_and_round_within_half_a_step) {
   int16_t out[5];
   float scale;
   ASSERT_OK(proto_quantize_weights(in, 5, out, &scale), NULL);
-  ASSERT(scale == 1.0f / 32767.0f);
+  ASSERT((double)scale * 32767.0 <= 1.0 && scale >= nextafterf(1.0f / 32767.0f, 0.0f)); /* rounded down */
   ASSERT_EQ(out[1], -32767);
-  for (int i = 0; i < 5; i++) ASSERT(fabsf(proto_qweight(out[i], scale) - in[i]) <= 0.5f * scale * (1 + 1e-6f));
+  ASSERT(fabsf(proto_qweight(out[1], scale)) <= 1.0f); /* the largest stays inside its range */
+  for (int i = 0; i < 5; i++) ASSERT(fabsf(proto_qweight(out[i], scale) - in[i]) <= 0.5f * scale * (1 + 1e-4f) + 1e-7f);
   float zeros[2] = {0, 0};
   ASSERT_OK(proto_quantize_weights(zeros, 2, out, &scale), NULL);
   ASSERT(scale == 0.0f && out[0] == 0 && out[1] == 0);
@@ -506,4 +507,87 @@ TEST(random_bytes_never_crash_a_decoder) {
     proto_decode_snapshot(p, n, NULL, &s);
     free(p);
   }
+}
+
+TEST(blend_pins_edit_round_trips_byte_by_byte_and_bad_values_are_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_blend_pin pins[2] = {{7, {1.0f, -2.0f, 0.25f}}, {300, {0, 0, 0}}};
+  ASSERT_OK(proto_encode_edit_blend_pins(&b, 0x01020304, PROTO_BLEND_KEEP_CLOSE, 0.5f, 2, pins), NULL);
+  /* u32 request id, u8 kind 8, u8 flags 1, f32 0.5, u32 count 2, then (u32 vertex, 3 × f32) per pin */
+  static const uint8_t want[] = {0x04, 0x03, 0x02, 0x01, 0x08, 0x01, 0x00, 0x00, 0x00, 0x3f, 0x02, 0x00,
+                                 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3f, 0x00, 0x00,
+                                 0x00, 0xc0, 0x00, 0x00, 0x80, 0x3e, 0x2c, 0x01, 0x00, 0x00, 0x00, 0x00,
+                                 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(want));
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, want, sizeof(want)) == 0);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_EDIT);
+  proto_edit e;
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT_EQ(e.request_id, 0x01020304);
+  ASSERT_EQ(e.kind, PROTO_EDIT_BLEND_PINS);
+  ASSERT(e.blend_pins.flags == PROTO_BLEND_KEEP_CLOSE && e.blend_pins.regularization == 0.5f);
+  ASSERT_EQ(e.blend_pins.count, 2);
+  for (uint32_t i = 0; i < 2; i++) {
+    proto_blend_pin got;
+    proto_blend_pin_at(&e.blend_pins, i, &got);
+    ASSERT_EQ(got.vertex, pins[i].vertex);
+    ASSERT(memcmp(got.position, pins[i].position, sizeof(got.position)) == 0);
+  }
+
+  /* Every prefix is refused (each copied to an exact-size block so ASan sees any over-read),
+   * and so is a trailing byte. */
+  for (size_t cut = 0; cut < sizeof(want); cut++) {
+    uint8_t *q = malloc(cut ? cut : 1);
+    memcpy(q, want, cut);
+    if (proto_decode_edit(q, cut, NULL, &e) == 0) test__fail(__FILE__, __LINE__, "prefix of %zu bytes accepted", cut);
+    free(q);
+  }
+  uint8_t bad[sizeof(want) + 1];
+  memcpy(bad, want, sizeof(want));
+  bad[sizeof(want)] = 0;
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(want) + 1, NULL, &e), PROTO_ETRAILING);
+
+  /* Values a decoder refuses: NaN and Inf, negative λ, unknown flags, no pins, too many pins,
+   * a count the bytes do not hold, a vertex past the configured limit. */
+  const struct {
+    size_t at;
+    uint8_t bytes[4];
+    int rc;
+  } cases[] = {
+      {18, {0x00, 0x00, 0xc0, 0x7f}, PROTO_ENONFINITE}, /* first pin's x = NaN */
+      {42, {0x00, 0x00, 0x80, 0x7f}, PROTO_ENONFINITE}, /* second pin's z = +Inf */
+      {6, {0x00, 0x00, 0xc0, 0x7f}, PROTO_ENONFINITE},  /* λ = NaN */
+      {6, {0x00, 0x00, 0x00, 0xbf}, PROTO_EINVAL},      /* λ = -0.5 */
+      {10, {0x00, 0x00, 0x00, 0x00}, PROTO_EINVAL},     /* count 0 */
+      {10, {0x11, 0x27, 0x00, 0x00}, PROTO_ETOOBIG},    /* count 10001 */
+      {10, {0x03, 0x00, 0x00, 0x00}, PROTO_ETRUNCATED}, /* count 3, two pins' bytes */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    memcpy(bad, want, sizeof(want));
+    memcpy(bad + cases[i].at, cases[i].bytes, 4);
+    int rc = proto_decode_edit(bad, sizeof(want), NULL, &e);
+    if (rc != cases[i].rc) test__fail(__FILE__, __LINE__, "case %zu: %d, want %d", i, rc, cases[i].rc);
+  }
+  memcpy(bad, want, sizeof(want));
+  bad[5] = 0x02; /* unknown flag */
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(want), NULL, &e), PROTO_EINVAL);
+  proto_limits lim = {.max_vertices = 300}; /* the second pin's vertex 300 is not below it */
+  ASSERT_EQ(proto_decode_edit(want, sizeof(want), &lim, &e), PROTO_EINVAL);
+  lim.max_vertices = 301;
+  ASSERT_OK(proto_decode_edit(want, sizeof(want), &lim, &e), NULL);
+
+  /* The encoder refuses the same, appending nothing. */
+  b.len = 0;
+  proto_blend_pin nan_pin = {1, {0, NAN, 0}}, ok_pin = {1, {0, 0, 0}};
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, 0, 1, &nan_pin), PROTO_ENONFINITE);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, NAN, 1, &ok_pin), PROTO_ENONFINITE);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, INFINITY, 1, &ok_pin), PROTO_ENONFINITE);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, -1.0f, 1, &ok_pin), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0x02, 0, 1, &ok_pin), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, 0, 0, &ok_pin), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_blend_pins(&b, 1, 0, 0, PROTO_MAX_BLEND_PINS + 1, &ok_pin), PROTO_EINVAL);
+  ASSERT_EQ(b.len, 0);
+  proto_buf_fini(&b);
 }

@@ -109,6 +109,9 @@ TEST(ranges_mute_and_combination_targets_reach_every_viewer) {
   /* A combination target: lip_pucker = smile_L × smile_R, and it cannot be set directly. */
   snprintf(p, sizeof(p), "{%s,\"target\":\"lip_pucker\",\"drivers\":[\"smile_L\",\"smile_R\"]}", S);
   cJSON_Delete(harness_rpc_ok(&h, "targets.configure", p));
+  ASSERT(weight_of(&h, "lip_pucker") == 1.0f); /* 2.5 × 0.6, held to its own range [0, 1] */
+  snprintf(p, sizeof(p), "{%s,\"target\":\"lip_pucker\",\"max\":5}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "targets.configure", p));
   ASSERT(weight_of(&h, "lip_pucker") == 2.5f * 0.6f);
   snprintf(p, sizeof(p), "{%s,\"weights\":{\"smile_R\":0.8}}", S);
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", p));
@@ -215,5 +218,45 @@ TEST(a_binary_weight_edit_of_a_combination_target_is_refused_with_a_reason) {
   proto_buf_fini(&b);
   dfc_replica_fini(&er);
   dfc_close(&ed);
+  harness_stop(&h);
+}
+
+/* A catch-up that creates targets where an earlier one is driven by a later one: the drivers
+ * arrive after every target exists, so the viewer can follow. */
+TEST(a_lagging_viewer_follows_new_targets_driven_by_newer_ones) {
+  harness h;
+  const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
+  harness_start(&h, "demo", args);
+  dfc_conn live, slow;
+  dfc_replica lr, sr;
+  harness_join(&h, &live, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
+  harness_join(&h, &slow, &sr, "demo", PROTO_ROLE_VIEWER, NULL);
+  make_one_lag(&h, &live, &lr);
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"100\":[0,0.002,0]}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"200\":[0.003,0,0]}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump2\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"bump\",\"drivers\":[\"bump2\",\"smile_L\"]}"));
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"bump2\":0.5,\"smile_L\":0.5}}"));
+  uint64_t final = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
+  ASSERT(weight_of(&h, "bump") == 0.25f);
+  harness_follow(&live, &lr, final, 10000);
+  int catchups = harness_follow(&slow, &sr, final, 20000);
+  ASSERT(catchups >= 1);
+  uint32_t n;
+  float *server = harness_server_positions(&h, "demo", &n);
+  float *got = malloc(sizeof(float) * 3 * n);
+  dfc_replica *all[2] = {&lr, &sr};
+  for (int k = 0; k < 2; k++) {
+    same_targets_as_server(&h, all[k]);
+    ASSERT_OK(dfc_replica_positions(all[k], got), NULL);
+    for (uint32_t i = 0; i < 3 * n; i++) ASSERT(got[i] == server[i]);
+  }
+  free(got);
+  free(server);
+  dfc_replica_fini(&lr);
+  dfc_replica_fini(&sr);
+  dfc_close(&live);
+  dfc_close(&slow);
   harness_stop(&h);
 }

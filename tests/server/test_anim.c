@@ -1,0 +1,273 @@
+/*
+ * test_anim.c — animation clips through a real deformd: PCA compression of MD2 keyframe clips,
+ * playback as weight frames, crossfades, recordings of a session's own states and glTF weight
+ * clips. The oracle is always the source data: the frames the test imports itself from the
+ * MD2 file (or the weights it set), compared with the positions a viewer replica rebuilds from
+ * what the server streamed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "test.h"
+
+static const char *const no_args[] = {"--demo", NULL};
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static uint64_t version_of(cJSON *r) {
+  uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
+  cJSON_Delete(r);
+  return v;
+}
+
+static uint64_t session_version(harness *h, const char *session) {
+  char p[128];
+  snprintf(p, sizeof(p), "{\"session\":\"%s\"}", session);
+  return version_of(harness_rpc_ok(h, "state.get", p));
+}
+
+static void open_session(harness *h, const char *name, const char *path) {
+  char p[1200];
+  snprintf(p, sizeof(p), "{\"session\":\"%s\",\"mesh\":\"%s\"}", name, path);
+  cJSON_Delete(harness_rpc_ok(h, "session.create", p));
+}
+
+/* Max distance between the replica's positions and `want` (3V floats). */
+static double max_distance(const dfc_replica *r, const float *want) {
+  uint32_t n = r->mesh->vertex_count;
+  float *p = malloc(sizeof(float) * 3 * n);
+  ASSERT_OK(dfc_replica_positions(r, p), NULL);
+  double worst = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    double e2 = 0;
+    for (int k = 0; k < 3; k++) {
+      double d = (double)p[3 * v + k] - want[3 * v + k];
+      e2 += d * d;
+    }
+    worst = fmax(worst, sqrt(e2));
+  }
+  free(p);
+  return worst;
+}
+
+TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budget) {
+  const char *path = test_assimp_model("MD2/faerie.md2");
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(path, NULL, &m, err, sizeof(err)), err);
+  int ci = mesh_find_clip(m, "run");
+  ASSERT(ci >= 0);
+  const mesh_clip *clip = &m->clips[ci];
+  double diag = mesh_bbox_diagonal(m);
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "faerie", path);
+  /* The server lists the same clips as the mesh core. */
+  cJSON *list = harness_rpc_ok(&h, "anim.list", "{\"session\":\"faerie\"}");
+  ASSERT_EQ((uint32_t)cJSON_GetArraySize(cJSON_GetObjectItem(list, "clips")), m->clip_count);
+  cJSON_Delete(list);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
+  cJSON *rep = harness_rpc_ok(&h, "anim.compress", "{\"session\":\"faerie\",\"clip\":\"run\",\"max_error\":0.005}");
+  uint32_t K = (uint32_t)cJSON_GetObjectItem(rep, "components")->valueint;
+  double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
+  double bytes = cJSON_GetObjectItem(rep, "bytes_per_frame")->valuedouble;
+  int met = cJSON_IsTrue(cJSON_GetObjectItem(rep, "budget_met"));
+  fprintf(stderr, "run: %u frames -> %u components, streamed max error %.4g (%.3f%% of the diagonal), %g bytes/frame, %.1fx\n",
+          clip->frame_count, K, streamed, 100 * streamed / diag, bytes,
+          cJSON_GetObjectItem(rep, "ratio")->valuedouble);
+  ASSERT(K >= 1 && K < clip->frame_count);
+  uint32_t first = (uint32_t)cJSON_GetObjectItem(rep, "first_component")->valueint;
+  cJSON_Delete(rep);
+  /* The basis reached the viewer as K + 1 new targets. */
+  harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
+  ASSERT_EQ(r.mesh->target_count, K + 1);
+  /* Step through every frame (paused): what the viewer rebuilds is within the reported streamed
+   * error of the original MD2 frame, and within the budget when the report says it is met. */
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"run\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"faerie\"}"));
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  double worst = 0;
+  for (uint32_t f = 0; f < clip->frame_count; f++) {
+    char p[128];
+    snprintf(p, sizeof(p), "{\"session\":\"faerie\",\"frame\":%u}", f);
+    cJSON_Delete(harness_rpc_ok(&h, "anim.seek", p));
+    harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
+    double e = max_distance(&r, m->frames + n3 * (clip->first_frame + f));
+    worst = fmax(worst, e);
+  }
+  fprintf(stderr, "viewer's max error over the clip: %.4g (reported %.4g)\n", worst, streamed);
+  ASSERT(worst <= streamed * (1 + 1e-4) + 1e-6 * diag);
+  if (met) ASSERT(worst <= 0.005 * diag * (1 + 1e-4));
+  /* A streamed frame is the compact form: exactly the reported size. */
+  proto_buf b;
+  proto_buf_init(&b);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.seek", "{\"session\":\"faerie\",\"frame\":1}"));
+  proto_header hd;
+  const uint8_t *payload;
+  ASSERT_OK(dfc_read_frame(&v, 5000, &hd, &payload, err, sizeof(err)) > 0 ? 0 : -1, err);
+  ASSERT_EQ(hd.type, PROTO_WEIGHTS);
+  ASSERT_EQ((double)(PROTO_HEADER_SIZE + hd.length), bytes);
+  proto_weights_view w;
+  ASSERT_OK(proto_decode_weights(payload, hd.length, NULL, &w), NULL);
+  ASSERT_EQ(w.mode, PROTO_WEIGHTS_QRUN);
+  ASSERT_EQ(w.first, first);
+  ASSERT_EQ(w.count, K);
+  proto_buf_fini(&b);
+  /* Playing streams one frame per animation frame: at 10 fps, a few in 400 ms. */
+  uint64_t before = session_version(&h, "faerie");
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"run\",\"speed\":2}"));
+  sleep_ms(400);
+  cJSON *pl = harness_rpc_ok(&h, "anim.pause", "{\"session\":\"faerie\"}");
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(pl, "playing")));
+  cJSON_Delete(pl);
+  uint64_t after = session_version(&h, "faerie");
+  fprintf(stderr, "%llu frames streamed in 400 ms at 2 x 10 fps\n", (unsigned long long)(after - before));
+  ASSERT(after - before >= 3);
+  harness_follow(&v, &r, after, 10000);
+  /* Stop takes the clip out of the shape: back to the base positions. */
+  cJSON_Delete(harness_rpc_ok(&h, "anim.stop", "{\"session\":\"faerie\"}"));
+  harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
+  ASSERT(max_distance(&r, m->positions) < 1e-5 * diag);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+  mesh_destroy(m);
+}
+
+TEST(a_crossfade_ends_on_the_second_clip_with_the_first_at_zero) {
+  const char *path = test_assimp_model("MD2/sydney.md2");
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "syd", path);
+  cJSON *a = harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}");
+  ASSERT_EQ(cJSON_GetObjectItem(a, "components")->valueint, 4);
+  cJSON_Delete(a);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"stand\",\"components\":6,\"name\":\"idle\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"syd\",\"clip\":\"run\"}"));
+  cJSON *b = harness_rpc_ok(&h, "anim.blend", "{\"session\":\"syd\",\"clip\":\"stand\",\"duration\":0.2}");
+  ASSERT(strcmp(cJSON_GetObjectItem(b, "blending_to")->valuestring, "stand") == 0);
+  cJSON_Delete(b);
+  sleep_ms(600);
+  cJSON *l = harness_rpc_ok(&h, "anim.list", "{\"session\":\"syd\"}");
+  cJSON *player = cJSON_GetObjectItem(l, "player");
+  ASSERT(strcmp(cJSON_GetObjectItem(player, "clip")->valuestring, "stand") == 0);
+  ASSERT(cJSON_GetObjectItem(player, "blending_to") == NULL);
+  cJSON_Delete(l);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"syd\"}"));
+  cJSON *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"syd\"}");
+  cJSON *ws = cJSON_GetObjectItem(w, "weights");
+  ASSERT(cJSON_GetObjectItem(ws, "run.mean")->valuedouble == 0.0);
+  for (int k = 1; k <= 4; k++) {
+    char name[32];
+    snprintf(name, sizeof(name), "run.pc%d", k);
+    ASSERT(cJSON_GetObjectItem(ws, name)->valuedouble == 0.0);
+  }
+  ASSERT(cJSON_GetObjectItem(ws, "idle.mean")->valuedouble == 1.0);
+  cJSON_Delete(w);
+  /* Errors, each with its reason. */
+  char msg[512];
+  ASSERT_EQ(harness_rpc_err(&h, "anim.play", "{\"session\":\"syd\",\"clip\":\"nope\"}", msg, sizeof(msg)), -32013);
+  ASSERT_EQ(harness_rpc_err(&h, "anim.play", "{\"session\":\"syd\",\"clip\":\"jump\"}", msg, sizeof(msg)), -32006);
+  ASSERT_STR_CONTAINS(msg, "anim.compress");
+  ASSERT_EQ(harness_rpc_err(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"jump\",\"components\":2,\"max_error\":0.01}",
+                            msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "anim.seek", "{\"session\":\"syd\",\"frame\":100000}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "anim.blend", "{\"session\":\"syd\",\"clip\":\"run\"}", msg, sizeof(msg)), -32006);
+  ASSERT_EQ(harness_rpc_err(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}", msg, sizeof(msg)),
+            -32006); /* its targets exist already: give another "name" */
+  ASSERT_STR_CONTAINS(msg, "already has a target");
+  harness_stop(&h);
+}
+
+TEST(a_recording_of_the_sessions_own_states_compresses_back_to_them) {
+  harness h;
+  harness_start(&h, "demo", no_args);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.record_start", "{\"session\":\"demo\",\"clip\":\"take1\",\"fps\":20}"));
+  const char *poses[3] = {"{\"session\":\"demo\",\"weights\":{\"smile_L\":1}}",
+                          "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"jaw_open\":0.8}}",
+                          "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.2,\"blink_R\":1}}"};
+  for (int i = 0; i < 3; i++) {
+    cJSON_Delete(harness_rpc_ok(&h, "weights.set", poses[i]));
+    sleep_ms(250);
+  }
+  cJSON *st = harness_rpc_ok(&h, "anim.record_stop", "{\"session\":\"demo\"}");
+  uint32_t frames = (uint32_t)cJSON_GetObjectItem(st, "frames")->valueint;
+  cJSON_Delete(st);
+  ASSERT(frames >= 4);
+  /* Four distinct shapes (rest and three poses): three components make the clip exact. */
+  cJSON *rep = harness_rpc_ok(&h, "anim.compress", "{\"session\":\"demo\",\"clip\":\"take1\",\"components\":3}");
+  double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
+  cJSON_Delete(rep);
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  fprintf(stderr, "take1: %u frames, streamed max error %.3g (diagonal %.3g)\n", frames, streamed, mesh_bbox_diagonal(m));
+  ASSERT(streamed < 1e-4 * mesh_bbox_diagonal(m));
+  /* Playing it back over a session at rest gives the last pose at the last frame. */
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set",
+                              "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"jaw_open\":0,\"blink_R\":0}}"));
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"demo\",\"clip\":\"take1\",\"loop\":false}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"demo\"}"));
+  char p[128];
+  snprintf(p, sizeof(p), "{\"session\":\"demo\",\"frame\":%u}", frames - 1);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.seek", p));
+  harness_follow(&v, &r, session_version(&h, "demo"), 10000);
+  float *w = calloc(m->target_count, sizeof(float)), *want = malloc(sizeof(float) * 3 * m->vertex_count);
+  w[mesh_find_target(m, "jaw_open")] = 0.2f;
+  w[mesh_find_target(m, "blink_R")] = 1.0f;
+  mesh_evaluate(m, w, NULL, want);
+  double e = max_distance(&r, want);
+  fprintf(stderr, "last frame vs the last pose: %.3g\n", e);
+  ASSERT(e <= streamed + 1e-6 * mesh_bbox_diagonal(m));
+  free(w);
+  free(want);
+  mesh_destroy(m);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "anim.record_stop", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32006);
+  harness_stop(&h);
+}
+
+TEST(a_gltf_weight_animation_plays_its_keys_as_weights) {
+  const char *path = test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf");
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(path, NULL, &m, err, sizeof(err)), err);
+  ASSERT(m->clip_count >= 1 && m->clips[0].key_count >= 2);
+  const mesh_clip *c = &m->clips[0];
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "cube", path);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "cube", PROTO_ROLE_VIEWER, NULL);
+  char p[512];
+  snprintf(p, sizeof(p), "{\"session\":\"cube\",\"clip\":\"%s\"}", c->name);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", p));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"cube\"}"));
+  for (uint32_t k = 0; k < c->key_count; k += (c->key_count > 8 ? c->key_count / 8 : 1)) {
+    snprintf(p, sizeof(p), "{\"session\":\"cube\",\"frame\":%u}", k);
+    cJSON_Delete(harness_rpc_ok(&h, "anim.seek", p));
+    harness_follow(&v, &r, session_version(&h, "cube"), 10000);
+    for (uint32_t t = 0; t < m->target_count; t++) {
+      float want = c->weights[(size_t)k * m->target_count + t];
+      want = want < 0 ? 0 : want > 1 ? 1 : want; /* the targets' default range [0, 1] */
+      ASSERT(r.weights[t] == want);
+    }
+  }
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+  mesh_destroy(m);
+}
