@@ -438,6 +438,7 @@ typedef struct compress_job {
   int own_frames;
   pca_model model;
   pca_regions regions;
+  uint32_t global_components; /* with regions: what one PCA over every vertex needs for the same budget */
   uint32_t K;
   float *mean;         /* 3V */
   float *deltas;       /* K × 3V: component k scaled by its largest weight */
@@ -504,6 +505,12 @@ static void compress_work(uv_work_t *req) {
     j->status = pca_build_regions(j->frames, F, V, j->region_of, j->region_count, &j->opt, &j->regions, j->err,
                                   sizeof(j->err));
     nmodels = j->region_count;
+    /* The saving is reported against one PCA of the whole mesh at the same budget. */
+    pca_model whole;
+    if (j->status == 0 && pca_build(j->frames, F, V, &j->opt, &whole, j->err, sizeof(j->err)) == 0) {
+      j->global_components = whole.components;
+      pca_fini(&whole);
+    }
   } else {
     j->status = pca_build(j->frames, F, V, &j->opt, &j->model, j->err, sizeof(j->err));
   }
@@ -718,6 +725,8 @@ static void compress_done(uv_work_t *req, int status) {
       cJSON_AddNumberToObject(r, "mean_target", c->mean_target);
       cJSON_AddNumberToObject(r, "first_component", c->first_component);
       if (j->region_of) {
+        cJSON_AddNumberToObject(r, "global_components", j->global_components);
+        cJSON_AddNumberToObject(r, "saving_bytes_per_frame", 2.0 * ((double)j->global_components - j->K));
         cJSON *regs = cJSON_AddArrayToObject(r, "regions");
         for (uint32_t g = 0; g < j->region_count; g++) {
           cJSON *o = cJSON_CreateObject();

@@ -271,3 +271,59 @@ TEST(a_gltf_weight_animation_plays_its_keys_as_weights) {
   harness_stop(&h);
   mesh_destroy(m);
 }
+
+/* "Variable PCA": a region of the head gets its own components for the same budget; the report
+ * compares with one PCA of the whole mesh, and viewers rebuild the frames within the reported
+ * error, as for a single PCA. */
+TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
+  const char *path = test_assimp_model("MD2/faerie.md2");
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(path, NULL, &m, err, sizeof(err)), err);
+  const mesh_clip *clip = &m->clips[mesh_find_clip(m, "wave")];
+  double ymax = m->bbox_max[1], ymin = m->bbox_min[1];
+  char *p = malloc(16 * m->vertex_count + 256);
+  int at = sprintf(p, "{\"session\":\"faerie\",\"clip\":\"wave\",\"regions\":[[");
+  uint32_t head = 0;
+  for (uint32_t v = 0; v < m->vertex_count; v++)
+    if (m->positions[3 * v + 1] > ymax - 0.2 * (ymax - ymin)) at += sprintf(p + at, "%s%u", head++ ? "," : "", v);
+  sprintf(p + at, "]]}");
+  ASSERT(head > 10);
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "faerie", path);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
+  cJSON *rep = harness_rpc_ok(&h, "anim.compress", p);
+  free(p);
+  cJSON *regs = cJSON_GetObjectItem(rep, "regions");
+  ASSERT_EQ(cJSON_GetArraySize(regs), 2);
+  ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(regs, 0), "vertices")->valueint, (int)head);
+  uint32_t K = (uint32_t)cJSON_GetObjectItem(rep, "components")->valueint;
+  ASSERT_EQ(K, (uint32_t)(cJSON_GetObjectItem(cJSON_GetArrayItem(regs, 0), "components")->valueint +
+                          cJSON_GetObjectItem(cJSON_GetArrayItem(regs, 1), "components")->valueint));
+  int global = cJSON_GetObjectItem(rep, "global_components")->valueint;
+  ASSERT(global >= 1);
+  ASSERT(cJSON_GetObjectItem(rep, "saving_bytes_per_frame")->valuedouble == 2.0 * (global - (int)K));
+  double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
+  fprintf(stderr, "wave: regions %u components, one PCA %d; streamed max error %.4g\n", K, global, streamed);
+  cJSON_Delete(rep);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"wave\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"faerie\"}"));
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  double worst = 0;
+  for (uint32_t f = 0; f < clip->frame_count; f++) {
+    char q[128];
+    snprintf(q, sizeof(q), "{\"session\":\"faerie\",\"frame\":%u}", f);
+    cJSON_Delete(harness_rpc_ok(&h, "anim.seek", q));
+    harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
+    worst = fmax(worst, max_distance(&r, m->frames + n3 * (clip->first_frame + f)));
+  }
+  ASSERT(worst <= streamed * (1 + 1e-4) + 1e-6 * mesh_bbox_diagonal(m));
+  ASSERT(worst <= 0.005 * mesh_bbox_diagonal(m) * (1 + 1e-4));
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+  mesh_destroy(m);
+}
