@@ -163,7 +163,7 @@ static int put_weights_body(proto_buf *b, uint32_t count, const uint32_t *indice
 /* QRUN body: u8 mode 2, u32 count, u16 first, f32 scale, count × i16. */
 static int put_weights_qrun(proto_buf *b, uint32_t first, uint32_t count, const int16_t *q, float scale) {
   if (count > PROTO_MAX_TARGETS || first > PROTO_MAX_TARGETS - count) return PROTO_EINVAL;
-  if (!isfinite(scale) || !isfinite(scale * 32767.0f)) return PROTO_ENONFINITE;
+  if (!isfinite(scale) || !isfinite(scale * 32768.0f)) return PROTO_ENONFINITE;
   if (scale < 0) return PROTO_EINVAL;
   proto__put_u8(b, PROTO_WEIGHTS_QRUN);
   proto__put_u32(b, count);
@@ -190,7 +190,7 @@ static int get_weights_body(proto_cur *c, proto_weights_view *w) {
     CHECK(proto__get_f32(c, &w->scale));
     if (!isfinite(w->scale)) return PROTO_ENONFINITE;
     if (w->scale < 0 || (uint32_t)first + w->count > PROTO_MAX_TARGETS) return PROTO_EINVAL;
-    if (!isfinite(w->scale * 32767.0f)) return PROTO_ENONFINITE; /* every (float)q · scale is then finite */
+    if (!isfinite(w->scale * 32768.0f)) return PROTO_ENONFINITE; /* every (float)q · scale is then finite */
     w->first = first;
     CHECK(proto__get(c, 2 * (size_t)w->count, &bytes));
     w->bytes = bytes;

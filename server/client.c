@@ -4,6 +4,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -75,6 +76,71 @@ int dfc_connect(dfc_conn *c, const char *host, int port, char *err, size_t errle
     return -1;
   }
   return 0;
+}
+
+/* Non-blocking connect, in two steps so a caller polled once per frame never waits for the
+ * handshake. An address whose connect fails at once is skipped for the next one; a connect in
+ * progress is finished (or failed) by dfc_connect_finish. */
+int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t errlen) {
+  memset(c, 0, sizeof(*c));
+  c->fd = -1;
+  c->limits.max_frame = UINT32_MAX; /* as dfc_connect */
+  char service[16];
+  snprintf(service, sizeof(service), "%d", port);
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(host, service, &hints, &res);
+  if (rc) {
+    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
+    return -1;
+  }
+  int result = -1, why = ECONNREFUSED;
+  for (struct addrinfo *a = res; a && result < 0; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      why = errno;
+      continue;
+    }
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      result = 0;
+    } else if (errno == EINPROGRESS) {
+      result = 1;
+    } else {
+      why = errno;
+      close(fd);
+      continue;
+    }
+    c->fd = fd;
+  }
+  freeaddrinfo(res);
+  if (result < 0) {
+    snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(why));
+    return -1;
+  }
+  if (result == 0) { /* connected at once: blocking again, like dfc_connect */
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+  }
+  return result;
+}
+
+int dfc_connect_finish(dfc_conn *c, int timeout_ms, char *err, size_t errlen) {
+  struct pollfd pfd = {c->fd, POLLOUT, 0};
+  int pr = poll(&pfd, 1, timeout_ms);
+  if (pr == 0 || (pr < 0 && errno == EINTR)) return 0;
+  int soerr = 0;
+  socklen_t len = sizeof(soerr);
+  if (pr < 0) soerr = errno;
+  else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) soerr = errno;
+  if (soerr) {
+    snprintf(err, errlen, "cannot connect: %s", strerror(soerr));
+    return -1;
+  }
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+  return 1;
 }
 
 void dfc_close(dfc_conn *c) {
@@ -302,7 +368,8 @@ static int load_snapshot(dfc_replica *r, const proto_header *h, const uint8_t *p
   return 0;
 }
 
-/* TARGET: append the target at the given weight and clear the offsets of its vertices. */
+/* TARGET: append the target at the given weight (the sculpt layer is untouched: a target made
+ * from the sculpt comes with a DELTA that clears it). */
 static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
   proto_target_add t;
   int rc = proto_decode_target_add(p, h->length, NULL, &t);
@@ -337,7 +404,6 @@ static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, c
     r->weights[t.index] = t.weight;
     set_meta(&r->meta[t.index], t.target.min, t.target.max, t.target.flags, t.target.driver_count,
              t.target.drivers);
-    for (uint32_t i = 0; i < n; i++) memset(r->offsets + 3 * (size_t)idx[i], 0, sizeof(float) * 3);
     if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
   } else {
     snprintf(err, errlen, "TARGET: %s", mesh_strerror(rc));

@@ -31,6 +31,14 @@ typedef struct dfc_conn {
 /* Connects to HOST:PORT (a name is resolved here; this is a client). Returns 0 or -1 with a
  * reason. */
 int dfc_connect(dfc_conn *c, const char *host, int port, char *err, size_t errlen);
+/* The same without waiting for the TCP handshake (the name is still resolved here: give a
+ * numeric address to never wait). Returns 0 when connected already, 1 when the connect is in
+ * progress (finish it with dfc_connect_finish), -1 with a reason (call dfc_close either way). */
+int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t errlen);
+/* Waits up to timeout_ms (0 = not at all) for a connect begun by dfc_connect_start. Returns 1
+ * when connected (the socket is then blocking, with TCP_NODELAY, as after dfc_connect), 0 when
+ * still in progress, -1 when it failed (reason in err; call dfc_close). */
+int dfc_connect_finish(dfc_conn *c, int timeout_ms, char *err, size_t errlen);
 /* Splits "HOST:PORT" (or ":PORT", or "[v6]:PORT"). Returns 0 or -1. */
 int dfc_parse_hostport(const char *text, char *host, size_t hostlen, int *port);
 void dfc_close(dfc_conn *c);

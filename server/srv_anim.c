@@ -222,9 +222,7 @@ static void clip_weights(const srv_session *s, const srv_clip *c, uint32_t i, fl
     const float *w = c->wclip->weights + (size_t)i * c->wclip_targets;
     for (uint32_t t = 0; t < c->wclip_targets; t++) {
       if (s->targets[t].driver_count) continue; /* driven by others: not ours to set */
-      float v = mix * w[t];
-      v = v < s->targets[t].min ? s->targets[t].min : v > s->targets[t].max ? s->targets[t].max : v;
-      idx[*n] = t, val[(*n)++] = v;
+      idx[*n] = t, val[(*n)++] = mix * w[t];
     }
     return;
   }
@@ -272,7 +270,24 @@ static uint64_t show(srv_server *srv, srv_session *s) {
       a->next.shown = j;
       clip_weights(s, a->next.clip, j, (float)alpha, idx, val, &n);
     }
-    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .count = n, .indices = idx, .values = val};
+    /* Two clips on the same targets (two weight clips) mix: one entry per target, the sum,
+     * held to the target's range. */
+    int32_t *pos = malloc(sizeof(int32_t) * (s->mesh->target_count + 1));
+    uint32_t m = 0;
+    if (pos) {
+      memset(pos, 0xff, sizeof(int32_t) * s->mesh->target_count);
+      for (uint32_t e = 0; e < n; e++) {
+        uint32_t t = idx[e];
+        if (pos[t] < 0) pos[t] = (int32_t)m, idx[m] = t, val[m++] = val[e];
+        else val[pos[t]] += val[e];
+      }
+      for (uint32_t e = 0; e < m; e++) {
+        const srv_target *st = &s->targets[idx[e]];
+        val[e] = val[e] < st->min ? st->min : val[e] > st->max ? st->max : val[e];
+      }
+      free(pos);
+    }
+    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .count = pos ? m : 0, .indices = idx, .values = val};
     char why[256];
     if (srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
     else srv_log(SRV_LOG_WARN, "session %s: clip %s frame %u: %s", s->name, c->name, i, why);
@@ -848,6 +863,11 @@ void srv_anim_m_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (!hc && !he) maxerr = 0.005; /* half a percent of the diagonal */
+  if (c->kind == CLIP_WEIGHTS) {
+    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "clip '%s' animates target weights: it plays as it is (anim.play)",
+                  c->name);
+    return;
+  }
   if (c->busy) {
     srv_rpc_error(call, SRV_RPC_BUSY, "clip '%s' is being compressed already", c->name);
     return;
@@ -1099,8 +1119,12 @@ void srv_anim_m_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params)
     return;
   }
   if (a->recording || a->rec_name) {
-    srv_rpc_error(call, SRV_RPC_BUSY, "session '%s' is recording '%s' already (anim.record_stop first)", s->name,
-                  a->rec_name);
+    if (a->recording)
+      srv_rpc_error(call, SRV_RPC_BUSY, "session '%s' is recording '%s' already (anim.record_stop first)", s->name,
+                    a->rec_name);
+    else
+      srv_rpc_error(call, SRV_RPC_BUSY, "recording '%s' stopped at %u frames and waits to be saved: anim.record_stop",
+                    a->rec_name, a->rec_count);
     return;
   }
   if (find_clip(a, name->valuestring)) {

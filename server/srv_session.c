@@ -523,7 +523,18 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
       size_t at = b->len;
       int rc = proto_encode_target_add(b, version, t, s->weights[t], &d);
       if (rc) return rc;
-      if (t + 1 < nt) b->data[at + 7] |= PROTO_FLAG_MORE; /* one change: the version comes with the last */
+      /* One change: the version comes with the last frame. */
+      if (t + 1 < nt || op->kind == SRV_OP_ADD_TARGET) b->data[at + 7] |= PROTO_FLAG_MORE;
+    }
+    if (op->kind == SRV_OP_ADD_TARGET) {
+      /* The sculpt offsets that moved into the target are now zero: a DELTA says so (a TARGET
+       * only adds a target; it never touches the sculpt layer). */
+      const mesh_target *tg = &s->mesh->targets[nt - 1];
+      int32_t *zero = calloc(3 * ((size_t)tg->count + 1), sizeof(int32_t));
+      if (!zero) return PROTO_ENOMEM;
+      int rc = proto_encode_delta(b, version, 0, tg->count, tg->indices, zero);
+      free(zero);
+      return rc;
     }
     return 0;
   }

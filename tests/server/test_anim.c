@@ -327,3 +327,41 @@ TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
   harness_stop(&h);
   mesh_destroy(m);
 }
+
+/* Compressing adds targets over a sculpted mesh: the sculpt stays, in the server and in every
+ * viewer (a TARGET never clears offsets; only a target made from the sculpt comes with a DELTA
+ * that does). */
+TEST(compressing_a_clip_leaves_the_sculpt_layer_alone_in_every_viewer) {
+  harness h;
+  harness_start(&h, "demo", no_args);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.01,0,0],\"20400\":[0,0.004,0]}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.record_start", "{\"session\":\"demo\",\"clip\":\"c\",\"fps\":50}"));
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}"));
+  sleep_ms(100);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.record_stop", "{\"session\":\"demo\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"demo\",\"clip\":\"c\",\"components\":1}"));
+  uint64_t ver = session_version(&h, "demo");
+  harness_follow(&v, &r, ver, 10000);
+  dfc_conn late;
+  dfc_replica lr;
+  harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
+  uint32_t n;
+  float *server = harness_server_positions(&h, "demo", &n);
+  float *got = malloc(sizeof(float) * 3 * n);
+  dfc_replica *all[2] = {&r, &lr};
+  for (int k = 0; k < 2; k++) {
+    ASSERT(all[k]->offsets[3 * 5] != 0.0f);
+    ASSERT_OK(dfc_replica_positions(all[k], got), NULL);
+    for (uint32_t i = 0; i < 3 * n; i++) ASSERT(got[i] == server[i]);
+  }
+  free(got);
+  free(server);
+  dfc_replica_fini(&r);
+  dfc_replica_fini(&lr);
+  dfc_close(&v);
+  dfc_close(&late);
+  harness_stop(&h);
+}
