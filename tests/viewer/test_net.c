@@ -1,0 +1,681 @@
+/*
+ * test_net.c — the viewer's connection (viewer/vw_net.c) against a real deformd: it follows a
+ * session exactly and says precisely what changed, never blocks a frame, refuses edits when
+ * read-only, and survives the server going away (kept shape, backoff, fresh SNAPSHOT).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server/harness.h"
+#include "test.h"
+#include "vw_net.h"
+
+static const char *const demo_args[] = {"--demo", NULL};
+
+static uint64_t version_of(cJSON *r) {
+  uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
+  cJSON_Delete(r);
+  return v;
+}
+
+static uint64_t server_version(harness *h) {
+  return version_of(harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}"));
+}
+
+/* Merges one poll's changes into a running total (what a renderer that skipped frames would
+ * have to upload). */
+static void merge(vw_net_changes *acc, const vw_net_changes *ch) {
+  if (ch->snapshot) {
+    memset(acc, 0, sizeof(*acc));
+    acc->snapshot = 1;
+  }
+  acc->weights |= ch->weights;
+  acc->target_meta |= ch->target_meta;
+  acc->new_targets += ch->new_targets;
+  acc->frames += ch->frames;
+  acc->partial = ch->partial;
+  if (ch->offsets_first != ch->offsets_end) {
+    if (acc->offsets_first == acc->offsets_end) {
+      acc->offsets_first = ch->offsets_first;
+      acc->offsets_end = ch->offsets_end;
+    } else {
+      if (ch->offsets_first < acc->offsets_first) acc->offsets_first = ch->offsets_first;
+      if (ch->offsets_end > acc->offsets_end) acc->offsets_end = ch->offsets_end;
+    }
+  }
+}
+
+/* Polls (20 ms at a time) until the state is `want`, merging changes into *acc (may be NULL). */
+static void poll_until_state(vw_net *n, vw_net_state want, vw_net_changes *acc, int timeout_ms) {
+  uint64_t deadline = vw_now_ms() + (uint64_t)timeout_ms;
+  vw_net_changes ch;
+  while (vw_net_poll(n, 20, &ch) != want || (want == VW_NET_LIVE && ch.partial)) {
+    if (acc) merge(acc, &ch);
+    if (vw_now_ms() > deadline)
+      test__fail(__FILE__, __LINE__, "still %s, want %s (last error: %s)", vw_net_state_name(n->state),
+                 vw_net_state_name(want), n->last_error);
+  }
+  if (acc) merge(acc, &ch);
+}
+
+/* Polls until the replica reached `version` with no update half applied; changes go to *acc. */
+static void follow(vw_net *n, uint64_t version, vw_net_changes *acc) {
+  memset(acc, 0, sizeof(*acc));
+  uint64_t deadline = vw_now_ms() + 10000;
+  for (;;) {
+    vw_net_changes ch;
+    vw_net_poll(n, 20, &ch);
+    merge(acc, &ch);
+    if (n->state == VW_NET_LIVE && n->replica.version >= version && !ch.partial) break;
+    if (vw_now_ms() > deadline)
+      test__fail(__FILE__, __LINE__, "stuck at version %llu (%s), want %llu; last error: %s",
+                 (unsigned long long)n->replica.version, vw_net_state_name(n->state),
+                 (unsigned long long)version, n->last_error);
+  }
+  ASSERT_EQ(n->replica.version, version);
+}
+
+static uint32_t target_index(const vw_net *n, const char *name) {
+  for (uint32_t t = 0; t < n->replica.mesh->target_count; t++)
+    if (strcmp(n->replica.mesh->targets[t].name, name) == 0) return t;
+  test__fail(__FILE__, __LINE__, "no target %s in the replica", name);
+}
+
+/* The replica has exactly the server's weights (weights.get) and shape (session.export). */
+static void same_as_server(harness *h, const vw_net *n) {
+  cJSON *r = harness_rpc_ok(h, "weights.get", "{\"session\":\"demo\"}");
+  const cJSON *weights = cJSON_GetObjectItem(r, "weights"), *w;
+  ASSERT_EQ((uint32_t)cJSON_GetArraySize(weights), n->replica.mesh->target_count);
+  cJSON_ArrayForEach(w, weights) ASSERT((float)w->valuedouble == n->replica.weights[target_index(n, w->string)]);
+  cJSON_Delete(r);
+  uint32_t count;
+  float *server = harness_server_positions(h, "demo", &count);
+  ASSERT_EQ(count, n->replica.mesh->vertex_count);
+  float *mine = malloc(sizeof(float) * 3 * count);
+  ASSERT_OK(dfc_replica_positions(&n->replica, mine), NULL);
+  for (uint32_t i = 0; i < 3 * count; i++)
+    if (mine[i] != server[i])
+      test__fail(__FILE__, __LINE__, "component %u: replica %.9g, server %.9g", i, mine[i], server[i]);
+  free(mine);
+  free(server);
+}
+
+/* The vertices whose dequantised offset differs between two offset arrays: their span. */
+static void changed_span(const float *before, const float *after, uint32_t vertex_count, uint32_t *first,
+                         uint32_t *end) {
+  *first = *end = 0;
+  for (uint32_t v = 0; v < vertex_count; v++) {
+    if (memcmp(before + 3 * (size_t)v, after + 3 * (size_t)v, 3 * sizeof(float)) == 0) continue;
+    if (*first == *end) *first = v;
+    *end = v + 1;
+  }
+}
+
+static float *copy_offsets(const vw_net *n) {
+  size_t len = 3 * (size_t)n->replica.mesh->vertex_count * sizeof(float);
+  float *c = malloc(len);
+  memcpy(c, n->replica.offsets, len);
+  return c;
+}
+
+/* A session change through JSON-RPC, followed by the viewer; the offsets span reported must be
+ * exactly the span of the vertices whose offset changed. Returns the merged changes. */
+static vw_net_changes rpc_and_follow(harness *h, vw_net *n, const char *method, const char *params) {
+  float *before = copy_offsets(n);
+  cJSON_Delete(harness_rpc_ok(h, method, params));
+  vw_net_changes acc;
+  follow(n, server_version(h), &acc);
+  uint32_t first, end;
+  changed_span(before, n->replica.offsets, n->replica.mesh->vertex_count, &first, &end);
+  ASSERT_EQ(acc.offsets_first, first);
+  ASSERT_EQ(acc.offsets_end, end);
+  free(before);
+  same_as_server(h, n);
+  return acc;
+}
+
+TEST(net_viewer_follows_a_session_exactly_and_reports_what_changed) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  ASSERT_EQ(n.state, VW_NET_CONNECTING);
+  vw_net_changes acc = {0};
+  poll_until_state(&n, VW_NET_LIVE, &acc, 10000);
+  ASSERT_EQ(acc.snapshot, 1);
+  ASSERT_EQ(n.role, PROTO_ROLE_VIEWER);
+  ASSERT_EQ(n.joins, 1);
+  ASSERT_EQ(n.reconnects, 0);
+  ASSERT_EQ(n.backoff_ms, 0);
+  same_as_server(&h, &n);
+  uint32_t targets = n.replica.mesh->target_count;
+
+  acc = rpc_and_follow(&h, &n, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5,\"jaw_open\":0.25}}");
+  ASSERT_EQ(acc.frames, 1);
+  ASSERT_EQ(acc.weights, 1);
+  ASSERT_EQ(acc.snapshot, 0);
+  ASSERT_EQ(acc.new_targets, 0);
+  ASSERT_EQ(acc.target_meta, 0);
+  ASSERT_EQ(acc.offsets_first, acc.offsets_end);
+
+  acc = rpc_and_follow(&h, &n, "sculpt.set",
+                       "{\"session\":\"demo\",\"offsets\":{\"7\":[0,0.001,0],\"100\":[0.002,0,-0.001],\"350\":[0,0,0.0005]}}");
+  ASSERT_EQ(acc.offsets_first, 7);
+  ASSERT_EQ(acc.offsets_end, 351);
+  ASSERT_EQ(acc.weights, 0);
+  acc = rpc_and_follow(&h, &n, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"200\":[0.001,0.001,0]}}");
+  ASSERT_EQ(acc.offsets_first, 200);
+  ASSERT_EQ(acc.offsets_end, 201);
+
+  /* The sculpt moves into a new target: one TARGET, and (its DELTA) the offsets of 7..350 go
+   * to zero; the shape stays. */
+  acc = rpc_and_follow(&h, &n, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
+  ASSERT_EQ(acc.new_targets, 1);
+  ASSERT_EQ(n.replica.mesh->target_count, targets + 1);
+  ASSERT_EQ(acc.offsets_first, 7);
+  ASSERT_EQ(acc.offsets_end, 351);
+  ASSERT(n.replica.weights[targets] == 1.0f);
+
+  /* A combination target: TARGET_META (MORE) and the WEIGHTS it moved, as one update. */
+  acc = rpc_and_follow(&h, &n, "targets.configure",
+                       "{\"session\":\"demo\",\"target\":\"lip_pucker\",\"drivers\":[\"smile_L\",\"jaw_open\"]}");
+  ASSERT_EQ(acc.frames, 2);
+  ASSERT_EQ(acc.target_meta, 1);
+  ASSERT_EQ(acc.weights, 1);
+  ASSERT_EQ(acc.partial, 0);
+  ASSERT_EQ(n.replica.meta[target_index(&n, "lip_pucker")].driver_count, 2);
+  ASSERT(n.replica.weights[target_index(&n, "lip_pucker")] == 0.5f * 0.25f);
+  acc = rpc_and_follow(&h, &n, "targets.configure", "{\"session\":\"demo\",\"target\":\"smile_R\",\"muted\":true}");
+  ASSERT_EQ(acc.target_meta, 1);
+  ASSERT(n.replica.meta[target_index(&n, "smile_R")].flags & PROTO_TARGET_MUTED);
+  ASSERT_EQ(n.state, VW_NET_LIVE);
+  ASSERT_EQ(n.errors, 0);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
+  harness h;
+  const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
+  harness_start(&h, "demo", args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  float *before = copy_offsets(&n);
+  uint32_t targets = n.replica.mesh->target_count;
+  /* Big edits (every vertex) from an editor while `n` is not polled, until the server counts
+   * it as lagging; from then on it gets only catch-ups. */
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  uint32_t nv = er.mesh->vertex_count;
+  uint32_t *idx = malloc(sizeof(uint32_t) * nv);
+  int32_t *q = malloc(sizeof(int32_t) * 3 * nv);
+  for (uint32_t i = 0; i < nv; i++) idx[i] = i;
+  proto_buf b;
+  proto_buf_init(&b);
+  int lagging = 0;
+  for (int e = 1; e <= 300 && !lagging; e++) {
+    for (uint32_t i = 0; i < 3 * nv; i++) q[i] = (int32_t)((i * 31u + (uint32_t)e * 977u) % 4001u) - 2000;
+    ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
+    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    harness_follow(&ed, &er, server_version(&h), 10000);
+    cJSON *st = harness_rpc_ok(&h, "server.stats", NULL);
+    lagging = cJSON_GetObjectItem(st, "lagging_connections")->valueint > 0;
+    cJSON_Delete(st);
+  }
+  ASSERT(lagging);
+  proto_buf_fini(&b);
+  free(idx);
+  free(q);
+  dfc_replica_fini(&er);
+  dfc_close(&ed);
+  /* Then one of everything: the catch-up brings TARGET, TARGET_META, WEIGHTS (MORE) and DELTA. */
+  const char *S = "\"session\":\"demo\"";
+  char p[512];
+  cJSON_Delete(harness_rpc_ok(&h, "deform.reset", "{\"session\":\"demo\"}"));
+  snprintf(p, sizeof(p), "{%s,\"offsets\":{\"7\":[0,0.001,0],\"100\":[0.002,0,-0.001]}}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", p));
+  snprintf(p, sizeof(p), "{%s,\"name\":\"bump\"}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "targets.create_from_sculpt", p));
+  snprintf(p, sizeof(p), "{%s,\"weights\":{\"jaw_open\":0.25}}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", p));
+  snprintf(p, sizeof(p), "{%s,\"target\":\"cheek_puff\",\"drivers\":[\"jaw_open\",\"bump\"]}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "targets.configure", p));
+  snprintf(p, sizeof(p), "{%s,\"offsets\":{\"70\":[0,0,0.001]}}", S);
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", p));
+  uint64_t final = server_version(&h);
+  /* Polls never end inside the update: `partial` is reported while the replica is between. */
+  vw_net_changes acc = {0};
+  int saw_partial = 0;
+  uint64_t deadline = vw_now_ms() + 20000;
+  for (;;) {
+    vw_net_changes ch;
+    ASSERT_EQ(vw_net_poll(&n, 20, &ch), VW_NET_LIVE);
+    merge(&acc, &ch);
+    saw_partial |= ch.partial;
+    if (ch.partial) ASSERT(n.replica.version < final);
+    if (n.replica.version == final && !ch.partial) break;
+    ASSERT(vw_now_ms() < deadline);
+  }
+  fprintf(stderr, "%u frames to catch up (partial seen: %d), offsets [%u, %u)\n", acc.frames, saw_partial,
+          acc.offsets_first, acc.offsets_end);
+  ASSERT_EQ(acc.new_targets, 1);
+  ASSERT_EQ(n.replica.mesh->target_count, targets + 1);
+  ASSERT_EQ(acc.target_meta, 1);
+  ASSERT_EQ(acc.weights, 1);
+  ASSERT_EQ(acc.snapshot, 0);
+  /* The span covers every vertex whose offset differs from before the burst. */
+  uint32_t first, end;
+  changed_span(before, n.replica.offsets, nv, &first, &end);
+  ASSERT(acc.offsets_first <= first && acc.offsets_end >= end);
+  same_as_server(&h, &n);
+  free(before);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+TEST(net_poll_never_blocks_when_nothing_arrives) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  /* Let the first PONG come back, so the polls below have nothing at all to read. */
+  uint64_t until = vw_now_ms() + 300;
+  while (vw_now_ms() < until) vw_net_poll(&n, 10, NULL);
+  uint64_t worst = 0, total = 0;
+  for (int i = 0; i < 500; i++) {
+    uint64_t t0 = dfc_now_ns();
+    vw_net_changes ch;
+    ASSERT_EQ(vw_net_poll(&n, 0, &ch), VW_NET_LIVE);
+    uint64_t dt = dfc_now_ns() - t0;
+    total += dt;
+    if (dt > worst) worst = dt;
+    ASSERT_EQ(ch.snapshot + ch.weights + (int)ch.new_targets + ch.target_meta + (int)ch.frames, 0);
+  }
+  fprintf(stderr, "500 idle polls: mean %.1f us, worst %.1f us\n", (double)total / 500 / 1e3, (double)worst / 1e3);
+  ASSERT(total / 500 < 1000000);  /* < 1 ms on average */
+  ASSERT(worst < 20000000);       /* no poll near a frame's length */
+  /* With a wait, it waits no longer than asked (a PONG may end it sooner). */
+  for (int i = 0; i < 5; i++) {
+    uint64_t t0 = vw_now_ms();
+    vw_net_poll(&n, 40, NULL);
+    ASSERT(vw_now_ms() - t0 <= 40 + 25);
+  }
+  /* Nor while the server is gone. */
+  harness_stop(&h);
+  poll_until_state(&n, VW_NET_DOWN, NULL, 5000);
+  uint64_t t0 = dfc_now_ns();
+  for (int i = 0; i < 100; i++) vw_net_poll(&n, 0, NULL);
+  ASSERT(dfc_now_ns() - t0 < 100 * 1000000ull);
+  vw_net_fini(&n);
+}
+
+TEST(net_pings_measure_latency_and_bytes_per_second) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  ASSERT(n.latency_ms < 0);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  uint64_t snapshot_bytes = n.bytes_total;
+  ASSERT(snapshot_bytes > 100000); /* the demo head */
+  uint64_t t0 = vw_now_ms();
+  while (n.latency_ms < 0 && vw_now_ms() - t0 < 3000) vw_net_poll(&n, 20, NULL);
+  ASSERT(n.latency_ms >= 0 && n.latency_ms < 1000);
+  ASSERT(n.bytes_per_s > 0 || vw_now_ms() - n.rate_t0_ms < 1000);
+  /* Once a second: over 2.5 s, 2 or 3 more PINGs, each answered. */
+  uint32_t seq = n.ping_seq;
+  t0 = vw_now_ms();
+  while (vw_now_ms() - t0 < 2500) vw_net_poll(&n, 20, NULL);
+  ASSERT(n.ping_seq - seq >= 2 && n.ping_seq - seq <= 3);
+  ASSERT_EQ(n.bytes_total, snapshot_bytes + 40ull * n.ping_seq); /* a 40-byte PONG per PING */
+  /* Idle now: bytes/s is the PONGs' trickle, not the snapshot any more. */
+  ASSERT(n.bytes_per_s > 0 && n.bytes_per_s < 1000);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net v, e;
+  vw_net_init(&v, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  vw_net_init(&e, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  uint32_t t = 0;
+  float w = 0.7f;
+  ASSERT_EQ(vw_net_set_weights(&e, 1, &t, &w), 0); /* not live yet */
+  poll_until_state(&v, VW_NET_LIVE, NULL, 10000);
+  poll_until_state(&e, VW_NET_LIVE, NULL, 10000);
+  ASSERT_EQ(e.role, PROTO_ROLE_EDITOR);
+  ASSERT(e.client_id != 0 && e.client_id != v.client_id);
+
+  /* Read-only: nothing is sent (the server would answer FORBIDDEN). */
+  ASSERT_EQ(vw_net_can_edit(&v), 0);
+  t = target_index(&v, "smile_L");
+  ASSERT_EQ(vw_net_set_weights(&v, 1, &t, &w), 0);
+  ASSERT_EQ(vw_net_reset(&v, 0, NULL), 0);
+  ASSERT_EQ(vw_net_gesture_end(&v, 1), 0);
+  ASSERT_EQ(v.next_request, 1);
+
+  /* The editor's weight edit comes back to both as a WEIGHTS frame. */
+  ASSERT_EQ(vw_net_can_edit(&e), 1);
+  uint32_t id = vw_net_set_weights(&e, 1, &t, &w);
+  ASSERT_EQ(id, 1);
+  vw_net_changes acc;
+  uint64_t ver = server_version(&h);
+  ASSERT_EQ(ver, 1);
+  follow(&e, ver, &acc);
+  ASSERT_EQ(acc.weights, 1);
+  ASSERT(e.replica.weights[t] == 0.7f);
+  follow(&v, ver, &acc);
+  ASSERT_EQ(acc.weights, 1);
+  same_as_server(&h, &v);
+
+  /* Offsets: one DELTA with exactly those vertices. */
+  uint32_t verts[2] = {5, 300};
+  int32_t q[6] = {3, -2, 0, -1, 200, 64};
+  ASSERT_EQ(vw_net_set_offsets(&e, 2, verts, q), 2);
+  follow(&v, ++ver, &acc);
+  ASSERT_EQ(acc.offsets_first, 5);
+  ASSERT_EQ(acc.offsets_end, 301);
+  ASSERT(v.replica.offsets[3 * 300 + 1] == proto_dequantize(200, v.replica.quantum));
+
+  /* A refused edit: ERROR with its request id, and the connection stays. */
+  uint32_t bad = 9999;
+  id = vw_net_set_weights(&e, 1, &bad, &w);
+  ASSERT_EQ(id, 3);
+  uint64_t t0 = vw_now_ms();
+  while (e.errors == 0 && vw_now_ms() - t0 < 5000) vw_net_poll(&e, 20, NULL);
+  ASSERT_EQ(e.errors, 1);
+  ASSERT_EQ(e.last_error_request, id);
+  ASSERT_EQ(e.last_error_code, PROTO_ERR_INVALID);
+  ASSERT_STR_CONTAINS(e.last_error, "INVALID (request 3)");
+  ASSERT_EQ(e.state, VW_NET_LIVE);
+
+  /* A gesture: begin, drag, end; the solve arrives as one DELTA. */
+  proto_gesture_begin g = {0};
+  g.gesture = 9000 + e.client_id;
+  g.mode = 0;
+  g.iterations = 1;
+  g.pick = 1000;
+  g.handle_radius = 0.01f;
+  g.roi_radius = 0.04f;
+  ASSERT(vw_net_gesture_begin(&e, &g, NULL, NULL, NULL) != 0);
+  proto_gesture_drag d = {0};
+  d.gesture = g.gesture;
+  d.translate[2] = 0.01f;
+  d.rotate[3] = 1.0f;
+  ASSERT(vw_net_gesture_drag(&e, &d) != 0);
+  ASSERT(vw_net_gesture_end(&e, g.gesture) != 0);
+  t0 = vw_now_ms();
+  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  ver = server_version(&h);
+  ASSERT_EQ(ver, 3);
+  follow(&v, ver, &acc);
+  ASSERT(acc.offsets_end > acc.offsets_first);
+  ASSERT(acc.offsets_first <= 1000 && acc.offsets_end > 1000);
+  same_as_server(&h, &v);
+
+  /* A brush stroke at vertex 1000's position, then a reset of everything. */
+  proto_brush_sample s = {{0}, {0}, 0.02f, 0.3f};
+  float *pos = malloc(sizeof(float) * 3 * v.replica.mesh->vertex_count);
+  ASSERT_OK(dfc_replica_positions(&v.replica, pos), NULL);
+  memcpy(s.center, pos + 3 * 1000, sizeof(s.center));
+  free(pos);
+  ASSERT(vw_net_brush(&e, 1, 0, 0, 1, &s) != 0);
+  t0 = vw_now_ms();
+  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  follow(&v, ++ver, &acc);
+  ASSERT(acc.offsets_end > acc.offsets_first);
+  same_as_server(&h, &v);
+  ASSERT(vw_net_reset(&e, 0, NULL) != 0);
+  t0 = vw_now_ms();
+  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  follow(&v, ++ver, &acc);
+  for (uint32_t i = 0; i < 3 * v.replica.mesh->vertex_count; i++) ASSERT(v.replica.offsets[i] == 0.0f);
+  same_as_server(&h, &v);
+  follow(&e, ver, &acc);
+  ASSERT_EQ(e.errors, 1);
+  ASSERT_EQ(v.errors, 0);
+  vw_net_fini(&v);
+  vw_net_fini(&e);
+  harness_stop(&h);
+}
+
+TEST(net_editor_without_the_token_watches_read_only) {
+  harness h;
+  const char *const args[] = {"--demo", "--token", "s3cret", NULL};
+  harness_start(&h, "demo", args);
+  vw_net bad, good;
+  vw_net_init(&bad, "127.0.0.1", h.stream_port, "demo", "guess", PROTO_ROLE_EDITOR);
+  vw_net_init(&good, "127.0.0.1", h.stream_port, "demo", "s3cret", PROTO_ROLE_EDITOR);
+  poll_until_state(&bad, VW_NET_LIVE, NULL, 10000);
+  poll_until_state(&good, VW_NET_LIVE, NULL, 10000);
+  /* The server refused the editor HELLO (FORBIDDEN, closed); the retry as a viewer was at once. */
+  ASSERT_EQ(bad.role, PROTO_ROLE_VIEWER);
+  ASSERT_EQ(bad.last_error_code, PROTO_ERR_FORBIDDEN);
+  ASSERT_STR_CONTAINS(bad.last_error, "FORBIDDEN");
+  ASSERT_EQ(bad.reconnects, 1);
+  ASSERT_EQ(bad.backoff_ms, 0);
+  ASSERT_EQ(vw_net_can_edit(&bad), 0);
+  uint32_t t = 0;
+  float w = 0.5f;
+  ASSERT_EQ(vw_net_set_weights(&bad, 1, &t, &w), 0);
+  ASSERT_EQ(good.role, PROTO_ROLE_EDITOR);
+  ASSERT_EQ(vw_net_can_edit(&good), 1);
+  ASSERT(vw_net_set_weights(&good, 1, &t, &w) != 0);
+  vw_net_changes acc;
+  follow(&bad, 1, &acc);
+  ASSERT_EQ(acc.weights, 1);
+  ASSERT(bad.replica.weights[0] == 0.5f);
+  vw_net_fini(&bad);
+  vw_net_fini(&good);
+  harness_stop(&h);
+}
+
+/* SIGKILL: no BYE, the socket just ends. (harness_stop would want a clean exit.) */
+static void kill_server(harness *h) {
+  dfc_close(&h->rpc);
+  kill(h->pid, SIGKILL);
+  waitpid(h->pid, NULL, 0);
+  h->pid = 0; /* the harness's leftover list skips it (the struct is static: no dangling slot) */
+}
+
+/* deformd on a given stream port (the harness keeps a pointer to *h until it stops). */
+static void start_on_port(harness *h, int port) {
+  char p[16];
+  snprintf(p, sizeof(p), "%d", port);
+  const char *const args[] = {"--demo", "--stream-port", p, NULL}; /* overrides the harness's 0 */
+  harness_start(h, "demo", args);
+  ASSERT_EQ(h->stream_port, port);
+}
+
+TEST(net_viewer_keeps_its_shape_when_the_server_dies_and_resyncs_from_a_new_one) {
+  static harness a, b;
+  harness_start(&a, "demo", demo_args);
+  int port = a.stream_port;
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  vw_net_changes acc;
+  cJSON_Delete(harness_rpc_ok(&a, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  cJSON_Delete(harness_rpc_ok(&a, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"100\":[0.002,0,-0.001]}}"));
+  follow(&n, server_version(&a), &acc);
+  same_as_server(&a, &n);
+  uint32_t vc = n.replica.mesh->vertex_count, smile_l = target_index(&n, "smile_L");
+  float *before = malloc(sizeof(float) * 3 * vc), *now = malloc(sizeof(float) * 3 * vc);
+  ASSERT_OK(dfc_replica_positions(&n.replica, before), NULL);
+
+  kill_server(&a);
+  acc = (vw_net_changes){0};
+  poll_until_state(&n, VW_NET_DOWN, &acc, 5000);
+  fprintf(stderr, "after SIGKILL: %s\n", n.last_error);
+  ASSERT(n.last_error[0] != '\0');
+  ASSERT_EQ(acc.snapshot, 0);
+  ASSERT_EQ(n.backoff_ms, 250);
+  ASSERT_EQ(vw_net_can_edit(&n), 0);
+  /* The last shape stays while retries fail. */
+  uint64_t t0 = vw_now_ms();
+  while (vw_now_ms() - t0 < 600) ASSERT(vw_net_poll(&n, 20, NULL) != VW_NET_LIVE);
+  ASSERT(n.reconnects >= 1);
+  ASSERT(n.backoff_ms >= 500);
+  ASSERT(n.replica.have_snapshot);
+  ASSERT(n.replica.weights[smile_l] == 0.5f);
+  ASSERT_OK(dfc_replica_positions(&n.replica, now), NULL);
+  ASSERT(memcmp(before, now, sizeof(float) * 3 * vc) == 0);
+
+  /* A new server on the same port, in another state: the viewer rejoins from its SNAPSHOT. */
+  start_on_port(&b, port);
+  cJSON_Delete(harness_rpc_ok(&b, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_R\":0.3}}"));
+  acc = (vw_net_changes){0};
+  poll_until_state(&n, VW_NET_LIVE, &acc, 15000);
+  ASSERT_EQ(acc.snapshot, 1);
+  ASSERT_EQ(n.joins, 2);
+  ASSERT_EQ(n.backoff_ms, 0);
+  ASSERT_EQ(n.replica.version, 1);
+  ASSERT(n.replica.weights[smile_l] == 0.0f);
+  ASSERT(n.replica.weights[target_index(&n, "smile_R")] == 0.3f);
+  for (uint32_t i = 0; i < 3 * vc; i++) ASSERT(n.replica.offsets[i] == 0.0f);
+  same_as_server(&b, &n);
+  /* And it follows the new server. */
+  cJSON_Delete(harness_rpc_ok(&b, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.9}}"));
+  follow(&n, 2, &acc);
+  same_as_server(&b, &n);
+  free(before);
+  free(now);
+  vw_net_fini(&n);
+  harness_stop(&b);
+}
+
+TEST(net_bye_on_shutdown_marks_the_viewer_down_with_the_reason) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  harness_stop(&h); /* SIGTERM: BYE SHUTDOWN, then close */
+  poll_until_state(&n, VW_NET_DOWN, NULL, 5000);
+  ASSERT_EQ(n.last_error_code, PROTO_ERR_SHUTDOWN);
+  ASSERT_STR_CONTAINS(n.last_error, "BYE SHUTDOWN");
+  ASSERT(n.replica.have_snapshot);
+  ASSERT_EQ(n.backoff_ms, 250);
+  vw_net_fini(&n);
+}
+
+/* A loopback port nobody listens on (bound, then released). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(fd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
+  static harness h;
+  int port = free_port();
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
+  uint64_t t0 = vw_now_ms();
+  ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
+  ASSERT_STR_CONTAINS(n.last_error, "connect");
+  ASSERT_EQ(n.backoff_ms, 250);
+  ASSERT_EQ(n.reconnects, 0);
+  ASSERT(n.retry_at_ms >= t0 + 250 && n.retry_at_ms <= vw_now_ms() + 250);
+  /* Not before its time. */
+  ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
+  ASSERT_EQ(n.reconnects, 0);
+  /* A poll that may wait sleeps until the retry, which fails again: 500 ms next. */
+  while (n.reconnects == 0) {
+    ASSERT(vw_now_ms() - t0 < 2000);
+    vw_net_poll(&n, 400, NULL);
+  }
+  ASSERT(vw_now_ms() - t0 >= 250);
+  ASSERT_EQ(n.backoff_ms, 500);
+  ASSERT_EQ(n.state, VW_NET_DOWN);
+  /* Skipping the waits (retry_at_ms is the clock): 1, 2, 4, 8 s, then 8 s for good. */
+  const uint32_t want[] = {1000, 2000, 4000, 8000, 8000, 8000};
+  for (uint32_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    n.retry_at_ms = 0;
+    uint64_t before = vw_now_ms();
+    ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
+    ASSERT_EQ(n.backoff_ms, want[i]);
+    ASSERT_EQ(n.reconnects, 2 + i);
+    ASSERT(n.retry_at_ms >= before + want[i] && n.retry_at_ms <= vw_now_ms() + want[i]);
+  }
+  /* A server appears: a successful SNAPSHOT resets the backoff... */
+  start_on_port(&h, port);
+  n.retry_at_ms = 0;
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  ASSERT_EQ(n.backoff_ms, 0);
+  ASSERT_EQ(n.joins, 1);
+  /* ...so the next loss starts again at a quarter second. */
+  kill_server(&h);
+  poll_until_state(&n, VW_NET_DOWN, NULL, 5000);
+  ASSERT_EQ(n.backoff_ms, 250);
+  vw_net_fini(&n);
+}
+
+/* A fake server (a plain listening socket in this thread): it checks the HELLO, stays silent
+ * for a while, then sends bytes that are not a frame. */
+TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(lfd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 4) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(lfd, (struct sockaddr *)&a, &len) == 0);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", ntohs(a.sin_port), "demo", "tok", PROTO_ROLE_EDITOR);
+  /* The kernel completes the handshake from the backlog: HELLO goes out. */
+  uint64_t t0 = vw_now_ms();
+  while (n.phase < 2) { /* PHASE_WELCOME */
+    ASSERT(vw_now_ms() - t0 < 2000);
+    ASSERT_EQ(vw_net_poll(&n, 10, NULL), VW_NET_CONNECTING);
+  }
+  int fd = accept(lfd, NULL, NULL);
+  ASSERT(fd >= 0);
+  dfc_conn peer = {.fd = fd, .limits = {.max_frame = 1024}};
+  proto_header h;
+  const uint8_t *p;
+  char err[256];
+  ASSERT_EQ(dfc_read_frame(&peer, 2000, &h, &p, err, sizeof(err)), 1);
+  ASSERT_EQ(h.type, PROTO_HELLO);
+  proto_hello hello;
+  ASSERT_OK(proto_decode_hello(p, h.length, &hello), NULL);
+  ASSERT_EQ(hello.role, PROTO_ROLE_EDITOR);
+  ASSERT(hello.session.len == 4 && memcmp(hello.session.ptr, "demo", 4) == 0);
+  ASSERT(hello.token.len == 3 && memcmp(hello.token.ptr, "tok", 3) == 0);
+  /* Waiting for WELCOME does not block either. */
+  for (int i = 0; i < 100; i++) {
+    uint64_t s = dfc_now_ns();
+    ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_CONNECTING);
+    ASSERT(dfc_now_ns() - s < 20000000ull);
+  }
+  /* Not a frame: the boundaries are lost, so the connection goes, and a retry is scheduled. */
+  static const char junk[PROTO_HEADER_SIZE] = "HTTP/1.1 200 OK\r\n\r\n";
+  ASSERT(write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+  poll_until_state(&n, VW_NET_DOWN, NULL, 2000);
+  ASSERT_STR_CONTAINS(n.last_error, "bad frame header");
+  ASSERT_EQ(n.backoff_ms, 250);
+  ASSERT_EQ(n.replica.have_snapshot, 0);
+  ASSERT_EQ(harness_closed(&peer, 2000), 1);
+  dfc_close(&peer);
+  close(lfd);
+  vw_net_fini(&n);
+}

@@ -1,0 +1,282 @@
+/*
+ * test_view.c — deform-view as a user runs it: headless screenshots of a real deformd session
+ * (under Xvfb, which tests/run.sh starts). The oracles: the background colour, the projection
+ * of the vertices a weight moves (vw_camera, the same math the viewer draws with), a second
+ * viewer that joined later, and the server's own state after a restart.
+ */
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stb/stb_image.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test.h"
+#include "vw_camera.h"
+
+extern char **environ;
+
+static const char *viewer_bin(void) {
+  const char *v = getenv("DEFORM_VIEW");
+  ASSERT(v != NULL);
+  return v;
+}
+
+/* Starts deform-view with a screenshot request; returns its pid. */
+static pid_t start_view(int port, const char *png, const char *const *extra) {
+  char connect[64];
+  snprintf(connect, sizeof(connect), "127.0.0.1:%d", port);
+  const char *argv[32] = {viewer_bin(), "--connect", connect, "--session", "demo", "--screenshot", png,
+                          "--size", "320x240", "--camera", "20,10,0", "--timeout", "60"};
+  int n = 13;
+  for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  return pid;
+}
+
+static void wait_ok(pid_t pid) {
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    test__fail(__FILE__, __LINE__, "deform-view exited with status %d (signal %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+               WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static void screenshot(int port, const char *png, const char *const *extra) { wait_ok(start_view(port, png, extra)); }
+
+typedef struct image {
+  int w, h;
+  unsigned char *px; /* RGBA */
+} image;
+
+static image load(const char *png) {
+  image im;
+  int c;
+  im.px = stbi_load(png, &im.w, &im.h, &c, 4);
+  if (!im.px) test__fail(__FILE__, __LINE__, "cannot read %s", png);
+  return im;
+}
+
+static int is_background(const unsigned char *p) {
+  /* The clear colour (0.16, 0.17, 0.19) in 8 bits. */
+  return abs(p[0] - 41) <= 1 && abs(p[1] - 43) <= 1 && abs(p[2] - 48) <= 1;
+}
+
+static char *tmp_png(const char *name) {
+  static char buf[4][1024];
+  static int k;
+  char *b = buf[k++ % 4];
+  snprintf(b, 1024, "%s/%s", test_tmpdir(), name);
+  return b;
+}
+
+/* The camera deform-view uses for --size 320x240 --camera 20,10,0 on mesh m. */
+static vw_camera camera_for(const mesh *m) {
+  vw_camera c;
+  memset(&c, 0, sizeof(c));
+  c.fov = glm_rad(40.0f);
+  vw_camera_frame(&c, m->bbox_min, m->bbox_max);
+  c.yaw = glm_rad(20.0f);
+  c.pitch = glm_rad(10.0f);
+  return c;
+}
+
+TEST(a_screenshot_of_the_demo_head_shows_the_head_where_it_projects) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  char *png = tmp_png("head.png");
+  screenshot(h.stream_port, png, NULL);
+  image im = load(png);
+  ASSERT(im.w == 320 && im.h == 240);
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  vw_camera cam = camera_for(m);
+  float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    float px, py;
+    ASSERT(vw_camera_project(&cam, im.w, im.h, m->positions + 3 * v, &px, &py));
+    x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
+  }
+  uint32_t inside = 0, outside = 0, box = 0;
+  for (int y = 0; y < im.h; y++)
+    for (int x = 0; x < im.w; x++) {
+      int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
+      box += in;
+      int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
+      if (fg && in) inside++;
+      if (fg && !in) outside++;
+    }
+  fprintf(stderr, "head covers %u of the %u pixels of its projected box; %u outside\n", inside, box, outside);
+  ASSERT(outside == 0);
+  ASSERT(inside > box / 3); /* a head fills its box, not a few stray pixels */
+  stbi_image_free(im.px);
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
+TEST(a_weight_changes_the_picture_only_where_the_mesh_moves) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  char *a = tmp_png("neutral.png"), *b = tmp_png("jaw.png");
+  screenshot(h.stream_port, a, NULL);
+  const char *const jaw[] = {"--weights", "jaw_open=1", NULL};
+  screenshot(h.stream_port, b, jaw);
+  image ia = load(a), ib = load(b);
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  mesh_topology t;
+  mesh_adjacency adj;
+  ASSERT_OK(mesh_topology_init(&t, m, NULL, 0), NULL);
+  ASSERT_OK(mesh_adjacency_init(&adj, t.vertex_count, t.triangles, t.triangle_count), NULL);
+  /* The moved vertices, and their neighbours (whose normals change), at rest and moved. */
+  const mesh_target *jt = &m->targets[mesh_find_target(m, "jaw_open")];
+  uint8_t *moved = calloc(t.vertex_count, 1);
+  for (uint32_t k = 0; k < jt->count; k++) moved[t.render_to_topo[jt->indices[k]]] = 1;
+  uint8_t *near = calloc(t.vertex_count, 1);
+  for (uint32_t v = 0; v < t.vertex_count; v++)
+    if (moved[v]) {
+      near[v] = 1;
+      for (uint32_t e = adj.vv_offsets[v]; e < adj.vv_offsets[v + 1]; e++) near[adj.vv[e]] = 1;
+    }
+  float *w = calloc(m->target_count, sizeof(float)), *opened = malloc(sizeof(float) * 3 * m->vertex_count);
+  w[mesh_find_target(m, "jaw_open")] = 1;
+  mesh_evaluate(m, w, NULL, opened);
+  vw_camera cam = camera_for(m);
+  float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+  for (uint32_t r = 0; r < m->vertex_count; r++) {
+    if (!near[t.render_to_topo[r]]) continue;
+    const float *ps[2] = {m->positions + 3 * r, opened + 3 * r};
+    for (int k = 0; k < 2; k++) {
+      float px, py;
+      ASSERT(vw_camera_project(&cam, ia.w, ia.h, ps[k], &px, &py));
+      x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
+    }
+  }
+  uint32_t changed = 0, stray = 0;
+  for (int y = 0; y < ia.h; y++)
+    for (int x = 0; x < ia.w; x++) {
+      size_t i = 4 * ((size_t)y * ia.w + x);
+      if (memcmp(ia.px + i, ib.px + i, 3) == 0) continue;
+      changed++;
+      if (x < x0 - 2 || x > x1 + 2 || y < y0 - 2 || y > y1 + 2) stray++;
+    }
+  fprintf(stderr, "jaw_open changed %u pixels, all inside [%.0f, %.0f] x [%.0f, %.0f] but %u\n", changed, x0, x1, y0, y1,
+          stray);
+  ASSERT(changed > 100);
+  ASSERT(stray == 0);
+  free(w), free(opened), free(moved), free(near);
+  stbi_image_free(ia.px);
+  stbi_image_free(ib.px);
+  mesh_adjacency_fini(&adj);
+  mesh_topology_fini(&t);
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
+static int same_pixels(const char *pa, const char *pb) {
+  image a = load(pa), b = load(pb);
+  int same = a.w == b.w && a.h == b.h && memcmp(a.px, b.px, (size_t)a.w * a.h * 4) == 0;
+  stbi_image_free(a.px);
+  stbi_image_free(b.px);
+  return same;
+}
+
+TEST(a_viewer_that_lived_through_1000_frames_draws_what_a_fresh_one_draws) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  char *lived = tmp_png("lived.png"), *fresh = tmp_png("fresh.png");
+  const char *const wait[] = {"--wait-version", "1000", NULL};
+  pid_t pid = start_view(h.stream_port, lived, wait);
+  /* Let it join before the edits start. */
+  for (int i = 0; i < 200; i++) {
+    cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
+    int viewers = cJSON_GetObjectItem(st, "viewers")->valueint;
+    cJSON_Delete(st);
+    if (viewers >= 1) break;
+    usleep(50000);
+  }
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  for (uint32_t e = 1; e <= 1000; e++) {
+    if (e % 2) {
+      uint32_t t = e % er.mesh->target_count;
+      float v = (float)((e * 37) % 100) / 100.0f;
+      ASSERT_OK(proto_encode_edit_weights(&b, e, 1, &t, &v), NULL);
+    } else {
+      uint32_t vtx = (e * 7919) % er.mesh->vertex_count;
+      int32_t q[3] = {(int32_t)(e % 4000) - 2000, 500, -300};
+      ASSERT_OK(proto_encode_edit_offsets(&b, e, 1, &vtx, q), NULL);
+    }
+    if (b.len > 60000 || e == 1000) {
+      ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+      b.len = 0;
+    }
+  }
+  harness_follow(&ed, &er, 1000, 20000);
+  wait_ok(pid);
+  screenshot(h.stream_port, fresh, wait);
+  ASSERT(same_pixels(lived, fresh));
+  proto_buf_fini(&b);
+  dfc_replica_fini(&er);
+  dfc_close(&ed);
+  harness_stop(&h);
+}
+
+/* SIGKILL: no BYE, the socket just ends. */
+static void kill_server(harness *h) {
+  dfc_close(&h->rpc);
+  kill(h->pid, SIGKILL);
+  waitpid(h->pid, NULL, 0);
+  h->pid = 0;
+}
+
+static int wait_viewers(harness *h, int n) {
+  for (int i = 0; i < 400; i++) {
+    cJSON *st = harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}");
+    int viewers = cJSON_GetObjectItem(st, "viewers")->valueint;
+    cJSON_Delete(st);
+    if (viewers >= n) return 1;
+    usleep(25000);
+  }
+  return 0;
+}
+
+TEST(the_viewer_survives_its_server_dying_and_resynchronises_from_the_next) {
+  static harness a, b; /* the harness keeps pointers to them until they stop */
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&a, "demo", args);
+  int port = a.stream_port;
+  char *after = tmp_png("after.png"), *fresh = tmp_png("fresh2.png");
+  const char *const wait[] = {"--wait-version", "3", NULL};
+  pid_t pid = start_view(port, after, wait);
+  ASSERT(wait_viewers(&a, 1));
+  kill_server(&a);
+  usleep(300000); /* the viewer notices and starts its backoff */
+  char p[16];
+  snprintf(p, sizeof(p), "%d", port);
+  const char *const again[] = {"--demo", "--stream-port", p, NULL};
+  harness_start(&b, "demo", again);
+  ASSERT_EQ(b.stream_port, port);
+  ASSERT(wait_viewers(&b, 1)); /* it came back by itself */
+  for (int i = 1; i <= 3; i++) {
+    char w[128];
+    snprintf(w, sizeof(w), "{\"session\":\"demo\",\"weights\":{\"smile_L\":%.1f}}", 0.3 * i);
+    cJSON_Delete(harness_rpc_ok(&b, "weights.set", w));
+  }
+  wait_ok(pid); /* it wrote its picture of the new server's session */
+  screenshot(port, fresh, wait);
+  ASSERT(same_pixels(after, fresh));
+  harness_stop(&b);
+}

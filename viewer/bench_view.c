@@ -1,0 +1,286 @@
+/*
+ * bench_view.c — `deform-bench view`: frame time of deform-view's GPU path against the common
+ * tutorial approach, on the same mesh, in the same run, in the same GL context.
+ *
+ *   deform-bench view [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]
+ *                     [--size WxH] [--json]
+ *
+ * The mesh: a V-vertex wavy grid, T targets (smooth bumps, each moving ~10% of the vertices),
+ * and per frame: A weights change (a different set each frame) and S consecutive vertices get
+ * new sculpt offsets. Both paths draw the lit mesh into a W×H off-screen framebuffer and
+ * glFinish, so a frame's time includes the GPU's work (with Mesa llvmpipe, on the CPU cores).
+ *
+ *   gpu       what deform-view does: new weights = the active list only; the sculpt range by
+ *             glBufferSubData; morph + normals passes by transform feedback; draw.
+ *   tutorial  morph on the CPU (every target with a non-zero weight, every vertex), normals on the
+ *             CPU (area-weighted face normals summed per vertex), glBufferSubData of the whole
+ *             position and normal arrays, draw.
+ */
+#include <epoxy/gl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vw_camera.h"
+#include "vw_context.h"
+#include "vw_gpu.h"
+#include "vw_render.h"
+
+int bench_view_main(int argc, char **argv, const char *cmdline);
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A wavy n × n grid in [-1, 1]² with T smooth bump targets. */
+static mesh *make_mesh(uint32_t n, uint32_t T) {
+  mesh *m = mesh_create();
+  if (!m || mesh_alloc(m, n * n, 2 * (n - 1) * (n - 1), 0, 0) != 0) return NULL;
+  for (uint32_t j = 0; j < n; j++)
+    for (uint32_t i = 0; i < n; i++) {
+      float x = -1 + 2.0f * i / (n - 1), y = -1 + 2.0f * j / (n - 1);
+      float *p = m->positions + 3 * ((size_t)j * n + i);
+      p[0] = x, p[1] = y, p[2] = 0.05f * sinf(6 * x) * cosf(5 * y);
+    }
+  uint32_t f = 0;
+  for (uint32_t j = 0; j + 1 < n; j++)
+    for (uint32_t i = 0; i + 1 < n; i++) {
+      uint32_t a = j * n + i, b = a + 1, c = a + n, d = c + 1;
+      uint32_t *t = m->triangles + 6 * (size_t)f++;
+      t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
+    }
+  m->submeshes = calloc(1, sizeof(mesh_submesh));
+  m->submesh_count = 1;
+  m->submeshes[0].name = calloc(1, 1);
+  m->submeshes[0].vertex_count = m->vertex_count;
+  m->submeshes[0].triangle_count = m->triangle_count;
+  float *dense = malloc(sizeof(float) * 3 * m->vertex_count);
+  uint64_t s = 12345;
+  for (uint32_t t = 0; t < T; t++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    float cx = ((s >> 33) % 1000) / 500.0f - 1, cy = ((s >> 13) % 1000) / 500.0f - 1;
+    for (uint32_t v = 0; v < m->vertex_count; v++) {
+      const float *p = m->positions + 3 * (size_t)v;
+      float d2 = (p[0] - cx) * (p[0] - cx) + (p[1] - cy) * (p[1] - cy);
+      float w = d2 < 0.13f ? 0.1f * (1 - d2 / 0.13f) * (1 - d2 / 0.13f) : 0.0f;
+      dense[3 * (size_t)v] = 0, dense[3 * (size_t)v + 1] = 0, dense[3 * (size_t)v + 2] = w;
+    }
+    char name[16];
+    snprintf(name, sizeof(name), "t%u", t);
+    mesh_add_target_dense(m, name, dense, 0);
+  }
+  free(dense);
+  mesh_update_bounds(m);
+  return m;
+}
+
+/* ---- the tutorial path ------------------------------------------------------------------------- */
+
+static const char *tut_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 aPos;\n"
+    "layout(location = 1) in vec3 aNormal;\n"
+    "uniform mat4 uViewProj;\n"
+    "out vec3 vNormal;\n"
+    "void main() { vNormal = aNormal; gl_Position = uViewProj * vec4(aPos, 1.0); }\n";
+static const char *tut_fs =
+    "#version 330 core\n"
+    "in vec3 vNormal;\n"
+    "out vec4 fragColor;\n"
+    "void main() { float l = max(dot(normalize(vNormal), normalize(vec3(0.5, 0.8, 0.6))), 0.0);\n"
+    "  fragColor = vec4(vec3(0.2 + 0.7 * l), 1.0); }\n";
+
+static GLuint tut_program(void) {
+  GLuint v = glCreateShader(GL_VERTEX_SHADER), f = glCreateShader(GL_FRAGMENT_SHADER), p = glCreateProgram();
+  glShaderSource(v, 1, &tut_vs, NULL);
+  glShaderSource(f, 1, &tut_fs, NULL);
+  glCompileShader(v);
+  glCompileShader(f);
+  glAttachShader(p, v);
+  glAttachShader(p, f);
+  glLinkProgram(p);
+  glDeleteShader(v);
+  glDeleteShader(f);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  return ok ? p : 0;
+}
+
+/* CPU morph of the active targets and area-weighted normals, as tutorials do it. */
+static void cpu_frame(const mesh *m, const float *w, const float *offsets, float *pos, float *nrm) {
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  for (size_t i = 0; i < n3; i++) pos[i] = m->positions[i] + offsets[i];
+  for (uint32_t t = 0; t < m->target_count; t++) {
+    if (w[t] == 0) continue;
+    const mesh_target *tg = &m->targets[t];
+    for (uint32_t k = 0; k < tg->count; k++)
+      for (int c = 0; c < 3; c++) pos[3 * (size_t)tg->indices[k] + c] += w[t] * tg->deltas[3 * (size_t)k + c];
+  }
+  memset(nrm, 0, sizeof(float) * n3);
+  for (uint32_t f = 0; f < m->triangle_count; f++) {
+    const uint32_t *tr = m->triangles + 3 * (size_t)f;
+    const float *a = pos + 3 * (size_t)tr[0], *b = pos + 3 * (size_t)tr[1], *c = pos + 3 * (size_t)tr[2];
+    float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    float n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+    for (int k = 0; k < 3; k++)
+      for (int d = 0; d < 3; d++) nrm[3 * (size_t)tr[k] + d] += n[d];
+  }
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    float *n = nrm + 3 * (size_t)v, l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (l > 0) n[0] /= l, n[1] /= l, n[2] /= l;
+  }
+}
+
+int bench_view_main(int argc, char **argv, const char *cmdline) {
+  uint32_t V = 100000, T = 52, A = 8, S = 500, F = 120;
+  int W = 1280, H = 720, json = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+    if (strcmp(a, "--json") == 0) json = 1;
+    else if (strcmp(a, "--vertices") == 0) V = (uint32_t)atoi(v), i++;
+    else if (strcmp(a, "--targets") == 0) T = (uint32_t)atoi(v), i++;
+    else if (strcmp(a, "--active") == 0) A = (uint32_t)atoi(v), i++;
+    else if (strcmp(a, "--sculpt") == 0) S = (uint32_t)atoi(v), i++;
+    else if (strcmp(a, "--frames") == 0) F = (uint32_t)atoi(v), i++;
+    else if (strcmp(a, "--size") == 0 && sscanf(v, "%dx%d", &W, &H) == 2) i++;
+    else {
+      fprintf(stderr, "usage: deform-bench view [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F] "
+                      "[--size WxH] [--json]\n");
+      return 2;
+    }
+  }
+  uint32_t n = (uint32_t)ceil(sqrt((double)V));
+  if (n < 4 || T < A || A < 1 || F < 10 || W < 16 || H < 16) {
+    fprintf(stderr, "deform-bench view: need vertices >= 16, 1 <= active <= targets, frames >= 10\n");
+    return 2;
+  }
+  mesh *m = make_mesh(n, T);
+  if (!m) return 1;
+  char err[1024];
+  vw_context ctx;
+  if (vw_context_init(&ctx, W, H, 1, "deform-bench view", err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-bench view: %s (run it under Xvfb when there is no display)\n", err);
+    return 1;
+  }
+  GLuint fbo, rb[2];
+  glGenFramebuffers(1, &fbo);
+  glGenRenderbuffers(2, rb);
+  glBindRenderbuffer(GL_RENDERBUFFER, rb[0]);
+  glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, W, H);
+  glBindRenderbuffer(GL_RENDERBUFFER, rb[1]);
+  glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, W, H);
+  glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, rb[0]);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, rb[1]);
+  mesh_topology topo;
+  if (mesh_topology_init(&topo, m, NULL, 0) != 0) return 1;
+  vw_gpu *g = NULL;
+  vw_render *r = NULL;
+  if (vw_gpu_create(m, &topo, 0, &g, err, sizeof(err)) != 0 || vw_render_create(&r, err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-bench view: %s\n", err);
+    return 1;
+  }
+  vw_camera cam;
+  memset(&cam, 0, sizeof(cam));
+  cam.fov = glm_rad(40.0f);
+  vw_camera_frame(&cam, m->bbox_min, m->bbox_max);
+  cam.pitch = glm_rad(30.0f);
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  float *w = calloc(T, sizeof(float)), *off = calloc(n3, sizeof(float));
+  float *pos = malloc(sizeof(float) * n3), *nrm = malloc(sizeof(float) * n3);
+  double *tg = malloc(sizeof(double) * F), *tt = malloc(sizeof(double) * F);
+  /* The tutorial's buffers. */
+  GLuint prog = tut_program(), vao, vbo[2];
+  GLint u_vp = glGetUniformLocation(prog, "uViewProj");
+  glGenVertexArrays(1, &vao);
+  glGenBuffers(2, vbo);
+  glBindVertexArray(vao);
+  for (int k = 0; k < 2; k++) {
+    glBindBuffer(GL_ARRAY_BUFFER, vbo[k]);
+    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(sizeof(float) * n3), NULL, GL_DYNAMIC_DRAW);
+    glEnableVertexAttribArray((GLuint)k);
+    glVertexAttribPointer((GLuint)k, 3, GL_FLOAT, GL_FALSE, 0, (void *)0);
+  }
+  glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, vw_gpu_index_buffer(g));
+  glBindVertexArray(0);
+  mat4 view, proj, vp;
+  vw_camera_matrices(&cam, W, H, view, proj);
+  glm_mat4_mul(proj, view, vp);
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t f = 0; f < F; f++) {
+      /* This frame's edits: A weights move (a window sliding over the targets), and S vertices get new offsets. */
+      memset(w, 0, sizeof(float) * T);
+      for (uint32_t k = 0; k < A; k++) w[(f + k * (T / A)) % T] = 0.5f + 0.5f * sinf(0.1f * f + k);
+      uint32_t first = (f * 997u) % (m->vertex_count - S);
+      for (uint32_t i = 0; i < S; i++) off[3 * (size_t)(first + i) + 2] = 0.01f * sinf(0.2f * f + i);
+      double t0 = now_ms();
+      if (pass == 0) {
+        vw_gpu_set_weights(g, w, T);
+        vw_gpu_set_offsets(g, first, S, off + 3 * (size_t)first);
+        if (vw_gpu_update(g, err, sizeof(err)) != 0) {
+          fprintf(stderr, "deform-bench view: %s\n", err);
+          return 1;
+        }
+        glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+        vw_render_scene(r, g, &cam, W, H, 0);
+      } else {
+        cpu_frame(m, w, off, pos, nrm);
+        glBindBuffer(GL_ARRAY_BUFFER, vbo[0]);
+        glBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(sizeof(float) * n3), pos);
+        glBindBuffer(GL_ARRAY_BUFFER, vbo[1]);
+        glBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(sizeof(float) * n3), nrm);
+        glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+        glViewport(0, 0, W, H);
+        glClearColor(0.16f, 0.17f, 0.19f, 1);
+        glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
+        glEnable(GL_DEPTH_TEST);
+        glUseProgram(prog);
+        glUniformMatrix4fv(u_vp, 1, GL_FALSE, (const float *)vp);
+        glBindVertexArray(vao);
+        glDrawElements(GL_TRIANGLES, (GLsizei)(3 * m->triangle_count), GL_UNSIGNED_INT, (void *)0);
+        glBindVertexArray(0);
+      }
+      glFinish();
+      (pass == 0 ? tg : tt)[f] = now_ms() - t0;
+      for (uint32_t i = 0; i < S; i++) off[3 * (size_t)(first + i) + 2] = 0; /* next frame starts clean */
+      if (pass == 0) vw_gpu_set_offsets(g, first, S, off + 3 * (size_t)first);
+    }
+  }
+  /* The first frames warm caches and compile shaders: leave out the first 10 of each. */
+  qsort(tg + 10, F - 10, sizeof(double), cmp_double);
+  qsort(tt + 10, F - 10, sizeof(double), cmp_double);
+  uint32_t mid = 10 + (F - 10) / 2, p95 = 10 + (uint32_t)((F - 10) * 0.95);
+  if (json)
+    printf("{\"bench\":\"view\",\"command\":\"%s\",\"renderer\":\"%s\",\"vertices\":%u,\"triangles\":%u,\"targets\":%u,"
+           "\"active\":%u,\"sculpt\":%u,\"frames\":%u,\"width\":%d,\"height\":%d,\"gpu_p50_ms\":%.3f,\"gpu_p95_ms\":%.3f,"
+           "\"tutorial_p50_ms\":%.3f,\"tutorial_p95_ms\":%.3f,\"ratio\":%.2f,\"half_targets\":%u}\n",
+           cmdline, ctx.renderer, m->vertex_count, m->triangle_count, T, A, S, F, W, H, tg[mid], tg[p95], tt[mid], tt[p95],
+           tt[mid] / tg[mid], vw_gpu_half_targets(g));
+  else
+    printf("# %s\n# renderer: %s, GL %d.%d\n%u vertices, %u triangles, %u targets (%u active), %u sculpted vertices per "
+           "frame, %dx%d\n  gpu (deform-view)  p50 %.2f ms  p95 %.2f ms\n  tutorial (CPU)     p50 %.2f ms  p95 %.2f ms\n"
+           "  ratio %.2fx\n",
+           cmdline, ctx.renderer, ctx.gl_major, ctx.gl_minor, m->vertex_count, m->triangle_count, T, A, S, W, H, tg[mid],
+           tg[p95], tt[mid], tt[p95], tt[mid] / tg[mid]);
+  glDeleteBuffers(2, vbo);
+  glDeleteVertexArrays(1, &vao);
+  glDeleteProgram(prog);
+  glDeleteFramebuffers(1, &fbo);
+  glDeleteRenderbuffers(2, rb);
+  vw_render_destroy(r);
+  vw_gpu_destroy(g);
+  vw_context_fini(&ctx);
+  mesh_topology_fini(&topo);
+  mesh_destroy(m);
+  free(w), free(off), free(pos), free(nrm), free(tg), free(tt);
+  return 0;
+}

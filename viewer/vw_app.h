@@ -1,0 +1,36 @@
+/*
+ * vw_app.h — deform-view: the window, the render loop, input and the sculpting UI.
+ *
+ * Each frame: poll the connection (vw_net), give the GPU only what changed (vw_gpu), run the
+ * morph and normal passes if needed, draw (vw_render) and the overlay. Interactive mode shows
+ * a window; screenshot mode renders off-screen in a hidden window and writes a PNG.
+ *
+ * DOES NOT decode frames, morph, or compute normals itself.
+ */
+#ifndef DEFORMD_VW_APP_H
+#define DEFORMD_VW_APP_H
+
+#include "proto.h"
+
+typedef struct vw_app_opts {
+  char host[256];
+  int port;
+  char session[256];
+  const char *token;       /* or NULL */
+  proto_role role;         /* editor (default) or viewer */
+  const char *screenshot;  /* PNG path: headless capture, then exit */
+  int width, height;
+  int frames;              /* screenshot: frames to render after the state is there (default 3) */
+  const char *weights;     /* "name=value,...": local overrides (this viewer only) */
+  int has_camera;
+  float yaw_deg, pitch_deg, dist; /* dist <= 0: frame the mesh */
+  unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
+  int wireframe;
+  double timeout_s;        /* screenshot: give up after this long (default 60) */
+} vw_app_opts;
+
+/* Runs until the window closes (or the screenshot is written). Returns the exit status:
+ * 0, or 1 with the reason on stderr. */
+int vw_app_run(const vw_app_opts *o);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * vw_camera.c — the orbit camera (see vw_camera.h).
+ */
+#include "vw_camera.h"
+
+#include <math.h>
+
+void vw_camera_frame(vw_camera *c, const float lo[3], const float hi[3]) {
+  float r = 0;
+  for (int k = 0; k < 3; k++) {
+    c->target[k] = 0.5f * (lo[k] + hi[k]);
+    r += 0.25f * (hi[k] - lo[k]) * (hi[k] - lo[k]);
+  }
+  r = sqrtf(r);
+  if (c->fov <= 0) c->fov = glm_rad(40.0f);
+  c->dist = (r > 0 ? r : 1.0f) / sinf(0.5f * c->fov) * 1.05f;
+}
+
+void vw_camera_eye(const vw_camera *c, vec3 eye) {
+  float cp = cosf(c->pitch);
+  eye[0] = c->target[0] + c->dist * cp * sinf(c->yaw);
+  eye[1] = c->target[1] + c->dist * sinf(c->pitch);
+  eye[2] = c->target[2] + c->dist * cp * cosf(c->yaw);
+}
+
+void vw_camera_matrices(const vw_camera *c, int width, int height, mat4 view, mat4 proj) {
+  vec3 eye, up = {0, 1, 0}, target;
+  vw_camera_eye(c, eye);
+  glm_vec3_copy((float *)c->target, target);
+  glm_lookat(eye, target, up, view);
+  float aspect = height > 0 ? (float)width / (float)height : 1.0f;
+  float nearz = c->dist * 0.01f, farz = c->dist * 10.0f;
+  glm_perspective(c->fov, aspect, nearz, farz, proj);
+}
+
+int vw_camera_project(const vw_camera *c, int width, int height, const float p[3], float *px, float *py) {
+  mat4 view, proj, vp;
+  vw_camera_matrices(c, width, height, view, proj);
+  glm_mat4_mul(proj, view, vp);
+  vec4 in = {p[0], p[1], p[2], 1.0f}, clip;
+  glm_mat4_mulv(vp, in, clip);
+  if (clip[3] <= 0) return 0;
+  float nx = clip[0] / clip[3], ny = clip[1] / clip[3];
+  *px = (nx * 0.5f + 0.5f) * (float)width;
+  *py = (1.0f - (ny * 0.5f + 0.5f)) * (float)height;
+  return 1;
+}
+
+void vw_camera_ray(const vw_camera *c, int width, int height, float px, float py, vec3 origin, vec3 dir) {
+  mat4 view, proj, vp, inv;
+  vw_camera_matrices(c, width, height, view, proj);
+  glm_mat4_mul(proj, view, vp);
+  glm_mat4_inv(vp, inv);
+  float nx = 2.0f * px / (float)width - 1.0f, ny = 1.0f - 2.0f * py / (float)height;
+  vec4 a = {nx, ny, -1.0f, 1.0f}, b = {nx, ny, 1.0f, 1.0f}, wa, wb;
+  glm_mat4_mulv(inv, a, wa);
+  glm_mat4_mulv(inv, b, wb);
+  for (int k = 0; k < 3; k++) {
+    origin[k] = wa[k] / wa[3];
+    dir[k] = wb[k] / wb[3] - origin[k];
+  }
+  glm_vec3_normalize(dir);
+}
+
+void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch) {
+  c->yaw += dyaw;
+  c->pitch += dpitch;
+  const float lim = glm_rad(89.0f);
+  if (c->pitch > lim) c->pitch = lim;
+  if (c->pitch < -lim) c->pitch = -lim;
+}
+
+void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px) {
+  (void)width;
+  /* One pixel at the target's depth spans 2·dist·tan(fov/2)/height world units. */
+  float s = 2.0f * c->dist * tanf(0.5f * c->fov) / (float)(height > 0 ? height : 1);
+  vec3 eye, fwd, right, up, world_up = {0, 1, 0};
+  vw_camera_eye(c, eye);
+  glm_vec3_sub(c->target, eye, fwd);
+  glm_vec3_normalize(fwd);
+  glm_vec3_cross(fwd, world_up, right);
+  glm_vec3_normalize(right);
+  glm_vec3_cross(right, fwd, up);
+  for (int k = 0; k < 3; k++) c->target[k] += (-dx_px * right[k] + dy_px * up[k]) * s;
+}
+
+void vw_camera_zoom(vw_camera *c, float factor) {
+  c->dist *= factor;
+  if (c->dist < 1e-6f) c->dist = 1e-6f;
+}

@@ -1,0 +1,36 @@
+/*
+ * vw_camera.h — the orbit camera: yaw and pitch around a target point at a distance.
+ *
+ * Pure math (cglm), shared by the renderer, picking and the screenshot tests, so a test can
+ * project a vertex exactly where the viewer draws it.
+ *
+ * DOES NOT touch GL or input.
+ */
+#ifndef DEFORMD_VW_CAMERA_H
+#define DEFORMD_VW_CAMERA_H
+
+#include <cglm/cglm.h>
+
+typedef struct vw_camera {
+  float yaw, pitch;  /* radians; yaw 0 looks along -Z from +Z (the demo head faces +Z) */
+  float dist;        /* from the target */
+  vec3 target;
+  float fov;         /* vertical, radians */
+} vw_camera;
+
+/* Frames the box [lo, hi]: target at its centre, distance so that its bounding sphere fits. */
+void vw_camera_frame(vw_camera *c, const float lo[3], const float hi[3]);
+void vw_camera_eye(const vw_camera *c, vec3 eye);
+/* View and projection for a viewport of width × height pixels; near/far from the distance. */
+void vw_camera_matrices(const vw_camera *c, int width, int height, mat4 view, mat4 proj);
+/* Pixel coordinates (x right, y DOWN from the top-left, as in a PNG) of point p. Returns 0
+ * when the point is behind the camera. */
+int vw_camera_project(const vw_camera *c, int width, int height, const float p[3], float *px, float *py);
+/* The ray through pixel (px, py) (y down): origin and unit direction. */
+void vw_camera_ray(const vw_camera *c, int width, int height, float px, float py, vec3 origin, vec3 dir);
+/* Orbit, pan (in pixels of the viewport) and zoom (factor). */
+void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch);
+void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px);
+void vw_camera_zoom(vw_camera *c, float factor);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * vw_net.h — the viewer's connection to a deformd stream port, polled once per rendered frame.
+ *
+ * It keeps a replica of the session (server/client.h dfc_replica: mesh, weights, sculpt
+ * offsets, target settings) and tells the renderer what changed since the last poll, so the GPU
+ * gets only that: new weights, the vertex range of sculpt offsets that moved, new targets, or a
+ * whole new snapshot (after a reconnect). It measures bytes/s and the round trip of PING/PONG,
+ * and sends the edits of the sculpting UI (only when the server granted the editor role).
+ *
+ * When the server goes away the replica stays (the viewer keeps showing the last shape) and the
+ * connection is retried with exponential backoff (0.25 s doubling to 8 s); a successful HELLO
+ * brings a fresh SNAPSHOT, reported as `snapshot` in the changes.
+ *
+ * DOES NOT block: vw_net_poll reads what the socket has and returns. DOES NOT touch GL.
+ */
+#ifndef DEFORMD_VW_NET_H
+#define DEFORMD_VW_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "proto.h"
+
+typedef enum vw_net_state {
+  VW_NET_CONNECTING = 0, /* connecting or waiting for WELCOME + SNAPSHOT */
+  VW_NET_LIVE = 1,       /* following the session */
+  VW_NET_DOWN = 2        /* lost; retrying at `retry_at_ms` */
+} vw_net_state;
+
+/* What changed in the replica since the previous poll. */
+typedef struct vw_net_changes {
+  int snapshot;             /* a new SNAPSHOT replaced everything (upload it all) */
+  int weights;              /* some weight changed */
+  uint32_t new_targets;     /* targets appended at the end (TARGET frames) */
+  int target_meta;          /* a target's range, mute or drivers changed */
+  uint32_t offsets_first;   /* sculpt offsets changed in [offsets_first, offsets_end): the span
+                             * of the DELTA entries (a catch-up DELTA lists whole 64-vertex
+                             * blocks, changed or not) */
+  uint32_t offsets_end;     /* == offsets_first when none */
+  uint32_t frames;          /* frames applied to the replica (SNAPSHOT and state frames) */
+  int partial;              /* the last frame applied carried MORE: the replica is between two
+                             * versions until the rest of that update arrives (docs/protocol.md §2) */
+} vw_net_changes;
+
+typedef struct vw_net {
+  /* settings */
+  char host[256];
+  int port;
+  char session[256];
+  char token[256];
+  proto_role want_role;     /* PROTO_ROLE_EDITOR to sculpt, PROTO_ROLE_VIEWER to watch */
+  /* state */
+  vw_net_state state;
+  dfc_conn conn;
+  dfc_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
+  proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
+  uint32_t client_id;       /* the server's id for this connection (WELCOME) */
+  uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_now_ms clock) */
+  uint32_t backoff_ms;      /* the wait before the current retry: 250 after the first failure,
+                             * doubling to 8000; 0 once a SNAPSHOT arrived */
+  uint32_t reconnects;      /* connection attempts after the first one */
+  uint32_t joins;           /* SNAPSHOTs received, one per successful connection */
+  char last_error[256];     /* why the connection was lost or an edit refused (ERROR frames) */
+  uint16_t last_error_code; /* PROTO_ERR_* of the last ERROR/BYE frame, 0 for a socket error */
+  uint32_t last_error_request; /* the request id an ERROR refused, 0 when none */
+  uint32_t errors;          /* ERROR frames received */
+  uint32_t next_request;    /* request ids for EDIT frames */
+  /* measurements */
+  double latency_ms;        /* last PING round trip / 2, < 0 before the first */
+  double bytes_per_s;       /* received, over the last second */
+  uint64_t bytes_total;
+  /* private */
+  uint64_t last_ping_ms, rate_t0_ms, rate_bytes;
+  int phase;                /* vw_net.c: idle, TCP connect, waiting WELCOME, waiting SNAPSHOT, live */
+  proto_role ask_role;      /* the role the next HELLO asks for (viewer after a FORBIDDEN) */
+  uint64_t phase_ms;        /* when the current connection phase began */
+  uint64_t heard_ms;        /* when bytes last arrived */
+  size_t heard_buffered;    /* unread bytes in conn at that time (progress inside a frame) */
+  uint64_t ping_sent_ns;    /* t0 of the PING waiting for its PONG, 0 when none */
+  uint32_t ping_seq;
+  proto_buf out;            /* frames not yet written (the socket is never waited on) */
+  size_t out_off;
+  int in_update;            /* the last state frame carried MORE */
+} vw_net;
+
+/* Sets up (no I/O yet; the first poll connects). `token` may be NULL. The strings are copied. */
+void vw_net_init(vw_net *n, const char *host, int port, const char *session, const char *token, proto_role role);
+/* Says BYE if it can without waiting, closes, and frees the replica and the buffers. */
+void vw_net_fini(vw_net *n);
+
+/* Connects if it is time to, reads every frame available now into the replica, pings once a
+ * second, and fills *ch with what changed (ch may be NULL). Never blocks longer than `wait_ms`
+ * (0 = not at all): with wait_ms > 0 it returns as soon as a frame arrived or the state
+ * changed. Host names are resolved when connecting: give a numeric address to never wait on
+ * DNS. Returns the state after the poll. */
+vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch);
+
+/* Edits (binary EDIT frames). Each returns the request id, or 0 when not sent (not live,
+ * read-only: role viewer, a value the encoder refuses, or over 16 MiB still unsent because the
+ * server is not reading; the last three say why in last_error). Sending never waits: what the
+ * socket does not take now goes out on later polls. Results come back as frames (WEIGHTS,
+ * DELTA), failures as ERROR frames (last_error, last_error_request, errors). The arrays are
+ * only read during the call. */
+uint32_t vw_net_set_weights(vw_net *n, uint32_t count, const uint32_t *targets, const float *values);
+uint32_t vw_net_set_offsets(vw_net *n, uint32_t count, const uint32_t *vertices, const int32_t *q);
+/* The lists' counts are g->handle.count, g->roi.count and g->anchors.count (their `bytes` are
+ * not read); each array may be NULL when its count is 0. */
+uint32_t vw_net_gesture_begin(vw_net *n, const proto_gesture_begin *g, const uint32_t *handle,
+                              const uint32_t *roi, const uint32_t *anchors);
+uint32_t vw_net_gesture_drag(vw_net *n, const proto_gesture_drag *d);
+uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture);
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
+                      const proto_brush_sample *samples);
+uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices); /* count 0: every vertex */
+int vw_net_can_edit(const vw_net *n);
+
+/* Names of vw_net_state values ("connecting", "live", "down"), for the HUD. */
+const char *vw_net_state_name(vw_net_state s);
+
+/* Monotonic milliseconds (the clock of retry_at_ms). */
+uint64_t vw_now_ms(void);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * vw_render.c — drawing the morphed mesh and the 2D overlay (see vw_render.h).
+ *
+ * The mesh is lit with a key light, a fill light and a hemispheric ambient term, which shows
+ * form without textures; each vertex takes the normal of its welded vertex from the GPU normal
+ * pass (a buffer texture lookup through the render→welded map), so UV seams do not crease.
+ * The wireframe overlay is the same mesh drawn as lines over a polygon-offset fill.
+ */
+#include "vw_render.h"
+
+#include "vw_shaders.h"
+
+#include <epoxy/gl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* stb_easy_font is header-only with static functions; not all of them are used here. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+#include <stb/stb_easy_font.h>
+#pragma GCC diagnostic pop
+
+typedef struct ui_vertex {
+  float x, y;
+  float rgba[4];
+} ui_vertex;
+
+struct vw_render {
+  GLuint mesh_prog, ui_prog;
+  GLint u_viewproj, u_eye, u_color, u_flat, u_r2t, u_normals, u_size;
+  GLuint mesh_vao;
+  GLuint ui_vao, ui_vbo;
+  ui_vertex *ui;
+  size_t ui_len, ui_cap;
+};
+
+int vw_render_create(vw_render **out, char *err, size_t errlen) {
+  *out = NULL;
+  vw_render *r = calloc(1, sizeof(*r));
+  if (!r) return VW_ENOMEM;
+  vw__program mesh_p = {0}, ui_p = {0};
+  if (vw__program_make(&mesh_p, vw__render_program(VW__RENDER_MESH), err, errlen) != 0 ||
+      vw__program_make(&ui_p, vw__render_program(VW__RENDER_UI), err, errlen) != 0) {
+    r->mesh_prog = mesh_p.id;
+    vw_render_destroy(r);
+    return VW_ESHADER;
+  }
+  r->mesh_prog = mesh_p.id;
+  r->ui_prog = ui_p.id;
+  r->u_viewproj = glGetUniformLocation(r->mesh_prog, "uViewProj");
+  r->u_eye = glGetUniformLocation(r->mesh_prog, "uEye");
+  r->u_color = glGetUniformLocation(r->mesh_prog, "uColor");
+  r->u_flat = glGetUniformLocation(r->mesh_prog, "uFlat");
+  r->u_r2t = glGetUniformLocation(r->mesh_prog, "uRenderToTopo");
+  r->u_normals = glGetUniformLocation(r->mesh_prog, "uNormals");
+  r->u_size = glGetUniformLocation(r->ui_prog, "uSize");
+  glGenVertexArrays(1, &r->mesh_vao);
+  glGenVertexArrays(1, &r->ui_vao);
+  glGenBuffers(1, &r->ui_vbo);
+  glBindVertexArray(r->ui_vao);
+  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo);
+  glEnableVertexAttribArray(0);
+  glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, sizeof(ui_vertex), (void *)0);
+  glEnableVertexAttribArray(1);
+  glVertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, sizeof(ui_vertex), (void *)(2 * sizeof(float)));
+  glBindVertexArray(0);
+  if (glGetError() != GL_NO_ERROR) {
+    snprintf(err, errlen, "render: GL error while creating the vertex arrays");
+    vw_render_destroy(r);
+    return VW_EGL;
+  }
+  *out = r;
+  return 0;
+}
+
+void vw_render_destroy(vw_render *r) {
+  if (!r) return;
+  if (r->mesh_prog) glDeleteProgram(r->mesh_prog);
+  if (r->ui_prog) glDeleteProgram(r->ui_prog);
+  if (r->mesh_vao) glDeleteVertexArrays(1, &r->mesh_vao);
+  if (r->ui_vao) glDeleteVertexArrays(1, &r->ui_vao);
+  if (r->ui_vbo) glDeleteBuffers(1, &r->ui_vbo);
+  free(r->ui);
+  free(r);
+}
+
+/* The mesh VAO points at the handle's buffers, set again each frame: a new snapshot brings new
+ * buffers, which may reuse the old GL names. */
+static void bind_mesh(vw_render *r, vw_gpu *g) {
+  glBindVertexArray(r->mesh_vao);
+  glBindBuffer(GL_ARRAY_BUFFER, vw_gpu_positions_buffer(g));
+  glEnableVertexAttribArray(0);
+  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, 3 * sizeof(float), (void *)0);
+  glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, vw_gpu_index_buffer(g));
+}
+
+void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, int height, int wireframe) {
+  glViewport(0, 0, width, height);
+  glClearColor(0.16f, 0.17f, 0.19f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
+  if (!g || vw_gpu_triangle_count(g) == 0) return;
+  mat4 view, proj, vp;
+  vw_camera_matrices(cam, width, height, view, proj);
+  glm_mat4_mul(proj, view, vp);
+  vec3 eye;
+  vw_camera_eye(cam, eye);
+  glEnable(GL_DEPTH_TEST);
+  glUseProgram(r->mesh_prog);
+  glUniformMatrix4fv(r->u_viewproj, 1, GL_FALSE, (const float *)vp);
+  glUniform3fv(r->u_eye, 1, eye);
+  glUniform1i(r->u_r2t, 0);
+  glUniform1i(r->u_normals, 1);
+  glActiveTexture(GL_TEXTURE0);
+  glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_render_to_topo_texture(g));
+  glActiveTexture(GL_TEXTURE1);
+  glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_normals_texture(g));
+  bind_mesh(r, g);
+  GLsizei n = (GLsizei)(3 * vw_gpu_triangle_count(g));
+  glUniform4f(r->u_color, 0.78f, 0.72f, 0.66f, 1.0f);
+  glUniform1i(r->u_flat, 0);
+  if (wireframe) {
+    glEnable(GL_POLYGON_OFFSET_FILL);
+    glPolygonOffset(1.0f, 1.0f);
+  }
+  glDrawElements(GL_TRIANGLES, n, GL_UNSIGNED_INT, (void *)0);
+  if (wireframe) {
+    glDisable(GL_POLYGON_OFFSET_FILL);
+    glPolygonMode(GL_FRONT_AND_BACK, GL_LINE);
+    glUniform1i(r->u_flat, 1);
+    glUniform4f(r->u_color, 0.1f, 0.1f, 0.12f, 1.0f);
+    glDrawElements(GL_TRIANGLES, n, GL_UNSIGNED_INT, (void *)0);
+    glPolygonMode(GL_FRONT_AND_BACK, GL_FILL);
+  }
+  glBindVertexArray(0);
+  glDisable(GL_DEPTH_TEST);
+}
+
+/* ---- 2D ------------------------------------------------------------------------------------- */
+
+static ui_vertex *ui_reserve(vw_render *r, size_t n) {
+  if (r->ui_len + n > r->ui_cap) {
+    size_t cap = r->ui_cap ? 2 * r->ui_cap : 4096;
+    while (cap < r->ui_len + n) cap *= 2;
+    ui_vertex *g = realloc(r->ui, sizeof(*g) * cap);
+    if (!g) return NULL;
+    r->ui = g;
+    r->ui_cap = cap;
+  }
+  ui_vertex *v = r->ui + r->ui_len;
+  r->ui_len += n;
+  return v;
+}
+
+static void quad(vw_render *r, float x0, float y0, float x1, float y1, const float rgba[4]) {
+  ui_vertex *v = ui_reserve(r, 6);
+  if (!v) return;
+  const float xs[6] = {x0, x1, x1, x0, x1, x0}, ys[6] = {y0, y0, y1, y0, y1, y1};
+  for (int i = 0; i < 6; i++) {
+    v[i].x = xs[i], v[i].y = ys[i];
+    memcpy(v[i].rgba, rgba, sizeof(v[i].rgba));
+  }
+}
+
+void vw_render_rect(vw_render *r, float x, float y, float w, float h, const float rgba[4]) {
+  quad(r, x, y, x + w, y + h, rgba);
+}
+
+float vw_render_text_width(const char *text, float scale) {
+  return (float)stb_easy_font_width((char *)text) * scale;
+}
+
+void vw_render_text(vw_render *r, float x, float y, float scale, const float rgba[4], const char *text) {
+  /* stb_easy_font writes quads of 4 vertices (x, y, z, packed colour: 16 bytes each). */
+  static char buf[65536];
+  int nq = stb_easy_font_print(0, 0, (char *)text, NULL, buf, sizeof(buf));
+  for (int q = 0; q < nq; q++) {
+    const float *v0 = (const float *)(buf + 64 * q), *v2 = (const float *)(buf + 64 * q + 32);
+    quad(r, x + v0[0] * scale, y + v0[1] * scale, x + v2[0] * scale, y + v2[1] * scale, rgba);
+  }
+}
+
+void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,
+                      const float rgba[4]) {
+  float px, py;
+  if (!vw_camera_project(cam, width, height, p, &px, &py)) return;
+  quad(r, px - 3, py - 3, px + 3, py + 3, rgba);
+  if (radius <= 0) return;
+  /* The circle's screen radius: the projection of a point `radius` away along the view's right. */
+  vec3 eye, fwd, right, up = {0, 1, 0};
+  vw_camera_eye(cam, eye);
+  glm_vec3_sub((float *)p, eye, fwd);
+  glm_vec3_normalize(fwd);
+  glm_vec3_cross(fwd, up, right);
+  glm_vec3_normalize(right);
+  float q[3] = {p[0] + right[0] * radius, p[1] + right[1] * radius, p[2] + right[2] * radius}, qx, qy;
+  if (!vw_camera_project(cam, width, height, q, &qx, &qy)) return;
+  float rr = sqrtf((qx - px) * (qx - px) + (qy - py) * (qy - py));
+  for (int i = 0; i < 48; i++) {
+    float a = 2.0f * (float)GLM_PI * (float)i / 48.0f;
+    float cx = px + rr * cosf(a), cy = py + rr * sinf(a);
+    quad(r, cx - 1, cy - 1, cx + 1, cy + 1, rgba);
+  }
+}
+
+void vw_render_flush_2d(vw_render *r, int width, int height) {
+  if (r->ui_len == 0) return;
+  glViewport(0, 0, width, height);
+  glDisable(GL_DEPTH_TEST);
+  glEnable(GL_BLEND);
+  glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+  glUseProgram(r->ui_prog);
+  glUniform2f(r->u_size, (float)width, (float)height);
+  glBindVertexArray(r->ui_vao);
+  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(sizeof(ui_vertex) * r->ui_len), r->ui, GL_STREAM_DRAW);
+  glDrawArrays(GL_TRIANGLES, 0, (GLsizei)r->ui_len);
+  glBindVertexArray(0);
+  glDisable(GL_BLEND);
+  r->ui_len = 0;
+}

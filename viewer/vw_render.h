@@ -1,0 +1,34 @@
+/*
+ * vw_render.h — drawing: the morphed mesh (lit, normals from the GPU pass), an optional
+ * wireframe overlay, markers, and a 2D overlay of text (stb_easy_font) and rectangles in pixels.
+ *
+ * DOES NOT morph or compute normals (vw_gpu.c does), read input, or own the window.
+ * Every function needs the GL context current.
+ */
+#ifndef DEFORMD_VW_RENDER_H
+#define DEFORMD_VW_RENDER_H
+
+#include <stddef.h>
+
+#include "vw_camera.h"
+#include "vw_gpu.h"
+
+typedef struct vw_render vw_render;
+
+int vw_render_create(vw_render **out, char *err, size_t errlen);
+void vw_render_destroy(vw_render *r);
+
+/* Clears to the background and draws the mesh of `g` (may be NULL: background only). */
+void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, int height, int wireframe);
+/* A 3D point marker (e.g. the picked vertex or the brush centre), `size` pixels, and a circle of
+ * world radius `radius` around it facing the camera (0 for none). */
+void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,
+                      const float rgba[4]);
+
+/* 2D, queued and drawn by vw_render_flush_2d (y down, pixels). Text scale 1 = 7 px glyphs. */
+void vw_render_rect(vw_render *r, float x, float y, float w, float h, const float rgba[4]);
+void vw_render_text(vw_render *r, float x, float y, float scale, const float rgba[4], const char *text);
+float vw_render_text_width(const char *text, float scale);
+void vw_render_flush_2d(vw_render *r, int width, int height);
+
+#endif

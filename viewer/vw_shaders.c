@@ -1,0 +1,270 @@
+/*
+ * vw_shaders.c — every GLSL source of the GPU passes, and compiling/linking them.
+ *
+ * The passes run with GL_RASTERIZER_DISCARD: each is a vertex shader over GL_POINTS whose
+ * outputs are captured by transform feedback, so no fragment shader is attached. Inputs that
+ * are indexed rather than streamed (target deltas, corner positions, adjacency) are buffer
+ * textures read with texelFetch.
+ *
+ * DOES NOT hold GL state or uniforms: vw_gpu.c makes the programs, binds and runs them.
+ */
+#include "vw_shaders.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define VW__STR_(x) #x
+#define VW__STR(x) VW__STR_(x)
+
+_Static_assert(VW_GPU_MAX_ACTIVE % 4 == 0, "the morph uniforms pack 4 targets per vec4");
+
+/* Pass 1: one point per render vertex. position = base + sculpt + Σ w·Δ over this pass's slice
+ * of the active list; later slices read the previous slice's result as a_base, with a_offset a
+ * constant 0. Deltas are target-major (texel slot·V + v); the half-float slots come first. */
+static const char morph_vs[] =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 a_base;\n"
+    "layout(location = 1) in vec3 a_offset;\n"
+    "uniform samplerBuffer u_dhalf;\n"
+    "uniform samplerBuffer u_dfull;\n"
+    "uniform int u_nhalf;\n"
+    "uniform int u_count;\n"
+    "uniform ivec4 u_base[" VW__STR(VW__MORPH_VEC4S) "];\n"
+    "uniform vec4 u_weight[" VW__STR(VW__MORPH_VEC4S) "];\n"
+    "out vec3 v_position;\n"
+    "void main() {\n"
+    "  vec3 p = a_base + a_offset;\n"
+    "  for (int i = 0; i < u_nhalf; i++)\n"
+    "    p += u_weight[i >> 2][i & 3] * texelFetch(u_dhalf, u_base[i >> 2][i & 3] + gl_VertexID).xyz;\n"
+    "  for (int i = u_nhalf; i < u_count; i++)\n"
+    "    p += u_weight[i >> 2][i & 3] * texelFetch(u_dfull, u_base[i >> 2][i & 3] + gl_VertexID).xyz;\n"
+    "  v_position = p;\n"
+    "}\n";
+static const char *const morph_out[] = {"v_position"};
+
+/* Pass 2: one point per welded triangle; a_corners are the render vertices of its source render
+ * triangle (as mesh_compute_normals reads them). Writes (unit normal, corner angle) for each
+ * corner: texel 3f + c. A triangle whose cross product is zero writes zeros (contributes
+ * nothing), like the reference. The cross product is scaled by its largest component before
+ * normalising so small triangles do not underflow in float. */
+static const char faces_vs[] =
+    "#version 330 core\n"
+    "layout(location = 0) in uvec3 a_corners;\n"
+    /* R32F over the morphed positions: GL 3.3 has no RGB32F buffer textures (an RGB32F
+     * variant on GL 4.x measured no faster on llvmpipe). */
+    "uniform samplerBuffer u_positions;\n"
+    "out vec4 f_corner0;\n"
+    "out vec4 f_corner1;\n"
+    "out vec4 f_corner2;\n"
+    "vec3 fetch(uint v) {\n"
+    "  int b = 3 * int(v);\n"
+    "  return vec3(texelFetch(u_positions, b).r, texelFetch(u_positions, b + 1).r,\n"
+    "              texelFetch(u_positions, b + 2).r);\n"
+    "}\n"
+    "float angle(vec3 p, vec3 a, vec3 b) {\n" /* atan2(|u x v|, u . v), as the reference */
+    "  vec3 u = a - p, v = b - p;\n"
+    "  vec3 c = cross(u, v);\n"
+    "  float s = max(max(abs(c.x), abs(c.y)), abs(c.z));\n"
+    "  float d = dot(u, v);\n"
+    "  if (s == 0.0) return d < 0.0 ? 3.14159265358979 : 0.0;\n"
+    "  return atan(s * length(c / s), d);\n"
+    "}\n"
+    "void main() {\n"
+    "  vec3 q0 = fetch(a_corners.x), q1 = fetch(a_corners.y), q2 = fetch(a_corners.z);\n"
+    "  vec3 n = cross(q1 - q0, q2 - q0);\n"
+    "  float s = max(max(abs(n.x), abs(n.y)), abs(n.z));\n"
+    "  if (!(s > 0.0)) {\n"
+    "    f_corner0 = vec4(0.0); f_corner1 = vec4(0.0); f_corner2 = vec4(0.0);\n"
+    "    return;\n"
+    "  }\n"
+    "  n = normalize(n / s);\n"
+    "  f_corner0 = vec4(n, angle(q0, q1, q2));\n"
+    "  f_corner1 = vec4(n, angle(q1, q2, q0));\n"
+    "  f_corner2 = vec4(n, angle(q2, q0, q1));\n"
+    "}\n";
+static const char *const faces_out[] = {"f_corner0", "f_corner1", "f_corner2"};
+
+/* Pass 3: one point per welded vertex: Σ angle·unit normal over the corners it owns (CSR:
+ * u_first[v] .. u_first[v+1] index u_corners, whose entries are 3f + c), normalised; a vertex
+ * with nothing to sum (isolated, or only degenerate triangles) gets (0, 0, 0). */
+static const char normals_vs[] =
+    "#version 330 core\n"
+    "uniform usamplerBuffer u_first;\n"
+    "uniform usamplerBuffer u_corners;\n"
+    "uniform samplerBuffer u_faces;\n"
+    "out vec4 v_normal;\n"
+    "void main() {\n"
+    "  int b = int(texelFetch(u_first, gl_VertexID).r);\n"
+    "  int e = int(texelFetch(u_first, gl_VertexID + 1).r);\n"
+    "  vec3 acc = vec3(0.0);\n"
+    "  for (int i = b; i < e; i++) {\n"
+    "    vec4 c = texelFetch(u_faces, int(texelFetch(u_corners, i).r));\n"
+    "    acc += c.w * c.xyz;\n"
+    "  }\n"
+    "  float len = length(acc);\n"
+    "  v_normal = len > 0.0 ? vec4(acc / len, 0.0) : vec4(0.0);\n"
+    "}\n";
+static const char *const normals_out[] = {"v_normal"};
+
+static const vw__program_desc passes[VW__PASS_COUNT] = {
+    [VW__PASS_MORPH] = {.label = "morph pass", .vs = morph_vs, .feedback = morph_out, .feedback_count = 1},
+    [VW__PASS_FACES] = {.label = "face normal pass", .vs = faces_vs, .feedback = faces_out, .feedback_count = 3},
+    [VW__PASS_NORMALS] = {.label = "vertex normal pass", .vs = normals_vs, .feedback = normals_out,
+                          .feedback_count = 1},
+};
+
+const vw__program_desc *vw__pass_program(vw__pass pass) {
+  return pass >= 0 && pass < VW__PASS_COUNT ? &passes[pass] : NULL;
+}
+
+static int compile(GLenum type, const char *src, const char *label, GLuint *out, char *err, size_t errlen) {
+  GLuint s = glCreateShader(type);
+  if (s == 0) {
+    snprintf(err, errlen, "%s: glCreateShader failed", label);
+    return VW_EGL;
+  }
+  glShaderSource(s, 1, &src, NULL);
+  glCompileShader(s);
+  GLint ok = GL_FALSE;
+  glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
+  if (!ok) {
+    char log[1024] = "";
+    glGetShaderInfoLog(s, sizeof(log), NULL, log);
+    size_t n = strlen(log);
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = '\0';
+    snprintf(err, errlen, "%s %s shader did not compile: %s", label,
+             type == GL_VERTEX_SHADER ? "vertex" : "fragment", n ? log : "(empty info log)");
+    fprintf(stderr, "deform-view: %s\n", err);
+    glDeleteShader(s);
+    return VW_ESHADER;
+  }
+  *out = s;
+  return 0;
+}
+
+int vw__program_make(vw__program *p, const vw__program_desc *d, char *err, size_t errlen) {
+  const char *label = d->label ? d->label : "program";
+  GLuint vs = 0, fs = 0, prog = 0;
+  int rc;
+  memset(p, 0, sizeof(*p));
+  if (d->vs == NULL) {
+    snprintf(err, errlen, "%s: no vertex shader source", label);
+    return VW_EINVAL;
+  }
+  if ((rc = compile(GL_VERTEX_SHADER, d->vs, label, &vs, err, errlen)) != 0) goto fail_vs;
+  if (d->fs && (rc = compile(GL_FRAGMENT_SHADER, d->fs, label, &fs, err, errlen)) != 0) goto fail_fs;
+  prog = glCreateProgram();
+  if (prog == 0) {
+    snprintf(err, errlen, "%s: glCreateProgram failed", label);
+    rc = VW_EGL;
+    goto fail_prog;
+  }
+  glAttachShader(prog, vs);
+  if (fs) glAttachShader(prog, fs);
+  if (d->feedback_count > 0)
+    glTransformFeedbackVaryings(prog, d->feedback_count, (const GLchar *const *)d->feedback,
+                                GL_INTERLEAVED_ATTRIBS);
+  glLinkProgram(prog);
+  GLint ok = GL_FALSE;
+  glGetProgramiv(prog, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char log[1024] = "";
+    glGetProgramInfoLog(prog, sizeof(log), NULL, log);
+    size_t n = strlen(log);
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = '\0';
+    snprintf(err, errlen, "%s did not link: %s", label, n ? log : "(empty info log)");
+    fprintf(stderr, "deform-view: %s\n", err);
+    rc = VW_ESHADER;
+    goto fail_link;
+  }
+  if ((rc = vw__gl_check(label, err, errlen)) != 0) goto fail_link;
+  /* The program keeps what it needs; the shader objects can go now. */
+  glDetachShader(prog, vs);
+  if (fs) glDetachShader(prog, fs);
+  if (fs) glDeleteShader(fs);
+  glDeleteShader(vs);
+  p->id = prog;
+  return 0;
+
+fail_link:
+  glDeleteProgram(prog);
+fail_prog:
+  if (fs) glDeleteShader(fs);
+fail_fs:
+  glDeleteShader(vs);
+fail_vs:
+  return rc;
+}
+
+void vw__program_free(vw__program *p) {
+  if (p->id) glDeleteProgram(p->id);
+  p->id = 0;
+}
+
+/* ---- drawing (vw_render.c) ----------------------------------------------------------------- */
+
+/* The lit mesh: each vertex takes its welded vertex's normal from the normal pass. */
+static const char *render_mesh_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 aPos;\n"
+    "uniform mat4 uViewProj;\n"
+    "uniform usamplerBuffer uRenderToTopo;\n"
+    "uniform samplerBuffer uNormals;\n"
+    "out vec3 vNormal;\n"
+    "out vec3 vPos;\n"
+    "void main() {\n"
+    "  int t = int(texelFetch(uRenderToTopo, gl_VertexID).r);\n"
+    "  vNormal = texelFetch(uNormals, t).xyz;\n"
+    "  vPos = aPos;\n"
+    "  gl_Position = uViewProj * vec4(aPos, 1.0);\n"
+    "}\n";
+
+static const char *render_mesh_fs =
+    "#version 330 core\n"
+    "in vec3 vNormal;\n"
+    "in vec3 vPos;\n"
+    "uniform vec3 uEye;\n"
+    "uniform vec4 uColor;\n"
+    "uniform int uFlat;\n"
+    "out vec4 fragColor;\n"
+    "void main() {\n"
+    "  if (uFlat != 0) { fragColor = uColor; return; }\n"
+    "  vec3 n = normalize(vNormal);\n"
+    "  vec3 v = normalize(uEye - vPos);\n"
+    "  if (dot(n, v) < 0.0) n = -n;\n"
+    "  vec3 key = normalize(vec3(0.5, 0.8, 0.6)), fill = normalize(vec3(-0.7, 0.2, 0.4));\n"
+    "  float hemi = 0.5 + 0.5 * n.y;\n"
+    "  vec3 base = uColor.rgb;\n"
+    "  vec3 c = base * (0.18 + 0.12 * hemi);\n"
+    "  c += base * 0.75 * max(dot(n, key), 0.0);\n"
+    "  c += base * 0.25 * max(dot(n, fill), 0.0);\n"
+    "  vec3 h = normalize(key + v);\n"
+    "  c += vec3(0.25) * pow(max(dot(n, h), 0.0), 48.0);\n"
+    "  c += vec3(0.08) * pow(1.0 - max(dot(n, v), 0.0), 3.0);\n"
+    "  fragColor = vec4(pow(c, vec3(1.0 / 2.2)), 1.0);\n"
+    "}\n";
+
+/* The 2D overlay: coloured triangles in pixels, y down. */
+static const char *render_ui_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec2 aPos;\n"
+    "layout(location = 1) in vec4 aColor;\n"
+    "uniform vec2 uSize;\n"
+    "out vec4 vColor;\n"
+    "void main() {\n"
+    "  vColor = aColor;\n"
+    "  gl_Position = vec4(aPos.x / uSize.x * 2.0 - 1.0, 1.0 - aPos.y / uSize.y * 2.0, 0.0, 1.0);\n"
+    "}\n";
+
+static const char *render_ui_fs =
+    "#version 330 core\n"
+    "in vec4 vColor;\n"
+    "out vec4 fragColor;\n"
+    "void main() { fragColor = vColor; }\n";
+
+const vw__program_desc *vw__render_program(vw__render_kind kind) {
+  static vw__program_desc d[2];
+  d[0] = (vw__program_desc){"mesh", render_mesh_vs, render_mesh_fs, NULL, 0};
+  d[1] = (vw__program_desc){"overlay", render_ui_vs, render_ui_fs, NULL, 0};
+  return &d[kind == VW__RENDER_UI ? 1 : 0];
+}
