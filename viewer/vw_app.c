@@ -7,9 +7,7 @@
  * Esc quit. Mouse: left drag orbits in view mode (acts in drag and brush modes), right drag
  * orbits, middle drag (or Shift+right) pans, wheel zooms.
  *
- * Undo and redo are the viewer's own: before each edit it keeps the replica's weights and sculpt
- * offsets, and undoing sends edits that put them back (and keeps the state it leaves for redo).
- * The server has no undo of its own, so two editors undo each other's edits too.
+ * Picking and undo/redo live in vw_edit.c (tested without a window).
  */
 #include "vw_app.h"
 
@@ -24,19 +22,12 @@
 
 #include "vw_camera.h"
 #include "vw_context.h"
+#include "vw_edit.h"
 #include "vw_gpu.h"
 #include "vw_net.h"
 #include "vw_render.h"
 
-#define UNDO_DEPTH 32
-
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2 } app_mode;
-
-typedef struct snapshot_state {
-  uint32_t target_count, vertex_count;
-  float *weights;
-  float *offsets;
-} snapshot_state;
 
 typedef struct override {
   char name[256];
@@ -82,96 +73,12 @@ typedef struct app {
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
-  /* undo */
-  snapshot_state undo[UNDO_DEPTH], redo[UNDO_DEPTH];
-  int nundo, nredo;
+  vw_undo undo;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
   char status[256];
 } app;
-
-/* ---- state kept for undo -------------------------------------------------------------------- */
-
-static void state_free(snapshot_state *s) {
-  free(s->weights);
-  free(s->offsets);
-  memset(s, 0, sizeof(*s));
-}
-
-static int state_take(app *a, snapshot_state *s) {
-  const dfc_replica *r = &a->net.replica;
-  s->target_count = r->mesh->target_count;
-  s->vertex_count = r->mesh->vertex_count;
-  s->weights = malloc(sizeof(float) * (s->target_count + 1));
-  s->offsets = malloc(sizeof(float) * 3 * ((size_t)s->vertex_count + 1));
-  if (!s->weights || !s->offsets) {
-    state_free(s);
-    return -1;
-  }
-  memcpy(s->weights, r->weights, sizeof(float) * s->target_count);
-  memcpy(s->offsets, r->offsets, sizeof(float) * 3 * s->vertex_count);
-  return 0;
-}
-
-static void push(snapshot_state *stack, int *n, snapshot_state *s) {
-  if (*n == UNDO_DEPTH) {
-    state_free(&stack[0]);
-    memmove(stack, stack + 1, sizeof(*stack) * (UNDO_DEPTH - 1));
-    (*n)--;
-  }
-  stack[(*n)++] = *s;
-}
-
-/* Before an edit: remember the state, and forget what could be redone. */
-static void remember(app *a) {
-  if (!vw_net_can_edit(&a->net)) return;
-  snapshot_state s;
-  if (state_take(a, &s) != 0) return;
-  push(a->undo, &a->nundo, &s);
-  while (a->nredo) state_free(&a->redo[--a->nredo]);
-}
-
-/* Sends the edits that bring the replica back to `s` (as far as targets and vertices match). */
-static void restore(app *a, const snapshot_state *s) {
-  dfc_replica *r = &a->net.replica;
-  uint32_t nt = s->target_count < r->mesh->target_count ? s->target_count : r->mesh->target_count;
-  uint32_t nv = s->vertex_count == r->mesh->vertex_count ? s->vertex_count : 0;
-  uint32_t *idx = malloc(sizeof(uint32_t) * (nt > nv ? nt : nv) + 4);
-  float *val = malloc(sizeof(float) * nt + 4);
-  int32_t *q = malloc(sizeof(int32_t) * 3 * (size_t)nv + 12);
-  if (idx && val && q) {
-    uint32_t k = 0;
-    for (uint32_t t = 0; t < nt; t++)
-      if (r->weights[t] != s->weights[t] && !r->meta[t].driver_count) idx[k] = t, val[k++] = s->weights[t];
-    if (k) vw_net_set_weights(&a->net, k, idx, val);
-    k = 0;
-    for (uint32_t v = 0; v < nv; v++) {
-      const float *now = r->offsets + 3 * (size_t)v, *then = s->offsets + 3 * (size_t)v;
-      if (now[0] == then[0] && now[1] == then[1] && now[2] == then[2]) continue;
-      idx[k] = v;
-      for (int c = 0; c < 3; c++) q[3 * (size_t)k + c] = proto_quantize(then[c], r->quantum);
-      k++;
-    }
-    if (k) vw_net_set_offsets(&a->net, k, idx, q);
-  }
-  free(idx);
-  free(val);
-  free(q);
-}
-
-static void undo_redo(app *a, int redo) {
-  snapshot_state *from = redo ? a->redo : a->undo, *to = redo ? a->undo : a->redo;
-  int *nfrom = redo ? &a->nredo : &a->nundo, *nto = redo ? &a->nundo : &a->nredo;
-  if (*nfrom == 0 || !vw_net_can_edit(&a->net)) return;
-  snapshot_state now;
-  if (state_take(a, &now) != 0) return;
-  snapshot_state s = from[--(*nfrom)];
-  restore(a, &s);
-  state_free(&s);
-  push(to, nto, &now);
-  snprintf(a->status, sizeof(a->status), "%s", redo ? "redo" : "undo");
-}
 
 /* ---- picking -------------------------------------------------------------------------------- */
 
@@ -187,8 +94,7 @@ static const float *current_positions(app *a) {
   return a->cpu_pos;
 }
 
-/* The nearest triangle hit by the ray through the cursor (Möller–Trumbore): the point and the
- * corner vertex nearest to it. Returns 0 when nothing is hit. */
+/* The nearest triangle hit by the ray through the cursor, and its corner nearest the hit. */
 static int pick(app *a, float hit[3], uint32_t *vertex) {
   if (!a->gpu) return 0;
   const float *p = current_positions(a);
@@ -196,33 +102,7 @@ static int pick(app *a, float hit[3], uint32_t *vertex) {
   vec3 o, d;
   vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)a->mx, (float)a->my, o, d);
   const mesh *m = a->net.replica.mesh;
-  float best = INFINITY;
-  uint32_t best_f = 0;
-  for (uint32_t f = 0; f < m->triangle_count; f++) {
-    const float *v0 = p + 3 * (size_t)m->triangles[3 * f], *v1 = p + 3 * (size_t)m->triangles[3 * f + 1],
-                *v2 = p + 3 * (size_t)m->triangles[3 * f + 2];
-    float e1[3], e2[3], s[3], h[3], qv[3];
-    for (int k = 0; k < 3; k++) e1[k] = v1[k] - v0[k], e2[k] = v2[k] - v0[k], s[k] = o[k] - v0[k];
-    glm_vec3_cross(d, e2, h);
-    float det = glm_vec3_dot(e1, h);
-    if (fabsf(det) < 1e-20f) continue;
-    float inv = 1.0f / det, u = inv * glm_vec3_dot(s, h);
-    if (u < 0 || u > 1) continue;
-    glm_vec3_cross(s, e1, qv);
-    float v = inv * glm_vec3_dot(d, qv);
-    if (v < 0 || u + v > 1) continue;
-    float t = inv * glm_vec3_dot(e2, qv);
-    if (t > 0 && t < best) best = t, best_f = f;
-  }
-  if (!isfinite(best)) return 0;
-  for (int k = 0; k < 3; k++) hit[k] = o[k] + best * d[k];
-  float bd = INFINITY;
-  for (int c = 0; c < 3; c++) {
-    uint32_t v = m->triangles[3 * best_f + c];
-    float dd = glm_vec3_distance2(hit, (float *)(p + 3 * (size_t)v));
-    if (dd < bd) bd = dd, *vertex = v;
-  }
-  return 1;
+  return vw_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
 }
 
 /* Where the cursor ray meets the plane through the grab point facing the camera. */
@@ -279,8 +159,12 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_RIGHT_BRACKET: a->brush_radius *= 1.25f; break;
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength *= 1.25f; break;
-    case GLFW_KEY_Z: if (a->ctrl) undo_redo(a, a->shift); break;
-    case GLFW_KEY_Y: if (a->ctrl) undo_redo(a, 1); break;
+    case GLFW_KEY_Z:
+      if (a->ctrl && vw_undo_step(&a->undo, &a->net, a->shift)) snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
+      break;
+    case GLFW_KEY_Y:
+      if (a->ctrl && vw_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
+      break;
     default: break;
   }
 }
@@ -299,7 +183,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     int t = slider_at(a, a->mx, a->my, &v);
     if (t >= 0) {
       if (vw_net_can_edit(&a->net) && !a->net.replica.meta[t].driver_count) {
-        remember(a);
+        vw_undo_remember(&a->undo, &a->net);
         a->slider_target = t;
         a->pending_weight = 1, a->pending_value = v;
       }
@@ -308,7 +192,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     float hit[3];
     uint32_t vertex;
     if (a->mode == MODE_DRAG && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      remember(a);
+      vw_undo_remember(&a->undo, &a->net);
       proto_gesture_begin g;
       memset(&g, 0, sizeof(g));
       g.gesture = a->gesture = a->next_gesture++;
@@ -326,7 +210,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
         glm_vec3_normalize(a->plane_n);
       }
     } else if (a->mode == MODE_BRUSH && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      remember(a);
+      vw_undo_remember(&a->undo, &a->net);
       a->brushing = 1;
       memcpy(a->last_hit, hit, sizeof(hit));
     }
@@ -666,8 +550,7 @@ out:
   if (fbo) glDeleteFramebuffers(1, &fbo);
   if (color) glDeleteRenderbuffers(1, &color);
   if (depth) glDeleteRenderbuffers(1, &depth);
-  for (int i = 0; i < a->nundo; i++) state_free(&a->undo[i]);
-  for (int i = 0; i < a->nredo; i++) state_free(&a->redo[i]);
+  vw_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);
