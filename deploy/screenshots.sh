@@ -7,16 +7,11 @@ set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 source deploy/xvfb.sh
+source deploy/serve.sh
 bin="$build/server"
 view="$build/viewer/deform-view"
-out=$(mktemp)
-"$bin/deformd" --demo --stream-port 0 --rpc-port 0 --log-level warn >"$out" &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$out"; stop_xvfb' EXIT
-for _ in $(seq 100); do grep -q rpc_port "$out" && break; sleep 0.1; done
-read -r sp rp < <(sed -n 's/stream_port=\([0-9]*\) rpc_port=\([0-9]*\)/\1 \2/p' "$out")
-ctl=("$bin/deformctl" --rpc "127.0.0.1:$rp" --stream "127.0.0.1:$sp")
-for _ in $(seq 100); do "${ctl[@]}" mesh.info demo >/dev/null 2>&1 && break; sleep 0.1; done
+trap 'stop_demo_server; stop_xvfb' EXIT
+start_demo_server "$bin"
 [ -n "${DISPLAY:-}" ] || start_xvfb
 mkdir -p docs/images
 shot() { # shot NAME: the session as it is now

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "blend.h"
+#include "dfm.h"
 
 /* Below this ratio of smallest to largest eigenvalue of the Jacobi-scaled H (λ = 0), the weights
  * are taken as not determined: the scaled B's condition number (the ratio's inverse square root)
@@ -87,15 +88,6 @@ const char *blend_strerror(int code) {
   }
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static double us_since(const struct timespec *t0) {
   struct timespec t1;
@@ -134,19 +126,19 @@ static int check_weights(uint32_t n, const double *w0, const double *lo, const d
                          char *err, size_t errlen) {
   for (uint32_t i = 0; i < n; i++) {
     if (w0 && !isfinite(w0[i])) {
-      set_err(err, errlen, "current weight %u is not a finite number (%g)", i, w0[i]);
+      dfm_set_err(err, errlen, "current weight %u is not a finite number (%g)", i, w0[i]);
       return BLEND_ENONFINITE;
     }
     if (lo && !isfinite(lo[i])) {
-      set_err(err, errlen, "lower bound %u is not a finite number (%g); pass NULL for no bound", i, lo[i]);
+      dfm_set_err(err, errlen, "lower bound %u is not a finite number (%g); pass NULL for no bound", i, lo[i]);
       return BLEND_ENONFINITE;
     }
     if (hi && !isfinite(hi[i])) {
-      set_err(err, errlen, "upper bound %u is not a finite number (%g); pass NULL for no bound", i, hi[i]);
+      dfm_set_err(err, errlen, "upper bound %u is not a finite number (%g); pass NULL for no bound", i, hi[i]);
       return BLEND_ENONFINITE;
     }
     if (lo && hi && lo[i] > hi[i]) {
-      set_err(err, errlen, "weight %u: lower bound %g is above upper bound %g", i, lo[i], hi[i]);
+      dfm_set_err(err, errlen, "weight %u: lower bound %g is above upper bound %g", i, lo[i], hi[i]);
       return BLEND_EINVAL;
     }
   }
@@ -227,7 +219,7 @@ static int qp_solve(qp_work *q, const double *H, const double *L, const double *
   lapack_int info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, L, (lapack_int)n,
                                         xi, (lapack_int)n);
   if (info != 0) {
-    set_err(err, errlen, "LAPACK dpotrs failed (info %d)", (int)info);
+    dfm_set_err(err, errlen, "LAPACK dpotrs failed (info %d)", (int)info);
     return BLEND_ELAPACK;
   }
   int inside = 1;
@@ -270,12 +262,12 @@ static int qp_solve(qp_work *q, const double *H, const double *L, const double *
   const double eps = 2.220446049250313e-16;
   for (int it = 1;; it++) {
     if (info != 0) {
-      set_err(err, errlen, "LAPACK dpotrf failed on the %u free weights (info %d): the system is "
+      dfm_set_err(err, errlen, "LAPACK dpotrf failed on the %u free weights (info %d): the system is "
               "numerically singular; use regularization > 0", nf, (int)info);
       return BLEND_ELAPACK;
     }
     if (it > cap) {
-      set_err(err, errlen,
+      dfm_set_err(err, errlen,
               "the bounded solve did not settle in %d iterations over %u weights (bounds may be "
               "nearly degenerate; widen them or use regularization > 0)", cap, n);
       return BLEND_EITER;
@@ -369,7 +361,7 @@ static int solved_list(const mesh *m, const uint8_t *solved, uint32_t **out, uin
   uint32_t S = 0;
   for (uint32_t t = 0; t < m->target_count; t++) S += !solved || solved[t];
   if (S == 0) {
-    set_err(err, errlen, m->target_count ? "no target is selected for solving"
+    dfm_set_err(err, errlen, m->target_count ? "no target is selected for solving"
                                          : "the mesh has no blendshape targets");
     return BLEND_EINVAL;
   }
@@ -393,11 +385,11 @@ static int check_determined(const mesh *m, const uint32_t *solved, uint32_t S, c
   for (uint32_t s = 0; s < S; s++) {
     if (H[(size_t)s * S + s] > 0) continue;
     if (pins)
-      set_err(err, errlen, "target %u '%s' moves none of the pinned vertices, so the pins do not "
+      dfm_set_err(err, errlen, "target %u '%s' moves none of the pinned vertices, so the pins do not "
               "determine its weight; pin a vertex it moves, leave it out of the solve, or use "
               "regularization > 0", solved[s], m->targets[solved[s]].name);
     else
-      set_err(err, errlen, "target %u '%s' moves no vertex, so the shape does not determine its "
+      dfm_set_err(err, errlen, "target %u '%s' moves no vertex, so the shape does not determine its "
               "weight; leave it out of the solve or use regularization > 0", solved[s],
               m->targets[solved[s]].name);
     return BLEND_ESINGULAR;
@@ -411,7 +403,7 @@ static int check_determined(const mesh *m, const uint32_t *solved, uint32_t S, c
   lapack_int info = LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)S, a, (lapack_int)S, ev);
   int rc = 0;
   if (info != 0) {
-    set_err(err, errlen, "LAPACK dsyev failed (info %d) checking that the weights are determined",
+    dfm_set_err(err, errlen, "LAPACK dsyev failed (info %d) checking that the weights are determined",
             (int)info);
     rc = BLEND_ELAPACK;
     goto out;
@@ -434,11 +426,11 @@ static int check_determined(const mesh *m, const uint32_t *solved, uint32_t S, c
     snprintf(pair, sizeof(pair), " (it cannot tell '%s' from '%s')", m->targets[solved[i1]].name,
              m->targets[solved[i2]].name);
   if (pins)
-    set_err(err, errlen, "under-determined: %u targets but the %u pins (%u equations) constrain "
+    dfm_set_err(err, errlen, "under-determined: %u targets but the %u pins (%u equations) constrain "
             "only %u independent combinations of their weights%s; pin more vertices, solve fewer "
             "targets, or use regularization > 0", S, pins, 3 * pins, rank, pair);
   else
-    set_err(err, errlen, "under-determined: the %u solved targets span only %u independent "
+    dfm_set_err(err, errlen, "under-determined: the %u solved targets span only %u independent "
             "directions of the shape%s; solve fewer targets or use regularization > 0", S, rank,
             pair);
   rc = BLEND_ESINGULAR;
@@ -461,13 +453,13 @@ static int finish_normal_matrix(const mesh *m, const uint32_t *solved, uint32_t 
   memcpy(L, H, (size_t)S * S * sizeof(double));
   lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)S, L, (lapack_int)S);
   if (info > 0) {
-    set_err(err, errlen, "the normal equations are not positive definite at target %u '%s' "
+    dfm_set_err(err, errlen, "the normal equations are not positive definite at target %u '%s' "
             "(LAPACK dpotrf info %d); use a larger regularization", solved[info - 1],
             m->targets[solved[info - 1]].name, (int)info);
     return BLEND_ESINGULAR;
   }
   if (info < 0) {
-    set_err(err, errlen, "LAPACK dpotrf failed (info %d)", (int)info);
+    dfm_set_err(err, errlen, "LAPACK dpotrf failed (info %d)", (int)info);
     return BLEND_ELAPACK;
   }
   return 0;
@@ -475,11 +467,11 @@ static int finish_normal_matrix(const mesh *m, const uint32_t *solved, uint32_t 
 
 static int check_lambda(double lambda, char *err, size_t errlen) {
   if (!isfinite(lambda)) {
-    set_err(err, errlen, "regularization is not a finite number (%g)", lambda);
+    dfm_set_err(err, errlen, "regularization is not a finite number (%g)", lambda);
     return BLEND_ENONFINITE;
   }
   if (lambda < 0) {
-    set_err(err, errlen, "regularization must be >= 0 (got %g)", lambda);
+    dfm_set_err(err, errlen, "regularization must be >= 0 (got %g)", lambda);
     return BLEND_EINVAL;
   }
   return 0;
@@ -504,22 +496,22 @@ int blend_pins_create(const mesh *m, const uint8_t *solved, const uint32_t *vert
   if (err && errlen) err[0] = '\0';
   if (out) *out = NULL;
   if (!m || !out || (!vertices && pin_count)) {
-    set_err(err, errlen, "missing mesh, vertices or output");
+    dfm_set_err(err, errlen, "missing mesh, vertices or output");
     return BLEND_EINVAL;
   }
   if (pin_count == 0) {
-    set_err(err, errlen, "no pinned vertices");
+    dfm_set_err(err, errlen, "no pinned vertices");
     return BLEND_EINVAL;
   }
   if (pin_count > (uint32_t)INT32_MAX / 3) { /* 3 rows each, counted in BLAS's int */
-    set_err(err, errlen, "too many pins (%u)", pin_count);
+    dfm_set_err(err, errlen, "too many pins (%u)", pin_count);
     return BLEND_EINVAL;
   }
   int rc = check_lambda(lambda, err, errlen);
   if (rc) return rc;
   for (uint32_t k = 0; k < pin_count; k++) {
     if (vertices[k] >= m->vertex_count) {
-      set_err(err, errlen, "pin %u: vertex %u is out of range (the mesh has %u vertices)", k,
+      dfm_set_err(err, errlen, "pin %u: vertex %u is out of range (the mesh has %u vertices)", k,
               vertices[k], m->vertex_count);
       return BLEND_EINVAL;
     }
@@ -557,7 +549,7 @@ int blend_pins_create(const mesh *m, const uint8_t *solved, const uint32_t *vert
     for (uint32_t s = 0; s < S && !moved; s++)
       for (int c = 0; c < 3; c++) moved |= p->B[(size_t)s * p->rows + 3 * k + c] != 0;
     if (!moved) {
-      set_err(err, errlen, "pin %u (vertex %u): no %starget moves this vertex, so no weights can "
+      dfm_set_err(err, errlen, "pin %u (vertex %u): no %starget moves this vertex, so no weights can "
               "move it", k, vertices[k], S < m->target_count ? "solved " : "");
       rc = BLEND_EUNMOVED;
       goto fail_qp;
@@ -582,7 +574,7 @@ fail_arrays:
   free(p->solved);
 fail_pins:
   free(p);
-  if (rc == BLEND_ENOMEM) set_err(err, errlen, "out of memory building the pins' system");
+  if (rc == BLEND_ENOMEM) dfm_set_err(err, errlen, "out of memory building the pins' system");
   return rc;
 }
 
@@ -608,13 +600,13 @@ int blend_pins_solve(blend_pins *p, const double *r, const double *w0, const dou
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (err && errlen) err[0] = '\0';
   if (!p || !r || !w) {
-    set_err(err, errlen, "missing pins, displacements or output");
+    dfm_set_err(err, errlen, "missing pins, displacements or output");
     return BLEND_EINVAL;
   }
   const uint32_t S = p->S;
   for (uint32_t i = 0; i < p->rows; i++) {
     if (!isfinite(r[i])) {
-      set_err(err, errlen, "pin %u: desired displacement %c is not a finite number (%g)", i / 3,
+      dfm_set_err(err, errlen, "pin %u: desired displacement %c is not a finite number (%g)", i / 3,
               "xyz"[i % 3], r[i]);
       return BLEND_ENONFINITE;
     }
@@ -652,7 +644,7 @@ int blend_fit(const mesh *m, const uint8_t *solved, const float *displacement, d
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (err && errlen) err[0] = '\0';
   if (!m || !displacement || !w) {
-    set_err(err, errlen, "missing mesh, displacement or output");
+    dfm_set_err(err, errlen, "missing mesh, displacement or output");
     return BLEND_EINVAL;
   }
   int rc = check_lambda(lambda, err, errlen);
@@ -660,7 +652,7 @@ int blend_fit(const mesh *m, const uint8_t *solved, const float *displacement, d
   const uint32_t V = m->vertex_count;
   for (size_t i = 0; i < 3 * (size_t)V; i++) {
     if (!isfinite(displacement[i])) {
-      set_err(err, errlen, "displacement of vertex %zu (%c) is not a finite number", i / 3,
+      dfm_set_err(err, errlen, "displacement of vertex %zu (%c) is not a finite number", i / 3,
               "xyz"[i % 3]);
       return BLEND_ENONFINITE;
     }
@@ -776,6 +768,6 @@ out_off:
   free(off);
 out_list:
   free(list);
-  if (rc == BLEND_ENOMEM && err && !err[0]) set_err(err, errlen, "out of memory fitting the shape");
+  if (rc == BLEND_ENOMEM && err && !err[0]) dfm_set_err(err, errlen, "out of memory fitting the shape");
   return rc;
 }

@@ -27,6 +27,9 @@ enum {
 };
 
 const char *dfm_strerror(int code);
+/* Writes a formatted reason into err (nothing when err is NULL or errlen 0): the error buffers
+ * of the solver modules (dfm_*, blend, pca). */
+void dfm_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 typedef enum dfm_mode { DFM_LAPLACIAN = 0, DFM_ARAP = 1, DFM_BIHARMONIC = 2 } dfm_mode;
 

@@ -12,6 +12,7 @@
  * or know about stroke spacing (the caller decides where samples are).
  */
 #include "dfm_brush.h"
+#include "dfm.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -146,13 +147,6 @@ static void log_rollback(const scratch *s, double *positions, uint8_t *moved) {
 
 /* ---- geometry ------------------------------------------------------------------------------- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static int finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
 
@@ -374,17 +368,17 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
                     double *positions, uint8_t *moved, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!brush || !adj || !positions || (count && !samples) || (triangle_count && !triangles)) {
-    set_err(err, errlen, "brush, adjacency, positions and samples must not be NULL");
+    dfm_set_err(err, errlen, "brush, adjacency, positions and samples must not be NULL");
     return DFM_EINVAL;
   }
   if ((unsigned)brush->kind >= N_BRUSHES || (unsigned)brush->falloff >= N_FALLOFFS) {
-    set_err(err, errlen, "unknown brush kind %d or falloff %d", (int)brush->kind,
+    dfm_set_err(err, errlen, "unknown brush kind %d or falloff %d", (int)brush->kind,
             (int)brush->falloff);
     return DFM_EINVAL;
   }
   /* Cheap consistency check: the vertex -> triangle lists must refer to these triangles. */
   if (adj->vertex_count && adj->vt_offsets[adj->vertex_count] > 3 * (uint64_t)triangle_count) {
-    set_err(err, errlen, "adjacency lists %u triangle corners, but only %u triangles were given",
+    dfm_set_err(err, errlen, "adjacency lists %u triangle corners, but only %u triangles were given",
             adj->vt_offsets[adj->vertex_count], triangle_count);
     return DFM_EINVAL;
   }
@@ -392,15 +386,15 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
   for (uint32_t i = 0; i < count; i++) {
     const dfm_brush_sample *smp = &samples[i];
     if (!finite3(smp->center) || !finite3(smp->direction)) {
-      set_err(err, errlen, "sample %u: center and direction must be finite", i);
+      dfm_set_err(err, errlen, "sample %u: center and direction must be finite", i);
       return DFM_EINVAL;
     }
     if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
-      set_err(err, errlen, "sample %u: radius must be finite and > 0 (got %g)", i, smp->radius);
+      dfm_set_err(err, errlen, "sample %u: radius must be finite and > 0 (got %g)", i, smp->radius);
       return DFM_EINVAL;
     }
     if (!isfinite(smp->strength)) {
-      set_err(err, errlen, "sample %u: strength must be finite (got %g)", i, smp->strength);
+      dfm_set_err(err, errlen, "sample %u: strength must be finite (got %g)", i, smp->strength);
       return DFM_EINVAL;
     }
   }
@@ -413,10 +407,10 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
     /* The last sample checks its result before writing, so it never needs undoing. */
     rc = apply_sample(brush, adj, triangles, &samples[i], positions, moved, &s, i + 1 < count, &bad);
     if (rc == DFM_ENONFINITE) {
-      set_err(err, errlen, "sample %u (%s) would move vertex %u to a non-finite position", i,
+      dfm_set_err(err, errlen, "sample %u (%s) would move vertex %u to a non-finite position", i,
               dfm_brush_name(brush->kind), brush->vertex_names ? brush->vertex_names[bad] : bad);
     } else if (rc == DFM_ENOMEM) {
-      set_err(err, errlen, "out of memory for the brush's scratch buffers (sample %u)", i);
+      dfm_set_err(err, errlen, "out of memory for the brush's scratch buffers (sample %u)", i);
     }
     if (rc) {
       log_rollback(&s, positions, moved);

@@ -21,6 +21,7 @@
  */
 #include <cholmod.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,14 @@ const char *dfm_strerror(int code) {
     case DFM_ENONFINITE: return "the solve produced non-finite positions";
     default: return "unknown error";
   }
+}
+
+void dfm_set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
 }
 
 int dfm_mode_parse(const char *name, dfm_mode *out) {

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "pca.h"
+#include "dfm.h"
 
 /* Reconstructions run over blocks of this many coordinates (85 vertices) with a double
  * accumulator on the stack: one sequential sweep per component, no allocation. */
@@ -55,15 +56,6 @@ const char *pca_strerror(int code) {
   }
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static double now_ms(void) {
   struct timespec ts;
@@ -76,14 +68,14 @@ static double now_ms(void) {
 static int lapack_fail(const char *routine, lapack_int info, const char *why, char *err,
                        size_t errlen) {
   if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR) {
-    set_err(err, errlen, "%s: out of memory for its workspace", routine);
+    dfm_set_err(err, errlen, "%s: out of memory for its workspace", routine);
     return PCA_ENOMEM;
   }
   if (info < 0)
-    set_err(err, errlen, "%s: argument %d had an illegal value (a bug in pca.c)", routine,
+    dfm_set_err(err, errlen, "%s: argument %d had an illegal value (a bug in pca.c)", routine,
             (int)-info);
   else
-    set_err(err, errlen, "%s: info %d: %s", routine, (int)info, why);
+    dfm_set_err(err, errlen, "%s: info %d: %s", routine, (int)info, why);
   return PCA_ELAPACK;
 }
 
@@ -93,7 +85,7 @@ static int check_finite(const float *frames, uint32_t F, uint32_t V, char *err, 
     const float *p = frames + D * f;
     for (size_t d = 0; d < D; d++)
       if (!isfinite(p[d])) {
-        set_err(err, errlen, "frame %u vertex %zu has a non-finite coordinate (%s = %g)", f,
+        dfm_set_err(err, errlen, "frame %u vertex %zu has a non-finite coordinate (%s = %g)", f,
                 d / 3, d % 3 == 0 ? "x" : d % 3 == 1 ? "y" : "z", (double)p[d]);
         return PCA_ENONFINITE;
       }
@@ -104,35 +96,35 @@ static int check_finite(const float *frames, uint32_t F, uint32_t V, char *err, 
 static int check_args(const float *frames, uint32_t F, uint32_t V, const pca_options *opt,
                       char *err, size_t errlen) {
   if (!opt) {
-    set_err(err, errlen, "no options given");
+    dfm_set_err(err, errlen, "no options given");
     return PCA_EINVAL;
   }
   if (!frames || F < 1) {
-    set_err(err, errlen, "the clip has no frames");
+    dfm_set_err(err, errlen, "the clip has no frames");
     return PCA_EINVAL;
   }
   if (V == 0) {
-    set_err(err, errlen, "the clip has no vertices");
+    dfm_set_err(err, errlen, "the clip has no vertices");
     return PCA_EINVAL;
   }
   if (opt->method != PCA_AUTO && opt->method != PCA_GRAM && opt->method != PCA_SVD) {
-    set_err(err, errlen, "unknown method %d (0 auto, 1 Gram, 2 SVD)", opt->method);
+    dfm_set_err(err, errlen, "unknown method %d (0 auto, 1 Gram, 2 SVD)", opt->method);
     return PCA_EINVAL;
   }
   /* Checked even when components decide: a NaN here is a caller's bug worth hearing about. */
   if (isnan(opt->max_error) || opt->max_error < 0) {
-    set_err(err, errlen, "max_error must be a distance >= 0, not %g", opt->max_error);
+    dfm_set_err(err, errlen, "max_error must be a distance >= 0, not %g", opt->max_error);
     return PCA_EINVAL;
   }
   if (opt->components == 0 && opt->max_error == 0) {
-    set_err(err, errlen, "set components (> 0) or max_error (> 0): both are zero");
+    dfm_set_err(err, errlen, "set components (> 0) or max_error (> 0): both are zero");
     return PCA_EINVAL;
   }
   /* lapack_int is 32 bits: every dimension and leading dimension must fit, and F × 3V doubles
    * must fit size_t with room for a second copy. */
   if ((uint64_t)3 * V > INT_MAX || F > INT_MAX ||
       (double)F * 3.0 * V > (double)(SIZE_MAX / (4 * sizeof(double)))) {
-    set_err(err, errlen, "%u frames of %u vertices exceed LAPACK's 32-bit dimensions", F, V);
+    dfm_set_err(err, errlen, "%u frames of %u vertices exceed LAPACK's 32-bit dimensions", F, V);
     return PCA_ETOOBIG;
   }
   return 0;
@@ -192,7 +184,7 @@ static int gram_decompose(double *xt, uint32_t F, size_t D, uint32_t n_sv, doubl
     goto cleanup;
   }
   if ((uint32_t)found != F) {
-    set_err(err, errlen, "dsyevr: found %d of %u eigenvalues", (int)found, F);
+    dfm_set_err(err, errlen, "dsyevr: found %d of %u eigenvalues", (int)found, F);
     rc = PCA_ELAPACK;
     goto cleanup;
   }
@@ -239,7 +231,7 @@ static int gram_decompose(double *xt, uint32_t F, size_t D, uint32_t n_sv, doubl
   b = NULL;
   goto cleanup;
 nomem:
-  set_err(err, errlen, "out of memory for the %u × %u Gram matrix and its eigenvectors", F, F);
+  dfm_set_err(err, errlen, "out of memory for the %u × %u Gram matrix and its eigenvectors", F, F);
   rc = PCA_ENOMEM;
 cleanup:
   free(tau);
@@ -261,7 +253,7 @@ static int svd_decompose(double *xt, uint32_t F, size_t D, uint32_t n_sv, double
   double *u = malloc(sizeof(double) * D * n_sv), *vt = malloc(sizeof(double) * n_sv * F);
   uint32_t r = 0;
   if (!u || !vt) {
-    set_err(err, errlen, "out of memory for the singular vectors (%zu × %u)", D, n_sv);
+    dfm_set_err(err, errlen, "out of memory for the singular vectors (%zu × %u)", D, n_sv);
     rc = PCA_ENOMEM;
     goto cleanup;
   }
@@ -397,7 +389,7 @@ int pca_build(const float *frames, uint32_t frame_count, uint32_t vertex_count,
               const pca_options *opt, pca_model *out, char *err, size_t errlen) {
   double t0 = now_ms();
   if (!out) {
-    set_err(err, errlen, "no output model");
+    dfm_set_err(err, errlen, "no output model");
     return PCA_EINVAL;
   }
   memset(out, 0, sizeof(*out));
@@ -479,7 +471,7 @@ int pca_build(const float *frames, uint32_t frame_count, uint32_t vertex_count,
   goto cleanup;
 
 nomem:
-  set_err(err, errlen, "out of memory compressing %u frames of %u vertices", F, V);
+  dfm_set_err(err, errlen, "out of memory compressing %u frames of %u vertices", F, V);
   rc = PCA_ENOMEM;
 fail:
   pca_fini(m);
@@ -562,19 +554,19 @@ int pca_build_regions(const float *frames, uint32_t frame_count, uint32_t vertex
                       const pca_options *opt, pca_regions *out, char *err, size_t errlen) {
   double t0 = now_ms();
   if (!out) {
-    set_err(err, errlen, "no output regions");
+    dfm_set_err(err, errlen, "no output regions");
     return PCA_EINVAL;
   }
   memset(out, 0, sizeof(*out));
   int rc = check_args(frames, frame_count, vertex_count, opt, err, errlen);
   if (rc != 0) return rc;
   if (!region_of_vertex || region_count == 0) {
-    set_err(err, errlen, "no regions given");
+    dfm_set_err(err, errlen, "no regions given");
     return PCA_EINVAL;
   }
   for (uint32_t v = 0; v < vertex_count; v++)
     if (region_of_vertex[v] >= region_count) {
-      set_err(err, errlen, "vertex %u is in region %u of %u", v, region_of_vertex[v],
+      dfm_set_err(err, errlen, "vertex %u is in region %u of %u", v, region_of_vertex[v],
               region_count);
       return PCA_EINVAL;
     }
@@ -622,7 +614,7 @@ int pca_build_regions(const float *frames, uint32_t frame_count, uint32_t vertex
     char why[256] = "";
     rc = pca_build(sub, F, n, opt, &reg->model, why, sizeof(why));
     if (rc != 0) {
-      set_err(err, errlen, "region %u (%u vertices): %s", g, n, why);
+      dfm_set_err(err, errlen, "region %u (%u vertices): %s", g, n, why);
       goto fail;
     }
     out->total_components += reg->model.components;
@@ -636,7 +628,7 @@ int pca_build_regions(const float *frames, uint32_t frame_count, uint32_t vertex
   return 0;
 
 nomem:
-  set_err(err, errlen, "out of memory splitting %u frames into %u regions", F, region_count);
+  dfm_set_err(err, errlen, "out of memory splitting %u frames into %u regions", F, region_count);
   rc = PCA_ENOMEM;
 fail:
   free(sub);

@@ -127,6 +127,19 @@ static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, o);
 }
 
+/* Checks and applies `op`: the new version, or 0 after answering the call with the reason
+ * (-32006) or -32000 when out of memory. */
+static uint64_t apply_op(srv_server *s, srv_session *x, srv_rpc_call *call, const srv_op *op) {
+  char why[512];
+  if (srv_session_check(x, op, why, sizeof(why)) != 0) {
+    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
+    return 0;
+  }
+  uint64_t version = srv_session_apply(s, x, op);
+  if (version == 0) srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+  return version;
+}
+
 /* One target as targets.list and targets.configure show it. */
 static cJSON *target_json(const srv_session *x, uint32_t t) {
   const srv_target *st = &x->targets[t];
@@ -213,16 +226,8 @@ static void m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params
   }
   uint32_t idx = (uint32_t)t;
   srv_op op = {.kind = SRV_OP_SET_TARGET_META, .author = call->conn->id, .count = 1, .indices = &idx, .meta = &meta};
-  char why[512];
-  if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
-    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
-    return;
-  }
-  uint64_t version = srv_session_apply(s, x, &op);
-  if (version == 0) {
-    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
-    return;
-  }
+  uint64_t version = apply_op(s, x, call, &op);
+  if (version == 0) return;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddNumberToObject(r, "version", (double)version);
   cJSON_AddItemToObject(r, "target", target_json(x, idx));
@@ -245,16 +250,8 @@ static void m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSO
     return;
   }
   srv_op op = {.kind = SRV_OP_ADD_TARGET, .author = call->conn->id, .name = name->valuestring};
-  char why[512];
-  if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
-    srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "%s", why);
-    return;
-  }
-  uint64_t version = srv_session_apply(s, x, &op);
-  if (version == 0) {
-    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
-    return;
-  }
+  uint64_t version = apply_op(s, x, call, &op);
+  if (version == 0) return;
   uint32_t t = x->mesh->target_count - 1;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddNumberToObject(r, "version", (double)version);
