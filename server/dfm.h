@@ -31,6 +31,14 @@ const char *dfm_strerror(int code);
  * of the solver modules (dfm_*, blend, pca). */
 void dfm_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The solvers' parallel loops (dfm_pool.c): fn(ctx, begin, end) over [0, n) in chunks of
+ * `grain`, on the calling thread and a pool of workers that sleep between loops (one per core
+ * beyond the first). When the pool is busy with another caller's loop, the caller runs all of
+ * it alone. dfm_pool_threads() is the pool's size, the caller included. */
+typedef void (*dfm_range_fn)(void *ctx, size_t begin, size_t end);
+void dfm_parallel_for(size_t n, size_t grain, dfm_range_fn fn, void *ctx);
+int dfm_pool_threads(void);
+
 typedef enum dfm_mode { DFM_LAPLACIAN = 0, DFM_ARAP = 1, DFM_BIHARMONIC = 2 } dfm_mode;
 
 /* Parses "laplacian", "arap", "biharmonic". Returns 0 or DFM_EINVAL. */
@@ -76,6 +84,7 @@ typedef struct dfm_info {
   uint32_t pinned;       /* ROI vertices held still because nothing constrains their part */
   size_t factor_nnz;     /* non-zeros of the Cholesky factor */
   int supernodal;        /* the factor is supernodal (solved by dfm's three-column solve) */
+  int solve_threads;     /* 2 when its sweeps are split over two threads, else 1 */
   double analyze_ms, factor_ms;
   /* The rest of dfm_system_create: regions and roles, edge weights, matrix assembly, and the
    * ARAP tables (rotations' stars). */
