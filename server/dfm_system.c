@@ -775,6 +775,34 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
   return 0;
 }
 
+/* The two halves of a system's setup: 0 assembles and factorises, 1 builds the ARAP tables. */
+typedef struct setup_job {
+  dfm_system *s;
+  const mesh_topology *topo;
+  const mesh_adjacency *adj;
+  const double *w;
+  double floor;
+  char *err;
+  size_t errlen;
+  int rc;
+} setup_job;
+
+static void setup_range(void *ctx, size_t lo, size_t hi) {
+  setup_job *jobs = ctx;
+  for (size_t i = lo; i < hi; i++) {
+    setup_job *j = &jobs[i];
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (i == 0) {
+      j->rc = assemble_and_factor(j->s, j->topo, j->adj, j->w, j->err, j->errlen);
+      j->s->assemble_ms = ms_since(&t0) - j->s->analyze_ms - j->s->factor_ms;
+    } else {
+      j->rc = prepare_arap(j->s, j->topo, j->adj, j->floor);
+      j->s->arap_ms = ms_since(&t0);
+    }
+  }
+}
+
 int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                       const dfm_params *params, dfm_system **out, char *err, size_t errlen) {
   *out = NULL;
@@ -869,15 +897,12 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
       }
       break;
     }
-  rc = assemble_and_factor(s, topo, adj, w, err, errlen);
-  s->assemble_ms = ms_since(&t0) - s->analyze_ms - s->factor_ms;
+  /* The factorisation and the ARAP tables touch different fields: they run side by side. */
+  setup_job jobs[2] = {{s, topo, adj, w, floor, err, errlen, 0}, {s, topo, adj, w, floor, NULL, 0, 0}};
+  dfm_parallel_for(s->p.mode == DFM_ARAP ? 2 : 1, 1, setup_range, jobs);
+  rc = jobs[0].rc ? jobs[0].rc : jobs[1].rc;
+  if (rc == DFM_ENOMEM && jobs[1].rc && err && !err[0]) snprintf(err, errlen, "out of memory building the ARAP tables");
   if (rc) goto fail;
-  if (s->p.mode == DFM_ARAP) {
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = prepare_arap(s, topo, adj, floor);
-    s->arap_ms = ms_since(&t0);
-    if (rc) goto fail;
-  }
   free(w);
   free(is_soft);
   *out = s;
