@@ -2,7 +2,8 @@
  * bench_solve.c — `deform-bench solve` and `deform-bench brush`: the deformation engine timed
  * on its own, in process (no server, no network), the way a gesture uses it.
  *
- *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]
+ *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
+ *                      [--factor auto|simplicial|supernodal] [--gestures G] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]
  *
  * MESH is a file (anything mesh_import reads) or a generated shape: icosphere:LEVEL
@@ -10,7 +11,9 @@
  *
  * solve: the handle is the H vertices (default 50) nearest the topmost vertex, the region the N
  * nearest by geodesic distance (0: the whole mesh; outside it everything is fixed). It times
- * dfm_system_create (weights, assembly, CHOLMOD analyse + factorise: "prefactor") and D drags
+ * dfm_system_create (weights, assembly, CHOLMOD analyse + factorise: "prefactor"; with G > 1,
+ * G gestures in a row, the median of the later ones as "prefactor_next" and the parts of the
+ * last) and D drags
  * (each a translation plus a small rotation of the handle; ARAP does K local/global iterations
  * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss).
  * brush: S samples along a short path, each with the radius that touches about N vertices at
@@ -131,7 +134,8 @@ typedef struct solve_opts {
   const char *mesh;
   dfm_mode mode;
   uint32_t roi, handle;
-  int iters, drags, json;
+  int iters, drags, json, gestures;
+  dfm_factor factor;
 } solve_opts;
 
 static int parse_uint(const char *text, long max, long *out) {
@@ -143,7 +147,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, DFM_FACTOR_AUTO};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -154,6 +158,10 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--handle") == 0 && val && parse_uint(val, 100000000, &v) == 0 && v > 0) o.handle = (uint32_t)v, i++;
     else if (strcmp(a, "--iters") == 0 && val && parse_uint(val, 100, &v) == 0 && v > 0) o.iters = (int)v, i++;
     else if (strcmp(a, "--drags") == 0 && val && parse_uint(val, 100000, &v) == 0 && v > 0) o.drags = (int)v, i++;
+    else if (strcmp(a, "--gestures") == 0 && val && parse_uint(val, 1000, &v) == 0 && v > 0) o.gestures = (int)v, i++;
+    else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "auto") == 0) o.factor = DFM_FACTOR_AUTO, i++;
+    else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "simplicial") == 0) o.factor = DFM_FACTOR_SIMPLICIAL, i++;
+    else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "supernodal") == 0) o.factor = DFM_FACTOR_SUPERNODAL, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
     else {
       fprintf(stderr, "deform-bench solve: bad or incomplete option '%s'\n", a);
@@ -161,7 +169,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -180,11 +188,23 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   double pivot[3] = {0, 0, 0};
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) pivot[k] += s.t.positions[3 * handle[i] + k] / nh;
-  dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters};
-  double t0 = now_ms();
+  dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters, .factor = o.factor};
+  /* G gestures one after another, as a server sees them: the first pays for fresh memory
+   * (page faults), the later ones reuse what the previous gesture freed. The last one is
+   * dragged. */
   dfm_system *sys = NULL;
-  int rc = dfm_system_create(&s.t, &s.a, s.t.positions, &p, &sys, err, sizeof(err));
-  double prefactor = now_ms() - t0;
+  double prefactor = 0, *later = malloc(sizeof(double) * (size_t)o.gestures);
+  int rc = later ? 0 : DFM_ENOMEM;
+  for (int g = 0; g < o.gestures && rc == 0; g++) {
+    dfm_system_destroy(sys);
+    sys = NULL;
+    double t0 = now_ms();
+    rc = dfm_system_create(&s.t, &s.a, s.t.positions, &p, &sys, err, sizeof(err));
+    if (g == 0) prefactor = now_ms() - t0;
+    else later[g - 1] = now_ms() - t0;
+  }
+  double prefactor_next = o.gestures > 1 ? percentile(later, o.gestures - 1, 0.5) : 0;
+  free(later);
   if (rc) {
     fprintf(stderr, "deform-bench solve: %s\n", err);
     free(handle);
@@ -219,15 +239,16 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     if (o.json) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
-             "\"prefactor_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,"
-             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,"
+             "\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,"
+             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,"
              "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
-             info.free, nh, o.iters, o.drags, prefactor, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.assemble_ms,
-             info.arap_ms, info.factor_nnz, first,
+             info.free, nh, o.iters, o.drags, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.assemble_ms,
+             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, first,
              p50, p95, peak_kb());
     } else {
       printf("# %s\n", cmdline);
+      if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
       printf("%-22s %8s %8s %-10s %8s %5s %12s %10s %9s %9s %9s %10s\n", "mesh", "vertices", "region", "mode",
              "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB");
       printf("%-22s %8u %8u %-10s %8u %5d %12.1f %10zu %9.2f %9.2f %9.2f %10.1f\n", o.mesh, s.t.vertex_count,

@@ -74,6 +74,8 @@ typedef struct dfm_params {
   uint32_t soft_count;
   int iterations;               /* ARAP local/global iterations per drag (>= 1) */
   dfm_factor factor;            /* DFM_FACTOR_AUTO (0): CHOLMOD chooses from the predicted fill */
+  int whole_mesh;               /* build on the whole mesh even for a small region (tests
+                                 * compare it with the region-local system) */
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -83,6 +85,7 @@ typedef struct dfm_info {
   uint32_t free;         /* unknowns of the system */
   uint32_t pinned;       /* ROI vertices held still because nothing constrains their part */
   size_t factor_nnz;     /* non-zeros of the Cholesky factor */
+  double factor_flops;   /* floating-point operations of the factorisation (CHOLMOD's count) */
   int supernodal;        /* the factor is supernodal (solved by dfm's three-column solve) */
   int solve_threads;     /* 2 when its sweeps are split over two threads, else 1 */
   double analyze_ms, factor_ms;
@@ -100,15 +103,20 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
 void dfm_system_destroy(dfm_system *s);
 void dfm_system_info(const dfm_system *s, dfm_info *info);
 
-/* Solves for a drag: handles (and soft constraints) follow `xf`. Writes every topology vertex's
- * position into `out` (3 × vertices; outside the region it is the rest position). ARAP starts
- * from the previous drag's result. Returns 0 or DFM_ENONFINITE / DFM_ESOLVER. */
+/* Solves for a drag: handles (and soft constraints) follow `xf`. Writes into `out` (3 × mesh
+ * vertices) the positions of the vertices the gesture can move: the region, the handles, and
+ * the ring of fixed vertices around them (at rest). Other entries are left as they are, so
+ * `out` starts as the rest shape; without a region every vertex is written. A region smaller
+ * than half the mesh is solved on its own renumbered sub-mesh, so a drag costs what the
+ * region costs. ARAP starts from the previous drag's result. Returns 0 or DFM_ENONFINITE /
+ * DFM_ESOLVER. */
 int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err, size_t errlen);
 
 /* The spokes-and-rims ARAP energy of `deformed` against the system's rest shape, using the
  * rotations of its last local step (for tests: it must never increase across iterations). */
 double dfm_system_arap_energy(dfm_system *s, const double *deformed, int refit_rotations);
-/* Runs exactly one more local/global ARAP iteration from `io` (in place). */
+/* Runs exactly one more local/global ARAP iteration from `io` (in place; the entries written
+ * are those dfm_system_solve writes). */
 int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen);
 
 /* The rotation maximising tr(Rᵀ M) (row-major 3×3); R holds a warm start on entry. Returns the

@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <omp.h>
 #include <string.h>
 #include <time.h>
 
@@ -91,6 +92,17 @@ struct dfm_system {
   void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
   double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms;
+  /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
+   * solves a region renumbered by an outer one; NULL: v itself). */
+  const uint32_t *vertex_id;
+  /* A region-local system: `sub` is the same gesture on the region and the vertices around
+   * it, renumbered 0 .. ns-1 (sub_vertex: the mesh vertex of each), so that nothing it does
+   * costs in proportion to the whole mesh. Every other field but p and n is then unused. */
+  dfm_system *sub;
+  uint32_t *sub_vertex;
+  uint32_t ns;
+  double *sub_io;        /* 3 ns: the sub-system's positions */
+  double sub_ms;         /* creating the sub-system */
 };
 
 const char *dfm_strerror(int code) {
@@ -151,6 +163,9 @@ static double ms_since(const struct timespec *t0) {
 
 void dfm_system_destroy(dfm_system *s) {
   if (!s) return;
+  dfm_system_destroy(s->sub);
+  free(s->sub_vertex);
+  free(s->sub_io);
   if (s->cc_started) {
     cholmod_l_free_factor(&s->L, &s->cc);
     cholmod_l_free_dense(&s->B, &s->cc);
@@ -194,11 +209,17 @@ void dfm_system_destroy(dfm_system *s) {
 }
 
 void dfm_system_info(const dfm_system *s, dfm_info *info) {
+  if (s->sub) {
+    dfm_system_info(s->sub, info);
+    info->vertices = s->n;
+    info->roles_ms += s->roles_ms;
+    return;
+  }
   memset(info, 0, sizeof(*info));
   info->vertices = s->n;
   info->free = s->nf;
   info->pinned = s->pinned;
-  if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->supernodal = s->L->is_super;
+  if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->factor_flops = s->cc.fl, info->supernodal = s->L->is_super;
   info->solve_threads = plan_threads(s->plan);
   info->analyze_ms = s->analyze_ms;
   info->factor_ms = s->factor_ms;
@@ -281,34 +302,19 @@ static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, co
   return 0;
 }
 
-/* Marks roles; returns DFM_EINVAL with a reason for an index out of range. */
-static int assign_roles(dfm_system *s, char *err, size_t errlen) {
-  const dfm_params *p = &s->p;
-  uint8_t fill = p->roi ? ROLE_OUTSIDE : ROLE_FREE;
-  memset(s->role, fill, s->n);
-  for (uint32_t i = 0; i < p->roi_count; i++) {
-    if (p->roi[i] >= s->n) {
-      snprintf(err, errlen, "region vertex %u is out of range (%u topology vertices)", p->roi[i], s->n);
-      return DFM_EINVAL;
-    }
-    s->role[p->roi[i]] = ROLE_FREE;
-  }
-  for (uint32_t i = 0; i < p->anchor_count; i++) {
-    if (p->anchors[i] >= s->n) {
-      snprintf(err, errlen, "anchor vertex %u is out of range (%u topology vertices)", p->anchors[i], s->n);
-      return DFM_EINVAL;
-    }
-    s->role[p->anchors[i]] = ROLE_ANCHOR;
-  }
-  for (uint32_t i = 0; i < p->handle_count; i++) {
-    if (p->handle[i] >= s->n) {
-      snprintf(err, errlen, "handle vertex %u is out of range (%u topology vertices)", p->handle[i], s->n);
-      return DFM_EINVAL;
-    }
-    s->role[p->handle[i]] = ROLE_HANDLE;
-  }
+/* Checks a gesture's parameters against a mesh of n vertices: DFM_EINVAL with a reason. */
+static int check_params(const dfm_params *p, uint32_t n, char *err, size_t errlen) {
+  static const char *what[3] = {"region", "anchor", "handle"};
+  const uint32_t *lists[3] = {p->roi, p->anchors, p->handle};
+  uint32_t counts[3] = {p->roi_count, p->anchor_count, p->handle_count};
+  for (int l = 0; l < 3; l++)
+    for (uint32_t i = 0; i < counts[l]; i++)
+      if (lists[l][i] >= n) {
+        snprintf(err, errlen, "%s vertex %u is out of range (%u topology vertices)", what[l], lists[l][i], n);
+        return DFM_EINVAL;
+      }
   for (uint32_t i = 0; i < p->soft_count; i++) {
-    if (p->soft[i] >= s->n || !(p->soft_weight[i] >= 0) || !isfinite(p->soft_weight[i])) {
+    if (p->soft[i] >= n || !(p->soft_weight[i] >= 0) || !isfinite(p->soft_weight[i])) {
       snprintf(err, errlen, "soft constraint %u: vertex out of range or weight not a finite number >= 0", i);
       return DFM_EINVAL;
     }
@@ -318,6 +324,15 @@ static int assign_roles(dfm_system *s, char *err, size_t errlen) {
     return DFM_EINVAL;
   }
   return 0;
+}
+
+/* Marks roles (the parameters were checked). */
+static void assign_roles(dfm_system *s) {
+  const dfm_params *p = &s->p;
+  memset(s->role, p->roi ? ROLE_OUTSIDE : ROLE_FREE, s->n);
+  for (uint32_t i = 0; i < p->roi_count; i++) s->role[p->roi[i]] = ROLE_FREE;
+  for (uint32_t i = 0; i < p->anchor_count; i++) s->role[p->anchors[i]] = ROLE_ANCHOR;
+  for (uint32_t i = 0; i < p->handle_count; i++) s->role[p->handle[i]] = ROLE_HANDLE;
 }
 
 /* Holds still every free part of the mesh that no constraint reaches (breadth-first search over
@@ -536,6 +551,14 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
       goto out;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* CHOLMOD 3's supernodal factorisation scatters updates in OpenMP regions whose thread
+     * count is fixed when CHOLMOD is built (num_threads(CHOLMOD_OMP_NUM_THREADS)), one region
+     * per large supernode. On two cores, beside the ARAP tables and OpenBLAS's own threads,
+     * the wake-ups cost more than they save: the 16k-vertex region factorised in 37-44 ms
+     * with them and 27-28 ms without, the 164k sphere in 0.74-0.79 s against 0.51-0.59 s
+     * (docs/performance.md). No parallel region inside this thread may fork: the dfm
+     * modules' own loops run on dfm_pool, not OpenMP. */
+    omp_set_max_active_levels(0);
     cholmod_l_factorize(A, s->L, &s->cc);
     s->factor_ms = ms_since(&t0);
     cholmod_l_free_sparse(&A, &s->cc);
@@ -546,7 +569,7 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
       snprintf(err, errlen,
                "the %s system is not positive definite near topology vertex %u: that part of the "
                "mesh is not held by any handle or anchor, or its triangles are degenerate",
-               dfm_mode_name(s->p.mode), s->free_vertex[col]);
+               dfm_mode_name(s->p.mode), s->vertex_id ? s->vertex_id[s->free_vertex[col]] : s->free_vertex[col]);
       rc = DFM_ESINGULAR;
       goto out;
     }
@@ -803,11 +826,15 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
-                      const dfm_params *params, dfm_system **out, char *err, size_t errlen) {
+/* The system on the whole of topo (parameters checked); error messages name vertex v as
+ * ids[v] when ids is not NULL. */
+static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                       const dfm_params *params, const uint32_t *ids, dfm_system **out, char *err,
+                       size_t errlen) {
   *out = NULL;
   dfm_system *s = calloc(1, sizeof(*s));
   if (!s) return DFM_ENOMEM;
+  s->vertex_id = ids;
   s->p = *params;
   s->p.roi = dup_array(params->roi, sizeof(uint32_t) * params->roi_count);
   s->p.handle = dup_array(params->handle, sizeof(uint32_t) * params->handle_count);
@@ -828,15 +855,9 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
       (params->roi_count && !s->p.roi) || (params->handle_count && !s->p.handle) ||
       (params->anchor_count && !s->p.anchors) || (params->soft_count && (!s->p.soft || !s->p.soft_weight)))
     goto fail;
-  if (adj->vertex_count != n) {
-    snprintf(err, errlen, "adjacency has %u vertices, topology %u", adj->vertex_count, n);
-    rc = DFM_EINVAL;
-    goto fail;
-  }
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = assign_roles(s, err, errlen);
-  if (rc) goto fail;
+  assign_roles(s);
   for (uint32_t i = 0; i < s->p.soft_count; i++)
     if (s->role[s->p.soft[i]] == ROLE_FREE) is_soft[s->p.soft[i]] = 1;
   rc = pin_unconstrained(s, adj, is_soft);
@@ -913,6 +934,158 @@ fail:
   free(is_soft);
   dfm_system_destroy(s);
   return rc;
+}
+
+/* Appends v to a growing list. */
+static int push_u32(uint32_t **list, uint32_t *count, uint32_t *cap, uint32_t v) {
+  if (*count == *cap) {
+    uint32_t ncap = *cap ? 2 * *cap : 1024;
+    uint32_t *g = realloc(*list, sizeof(uint32_t) * ncap);
+    if (!g) return DFM_ENOMEM;
+    *list = g;
+    *cap = ncap;
+  }
+  (*list)[(*count)++] = v;
+  return 0;
+}
+
+/* The gesture on its region only: the region, the handles and the rings of vertices the
+ * system reads around them (one ring; two for the biharmonic operator, whose rows reach the
+ * neighbours' neighbours), with the triangles among them, renumbered in mesh order so that
+ * the matrix, its ordering and its factor are those of the whole-mesh system. Every row of
+ * the system sees its whole neighbourhood in the sub-mesh, so the results agree with the
+ * whole-mesh system's to rounding (tests/server/test_dfm.c). What it costs is proportional
+ * to the region, apart from one pass over an index map of the mesh's size. */
+static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                         const dfm_params *params, dfm_system *s, char *err, size_t errlen) {
+  uint32_t n = topo->vertex_count, ns = 0, nring = 0, ring_cap = 0, nt = 0, *ring = NULL;
+  uint32_t *map = calloc((size_t)n + 1, sizeof(uint32_t)); /* local index + 1, 0: not in */
+  uint32_t *tris = NULL, *lroi = NULL, *lhandle = NULL, *lanchor = NULL, *lsoft = NULL;
+  double *lrest = NULL, *lsoft_w = NULL;
+  mesh_adjacency la = {0};
+  int rc = DFM_ENOMEM;
+  if (!map) goto out;
+  for (uint32_t i = 0; i < params->roi_count; i++) map[params->roi[i]] = 1;
+  for (uint32_t i = 0; i < params->handle_count; i++) map[params->handle[i]] = 1;
+  int rings = params->mode == DFM_BIHARMONIC ? 2 : 1;
+  for (uint32_t i = 0; i < params->roi_count; i++) {
+    uint32_t v = params->roi[i];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+      if (!map[adj->vv[e]]) {
+        map[adj->vv[e]] = 1;
+        if (rings > 1 && push_u32(&ring, &nring, &ring_cap, adj->vv[e])) goto out;
+      }
+  }
+  for (uint32_t i = 0; i < nring; i++) {
+    uint32_t v = ring[i];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) map[adj->vv[e]] = 1;
+  }
+  for (uint32_t v = 0; v < n; v++)
+    if (map[v]) map[v] = ++ns;
+  s->ns = ns;
+  s->sub_vertex = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
+  lrest = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
+  s->sub_io = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
+  if (!s->sub_vertex || !lrest || !s->sub_io) goto out;
+  for (uint32_t v = 0, k = 0; v < n && k < ns; v++)
+    if (map[v]) {
+      s->sub_vertex[k] = v;
+      memcpy(lrest + 3 * (size_t)k, rest + 3 * (size_t)v, sizeof(double) * 3);
+      k++;
+    }
+  /* Triangles with three corners inside, each taken once: from its first corner. */
+  uint32_t cap = 0;
+  for (uint32_t k = 0; k < ns; k++) {
+    uint32_t v = s->sub_vertex[k];
+    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++) {
+      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[e];
+      if (!map[t[0]] || !map[t[1]] || !map[t[2]]) continue;
+      uint32_t first = t[0] < t[1] ? (t[0] < t[2] ? t[0] : t[2]) : (t[1] < t[2] ? t[1] : t[2]);
+      if (first != v) continue;
+      for (int c = 0; c < 3; c++)
+        if (push_u32(&tris, &nt, &cap, map[t[c]] - 1)) goto out;
+    }
+  }
+  nt /= 3;
+  rc = mesh_adjacency_init(&la, ns, tris, nt) == 0 ? 0 : DFM_ENOMEM;
+  if (rc) goto out;
+  rc = DFM_ENOMEM;
+  /* The parameters in local numbering; anchors and soft constraints outside touch nothing. */
+  dfm_params lp = *params;
+  lroi = malloc(sizeof(uint32_t) * ((size_t)params->roi_count + 1));
+  lhandle = malloc(sizeof(uint32_t) * ((size_t)params->handle_count + 1));
+  lanchor = malloc(sizeof(uint32_t) * ((size_t)params->anchor_count + 1));
+  lsoft = malloc(sizeof(uint32_t) * ((size_t)params->soft_count + 1));
+  lsoft_w = malloc(sizeof(double) * ((size_t)params->soft_count + 1));
+  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w) goto out;
+  for (uint32_t i = 0; i < params->roi_count; i++) lroi[i] = map[params->roi[i]] - 1;
+  for (uint32_t i = 0; i < params->handle_count; i++) lhandle[i] = map[params->handle[i]] - 1;
+  lp.anchor_count = lp.soft_count = 0;
+  for (uint32_t i = 0; i < params->anchor_count; i++)
+    if (map[params->anchors[i]]) lanchor[lp.anchor_count++] = map[params->anchors[i]] - 1;
+  for (uint32_t i = 0; i < params->soft_count; i++)
+    if (map[params->soft[i]]) {
+      lsoft[lp.soft_count] = map[params->soft[i]] - 1;
+      lsoft_w[lp.soft_count++] = params->soft_weight[i];
+    }
+  lp.roi = lroi, lp.handle = lhandle, lp.anchors = lanchor, lp.soft = lsoft, lp.soft_weight = lsoft_w;
+  mesh_topology lt = {.vertex_count = ns, .triangle_count = nt, .triangles = tris};
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  rc = create_full(&lt, &la, lrest, &lp, s->sub_vertex, &s->sub, err, errlen);
+  s->sub_ms = ms_since(&t0);
+out:
+  free(map);
+  free(ring);
+  free(tris);
+  free(lrest);
+  free(lroi);
+  free(lhandle);
+  free(lanchor);
+  free(lsoft);
+  free(lsoft_w);
+  mesh_adjacency_fini(&la);
+  return rc;
+}
+
+int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                      const dfm_params *params, dfm_system **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (adj->vertex_count != topo->vertex_count) {
+    snprintf(err, errlen, "adjacency has %u vertices, topology %u", adj->vertex_count, topo->vertex_count);
+    return DFM_EINVAL;
+  }
+  int rc = check_params(params, topo->vertex_count, err, errlen);
+  if (rc) return rc;
+  /* A region under half the mesh is solved on its own sub-mesh (create_region). */
+  if (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count)
+    return create_full(topo, adj, rest, params, NULL, out, err, errlen);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  dfm_system *s = calloc(1, sizeof(*s));
+  if (!s) return DFM_ENOMEM;
+  s->n = topo->vertex_count;
+  s->p = *params; /* mode and counts only: the arrays are the sub-system's */
+  s->p.roi = s->p.handle = s->p.anchors = s->p.soft = NULL;
+  s->p.soft_weight = NULL;
+  rc = create_region(topo, adj, rest, params, s, err, errlen);
+  if (rc) {
+    if (rc == DFM_ENOMEM && err && !err[0]) snprintf(err, errlen, "out of memory building the system");
+    dfm_system_destroy(s);
+    return rc;
+  }
+  s->roles_ms = ms_since(&t0) - s->sub_ms; /* building the sub-mesh */
+  *out = s;
+  return 0;
+}
+
+/* Between the caller's positions (3 per mesh vertex) and the sub-system's. */
+static void sub_gather(const dfm_system *s, const double *p) {
+  for (uint32_t k = 0; k < s->ns; k++) memcpy(s->sub_io + 3 * (size_t)k, p + 3 * (size_t)s->sub_vertex[k], sizeof(double) * 3);
+}
+
+static void sub_scatter(const dfm_system *s, double *p) {
+  for (uint32_t k = 0; k < s->ns; k++) memcpy(p + 3 * (size_t)s->sub_vertex[k], s->sub_io + 3 * (size_t)k, sizeof(double) * 3);
 }
 
 /* Handles at the drag's transform of their rest positions. */
@@ -1338,6 +1511,11 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, do
 }
 
 int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err, size_t errlen) {
+  if (s->sub) {
+    int rc = dfm_system_solve(s->sub, xf, s->sub_io, err, errlen);
+    if (rc == 0) sub_scatter(s, out);
+    return rc;
+  }
   uint32_t n = s->n;
   int displacement = s->p.mode != DFM_ARAP;
   /* Soft targets as displacements for the linear modes and for ARAP's first guess. */
@@ -1364,6 +1542,12 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
 
 int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen) {
   if (s->p.mode != DFM_ARAP) return DFM_EINVAL;
+  if (s->sub) {
+    sub_gather(s, io);
+    int rc = dfm_system_arap_iterate(s->sub, xf, s->sub_io, err, errlen);
+    if (rc == 0) sub_scatter(s, io);
+    return rc;
+  }
   const double *soft_t = soft_targets(s, xf, 0);
   place_known(s, xf, io);
   return s->nf ? arap_iteration(s, soft_t, io, err, errlen) : 0;
@@ -1371,6 +1555,10 @@ int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char
 
 double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotations) {
   if (s->p.mode != DFM_ARAP) return NAN;
+  if (s->sub) {
+    sub_gather(s, p);
+    return dfm_system_arap_energy(s->sub, s->sub_io, refit_rotations);
+  }
   if (refit_rotations) local_step(s, p);
   double E = 0;
   for (uint32_t t = 0; t < s->ntris; t++) {

@@ -22,7 +22,7 @@
  * measured, not bisected. One pass per vertex: its F × 3 residual starts as the centred
  * positions, and for k = 0 .. rank we take the largest and summed squared error over the frames,
  * then subtract w_k b_k restricted to that vertex. O(F · V · rank), the cost of forming the
- * components; vertices are spread over OpenMP threads.
+ * components; vertices are spread over dfm_pool's threads.
  *
  * DOES NOT quantise, encode or stream weights; the server does.
  */
@@ -31,6 +31,7 @@
 #include <lapacke.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,75 +284,87 @@ cleanup:
   return rc;
 }
 
-/* max2[k] and sum2[k] (k = 0 .. r): the largest and the summed squared vertex error over all
- * frames when keeping k components, from the double basis b (3V × r) and weights wc (F × r,
- * column-major). Returns 0 or PCA_ENOMEM. */
-static int errors_by_count(const float *frames, uint32_t F, uint32_t V, const double *mean,
-                           const double *b, const double *wc, uint32_t r, double *max2,
-                           double *sum2) {
-  size_t D = 3 * (size_t)V;
-  int failed = 0;
-  for (uint32_t k = 0; k <= r; k++) max2[k] = sum2[k] = 0;
-#pragma omp parallel
-  {
-    double *res = malloc(sizeof(double) * 3 * F); /* x, y, z residuals: F each */
-    double *lmax = calloc((size_t)r + 1, sizeof(double));
-    double *lsum = calloc((size_t)r + 1, sizeof(double));
-    int ok = res && lmax && lsum;
-    if (!ok) {
-#pragma omp atomic write
-      failed = 1;
+typedef struct errors_job {
+  const float *frames;
+  uint32_t F, V, r;
+  const double *mean, *b, *wc;
+  double *max2, *sum2; /* merged under `lock` */
+  pthread_mutex_t lock;
+  int failed;
+} errors_job;
+
+/* The vertices [lo, hi): their errors per component count, merged into the job's totals. */
+static void errors_range(void *ctx, size_t lo, size_t hi) {
+  errors_job *job = ctx;
+  const uint32_t F = job->F, r = job->r;
+  const size_t D = 3 * (size_t)job->V;
+  double *res = malloc(sizeof(double) * 3 * F); /* x, y, z residuals: F each */
+  double *lmax = calloc((size_t)r + 1, sizeof(double));
+  double *lsum = calloc((size_t)r + 1, sizeof(double));
+  int ok = res && lmax && lsum;
+  for (size_t v = lo; ok && v < hi; v++) {
+    size_t o = 3 * v;
+    double *rx = res, *ry = res + F, *rz = res + 2 * (size_t)F;
+    double mx = 0, sm = 0;
+    for (uint32_t f = 0; f < F; f++) {
+      const float *p = job->frames + D * f + o;
+      rx[f] = (double)p[0] - job->mean[o];
+      ry[f] = (double)p[1] - job->mean[o + 1];
+      rz[f] = (double)p[2] - job->mean[o + 2];
+      double e = rx[f] * rx[f] + ry[f] * ry[f] + rz[f] * rz[f];
+      sm += e;
+      mx = e > mx ? e : mx;
     }
-    /* Every thread must reach the worksharing loop; one without buffers skips its share. */
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t v = 0; v < (int64_t)V; v++) {
-      if (!ok) continue;
-      size_t o = 3 * (size_t)v;
-      double *rx = res, *ry = res + F, *rz = res + 2 * (size_t)F;
-      double mx = 0, sm = 0;
+    lmax[0] = mx > lmax[0] ? mx : lmax[0];
+    lsum[0] += sm;
+    /* Subtract component k and measure in one sweep (vectorised: the reductions may be
+     * reordered, which changes sm in its last bits only). */
+    for (uint32_t k = 0; k < r; k++) {
+      const double *bk = job->b + D * k + o, *wk = job->wc + (size_t)F * k;
+      double bx = bk[0], by = bk[1], bz = bk[2];
+      mx = 0;
+      sm = 0;
+#pragma omp simd reduction(+ : sm) reduction(max : mx)
       for (uint32_t f = 0; f < F; f++) {
-        const float *p = frames + D * f + o;
-        rx[f] = (double)p[0] - mean[o];
-        ry[f] = (double)p[1] - mean[o + 1];
-        rz[f] = (double)p[2] - mean[o + 2];
+        rx[f] -= wk[f] * bx;
+        ry[f] -= wk[f] * by;
+        rz[f] -= wk[f] * bz;
         double e = rx[f] * rx[f] + ry[f] * ry[f] + rz[f] * rz[f];
         sm += e;
         mx = e > mx ? e : mx;
       }
-      lmax[0] = mx > lmax[0] ? mx : lmax[0];
-      lsum[0] += sm;
-      /* Subtract component k and measure in one sweep (vectorised: the reductions may be
-       * reordered, which changes sm in its last bits only). */
-      for (uint32_t k = 0; k < r; k++) {
-        const double *bk = b + D * k + o, *wk = wc + (size_t)F * k;
-        double bx = bk[0], by = bk[1], bz = bk[2];
-        mx = 0;
-        sm = 0;
-#pragma omp simd reduction(+ : sm) reduction(max : mx)
-        for (uint32_t f = 0; f < F; f++) {
-          rx[f] -= wk[f] * bx;
-          ry[f] -= wk[f] * by;
-          rz[f] -= wk[f] * bz;
-          double e = rx[f] * rx[f] + ry[f] * ry[f] + rz[f] * rz[f];
-          sm += e;
-          mx = e > mx ? e : mx;
-        }
-        lmax[k + 1] = mx > lmax[k + 1] ? mx : lmax[k + 1];
-        lsum[k + 1] += sm;
-      }
+      lmax[k + 1] = mx > lmax[k + 1] ? mx : lmax[k + 1];
+      lsum[k + 1] += sm;
     }
-    if (ok) {
-#pragma omp critical(pca_errors_merge)
-      for (uint32_t k = 0; k <= r; k++) {
-        if (lmax[k] > max2[k]) max2[k] = lmax[k];
-        sum2[k] += lsum[k];
-      }
-    }
-    free(lsum);
-    free(lmax);
-    free(res);
   }
-  return failed ? PCA_ENOMEM : 0;
+  pthread_mutex_lock(&job->lock);
+  if (ok) {
+    for (uint32_t k = 0; k <= r; k++) {
+      if (lmax[k] > job->max2[k]) job->max2[k] = lmax[k];
+      job->sum2[k] += lsum[k];
+    }
+  } else {
+    job->failed = 1;
+  }
+  pthread_mutex_unlock(&job->lock);
+  free(lsum);
+  free(lmax);
+  free(res);
+}
+
+/* max2[k] and sum2[k] (k = 0 .. r): the largest and the summed squared vertex error over all
+ * frames when keeping k components, from the double basis b (3V × r) and weights wc (F × r,
+ * column-major). Runs on dfm_pool (a chunk of vertices per call, buffers per chunk). Returns 0
+ * or PCA_ENOMEM. */
+static int errors_by_count(const float *frames, uint32_t F, uint32_t V, const double *mean,
+                           const double *b, const double *wc, uint32_t r, double *max2,
+                           double *sum2) {
+  for (uint32_t k = 0; k <= r; k++) max2[k] = sum2[k] = 0;
+  errors_job job = {frames, F, V, r, mean, b, wc, max2, sum2, PTHREAD_MUTEX_INITIALIZER, 0};
+  size_t grain = V / (8 * (size_t)dfm_pool_threads()) + 1;
+  dfm_parallel_for(V, grain < 64 ? 64 : grain, errors_range, &job);
+  pthread_mutex_destroy(&job.lock);
+  return job.failed ? PCA_ENOMEM : 0;
 }
 
 /* Stores the first K components and their weights as float in m (replacing earlier arrays) and

@@ -17,6 +17,21 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A vertex has about a dozen candidates: insertion sort, where qsort's call per comparison
+ * made this loop most of the adjacency's cost (a gesture's region builds one). */
+static void sort_u32(uint32_t *x, size_t n) {
+  if (n > 32) {
+    qsort(x, n, sizeof(uint32_t), cmp_u32);
+    return;
+  }
+  for (size_t i = 1; i < n; i++) {
+    uint32_t v = x[i];
+    size_t j = i;
+    for (; j > 0 && x[j - 1] > v; j--) x[j] = x[j - 1];
+    x[j] = v;
+  }
+}
+
 void mesh_adjacency_fini(mesh_adjacency *a) {
   free(a->vv_offsets);
   free(a->vv);
@@ -78,7 +93,7 @@ int mesh_adjacency_init(mesh_adjacency *a, uint32_t vertex_count, const uint32_t
   uint32_t out = 0;
   for (uint32_t v = 0; v < vertex_count; v++) {
     uint32_t begin = off[v], end = fill[v];
-    qsort(raw + begin, end - begin, sizeof(uint32_t), cmp_u32);
+    sort_u32(raw + begin, end - begin);
     off[v] = out;
     for (uint32_t i = begin; i < end; i++)
       if (i == begin || raw[i] != raw[i - 1]) raw[out++] = raw[i];

@@ -511,15 +511,26 @@ static void deform_real_mesh(const char *path, double roi_fraction) {
     ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
     dfm_info info;
     dfm_system_info(s, &info);
+    /* A solve writes the region and its ring; the rest of `out` stays as given. */
+    for (size_t i = 0; i < 3 * (size_t)f.t.vertex_count; i++) out[i] = NAN;
     ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
     ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err); /* a second drag: warm start */
     double moved = 0;
-    for (uint32_t v = 0; v < f.t.vertex_count; v++)
+    for (uint32_t v = 0; v < f.t.vertex_count; v++) {
+      int ring = 0; /* a fixed neighbour of the region: written, at rest */
+      for (uint32_t e = f.a.vv_offsets[v]; e < f.a.vv_offsets[v + 1]; e++) ring |= in_roi[f.a.vv[e]];
       for (int k = 0; k < 3; k++) {
-        ASSERT(isfinite(out[3 * v + k]));
-        if (!in_roi[v]) ASSERT(out[3 * v + k] == f.t.positions[3 * v + k]); /* outside: fixed */
-        moved = fmax(moved, fabs(out[3 * v + k] - f.t.positions[3 * v + k]));
+        double o = out[3 * v + k], r = f.t.positions[3 * v + k];
+        if (in_roi[v]) {
+          ASSERT(isfinite(o));
+          moved = fmax(moved, fabs(o - r));
+        } else if (ring) {
+          ASSERT(o == r);
+        } else {
+          ASSERT(isnan(o) || o == r); /* beyond: untouched (a whole-mesh system writes it at rest) */
+        }
       }
+    }
     fprintf(stderr, "%s %s: %u vertices, region %u, free %u, pinned %u, factor %.1f ms, moved %.3g\n",
             path, dfm_mode_name((dfm_mode)mode), f.t.vertex_count, nr, info.free, info.pinned,
             info.factor_ms, moved);
@@ -549,6 +560,8 @@ static void compare_factor_paths(fixture *f, double roi_fraction) {
   uint32_t n = f->t.vertex_count;
   double *a = malloc(sizeof(double) * 3 * n), *b = malloc(sizeof(double) * 3 * n);
   for (int mode = 0; mode < 3; mode++) {
+    memcpy(a, f->t.positions, sizeof(double) * 3 * n); /* a solve writes what can move */
+    memcpy(b, f->t.positions, sizeof(double) * 3 * n);
     dfm_system *s[2];
     for (int k = 0; k < 2; k++) {
       dfm_params p = {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh,
@@ -603,6 +616,83 @@ TEST(supernodal_three_column_solve_matches_cholmod_simplicial_solve) {
   compare_factor_paths(&f, 0);
   fixture_fini(&f);
   ASSERT(split_solves > 0);
+}
+
+/* A small region is solved on its own sub-mesh; the whole-mesh system with the same region is
+ * the oracle (same matrix, same ordering): every mode, soft constraints and an anchor inside,
+ * an anchor and a soft constraint outside (which touch nothing), three drags. */
+TEST(a_region_solved_on_its_own_sub_mesh_matches_the_whole_mesh_system) {
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(test_cgal_mesh("armadillo.off"), NULL, &m, err, sizeof(err)), err);
+  fixture f;
+  fixture_init(&f, m);
+  uint32_t n = f.t.vertex_count, top = 0;
+  for (uint32_t v = 0; v < n; v++)
+    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t *handle, nh, *roi, nr;
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.03 * f.diag, 0, &handle, &nh), NULL);
+  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.25 * f.diag, 0, &roi, &nr), NULL);
+  ASSERT(nr * 2 < n && nr > 10 * nh);
+  /* An anchor and a soft constraint inside the region (its last vertices are its rim), and
+   * one of each far outside it (the vertex nearest the bottom). */
+  uint32_t bottom = 0;
+  for (uint32_t v = 0; v < n; v++)
+    if (f.t.positions[3 * v + 1] < f.t.positions[3 * bottom + 1]) bottom = v;
+  uint32_t anchors[2] = {roi[nr - 1], bottom}, soft[2] = {roi[nr / 2], bottom};
+  double soft_w[2] = {2.0, 5.0};
+  double *a = malloc(sizeof(double) * 3 * n), *b = malloc(sizeof(double) * 3 * n);
+  for (int mode = 0; mode < 3; mode++) {
+    memcpy(a, f.t.positions, sizeof(double) * 3 * n);
+    memcpy(b, f.t.positions, sizeof(double) * 3 * n);
+    dfm_system *s[2];
+    dfm_info info[2];
+    for (int k = 0; k < 2; k++) {
+      dfm_params p = {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh,
+                      .anchors = anchors, .anchor_count = 2, .soft = soft, .soft_weight = soft_w, .soft_count = 2,
+                      .iterations = 2, .whole_mesh = k};
+      ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s[k], err, sizeof(err)), err);
+      dfm_system_info(s[k], &info[k]);
+    }
+    ASSERT_EQ(info[0].vertices, n);
+    ASSERT_EQ(info[0].free, info[1].free);
+    ASSERT_EQ(info[0].factor_nnz, info[1].factor_nnz);
+    for (int d = 1; d <= 3; d++) {
+      dfm_xform x;
+      dfm_xform_identity(&x);
+      x.translate[0] = 0.01 * d * f.diag, x.translate[1] = 0.02 * d * f.diag;
+      x.rotation[2] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
+      memcpy(x.pivot, f.t.positions + 3 * top, sizeof(double) * 3);
+      ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
+      ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
+      double worst = 0, moved = 0;
+      for (size_t i = 0; i < 3 * (size_t)n; i++) {
+        worst = fmax(worst, fabs(a[i] - b[i]));
+        moved = fmax(moved, fabs(b[i] - f.t.positions[i]));
+      }
+      if (worst > (mode == DFM_BIHARMONIC ? 1e-8 : 1e-10) * f.diag)
+        test__fail(__FILE__, __LINE__, "%s drag %d: region and whole-mesh systems differ by %.3g (diagonal %.3g)",
+                   dfm_mode_name((dfm_mode)mode), d, worst, f.diag);
+      ASSERT(moved > 0.01 * f.diag);
+    }
+    if (mode == DFM_ARAP) {
+      double ea = dfm_system_arap_energy(s[0], a, 1), eb = dfm_system_arap_energy(s[1], b, 1);
+      ASSERT_NEAR(ea, eb, 1e-9 * eb);
+      dfm_xform x;
+      dfm_xform_identity(&x);
+      x.translate[2] = 0.05 * f.diag;
+      ASSERT_OK(dfm_system_arap_iterate(s[0], &x, a, err, sizeof(err)), err);
+      ASSERT_OK(dfm_system_arap_iterate(s[1], &x, b, err, sizeof(err)), err);
+      for (size_t i = 0; i < 3 * (size_t)n; i++) ASSERT_NEAR(a[i], b[i], 1e-10 * f.diag);
+    }
+    dfm_system_destroy(s[0]);
+    dfm_system_destroy(s[1]);
+  }
+  free(a);
+  free(b);
+  free(handle);
+  free(roi);
+  fixture_fini(&f);
 }
 
 TEST(real_meshes_deform_without_nan_and_outside_the_region_stays_put) {
