@@ -548,6 +548,31 @@ static void deform_real_mesh(const char *path, double roi_fraction) {
  * and its solve are the oracle. Same system, same drags: the results agree to rounding. */
 static int split_solves; /* systems whose supernodal sweeps ran on two threads */
 
+/* Three drags of s[0] and s[1] (into a and b): the handle around `top` moves up and turns
+ * about axis `axis`; the results must agree within tol × the diagonal and the mesh must move. */
+static void drag_both(fixture *f, dfm_system *s[2], double *a, double *b, uint32_t top, int axis, double tol,
+                      dfm_mode mode, const char *what) {
+  char err[256];
+  for (int d = 1; d <= 3; d++) {
+    dfm_xform x;
+    dfm_xform_identity(&x);
+    x.translate[0] = 0.02 * d * f->diag, x.translate[1] = 0.03 * d * f->diag;
+    x.rotation[axis] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
+    memcpy(x.pivot, f->t.positions + 3 * top, sizeof(double) * 3);
+    ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
+    ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < 3 * (size_t)f->t.vertex_count; i++) {
+      worst = fmax(worst, fabs(a[i] - b[i]));
+      moved = fmax(moved, fabs(a[i] - f->t.positions[i]));
+    }
+    if (worst > tol * f->diag)
+      test__fail(__FILE__, __LINE__, "%s drag %d: %s differ by %.3g (diagonal %.3g)", dfm_mode_name(mode), d, what,
+                 worst, f->diag);
+    ASSERT(moved > 0.01 * f->diag);
+  }
+}
+
 static void compare_factor_paths(fixture *f, double roi_fraction) {
   char err[256];
   uint32_t top = 0;
@@ -572,25 +597,8 @@ static void compare_factor_paths(fixture *f, double roi_fraction) {
       ASSERT_EQ(info.supernodal, k);
       split_solves += info.solve_threads == 2;
     }
-    for (int d = 1; d <= 3; d++) {
-      dfm_xform x;
-      dfm_xform_identity(&x);
-      x.translate[0] = 0.02 * d * f->diag, x.translate[1] = 0.03 * d * f->diag;
-      x.rotation[0] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
-      memcpy(x.pivot, f->t.positions + 3 * top, sizeof(double) * 3);
-      ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
-      ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
-      double worst = 0, moved = 0;
-      for (size_t i = 0; i < 3 * (size_t)n; i++) {
-        worst = fmax(worst, fabs(a[i] - b[i]));
-        moved = fmax(moved, fabs(a[i] - f->t.positions[i]));
-      }
-      /* K = L M⁻¹ L squares the condition number: its two factorisations agree less closely. */
-      if (worst > (mode == DFM_BIHARMONIC ? 1e-8 : 1e-9) * f->diag)
-        test__fail(__FILE__, __LINE__, "%s drag %d: the two factor paths differ by %.3g (diagonal %.3g)",
-                   dfm_mode_name((dfm_mode)mode), d, worst, f->diag);
-      ASSERT(moved > 0.01 * f->diag);
-    }
+    /* K = L M⁻¹ L squares the condition number: its two factorisations agree less closely. */
+    drag_both(f, s, a, b, top, 0, mode == DFM_BIHARMONIC ? 1e-8 : 1e-9, (dfm_mode)mode, "the two factor paths");
     dfm_system_destroy(s[0]);
     dfm_system_destroy(s[1]);
   }
@@ -657,24 +665,8 @@ TEST(a_region_solved_on_its_own_sub_mesh_matches_the_whole_mesh_system) {
     ASSERT_EQ(info[0].vertices, n);
     ASSERT_EQ(info[0].free, info[1].free);
     ASSERT_EQ(info[0].factor_nnz, info[1].factor_nnz);
-    for (int d = 1; d <= 3; d++) {
-      dfm_xform x;
-      dfm_xform_identity(&x);
-      x.translate[0] = 0.01 * d * f.diag, x.translate[1] = 0.02 * d * f.diag;
-      x.rotation[2] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
-      memcpy(x.pivot, f.t.positions + 3 * top, sizeof(double) * 3);
-      ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
-      ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
-      double worst = 0, moved = 0;
-      for (size_t i = 0; i < 3 * (size_t)n; i++) {
-        worst = fmax(worst, fabs(a[i] - b[i]));
-        moved = fmax(moved, fabs(b[i] - f.t.positions[i]));
-      }
-      if (worst > (mode == DFM_BIHARMONIC ? 1e-8 : 1e-10) * f.diag)
-        test__fail(__FILE__, __LINE__, "%s drag %d: region and whole-mesh systems differ by %.3g (diagonal %.3g)",
-                   dfm_mode_name((dfm_mode)mode), d, worst, f.diag);
-      ASSERT(moved > 0.01 * f.diag);
-    }
+    drag_both(&f, s, a, b, top, 2, mode == DFM_BIHARMONIC ? 1e-8 : 1e-10, (dfm_mode)mode,
+              "region and whole-mesh systems");
     if (mode == DFM_ARAP) {
       double ea = dfm_system_arap_energy(s[0], a, 1), eb = dfm_system_arap_energy(s[1], b, 1);
       ASSERT_NEAR(ea, eb, 1e-9 * eb);
