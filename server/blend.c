@@ -479,17 +479,6 @@ static int check_lambda(double lambda, char *err, size_t errlen) {
 
 /* ---- pins --------------------------------------------------------------------------------- */
 
-/* Position of vertex v in a target's ascending index list, or -1. */
-static int64_t find_index(const mesh_target *t, uint32_t v) {
-  uint32_t lo = 0, hi = t->count;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (t->indices[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < t->count && t->indices[lo] == v ? (int64_t)lo : -1;
-}
-
 int blend_pins_create(const mesh *m, const uint8_t *solved, const uint32_t *vertices,
                       uint32_t pin_count, double lambda, blend_pins **out, char *err,
                       size_t errlen) {
@@ -539,7 +528,7 @@ int blend_pins_create(const mesh *m, const uint8_t *solved, const uint32_t *vert
     const mesh_target *t = &m->targets[p->solved[s]];
     double *col = p->B + (size_t)s * p->rows;
     for (uint32_t k = 0; k < pin_count; k++) {
-      int64_t e = find_index(t, vertices[k]);
+      int64_t e = mesh_target_entry(t, vertices[k]);
       if (e < 0) continue;
       for (int c = 0; c < 3; c++) col[3 * k + c] = t->deltas[3 * e + c];
     }

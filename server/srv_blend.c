@@ -116,17 +116,6 @@ static void blend_release(srv_session *s) {
   s->blend = NULL;
 }
 
-/* Position of vertex v in a target's ascending index list, or -1. */
-static int64_t find_index(const mesh_target *t, uint32_t v) {
-  uint32_t lo = 0, hi = t->count;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (t->indices[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < t->count && t->indices[lo] == v ? (int64_t)lo : -1;
-}
-
 /* The solved targets: the explicit list, or every target neither muted nor a combination.
  * Fills flags (target_count) and, when list is not NULL, the ascending list and its length.
  * Returns 0 or an SRV_RPC_* code with a reason. */
@@ -290,7 +279,7 @@ static void pins_work(uv_work_t *req) {
     for (int c = 0; c < 3; c++) at[c] = (double)m->positions[3 * (size_t)v + c] + j->pin_offsets[3 * (size_t)k + c];
     for (uint32_t t = 0; t < m->target_count; t++) {
       if (j->flags[t] || j->weights[t] == 0.0f) continue;
-      int64_t e = find_index(&m->targets[t], v);
+      int64_t e = mesh_target_entry(&m->targets[t], v);
       if (e < 0) continue;
       for (int c = 0; c < 3; c++) at[c] += (double)j->weights[t] * m->targets[t].deltas[3 * e + c];
     }

@@ -183,6 +183,16 @@ int mesh_find_target(const mesh *m, const char *name) {
   return -1;
 }
 
+int64_t mesh_target_entry(const mesh_target *t, uint32_t v) {
+  uint32_t lo = 0, hi = t->count;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t->indices[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < t->count && t->indices[lo] == v ? (int64_t)lo : -1;
+}
+
 int mesh_find_clip(const mesh *m, const char *name) {
   for (uint32_t i = 0; i < m->clip_count; i++)
     if (strcmp(m->clips[i].name, name) == 0) return (int)i;

@@ -140,6 +140,10 @@ void mesh_remove_last_target(mesh *m);
 /* Returns the index of the target called `name`, or -1. */
 int mesh_find_target(const mesh *m, const char *name);
 
+/* Position of render vertex v in t->indices (so its delta is t->deltas + 3 × position), or -1
+ * when the target does not move it. Binary search. */
+int64_t mesh_target_entry(const mesh_target *t, uint32_t v);
+
 /* Returns the index of the clip called `name`, or -1. */
 int mesh_find_clip(const mesh *m, const char *name);
 
