@@ -38,12 +38,20 @@ static int plan_threads(const solve_plan *p);
 
 enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
 
-/* ARAP triangles (those with a free corner): corners, weights and rest edges (the energy). */
+/* ARAP triangles (those with a free corner): corners and weights. The rest edge opposite
+ * corner c, p[c+2] - p[c+1], is recomputed from `rest` where needed (rest_edge): storing it and
+ * the right-hand side's per-corner vectors took 144 bytes a triangle, freshly faulted in at
+ * every gesture. */
 typedef struct arap_tris {
   uint32_t *v;  /* 3 per triangle */
   double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
-  double *e;    /* 9: rest edge opposite each corner, p[c+2] - p[c+1] */
 } arap_tris;
+
+/* The rest edge opposite corner c of triangle tv. */
+static inline void rest_edge(const double *rest, const uint32_t *tv, int c, double e[3]) {
+  const double *p1 = rest + 3 * (size_t)tv[(c + 1) % 3], *p2 = rest + 3 * (size_t)tv[(c + 2) % 3];
+  for (int k = 0; k < 3; k++) e[k] = p2[k] - p1[k];
+}
 
 /* Both ARAP passes are linear in what they read, so each is precomputed as one short list per
  * vertex over its star (itself and its neighbours in active triangles, ~7 entries):
@@ -187,7 +195,6 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->cp_coef);
   free(s->tri.v);
   free(s->tri.c);
-  free(s->tri.e);
   free(s->rot_vertex);
   free(s->rot_slot);
   free(s->local.off);
@@ -634,8 +641,8 @@ static void local_stars_range(void *ctx, size_t lo, size_t hi) {
       uint32_t t = vt[e];
       const uint32_t *tv = a->v + 3 * (size_t)t;
       for (int c = 0; c < 3; c++) {
-        double w = a->c[3 * (size_t)t + c];
-        const double *ec = a->e + 9 * (size_t)t + 3 * c;
+        double w = a->c[3 * (size_t)t + c], ec[3];
+        rest_edge(s->rest, tv, c, ec);
         double *ka = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 1) % 3]));
         double *kb = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 2) % 3]));
         for (int d = 0; d < 3; d++) ka[d] -= w * ec[d], kb[d] += w * ec[d];
@@ -648,7 +655,6 @@ typedef struct global_stars_job {
   dfm_system *s;
   const mesh_adjacency *adj;
   const uint32_t *vt_off, *vt;
-  const double *g;
 } global_stars_job;
 
 static void global_stars_range(void *ctx, size_t lo, size_t hi) {
@@ -656,7 +662,6 @@ static void global_stars_range(void *ctx, size_t lo, size_t hi) {
   dfm_system *s = job->s;
   const mesh_adjacency *adj = job->adj;
   const uint32_t *vt_off = job->vt_off, *vt = job->vt;
-  const double *g = job->g;
   const arap_tris *a = &s->tri;
   for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
     uint32_t v = s->free_vertex[k], base = s->global.off[k];
@@ -669,7 +674,11 @@ static void global_stars_range(void *ctx, size_t lo, size_t hi) {
       uint32_t t = vt[e];
       const uint32_t *tv = a->v + 3 * (size_t)t;
       int j = tv[0] == v ? 0 : tv[1] == v ? 1 : 2;
-      const double *gj = g + 9 * (size_t)t + 3 * j;
+      /* g_j = Σ_{k ≠ j} c_jk (p_j - p_k); the edge (j, k) is opposite the third corner. */
+      const double *tc = a->c + 3 * (size_t)t, *pj = s->rest + 3 * (size_t)v;
+      const double *pk1 = s->rest + 3 * (size_t)tv[(j + 1) % 3], *pk2 = s->rest + 3 * (size_t)tv[(j + 2) % 3];
+      double gj[3];
+      for (int d = 0; d < 3; d++) gj[d] = tc[(j + 2) % 3] * (pj[d] - pk1[d]) + tc[(j + 1) % 3] * (pj[d] - pk2[d]);
       for (int c = 0; c < 3; c++) {
         double *h = s->global.vec + 3 * ((size_t)base + star_slot(adj, v, tv[c]));
         for (int d = 0; d < 3; d++) h[d] += gj[d] * (1.0 / 3.0);
@@ -678,7 +687,7 @@ static void global_stars_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-static int build_stars(dfm_system *s, const mesh_adjacency *adj, const double *g) {
+static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   const arap_tris *a = &s->tri;
   uint32_t *vt_off = calloc((size_t)s->n + 2, sizeof(uint32_t));
   uint32_t *vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
@@ -719,7 +728,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj, const double *g
   dfm_parallel_for(s->nrot, grain(s->nrot), local_stars_range, &ljob);
   /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
    * around a free vertex is active, so all its neighbours have rotations. */
-  global_stars_job gjob = {s, adj, vt_off, vt, g};
+  global_stars_job gjob = {s, adj, vt_off, vt};
   dfm_parallel_for(s->nf, grain(s->nf), global_stars_range, &gjob);
   free(vt_off);
   free(vt);
@@ -746,13 +755,10 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
   arap_tris *a = &s->tri;
   a->v = malloc(sizeof(uint32_t) * 3 * ((size_t)count + 1));
   a->c = malloc(sizeof(double) * 3 * ((size_t)count + 1));
-  a->e = malloc(sizeof(double) * 9 * ((size_t)count + 1));
   s->rot_slot = malloc(sizeof(int32_t) * (n + 1));
   s->rot_vertex = malloc(sizeof(uint32_t) * (n + 1));
-  double *g = malloc(sizeof(double) * 9 * ((size_t)count + 1)); /* per corner j: Σ_k c_jk (p_j - p_k) */
-  if (!a->v || !a->c || !a->e || !g || !s->rot_slot || !s->rot_vertex) {
+  if (!a->v || !a->c || !s->rot_slot || !s->rot_vertex) {
     free(list);
-    free(g);
     return DFM_ENOMEM;
   }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
@@ -760,7 +766,7 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
     const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
     uint32_t ti = s->ntris++;
     uint32_t *tv = a->v + 3 * (size_t)ti;
-    double *tc = a->c + 3 * (size_t)ti, *te = a->e + 9 * (size_t)ti, *tg = g + 9 * (size_t)ti;
+    double *tc = a->c + 3 * (size_t)ti;
     double cot[3];
     if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
     else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
@@ -772,22 +778,9 @@ static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adj
         s->rot_vertex[s->nrot++] = t[c];
       }
     }
-    for (int c = 0; c < 3; c++) {
-      const double *p1 = s->rest + 3 * (size_t)t[(c + 1) % 3], *p2 = s->rest + 3 * (size_t)t[(c + 2) % 3];
-      for (int k = 0; k < 3; k++) te[3 * c + k] = p2[k] - p1[k];
-    }
-    /* g_j = Σ_{k ≠ j} c_jk (p_j - p_k); the edge (j, k) is opposite the third corner. */
-    for (int j = 0; j < 3; j++) {
-      int k1 = (j + 1) % 3, k2 = (j + 2) % 3;
-      const double *pj = s->rest + 3 * (size_t)t[j];
-      for (int d = 0; d < 3; d++)
-        tg[3 * j + d] = tc[k2] * (pj[d] - s->rest[3 * (size_t)t[k1] + d]) +
-                        tc[k1] * (pj[d] - s->rest[3 * (size_t)t[k2] + d]);
-    }
   }
   free(list);
-  int rc = build_stars(s, adj, g);
-  free(g);
+  int rc = build_stars(s, adj);
   if (rc) return rc;
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
   if (!s->R) return DFM_ENOMEM;
@@ -1563,15 +1556,16 @@ double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotation
   double E = 0;
   for (uint32_t t = 0; t < s->ntris; t++) {
     const uint32_t *tv = s->tri.v + 3 * (size_t)t;
-    const double *tc = s->tri.c + 3 * (size_t)t, *te = s->tri.e + 9 * (size_t)t;
+    const double *tc = s->tri.c + 3 * (size_t)t;
     for (int c = 0; c < 3; c++) {
       const double *a = p + 3 * (size_t)tv[(c + 1) % 3], *b = p + 3 * (size_t)tv[(c + 2) % 3];
-      double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+      double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, te[3];
+      rest_edge(s->rest, tv, c, te);
       for (int k = 0; k < 3; k++) {
         const double *R = s->R + 9 * (size_t)s->rot_slot[tv[k]];
         double diff2 = 0;
         for (int i = 0; i < 3; i++) {
-          double re = R[3 * i] * te[3 * c] + R[3 * i + 1] * te[3 * c + 1] + R[3 * i + 2] * te[3 * c + 2];
+          double re = R[3 * i] * te[0] + R[3 * i + 1] * te[1] + R[3 * i + 2] * te[2];
           diff2 += (ed[i] - re) * (ed[i] - re);
         }
         E += tc[c] * diff2;
