@@ -199,3 +199,92 @@ int dfm_fit_rotation(const double M[9], double R[9]) {
   exact_rotation(M, R);
   return -1;
 }
+
+/* Four fits at once, one per vector lane: the Newton steps of dfm_fit_rotation without their
+ * dependent chain of divisions and square roots costing four times (a scalar fit is bound by
+ * their latency, not by arithmetic). A lane that meets a Hessian not safely positive definite,
+ * or has not converged after four steps, is fitted again by dfm_fit_rotation from its original
+ * warm start, so every result is one dfm_fit_rotation could give. */
+typedef double rot_v4 __attribute__((vector_size(32)));
+typedef long long rot_m4 __attribute__((vector_size(32)));
+
+/* a where the mask is set, else b (a macro: passing AVX vectors to a function changes the ABI). */
+#define rot_sel(m, a, b) ((rot_v4)(((rot_m4)(a) & (m)) | ((rot_m4)(b) & ~(m))))
+
+__attribute__((target_clones("avx2", "default")))
+int dfm_fit_rotation4(const double M[36], double *R[4]) {
+  rot_v4 m[9], r[9];
+  for (int i = 0; i < 9; i++) {
+    m[i] = (rot_v4){M[i], M[9 + i], M[18 + i], M[27 + i]};
+    r[i] = (rot_v4){R[0][i], R[1][i], R[2][i], R[3][i]};
+  }
+  rot_v4 norm = {0, 0, 0, 0};
+  for (int i = 0; i < 9; i++) norm += m[i] * m[i];
+  rot_v4 tiny;
+  rot_m4 ok; /* lanes still on the fast path */
+  for (int l = 0; l < 4; l++) {
+    double nl = norm[l];
+    ok[l] = nl > 0 && isfinite(nl) ? -1 : 0;
+    tiny[l] = ok[l] ? 1e-8 * sqrt(nl) : 1.0;
+  }
+  rot_m4 done = {0, 0, 0, 0};
+  const rot_v4 one = {1, 1, 1, 1}, half = {0.5, 0.5, 0.5, 0.5};
+  for (int it = 0; it < 4; it++) {
+    rot_v4 C[9];
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) C[3 * a + b] = m[3 * a] * r[3 * b] + m[3 * a + 1] * r[3 * b + 1] + m[3 * a + 2] * r[3 * b + 2];
+    rot_v4 g0 = C[7] - C[5], g1 = C[2] - C[6], g2 = C[3] - C[1];
+    rot_v4 tr = C[0] + C[4] + C[8];
+    rot_v4 h00 = tr - C[0], h11 = tr - C[4], h22 = tr - C[8];
+    rot_v4 h01 = -half * (C[1] + C[3]), h02 = -half * (C[2] + C[6]), h12 = -half * (C[5] + C[7]);
+    /* LDLᵀ of H, as in dfm_fit_rotation; a lane with a small pivot leaves the fast path. */
+    rot_m4 pd = h00 > tiny;
+    rot_v4 d0 = rot_sel(pd, h00, one);
+    rot_v4 l10 = h01 / d0, l20 = h02 / d0;
+    rot_v4 d1 = h11 - l10 * h01;
+    pd &= d1 > tiny;
+    d1 = rot_sel(pd, d1, one);
+    rot_v4 l21 = (h12 - l20 * h01) / d1;
+    rot_v4 d2 = h22 - l20 * h02 - l21 * l21 * d1;
+    pd &= d2 > tiny;
+    d2 = rot_sel(pd, d2, one);
+    ok &= pd | done;
+    rot_v4 y1 = g1 - l10 * g0, y2 = g2 - l20 * g0 - l21 * y1;
+    rot_v4 w2 = y2 / d2, w1 = y1 / d1 - l21 * w2, w0 = g0 / d0 - l10 * w1 - l20 * w2;
+    rot_v4 angle2 = w0 * w0 + w1 * w1 + w2 * w2;
+    rot_m4 step = ok & ~done; /* lanes that take this step */
+    rot_v4 shrink = one;
+    for (int l = 0; l < 4; l++)
+      if (step[l] && angle2[l] > 1.0) shrink[l] = 1.0 / sqrt(angle2[l]);
+    w0 *= shrink, w1 *= shrink, w2 *= shrink;
+    rot_v4 qx = half * w0, qy = half * w1, qz = half * w2, inv;
+    rot_v4 q2 = qx * qx + qy * qy + qz * qz + one;
+    for (int l = 0; l < 4; l++) inv[l] = 1.0 / sqrt(q2[l]);
+    qx *= inv, qy *= inv, qz *= inv;
+    rot_v4 qw = inv, two = one + one;
+    rot_v4 Q[9] = {one - two * (qy * qy + qz * qz), two * (qx * qy - qz * qw), two * (qx * qz + qy * qw),
+                   two * (qx * qy + qz * qw), one - two * (qx * qx + qz * qz), two * (qy * qz - qx * qw),
+                   two * (qx * qz - qy * qw), two * (qy * qz + qx * qw), one - two * (qx * qx + qy * qy)};
+    for (int b = 0; b < 3; b++) {
+      rot_v4 c0 = r[b], c1 = r[3 + b], c2 = r[6 + b];
+      for (int a = 0; a < 3; a++)
+        r[3 * a + b] = rot_sel(step, Q[3 * a] * c0 + Q[3 * a + 1] * c1 + Q[3 * a + 2] * c2, r[3 * a + b]);
+    }
+    /* The convergence test of dfm_fit_rotation's Newton steps. */
+    rot_v4 eps = {1e-12, 1e-12, 1e-12, 1e-12};
+    done |= step & (angle2 < eps);
+    int all = 1;
+    for (int l = 0; l < 4; l++) all &= !ok[l] || done[l] != 0;
+    if (all) break;
+  }
+  int slow = 0;
+  for (int l = 0; l < 4; l++) {
+    if (ok[l] && done[l]) {
+      for (int i = 0; i < 9; i++) R[l][i] = r[i][l];
+    } else {
+      dfm_fit_rotation(M + 9 * l, R[l]); /* from the original warm start, still in R[l] */
+      slow++;
+    }
+  }
+  return slow;
+}

@@ -1395,16 +1395,27 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
   dfm_system *s = job->s;
   const double *p = job->p;
   const arap_star *st = &s->local;
-  for (uint32_t r = (uint32_t)lo; r < (uint32_t)hi; r++) {
-    double M[9] = {0};
-    for (uint32_t e = st->off[r]; e < st->off[r + 1]; e++) {
-      const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
-      for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) M[3 * i + j] += x[i] * k[j];
+  /* Four rotations at a time through dfm_fit_rotation4, the rest one by one. */
+  for (uint32_t r = (uint32_t)lo; r < (uint32_t)hi; r += 4) {
+    uint32_t lanes = hi - r < 4 ? (uint32_t)(hi - r) : 4;
+    double M[36] = {0}, *R[4];
+    for (uint32_t l = 0; l < lanes; l++) {
+      double *m = M + 9 * l;
+      for (uint32_t e = st->off[r + l]; e < st->off[r + l + 1]; e++) {
+        const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
+        for (int i = 0; i < 3; i++)
+          for (int j = 0; j < 3; j++) m[3 * i + j] += x[i] * k[j];
+      }
+      R[l] = s->R + 9 * (size_t)(r + l);
     }
-    dfm_fit_rotation(M, s->R + 9 * (size_t)r);
+    if (lanes == 4) {
+      dfm_fit_rotation4(M, R);
+    } else {
+      for (uint32_t l = 0; l < lanes; l++) dfm_fit_rotation(M + 9 * l, R[l]);
+    }
   }
 }
+
 
 /* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
 static void local_step(dfm_system *s, const double *p) {
