@@ -1398,14 +1398,19 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
   /* Four rotations at a time through dfm_fit_rotation4, the rest one by one. */
   for (uint32_t r = (uint32_t)lo; r < (uint32_t)hi; r += 4) {
     uint32_t lanes = hi - r < 4 ? (uint32_t)(hi - r) : 4;
-    double M[36] = {0}, *R[4];
+    double M[36], *R[4];
     for (uint32_t l = 0; l < lanes; l++) {
-      double *m = M + 9 * l;
+      /* Summed in locals: through M itself every term was a store and a reload (M may alias
+       * the positions, as far as the compiler knows). */
+      double m0 = 0, m1 = 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0, m8 = 0;
       for (uint32_t e = st->off[r + l]; e < st->off[r + l + 1]; e++) {
         const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) m[3 * i + j] += x[i] * k[j];
+        m0 += x[0] * k[0], m1 += x[0] * k[1], m2 += x[0] * k[2];
+        m3 += x[1] * k[0], m4 += x[1] * k[1], m5 += x[1] * k[2];
+        m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
       }
+      double *m = M + 9 * l;
+      m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
       R[l] = s->R + 9 * (size_t)(r + l);
     }
     if (lanes == 4) {
