@@ -1116,6 +1116,9 @@ struct solve_plan {
   size_t rcols;
   void *scratch;     /* second thread: rows of the tallest supernode; both threads: R's columns */
   size_t tallest;
+  double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
+                      * chain instead of a division: the triangles of small supernodes waited
+                      * on their divisions) */
 };
 
 static int plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
@@ -1125,12 +1128,13 @@ static void plan_free(solve_plan *p) {
   free(p->nodes);
   free(p->rmap);
   free(p->scratch);
+  free(p->inv_diag);
   free(p);
 }
 
 static int plan_make(const cholmod_factor *L, solve_plan **out) {
   size_t ns = L->nsuper, n = L->n;
-  const SuiteSparse_long *super = L->super, *pi = L->pi, *rs = L->s;
+  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
   *out = NULL;
   SuiteSparse_long *col2s = malloc(sizeof(SuiteSparse_long) * (n + 1)), *parent = malloc(sizeof(SuiteSparse_long) * (ns + 1));
   double *w = calloc(ns + 1, sizeof(double));
@@ -1197,7 +1201,13 @@ static int plan_make(const cholmod_factor *L, solve_plan **out) {
       if (cls[k] == 0)
         for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rmap[c] = (int32_t)p->rcols++;
   p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
-  if (!p->scratch) goto out;
+  p->inv_diag = malloc(sizeof(double) * (n + 1));
+  if (!p->scratch || !p->inv_diag) goto out;
+  for (size_t k = 0; k < ns; k++) {
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]);
+    const double *Lk = (const double *)L->x + px[k];
+    for (size_t j = 0; j < (size_t)(super[k + 1] - super[k]); j++) p->inv_diag[super[k] + j] = 1.0 / Lk[j * nsrow + j];
+  }
   *out = p;
   p = NULL;
   rc = 0;
@@ -1211,6 +1221,7 @@ out:
  * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
 typedef struct sweep_job {
   const cholmod_factor *L;
+  const double *inv_diag;
   dfm_v4 *w, *t, *acc;
   const int32_t *rmap;
   const uint32_t *nodes;
@@ -1236,7 +1247,7 @@ static void sweep(const sweep_job *job) {
        * pass over t does four columns' work. */
       for (size_t j = 0; j < nscol; j++) {
         const double *col = Lk + j * nsrow;
-        dfm_v4 wj = wk[j] / col[j];
+        dfm_v4 wj = wk[j] * job->inv_diag[k1 + j];
         wk[j] = wj;
         for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
       }
@@ -1291,7 +1302,7 @@ static void sweep(const sweep_job *job) {
       const double *col = Lk + j * nsrow;
       dfm_v4 a = wk[j];
       for (size_t i = j + 1; i < nscol; i++) a -= col[i] * wk[i];
-      wk[j] = a / col[j];
+      wk[j] = a * job->inv_diag[k1 + j];
     }
   }
 }
@@ -1323,11 +1334,11 @@ static void super_solve3(const cholmod_factor *L, const solve_plan *p, const dou
   }
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
-  sweep_job r_fwd = {L, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
+  sweep_job r_fwd = {L, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
   r_bwd.backward = 1;
   if (p->na) {
     for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
-    sweep_job a = {L, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, w, t2, acc_b, p->rmap, B, p->nb, 0};
+    sweep_job a = {L, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
     sweep_pair(&a, &bj);
     for (size_t c = 0; c < n; c++)
       if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
@@ -1335,7 +1346,7 @@ static void super_solve3(const cholmod_factor *L, const solve_plan *p, const dou
   sweep(&r_fwd);
   sweep(&r_bwd);
   if (p->na) {
-    sweep_job a = {L, w, t, NULL, NULL, A, p->na, 1}, bj = {L, w, t2, NULL, NULL, B, p->nb, 1};
+    sweep_job a = {L, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
     sweep_pair(&a, &bj);
   }
   for (size_t k = 0; k < n; k++) {
