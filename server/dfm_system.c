@@ -1300,9 +1300,11 @@ static void sweep(const sweep_job *job) {
     }
     for (size_t j = nscol; j-- > 0;) {
       const double *col = Lk + j * nsrow;
-      dfm_v4 a = wk[j];
-      for (size_t i = j + 1; i < nscol; i++) a -= col[i] * wk[i];
-      wk[j] = a * job->inv_diag[k1 + j];
+      dfm_v4 a = wk[j], a1 = {0, 0, 0, 0}; /* two sums: one waits on the multiply-add's latency */
+      size_t i = j + 1;
+      for (; i + 2 <= nscol; i += 2) a -= col[i] * wk[i], a1 += col[i + 1] * wk[i + 1];
+      if (i < nscol) a -= col[i] * wk[i];
+      wk[j] = (a - a1) * job->inv_diag[k1 + j];
     }
   }
 }
