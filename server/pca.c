@@ -360,7 +360,8 @@ static int errors_by_count(const float *frames, uint32_t F, uint32_t V, const do
                            const double *b, const double *wc, uint32_t r, double *max2,
                            double *sum2) {
   for (uint32_t k = 0; k <= r; k++) max2[k] = sum2[k] = 0;
-  errors_job job = {frames, F, V, r, mean, b, wc, max2, sum2, PTHREAD_MUTEX_INITIALIZER, 0};
+  errors_job job = {.frames = frames, .F = F, .V = V, .r = r, .mean = mean, .b = b, .wc = wc, .max2 = max2, .sum2 = sum2};
+  if (pthread_mutex_init(&job.lock, NULL) != 0) return PCA_ENOMEM;
   size_t grain = V / (8 * (size_t)dfm_pool_threads()) + 1;
   dfm_parallel_for(V, grain < 64 ? 64 : grain, errors_range, &job);
   pthread_mutex_destroy(&job.lock);
