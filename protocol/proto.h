@@ -168,15 +168,16 @@ typedef struct proto_snapshot {
 enum {
   PROTO_WEIGHTS_DENSE = 0,  /* f32 values for targets 0..count-1 */
   PROTO_WEIGHTS_SPARSE = 1, /* (u16 index, f32 value) pairs */
-  PROTO_WEIGHTS_QRUN = 2    /* targets first..first+count-1, i16 q each: value = (float)q · scale */
+  PROTO_WEIGHTS_QRUN = 2,   /* targets first..first+count-1, i16 q each: value = (float)q · scale */
+  PROTO_WEIGHTS_QRUN8 = 3   /* the same run with one i8 q per target (PCA playback, 1 byte each) */
 };
 
 typedef struct proto_weights_view {
   uint32_t count;     /* entries */
   int dense;          /* mode == PROTO_WEIGHTS_DENSE (kept for older callers) */
   int mode;           /* PROTO_WEIGHTS_* */
-  uint32_t first;     /* QRUN: the first target */
-  float scale;        /* QRUN: finite, >= 0 */
+  uint32_t first;     /* QRUN, QRUN8: the first target */
+  float scale;        /* QRUN, QRUN8: finite, >= 0 */
   const uint8_t *bytes;
 } proto_weights_view;
 
@@ -315,6 +316,18 @@ static inline float proto_qweight(int16_t q, float scale) { return (float)q * sc
 /* WEIGHTS in QRUN mode: targets first..first+count-1 (first + count <= PROTO_MAX_TARGETS). */
 int proto_encode_weights_qrun(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
                               const int16_t *q, float scale);
+/* The same with 8-bit q (mode QRUN8, 31 + count bytes): proto_quantize_weights8 picks
+ * scale = max|w| / 127 (rounded down the same way) and rounds to the nearest i8 in -127..127, so
+ * each value comes within scale / 2 of w; the receiver's value is proto_qweight(q, scale) again.
+ * A sender uses it where that coarser step is small enough (deformd: where the rebuilt frame
+ * stays within the clip's error budget). */
+int proto_quantize_weights8(const float *w, uint32_t count, int8_t *q, float *scale);
+int proto_encode_weights_qrun8(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
+                               const int8_t *q, float scale);
+/* The bytes of a quantised-run WEIGHTS frame of `count` targets: header, 11, 1 or 2 per target. */
+static inline size_t proto_weights_qrun_size(uint32_t count, int narrow) {
+  return PROTO_HEADER_SIZE + 11 + (narrow ? 1 : 2) * (size_t)count;
+}
 
 /* DELTA / offsets: `indices` ascending; `q` holds 3 quantised components per entry. */
 int proto_encode_delta(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
@@ -421,7 +434,7 @@ typedef struct proto_iter {
   uint32_t index; /* running index for dense/QRUN weights / delta-coded vertex indices */
   int dense;
   int mode;       /* weights: PROTO_WEIGHTS_* */
-  float scale;    /* weights, QRUN */
+  float scale;    /* weights, QRUN and QRUN8 */
   int started;
 } proto_iter;
 

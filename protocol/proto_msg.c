@@ -160,23 +160,31 @@ static int put_weights_body(proto_buf *b, uint32_t count, const uint32_t *indice
   return 0;
 }
 
-/* QRUN body: u8 mode 2, u32 count, u16 first, f32 scale, count × i16. */
-static int put_weights_qrun(proto_buf *b, uint32_t first, uint32_t count, const int16_t *q, float scale) {
+/* QRUN / QRUN8 body: u8 mode, u32 count, u16 first, f32 scale, count × i16 (QRUN) or i8
+ * (QRUN8). Exactly one of q16, q8 is given. */
+static int put_weights_qrun(proto_buf *b, uint32_t first, uint32_t count, const int16_t *q16, const int8_t *q8,
+                            float scale) {
   if (count > PROTO_MAX_TARGETS || first > PROTO_MAX_TARGETS - count) return PROTO_EINVAL;
   if (!isfinite(scale) || !isfinite(scale * 32768.0f)) return PROTO_ENONFINITE;
   if (scale < 0) return PROTO_EINVAL;
-  proto__put_u8(b, PROTO_WEIGHTS_QRUN);
+  if (q8)
+    for (uint32_t i = 0; i < count; i++)
+      if (q8[i] == INT8_MIN) return PROTO_EINVAL; /* encoders write -127 ... 127 */
+  proto__put_u8(b, q8 ? PROTO_WEIGHTS_QRUN8 : PROTO_WEIGHTS_QRUN);
   proto__put_u32(b, count);
   proto__put_u16(b, (uint16_t)first);
   proto__put_f32(b, scale);
-  for (uint32_t i = 0; i < count; i++) proto__put_u16(b, (uint16_t)q[i]);
+  for (uint32_t i = 0; i < count; i++) {
+    if (q8) proto__put_u8(b, (uint8_t)q8[i]);
+    else proto__put_u16(b, (uint16_t)q16[i]);
+  }
   return 0;
 }
 
 static int get_weights_body(proto_cur *c, proto_weights_view *w) {
   uint8_t mode;
   CHECK(proto__get_u8(c, &mode));
-  if (mode > PROTO_WEIGHTS_QRUN) return PROTO_EINVAL;
+  if (mode > PROTO_WEIGHTS_QRUN8) return PROTO_EINVAL;
   CHECK(proto__get_u32(c, &w->count));
   if (w->count > PROTO_MAX_TARGETS) return PROTO_ETOOBIG;
   w->mode = mode;
@@ -184,7 +192,7 @@ static int get_weights_body(proto_cur *c, proto_weights_view *w) {
   w->first = 0;
   w->scale = 0;
   const uint8_t *bytes;
-  if (mode == PROTO_WEIGHTS_QRUN) {
+  if (mode == PROTO_WEIGHTS_QRUN || mode == PROTO_WEIGHTS_QRUN8) {
     uint16_t first;
     CHECK(proto__get_u16(c, &first));
     CHECK(proto__get_f32(c, &w->scale));
@@ -192,7 +200,7 @@ static int get_weights_body(proto_cur *c, proto_weights_view *w) {
     if (w->scale < 0 || (uint32_t)first + w->count > PROTO_MAX_TARGETS) return PROTO_EINVAL;
     if (!isfinite(w->scale * 32768.0f)) return PROTO_ENONFINITE; /* every (float)q · scale is then finite */
     w->first = first;
-    CHECK(proto__get(c, 2 * (size_t)w->count, &bytes));
+    CHECK(proto__get(c, (mode == PROTO_WEIGHTS_QRUN ? 2 : 1) * (size_t)w->count, &bytes));
     w->bytes = bytes;
     return 0;
   }
@@ -204,28 +212,45 @@ static int get_weights_body(proto_cur *c, proto_weights_view *w) {
   return 0;
 }
 
-int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *scale) {
+/* scale = big / qmax rounded down, so that |q · scale| never exceeds the largest |w| (a weight at
+ * the end of its range stays inside it); q[i] = round(w[i] / scale) clamped to ±qmax. */
+static int quantize_run(const float *w, uint32_t count, float qmax, int16_t *q16, int8_t *q8, float *scale) {
   float big = 0;
   for (uint32_t i = 0; i < count; i++) {
     if (!isfinite(w[i])) return PROTO_ENONFINITE;
     if (fabsf(w[i]) > big) big = fabsf(w[i]);
   }
-  /* Rounded down, so that |q · scale| never exceeds the largest |w| (a weight at the end of
-   * its range stays inside it). */
-  *scale = big / 32767.0f;
-  while (*scale > 0 && (double)*scale * 32767.0 > (double)big) *scale = nextafterf(*scale, 0.0f);
+  *scale = big / qmax;
+  while (*scale > 0 && (double)*scale * qmax > (double)big) *scale = nextafterf(*scale, 0.0f);
   for (uint32_t i = 0; i < count; i++) {
     float r = *scale > 0 ? rintf(w[i] / *scale) : 0.0f;
-    q[i] = (int16_t)(r > 32767.0f ? 32767 : r < -32767.0f ? -32767 : r);
+    r = r > qmax ? qmax : r < -qmax ? -qmax : r;
+    if (q8) q8[i] = (int8_t)r;
+    else q16[i] = (int16_t)r;
   }
   return 0;
+}
+
+int proto_quantize_weights(const float *w, uint32_t count, int16_t *q, float *scale) {
+  return quantize_run(w, count, 32767.0f, q, NULL, scale);
+}
+
+int proto_quantize_weights8(const float *w, uint32_t count, int8_t *q, float *scale) {
+  return quantize_run(w, count, 127.0f, NULL, q, scale);
 }
 
 int proto_encode_weights_qrun(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
                               const int16_t *q, float scale) {
   size_t mark = b->len;
   size_t at = proto_frame_begin(b, PROTO_WEIGHTS, flags, version);
-  return end_or_undo(b, mark, at, put_weights_qrun(b, first, count, q, scale));
+  return end_or_undo(b, mark, at, put_weights_qrun(b, first, count, q, NULL, scale));
+}
+
+int proto_encode_weights_qrun8(proto_buf *b, uint64_t version, uint8_t flags, uint32_t first, uint32_t count,
+                               const int8_t *q, float scale) {
+  size_t mark = b->len;
+  size_t at = proto_frame_begin(b, PROTO_WEIGHTS, flags, version);
+  return end_or_undo(b, mark, at, put_weights_qrun(b, first, count, NULL, q, scale));
 }
 
 int proto_encode_weights(proto_buf *b, uint64_t version, uint8_t flags, uint32_t count,
@@ -259,6 +284,10 @@ int proto_weights_next(proto_iter *it, uint32_t *index, float *value) {
     *index = it->index++;
     *value = proto_qweight((int16_t)proto__ld16(it->at), it->scale);
     it->at += 2;
+  } else if (it->mode == PROTO_WEIGHTS_QRUN8) {
+    *index = it->index++;
+    *value = proto_qweight((int8_t)it->at[0], it->scale);
+    it->at += 1;
   } else if (it->dense) {
     *index = it->index++;
     *value = proto_load_f32(it->at);

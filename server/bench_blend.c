@@ -11,9 +11,10 @@
  *   pca    pca_build on F frames of V vertices (a synthetic animation: a few travelling waves
  *          plus a small per-frame wobble) to E times the bounding-box diagonal;
  *   clips  every clip of each MD2/MD3 FILE (default: Debian assimp-testmodels' faerie.md2 and
- *          sydney.md2), and "all" frames: components for E, the error of what a viewer rebuilds
- *          from int16 weights, and the bytes of one streamed frame (20-byte header + weights
- *          body in the quantised-run form: 11 + 2K) against raw float positions (12 V).
+ *          sydney.md2), and "all" frames: components for E, the frames as deformd streams them
+ *          (pca_stream.h: 8-bit weights where the rebuilt frame stays within E, else 16-bit),
+ *          the error of what a viewer rebuilds from them, and the mean bytes of a streamed frame
+ *          (20-byte header + quantised run: 11 + K or 11 + 2K) against raw float positions (12 V).
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "blend.h"
 #include "mesh.h"
 #include "pca.h"
+#include "pca_stream.h"
 #include "proto.h"
 
 static double now_ms(void) {
@@ -169,7 +171,9 @@ static int bench_pca_part(uint32_t F, uint32_t V, double max_err, int json, cons
   return 0;
 }
 
-/* One clip: components for the budget and the error of int16-quantised weights, as streamed. */
+/* One clip: components for the budget, then the frames as deformd streams them (pca_stream.h:
+ * components scaled to weights in [-1, 1], 8-bit weights where the rebuilt frame stays within the
+ * budget, else 16-bit) and the error of what a viewer rebuilds from them. */
 static void clip_row(const char *file, const char *clip, const mesh *m, uint32_t first, uint32_t count, double max_err,
                      int json, const char *cmdline) {
   uint32_t n = m->vertex_count;
@@ -184,32 +188,35 @@ static void clip_row(const char *file, const char *clip, const mesh *m, uint32_t
     return;
   }
   uint32_t K = pm.components;
-  int16_t *q = malloc(sizeof(int16_t) * (K + 1));
-  float *w = malloc(sizeof(float) * (K + 1));
-  double worst = 0;
-  for (uint32_t f = 0; f < count; f++) {
-    /* Normalised per component as the server does makes no difference to the error: the
-     * quantisation step is relative to the frame's largest weight either way. */
-    float scale;
-    proto_quantize_weights(pm.weights + (size_t)f * K, K, q, &scale);
-    for (uint32_t k = 0; k < K; k++) w[k] = proto_qweight(q[k], scale);
-    double rms, mx;
-    pca_frame_error(&pm, m->frames + n3 * (first + f), w, &rms, &mx);
-    worst = fmax(worst, mx);
+  float *deltas = malloc(sizeof(float) * n3 * (K + 1)), *fw = malloc(sizeof(float) * (size_t)count * (K + 1));
+  uint8_t *narrow = malloc(count);
+  pca_stream_result sr;
+  if (!deltas || !fw || !narrow) {
+    fprintf(stderr, "deform-bench blend: out of memory\n");
+    goto done;
   }
-  double bytes = 20 + 11 + 2.0 * K, raw = 12.0 * n;
+  pca_stream_scale(&pm, NULL, n, 0, K, deltas, fw);
+  if (pca_stream_choose(m->frames + n3 * first, count, n, pm.mean, deltas, fw, K, opt.max_error, 1, narrow, &sr)) {
+    fprintf(stderr, "deform-bench blend: out of memory\n");
+    goto done;
+  }
+  double raw = 12.0 * n, bytes = sr.bytes_per_frame;
+  int met = sr.max_error <= opt.max_error;
   const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
   if (json)
     printf("{\"bench\":\"blend.clip\",\"command\":\"%s\",\"file\":\"%s\",\"clip\":\"%s\",\"frames\":%u,\"vertices\":%u,"
-           "\"components\":%u,\"budget_met\":%s,\"streamed_max_error_relative\":%.5g,\"bytes_per_frame\":%.0f,"
-           "\"raw_bytes_per_frame\":%.0f,\"ratio\":%.1f,\"build_ms\":%.2f}\n",
-           cmdline, base, clip, count, n, K, worst <= max_err * diag ? "true" : "false", worst / diag, bytes, raw,
-           raw / bytes, pm.build_ms);
+           "\"components\":%u,\"budget_met\":%s,\"streamed_max_error_relative\":%.5g,\"frames_8bit\":%u,"
+           "\"bytes_per_frame\":%.1f,\"bytes_per_frame_max\":%zu,\"raw_bytes_per_frame\":%.0f,\"ratio\":%.1f,"
+           "\"ratio_worst_frame\":%.1f,\"build_ms\":%.2f}\n",
+           cmdline, base, clip, count, n, K, met ? "true" : "false", sr.max_error / diag, sr.narrow_frames, bytes,
+           sr.bytes_max, raw, raw / bytes, raw / (double)sr.bytes_max, pm.build_ms);
   else
-    printf("%-14s %-10s %6u %6u %5u %11.3f%% %7.0f %7.0f %7.1fx %s\n", base, clip, count, n, K, 100 * worst / diag, bytes,
-           raw, raw / bytes, worst <= max_err * diag ? "" : "(budget not met)");
-  free(q);
-  free(w);
+    printf("%-14s %-10s %6u %6u %5u %11.3f%% %6u %7.1f %7.0f %7.1fx %s\n", base, clip, count, n, K,
+           100 * sr.max_error / diag, sr.narrow_frames, bytes, raw, raw / bytes, met ? "" : "(budget not met)");
+done:
+  free(deltas);
+  free(fw);
+  free(narrow);
   pca_fini(&pm);
 }
 
@@ -247,8 +254,8 @@ int bench_blend_main(int argc, char **argv, const char *cmdline) {
   if (!json) printf("# %s\n", cmdline);
   if (bench_solve_part(T, P, D, V, json, cmdline) || bench_pca_part(F, V, max_err, json, cmdline)) return 1;
   if (!json)
-    printf("%-14s %-10s %6s %6s %5s %12s %7s %7s %8s\n", "file", "clip", "frames", "verts", "K", "max error",
-           "B/frame", "raw B", "ratio");
+    printf("%-14s %-10s %6s %6s %5s %12s %6s %7s %7s %8s\n", "file", "clip", "frames", "verts", "K", "max error",
+           "8-bit", "B/frame", "raw B", "ratio");
   for (int c = 0; c < nclips; c++) {
     mesh *m = NULL;
     char err[MESH_ERR_LEN];

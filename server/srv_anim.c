@@ -6,7 +6,9 @@
  * recordings of the session's own states (anim.record_start / anim.record_stop). A frame clip
  * is streamed after PCA compression (anim.compress, GPU Gems 3 ch. 15): the mean and the kept
  * components become morph targets that every viewer receives once, and each animation frame is
- * then one WEIGHTS frame of K quantised weights (the weights body's QRUN form, 31 + 2K bytes).
+ * then one WEIGHTS frame of K quantised weights (the weights body's quantised run: 31 + K bytes
+ * in the frames whose 8-bit weights keep the clip within its error budget, else 31 + 2K; the
+ * choice is made once, at compression, by pca_stream_choose).
  * A weight clip streams its own target weights. Playback (anim.play/pause/seek/speed/loop/stop)
  * and crossfades between two clips (anim.blend, the motion-graph transition of the same chapter:
  * a linear mix in weight space is a linear mix of shapes) run on one server-wide timer.
@@ -24,6 +26,7 @@
 #include <string.h>
 
 #include "pca.h"
+#include "pca_stream.h"
 #include "srv.h"
 
 #define ANIM_TICK_MS 5
@@ -58,6 +61,7 @@ typedef struct srv_clip {
   int compressed, busy;
   uint32_t mean_target, first_component, components;
   float *frame_weights;   /* frame_count × components, each in [-1, 1] */
+  uint8_t *frame_narrow;  /* frame_count: 1 where the frame streams 8-bit weights */
   cJSON *report;
   struct srv_clip *next;
 } srv_clip;
@@ -106,6 +110,7 @@ static void clip_free(srv_clip *c) {
   free_rec(c->rec, c->kind == CLIP_RECORDED ? c->frame_count : 0);
   free(c->rec_targets);
   free(c->frame_weights);
+  free(c->frame_narrow);
   cJSON_Delete(c->report);
   free(c);
 }
@@ -246,7 +251,8 @@ static uint64_t show(srv_server *srv, srv_session *s) {
     int16_t *q = malloc(sizeof(int16_t) * (c->components + 1));
     float scale;
     uint64_t v = 0;
-    if (q && proto_quantize_weights(c->frame_weights + (size_t)i * c->components, c->components, q, &scale) == 0) {
+    if (q && pca_stream_quantize(c->frame_weights + (size_t)i * c->components, c->components, c->frame_narrow[i], q,
+                                 &scale) == 0) {
       srv_op op = {.kind = SRV_OP_SET_WEIGHTS_QRUN, .count = c->components, .first = c->first_component, .wq = q,
                    .wscale = scale};
       char why[256];
@@ -461,7 +467,9 @@ typedef struct compress_job {
   uint32_t *vcount;    /* per component */
   uint32_t **vlist;
   float *fw;           /* F × K in [-1, 1] */
-  double q_rms, q_max; /* the error of what viewers rebuild: quantised weights */
+  int weight_bits;     /* 8: 8-bit frames where the budget allows; 16: always 16-bit */
+  uint8_t *narrow;     /* F: frame f streams 8-bit weights */
+  pca_stream_result sr; /* the error and size of what viewers get */
 } compress_job;
 
 /* Fills j->frames: the clip's frames as full positions. */
@@ -547,6 +555,7 @@ static void compress_work(uv_work_t *req) {
   /* Mean, and each component scaled by its largest |weight| so the streamed weights are in
    * [-1, 1] (what the targets' sliders show); the shape is the same. */
   memcpy(j->mean, m->positions, sizeof(float) * n3);
+  memset(j->deltas, 0, sizeof(float) * n3 * K);
   uint32_t k0 = 0;
   for (uint32_t r = 0; r < nmodels; r++) {
     const pca_model *pm = models[r];
@@ -554,57 +563,23 @@ static void compress_work(uv_work_t *req) {
     const uint32_t *verts = j->region_of ? j->regions.regions[r].vertices : NULL;
     for (uint32_t i = 0; i < nv; i++)
       for (int d = 0; d < 3; d++) j->mean[3 * (size_t)(verts ? verts[i] : i) + d] = pm->mean[3 * (size_t)i + d];
+    pca_stream_scale(pm, verts, V, k0, K, j->deltas, j->fw);
     for (uint32_t k = 0; k < pm->components; k++) {
-      double big = 0;
-      for (uint32_t f = 0; f < F; f++) big = fmax(big, fabs(pm->weights[(size_t)f * pm->components + k]));
-      if (!(big > 0)) big = 1;
-      float *dk = j->deltas + n3 * (k0 + k);
-      memset(dk, 0, sizeof(float) * n3);
-      for (uint32_t i = 0; i < nv; i++)
-        for (int d = 0; d < 3; d++)
-          dk[3 * (size_t)(verts ? verts[i] : i) + d] = (float)(pm->basis[(size_t)k * 3 * nv + 3 * (size_t)i + d] * big);
-      for (uint32_t f = 0; f < F; f++)
-        j->fw[(size_t)f * K + k0 + k] = (float)(pm->weights[(size_t)f * pm->components + k] / big);
       j->vcount[k0 + k] = nv;
       j->vlist[k0 + k] = (uint32_t *)verts; /* borrowed from the regions (freed with them) */
     }
     k0 += pm->components;
   }
-  /* The error viewers see: each frame rebuilt from its quantised weights, as they rebuild it. */
-  int16_t *q = malloc(sizeof(int16_t) * (K + 1));
-  double *acc = malloc(sizeof(double) * (n3 + 1));
-  if (!q || !acc) {
-    free(q);
-    free(acc);
+  /* The error viewers see: each frame rebuilt from its quantised weights, as they rebuild it;
+   * 8-bit weights for the frames where that stays within the budget (the one asked for, or with
+   * a component count, the largest error the unquantised components already have). */
+  double budget = j->opt.components == 0 ? j->opt.max_error
+                  : j->region_of         ? j->regions.max_error
+                                         : j->model.max_error;
+  j->narrow = malloc(F + 1);
+  if (!j->narrow ||
+      pca_stream_choose(j->frames, F, V, j->mean, j->deltas, j->fw, K, budget, j->weight_bits == 8, j->narrow, &j->sr))
     goto oom;
-  }
-  double sum2 = 0;
-  j->q_max = 0;
-  for (uint32_t f = 0; f < F; f++) {
-    float scale;
-    proto_quantize_weights(j->fw + (size_t)f * K, K, q, &scale);
-    for (size_t i = 0; i < n3; i++) acc[i] = j->mean[i];
-    for (uint32_t k = 0; k < K; k++) {
-      double w = proto_qweight(q[k], scale);
-      if (w == 0) continue;
-      const float *dk = j->deltas + n3 * k;
-      for (size_t i = 0; i < n3; i++) acc[i] += w * dk[i];
-    }
-    const float *fr = j->frames + n3 * f;
-    for (uint32_t v = 0; v < V; v++) {
-      double e2 = 0;
-      for (int d = 0; d < 3; d++) {
-        double e = acc[3 * (size_t)v + d] - fr[3 * (size_t)v + d];
-        e2 += e * e;
-      }
-      sum2 += e2;
-      if (e2 > j->q_max) j->q_max = e2;
-    }
-  }
-  j->q_max = sqrt(j->q_max);
-  j->q_rms = sqrt(sum2 / ((double)F * V));
-  free(q);
-  free(acc);
   free(models);
   return;
 oom:
@@ -624,6 +599,7 @@ static void compress_job_free(compress_job *j) {
   free(j->vcount);
   free(j->vlist);
   free(j->fw);
+  free(j->narrow);
   free(j->prefix);
   free(j);
 }
@@ -711,8 +687,11 @@ static void compress_done(uv_work_t *req, int status) {
       uint32_t V = s->mesh->vertex_count, F = c->frame_count;
       double diag = mesh_bbox_diagonal(s->mesh);
       free(c->frame_weights);
+      free(c->frame_narrow);
       c->frame_weights = j->fw;
+      c->frame_narrow = j->narrow;
       j->fw = NULL;
+      j->narrow = NULL;
       c->first_component = c->mean_target + 1;
       c->components = j->K;
       c->compressed = 1;
@@ -728,12 +707,14 @@ static void compress_done(uv_work_t *req, int status) {
       cJSON_AddNumberToObject(r, "rms_error", rms);
       cJSON_AddNumberToObject(r, "max_error", mx);
       cJSON_AddNumberToObject(r, "max_error_relative", diag > 0 ? mx / diag : 0);
-      cJSON_AddNumberToObject(r, "streamed_rms_error", j->q_rms);
-      cJSON_AddNumberToObject(r, "streamed_max_error", j->q_max);
-      cJSON_AddNumberToObject(r, "streamed_max_error_relative", diag > 0 ? j->q_max / diag : 0);
-      /* A frame: header 20, weights body: mode 1, count 4, first 2, scale 4, then 2 per weight. */
-      double bytes = PROTO_HEADER_SIZE + 11 + 2.0 * j->K, raw = 12.0 * V;
+      cJSON_AddNumberToObject(r, "streamed_rms_error", j->sr.rms_error);
+      cJSON_AddNumberToObject(r, "streamed_max_error", j->sr.max_error);
+      cJSON_AddNumberToObject(r, "streamed_max_error_relative", diag > 0 ? j->sr.max_error / diag : 0);
+      /* A frame: header 20, weights body: mode 1, count 4, first 2, scale 4, then 1 or 2 per weight. */
+      double bytes = j->sr.bytes_per_frame, raw = 12.0 * V;
       cJSON_AddNumberToObject(r, "bytes_per_frame", bytes);
+      cJSON_AddNumberToObject(r, "bytes_per_frame_max", (double)j->sr.bytes_max);
+      cJSON_AddNumberToObject(r, "frames_8bit", j->sr.narrow_frames);
       cJSON_AddNumberToObject(r, "raw_bytes_per_frame", raw);
       cJSON_AddNumberToObject(r, "ratio", raw / bytes);
       cJSON_AddNumberToObject(r, "build_ms", pm ? pm->build_ms : j->regions.build_ms);
@@ -741,7 +722,9 @@ static void compress_done(uv_work_t *req, int status) {
       cJSON_AddNumberToObject(r, "first_component", c->first_component);
       if (j->region_of) {
         cJSON_AddNumberToObject(r, "global_components", j->global_components);
-        cJSON_AddNumberToObject(r, "saving_bytes_per_frame", 2.0 * ((double)j->global_components - j->K));
+        /* At this clip's mean bytes per weight (1 in 8-bit frames, 2 in 16-bit ones). */
+        double per_weight = j->K ? (bytes - (double)proto_weights_qrun_size(0, 1)) / j->K : 2.0;
+        cJSON_AddNumberToObject(r, "saving_bytes_per_frame", per_weight * ((double)j->global_components - j->K));
         cJSON *regs = cJSON_AddArrayToObject(r, "regions");
         for (uint32_t g = 0; g < j->region_count; g++) {
           cJSON *o = cJSON_CreateObject();
@@ -754,7 +737,7 @@ static void compress_done(uv_work_t *req, int status) {
       cJSON_Delete(c->report);
       c->report = cJSON_Duplicate(r, 1);
       srv_log(SRV_LOG_INFO, "session %s: clip %s compressed to %u components (max error %.3g, %.1f× smaller)",
-              s->name, c->name, j->K, j->q_max, raw / bytes);
+              s->name, c->name, j->K, j->sr.max_error, raw / bytes);
       srv_rpc_reply(j->call, r);
     }
   }
@@ -863,6 +846,14 @@ void srv_anim_m_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (!hc && !he) maxerr = 0.005; /* half a percent of the diagonal */
+  double bits = 8;
+  if (opt_number(call, params, "weight_bits", &bits) < 0) return;
+  if (bits != 8 && bits != 16) {
+    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS,
+                  "invalid params: \"weight_bits\" must be 8 (8-bit weights in the frames that stay within the error "
+                  "budget, the default) or 16 (16-bit weights in every frame)");
+    return;
+  }
   if (c->kind == CLIP_WEIGHTS) {
     srv_rpc_error(call, SRV_RPC_OUT_OF_RANGE, "clip '%s' animates target weights: it plays as it is (anim.play)",
                   c->name);
@@ -930,6 +921,7 @@ void srv_anim_m_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   j->call = call;
   j->opt.components = (uint32_t)comps;
   j->max_error_rel = maxerr;
+  j->weight_bits = (int)bits;
   /* The targets as they are now (recorded clips bring their own). */
   j->view = *s->mesh;
   j->targets = malloc(sizeof(mesh_target) * (s->mesh->target_count + 1));

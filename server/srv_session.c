@@ -542,6 +542,17 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
     /* Nothing muted or driven moved with the run: the compact form carries it exactly. */
     int plain = 1;
     for (uint32_t i = 0; i < op->count && plain; i++) plain = s->targets[op->first + i].muted == 0;
+    /* Every q within -127..127 (an 8-bit quantised frame): one byte each carries it exactly. */
+    int narrow = 1;
+    for (uint32_t i = 0; i < op->count && narrow; i++) narrow = op->wq[i] >= -127 && op->wq[i] <= 127;
+    if (plain && narrow) {
+      int8_t *q8 = malloc(op->count + 1);
+      if (!q8) return PROTO_ENOMEM;
+      for (uint32_t i = 0; i < op->count; i++) q8[i] = (int8_t)op->wq[i];
+      int rc = proto_encode_weights_qrun8(b, version, 0, op->first, op->count, q8, op->wscale);
+      free(q8);
+      return rc;
+    }
     if (plain) return proto_encode_weights_qrun(b, version, 0, op->first, op->count, op->wq, op->wscale);
   }
   if (op->kind == SRV_OP_SET_TARGET_META) {

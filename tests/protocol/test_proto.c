@@ -180,6 +180,80 @@ TEST(quantised_weight_runs_decode_byte_by_byte_and_round_within_half_a_step) {
   proto_buf_fini(&b);
 }
 
+TEST(eight_bit_weight_runs_decode_byte_by_byte_and_round_within_half_a_step) {
+  proto_buf b;
+  proto_buf_init(&b);
+  int8_t q[4] = {1, -2, 127, -127};
+  ASSERT_OK(proto_encode_weights_qrun8(&b, 9, 0, 3, 4, q, 0.5f), NULL);
+  /* Written out by hand: mode 3, count 4, first 3, scale 0.5f, four i8. */
+  static const uint8_t want[] = {0x03, 0x04, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+                                 0x00, 0x3f, 0x01, 0xfe, 0x7f, 0x81};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(want));
+  ASSERT_EQ(b.len, proto_weights_qrun_size(4, 1));
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, want, sizeof(want)) == 0);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_WEIGHTS);
+  proto_weights_view w;
+  ASSERT_OK(proto_decode_weights(p, h.length, NULL, &w), NULL);
+  ASSERT_EQ(w.mode, PROTO_WEIGHTS_QRUN8);
+  ASSERT_EQ(w.first, 3);
+  proto_iter it;
+  uint32_t idx;
+  float v;
+  proto_weights_begin(&w, &it);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 3 && v == 0.5f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 4 && v == -1.0f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 5 && v == 63.5f);
+  ASSERT(proto_weights_next(&it, &idx, &v) && idx == 6 && v == -63.5f);
+  ASSERT(!proto_weights_next(&it, &idx, &v));
+  /* Decoders accept -128 (encoders never write it); a run past the last target, a negative or
+   * NaN scale, -128 from an encoder: refused. */
+  uint8_t bad[sizeof(want)];
+  memcpy(bad, want, sizeof(want));
+  bad[14] = 0x80;
+  ASSERT_OK(proto_decode_weights(bad, sizeof(bad), NULL, &w), NULL);
+  proto_weights_begin(&w, &it);
+  for (int i = 0; i < 4; i++) ASSERT(proto_weights_next(&it, &idx, &v));
+  ASSERT(v == -64.0f);
+  bad[5] = 0xfe, bad[6] = 0xff; /* first 65534 + 4 targets */
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_EINVAL);
+  memcpy(bad, want, sizeof(want));
+  bad[10] = 0xbf; /* scale -0.5 */
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_EINVAL);
+  bad[10] = 0x7f, bad[9] = 0xc0; /* scale NaN (0x7fc00000) */
+  bad[7] = 0x00, bad[8] = 0x00;
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_ENONFINITE);
+  ASSERT_EQ(proto_decode_weights(want, sizeof(want) - 1, NULL, &w), PROTO_ETRUNCATED);
+  memcpy(bad, want, sizeof(want));
+  bad[0] = 0x04; /* no mode 4 */
+  ASSERT_EQ(proto_decode_weights(bad, sizeof(bad), NULL, &w), PROTO_EINVAL);
+  b.len = 0;
+  int8_t low[1] = {INT8_MIN};
+  ASSERT_EQ(proto_encode_weights_qrun8(&b, 9, 0, 0, 1, low, 0.5f), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_weights_qrun8(&b, 9, 0, 65534, 4, q, 0.5f), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_weights_qrun8(&b, 9, 0, 0, 4, q, -0.5f), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_weights_qrun8(&b, 9, 0, 0, 4, q, INFINITY), PROTO_ENONFINITE);
+  ASSERT_EQ(b.len, 0);
+  /* Quantising to 8 bits: the largest magnitude maps to ±127 and stays inside its range, every
+   * value is within half a step of its input, all zeros give scale 0, NaN is refused. */
+  float in[6] = {0.5f, -1.0f, 0.25f, 1e-7f, 0.0f, 0.0039f};
+  int8_t out[6];
+  float scale;
+  ASSERT_OK(proto_quantize_weights8(in, 6, out, &scale), NULL);
+  ASSERT((double)scale * 127.0 <= 1.0 && scale >= nextafterf(1.0f / 127.0f, 0.0f));
+  ASSERT_EQ(out[1], -127);
+  ASSERT_EQ(out[3], 0);
+  ASSERT_EQ(out[5], 0); /* below half a step (1/254) */
+  ASSERT(fabsf(proto_qweight(out[1], scale)) <= 1.0f);
+  for (int i = 0; i < 6; i++) ASSERT(fabsf(proto_qweight(out[i], scale) - in[i]) <= 0.5f * scale * (1 + 1e-4f));
+  float zeros[2] = {0, 0};
+  ASSERT_OK(proto_quantize_weights8(zeros, 2, out, &scale), NULL);
+  ASSERT(scale == 0.0f && out[0] == 0 && out[1] == 0);
+  float nan[1] = {NAN};
+  ASSERT_EQ(proto_quantize_weights8(nan, 1, out, &scale), PROTO_ENONFINITE);
+  proto_buf_fini(&b);
+}
+
 TEST(weights_with_nan_are_refused_by_encoder_and_decoder) {
   proto_buf b;
   proto_buf_init(&b);

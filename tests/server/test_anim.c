@@ -56,6 +56,57 @@ static double max_distance(const dfc_replica *r, const float *want) {
   return worst;
 }
 
+/* What stepping through a compressed clip put on the wire and what the viewer rebuilt. */
+typedef struct stepped {
+  double worst;        /* the viewer's largest vertex error against the MD2 frames */
+  double bytes;        /* the streamed WEIGHTS frames' bytes, summed */
+  uint32_t frames;     /* WEIGHTS frames in a quantised-run form */
+  uint32_t narrow;     /* of which 8-bit (QRUN8) */
+} stepped;
+
+/* Plays clip `name` (compressed to K components from target `first`), pauses, and seeks through
+ * its frames 1, 2, ..., F-1, 0: every seek streams one frame, which this reads off the wire
+ * (checking its form and size against its mode) and applies to the replica. */
+static stepped step_clip(harness *h, dfc_conn *v, dfc_replica *r, const mesh *m, const char *session,
+                         const char *name, uint32_t K, uint32_t first) {
+  const mesh_clip *clip = &m->clips[mesh_find_clip(m, name)];
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  char p[256], err[256];
+  snprintf(p, sizeof(p), "{\"session\":\"%s\",\"clip\":\"%s\"}", session, name);
+  cJSON_Delete(harness_rpc_ok(h, "anim.play", p));
+  snprintf(p, sizeof(p), "{\"session\":\"%s\"}", session);
+  cJSON_Delete(harness_rpc_ok(h, "anim.pause", p));
+  harness_follow(v, r, session_version(h, session), 10000);
+  stepped st = {0, 0, 0, 0};
+  for (uint32_t i = 1; i <= clip->frame_count; i++) {
+    uint32_t f = i % clip->frame_count;
+    snprintf(p, sizeof(p), "{\"session\":\"%s\",\"frame\":%u}", session, f);
+    cJSON_Delete(harness_rpc_ok(h, "anim.seek", p));
+    uint64_t want = session_version(h, session);
+    while (r->version < want) {
+      proto_header hd;
+      const uint8_t *payload;
+      ASSERT_OK(dfc_read_frame(v, 5000, &hd, &payload, err, sizeof(err)) > 0 ? 0 : -1, err);
+      if (hd.type == PROTO_WEIGHTS) {
+        proto_weights_view w;
+        ASSERT_OK(proto_decode_weights(payload, hd.length, NULL, &w), NULL);
+        if (w.mode == PROTO_WEIGHTS_QRUN || w.mode == PROTO_WEIGHTS_QRUN8) {
+          int narrow = w.mode == PROTO_WEIGHTS_QRUN8;
+          ASSERT_EQ(w.first, first);
+          ASSERT_EQ(w.count, K);
+          ASSERT_EQ((size_t)PROTO_HEADER_SIZE + hd.length, (size_t)PROTO_HEADER_SIZE + 11 + (narrow ? 1u : 2u) * K);
+          st.bytes += PROTO_HEADER_SIZE + hd.length;
+          st.frames++;
+          st.narrow += (uint32_t)narrow;
+        }
+      }
+      ASSERT_OK(dfc_replica_apply(r, &hd, payload, err, sizeof(err)), err);
+    }
+    st.worst = fmax(st.worst, max_distance(r, m->frames + n3 * (clip->first_frame + f)));
+  }
+  return st;
+}
+
 TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budget) {
   const char *path = test_assimp_model("MD2/faerie.md2");
   char err[MESH_ERR_LEN];
@@ -79,6 +130,7 @@ TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budge
   uint32_t K = (uint32_t)cJSON_GetObjectItem(rep, "components")->valueint;
   double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
   double bytes = cJSON_GetObjectItem(rep, "bytes_per_frame")->valuedouble;
+  uint32_t n8 = (uint32_t)cJSON_GetObjectItem(rep, "frames_8bit")->valueint;
   int met = cJSON_IsTrue(cJSON_GetObjectItem(rep, "budget_met"));
   fprintf(stderr, "run: %u frames -> %u components, streamed max error %.4g (%.3f%% of the diagonal), %g bytes/frame, %.1fx\n",
           clip->frame_count, K, streamed, 100 * streamed / diag, bytes,
@@ -90,37 +142,16 @@ TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budge
   harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
   ASSERT_EQ(r.mesh->target_count, K + 1);
   /* Step through every frame (paused): what the viewer rebuilds is within the reported streamed
-   * error of the original MD2 frame, and within the budget when the report says it is met. */
-  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"run\"}"));
-  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"faerie\"}"));
-  size_t n3 = 3 * (size_t)m->vertex_count;
-  double worst = 0;
-  for (uint32_t f = 0; f < clip->frame_count; f++) {
-    char p[128];
-    snprintf(p, sizeof(p), "{\"session\":\"faerie\",\"frame\":%u}", f);
-    cJSON_Delete(harness_rpc_ok(&h, "anim.seek", p));
-    harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
-    double e = max_distance(&r, m->frames + n3 * (clip->first_frame + f));
-    worst = fmax(worst, e);
-  }
-  fprintf(stderr, "viewer's max error over the clip: %.4g (reported %.4g)\n", worst, streamed);
-  ASSERT(worst <= streamed * (1 + 1e-4) + 1e-6 * diag);
-  if (met) ASSERT(worst <= 0.005 * diag * (1 + 1e-4));
-  /* A streamed frame is the compact form: exactly the reported size. */
-  proto_buf b;
-  proto_buf_init(&b);
-  cJSON_Delete(harness_rpc_ok(&h, "anim.seek", "{\"session\":\"faerie\",\"frame\":1}"));
-  proto_header hd;
-  const uint8_t *payload;
-  ASSERT_OK(dfc_read_frame(&v, 5000, &hd, &payload, err, sizeof(err)) > 0 ? 0 : -1, err);
-  ASSERT_EQ(hd.type, PROTO_WEIGHTS);
-  ASSERT_EQ((double)(PROTO_HEADER_SIZE + hd.length), bytes);
-  proto_weights_view w;
-  ASSERT_OK(proto_decode_weights(payload, hd.length, NULL, &w), NULL);
-  ASSERT_EQ(w.mode, PROTO_WEIGHTS_QRUN);
-  ASSERT_EQ(w.first, first);
-  ASSERT_EQ(w.count, K);
-  proto_buf_fini(&b);
+   * error of the original MD2 frame, and within the budget when the report says it is met; the
+   * frames on the wire are the reported sizes, 8-bit as often as reported. */
+  stepped st = step_clip(&h, &v, &r, m, "faerie", "run", K, first);
+  fprintf(stderr, "viewer's max error over the clip: %.4g (reported %.4g); %u of %u frames 8-bit\n", st.worst, streamed,
+          st.narrow, st.frames);
+  ASSERT(st.worst <= streamed * (1 + 1e-4) + 1e-6 * diag);
+  if (met) ASSERT(st.worst <= 0.005 * diag * (1 + 1e-4));
+  ASSERT_EQ(st.frames, clip->frame_count);
+  ASSERT_EQ(st.narrow, n8);
+  ASSERT(fabs(st.bytes / st.frames - bytes) < 1e-9);
   /* Playing streams one frame per animation frame: at 10 fps, a few in 400 ms. */
   uint64_t before = session_version(&h, "faerie");
   cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"run\",\"speed\":2}"));
@@ -136,6 +167,59 @@ TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budge
   cJSON_Delete(harness_rpc_ok(&h, "anim.stop", "{\"session\":\"faerie\"}"));
   harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
   ASSERT(max_distance(&r, m->positions) < 1e-5 * diag);
+  dfc_replica_fini(&r);
+  dfc_close(&v);
+  harness_stop(&h);
+  mesh_destroy(m);
+}
+
+/* faerie's death clip needs 19 components for 0.5 %: 69 bytes a frame in 16-bit weights, 88×
+ * smaller than its 6,036 bytes of positions. In 8-bit frames it is 50 bytes, and the frames a
+ * viewer rebuilds still meet the budget. weight_bits 16 keeps every frame 16-bit. */
+TEST(eight_bit_frames_stream_a_long_md2_clip_100_times_smaller_within_the_budget) {
+  const char *path = test_assimp_model("MD2/faerie.md2");
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_import(path, NULL, &m, err, sizeof(err)), err);
+  const mesh_clip *clip = &m->clips[mesh_find_clip(m, "death")];
+  double diag = mesh_bbox_diagonal(m), raw = 12.0 * m->vertex_count;
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "faerie", path);
+  dfc_conn v;
+  dfc_replica r;
+  harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
+  for (int bits = 8; bits <= 16; bits += 8) {
+    char p[256];
+    snprintf(p, sizeof(p), "{\"session\":\"faerie\",\"clip\":\"death\",\"name\":\"d%d\",\"weight_bits\":%d}", bits, bits);
+    cJSON *rep = harness_rpc_ok(&h, "anim.compress", p);
+    uint32_t K = (uint32_t)cJSON_GetObjectItem(rep, "components")->valueint;
+    uint32_t first = (uint32_t)cJSON_GetObjectItem(rep, "first_component")->valueint;
+    double bytes = cJSON_GetObjectItem(rep, "bytes_per_frame")->valuedouble;
+    double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(rep, "budget_met")));
+    ASSERT_EQ(cJSON_GetObjectItem(rep, "raw_bytes_per_frame")->valuedouble, raw);
+    cJSON_Delete(rep);
+    stepped st = step_clip(&h, &v, &r, m, "faerie", "death", K, first);
+    fprintf(stderr, "death, weight_bits %d: K %u, %u of %u frames 8-bit, %.1f bytes/frame (%.1fx), viewer's max error "
+                    "%.3f%% of the diagonal (reported %.3f%%)\n",
+            bits, K, st.narrow, st.frames, st.bytes / st.frames, raw / (st.bytes / st.frames), 100 * st.worst / diag,
+            100 * streamed / diag);
+    ASSERT_EQ(st.frames, clip->frame_count);
+    ASSERT(fabs(st.bytes / st.frames - bytes) < 1e-9);
+    ASSERT(st.worst <= streamed * (1 + 1e-4) + 1e-6 * diag);
+    ASSERT(st.worst <= 0.005 * diag * (1 + 1e-4));
+    if (bits == 8) {
+      ASSERT(K >= 15); /* long enough that 16-bit frames miss 100× (31 + 2K > 60) */
+      ASSERT(st.narrow > 0);
+      ASSERT(raw / (st.bytes / st.frames) >= 100.0);
+    } else {
+      ASSERT_EQ(st.narrow, 0);
+      ASSERT(st.bytes / st.frames == PROTO_HEADER_SIZE + 11 + 2.0 * K);
+    }
+    /* The first compression's targets keep their weights: stop takes them to 0 before the next. */
+    cJSON_Delete(harness_rpc_ok(&h, "anim.stop", "{\"session\":\"faerie\"}"));
+  }
   dfc_replica_fini(&r);
   dfc_close(&v);
   harness_stop(&h);
@@ -179,6 +263,9 @@ TEST(a_crossfade_ends_on_the_second_clip_with_the_first_at_zero) {
   ASSERT_STR_CONTAINS(msg, "anim.compress");
   ASSERT_EQ(harness_rpc_err(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"jump\",\"components\":2,\"max_error\":0.01}",
                             msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"jump\",\"weight_bits\":12}", msg,
+                            sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "\"weight_bits\" must be 8");
   ASSERT_EQ(harness_rpc_err(&h, "anim.seek", "{\"session\":\"syd\",\"frame\":100000}", msg, sizeof(msg)), -32602);
   ASSERT_EQ(harness_rpc_err(&h, "anim.blend", "{\"session\":\"syd\",\"clip\":\"run\"}", msg, sizeof(msg)), -32006);
   ASSERT_EQ(harness_rpc_err(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}", msg, sizeof(msg)),
@@ -305,7 +392,10 @@ TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
                           cJSON_GetObjectItem(cJSON_GetArrayItem(regs, 1), "components")->valueint));
   int global = cJSON_GetObjectItem(rep, "global_components")->valueint;
   ASSERT(global >= 1);
-  ASSERT(cJSON_GetObjectItem(rep, "saving_bytes_per_frame")->valuedouble == 2.0 * (global - (int)K));
+  /* The saving at the clip's mean bytes per weight: (bytes_per_frame - 31) / K. */
+  double per_weight = (cJSON_GetObjectItem(rep, "bytes_per_frame")->valuedouble - 31.0) / K;
+  ASSERT(per_weight >= 1.0 && per_weight <= 2.0);
+  ASSERT(fabs(cJSON_GetObjectItem(rep, "saving_bytes_per_frame")->valuedouble - per_weight * (global - (int)K)) < 1e-9);
   double streamed = cJSON_GetObjectItem(rep, "streamed_max_error")->valuedouble;
   fprintf(stderr, "wave: regions %u components, one PCA %d; streamed max error %.4g\n", K, global, streamed);
   cJSON_Delete(rep);

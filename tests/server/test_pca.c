@@ -7,6 +7,8 @@
  */
 #include "mesh.h"
 #include "pca.h"
+#include "pca_stream.h"
+#include "proto.h"
 #include "test.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -434,6 +436,83 @@ TEST(pca_regions_allow_an_empty_region_and_reconstruct_the_whole_shape) {
   free(frames);
 }
 
+/* ---- streaming: scaled components, 8- or 16-bit frames (pca_stream.h) ---------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The oracle rebuilds each frame through the model's own unit basis (pca_frame_error) with the
+ * weights w_k = q_k · scale · s_k, s_k = max |w_k| computed here: a second path to the same
+ * shape as the scaled deltas pca_stream_choose uses. */
+TEST(pca_stream_sends_8_bit_frames_exactly_where_the_rebuilt_frame_meets_the_budget) {
+  uint32_t F = 30, V = 200, K = 5;
+  size_t D = 3 * (size_t)V;
+  float *frames = synthetic_clip(F, V, K, 0.5, 1e-4, NULL);
+  pca_model m = build_ok(frames, F, V, K, 0, PCA_AUTO);
+  ASSERT_EQ(m.components, K);
+  float *deltas = malloc(sizeof(float) * D * K), *fw = malloc(sizeof(float) * F * K);
+  pca_stream_scale(&m, NULL, V, 0, K, deltas, fw);
+  double big[5], e8[30], e16[30], sorted[30];
+  for (uint32_t k = 0; k < K; k++) {
+    big[k] = 0;
+    for (uint32_t f = 0; f < F; f++) big[k] = fmax(big[k], fabs(m.weights[f * K + k]));
+    double top = 0;
+    for (uint32_t f = 0; f < F; f++) {
+      top = fmax(top, fabs(fw[f * K + k]));
+      ASSERT_NEAR(fw[f * K + k] * big[k], m.weights[f * K + k], 1e-6 * big[k]);
+    }
+    ASSERT_NEAR(top, 1.0, 1e-7); /* each component uses the whole range */
+    for (size_t d = 0; d < D; d++) ASSERT_NEAR(deltas[D * k + d], m.basis[D * k + d] * big[k], 1e-6 * big[k]);
+  }
+  int16_t q[5];
+  float w[5], scale;
+  for (uint32_t f = 0; f < F; f++) {
+    for (int bits = 8; bits <= 16; bits += 8) {
+      ASSERT_OK(pca_stream_quantize(fw + f * K, K, bits == 8, q, &scale), NULL);
+      for (uint32_t k = 0; k < K; k++) {
+        if (bits == 8) ASSERT(q[k] >= -127 && q[k] <= 127);
+        w[k] = (float)(proto_qweight(q[k], scale) * big[k]);
+      }
+      pca_frame_error(&m, frames + D * f, w, NULL, bits == 8 ? &e8[f] : &e16[f]);
+    }
+    ASSERT(e16[f] < e8[f]);
+    sorted[f] = e8[f];
+  }
+  /* A budget halfway between two frames' 8-bit errors: the frames below go 8-bit. */
+  qsort(sorted, F, sizeof(double), cmp_double);
+  double budget = 0.5 * (sorted[F / 2 - 1] + sorted[F / 2]);
+  ASSERT(sorted[F / 2] - sorted[F / 2 - 1] > 1e-3 * budget); /* far above float rounding */
+  uint8_t narrow[30];
+  pca_stream_result r;
+  ASSERT_OK(pca_stream_choose(frames, F, V, m.mean, deltas, fw, K, budget, 1, narrow, &r), NULL);
+  double want_max = 0, bytes = 0;
+  for (uint32_t f = 0; f < F; f++) {
+    ASSERT_EQ(narrow[f], e8[f] <= budget);
+    want_max = fmax(want_max, narrow[f] ? e8[f] : e16[f]);
+    bytes += PROTO_HEADER_SIZE + 11 + (narrow[f] ? 1 : 2) * K;
+  }
+  ASSERT_EQ(r.narrow_frames, F / 2);
+  /* (the scaled deltas are floats: a rounding of ~1e-7 of the positions, 4e-5 of this error) */
+  ASSERT_NEAR(r.max_error, want_max, 1e-4 * want_max);
+  ASSERT_NEAR(r.bytes_per_frame, bytes / F, 1e-12);
+  ASSERT_EQ(r.bytes_max, proto_weights_qrun_size(K, 0));
+  /* No 8-bit frames when they are not allowed or nothing meets the budget; all of them when
+   * everything does. */
+  ASSERT_OK(pca_stream_choose(frames, F, V, m.mean, deltas, fw, K, INFINITY, 0, narrow, &r), NULL);
+  ASSERT(r.narrow_frames == 0 && r.bytes_per_frame == proto_weights_qrun_size(K, 0));
+  ASSERT_OK(pca_stream_choose(frames, F, V, m.mean, deltas, fw, K, 0, 1, narrow, &r), NULL);
+  ASSERT_EQ(r.narrow_frames, 0);
+  ASSERT_OK(pca_stream_choose(frames, F, V, m.mean, deltas, fw, K, INFINITY, 1, narrow, &r), NULL);
+  ASSERT(r.narrow_frames == F && r.bytes_max == proto_weights_qrun_size(K, 1));
+  ASSERT_NEAR(r.max_error, sorted[F - 1], 1e-4 * sorted[F - 1]);
+  free(deltas);
+  free(fw);
+  free(frames);
+  pca_fini(&m);
+}
+
 /* ---- real animations: the MD2 files of assimp-testmodels ------------------------------------ */
 
 static mesh *import_md2(const char *rel) {
@@ -444,9 +523,9 @@ static mesh *import_md2(const char *rel) {
   return m;
 }
 
-/* Streaming K weights: int16 each, a per-frame float scale, the 20-byte frame header and ~9
- * bytes of body header; raw: every position as float plus the frame header. */
-static size_t pca_frame_bytes(uint32_t K) { return 29 + 2 * (size_t)K; }
+/* Streaming K weights as int16 (the quantised run, proto_weights_qrun_size); raw: every position
+ * as float plus the frame header. */
+static size_t pca_frame_bytes(uint32_t K) { return proto_weights_qrun_size(K, 0); }
 static size_t raw_frame_bytes(uint32_t V) { return 12 * (size_t)V + 20; }
 
 /* The error after quantising each frame's weights to int16 with one float scale per frame. */
