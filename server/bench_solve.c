@@ -3,7 +3,8 @@
  * on its own, in process (no server, no network), the way a gesture uses it.
  *
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
- *                      [--factor auto|simplicial|supernodal] [--gestures G] [--json]
+ *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
+ *                      [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]
  *
  * MESH is a file (anything mesh_import reads) or a generated shape: icosphere:LEVEL
@@ -16,6 +17,9 @@
  * last) and D drags
  * (each a translation plus a small rotation of the handle; ARAP does K local/global iterations
  * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss).
+ * Before the first gesture it does what deformd does when a session's mesh is loaded:
+ * dfm_memory_reserve(dfm_memory_estimate(V)), or R MiB with --reserve-mb (0: none, the cold
+ * heap of a server started without it), and reports its time ("reserve_ms").
  * brush: S samples along a short path, each with the radius that touches about N vertices at
  * its start; reports the time per sample and the vertices it moved.
  *
@@ -136,6 +140,7 @@ typedef struct solve_opts {
   uint32_t roi, handle;
   int iters, drags, json, gestures;
   dfm_factor factor;
+  long reserve_mb; /* -1: dfm_memory_estimate(V), as deformd */
 } solve_opts;
 
 static int parse_uint(const char *text, long max, long *out) {
@@ -147,7 +152,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, DFM_FACTOR_AUTO};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, DFM_FACTOR_AUTO, -1};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -159,6 +164,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--iters") == 0 && val && parse_uint(val, 100, &v) == 0 && v > 0) o.iters = (int)v, i++;
     else if (strcmp(a, "--drags") == 0 && val && parse_uint(val, 100000, &v) == 0 && v > 0) o.drags = (int)v, i++;
     else if (strcmp(a, "--gestures") == 0 && val && parse_uint(val, 1000, &v) == 0 && v > 0) o.gestures = (int)v, i++;
+    else if (strcmp(a, "--reserve-mb") == 0 && val && parse_uint(val, 1 << 20, &v) == 0) o.reserve_mb = v, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "auto") == 0) o.factor = DFM_FACTOR_AUTO, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "simplicial") == 0) o.factor = DFM_FACTOR_SIMPLICIAL, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "supernodal") == 0) o.factor = DFM_FACTOR_SUPERNODAL, i++;
@@ -169,7 +175,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -192,6 +198,8 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   /* G gestures one after another, as a server sees them: the first pays for fresh memory
    * (page faults), the later ones reuse what the previous gesture freed. The last one is
    * dragged. */
+  size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
+  double reserve_ms = reserve ? dfm_memory_reserve(reserve) : 0;
   dfm_system *sys = NULL;
   double prefactor = 0, *later = malloc(sizeof(double) * (size_t)o.gestures);
   int rc = later ? 0 : DFM_ENOMEM;
@@ -239,15 +247,16 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     if (o.json) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
-             "\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,"
+             "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,"
              "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,"
              "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
-             info.free, nh, o.iters, o.drags, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.assemble_ms,
+             info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.assemble_ms,
              info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, first,
              p50, p95, peak_kb());
     } else {
       printf("# %s\n", cmdline);
+      printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
       if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
       printf("%-22s %8s %8s %-10s %8s %5s %12s %10s %9s %9s %9s %10s\n", "mesh", "vertices", "region", "mode",
              "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB");

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "dfm.h"
 #include "client.h"
 
 #define BENCH_MAX_RUNS 16
@@ -829,6 +830,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 }
 
 int main(int argc, char **argv) {
+  dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
                     strcmp(argv[1], "view") == 0)) {
     char *cmdline = join_argv(argc, argv);

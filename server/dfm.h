@@ -39,6 +39,24 @@ typedef void (*dfm_range_fn)(void *ctx, size_t begin, size_t end);
 void dfm_parallel_for(size_t n, size_t grain, dfm_range_fn fn, void *ctx);
 int dfm_pool_threads(void);
 
+/* Memory kept between gestures (dfm_memory.c). A gesture's first touch of fresh pages is a
+ * third or more of its prefactor on this kind of VM; these keep the heap's pages once written.
+ * dfm_memory_init(): once, at the start of a program, before it starts threads: one malloc
+ * arena for all threads and a fixed mmap threshold (32 MiB). Programs that skip it only lose
+ * the reuse. dfm_memory_estimate(): the bytes an ARAP gesture over `vertices` vertices takes
+ * (measured, ~2.5 KiB per vertex). dfm_memory_reserve(): keeps at least `bytes` of freed memory
+ * in the heap from now on and writes that much once, so that later allocations find it faulted
+ * in; grows only, thread-safe, returns the milliseconds it took (slow: call it off any latency
+ * path). dfm_memory_reserved(): the bytes kept so far. */
+void dfm_memory_init(void);
+/* Process-wide settings for programs that run the solvers (deformd, deform-bench), once at the
+ * start before any thread: dfm_memory_init() and OpenBLAS kept on its caller's thread (its own
+ * workers spin after each call on cores the solvers' threads need; dfm_pool.c). */
+void dfm_init(void);
+size_t dfm_memory_estimate(uint32_t vertices);
+double dfm_memory_reserve(size_t bytes);
+size_t dfm_memory_reserved(void);
+
 typedef enum dfm_mode { DFM_LAPLACIAN = 0, DFM_ARAP = 1, DFM_BIHARMONIC = 2 } dfm_mode;
 
 /* Parses "laplacian", "arap", "biharmonic". Returns 0 or DFM_EINVAL. */

@@ -9,8 +9,17 @@
  * the solvers use this pool instead: workers block on a condition variable, and a loop that
  * finds the pool busy (another solve on another libuv worker thread) runs on its caller alone.
  *
+ * dfm_init() also keeps OpenBLAS on the calling thread, for the same reason: after each call
+ * OpenBLAS's worker spins in sched_yield (a third of all samples while a 16k-vertex region was
+ * prefactored, on the core the ARAP tables were being built on), while CHOLMOD's supernodes
+ * here are too small to gain from a second BLAS thread. Alternating builds: the region's
+ * prefactor 53-58 ms with one BLAS thread against 54-86 ms with two, the 41k sphere's first
+ * gesture 138-229 against 237-243 ms, the 164k sphere's factorisation unchanged (0.49-0.58 s
+ * against 0.44-0.62 s).
+ *
  * DOES NOT know what the loops compute.
  */
+#include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -102,4 +111,9 @@ void dfm_parallel_for(size_t n, size_t grain, dfm_range_fn fn, void *ctx) {
   while (pool.running > 0) pthread_cond_wait(&pool.done, &pool.lock);
   pthread_mutex_unlock(&pool.lock);
   pthread_mutex_unlock(&pool.busy);
+}
+
+void dfm_init(void) {
+  dfm_memory_init();
+  openblas_set_num_threads(1);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dfm.h"
 #include "mesh.h"
 #include "mesh_info.h"
 #include "srv.h"
@@ -40,6 +41,9 @@ static void usage(FILE *out) {
           "  --max-request BYTES    largest JSON-RPC request line (64 MiB)\n"
           "  --max-frame BYTES      largest incoming binary frame (64 MiB)\n"
           "  --max-vertices N       refuse meshes with more vertices (5000000)\n"
+          "  --reserve-mb N|auto    heap kept written for gestures, so that a gesture's first\n"
+          "                         touch of memory does not fault (auto: ~2.5 KiB per vertex of\n"
+          "                         the largest session, at most 1 GiB; 0: none)\n"
           "\n"
           "The chosen ports are printed on stdout as one line: stream_port=N rpc_port=M\n");
 }
@@ -127,6 +131,7 @@ static int write_demo(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  dfm_init(); /* before any thread: one heap that keeps the gestures' pages, BLAS on one thread */
   const char *check = NULL, *demo_out = NULL, *pending_mesh = NULL;
   uint32_t max_vertices = 0;
   srv_config cfg;
@@ -204,6 +209,10 @@ int main(int argc, char **argv) {
       if (parse_size(a, argv[++i], 4294967295.0, &v) || v == 0) goto out;
       max_vertices = (uint32_t)v;
       cfg.max_vertices = (uint32_t)v;
+    } else if (strcmp(a, "--reserve-mb") == 0 && val) {
+      if (strcmp(argv[++i], "auto") == 0) cfg.reserve_mb = -1;
+      else if (parse_size(a, argv[i], 1048576, &v)) goto out;
+      else cfg.reserve_mb = (int64_t)v;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       rc = 0;

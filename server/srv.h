@@ -52,6 +52,9 @@ typedef struct srv_config {
   uint32_t max_connections;
   uint32_t max_vertices;     /* meshes refused above this */
   uint32_t max_sessions;
+  int64_t reserve_mb;        /* heap kept faulted in for gestures (dfm_memory_reserve): -1 =
+                              * dfm_memory_estimate of each session's mesh, at most 1 GiB or a
+                              * quarter of the RAM; 0 = none */
   char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
                               * connections call `auth` with it first */
   srv_session_spec *sessions;

@@ -3,7 +3,7 @@
  *
  * The config file is one JSON object; every key is optional:
  *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "log_level": "info",
- *    "token": "secret",
+ *    "token": "secret", "reserve_mb": -1,
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
@@ -13,6 +13,7 @@
  *
  * DOES NOT read the file on the loop thread: it is read once before the loop starts.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ void srv_config_init(srv_config *c) {
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
+  c->reserve_mb = -1;
 }
 
 void srv_config_fini(srv_config *c) {
@@ -132,6 +134,14 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   if (r) c->stream_port = (int)v;
   if ((r = get_uint(root, "rpc_port", 65535, &v, err, errlen)) < 0) goto out;
   if (r) c->rpc_port = (int)v;
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "reserve_mb"))) {
+    if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) || item->valuedouble < -1 ||
+        item->valuedouble > 1048576) {
+      snprintf(err, errlen, "\"reserve_mb\" must be -1 (automatic), 0 (none) or a size in MiB up to 1048576");
+      goto out;
+    }
+    c->reserve_mb = (int64_t)item->valuedouble;
+  }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "log_level"))) {
     if (!cJSON_IsString(item) || srv_log_parse_level(item->valuestring, &c->log_level)) {
       snprintf(err, errlen, "\"log_level\" must be error, warn, info or debug");

@@ -78,3 +78,20 @@ TEST(write_demo_writes_a_glb_that_check_mesh_reads_back) {
   ASSERT_EQ(cJSON_GetObjectItem(o, "components")->valueint, 1);
   cJSON_Delete(o);
 }
+
+/* The heap reserve: a bad value on the command line or in the config file stops the server
+ * before it listens, with the option's name and the accepted values. */
+TEST(deformd_refuses_a_bad_reserve_with_a_reason) {
+  static char out[4096], err[4096];
+  ASSERT_EQ(run_deformd("--reserve-mb lots --stream-port 0 --rpc-port 0", out, sizeof(out), err, sizeof(err)), 1);
+  ASSERT_STR_CONTAINS(err, "--reserve-mb needs an integer");
+  char path[1024], args[2048];
+  snprintf(path, sizeof(path), "%s/reserve.json", test_tmpdir());
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fputs("{\"reserve_mb\": -3}", f);
+  fclose(f);
+  snprintf(args, sizeof(args), "--config '%s' --stream-port 0 --rpc-port 0", path);
+  ASSERT_EQ(run_deformd(args, out, sizeof(out), err, sizeof(err)), 1);
+  ASSERT_STR_CONTAINS(err, "\"reserve_mb\" must be -1 (automatic), 0 (none)");
+}
