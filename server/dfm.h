@@ -44,7 +44,7 @@ int dfm_pool_threads(void);
  * dfm_memory_init(): once, at the start of a program, before it starts threads: one malloc
  * arena for all threads and a fixed mmap threshold (32 MiB). Programs that skip it only lose
  * the reuse. dfm_memory_estimate(): the bytes an ARAP gesture over `vertices` vertices takes
- * (measured, ~2.5 KiB per vertex). dfm_memory_reserve(): keeps at least `bytes` of freed memory
+ * (measured, ~2.5 KiB per vertex), held to 1 GiB and a quarter of the RAM. dfm_memory_reserve(): keeps at least `bytes` of freed memory
  * in the heap from now on and writes that much once, so that later allocations find it faulted
  * in; grows only, thread-safe, returns the milliseconds it took (slow: call it off any latency
  * path). dfm_memory_reserved(): the bytes kept so far. */

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dfm.h"
 
@@ -46,8 +47,12 @@ void dfm_memory_init(void) {
 
 size_t dfm_memory_estimate(uint32_t vertices) {
   /* Measured ARAP gestures: 2.2 KiB per vertex at 41k (whole), 1.9 KiB per vertex of a 16k
-   * region in a 164k mesh, 2.3 KiB at 164k (whole); the solver's peak, not counting the mesh. */
-  return (size_t)vertices * 2560;
+   * region in a 164k mesh, 2.3 KiB at 164k (whole); the solver's peak, not counting the mesh.
+   * Held to 1 GiB and a quarter of the RAM: the reserve stays with the process. */
+  size_t bytes = (size_t)vertices * 2560, cap = (size_t)1 << 30;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && (size_t)pages / 4 * (size_t)page < cap) cap = (size_t)pages / 4 * (size_t)page;
+  return bytes < cap ? bytes : cap;
 }
 
 double dfm_memory_reserve(size_t bytes) {

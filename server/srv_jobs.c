@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dfm.h"
 #include "srv.h"
@@ -44,14 +43,7 @@ static void open_work(uv_work_t *req) {
   if (j->status == 0 && j->reserve_mb != 0) {
     /* Here, not in the first gesture: writing fresh pages costs ~7.7 µs each on this kind of
      * VM, a third of a small region's prefactor (server/dfm_memory.c). */
-    size_t bytes = (size_t)j->reserve_mb << 20;
-    if (j->reserve_mb < 0) {
-      long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-      size_t cap = (size_t)1 << 30;
-      if (pages > 0 && page > 0 && (size_t)pages / 4 * (size_t)page < cap) cap = (size_t)pages / 4 * (size_t)page;
-      bytes = dfm_memory_estimate(m->vertex_count);
-      if (bytes > cap) bytes = cap;
-    }
+    size_t bytes = j->reserve_mb < 0 ? dfm_memory_estimate(m->vertex_count) : (size_t)j->reserve_mb << 20;
     j->reserve_ms = dfm_memory_reserve(bytes);
     j->reserved_mib = (double)dfm_memory_reserved() / 1048576.0;
   }
