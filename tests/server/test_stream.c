@@ -370,6 +370,83 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   harness_stop(&h);
 }
 
+/* An EDIT of kind 1 may carry a quantised run, 16-bit (mode 2) or 8-bit (mode 3): the server
+ * applies exactly (float)q · scale to targets first.., and refuses a value outside a target's
+ * range like any weights edit. The oracle is the formula of protocol.md §4.1, computed here. */
+static void send_edit_run(dfc_conn *c, proto_buf *b, uint32_t request_id, uint32_t first, uint32_t count,
+                          const int16_t *q16, const int8_t *q8, float scale) {
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  uint8_t *p = proto_buf_append(b, 4 + 1 + 1 + 4 + 2 + 4);
+  ASSERT(p != NULL);
+  uint8_t mode = q8 ? PROTO_WEIGHTS_QRUN8 : PROTO_WEIGHTS_QRUN;
+  memcpy(p, &request_id, 4); /* little-endian host, as the tests assume elsewhere */
+  p[4] = PROTO_EDIT_WEIGHTS;
+  p[5] = mode;
+  memcpy(p + 6, &count, 4);
+  uint16_t f16 = (uint16_t)first;
+  memcpy(p + 10, &f16, 2);
+  memcpy(p + 12, &scale, 4);
+  for (uint32_t i = 0; i < count; i++) {
+    if (q8) {
+      uint8_t *x = proto_buf_append(b, 1);
+      *x = (uint8_t)q8[i];
+    } else {
+      uint8_t *x = proto_buf_append(b, 2);
+      memcpy(x, &q16[i], 2);
+    }
+  }
+  ASSERT_OK(proto_frame_end(b, at), NULL);
+  ASSERT_OK(dfc_send_buf(c, b), NULL);
+}
+
+TEST(quantised_weight_runs_in_edits_set_exactly_the_weights_they_encode) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  dfc_conn ed;
+  dfc_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  /* 16-bit: targets 2, 3, 4. */
+  int16_t q16[3] = {32767, 12345, 0};
+  float s16 = 1.0f / 32767.0f;
+  send_edit_run(&ed, &b, 1, 2, 3, q16, NULL, s16);
+  harness_follow(&ed, &er, 1, 10000);
+  for (int i = 0; i < 3; i++) ASSERT(er.weights[2 + i] == (float)q16[i] * s16);
+  /* 8-bit: targets 5, 6, 7, 8 (the last one back to 0). */
+  int8_t q8[4] = {127, 64, 1, 0};
+  float s8 = 0.75f / 127.0f;
+  send_edit_run(&ed, &b, 2, 5, 4, NULL, q8, s8);
+  harness_follow(&ed, &er, 2, 10000);
+  for (int i = 0; i < 4; i++) ASSERT(er.weights[5 + i] == (float)q8[i] * s8);
+  for (int i = 0; i < 3; i++) ASSERT(er.weights[2 + i] == (float)q16[i] * s16); /* untouched */
+  /* The server's own state says the same. */
+  cJSON *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+  cJSON *ws = cJSON_GetObjectItem(w, "weights");
+  for (int t = 2; t <= 8; t++) {
+    cJSON *v = cJSON_GetObjectItem(ws, er.mesh->targets[t].name);
+    ASSERT(cJSON_IsNumber(v));
+    ASSERT((float)v->valuedouble == er.weights[t]); /* printed as the shortest float that reads back */
+  }
+  cJSON_Delete(w);
+  /* A value outside the targets' range [0, 1] (-127 · 0.5): refused, nothing applied. */
+  int8_t bad[1] = {-127};
+  send_edit_run(&ed, &b, 3, 5, 1, NULL, bad, 0.5f);
+  uint32_t rid = 0;
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 3);
+  /* A run past the last target of the mesh (16 targets): refused. */
+  send_edit_run(&ed, &b, 4, 14, 4, NULL, q8, s8);
+  ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, 4);
+  ASSERT_EQ(server_version(&h), 2);
+  assert_alive(&ed);
+  proto_buf_fini(&b);
+  dfc_replica_fini(&er);
+  dfc_close(&ed);
+  harness_stop(&h);
+}
+
 TEST(sigterm_says_bye_to_viewers_and_exits_cleanly) {
   harness h;
   harness_start(&h, "demo", demo_args);
