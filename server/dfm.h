@@ -110,6 +110,7 @@ typedef struct dfm_info {
   /* The rest of dfm_system_create: regions and roles, edge weights, matrix assembly, and the
    * ARAP tables (rotations' stars). */
   double roles_ms, weights_ms, assemble_ms, arap_ms;
+  double order_ms;       /* AMD's order of the columns, beside the weights (inside weights_ms) */
 } dfm_info;
 
 /* Builds and factorises the system for one gesture. `rest` (3 doubles per topology vertex) is

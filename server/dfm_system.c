@@ -20,6 +20,7 @@
  *
  * DOES NOT know about sessions, render vertices or the network.
  */
+#include <amd.h>
 #include <cholmod.h>
 #include <math.h>
 #include <stdarg.h>
@@ -72,6 +73,7 @@ struct dfm_system {
   uint8_t *role;         /* n */
   int32_t *col;          /* n: column of a free vertex, -1 otherwise */
   uint32_t *free_vertex; /* nf: the vertex of each column */
+  SuiteSparse_long *order; /* nf, while building: the AMD order of the columns (NULL: CHOLMOD's) */
   uint32_t nf;
   uint32_t pinned;
   double *soft_w;        /* nf: soft constraint weight (0 = none) */
@@ -99,7 +101,7 @@ struct dfm_system {
   double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
   void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
-  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms;
+  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
   /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
    * solves a region renumbered by an outer one; NULL: v itself). */
   const uint32_t *vertex_id;
@@ -189,6 +191,7 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->role);
   free(s->col);
   free(s->free_vertex);
+  free(s->order);
   free(s->soft_w);
   free(s->cp_off);
   free(s->cp_vertex);
@@ -234,6 +237,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->weights_ms = s->weights_ms;
   info->assemble_ms = s->assemble_ms;
   info->arap_ms = s->arap_ms;
+  info->order_ms = s->order_ms;
 }
 
 static void *dup_array(const void *src, size_t bytes) {
@@ -549,7 +553,10 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
   if (A) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    s->L = cholmod_l_analyze(A, &s->cc);
+    if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
+    s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
+    free(s->order);
+    s->order = NULL;
     s->analyze_ms = ms_since(&t0);
     if (!s->L || s->cc.status < CHOLMOD_OK) {
       snprintf(err, errlen, "CHOLMOD analyze failed (status %d) for %u unknowns", s->cc.status, nf);
@@ -819,6 +826,68 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
+/* The AMD order of the system's columns. For the Laplacian and ARAP systems the matrix's pattern
+ * is the graph of the free vertices (the biharmonic one reaches two rings), so the order needs
+ * no weights and runs beside them (weights_and_order); CHOLMOD then only builds the symbolic
+ * factor. The same AMD with CHOLMOD's settings (dense rows above 10 √n, aggressive absorption)
+ * on the same pattern: the same factor as cholmod_l_analyze's own AMD. */
+static int amd_columns(dfm_system *s, const mesh_adjacency *adj) {
+  uint32_t nf = s->nf;
+  size_t nnz = 0;
+  for (uint32_t k = 0; k < nf; k++) {
+    uint32_t v = s->free_vertex[k];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) nnz += s->col[adj->vv[e]] >= 0;
+  }
+  SuiteSparse_long *Ap = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
+  SuiteSparse_long *Ai = malloc(sizeof(SuiteSparse_long) * (nnz + 1));
+  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
+  int rc = DFM_ENOMEM;
+  if (Ap && Ai && s->order) {
+    size_t at = 0;
+    for (uint32_t k = 0; k < nf; k++) {
+      uint32_t v = s->free_vertex[k];
+      Ap[k] = (SuiteSparse_long)at;
+      /* Neighbours ascend by vertex, and so do their columns (assigned in vertex order). */
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+        if (s->col[adj->vv[e]] >= 0) Ai[at++] = s->col[adj->vv[e]];
+    }
+    Ap[nf] = (SuiteSparse_long)at;
+    double control[AMD_CONTROL], info[AMD_INFO];
+    amd_l_defaults(control);
+    rc = amd_l_order((SuiteSparse_long)nf, Ap, Ai, s->order, control, info) >= AMD_OK ? 0 : DFM_ENOMEM;
+  }
+  free(Ap);
+  free(Ai);
+  if (rc) {
+    free(s->order);
+    s->order = NULL; /* CHOLMOD orders it then */
+  }
+  return 0;
+}
+
+typedef struct weights_order_job {
+  dfm_system *s;
+  const mesh_topology *topo;
+  const mesh_adjacency *adj;
+  const uint8_t *need;
+  double *w, floor, order_ms;
+  int rc;
+} weights_order_job;
+
+static void weights_and_order(void *ctx, size_t lo, size_t hi) {
+  weights_order_job *j = ctx;
+  for (size_t i = lo; i < hi; i++) {
+    if (i == 0) {
+      j->rc = edge_weights(j->topo, j->adj, j->s->rest, j->s->p.uniform, j->need, &j->w, &j->floor);
+    } else {
+      struct timespec t0;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      amd_columns(j->s, j->adj);
+      j->order_ms = ms_since(&t0);
+    }
+  }
+}
+
 /* The system on the whole of topo (parameters checked); error messages name vertex v as
  * ids[v] when ids is not NULL. */
 static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
@@ -881,7 +950,14 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   }
   s->roles_ms = ms_since(&t0);
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+  if (s->p.mode != DFM_BIHARMONIC && s->nf > 0) {
+    weights_order_job wj = {s, topo, adj, need, NULL, 0, 0, 0};
+    dfm_parallel_for(2, 1, weights_and_order, &wj);
+    rc = wj.rc, w = wj.w, floor = wj.floor;
+    s->order_ms = wj.order_ms;
+  } else {
+    rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+  }
   s->weights_ms = ms_since(&t0);
   free(need);
   if (rc) goto fail;
