@@ -5,9 +5,11 @@
 #include "pca_stream.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dfm.h"
 #include "proto.h"
 
 void pca_stream_scale(const pca_model *m, const uint32_t *verts, uint32_t mesh_vertices, uint32_t k0,
@@ -65,45 +67,83 @@ static void frame_error(const float *frame, uint32_t V, const float *mean, const
   *sum2 = s2;
 }
 
-int pca_stream_choose(const float *frames, uint32_t F, uint32_t V, const float *mean, const float *deltas,
-                      const float *fw, uint32_t K, double budget, int allow_narrow, uint8_t *narrow,
-                      pca_stream_result *out) {
-  size_t n3 = 3 * (size_t)V;
+/* Frames are independent: they are spread over dfm_pool's threads, each with its own buffers,
+ * and each frame's squared errors kept so that the sums are added in frame order (the same
+ * result on any number of threads). */
+typedef struct choose_job {
+  const float *frames, *mean, *deltas, *fw;
+  uint32_t V, K;
+  double budget;
+  int allow_narrow;
+  uint8_t *narrow;
+  double *max2, *sum2; /* per frame */
+  atomic_int failed;   /* a thread could not get its buffers */
+} choose_job;
+
+static void choose_range(void *ctx, size_t lo, size_t hi) {
+  choose_job *j = ctx;
+  size_t n3 = 3 * (size_t)j->V;
+  uint32_t K = j->K;
   int16_t *q = malloc(sizeof(int16_t) * (K + 1));
   double *acc = malloc(sizeof(double) * (n3 + 1));
   if (!q || !acc) {
     free(q);
     free(acc);
-    return PCA_ENOMEM;
+    atomic_store(&j->failed, 1);
+    return;
   }
-  pca_stream_result r = {0, 0, 0, 0, 0};
-  double total2 = 0, max2 = 0, bytes = 0;
-  for (uint32_t f = 0; f < F; f++) {
-    const float *fr = frames + n3 * f;
+  for (size_t f = lo; f < hi; f++) {
+    const float *fr = j->frames + n3 * f;
     float scale;
     double m2 = 0, s2 = 0;
     int use8 = 0;
-    if (allow_narrow && pca_stream_quantize(fw + (size_t)f * K, K, 1, q, &scale) == 0) {
-      frame_error(fr, V, mean, deltas, K, q, scale, acc, &m2, &s2);
-      use8 = sqrt(m2) <= budget;
+    if (j->allow_narrow && pca_stream_quantize(j->fw + f * K, K, 1, q, &scale) == 0) {
+      frame_error(fr, j->V, j->mean, j->deltas, K, q, scale, acc, &m2, &s2);
+      use8 = sqrt(m2) <= j->budget;
     }
     if (!use8) {
-      pca_stream_quantize(fw + (size_t)f * K, K, 0, q, &scale);
-      frame_error(fr, V, mean, deltas, K, q, scale, acc, &m2, &s2);
+      pca_stream_quantize(j->fw + f * K, K, 0, q, &scale);
+      frame_error(fr, j->V, j->mean, j->deltas, K, q, scale, acc, &m2, &s2);
     }
-    narrow[f] = (uint8_t)use8;
-    r.narrow_frames += (uint32_t)use8;
-    total2 += s2;
-    if (m2 > max2) max2 = m2;
-    size_t b = proto_weights_qrun_size(K, use8);
+    j->narrow[f] = (uint8_t)use8;
+    j->max2[f] = m2;
+    j->sum2[f] = s2;
+  }
+  free(q);
+  free(acc);
+}
+
+int pca_stream_choose(const float *frames, uint32_t F, uint32_t V, const float *mean, const float *deltas,
+                      const float *fw, uint32_t K, double budget, int allow_narrow, uint8_t *narrow,
+                      pca_stream_result *out) {
+  double *max2 = malloc(sizeof(double) * ((size_t)F + 1)), *sum2 = malloc(sizeof(double) * ((size_t)F + 1));
+  if (!max2 || !sum2) {
+    free(max2);
+    free(sum2);
+    return PCA_ENOMEM;
+  }
+  choose_job job = {frames, mean, deltas, fw, V, K, budget, allow_narrow, narrow, max2, sum2, 0};
+  dfm_parallel_for(F, 1, choose_range, &job);
+  if (atomic_load(&job.failed)) {
+    free(max2);
+    free(sum2);
+    return PCA_ENOMEM;
+  }
+  pca_stream_result r = {0, 0, 0, 0, 0};
+  double total2 = 0, worst2 = 0, bytes = 0;
+  for (uint32_t f = 0; f < F; f++) {
+    r.narrow_frames += narrow[f];
+    total2 += sum2[f];
+    if (max2[f] > worst2) worst2 = max2[f];
+    size_t b = proto_weights_qrun_size(K, narrow[f]);
     bytes += (double)b;
     if (b > r.bytes_max) r.bytes_max = b;
   }
-  r.max_error = sqrt(max2);
+  r.max_error = sqrt(worst2);
   r.rms_error = F && V ? sqrt(total2 / ((double)F * V)) : 0;
   r.bytes_per_frame = F ? bytes / F : 0;
   *out = r;
-  free(q);
-  free(acc);
+  free(max2);
+  free(sum2);
   return 0;
 }

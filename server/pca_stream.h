@@ -13,7 +13,8 @@
  *                       rebuilds, and quantise a frame's weights the one way both the choice and
  *                       playback use.
  * This module DOES NOT: decompose (pca.h), encode frames or know about sessions (the server).
- * pca_stream_choose is O(F · K · 3V) and runs on the server's thread pool; the others are cheap.
+ * pca_stream_choose is O(F · K · 3V), spread over dfm_pool's threads by frame, and runs on the
+ * server's thread pool; the others are cheap.
  */
 #ifndef DEFORMD_PCA_STREAM_H
 #define DEFORMD_PCA_STREAM_H
