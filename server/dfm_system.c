@@ -830,8 +830,9 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
  * is the graph of the free vertices (the biharmonic one reaches two rings), so the order needs
  * no weights and runs beside them (weights_and_order); CHOLMOD then only builds the symbolic
  * factor. The same AMD with CHOLMOD's settings (dense rows above 10 √n, aggressive absorption)
- * on the same pattern: the same factor as cholmod_l_analyze's own AMD. */
-static int amd_columns(dfm_system *s, const mesh_adjacency *adj) {
+ * on the same pattern: the same factor as cholmod_l_analyze's own AMD. When it cannot (memory),
+ * s->order stays NULL and CHOLMOD orders the columns itself. */
+static void amd_columns(dfm_system *s, const mesh_adjacency *adj) {
   uint32_t nf = s->nf;
   size_t nnz = 0;
   for (uint32_t k = 0; k < nf; k++) {
@@ -841,7 +842,7 @@ static int amd_columns(dfm_system *s, const mesh_adjacency *adj) {
   SuiteSparse_long *Ap = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
   SuiteSparse_long *Ai = malloc(sizeof(SuiteSparse_long) * (nnz + 1));
   s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
-  int rc = DFM_ENOMEM;
+  int ok = 0;
   if (Ap && Ai && s->order) {
     size_t at = 0;
     for (uint32_t k = 0; k < nf; k++) {
@@ -854,15 +855,14 @@ static int amd_columns(dfm_system *s, const mesh_adjacency *adj) {
     Ap[nf] = (SuiteSparse_long)at;
     double control[AMD_CONTROL], info[AMD_INFO];
     amd_l_defaults(control);
-    rc = amd_l_order((SuiteSparse_long)nf, Ap, Ai, s->order, control, info) >= AMD_OK ? 0 : DFM_ENOMEM;
+    ok = amd_l_order((SuiteSparse_long)nf, Ap, Ai, s->order, control, info) >= AMD_OK;
   }
   free(Ap);
   free(Ai);
-  if (rc) {
+  if (!ok) {
     free(s->order);
-    s->order = NULL; /* CHOLMOD orders it then */
+    s->order = NULL;
   }
-  return 0;
 }
 
 typedef struct weights_order_job {
