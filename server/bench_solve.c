@@ -17,7 +17,7 @@
  * last) and D drags
  * (each a translation plus a small rotation of the handle; ARAP does K local/global iterations
  * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss).
- * Before the first gesture it does what deformd does when a session's mesh is loaded:
+ * Before the first gesture it does what deformd does once a session is open:
  * dfm_memory_reserve(dfm_memory_estimate(V)), or R MiB with --reserve-mb (0: none, the cold
  * heap of a server started without it), and reports its time ("reserve_ms").
  * brush: S samples along a short path, each with the radius that touches about N vertices at

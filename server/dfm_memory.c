@@ -17,7 +17,7 @@
  *                                 of trimming them;
  *   the warm-up                   dfm_memory_reserve() writes that many bytes once (1 MiB blocks,
  *                                 allocated, written and freed), off any latency path: deformd
- *                                 does it on its thread pool when a session's mesh is loaded.
+ *                                 does it on its thread pool once a session is open.
  *
  * Blocks above 32 MiB (the factor of a 160k-vertex system) stay mmapped and fault every time;
  * what is freed beyond the reserve still goes back to the kernel.

@@ -1,7 +1,8 @@
 /*
  * srv_jobs.c — work that must not run on the loop thread: importing a mesh (or generating the
- * demo head) into a new session (and keeping enough heap written for its gestures:
- * dfm_memory_reserve), and writing a session's shape to disk.
+ * demo head) into a new session, then keeping enough heap written for its gestures
+ * (dfm_memory_reserve, after the session is open: session.create does not wait for it), and
+ * writing a session's shape to disk.
  *
  * Each job is a request (uv_work_t) that owns its inputs and outputs until its after-work
  * callback runs on the loop thread, which is the only place results touch the server.
@@ -21,7 +22,6 @@ typedef struct open_job {
   char *name, *path;
   uint32_t max_vertices;
   int64_t reserve_mb;
-  double reserved_mib, reserve_ms; /* what dfm_memory_reserve kept and took */
   srv_session *session;
   int status;
   char err[MESH_ERR_LEN + 64];
@@ -40,13 +40,47 @@ static void open_work(uv_work_t *req) {
     j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
   }
   if (j->status == 0) j->status = srv_session_create(j->name, m, &j->session, j->err, sizeof(j->err));
-  if (j->status == 0 && j->reserve_mb != 0) {
-    /* Here, not in the first gesture: writing fresh pages costs ~7.7 µs each on this kind of
-     * VM, a third of a small region's prefactor (server/dfm_memory.c). */
-    size_t bytes = j->reserve_mb < 0 ? dfm_memory_estimate(m->vertex_count) : (size_t)j->reserve_mb << 20;
-    j->reserve_ms = dfm_memory_reserve(bytes);
-    j->reserved_mib = (double)dfm_memory_reserved() / 1048576.0;
+}
+
+/* The heap a session's gestures will use, written once on the pool (server/dfm_memory.c):
+ * writing fresh pages costs ~7.7 µs each on this kind of VM, a third of a small region's
+ * prefactor if the first gesture paid for it. */
+typedef struct reserve_job {
+  uv_work_t req;
+  srv_server *srv;
+  char *name;
+  size_t bytes;
+  double ms;
+} reserve_job;
+
+static void reserve_work(uv_work_t *req) {
+  reserve_job *j = req->data;
+  j->ms = dfm_memory_reserve(j->bytes);
+}
+
+static void reserve_done(uv_work_t *req, int status) {
+  reserve_job *j = req->data;
+  j->srv->pending_jobs--;
+  if (status == 0 && j->ms > 0)
+    srv_log(SRV_LOG_DEBUG, "session %s: heap kept for gestures %.0f MiB (%.0f ms to write)", j->name,
+            (double)dfm_memory_reserved() / 1048576.0, j->ms);
+  free(j->name);
+  free(j);
+}
+
+static void start_reserve(srv_server *s, const char *name, size_t bytes) {
+  reserve_job *j = calloc(1, sizeof(*j));
+  if (!j) return; /* only a first gesture that is slower */
+  j->srv = s;
+  j->name = strdup(name);
+  j->bytes = bytes;
+  j->req.data = j;
+  if (!j->name || uv_queue_work(s->loop, &j->req, reserve_work, reserve_done) != 0) {
+    free(j->name);
+    free(j);
+    return;
   }
+  s->pending_jobs++;
 }
 
 static void open_done(uv_work_t *req, int status) {
@@ -70,9 +104,9 @@ static void open_done(uv_work_t *req, int status) {
     snprintf(j->err, sizeof(j->err), "the server already has %u sessions (its limit)", s->session_count);
   } else if (j->status == 0) {
     srv_server_add_session(s, j->session);
-    if (j->reserve_ms > 0)
-      srv_log(SRV_LOG_DEBUG, "session %s: heap kept for gestures %.0f MiB (%.0f ms to write)", j->name,
-              j->reserved_mib, j->reserve_ms);
+    if (j->reserve_mb != 0)
+      start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
+                                                  : (size_t)j->reserve_mb << 20);
   }
   j->done(s, j->arg, j->status, j->session, j->err);
   free(j->name);

@@ -2,6 +2,7 @@
  * test_rpc.c — JSON-RPC against a real deformd: methods, named errors, and malformed input that
  * fails only its own request.
  */
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -194,13 +195,25 @@ TEST(malformed_json_rpc_fails_only_that_request) {
 TEST(config_file_sets_ports_limits_and_sessions) {
   char cfg[2048];
   snprintf(cfg, sizeof(cfg),
-           "{\"log_level\":\"debug\",\"limits\":{\"max_sessions\":2,\"soft_limit\":65536},"
+           "{\"log_level\":\"debug\",\"reserve_mb\":24,\"limits\":{\"max_sessions\":2,\"soft_limit\":65536},"
            "\"sessions\":[{\"session\":\"head\",\"mesh\":\"demo\"},{\"session\":\"wuson\",\"mesh\":\"%s\"}]}",
            test_assimp_model("OFF/Wuson.off"));
   const char *path = test_write_file("deformd.json", cfg, strlen(cfg));
   const char *const args[] = {"--config", path, NULL};
   harness h;
   harness_start(&h, "wuson", args);
+  /* reserve_mb 24: once the first session is open, the pool writes 24 MiB of heap for its
+   * gestures, and says so in the debug log. */
+  int reserved = 0;
+  for (int i = 0; i < 200 && !reserved; i++) {
+    FILE *lf = fopen(h.log_path, "r");
+    char line[512];
+    while (lf && fgets(line, sizeof(line), lf))
+      if (strstr(line, "heap kept for gestures 24 MiB")) reserved = 1;
+    if (lf) fclose(lf);
+    if (!reserved) usleep(50000);
+  }
+  ASSERT(reserved);
   for (int i = 0; i < 100; i++) { /* both sessions load in parallel on the pool */
     cJSON *r = harness_rpc_ok(&h, "session.list", NULL);
     int n = cJSON_GetArraySize(r);
