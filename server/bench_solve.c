@@ -248,11 +248,11 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
              "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,\"order_ms\":%.3f,"
-             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,"
+             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,"
              "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
              info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms, info.assemble_ms,
-             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, first,
+             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads, first,
              p50, p95, peak_kb());
     } else {
       printf("# %s\n", cmdline);
