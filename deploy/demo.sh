@@ -12,8 +12,8 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 source deploy/xvfb.sh
 source deploy/serve.sh
-bin="$build/server"
-view="$build/viewer/deform-view"
+bin="$build/bin"
+view="$build/bin/deform-view"
 trap 'stop_demo_server; stop_xvfb' EXIT
 start_demo_server "$bin"
 

@@ -1,5 +1,5 @@
 # deploy/serve.sh — sourced by deploy/demo.sh and deploy/screenshots.sh: start_demo_server BIN
-# starts `deformd --demo` from BIN (the build's server/ folder) on ports the system chooses,
+# starts `deformd --demo` from BIN (the build's bin/ folder) on ports the system chooses,
 # waits until the demo session answers, and sets `sp` (stream port), `rp` (JSON-RPC port) and
 # the array `ctl` (deformctl aimed at them); stop_demo_server stops it.
 

@@ -1,8 +1,8 @@
 /*
- * bench_view.c — `deform-bench view`: frame time of deform-view's GPU path against the common
+ * bench_view.c — `deform-view-bench`: frame time of deform-view's GPU path against the common
  * tutorial approach, on the same mesh, in the same run, in the same GL context.
  *
- *   deform-bench view [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]
+ *   deform-view-bench [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]
  *                     [--size WxH] [--json]
  *
  * The mesh: a V-vertex wavy grid, T targets (smooth bumps, each moving ~10% of the vertices),
@@ -28,7 +28,6 @@
 #include "vw_gpu.h"
 #include "vw_render.h"
 
-int bench_view_main(int argc, char **argv, const char *cmdline);
 
 static double now_ms(void) {
   struct timespec t;
@@ -140,10 +139,23 @@ static void cpu_frame(const mesh *m, const float *w, const float *offsets, float
   }
 }
 
-int bench_view_main(int argc, char **argv, const char *cmdline) {
+/* The command line as given, so a result names the run that produced it. */
+static void join_args(int argc, char **argv, char *out, size_t cap) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int i = 0; i < argc && at + 1 < cap; i++) {
+    int n = snprintf(out + at, cap - at, "%s%s", i ? " " : "", argv[i]);
+    if (n < 0) break;
+    at += (size_t)n < cap - at ? (size_t)n : cap - at - 1;
+  }
+}
+
+int main(int argc, char **argv) {
+  char cmdline[1024];
+  join_args(argc, argv, cmdline, sizeof(cmdline));
   uint32_t V = 100000, T = 52, A = 8, S = 500, F = 120;
   int W = 1280, H = 720, json = 0;
-  for (int i = 2; i < argc; i++) {
+  for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
     if (strcmp(a, "--json") == 0) json = 1;
     else if (strcmp(a, "--vertices") == 0) V = (uint32_t)atoi(v), i++;
@@ -153,22 +165,22 @@ int bench_view_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--frames") == 0) F = (uint32_t)atoi(v), i++;
     else if (strcmp(a, "--size") == 0 && sscanf(v, "%dx%d", &W, &H) == 2) i++;
     else {
-      fprintf(stderr, "usage: deform-bench view [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F] "
+      fprintf(stderr, "usage: deform-view-bench [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F] "
                       "[--size WxH] [--json]\n");
       return 2;
     }
   }
   uint32_t n = (uint32_t)ceil(sqrt((double)V));
   if (n < 4 || T < A || A < 1 || F < 10 || W < 16 || H < 16) {
-    fprintf(stderr, "deform-bench view: need vertices >= 16, 1 <= active <= targets, frames >= 10\n");
+    fprintf(stderr, "deform-view-bench: need vertices >= 16, 1 <= active <= targets, frames >= 10\n");
     return 2;
   }
   mesh *m = make_mesh(n, T);
   if (!m) return 1;
   char err[1024];
   vw_context ctx;
-  if (vw_context_init(&ctx, W, H, 1, "deform-bench view", err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-bench view: %s (run it under Xvfb when there is no display)\n", err);
+  if (vw_context_init(&ctx, W, H, 1, "deform-view-bench", err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-view-bench: %s (run it under Xvfb when there is no display)\n", err);
     return 1;
   }
   GLuint fbo, rb[2];
@@ -186,7 +198,7 @@ int bench_view_main(int argc, char **argv, const char *cmdline) {
   vw_gpu *g = NULL;
   vw_render *r = NULL;
   if (vw_gpu_create(m, &topo, 0, &g, err, sizeof(err)) != 0 || vw_render_create(&r, err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-bench view: %s\n", err);
+    fprintf(stderr, "deform-view-bench: %s\n", err);
     return 1;
   }
   vw_camera cam;
@@ -227,7 +239,7 @@ int bench_view_main(int argc, char **argv, const char *cmdline) {
         vw_gpu_set_weights(g, w, T);
         vw_gpu_set_offsets(g, first, S, off + 3 * (size_t)first);
         if (vw_gpu_update(g, err, sizeof(err)) != 0) {
-          fprintf(stderr, "deform-bench view: %s\n", err);
+          fprintf(stderr, "deform-view-bench: %s\n", err);
           return 1;
         }
         glBindFramebuffer(GL_FRAMEBUFFER, fbo);

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/harness.h"
+#include "harness.h"
 #include "test.h"
 #include "vw_net.h"
 

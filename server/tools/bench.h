@@ -10,6 +10,5 @@
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
-int bench_view_main(int argc, char **argv, const char *cmdline); /* viewer/bench_view.c */
 
 #endif

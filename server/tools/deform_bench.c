@@ -739,16 +739,13 @@ static void usage(FILE *out) {
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
-          "       deform-bench view [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]\n"
-          "                         [--size WxH] [--json]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
           "  brush    time per brush sample touching about N vertices (in process)\n"
           "  blend    direct-manipulation weight solve per drag, PCA build time, and bytes per streamed\n"
           "           frame of PCA-compressed MD2/MD3 clips against raw positions (in process)\n"
-          "  view     frame time of deform-view's GPU morph + normals against CPU morphing and\n"
-          "           re-uploading (off-screen, needs a display: Xvfb works)\n"
+          "  (the viewer's frame-time benchmark is deform-view-bench, built with the viewer)\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
           "  --json   one JSON object per result instead of a table\n"
@@ -831,14 +828,12 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
-  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
-                    strcmp(argv[1], "view") == 0)) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
     int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, c)
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
-                 : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
-                                                 : bench_view_main(argc, argv, c);
+                                                 : bench_blend_main(argc, argv, c);
     free(cmdline);
     return status;
   }
