@@ -15,7 +15,7 @@
 
 #include "dfm.h"
 #include "mesh.h"
-#include "mesh_info.h"
+#include "srv_json.h"
 #include "srv.h"
 
 static void usage(FILE *out) {
@@ -104,7 +104,7 @@ static int check_mesh(const char *path, uint32_t max_vertices) {
     rc = mesh_compute_stats(m, &t, &s);
     mesh_topology_fini(&t);
   }
-  cJSON *o = rc == 0 ? srv_mesh_info_json(m, &s) : NULL;
+  cJSON *o = rc == 0 ? srv_json_mesh_info(m, &s) : NULL;
   char *text = o ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   mesh_destroy(m);

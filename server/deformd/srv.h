@@ -1,10 +1,29 @@
 /*
- * srv.h — deformd's internal interfaces: server, sessions, connections, frames, logging.
+ * srv.h — deformd's internal interfaces, one section per file, in the order the files depend
+ * on each other: a section's functions call only into the sections above it (callbacks set by
+ * a higher layer, such as a connection's srv_conn_ops or a reply's srv_reply_ops, are how a
+ * lower one hands work back up). tests/layout checks that no two files call each other in a
+ * circle.
+ *
+ *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *   connections (writes, fan-out policy)     srv_conn.c
+ *   clips of a session                       srv_anim.c
+ *   sessions and operations                  srv_session.c srv_op.c
+ *   gestures, brushes, blend solves, player  srv_gesture.c srv_brush.c srv_blend.c srv_anim_play.c
+ *                                            srv_anim_compress.c
+ *   jobs (import, export)                    srv_jobs.c
+ *   JSON-RPC messages and params             srv_rpc.c
+ *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
+ *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
+ *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run
  * on the libuv thread pool, which touch only the job struct they are given. A handle (server,
  * session, connection) is freed only from its close path on the loop thread; a request (a
  * write, a job) owns what it carries until its callback runs.
+ *
+ * Errors: the service's own vocabulary is SRV_E* (negative, like libuv's UV_E*); only the
+ * transports turn them into JSON-RPC codes (srv_rpc.c) or PROTO_ERR_* codes (srv_stream.c).
  *
  * Every state change goes through srv_session_apply() with an srv_op record: that is the only
  * mutator of session state.
@@ -21,6 +40,33 @@
 #include "dfm_brush.h"
 #include "mesh.h"
 #include "proto.h"
+
+/* ---- errors (srv_error.c) -------------------------------------------------------------------- */
+
+/* What a request can fail with. The transports map each to a JSON-RPC code (docs/json-api.md
+ * lists them) and to a PROTO_ERR_* code for binary connections. */
+typedef enum srv_error {
+  SRV_EPARAMS = -3001,    /* a parameter is missing, of the wrong type or malformed */
+  SRV_ENOSESSION = -3002, /* no session by that name (or it closed meanwhile) */
+  SRV_ENOTARGET = -3003,  /* no target by that name */
+  SRV_ENOTFINITE = -3004, /* a number is NaN or infinite (or overflows float32) */
+  SRV_EMESH = -3005,      /* a mesh file was refused */
+  SRV_EEXIST = -3006,     /* a session by that name exists */
+  SRV_ERANGE = -3007,     /* a value or index outside what the session allows */
+  SRV_ELIMIT = -3008,     /* a server limit (sessions, gestures, pins, memory) */
+  SRV_EIO = -3009,        /* writing a file failed */
+  SRV_EACCES = -3010,     /* not authenticated, or not allowed */
+  SRV_ENOGESTURE = -3011, /* no gesture by that id */
+  SRV_ESOLVER = -3012,    /* a solver failed (the reason says why) */
+  SRV_EBUSY = -3013,      /* the session is busy with something that must end first */
+  SRV_ENOCLIP = -3014,    /* no clip by that name */
+  SRV_ENOMETHOD = -3015,  /* no such JSON-RPC method */
+  SRV_ESHUTDOWN = -3016,  /* the server is stopping */
+  SRV_EINTERNAL = -3017   /* out of memory, or a job that could not start */
+} srv_error;
+
+/* A short name for an SRV_E* code ("unknown session"), for logs. */
+const char *srv_strerror(int code);
 
 /* ---- logging (srv_log.c) --------------------------------------------------------------------- */
 
@@ -64,9 +110,10 @@ typedef struct srv_config {
 /* Fills defaults. */
 void srv_config_init(srv_config *c);
 void srv_config_fini(srv_config *c);
-/* Reads a JSON config file over the current values. Returns 0 or -1 with a reason in err. */
+/* Reads a JSON config file over the current values. Returns 0 or SRV_EPARAMS with a reason in
+ * err. */
 int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
-/* Adds a session to open at start. Copies both strings. */
+/* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
@@ -83,7 +130,158 @@ srv_frame *srv_frame_from_buf(proto_buf *b);
 srv_frame *srv_frame_ref(srv_frame *f);
 void srv_frame_unref(srv_frame *f);
 
-/* ---- operations and sessions (srv_session.c) --------------------------------------------------- */
+/* ---- the server's state (its functions are in srv_server.c, at the top) --------------------- */
+
+typedef struct srv_conn srv_conn;
+typedef struct srv_server srv_server;
+typedef struct srv_session srv_session;
+
+typedef struct srv_stats {
+  uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
+  uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
+  uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
+} srv_stats;
+
+struct srv_server {
+  uv_loop_t *loop;
+  srv_config cfg;
+  uv_tcp_t stream_listener, rpc_listener;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t tick; /* slow-connection checks */
+  srv_session *sessions;
+  uint32_t session_count;
+  srv_conn *conns;
+  uint32_t conn_count;
+  uint32_t next_conn_id;
+  int pending_jobs;
+  int stopping;
+  uint64_t started_ms;
+  srv_stats stats;
+  proto_limits limits;
+  uv_timer_t anim_timer;     /* playback and recording (srv_anim_play.c), running only while needed */
+  int anim_timer_init, anim_timer_on;
+  uint64_t anim_last_ms;
+  /* What else a closing session must stop (its gestures, strokes, solves, player): set by
+   * srv_server.c, called by srv_session_close. */
+  void (*on_session_close)(srv_session *s);
+};
+
+/* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
+
+#include "srv_json.h"
+
+/* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
+
+typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
+
+/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c). */
+typedef struct srv_conn_ops {
+  void (*on_data)(srv_conn *c);    /* bytes were appended to c->rbuf */
+  void (*on_drained)(srv_conn *c); /* everything queued was written (may be NULL) */
+  void (*on_close)(srv_conn *c);   /* closing: let go of what refers to it (may be NULL) */
+  /* Accepted over a limit or while stopping: say why in the transport's terms, then finish. */
+  void (*refuse)(srv_conn *c, int srv_code, const char *why);
+} srv_conn_ops;
+
+struct srv_conn {
+  uv_tcp_t tcp; /* first: the handle's address is the connection's */
+  srv_server *server;
+  srv_conn_kind kind;
+  const srv_conn_ops *ops;
+  uint32_t id;
+  int refs;     /* the handle holds one; jobs answering this connection hold one each */
+  int closing;
+  int finishing;            /* saying goodbye: no more reads, closed when written */
+  int read_paused;          /* output over the soft limit: input waits (backpressure) */
+  int authed;               /* rpc: passed `auth` (only matters when a token is set) */
+  uint64_t accepted_at;     /* uv_now() at accept */
+  uint64_t finish_deadline;
+  char peer[64];
+
+  uint8_t *rbuf; /* bytes received and not yet consumed */
+  size_t rlen, rcap;
+
+  /* stream connections */
+  int hello_done;
+  uint8_t role;
+  srv_session *session;
+  srv_conn *sub_next;
+  uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
+  size_t queued;            /* bytes handed to uv_write and not yet written */
+  int lagging;              /* over the soft limit: frames are coalesced into a catch-up */
+  uint64_t lagging_since;   /* uv_now() when it started lagging */
+
+  /* rpc connections */
+  int skipping;             /* discarding an oversized request up to its newline */
+
+  srv_conn *next, *prev;    /* the server's connection list */
+};
+
+/* A new connection handle in the server's list (not yet accepted: the listener calls uv_accept
+ * on c->tcp, then srv_conn_start). Returns NULL when out of memory. */
+srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops *ops);
+/* Reads from the accepted socket; bytes go to ops->on_data. */
+void srv_conn_start(srv_conn *c);
+/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
+int srv_conn_send(srv_conn *c, srv_frame *f);
+/* Queues raw bytes that are copied (replies, errors). */
+int srv_conn_send_copy(srv_conn *c, const void *data, size_t len);
+/* Sends several frames as one write (SNAPSHOT head + shared mesh part + state part). */
+int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n);
+/* Sends an ERROR frame (code PROTO_ERR_*, naming request_id or 0) on a stream connection. The
+ * one place ERROR frames are built. */
+void srv_conn_send_error(srv_conn *c, uint16_t code, uint32_t request_id, const char *message);
+/* Sends an ERROR (stream connections; best effort, never waits for a slow peer) and closes the
+ * connection. */
+void srv_conn_fail(srv_conn *c, uint16_t code, const char *message);
+/* Sends `last` (may be NULL), stops reading, and closes once it is written (or after 2 s). */
+void srv_conn_finish(srv_conn *c, srv_frame *last);
+void srv_conn_close(srv_conn *c);
+void srv_conn_ref(srv_conn *c);
+void srv_conn_unref(srv_conn *c);
+/* Fan-out to one subscriber (invariants 1 and 3): queues `f`, which brings it to `version`, or
+ * marks it lagging (f NULL, or over the soft limit) so that it is caught up once drained; over
+ * the hard limit it is dropped with an ERROR. */
+void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);
+
+/* ---- replies: where an asynchronous answer goes ---------------------------------------------- */
+
+/* A transport's way of answering one request (srv_rpc.c for JSON-RPC calls, srv_stream.c for
+ * binary edits). Both functions answer, release `to`, and leave the reply empty. */
+typedef struct srv_reply srv_reply;
+typedef struct srv_reply_ops {
+  void (*ok)(srv_reply *r, cJSON *result);                      /* takes `result` */
+  void (*error)(srv_reply *r, int srv_code, const char *message); /* srv_code: SRV_E* */
+} srv_reply_ops;
+
+struct srv_reply {
+  const srv_reply_ops *ops; /* NULL: nobody to answer */
+  void *to;                 /* the transport's: a JSON-RPC call, or a referenced connection */
+  uint32_t request_id;      /* binary edits: the id ERROR frames name */
+};
+
+/* Answers with `result` (taken) or with an error; a reply with nobody to answer drops them. */
+static inline void srv_reply_ok(srv_reply *r, cJSON *result) {
+  if (r->ops) r->ops->ok(r, result);
+  else cJSON_Delete(result);
+  r->ops = NULL;
+  r->to = NULL;
+}
+static inline void srv_reply_error(srv_reply *r, int srv_code, const char *message) {
+  if (r->ops) r->ops->error(r, srv_code, message);
+  r->ops = NULL;
+  r->to = NULL;
+}
+
+/* ---- animation clips (srv_anim.c; the player in srv_anim_play.c, compression in
+ *      srv_anim_compress.c, methods in srv_anim_rpc.c, shared types in srv_anim.h) ----------- */
+
+/* Builds the session's clips from its mesh (keyframe clips and glTF weight clips). Called by
+ * srv_session_create; srv_anim_fini frees them with the session. Returns 0 or MESH_ENOMEM. */
+int srv_anim_init(srv_session *s);
+void srv_anim_fini(srv_session *s);
+
+/* ---- operations and sessions (srv_session.c, srv_op.c) ------------------------------------------ */
 
 typedef enum srv_op_kind {
   SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets (not combination targets) */
@@ -136,14 +334,11 @@ typedef struct srv_op {
   float wscale;
 } srv_op;
 
-typedef struct srv_conn srv_conn;
-typedef struct srv_server srv_server;
-
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
 
 typedef struct srv_gesture srv_gesture;
 
-typedef struct srv_session {
+struct srv_session {
   int refs;                  /* the server's table holds one; each running job one more */
   int closed;                /* removed from the server: jobs finishing now apply nothing */
   char *name;
@@ -171,9 +366,9 @@ typedef struct srv_session {
   uint32_t stroke_count;
   int brush_running;
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
-  struct srv_anim *anim;     /* clips, player and recorder (srv_anim.c) */
+  struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
   struct srv_session *next;  /* server's session list */
-} srv_session;
+};
 
 /* A copy of a session's state that a thread-pool job can evaluate while the loop goes on:
  * weights and offsets copied, targets copied shallowly (their arrays never change or move). */
@@ -191,25 +386,33 @@ void srv_state_release(srv_state *st);
 /* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */
 int srv_state_shape(const srv_state *st, float *out);
 
-/* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or
- * MESH_ENOMEM; on failure `m` is destroyed. Runs on any thread (touches nothing shared). */
+/* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or a
+ * MESH_E* code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
+ * shared). */
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen);
 void srv_session_ref(srv_session *s);
 void srv_session_unref(srv_session *s); /* destroys it with the last reference */
 void srv_session_destroy(srv_session *s);
 
-/* Validates `op` against the session (indices in range and ordered, values finite and within
- * each target's range). Returns 0 or -1 with a reason; applies nothing on failure. */
-int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t errlen);
-/* Applies a checked op: state updated, version bumped, one frame encoded and fanned out to
- * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
-uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
+/* The server's table of sessions. */
+srv_session *srv_session_find(srv_server *srv, const char *name);
+void srv_session_add(srv_server *srv, srv_session *s);
+/* Removes the session from the table: its viewers get BYE(SESSION_CLOSED) and are closed, what
+ * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
+void srv_session_close(srv_server *srv, srv_session *s, const char *why);
 
-/* Sets the sculpt offsets of `vertices` (NULL: every vertex) back to zero, as one op. Returns 0
- * with the new version and how many vertices changed, or an SRV_RPC_* code with a reason. */
-int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
-                      uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen);
+/* Viewers: a subscribed connection gets every applied op's frame (srv_conn_deliver). */
+void srv_session_subscribe(srv_session *s, srv_conn *c);
+void srv_session_unsubscribe(srv_conn *c); /* no-op when c is not subscribed */
+/* Hands `f` (NULL: could not be encoded; subscribers fall behind and catch up) at `version` to
+ * every subscriber. */
+void srv_session_publish(srv_session *s, srv_frame *f, uint64_t version);
 
+/* Target t as the protocol describes it (name, default, range, flags, drivers, deltas). */
+proto_target_desc srv_session_target_desc(const srv_session *s, uint32_t t);
+/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed): after a target is
+ * added or its settings change. Returns 0 or a MESH_E* code. */
+int srv_session_encode_target(srv_session *s, uint32_t t);
 /* Encodes the frames that bring a receiver from `since` to the current version: a WEIGHTS frame
  * of every target changed since then and a DELTA of every vertex in a block changed since then.
  * Appends to `b` (nothing when since == version). Returns 0 or a PROTO_E* code. */
@@ -218,178 +421,21 @@ int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags
  * and mesh counts), the shared body and target pieces (referenced), a per-join state part.
  * *parts is malloc'ed and holds one reference to each frame. Returns 0 or MESH_ENOMEM. */
 int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count);
-
 /* Encodes the state part of a SNAPSHOT (current weights, non-zero offsets). */
 int srv_session_encode_state(const srv_session *s, proto_buf *b);
 
-
-
-/* ---- connections (srv_stream.c, srv_rpc.c) ---------------------------------------------------- */
-
-typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
-
-struct srv_conn {
-  uv_tcp_t tcp; /* first: the handle's address is the connection's */
-  srv_server *server;
-  srv_conn_kind kind;
-  uint32_t id;
-  int refs;     /* the handle holds one; jobs answering this connection hold one each */
-  int closing;
-  int finishing;            /* saying goodbye: no more reads, closed when written */
-  int read_paused;          /* output over the soft limit: input waits (backpressure) */
-  int authed;               /* rpc: passed `auth` (only matters when a token is set) */
-  uint64_t accepted_at;     /* uv_now() at accept */
-  uint64_t finish_deadline;
-  char peer[64];
-
-  uint8_t *rbuf; /* bytes received and not yet consumed */
-  size_t rlen, rcap;
-
-  /* stream connections */
-  int hello_done;
-  uint8_t role;
-  srv_session *session;
-  srv_conn *sub_next;
-  uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
-  size_t queued;            /* bytes handed to uv_write and not yet written */
-  int lagging;              /* over the soft limit: frames are coalesced into a catch-up */
-  uint64_t lagging_since;   /* uv_now() when it started lagging */
-
-  /* rpc connections */
-  int skipping;             /* discarding an oversized request up to its newline */
-
-  srv_conn *next, *prev;    /* the server's connection list */
-};
-
-/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
-int srv_conn_send(srv_conn *c, srv_frame *f);
-/* Queues raw bytes that are copied (replies, errors). */
-int srv_conn_send_copy(srv_conn *c, const void *data, size_t len);
-/* Sends an ERROR (best effort, never waits for a slow peer) and closes the connection. */
-void srv_conn_fail(srv_conn *c, uint16_t code, const char *message);
-/* Sends `last` (may be NULL), stops reading, and closes once it is written (or after 2 s). */
-void srv_conn_finish(srv_conn *c, srv_frame *last);
-/* Sends several frames as one write (SNAPSHOT head + shared mesh part + state part). */
-int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n);
-void srv_conn_close(srv_conn *c);
-void srv_conn_ref(srv_conn *c);
-void srv_conn_unref(srv_conn *c);
-
-/* Stream side: incoming bytes, write completion (for catch-up), fan-out entry. */
-void srv_stream_on_data(srv_conn *c);
-void srv_stream_on_drained(srv_conn *c);
-void srv_stream_deliver(srv_conn *c, srv_frame *f, uint64_t version);
-void srv_stream_detach(srv_conn *c);
-
-/* RPC side: incoming bytes. */
-void srv_rpc_on_data(srv_conn *c);
-
-/* ---- the server (srv_server.c) ------------------------------------------------------------------ */
-
-typedef struct srv_stats {
-  uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
-  uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
-  uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
-} srv_stats;
-
-struct srv_server {
-  uv_loop_t *loop;
-  srv_config cfg;
-  uv_tcp_t stream_listener, rpc_listener;
-  uv_signal_t sigint, sigterm;
-  uv_timer_t tick; /* slow-connection checks */
-  srv_session *sessions;
-  uint32_t session_count;
-  srv_conn *conns;
-  uint32_t conn_count;
-  uint32_t next_conn_id;
-  int pending_jobs;
-  int stopping;
-  uint64_t started_ms;
-  srv_stats stats;
-  proto_limits limits;
-  uv_timer_t anim_timer;     /* playback and recording (srv_anim.c), running only while needed */
-  int anim_timer_init, anim_timer_on;
-  uint64_t anim_last_ms;
-};
-
-int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg);
-/* Stops accepting, says BYE to every client, closes everything; the loop then ends. */
-void srv_server_stop(srv_server *s, const char *why);
-void srv_server_fini(srv_server *s);
-
-srv_session *srv_server_find(srv_server *s, const char *name);
-void srv_server_add_session(srv_server *s, srv_session *session);
-/* Removes the session: its viewers get BYE(SESSION_CLOSED) and are closed. */
-void srv_server_close_session(srv_server *s, srv_session *session, const char *why);
-
-/* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
-
-/* Opens a session from a mesh path or "demo" on the thread pool, then calls `done` on the loop
- * thread with 0 and the new session added to the server, or an error code and a reason. */
-typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
-                            const char *err);
-int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
-                         void *arg);
-
-/* Writes the current shape of a session to a file on the thread pool (the positions are
- * captured now, on the loop thread). */
-typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *err);
-int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
-                   void *arg);
-
-/* ---- JSON-RPC methods (srv_methods.c) -------------------------------------------------------------- */
-
-/* Application error codes (JSON-RPC's own are -32700..-32600). */
-enum {
-  SRV_RPC_UNKNOWN_SESSION = -32001,
-  SRV_RPC_UNKNOWN_TARGET = -32002,
-  SRV_RPC_NOT_FINITE = -32003,
-  SRV_RPC_MESH_REFUSED = -32004,
-  SRV_RPC_SESSION_EXISTS = -32005,
-  SRV_RPC_OUT_OF_RANGE = -32006,
-  SRV_RPC_LIMIT = -32007,
-  SRV_RPC_IO = -32008,
-  SRV_RPC_UNAUTHORIZED = -32009,
-  SRV_RPC_UNKNOWN_GESTURE = -32010,
-  SRV_RPC_SOLVER = -32011,
-  SRV_RPC_BUSY = -32012,
-  SRV_RPC_UNKNOWN_CLIP = -32013,
-  SRV_RPC_INTERNAL = -32000
-};
-
-/* A request being answered, possibly later (after a job). */
-typedef struct srv_rpc_call {
-  srv_conn *conn; /* referenced */
-  cJSON *id;      /* owned copy of the request id */
-} srv_rpc_call;
-
-/* Runs `method` with `params`. Either answers now (srv_rpc_reply / srv_rpc_error) or keeps the
- * call for an asynchronous answer. `call` is owned by the callee from here on. */
-void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params);
-/* Sends {"jsonrpc":"2.0","id":...,"result":result} (takes `result`) and frees the call. */
-void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
-/* Sends an error object and frees the call. */
-void srv_rpc_error(srv_rpc_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The session named by params.session, or NULL after answering the call with -32602 (not a
- * string) or -32001 (no such session). */
-srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, cJSON *params);
-#define SRV_RPC_INVALID_PARAMS -32602
+/* Validates `op` against the session (indices in range and ordered, values finite and within
+ * each target's range). Returns 0 or SRV_ERANGE with a reason; applies nothing on failure. */
+int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t errlen);
+/* Applies a checked op: state updated, version bumped, one frame encoded and fanned out to
+ * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
+uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
+/* Sets the sculpt offsets of `vertices` (NULL: every vertex) back to zero, as one op. Returns 0
+ * with the new version and how many vertices changed, or an SRV_E* code with a reason. */
+int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
+                      uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen);
 
 /* ---- editing gestures (srv_gesture.c) ------------------------------------------------------- */
-
-/* Where an asynchronous answer goes: a JSON-RPC call, or a binary connection (referenced) that
- * only hears about failures, as an ERROR frame naming `request_id`. */
-typedef struct srv_reply {
-  srv_rpc_call *call;
-  srv_conn *conn;
-  uint32_t request_id;
-} srv_reply;
-
-/* Answers with an error, or with `result` (taken; binary connections hear nothing on success),
- * and releases the reply. */
-void srv_reply_error(srv_reply *r, int rpc_code, const char *message);
-void srv_reply_ok(srv_reply *r, cJSON *result);
 
 typedef struct srv_gesture_spec {
   uint32_t id;            /* 0: the server picks one */
@@ -406,8 +452,8 @@ typedef struct srv_gesture_spec {
   uint32_t anchor_count;
 } srv_gesture_spec;
 
-/* Each returns 0 (the reply is answered later) or an SRV_RPC_* / -32602 code with a reason in
- * err (the reply is untouched: the caller answers). */
+/* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
+ * reply is untouched: the caller answers). */
 int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *spec, uint32_t owner,
                       srv_reply reply, char *err, size_t errlen);
 int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xform *xf, int pivot_given,
@@ -423,15 +469,15 @@ void srv_gesture_close_all(srv_session *s);
 /* ---- brush strokes (srv_brush.c) -------------------------------------------------------------- */
 
 /* Queues a stroke (copied) behind the session's other strokes; answers `reply` with
- * {"version", "moved_vertices"} once applied. Returns 0 or an SRV_RPC_* / -32602 code. */
+ * {"version", "moved_vertices"} once applied. Returns 0 or an SRV_E* code. */
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
 
-/* ---- blendshape weight solves (srv_blend.c; JSON methods in srv_blend_rpc.c) ----------------- */
+/* ---- blendshape weight solves (srv_blend.c) ------------------------------------------------- */
 
-#define SRV_BLEND_MAX_PINS 10000 /* pins in one blend.solve or BLEND_PINS edit (-32007 over it) */
+#define SRV_BLEND_MAX_PINS 10000 /* pins in one blend.solve or BLEND_PINS edit (SRV_ELIMIT over it) */
 
 /* Pinned vertices and where they should go (blend.solve, EDIT BLEND_PINS). Arrays are copied. */
 typedef struct srv_blend_pins_spec {
@@ -454,42 +500,124 @@ typedef struct srv_blend_fit_spec {
   int apply;                 /* also apply the weights (one SET_WEIGHTS op) */
 } srv_blend_fit_spec;
 
-/* Each returns 0 (the reply is answered later) or an SRV_RPC_* / -32602 code with a reason in
- * err (the reply is untouched: the caller answers). Solves of one session coalesce: a request
- * arriving while one runs replaces the one waiting, and all are answered by the newest. */
+/* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
+ * reply is untouched: the caller answers). Solves of one session coalesce: a request arriving
+ * while one runs replaces the one waiting, and all are answered by the newest. */
 int srv_blend_solve(srv_server *srv, srv_session *s, const srv_blend_pins_spec *spec, uint32_t author,
                     srv_reply reply, char *err, size_t errlen);
 int srv_blend_solve_edit(srv_server *srv, srv_session *s, const proto_blend_pins *pins, uint32_t author,
                          srv_reply reply, char *err, size_t errlen);
 int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spec, uint32_t author,
                   srv_reply reply, char *err, size_t errlen);
-/* The session is closing: waiting solves are answered -32001, cached factors freed (running jobs
- * answer theirs -32001 and free the rest when they end). */
+/* The session is closing: waiting solves are answered SRV_ENOSESSION, cached factors freed
+ * (running jobs answer theirs and free the rest when they end). */
 void srv_blend_close_all(srv_session *s);
-/* The JSON-RPC methods blend.solve and blend.fit (srv_blend_rpc.c). */
-void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params);
-void srv_blend_method_fit(srv_server *s, srv_rpc_call *call, cJSON *params);
 
-/* ---- animation clips, PCA compression and playback (srv_anim.c) ------------------------------ */
+/* ---- animation playback and recording (srv_anim_play.c) ------------------------------------ */
 
-/* Builds the session's clips from its mesh (keyframe clips and glTF weight clips). Called by
- * srv_session_create; srv_anim_fini frees them with the session. Returns 0 or MESH_ENOMEM. */
-int srv_anim_init(srv_session *s);
-void srv_anim_fini(srv_session *s);
 /* The session is closing: playback and recording stop. */
 void srv_anim_close(srv_session *s);
 /* The server is stopping: the animation timer closes. */
 void srv_anim_shutdown(srv_server *srv);
-void srv_anim_m_list(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_compress(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_play(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_pause(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_seek(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_speed(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_loop(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_blend(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params);
-void srv_anim_m_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+
+/* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
+
+/* Opens a session from a mesh path or "demo" on the thread pool, then calls `done` on the loop
+ * thread with 0 and the new session added to the server, or an SRV_E* code and a reason. */
+typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
+                            const char *err);
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
+                         void *arg);
+
+/* Writes the current shape of a session to a file on the thread pool (the positions are
+ * captured now, on the loop thread). `done` gets 0 or SRV_EIO with a reason. */
+typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *err);
+int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
+                   void *arg);
+
+/* ---- JSON-RPC messages and params (srv_rpc.c) ------------------------------------------------- */
+
+/* A request being answered, possibly later (after a job). */
+typedef struct srv_rpc_call {
+  srv_conn *conn; /* referenced */
+  cJSON *id;      /* owned copy of the request id */
+} srv_rpc_call;
+
+/* The JSON-RPC code an SRV_E* code is answered with (docs/json-api.md §errors). */
+int srv_rpc_code(int srv_code);
+/* Sends {"jsonrpc":"2.0","id":...,"result":result} (takes `result`) and frees the call. */
+void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
+/* Sends an error object for an SRV_E* code and frees the call. */
+void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A reply that answers `call` (for the domain modules' asynchronous answers). */
+srv_reply srv_rpc_reply_to(srv_rpc_call *call);
+/* Writes one error response line with a JSON-RPC `code` (the transport's own -32700/-32600,
+ * or srv_rpc_code of an SRV_E*) to `c`; takes `id` (NULL: null). */
+void srv_rpc_send_error(srv_conn *c, cJSON *id, int code, const char *message);
+
+/* Param readers. Each returns 0 when the key is absent, 1 when it was read, and -1 after
+ * answering the call with SRV_EPARAMS (wrong type) or SRV_ENOTFINITE (a number that is not
+ * finite). */
+int srv_rpc_number(srv_rpc_call *call, const cJSON *params, const char *key, double *out);
+int srv_rpc_numbers(srv_rpc_call *call, const cJSON *params, const char *key, int n, double *out);
+int srv_rpc_bool(srv_rpc_call *call, const cJSON *params, const char *key, int *out);
+/* An array of vertex indices (integers >= 0); *out is malloc'ed (caller frees; NULL when
+ * absent). */
+int srv_rpc_vertices(srv_rpc_call *call, const cJSON *params, const char *key, uint32_t **out, uint32_t *count);
+/* The session named by params.session, or NULL after answering the call with SRV_EPARAMS (not a
+ * string) or SRV_ENOSESSION. */
+srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, const cJSON *params);
+
+/* ---- JSON-RPC methods (srv_methods.c: table and session/server methods; srv_edit_rpc.c,
+ *      srv_blend_rpc.c, srv_anim_rpc.c: the rest) -------------------------------------------- */
+
+typedef void (*srv_method_fn)(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* Runs `method` with `params`. Either answers now (srv_rpc_reply / srv_rpc_error) or keeps the
+ * call for an asynchronous answer. `call` is owned by the callee from here on. */
+void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params);
+
+/* srv_edit_rpc.c: targets, weights, sculpt offsets, gestures and brushes. */
+void srv_m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_weights_get(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_sculpt_get(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* srv_blend_rpc.c */
+void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* srv_anim_rpc.c */
+void srv_m_anim_list(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_compress(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_play(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_pause(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_seek(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_speed(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_loop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_blend(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params);
+void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
+
+/* ---- transports (srv_stream.c: the binary port; srv_rpc_conn.c: the JSON-RPC port) ----------- */
+
+extern const srv_conn_ops srv_stream_ops;
+extern const srv_conn_ops srv_rpc_conn_ops;
+
+/* ---- the server (srv_server.c) ------------------------------------------------------------------ */
+
+int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg);
+/* Stops accepting, says BYE to every client, closes everything; the loop then ends. */
+void srv_server_stop(srv_server *s, const char *why);
+void srv_server_fini(srv_server *s);
 
 #endif

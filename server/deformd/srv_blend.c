@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "blend.h"
-#include "mesh_info.h"
+#include "srv_json.h"
 #include "srv.h"
 
 #define SRV_BLEND_CACHE 8          /* factorised pin systems kept per session */
@@ -108,7 +108,7 @@ static void blend_release(srv_session *s) {
   srv_blend *sb = s->blend;
   if (!sb || sb->running || sb->fits) return;
   for (uint32_t i = 0; i < sb->nwaiting; i++)
-    srv_reply_error(&sb->waiting[i], SRV_RPC_UNKNOWN_SESSION, "the session was closed");
+    srv_reply_error(&sb->waiting[i], SRV_ENOSESSION, "the session was closed");
   free(sb->waiting);
   request_free(&sb->pending);
   for (uint32_t i = 0; i < sb->cache_count; i++) entry_free(&sb->cache[i]);
@@ -118,7 +118,7 @@ static void blend_release(srv_session *s) {
 
 /* The solved targets: the explicit list, or every target neither muted nor a combination.
  * Fills flags (target_count) and, when list is not NULL, the ascending list and its length.
- * Returns 0 or an SRV_RPC_* code with a reason. */
+ * Returns 0 or an SRV_E* code with a reason. */
 static int solved_set(const srv_session *s, const uint32_t *targets, uint32_t n, uint8_t *flags, uint32_t *list,
                       uint32_t *count, char *err, size_t errlen) {
   const mesh *m = s->mesh;
@@ -129,16 +129,16 @@ static int solved_set(const srv_session *s, const uint32_t *targets, uint32_t n,
       uint32_t t = targets[i];
       if (t >= nt) {
         snprintf(err, errlen, "target index %u out of range (the mesh has %u targets)", t, nt);
-        return SRV_RPC_UNKNOWN_TARGET;
+        return SRV_ENOTARGET;
       }
       if (s->targets[t].driver_count) {
         snprintf(err, errlen, "'%s' is a combination target: its weight follows its drivers', so it cannot be solved",
                  m->targets[t].name);
-        return SRV_RPC_OUT_OF_RANGE;
+        return SRV_ERANGE;
       }
       if (s->targets[t].muted) {
         snprintf(err, errlen, "'%s' is muted (its weight is held at 0): unmute it to solve it", m->targets[t].name);
-        return SRV_RPC_OUT_OF_RANGE;
+        return SRV_ERANGE;
       }
       flags[t] = 1;
     }
@@ -154,33 +154,33 @@ static int solved_set(const srv_session *s, const uint32_t *targets, uint32_t n,
   if (k == 0) {
     snprintf(err, errlen, "session '%s' has no target to solve%s", s->name,
              nt ? ": every target is muted or a combination target" : "");
-    return SRV_RPC_OUT_OF_RANGE;
+    return SRV_ERANGE;
   }
   if (count) *count = k;
   return 0;
 }
 
 /* The dense matrices blend.c builds: pins 3P × S (B) and three S × S (H, its factor, the
- * active-set factor); a fit 3 S × S. Returns 0 or SRV_RPC_LIMIT with a reason. */
+ * active-set factor); a fit 3 S × S. Returns 0 or SRV_ELIMIT with a reason. */
 static int check_size(uint32_t pins, uint32_t S, char *err, size_t errlen) {
   double bytes = 8.0 * ((pins ? 3.0 * pins * S : 0.0) + 3.0 * S * (double)S);
   if (bytes <= SRV_BLEND_MAX_BYTES) return 0;
   snprintf(err, errlen, "solving %u targets%s would take %.0f MiB (the limit is %.0f MiB): solve fewer targets%s", S,
            pins ? " at these pins" : "", bytes / 1048576.0, SRV_BLEND_MAX_BYTES / 1048576.0, pins ? " or pin fewer vertices" : "");
-  return SRV_RPC_LIMIT;
+  return SRV_ELIMIT;
 }
 
-static int rpc_code(int blend_rc) {
+static int srv_code(int blend_rc) {
   switch (blend_rc) {
-    case BLEND_ENONFINITE: return SRV_RPC_NOT_FINITE;
-    case BLEND_EINVAL: return SRV_RPC_INVALID_PARAMS;
-    case BLEND_ENOMEM: return SRV_RPC_INTERNAL;
-    default: return SRV_RPC_SOLVER; /* unmoved pin, under-determined, LAPACK, iteration cap */
+    case BLEND_ENONFINITE: return SRV_ENOTFINITE;
+    case BLEND_EINVAL: return SRV_EPARAMS;
+    case BLEND_ENOMEM: return SRV_EINTERNAL;
+    default: return SRV_ESOLVER; /* unmoved pin, under-determined, LAPACK, iteration cap */
   }
 }
 
 /* Applies the solved weights that differ from the current values as one SET_WEIGHTS op. Sets
- * *version (the current one when nothing changed). Returns 0 or an SRV_RPC_* code. */
+ * *version (the current one when nothing changed). Returns 0 or an SRV_E* code. */
 static int apply_weights(srv_server *srv, srv_session *s, const uint32_t *solved, uint32_t n, const double *w,
                          uint32_t author, uint64_t *version, char *err, size_t errlen) {
   uint32_t *idx = malloc(sizeof(uint32_t) * (n + 1));
@@ -188,7 +188,7 @@ static int apply_weights(srv_server *srv, srv_session *s, const uint32_t *solved
   int rc = 0;
   if (!idx || !val) {
     snprintf(err, errlen, "out of memory");
-    rc = SRV_RPC_INTERNAL;
+    rc = SRV_EINTERNAL;
     goto out;
   }
   uint32_t k = 0;
@@ -202,13 +202,13 @@ static int apply_weights(srv_server *srv, srv_session *s, const uint32_t *solved
   if (k == 0) goto out;
   srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = author, .count = k, .indices = idx, .values = val};
   if (srv_session_check(s, &op, err, errlen) != 0) { /* a range or driver changed during the job */
-    rc = SRV_RPC_OUT_OF_RANGE;
+    rc = SRV_ERANGE;
     goto out;
   }
   *version = srv_session_apply(srv, s, &op);
   if (*version == 0) {
     snprintf(err, errlen, "out of memory");
-    rc = SRV_RPC_INTERNAL;
+    rc = SRV_EINTERNAL;
   }
 out:
   free(idx);
@@ -332,12 +332,12 @@ static void pins_done(uv_work_t *req, int status) {
   if (j->created) srv->stats.blend_factorisations++;
   for (uint32_t i = 0; i < sb->cache_count; i++)
     if (sb->cache[i].pins == j->pins) sb->cache[i].busy = 0;
-  int code = j->status ? rpc_code(j->status) : 0;
+  int code = j->status ? srv_code(j->status) : 0;
   uint64_t version = s->version;
   char why[512];
   snprintf(why, sizeof(why), "%s", j->err);
   if (s->closed) {
-    code = SRV_RPC_UNKNOWN_SESSION;
+    code = SRV_ENOSESSION;
     snprintf(why, sizeof(why), "session '%s' was closed before the solve was applied", s->name);
   } else if (!j->status) {
     srv->stats.blend_solves++;
@@ -351,7 +351,7 @@ static void pins_done(uv_work_t *req, int status) {
     cJSON_AddNumberToObject(result, "residual", j->res.residual);
     cJSON_AddNumberToObject(result, "iterations", j->res.iterations);
     cJSON_AddNumberToObject(result, "active", j->res.active);
-  } else if (code != SRV_RPC_UNKNOWN_SESSION) {
+  } else if (code != SRV_ENOSESSION) {
     srv_log(SRV_LOG_INFO, "session %s: blend solve failed: %s", s->name, why);
   }
   for (uint32_t i = 0; i < j->nanswer; i++) {
@@ -369,7 +369,7 @@ static void pins_done(uv_work_t *req, int status) {
 }
 
 /* Copies what the job needs from the session now, so that the job sees one consistent state.
- * Returns 0 or an SRV_RPC_* code with a reason. */
+ * Returns 0 or an SRV_E* code with a reason. */
 static int capture_pins(const srv_session *s, pin_job *j, char *err, size_t errlen) {
   const mesh *m = s->mesh;
   uint32_t nt = m->target_count, P = j->rq.pin_count;
@@ -382,7 +382,7 @@ static int capture_pins(const srv_session *s, pin_job *j, char *err, size_t errl
   j->r = malloc(sizeof(double) * 3 * (size_t)P);
   if (!j->targets || !j->weights || !j->flags || !j->solved || !j->lo || !j->pin_offsets || !j->r) {
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   int rc = solved_set(s, j->rq.targets, j->rq.target_count, j->flags, j->solved, &j->S, err, errlen);
   if (rc == 0) rc = check_size(P, j->S, err, errlen);
@@ -410,7 +410,7 @@ static int capture_pins(const srv_session *s, pin_job *j, char *err, size_t errl
 static void start_pins(srv_server *srv, srv_blend *sb) {
   srv_session *s = sb->session;
   char err[512];
-  int code = SRV_RPC_INTERNAL;
+  int code = SRV_EINTERNAL;
   snprintf(err, sizeof(err), "cannot start the solve (out of memory)");
   pin_job *j = calloc(1, sizeof(*j));
   if (j) {
@@ -445,7 +445,7 @@ static void start_pins(srv_server *srv, srv_blend *sb) {
     }
     for (uint32_t i = 0; i < sb->cache_count; i++)
       if (sb->cache[i].pins == j->pins) sb->cache[i].busy = 0;
-    code = SRV_RPC_INTERNAL;
+    code = SRV_EINTERNAL;
     snprintf(err, sizeof(err), "cannot start the solve");
   }
   if (!j) { /* the request stays with the session: answer what waits and drop it */
@@ -472,48 +472,48 @@ int srv_blend_solve(srv_server *srv, srv_session *s, const srv_blend_pins_spec *
   uint32_t nv = s->mesh->vertex_count, P = spec->pin_count;
   if (P == 0) {
     snprintf(err, errlen, "no pins: pin at least one vertex");
-    return SRV_RPC_INVALID_PARAMS;
+    return SRV_EPARAMS;
   }
   if (P > SRV_BLEND_MAX_PINS) {
     snprintf(err, errlen, "%u pins: at most %d per solve", P, SRV_BLEND_MAX_PINS);
-    return SRV_RPC_LIMIT;
+    return SRV_ELIMIT;
   }
   for (uint32_t k = 0; k < P; k++) {
     if (spec->vertices[k] >= nv) {
       snprintf(err, errlen, "pin %u: vertex %u is out of range (the mesh has %u vertices)", k, spec->vertices[k], nv);
-      return SRV_RPC_OUT_OF_RANGE;
+      return SRV_ERANGE;
     }
     for (int c = 0; c < 3; c++)
       if (!isfinite(spec->positions[3 * (size_t)k + c])) {
         snprintf(err, errlen, "pin %u (vertex %u): the position is not finite", k, spec->vertices[k]);
-        return SRV_RPC_NOT_FINITE;
+        return SRV_ENOTFINITE;
       }
   }
   if (!isfinite(spec->lambda)) {
     snprintf(err, errlen, "\"regularization\" is not finite");
-    return SRV_RPC_NOT_FINITE;
+    return SRV_ENOTFINITE;
   }
   if (spec->lambda < 0) {
     snprintf(err, errlen, "\"regularization\" must be >= 0 (got %g)", spec->lambda);
-    return SRV_RPC_INVALID_PARAMS;
+    return SRV_EPARAMS;
   }
   { /* refused now if the solved set is already wrong; checked again when the job starts */
     uint8_t *flags = malloc(s->mesh->target_count + 1);
     uint32_t S = 0;
-    int rc = flags ? solved_set(s, spec->targets, spec->target_count, flags, NULL, &S, err, errlen) : SRV_RPC_INTERNAL;
+    int rc = flags ? solved_set(s, spec->targets, spec->target_count, flags, NULL, &S, err, errlen) : SRV_EINTERNAL;
     free(flags);
-    if (rc == SRV_RPC_INTERNAL) snprintf(err, errlen, "out of memory");
+    if (rc == SRV_EINTERNAL) snprintf(err, errlen, "out of memory");
     if (rc == 0) rc = check_size(P, S, err, errlen);
     if (rc) return rc;
   }
   srv_blend *sb = blend_of(s);
   if (!sb) {
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   if (sb->nwaiting >= SRV_BLEND_MAX_WAITING) {
     snprintf(err, errlen, "session '%s' already has %d solves waiting", s->name, SRV_BLEND_MAX_WAITING);
-    return SRV_RPC_LIMIT;
+    return SRV_ELIMIT;
   }
   pin_request rq = {0};
   rq.vertices = copy_of(spec->vertices, sizeof(uint32_t) * P);
@@ -532,7 +532,7 @@ int srv_blend_solve(srv_server *srv, srv_session *s, const srv_blend_pins_spec *
   if (!rq.vertices || !rq.positions || (spec->targets && !rq.targets) || sb->nwaiting == sb->capwaiting) {
     request_free(&rq);
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   /* The newest request wins: the one waiting is dropped, its reply answered with this one's. */
   request_free(&sb->pending);
@@ -550,7 +550,7 @@ int srv_blend_solve_edit(srv_server *srv, srv_session *s, const proto_blend_pins
   int rc;
   if (!v || !p) {
     snprintf(err, errlen, "out of memory");
-    rc = SRV_RPC_INTERNAL;
+    rc = SRV_EINTERNAL;
   } else {
     for (uint32_t i = 0; i < pins->count; i++) {
       proto_blend_pin pin;
@@ -584,7 +584,7 @@ typedef struct fit_job {
   uint32_t author;
   double *lo, *hi, *w0, *w;
   blend_fit_result res;
-  int code;              /* SRV_RPC_* */
+  int code;              /* SRV_E* */
   char err[MESH_ERR_LEN + 256];
   srv_reply reply;
 } fit_job;
@@ -609,7 +609,7 @@ static void fit_work(uv_work_t *req) {
   float *d = malloc(sizeof(float) * (3 * (size_t)V + 1));
   mesh *file = NULL;
   if (!acc || !d) {
-    j->code = SRV_RPC_INTERNAL;
+    j->code = SRV_EINTERNAL;
     snprintf(j->err, sizeof(j->err), "out of memory");
     goto out;
   }
@@ -618,12 +618,12 @@ static void fit_work(uv_work_t *req) {
     mesh_import_opts opts = {.max_vertices = j->max_vertices};
     char why[MESH_ERR_LEN];
     if (mesh_import(j->path, &opts, &file, why, sizeof(why)) != 0) {
-      j->code = SRV_RPC_MESH_REFUSED;
+      j->code = SRV_EMESH;
       snprintf(j->err, sizeof(j->err), "mesh refused: %s", why);
       goto out;
     }
     if (file->vertex_count != V) {
-      j->code = SRV_RPC_OUT_OF_RANGE;
+      j->code = SRV_ERANGE;
       snprintf(j->err, sizeof(j->err),
                "'%s' has %u vertices but session '%s' has %u: a fitted shape needs the session mesh's vertices, in "
                "the same order", j->path, file->vertex_count, j->session->name, V);
@@ -643,7 +643,7 @@ static void fit_work(uv_work_t *req) {
   for (size_t i = 0; i < 3 * (size_t)V; i++) d[i] = (float)acc[i];
   int rc = blend_fit(m, j->flags, d, j->lambda, j->keep_close ? j->w0 : NULL, j->lo, j->hi, j->w, &j->res, j->err,
                      sizeof(j->err));
-  if (rc) j->code = rpc_code(rc);
+  if (rc) j->code = srv_code(rc);
 out:
   mesh_destroy(file);
   free(acc);
@@ -657,12 +657,12 @@ static void fit_done(uv_work_t *req, int status) {
   srv->pending_jobs--;
   s->blend->fits--;
   if (status == UV_ECANCELED && !j->code) {
-    j->code = SRV_RPC_INTERNAL;
+    j->code = SRV_EINTERNAL;
     snprintf(j->err, sizeof(j->err), "cancelled");
   }
   uint64_t version = 0;
   if (s->closed) {
-    j->code = SRV_RPC_UNKNOWN_SESSION;
+    j->code = SRV_ENOSESSION;
     snprintf(j->err, sizeof(j->err), "session '%s' was closed before the fit ended", s->name);
   } else if (!j->code) {
     srv->stats.blend_fits++;
@@ -690,42 +690,42 @@ int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spe
                   srv_reply reply, char *err, size_t errlen) {
   if (!spec->shape || !spec->shape[0]) {
     snprintf(err, errlen, "\"shape\" must be \"sculpt\" or a mesh file path");
-    return SRV_RPC_INVALID_PARAMS;
+    return SRV_EPARAMS;
   }
   if (!isfinite(spec->lambda)) {
     snprintf(err, errlen, "\"regularization\" is not finite");
-    return SRV_RPC_NOT_FINITE;
+    return SRV_ENOTFINITE;
   }
   if (spec->lambda < 0) {
     snprintf(err, errlen, "\"regularization\" must be >= 0 (got %g)", spec->lambda);
-    return SRV_RPC_INVALID_PARAMS;
+    return SRV_EPARAMS;
   }
   srv_blend *sb = blend_of(s);
   if (!sb) {
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   if (sb->fits >= SRV_BLEND_MAX_FITS) {
     snprintf(err, errlen, "session '%s' already has %d fits running", s->name, SRV_BLEND_MAX_FITS);
-    return SRV_RPC_LIMIT;
+    return SRV_ELIMIT;
   }
   uint32_t nt = s->mesh->target_count;
   fit_job *j = calloc(1, sizeof(*j));
   if (!j) {
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   j->flags = malloc(nt + 1);
   j->solved = malloc(sizeof(uint32_t) * (nt + 1));
   j->lo = malloc(sizeof(double) * 4 * ((size_t)nt + 1));
   j->path = strcmp(spec->shape, "sculpt") == 0 ? NULL : strdup(spec->shape);
-  int rc = SRV_RPC_INTERNAL;
+  int rc = SRV_EINTERNAL;
   snprintf(err, errlen, "out of memory");
   if (!j->flags || !j->solved || !j->lo || (strcmp(spec->shape, "sculpt") != 0 && !j->path)) goto fail;
   rc = solved_set(s, spec->targets, spec->target_count, j->flags, j->solved, &j->S, err, errlen);
   if (rc == 0) rc = check_size(0, j->S, err, errlen);
   if (rc) goto fail;
-  rc = SRV_RPC_INTERNAL;
+  rc = SRV_EINTERNAL;
   snprintf(err, errlen, "out of memory");
   if (srv_state_capture(s, &j->state) != 0) goto fail;
   j->hi = j->lo + j->S;
@@ -763,7 +763,7 @@ void srv_blend_close_all(srv_session *s) {
   srv_blend *sb = s->blend;
   if (!sb) return;
   for (uint32_t i = 0; i < sb->nwaiting; i++)
-    srv_reply_error(&sb->waiting[i], SRV_RPC_UNKNOWN_SESSION, "the session was closed");
+    srv_reply_error(&sb->waiting[i], SRV_ENOSESSION, "the session was closed");
   sb->nwaiting = 0;
   request_free(&sb->pending);
   sb->has_pending = 0;

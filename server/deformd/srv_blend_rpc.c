@@ -2,7 +2,7 @@
  * srv_blend_rpc.c — the JSON-RPC methods blend.solve and blend.fit (docs/json-api.md): their
  * params checked and turned into srv_blend_*_spec requests for srv_blend.c.
  *
- * Type errors answer -32602 naming the key; unknown target names -32002; non-finite numbers
+ * Type errors answer SRV_EPARAMS naming the key; unknown target names -32002; non-finite numbers
  * -32003; too many pins -32007. What needs the session's state (vertex ranges, muted and
  * combination targets) is checked by srv_blend.c, on both ports alike.
  *
@@ -17,36 +17,19 @@
 
 /* Reads params.regularization (default 0). 0 or -1 (answered). */
 static int regularization(srv_rpc_call *call, cJSON *params, double *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "regularization");
   *out = 0;
-  if (!v) return 0;
-  if (!cJSON_IsNumber(v)) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: \"regularization\" must be a number >= 0");
+  if (srv_rpc_number(call, params, "regularization", out) < 0) return -1;
+  if (*out < 0) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"regularization\" must be >= 0 (got %g)", *out);
     return -1;
   }
-  if (!isfinite(v->valuedouble)) {
-    srv_rpc_error(call, SRV_RPC_NOT_FINITE, "\"regularization\" is not finite");
-    return -1;
-  }
-  if (v->valuedouble < 0) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: \"regularization\" must be >= 0 (got %g)", v->valuedouble);
-    return -1;
-  }
-  *out = v->valuedouble;
   return 0;
 }
 
-/* Reads an optional boolean. 0 or -1 (answered). */
+/* An optional boolean with a default. 0 or -1 (answered). */
 static int boolean(srv_rpc_call *call, cJSON *params, const char *key, int dflt, int *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
   *out = dflt;
-  if (!v) return 0;
-  if (!cJSON_IsBool(v)) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: \"%s\" must be true or false", key);
-    return -1;
-  }
-  *out = cJSON_IsTrue(v);
-  return 0;
+  return srv_rpc_bool(call, params, key, out) < 0 ? -1 : 0;
 }
 
 /* Reads params.targets: absent (NULL, 0) or a non-empty array of target names, as indices
@@ -58,7 +41,7 @@ static int target_list(srv_rpc_call *call, const srv_session *x, cJSON *params, 
   if (!a) return 0;
   int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
   if (n < 1) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS,
+    srv_rpc_error(call, SRV_EPARAMS,
                   "invalid params: \"targets\" must be a non-empty array of target names (omit it for every target)");
     return -1;
   }
@@ -68,18 +51,18 @@ static int target_list(srv_rpc_call *call, const srv_session *x, cJSON *params, 
     free(seen);
     free(*out);
     *out = NULL;
-    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
     return -1;
   }
   const cJSON *t;
   cJSON_ArrayForEach(t, a) {
     if (!cJSON_IsString(t)) {
-      srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: \"targets\" must hold target names");
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"targets\" must hold target names");
       goto fail;
     }
     int i = mesh_find_target(x->mesh, t->valuestring);
     if (i < 0) {
-      srv_rpc_error(call, SRV_RPC_UNKNOWN_TARGET, "unknown target '%s' in session '%s'", t->valuestring, x->name);
+      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", t->valuestring, x->name);
       goto fail;
     }
     if (!seen[i]) (*out)[(*count)++] = (uint32_t)i;
@@ -96,18 +79,18 @@ fail:
 
 /* blend.solve {session, pins: [{vertex, position: [x, y, z]}], regularization?,
  * keep_close_to_current?, targets?} */
-void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
+void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "pins");
   int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
   if (n < 1) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS,
+    srv_rpc_error(call, SRV_EPARAMS,
                   "invalid params: \"pins\" must be a non-empty array of {\"vertex\": index, \"position\": [x, y, z]}");
     return;
   }
   if (n > SRV_BLEND_MAX_PINS) {
-    srv_rpc_error(call, SRV_RPC_LIMIT, "%d pins: at most %d per solve", n, SRV_BLEND_MAX_PINS);
+    srv_rpc_error(call, SRV_ELIMIT, "%d pins: at most %d per solve", n, SRV_BLEND_MAX_PINS);
     return;
   }
   srv_blend_pins_spec spec = {0};
@@ -115,7 +98,7 @@ void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
   uint32_t *vertices = malloc(sizeof(uint32_t) * (size_t)n), *targets = NULL;
   double *positions = malloc(sizeof(double) * 3 * (size_t)n);
   if (!vertices || !positions) {
-    srv_rpc_error(call, SRV_RPC_INTERNAL, "out of memory");
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
     goto out;
   }
   int k = 0;
@@ -125,17 +108,17 @@ void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(pin, "position");
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0 ||
         v->valuedouble != (double)(uint32_t)v->valuedouble) {
-      srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: pin %d needs \"vertex\": a vertex index", k);
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: pin %d needs \"vertex\": a vertex index", k);
       goto out;
     }
     if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 3) {
-      srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: pin %d needs \"position\": [x, y, z]", k);
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: pin %d needs \"position\": [x, y, z]", k);
       goto out;
     }
     for (int c = 0; c < 3; c++) {
       const cJSON *e = cJSON_GetArrayItem(p, c);
       if (!cJSON_IsNumber(e)) {
-        srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: pin %d needs \"position\": [x, y, z]", k);
+        srv_rpc_error(call, SRV_EPARAMS, "invalid params: pin %d needs \"position\": [x, y, z]", k);
         goto out;
       }
       positions[3 * (size_t)k + c] = e->valuedouble; /* non-finite ones are refused with -32003 below */
@@ -150,7 +133,7 @@ void srv_blend_method_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
   spec.pin_count = (uint32_t)n;
   spec.targets = targets;
   char err[512];
-  srv_reply reply = {call, NULL, 0};
+  srv_reply reply = srv_rpc_reply_to(call);
   int rc = srv_blend_solve(s, x, &spec, call->conn->id, reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
@@ -161,12 +144,12 @@ out:
 
 /* blend.fit {session, shape: "sculpt" | path, regularization?, keep_close_to_current?, targets?,
  * apply?} */
-void srv_blend_method_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
+void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(params, "shape");
   if (!cJSON_IsString(shape) || !shape->valuestring[0]) {
-    srv_rpc_error(call, SRV_RPC_INVALID_PARAMS, "invalid params: \"shape\" must be \"sculpt\" or a mesh file path");
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"shape\" must be \"sculpt\" or a mesh file path");
     return;
   }
   srv_blend_fit_spec spec = {0};
@@ -178,7 +161,7 @@ void srv_blend_method_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (target_list(call, x, params, &targets, &spec.target_count) < 0) return;
   spec.targets = targets;
   char err[512];
-  srv_reply reply = {call, NULL, 0};
+  srv_reply reply = srv_rpc_reply_to(call);
   int rc = srv_blend_fit(s, x, &spec, call->conn->id, reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
   free(targets);

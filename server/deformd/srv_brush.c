@@ -105,9 +105,9 @@ static void stroke_done(uv_work_t *req, int status) {
     snprintf(k->err, sizeof(k->err), "cancelled");
   }
   if (k->status) {
-    srv_reply_error(&k->reply, k->status == DFM_EINVAL ? -32602 : SRV_RPC_SOLVER, k->err);
+    srv_reply_error(&k->reply, k->status == DFM_EINVAL ? SRV_EPARAMS : SRV_ESOLVER, k->err);
   } else if (s->closed) {
-    srv_reply_error(&k->reply, SRV_RPC_UNKNOWN_SESSION, "the session was closed");
+    srv_reply_error(&k->reply, SRV_ENOSESSION, "the session was closed");
   } else {
     /* Keep only the vertices whose offset really changes. */
     uint32_t m = 0;
@@ -137,7 +137,7 @@ static void start_next(srv_server *srv, srv_session *s) {
     s->stroke_count--;
     k->req.data = k;
     if (srv_state_capture(s, &k->state) != 0 || uv_queue_work(srv->loop, &k->req, stroke_work, stroke_done) != 0) {
-      srv_reply_error(&k->reply, SRV_RPC_INTERNAL, "cannot start the stroke");
+      srv_reply_error(&k->reply, SRV_EINTERNAL, "cannot start the stroke");
       srv_session_unref(s);
       stroke_free(k);
       continue;
@@ -151,18 +151,18 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen) {
   if (count == 0) {
     snprintf(err, errlen, "a stroke needs at least one sample");
-    return -32602;
+    return SRV_EPARAMS;
   }
   if (s->stroke_count >= 256) {
     snprintf(err, errlen, "session '%s' already has 256 strokes waiting", s->name);
-    return SRV_RPC_LIMIT;
+    return SRV_ELIMIT;
   }
   stroke *k = calloc(1, sizeof(*k));
   if (k) k->samples = malloc(sizeof(dfm_brush_sample) * count);
   if (!k || !k->samples) {
     free(k);
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   memcpy(k->samples, samples, sizeof(dfm_brush_sample) * count);
   k->count = count;
@@ -185,7 +185,7 @@ void srv_brush_close_all(srv_session *s) {
     stroke *k = s->strokes;
     s->strokes = k->next;
     s->stroke_count--;
-    srv_reply_error(&k->reply, SRV_RPC_UNKNOWN_SESSION, "the session was closed");
+    srv_reply_error(&k->reply, SRV_ENOSESSION, "the session was closed");
     srv_session_unref(s);
     stroke_free(k);
   }

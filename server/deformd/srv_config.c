@@ -54,27 +54,27 @@ void srv_config_fini(srv_config *c) {
 
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
   srv_session_spec *g = realloc(c->sessions, sizeof(*g) * (c->session_count + 1));
-  if (!g) return -1;
+  if (!g) return SRV_EINTERNAL;
   c->sessions = g;
   g[c->session_count].name = strdup(name);
   g[c->session_count].mesh = strdup(mesh_path);
   if (!g[c->session_count].name || !g[c->session_count].mesh) {
     free(g[c->session_count].name);
     free(g[c->session_count].mesh);
-    return -1;
+    return SRV_EINTERNAL;
   }
   c->session_count++;
   return 0;
 }
 
-/* Reads a non-negative integer member; 0 if absent, -1 with err set if malformed. */
+/* Reads a non-negative integer member; 0 if absent, SRV_EPARAMS with err set if malformed. */
 static int get_uint(const cJSON *o, const char *key, double max, double *out, char *err, size_t errlen) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v) return 0;
   if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > max ||
       v->valuedouble != (double)(long long)v->valuedouble) {
     snprintf(err, errlen, "\"%s\" must be an integer between 0 and %.0f", key, max);
-    return -1;
+    return SRV_EPARAMS;
   }
   *out = v->valuedouble;
   return 1;
@@ -84,7 +84,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     snprintf(err, errlen, "cannot open config file '%s'", path);
-    return -1;
+    return SRV_EPARAMS;
   }
   char *text = NULL;
   size_t len = 0, cap = 0;
@@ -94,7 +94,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
         fclose(f);
         free(text);
         snprintf(err, errlen, "config file '%s' is larger than 1 MiB", path);
-        return -1;
+        return SRV_EPARAMS;
       }
       cap = cap ? 2 * cap : 8192;
       char *g = realloc(text, cap + 1);
@@ -102,7 +102,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
         fclose(f);
         free(text);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SRV_EPARAMS;
       }
       text = g;
     }
@@ -117,7 +117,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   if (!cJSON_IsObject(root)) {
     snprintf(err, errlen, "config file '%s' is not a JSON object", path);
     cJSON_Delete(root);
-    return -1;
+    return SRV_EPARAMS;
   }
   int rc = -1;
   double v;

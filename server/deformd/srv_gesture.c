@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mesh_info.h"
+#include "srv_json.h"
 #include "srv.h"
 
 typedef enum g_state { G_FACTORING, G_READY, G_SOLVING, G_FAILED } g_state;
@@ -54,40 +54,6 @@ struct srv_gesture {
   struct srv_gesture *next;
 };
 
-/* ---- replies ------------------------------------------------------------------------------- */
-
-void srv_reply_ok(srv_reply *r, cJSON *result) {
-  if (r->call) {
-    srv_rpc_reply(r->call, result);
-    r->call = NULL;
-  } else {
-    cJSON_Delete(result);
-  }
-  if (r->conn) {
-    srv_conn_unref(r->conn);
-    r->conn = NULL;
-  }
-}
-
-void srv_reply_error(srv_reply *r, int rpc_code, const char *message) {
-  if (r->call) {
-    srv_rpc_error(r->call, rpc_code, "%s", message);
-    r->call = NULL;
-  }
-  if (r->conn) {
-    proto_buf b;
-    proto_buf_init(&b);
-    proto_encode_error(&b, PROTO_ERR_INVALID, r->request_id, message);
-    srv_frame *f = srv_frame_from_buf(&b);
-    if (f) {
-      srv_conn_send(r->conn, f);
-      srv_frame_unref(f);
-    }
-    srv_conn_unref(r->conn);
-    r->conn = NULL;
-  }
-}
-
 static cJSON *version_result(uint64_t v) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "version", (double)v);
@@ -97,9 +63,9 @@ static cJSON *version_result(uint64_t v) {
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
 static void gesture_free(srv_gesture *g) {
-  for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_RPC_UNKNOWN_GESTURE, "the gesture ended");
+  for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ENOGESTURE, "the gesture ended");
   free(g->waiting);
-  srv_reply_error(&g->begin_reply, SRV_RPC_UNKNOWN_GESTURE, "the gesture ended");
+  srv_reply_error(&g->begin_reply, SRV_ENOGESTURE, "the gesture ended");
   if (g->have_end_reply) srv_reply_ok(&g->end_reply, version_result(g->session->version));
   dfm_system_destroy(g->sys);
   free(g->rest);
@@ -258,8 +224,8 @@ static void begin_done(uv_work_t *req, int status) {
     g->state = G_FAILED;
     snprintf(g->error, sizeof(g->error), "%s", j->err);
     srv_log(SRV_LOG_INFO, "session %s: gesture %u failed: %s", g->session->name, g->id, j->err);
-    srv_reply_error(&g->begin_reply, SRV_RPC_SOLVER, j->err);
-    for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_RPC_SOLVER, j->err);
+    srv_reply_error(&g->begin_reply, SRV_ESOLVER, j->err);
+    for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ESOLVER, j->err);
     g->nwaiting = 0;
     g->has_pending = 0;
     g->ended = 1;
@@ -307,28 +273,28 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     for (uint32_t i = 0; i < lists[l].n; i++)
       if (lists[l].v[i] >= nv) {
         snprintf(err, errlen, "%s vertex %u is out of range (the mesh has %u vertices)", lists[l].what, lists[l].v[i], nv);
-        return SRV_RPC_OUT_OF_RANGE;
+        return SRV_ERANGE;
       }
   if (spec->pick >= (int64_t)nv) {
     snprintf(err, errlen, "picked vertex %lld is out of range (the mesh has %u vertices)", (long long)spec->pick, nv);
-    return SRV_RPC_OUT_OF_RANGE;
+    return SRV_ERANGE;
   }
   if (spec->pick < 0 && spec->handle_count == 0) {
     snprintf(err, errlen, "a gesture needs \"handle\" vertices or a \"pick\" vertex");
-    return -32602;
+    return SRV_EPARAMS;
   }
   if (!(spec->handle_radius >= 0) || !(spec->roi_radius >= 0) || !isfinite(spec->handle_radius) ||
       !isfinite(spec->roi_radius)) {
     snprintf(err, errlen, "radii must be finite and >= 0");
-    return -32602;
+    return SRV_EPARAMS;
   }
   if (spec->iterations < 1 || spec->iterations > 100) {
     snprintf(err, errlen, "iterations must be between 1 and 100");
-    return -32602;
+    return SRV_EPARAMS;
   }
   if (s->gesture_count >= 64) {
     snprintf(err, errlen, "session '%s' already has 64 gestures in progress", s->name);
-    return SRV_RPC_LIMIT;
+    return SRV_ELIMIT;
   }
   uint32_t id = spec->id;
   if (id == 0) {
@@ -337,7 +303,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     do id = next++, next = next ? next : 0x80000000u; while (id == 0 || find(s, id));
   } else if (find(s, id)) {
     snprintf(err, errlen, "gesture %u is already in progress", id);
-    return -32602;
+    return SRV_EPARAMS;
   }
   srv_gesture *g = calloc(1, sizeof(*g));
   begin_job *j = calloc(1, sizeof(*j));
@@ -345,7 +311,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     free(g);
     free(j);
     snprintf(err, errlen, "out of memory");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   g->id = id;
   g->owner = owner;
@@ -376,7 +342,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     free(j);
     free(g);
     snprintf(err, errlen, "cannot start the factorisation");
-    return SRV_RPC_INTERNAL;
+    return SRV_EINTERNAL;
   }
   srv->pending_jobs++;
   g->job_running = 1;
@@ -468,8 +434,8 @@ static void solve_done(uv_work_t *req, int status) {
     if (j->status == 0 && s->closed) {
       char why[256];
       snprintf(why, sizeof(why), "session '%s' was closed before the drag was applied", s->name);
-      srv_reply_error(&j->answer[i], SRV_RPC_UNKNOWN_SESSION, why);
-    } else if (j->status) srv_reply_error(&j->answer[i], SRV_RPC_SOLVER, j->err);
+      srv_reply_error(&j->answer[i], SRV_ENOSESSION, why);
+    } else if (j->status) srv_reply_error(&j->answer[i], SRV_ESOLVER, j->err);
     else srv_reply_ok(&j->answer[i], version_result(version));
   }
   if (j->status) srv_log(SRV_LOG_INFO, "session %s: gesture %u drag failed: %s", s->name, g->id, j->err);
@@ -508,7 +474,7 @@ int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xfo
   srv_gesture *g = find(s, id);
   if (!g) {
     snprintf(err, errlen, "no gesture %u in progress in session '%s'", id, s->name);
-    return SRV_RPC_UNKNOWN_GESTURE;
+    return SRV_ENOGESTURE;
   }
   for (int k = 0; k < 4; k++)
     if (!isfinite(xf->rotation[k])) goto nonfinite;
@@ -518,14 +484,14 @@ int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xfo
   if (!(xf->rotation[0] * xf->rotation[0] + xf->rotation[1] * xf->rotation[1] + xf->rotation[2] * xf->rotation[2] +
             xf->rotation[3] * xf->rotation[3] > 1e-24)) {
     snprintf(err, errlen, "\"rotate\" must be a non-zero quaternion [x, y, z, w]");
-    return -32602;
+    return SRV_EPARAMS;
   }
   if (g->nwaiting == g->capwaiting) {
     uint32_t cap = g->capwaiting ? 2 * g->capwaiting : 4;
     srv_reply *w = realloc(g->waiting, sizeof(*w) * cap);
     if (!w) {
       snprintf(err, errlen, "out of memory");
-      return SRV_RPC_INTERNAL;
+      return SRV_EINTERNAL;
     }
     g->waiting = w;
     g->capwaiting = cap;
@@ -540,7 +506,7 @@ int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xfo
   return 0;
 nonfinite:
   snprintf(err, errlen, "the drag transform has a non-finite value");
-  return SRV_RPC_NOT_FINITE;
+  return SRV_ENOTFINITE;
 }
 
 int srv_gesture_end(srv_server *srv, srv_session *s, uint32_t id, srv_reply reply, char *err, size_t errlen) {
@@ -548,7 +514,7 @@ int srv_gesture_end(srv_server *srv, srv_session *s, uint32_t id, srv_reply repl
   srv_gesture *g = find(s, id);
   if (!g) {
     snprintf(err, errlen, "no gesture %u in progress in session '%s'", id, s->name);
-    return SRV_RPC_UNKNOWN_GESTURE;
+    return SRV_ENOGESTURE;
   }
   g->ended = 1;
   g->end_reply = reply;

@@ -90,20 +90,22 @@ static void open_done(uv_work_t *req, int status) {
   if (status == UV_ECANCELED || s->stopping) {
     srv_session_unref(j->session);
     j->session = NULL;
-    j->status = UV_ECANCELED;
+    j->status = SRV_ESHUTDOWN;
     snprintf(j->err, sizeof(j->err), "the server is shutting down");
-  } else if (j->status == 0 && srv_server_find(s, j->name)) {
+  } else if (j->status == 0 && srv_session_find(s, j->name)) {
     srv_session_unref(j->session);
     j->session = NULL;
-    j->status = SRV_RPC_SESSION_EXISTS;
+    j->status = SRV_EEXIST;
     snprintf(j->err, sizeof(j->err), "a session called '%s' already exists", j->name);
   } else if (j->status == 0 && s->session_count >= s->cfg.max_sessions) {
     srv_session_unref(j->session);
     j->session = NULL;
-    j->status = SRV_RPC_LIMIT;
+    j->status = SRV_ELIMIT;
     snprintf(j->err, sizeof(j->err), "the server already has %u sessions (its limit)", s->session_count);
-  } else if (j->status == 0) {
-    srv_server_add_session(s, j->session);
+  } else if (j->status) {
+    j->status = SRV_EMESH; /* the reason says what the importer refused */
+  } else {
+    srv_session_add(s, j->session);
     if (j->reserve_mb != 0)
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
@@ -167,8 +169,10 @@ static void export_done(uv_work_t *req, int status) {
   export_job *j = req->data;
   j->srv->pending_jobs--;
   if (status == UV_ECANCELED) {
-    j->status = UV_ECANCELED;
+    j->status = SRV_EIO;
     snprintf(j->err, sizeof(j->err), "cancelled");
+  } else if (j->status) {
+    j->status = SRV_EIO;
   }
   j->done(j->srv, j->arg, j->status, j->err);
   srv_state_release(&j->state);

@@ -25,7 +25,7 @@ int srv_log_parse_level(const char *name, srv_log_level *out) {
       return 0;
     }
   }
-  return -1;
+  return SRV_EPARAMS;
 }
 
 void srv_log(srv_log_level level, const char *fmt, ...) {

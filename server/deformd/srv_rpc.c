@@ -1,19 +1,43 @@
 /*
- * srv_rpc.c — the JSON-RPC 2.0 port: newline-delimited requests in, one response line out.
+ * srv_rpc.c — JSON-RPC 2.0 messages: answering a call (now or from a job's callback), the
+ * mapping of the service's SRV_E* codes to JSON-RPC error codes, and the readers every method
+ * uses for its params, so that the same mistake gets the same code from every method.
  *
- * Bounds: a request line longer than max_request bytes is answered with an error and the rest
- * of it is discarded as it arrives (never buffered whole); a request nested deeper than
- * max_json_depth is refused before cJSON parses it (a pre-scan counts brackets outside
- * strings). Batches are refused with a clear error.
+ * Error codes (docs/json-api.md): JSON-RPC's own -32700 (parse error), -32600 (invalid
+ * request), -32601 (method not found), -32602 (invalid params), and the application's
+ * -32000..-32013 below.
  *
- * DOES NOT implement methods: srv_methods.c does.
+ * DOES NOT read from sockets (srv_rpc_conn.c) or implement methods (srv_methods.c and the
+ * srv_*_rpc.c files).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "srv.h"
+
+int srv_rpc_code(int srv_code) {
+  switch (srv_code) {
+    case SRV_EPARAMS: return -32602;
+    case SRV_ENOMETHOD: return -32601;
+    case SRV_ENOSESSION: return -32001;
+    case SRV_ENOTARGET: return -32002;
+    case SRV_ENOTFINITE: return -32003;
+    case SRV_EMESH: return -32004;
+    case SRV_EEXIST: return -32005;
+    case SRV_ERANGE: return -32006;
+    case SRV_ELIMIT: return -32007;
+    case SRV_EIO: return -32008;
+    case SRV_EACCES: return -32009;
+    case SRV_ENOGESTURE: return -32010;
+    case SRV_ESOLVER: return -32011;
+    case SRV_EBUSY: return -32012;
+    case SRV_ENOCLIP: return -32013;
+    default: return -32000; /* SRV_EINTERNAL, SRV_ESHUTDOWN */
+  }
+}
 
 static void send_json(srv_conn *c, cJSON *o) {
   char *text = cJSON_PrintUnformatted(o);
@@ -29,14 +53,16 @@ static void send_json(srv_conn *c, cJSON *o) {
   free(text);
 }
 
-static cJSON *error_object(cJSON *id, int code, const char *message) {
+void srv_rpc_send_error(srv_conn *c, cJSON *id, int code, const char *message) {
+  c->server->stats.rpc_errors++;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "jsonrpc", "2.0");
   cJSON_AddItemToObject(o, "id", id ? id : cJSON_CreateNull());
   cJSON *e = cJSON_AddObjectToObject(o, "error");
   cJSON_AddNumberToObject(e, "code", code);
   cJSON_AddStringToObject(e, "message", message);
-  return o;
+  send_json(c, o);
+  cJSON_Delete(o);
 }
 
 static void free_call(srv_rpc_call *call) {
@@ -61,144 +87,121 @@ void srv_rpc_reply(srv_rpc_call *call, cJSON *result) {
   free_call(call);
 }
 
-void srv_rpc_error(srv_rpc_call *call, int code, const char *fmt, ...) {
+void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) {
   srv_conn *c = call->conn;
-  c->server->stats.rpc_errors++;
   if (call->id && !c->closing) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    cJSON *o = error_object(call->id, code, msg);
+    srv_rpc_send_error(c, call->id, srv_rpc_code(srv_code), msg);
     call->id = NULL;
-    send_json(c, o);
-    cJSON_Delete(o);
+  } else {
+    c->server->stats.rpc_errors++;
   }
   free_call(call);
 }
 
-/* Deepest nesting of [ and { outside strings. */
-static int json_depth(const char *s, size_t n) {
-  int depth = 0, worst = 0, in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (in_str) {
-      if (ch == '\\') i++;
-      else if (ch == '"') in_str = 0;
-      continue;
-    }
-    if (ch == '"') in_str = 1;
-    else if (ch == '[' || ch == '{') {
-      if (++depth > worst) worst = depth;
-    } else if (ch == ']' || ch == '}') depth--;
-  }
-  return worst;
+/* ---- asynchronous answers -------------------------------------------------------------------- */
+
+static void reply_ok(srv_reply *r, cJSON *result) { srv_rpc_reply(r->to, result); }
+static void reply_error(srv_reply *r, int srv_code, const char *message) {
+  srv_rpc_error(r->to, srv_code, "%s", message);
+}
+static const srv_reply_ops rpc_reply_ops = {reply_ok, reply_error};
+
+srv_reply srv_rpc_reply_to(srv_rpc_call *call) {
+  srv_reply r = {&rpc_reply_ops, call, 0};
+  return r;
 }
 
-static void reply_now(srv_conn *c, cJSON *id, int code, const char *msg) {
-  c->server->stats.rpc_errors++;
-  cJSON *o = error_object(id, code, msg);
-  send_json(c, o);
-  cJSON_Delete(o);
+/* ---- params ---------------------------------------------------------------------------------- */
+
+srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, const cJSON *params) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  if (!cJSON_IsString(name)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"session\" must be a string");
+    return NULL;
+  }
+  srv_session *x = srv_session_find(s, name->valuestring);
+  if (!x) srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", name->valuestring);
+  return x;
 }
 
-static void handle_line(srv_conn *c, const char *line, size_t n) {
-  srv_server *s = c->server;
-  while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
-  size_t start = 0;
-  while (start < n && (line[start] == ' ' || line[start] == '\t')) start++;
-  if (start == n) return; /* blank line */
-  s->stats.rpc_requests++;
-  if (json_depth(line + start, n - start) > s->cfg.max_json_depth) {
-    char msg[96];
-    snprintf(msg, sizeof(msg), "request nested deeper than %d levels", s->cfg.max_json_depth);
-    reply_now(c, NULL, -32600, msg);
-    return;
+int srv_rpc_number(srv_rpc_call *call, const cJSON *params, const char *key, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be a number", key);
+    return -1;
   }
-  cJSON *req = cJSON_ParseWithLength(line + start, n - start);
-  if (!req) {
-    reply_now(c, NULL, -32700, "parse error: the request is not valid JSON");
-    return;
+  if (!isfinite(v->valuedouble)) {
+    srv_rpc_error(call, SRV_ENOTFINITE, "\"%s\" is not finite", key);
+    return -1;
   }
-  if (cJSON_IsArray(req)) {
-    reply_now(c, NULL, -32600, "batch requests are not supported: send one request per line");
-    cJSON_Delete(req);
-    return;
-  }
-  cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
-  cJSON *idcopy = NULL;
-  if (id) {
-    if (!cJSON_IsString(id) && !cJSON_IsNumber(id) && !cJSON_IsNull(id)) {
-      reply_now(c, NULL, -32600, "invalid request: \"id\" must be a string, a number or null");
-      cJSON_Delete(req);
-      return;
-    }
-    idcopy = cJSON_Duplicate(id, 1);
-  }
-  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(req, "jsonrpc");
-  const cJSON *method = cJSON_GetObjectItemCaseSensitive(req, "method");
-  cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "params");
-  const char *bad = NULL;
-  if (!cJSON_IsObject(req)) bad = "invalid request: expected a JSON object";
-  else if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) bad = "invalid request: \"jsonrpc\" must be \"2.0\"";
-  else if (!cJSON_IsString(method)) bad = "invalid request: \"method\" must be a string";
-  else if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) bad = "invalid request: \"params\" must be an object or an array";
-  if (bad) {
-    reply_now(c, idcopy ? idcopy : NULL, -32600, bad);
-    cJSON_Delete(req);
-    return;
-  }
-  srv_rpc_call *call = calloc(1, sizeof(*call));
-  if (!call) {
-    reply_now(c, idcopy, SRV_RPC_INTERNAL, "out of memory");
-    cJSON_Delete(req);
-    return;
-  }
-  call->conn = c;
-  srv_conn_ref(c);
-  call->id = idcopy;
-  srv_methods_dispatch(s, call, method->valuestring, params);
-  cJSON_Delete(req);
+  *out = v->valuedouble;
+  return 1;
 }
 
-void srv_rpc_on_data(srv_conn *c) {
-  size_t max = c->server->cfg.max_request;
-  size_t at = 0;
-  for (;;) {
-    uint8_t *nl = memchr(c->rbuf + at, '\n', c->rlen - at);
-    if (c->skipping) {
-      if (!nl) {
-        at = c->rlen; /* discard everything of the oversized request seen so far */
-        break;
-      }
-      c->skipping = 0;
-      at = (size_t)(nl - c->rbuf) + 1;
-      continue;
-    }
-    if (!nl) {
-      if (c->rlen - at > max) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "request larger than %zu bytes: refused", max);
-        reply_now(c, NULL, -32600, msg);
-        c->skipping = 1;
-        at = c->rlen;
-      }
-      break;
-    }
-    size_t len = (size_t)(nl - (c->rbuf + at));
-    if (len > max) {
-      char msg[96];
-      snprintf(msg, sizeof(msg), "request larger than %zu bytes: refused", max);
-      reply_now(c, NULL, -32600, msg);
-    } else {
-      handle_line(c, (const char *)c->rbuf + at, len);
-    }
-    at += len + 1;
-    if (c->closing) return;
+int srv_rpc_numbers(srv_rpc_call *call, const cJSON *params, const char *key, int n, double *out) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!a) return 0;
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be an array of %d numbers", key, n);
+    return -1;
   }
-  if (at > 0) {
-    memmove(c->rbuf, c->rbuf + at, c->rlen - at);
-    c->rlen -= at;
+  for (int i = 0; i < n; i++) {
+    const cJSON *v = cJSON_GetArrayItem(a, i);
+    if (!cJSON_IsNumber(v)) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be an array of %d numbers", key, n);
+      return -1;
+    }
+    if (!isfinite(v->valuedouble)) {
+      srv_rpc_error(call, SRV_ENOTFINITE, "\"%s\" has a non-finite value", key);
+      return -1;
+    }
+    out[i] = v->valuedouble;
   }
+  return 1;
+}
+
+int srv_rpc_bool(srv_rpc_call *call, const cJSON *params, const char *key, int *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!v) return 0;
+  if (!cJSON_IsBool(v)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be true or false", key);
+    return -1;
+  }
+  *out = cJSON_IsTrue(v);
+  return 1;
+}
+
+int srv_rpc_vertices(srv_rpc_call *call, const cJSON *params, const char *key, uint32_t **out, uint32_t *count) {
+  *out = NULL;
+  *count = 0;
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, key);
+  if (!a) return 0;
+  if (!cJSON_IsArray(a)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be an array of vertex indices", key);
+    return -1;
+  }
+  int n = cJSON_GetArraySize(a);
+  *out = malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  if (!*out) {
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return -1;
+  }
+  const cJSON *v;
+  cJSON_ArrayForEach(v, a) {
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0 ||
+        v->valuedouble != (double)(uint32_t)v->valuedouble) {
+      free(*out);
+      *out = NULL;
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must hold vertex indices (integers >= 0)", key);
+      return -1;
+    }
+    (*out)[(*count)++] = (uint32_t)v->valuedouble;
+  }
+  return 1;
 }

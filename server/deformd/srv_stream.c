@@ -1,19 +1,14 @@
 /*
  * srv_stream.c — the binary stream port: HELLO, the SNAPSHOT a joining viewer gets, editors'
- * EDIT frames, PING/PONG, and the per-connection output policy for slow readers.
- *
- * Output policy (invariants 1 and 3 of the architecture): frames carry absolute values, so a
- * connection may skip frames as long as it later receives the newest value of everything that
- * changed. A connection whose unwritten bytes would pass the soft limit stops receiving
- * individual frames ("lagging"); once its socket drains it gets one catch-up (the weights and
- * vertex blocks changed since the last version it was sent). Lagging longer than the slow
- * timeout, or passing the hard limit, gets an ERROR and a close (srv_server.c's tick).
+ * EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains, and the
+ * mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
  *
  * Malformed frames: a bad header (magic, version, length over the limit) closes the connection,
  * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
  * that does not validate, fails only that request with an ERROR naming it.
  *
- * DOES NOT change session state except through srv_session_apply().
+ * DOES NOT change session state except through srv_session_apply(), or decide when a viewer
+ * lags (srv_conn_deliver does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,60 +21,28 @@ static uint64_t now_ns(void) {
   return uv_hrtime();
 }
 
-static void send_error(srv_conn *c, uint16_t code, uint32_t request_id, const char *msg) {
-  proto_buf b;
-  proto_buf_init(&b);
-  proto_encode_error(&b, code, request_id, msg);
-  srv_frame *f = srv_frame_from_buf(&b);
-  if (f) {
-    srv_conn_send(c, f);
-    srv_frame_unref(f);
+/* The PROTO_ERR_* code an SRV_E* code is sent as in an ERROR frame. */
+static uint16_t stream_code(int srv_code) {
+  switch (srv_code) {
+    case SRV_EACCES: return PROTO_ERR_FORBIDDEN;
+    case SRV_ELIMIT: return PROTO_ERR_OVERLOADED;
+    case SRV_ESHUTDOWN: return PROTO_ERR_SHUTDOWN;
+    default: return PROTO_ERR_INVALID; /* the request, not the connection, failed */
   }
 }
 
-void srv_stream_detach(srv_conn *c) {
-  srv_session *s = c->session;
-  if (!s) return;
-  srv_conn **pp = &s->subscribers;
-  while (*pp && *pp != c) pp = &(*pp)->sub_next;
-  if (*pp) {
-    *pp = c->sub_next;
-    s->subscriber_count--;
-  }
-  c->sub_next = NULL;
-  c->session = NULL;
+/* Answers for binary edits: nothing on success, an ERROR naming the request on failure. */
+static void reply_ok(srv_reply *r, cJSON *result) {
+  cJSON_Delete(result);
+  srv_conn_unref(r->to);
 }
-
-static void start_lagging(srv_conn *c) {
-  if (c->lagging) return;
-  c->lagging = 1;
-  c->lagging_since = uv_now(c->server->loop);
-  srv_log(SRV_LOG_DEBUG, "connection %u lagging at version %llu (%zu bytes queued)", c->id,
-          (unsigned long long)c->sent_version, c->queued);
+static void reply_error(srv_reply *r, int srv_code, const char *message) {
+  srv_conn_send_error(r->to, stream_code(srv_code), r->request_id, message);
+  srv_conn_unref(r->to);
 }
+static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 
-void srv_stream_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
-  srv_server *s = c->server;
-  if (c->closing || c->finishing) return;
-  if (c->lagging || f == NULL) {
-    s->stats.frames_coalesced++;
-    start_lagging(c);
-    return;
-  }
-  if (c->queued > 0 && c->queued + f->len > s->cfg.soft_limit) {
-    s->stats.frames_coalesced++;
-    start_lagging(c);
-    return;
-  }
-  if (c->queued + f->len > s->cfg.hard_limit) {
-    s->stats.clients_dropped++;
-    srv_conn_fail(c, PROTO_ERR_TOO_SLOW, "output over the hard limit");
-    return;
-  }
-  if (srv_conn_send(c, f) == 0) c->sent_version = version;
-}
-
-void srv_stream_on_drained(srv_conn *c) {
+static void on_drained(srv_conn *c) {
   srv_session *s = c->session;
   if (!c->lagging || !s) return;
   proto_buf b;
@@ -149,7 +112,7 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   char name[PROTO_MAX_NAME + 1];
   memcpy(name, h.session.ptr, h.session.len);
   name[h.session.len] = '\0';
-  srv_session *s = srv_server_find(srv, name);
+  srv_session *s = srv_session_find(srv, name);
   if (!s) {
     char why[PROTO_MAX_NAME + 32];
     snprintf(why, sizeof(why), "unknown session '%s'", name);
@@ -170,9 +133,7 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
     return;
   }
   c->sent_version = s->version;
-  c->sub_next = s->subscribers;
-  s->subscribers = c;
-  s->subscriber_count++;
+  srv_session_subscribe(s, c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu", c->id, c->peer,
           s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer", (unsigned long long)s->version);
 }
@@ -195,7 +156,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   char why[256];
   int rc = 0;
   srv_conn_ref(c);
-  srv_reply reply = {NULL, c, e->request_id};
+  srv_reply reply = {&stream_reply_ops, c, e->request_id};
   if (e->kind == PROTO_EDIT_GESTURE_BEGIN) {
     const proto_gesture_begin *b = &e->begin;
     int oom = 0;
@@ -205,7 +166,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
                              roi, b->roi.count, b->roi_radius, an, b->anchors.count};
     if (oom) {
       snprintf(why, sizeof(why), "out of memory");
-      rc = SRV_RPC_INTERNAL;
+      rc = SRV_EINTERNAL;
     } else {
       rc = srv_gesture_begin(srv, s, &spec, c->id, reply, why, sizeof(why));
     }
@@ -228,7 +189,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     uint64_t version;
     if (oom) {
       snprintf(why, sizeof(why), "out of memory");
-      rc = SRV_RPC_INTERNAL;
+      rc = SRV_EINTERNAL;
     } else {
       rc = srv_session_reset(srv, s, c->id, list, e->reset.count, &version, &n, why, sizeof(why));
     }
@@ -239,7 +200,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));
     if (!smp) {
       snprintf(why, sizeof(why), "out of memory");
-      rc = SRV_RPC_INTERNAL;
+      rc = SRV_EINTERNAL;
     } else {
       for (uint32_t i = 0; i < e->brush.count; i++) {
         proto_brush_sample b;
@@ -255,7 +216,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     rc = srv_blend_solve_edit(srv, s, &e->blend_pins, c->id, reply, why, sizeof(why));
   } else {
     snprintf(why, sizeof(why), "edit kind %u is not supported", e->kind);
-    rc = -32602;
+    rc = SRV_EPARAMS;
   }
   if (rc) srv_reply_error(&reply, rc, why);
 }
@@ -268,16 +229,16 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   char why[256];
   if (rc) {
     snprintf(why, sizeof(why), "malformed EDIT: %s", proto_strerror(rc));
-    send_error(c, rc == PROTO_ENONFINITE ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, rid, why);
+    srv_conn_send_error(c, rc == PROTO_ENONFINITE ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, rid, why);
     return;
   }
   if (c->role != PROTO_ROLE_EDITOR) {
-    send_error(c, PROTO_ERR_FORBIDDEN, rid, "this connection joined as a viewer: edits are refused");
+    srv_conn_send_error(c, PROTO_ERR_FORBIDDEN, rid, "this connection joined as a viewer: edits are refused");
     return;
   }
   srv_session *s = c->session;
   if (!s) {
-    send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
+    srv_conn_send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
     return;
   }
   if (e.kind >= PROTO_EDIT_GESTURE_BEGIN) {
@@ -289,7 +250,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   float *val = e.kind == PROTO_EDIT_WEIGHTS ? malloc(sizeof(float) * (count + 1)) : NULL;
   int32_t *q = e.kind == PROTO_EDIT_OFFSETS ? malloc(sizeof(int32_t) * 3 * ((size_t)count + 1)) : NULL;
   if (!idx || (e.kind == PROTO_EDIT_WEIGHTS && !val) || (e.kind == PROTO_EDIT_OFFSETS && !q)) {
-    send_error(c, PROTO_ERR_INVALID, rid, "out of memory");
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, "out of memory");
     goto out;
   }
   proto_iter it;
@@ -303,7 +264,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   }
   srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = c->id, .count = k, .indices = idx, .values = val, .q = q};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
-    send_error(c, PROTO_ERR_INVALID, rid, why);
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;
   }
   srv_session_apply(srv, s, &op);
@@ -328,7 +289,7 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
     case PROTO_PING: {
       proto_ping ping;
       if (proto_decode_ping(p, h->length, &ping) != 0) {
-        send_error(c, PROTO_ERR_MALFORMED, 0, "malformed PING");
+        srv_conn_send_error(c, PROTO_ERR_MALFORMED, 0, "malformed PING");
         break;
       }
       ping.t1_ns = now_ns();
@@ -357,13 +318,13 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
     default: {
       char why[64];
       snprintf(why, sizeof(why), "message type %u is not accepted from clients", h->type);
-      send_error(c, PROTO_ERR_MALFORMED, 0, why);
+      srv_conn_send_error(c, PROTO_ERR_MALFORMED, 0, why);
       break;
     }
   }
 }
 
-void srv_stream_on_data(srv_conn *c) {
+static void on_data(srv_conn *c) {
   size_t at = 0;
   while (!c->closing && !c->finishing && c->rlen - at >= PROTO_HEADER_SIZE) {
     proto_header h;
@@ -384,3 +345,13 @@ void srv_stream_on_data(srv_conn *c) {
     c->rlen -= at;
   }
 }
+
+/* Closing: the viewer leaves its session and the gestures it began end. */
+static void on_close(srv_conn *c) {
+  srv_session_unsubscribe(c);
+  for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
+}
+
+static void refuse(srv_conn *c, int srv_code, const char *why) { srv_conn_fail(c, stream_code(srv_code), why); }
+
+const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse};

@@ -1,7 +1,8 @@
 /*
- * mesh_info.c — mesh statistics as JSON (see mesh_info.h).
+ * srv_json.c — JSON views of what the service holds: mesh statistics, and floats written so
+ * that they read back as the same float (see srv_json.h).
  */
-#include "mesh_info.h"
+#include "srv_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ static cJSON *vec3(const float *v) {
   return a;
 }
 
-cJSON *srv_mesh_info_json(const mesh *m, const mesh_stats *s) {
+cJSON *srv_json_mesh_info(const mesh *m, const mesh_stats *s) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddNumberToObject(o, "vertices", s->vertices);
