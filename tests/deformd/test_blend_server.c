@@ -203,7 +203,7 @@ static void brute_force(const double *B, uint32_t rows, uint32_t S, const double
   for (uint32_t i = 0; i < S; i++) cases *= 3;
   for (uint32_t code = 0; code < cases; code++) {
     int state[6];
-    double w[6], A[36], b[6];
+    double w[6] = {0}, A[36], b[6]; /* every w[j] is set below; GCC -O3 cannot see it */
     uint32_t fi[6], nf = 0, k = code;
     for (uint32_t i = 0; i < S; i++, k /= 3) {
       state[i] = (int)(k % 3);

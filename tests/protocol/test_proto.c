@@ -2,6 +2,9 @@
  * test_proto.c — the wire format: round trips, and every kind of malformed input refused with
  * the right code (never a crash, never a read past the payload: ASan runs these too).
  */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 
 #include "proto.h"
@@ -537,50 +540,281 @@ TEST(counts_that_overflow_the_payload_are_refused) {
   ASSERT_EQ(proto_decode_hello(hello, sizeof(hello), &hv), PROTO_ETOOBIG);
 }
 
+/* Every decoder's answer to bytes it was not built for: OK with a message that is consistent
+ * (every pointer it hands out lies inside the input, every count fits the bytes and limits it
+ * was checked against, every float it promises finite is finite), or a PROTO_E* code — never
+ * anything else. */
+static int is_proto_error(int rc) { return rc <= PROTO_ETRUNCATED && rc >= PROTO_ENOMEM; }
+
+static int inside(const uint8_t *p, size_t n, const void *at, size_t len) {
+  const uint8_t *a = at;
+  return a >= p && len <= n && (size_t)(a - p) <= n - len;
+}
+
+#define ASSERT_DECODED(rc) ASSERT((rc) == 0 || is_proto_error(rc))
+
+static void check_offsets(const proto_offsets_view *o, const uint8_t *p, size_t n, uint32_t max_index) {
+  ASSERT(inside(p, n, o->bytes, o->len));
+  proto_iter it;
+  uint32_t i, k = 0, last = 0;
+  int32_t q[3];
+  proto_offsets_begin(o, &it);
+  while (proto_offsets_next(&it, &i, q)) {
+    ASSERT(k == 0 || i > last); /* delta-coded indices strictly ascend */
+    ASSERT(i < max_index);
+    last = i;
+    k++;
+  }
+  ASSERT_EQ(k, o->count);
+}
+
+static void check_weights(const proto_weights_view *w, const uint8_t *p, size_t n) {
+  ASSERT(w->mode >= PROTO_WEIGHTS_DENSE && w->mode <= PROTO_WEIGHTS_QRUN8);
+  ASSERT(isfinite(w->scale) && w->scale >= 0);
+  size_t per = w->mode == PROTO_WEIGHTS_DENSE ? 4 : w->mode == PROTO_WEIGHTS_SPARSE ? 6 : w->mode == PROTO_WEIGHTS_QRUN ? 2 : 1;
+  ASSERT(inside(p, n, w->bytes, per * w->count));
+  proto_iter it;
+  uint32_t i, k = 0;
+  float v;
+  proto_weights_begin(w, &it);
+  while (proto_weights_next(&it, &i, &v)) {
+    ASSERT(isfinite(v));
+    ASSERT(i <= 0xffff || w->mode >= PROTO_WEIGHTS_QRUN);
+    k++;
+  }
+  ASSERT_EQ(k, w->count);
+}
+
+static void check_edit(const proto_edit *e, const uint8_t *p, size_t n) {
+  ASSERT(e->kind >= PROTO_EDIT_WEIGHTS && e->kind <= PROTO_EDIT_BLEND_PINS);
+  switch (e->kind) {
+    case PROTO_EDIT_WEIGHTS: check_weights(&e->weights, p, n); break;
+    case PROTO_EDIT_OFFSETS: check_offsets(&e->offsets, p, n, 0xffffffffu); break;
+    case PROTO_EDIT_GESTURE_BEGIN: {
+      const proto_gesture_begin *g = &e->begin;
+      ASSERT(g->gesture != 0 && g->mode <= 2 && g->iterations >= 1 && g->iterations <= 100);
+      ASSERT(isfinite(g->handle_radius) && isfinite(g->roi_radius));
+      const proto_index_list *l[3] = {&g->handle, &g->roi, &g->anchors};
+      for (int k = 0; k < 3; k++) ASSERT(l[k]->count == 0 || inside(p, n, l[k]->bytes, 4 * (size_t)l[k]->count));
+      break;
+    }
+    case PROTO_EDIT_GESTURE_DRAG:
+      for (int k = 0; k < 3; k++) ASSERT(isfinite(e->drag.translate[k]) && isfinite(e->drag.pivot[k]));
+      for (int k = 0; k < 4; k++) ASSERT(isfinite(e->drag.rotate[k]));
+      break;
+    case PROTO_EDIT_BRUSH: {
+      ASSERT(e->brush.count >= 1 && e->brush.count <= PROTO_MAX_BRUSH_SAMPLES);
+      ASSERT(inside(p, n, e->brush.samples, 32 * (size_t)e->brush.count));
+      for (uint32_t i = 0; i < e->brush.count; i++) {
+        proto_brush_sample b;
+        proto_brush_sample_at(&e->brush, i, &b);
+        ASSERT(isfinite(b.radius) && isfinite(b.strength) && isfinite(b.center[0]) && isfinite(b.direction[2]));
+      }
+      break;
+    }
+    case PROTO_EDIT_RESET: ASSERT(e->reset.count == 0 || inside(p, n, e->reset.bytes, 4 * (size_t)e->reset.count)); break;
+    case PROTO_EDIT_BLEND_PINS: {
+      const proto_blend_pins *b = &e->blend_pins;
+      ASSERT(b->count >= 1 && b->count <= PROTO_MAX_BLEND_PINS && (b->flags & ~PROTO_BLEND_KEEP_CLOSE) == 0);
+      ASSERT(isfinite(b->regularization) && b->regularization >= 0);
+      ASSERT(inside(p, n, b->pins, 16 * (size_t)b->count));
+      break;
+    }
+    default: break;
+  }
+}
+
+static void check_snapshot(const proto_snapshot *s, const uint8_t *p, size_t n) {
+  ASSERT(isfinite(s->offset_quantum) && s->offset_quantum > 0);
+  ASSERT(inside(p, n, s->positions, 12 * (size_t)s->vertex_count));
+  ASSERT(inside(p, n, s->triangles, 12 * (size_t)s->triangle_count));
+  for (uint32_t t = 0; t < 3 * s->triangle_count; t++) ASSERT(proto_load_u32(s->triangles + 4 * (size_t)t) < s->vertex_count);
+  if (s->uvs) ASSERT(inside(p, n, s->uvs, 8 * (size_t)s->vertex_count));
+  ASSERT(inside(p, n, s->weights, 4 * (size_t)s->target_count));
+  check_offsets(&s->offsets, p, n, s->vertex_count);
+  proto_iter it;
+  proto_target t;
+  uint32_t k = 0;
+  proto_snapshot_targets_begin(s, &it);
+  while (proto_snapshot_target_next(&it, &t)) {
+    ASSERT(inside(p, n, t.name.ptr, t.name.len) && t.name.len <= PROTO_MAX_NAME);
+    ASSERT(inside(p, n, t.indices, 4 * (size_t)t.count) && inside(p, n, t.deltas, 12 * (size_t)t.count));
+    for (uint32_t i = 0; i < t.count; i++) ASSERT(proto_load_u32(t.indices + 4 * (size_t)i) < s->vertex_count);
+    k++;
+  }
+  ASSERT_EQ(k, s->target_count);
+}
+
+/* Runs every decoder on p[0..n) and checks each answer; counts the ones that decoded. */
+static void check_all_decoders(const uint8_t *p, size_t n, int *accepted) {
+  proto_hello h;
+  proto_error e;
+  proto_ping pg;
+  proto_weights_view w;
+  proto_offsets_view o;
+  proto_edit ed;
+  proto_snapshot s;
+  proto_target_meta tm;
+  proto_target_add ta;
+  int rc = proto_decode_hello(p, n, &h);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    ASSERT(h.role == PROTO_ROLE_VIEWER || h.role == PROTO_ROLE_EDITOR);
+    ASSERT(inside(p, n, h.session.ptr, h.session.len) && h.session.len <= PROTO_MAX_NAME);
+    ASSERT(h.token.len == 0 || inside(p, n, h.token.ptr, h.token.len));
+  }
+  rc = proto_decode_error(p, n, &e);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    ASSERT(e.message.len == 0 || inside(p, n, e.message.ptr, e.message.len));
+  }
+  rc = proto_decode_ping(p, n, &pg);
+  ASSERT_DECODED(rc);
+  *accepted += rc == 0;
+  rc = proto_decode_weights(p, n, NULL, &w);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    check_weights(&w, p, n);
+  }
+  rc = proto_decode_delta(p, n, NULL, &o);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    check_offsets(&o, p, n, 0xffffffffu);
+  }
+  rc = proto_decode_edit(p, n, NULL, &ed);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    check_edit(&ed, p, n);
+  }
+  rc = proto_decode_snapshot(p, n, NULL, &s);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    check_snapshot(&s, p, n);
+  }
+  rc = proto_decode_target_meta(p, n, NULL, &tm);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    ASSERT(tm.driver_count <= PROTO_MAX_DRIVERS && isfinite(tm.min) && isfinite(tm.max));
+    ASSERT(tm.driver_count == 0 || inside(p, n, tm.drivers, 2 * (size_t)tm.driver_count));
+  }
+  rc = proto_decode_target_add(p, n, NULL, &ta);
+  ASSERT_DECODED(rc);
+  if (rc == 0) {
+    ++*accepted;
+    ASSERT(inside(p, n, ta.target.name.ptr, ta.target.name.len) && isfinite(ta.weight));
+    ASSERT(ta.target.count == 0 || inside(p, n, ta.target.indices, 4 * (size_t)ta.target.count));
+    ASSERT(ta.target.count == 0 || inside(p, n, ta.target.deltas, 12 * (size_t)ta.target.count));
+  }
+}
+
+/* One valid frame of every message kind, for the mutation loop below. */
+static void seed_frames(proto_buf *b) {
+  proto_hello h = {PROTO_VERSION, PROTO_ROLE_EDITOR, {"demo", 4}, {"tok", 3}};
+  ASSERT_OK(proto_encode_hello(b, &h), NULL);
+  ASSERT_OK(proto_encode_error(b, PROTO_ERR_INVALID, 7, "bad value"), NULL);
+  proto_ping pg = {1, 2, 3};
+  ASSERT_OK(proto_encode_ping(b, PROTO_PING, &pg), NULL);
+  uint32_t idx[3] = {1, 5, 9};
+  float val[3] = {0.5f, -1.0f, 2.0f};
+  ASSERT_OK(proto_encode_weights(b, 3, 0, 3, idx, val), NULL);
+  ASSERT_OK(proto_encode_weights(b, 3, 0, 3, NULL, val), NULL);
+  int16_t q16[3] = {100, -200, 32767};
+  ASSERT_OK(proto_encode_weights_qrun(b, 4, 0, 2, 3, q16, 0.001f), NULL);
+  int8_t q8[3] = {1, -127, 64};
+  ASSERT_OK(proto_encode_weights_qrun8(b, 5, 0, 2, 3, q8, 0.01f), NULL);
+  int32_t q[9] = {1, 2, 3, -4, 5, -6, 7, 8, 1 << 20};
+  ASSERT_OK(proto_encode_delta(b, 6, 0, 3, idx, q), NULL);
+  ASSERT_OK(proto_encode_edit_weights(b, 11, 3, idx, val), NULL);
+  ASSERT_OK(proto_encode_edit_offsets(b, 12, 3, idx, q), NULL);
+  proto_gesture_begin gb = {3, 1, 2, 5, 0.01f, 0.05f, {0, NULL}, {0, NULL}, {0, NULL}};
+  uint32_t handle[2] = {4, 6}, roi[3] = {1, 2, 3};
+  gb.handle.count = 2;
+  gb.roi.count = 3;
+  ASSERT_OK(proto_encode_edit_gesture_begin(b, 13, &gb, handle, roi, NULL), NULL);
+  proto_gesture_drag gd = {3, {0.1f, 0, 0}, {0, 0, 0, 1}, 1, {1, 2, 3}};
+  ASSERT_OK(proto_encode_edit_gesture_drag(b, 14, &gd), NULL);
+  ASSERT_OK(proto_encode_edit_gesture_end(b, 15, 3), NULL);
+  proto_brush_sample bs[2] = {{{0, 0, 0}, {0, 1, 0}, 0.1f, 0.5f}, {{1, 0, 0}, {0, 1, 0}, 0.1f, 0.5f}};
+  ASSERT_OK(proto_encode_edit_brush(b, 16, 1, 0, 1, 2, bs), NULL);
+  ASSERT_OK(proto_encode_edit_reset(b, 17, 3, idx), NULL);
+  proto_blend_pin pins[2] = {{7, {1.0f, -2.0f, 0.25f}}, {300, {0, 0, 0}}};
+  ASSERT_OK(proto_encode_edit_blend_pins(b, 18, PROTO_BLEND_KEEP_CLOSE, 0.5f, 2, pins), NULL);
+  float pos[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, uv[8] = {0, 0, 1, 0, 0, 1, 1, 1};
+  uint32_t tri[6] = {0, 1, 2, 0, 2, 3}, ti[2] = {1, 3};
+  float td[6] = {0.1f, 0, 0, 0, 0.2f, 0};
+  uint32_t drivers[1] = {0};
+  proto_target_desc t = {"smile", 0.25f, 0, 1, 0, 1, drivers, 2, ti, td};
+  proto_mesh_desc md = {4, 2, 1, pos, tri, uv, 1e-6f};
+  proto_buf mp, sp;
+  proto_buf_init(&mp);
+  proto_buf_init(&sp);
+  float w1[1] = {0.25f};
+  ASSERT_OK(proto_snapshot_mesh_part(&mp, &md, &t), NULL);
+  ASSERT_OK(proto_snapshot_state_part(&sp, 1, w1, 2, ti, q), NULL);
+  ASSERT_OK(proto_encode_snapshot_head(b, 9, mp.len, sp.len), NULL);
+  memcpy(proto_buf_append(b, mp.len), mp.data, mp.len);
+  memcpy(proto_buf_append(b, sp.len), sp.data, sp.len);
+  proto_buf_fini(&mp);
+  proto_buf_fini(&sp);
+  ASSERT_OK(proto_encode_target_add(b, 10, 1, 0.5f, &t), NULL);
+  ASSERT_OK(proto_encode_target_meta(b, 11, 0, 1, -1, 1, PROTO_TARGET_MUTED, 1, drivers), NULL);
+  ASSERT(!b->failed);
+}
+
+static uint32_t next_rand(uint32_t *state) {
+  *state = *state * 1103515245u + 12345u;
+  return *state >> 16;
+}
+
 TEST(random_bytes_never_crash_a_decoder) {
   uint32_t state = 2166136261u;
   uint8_t buf[512];
+  int accepted = 0;
   for (int iter = 0; iter < 20000; iter++) {
-    size_t n = 0;
-    state = state * 1103515245u + 12345u;
-    n = (state >> 16) % sizeof(buf);
-    for (size_t i = 0; i < n; i++) {
-      state = state * 1103515245u + 12345u;
-      buf[i] = (uint8_t)(state >> 16);
-    }
+    size_t n = next_rand(&state) % sizeof(buf);
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)next_rand(&state);
     /* Bias some inputs towards plausible small counts so decoding gets deep. */
     if (n > 8 && (iter & 1)) buf[1] = buf[2] = buf[3] = 0, buf[4] &= 7;
-    uint8_t *p = malloc(n ? n : 1);
+    uint8_t *p = malloc(n ? n : 1); /* exactly n bytes: ASan sees a read past the payload */
     memcpy(p, buf, n);
-    proto_hello h;
-    proto_error e;
-    proto_ping pg;
-    proto_weights_view w;
-    proto_offsets_view o;
-    proto_edit ed;
-    proto_snapshot s;
-    proto_decode_hello(p, n, &h);
-    proto_decode_error(p, n, &e);
-    proto_decode_ping(p, n, &pg);
-    if (proto_decode_weights(p, n, NULL, &w) == 0) {
-      proto_iter it;
-      uint32_t i;
-      float v;
-      proto_weights_begin(&w, &it);
-      while (proto_weights_next(&it, &i, &v)) ASSERT(isfinite(v));
-    }
-    if (proto_decode_delta(p, n, NULL, &o) == 0) {
-      proto_iter it;
-      uint32_t i;
-      int32_t q[3];
-      proto_offsets_begin(&o, &it);
-      while (proto_offsets_next(&it, &i, q)) {
-      }
-    }
-    proto_decode_edit(p, n, NULL, &ed);
-    proto_decode_snapshot(p, n, NULL, &s);
+    check_all_decoders(p, n, &accepted);
     free(p);
   }
+  /* Valid frames of every kind with a few bytes changed, or cut short: these decode often, so
+   * the consistency checks run on real answers. */
+  proto_buf seeds;
+  proto_buf_init(&seeds);
+  seed_frames(&seeds);
+  size_t starts[64];
+  int nseeds = 0;
+  for (size_t at = 0; at < seeds.len && nseeds < 64;) {
+    starts[nseeds++] = at;
+    at += PROTO_HEADER_SIZE + proto_load_u32(seeds.data + at + 8);
+  }
+  ASSERT_EQ(nseeds, 19);
+  int mutated_accepted = 0;
+  for (int iter = 0; iter < 20000; iter++) {
+    size_t at = starts[iter % nseeds];
+    size_t n = proto_load_u32(seeds.data + at + 8);
+    const uint8_t *src = seeds.data + at + PROTO_HEADER_SIZE;
+    uint8_t *p = malloc(n ? n : 1);
+    memcpy(p, src, n);
+    int flips = 1 + (int)(next_rand(&state) % 4);
+    for (int k = 0; k < flips && n; k++) p[next_rand(&state) % n] = (uint8_t)next_rand(&state);
+    if (next_rand(&state) % 8 == 0 && n) n = next_rand(&state) % n; /* cut short */
+    check_all_decoders(p, n, &mutated_accepted);
+    free(p);
+  }
+  proto_buf_fini(&seeds);
+  /* The checks above ran on many real answers, not only on refusals. */
+  ASSERT(mutated_accepted > 5000);
 }
 
 TEST(blend_pins_edit_round_trips_byte_by_byte_and_bad_values_are_refused) {
