@@ -120,11 +120,11 @@ static int on_drag_plane(app *a, float out[3]) {
 /* ---- sliders --------------------------------------------------------------------------------- */
 
 static int slider_at(app *a, double x, double y, float *value) {
-  const dfc_replica *r = &a->net.replica;
+  const client_replica *r = &a->net.replica;
   if (!a->sliders || !r->have_snapshot || x < a->panel_x) return -1;
   int row = (int)((y - 40.0) / a->row_h);
   if (row < 0 || (uint32_t)row >= r->mesh->target_count) return -1;
-  const dfc_target_meta *m = &r->meta[row];
+  const client_target_meta *m = &r->meta[row];
   float x0 = a->panel_x + 8, w = (float)a->ctx.width - a->panel_x - 16;
   float f = (float)((x - x0) / w);
   f = f < 0 ? 0 : f > 1 ? 1 : f;
@@ -302,7 +302,7 @@ static void upload_weights(app *a) {
 }
 
 static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t errlen) {
-  const dfc_replica *r = &a->net.replica;
+  const client_replica *r = &a->net.replica;
   if (ch->snapshot) {
     /* A new snapshot: everything is uploaded again (the mesh may be another one). */
     vw_gpu_destroy(a->gpu);
@@ -339,7 +339,7 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
 
 static void draw_overlay(app *a) {
   vw_render *r = a->render;
-  const dfc_replica *rep = &a->net.replica;
+  const client_replica *rep = &a->net.replica;
   static const float white[4] = {0.92f, 0.92f, 0.92f, 1}, grey[4] = {0.6f, 0.6f, 0.62f, 1},
                      warn[4] = {1, 0.55f, 0.3f, 1}, panel[4] = {0.08f, 0.08f, 0.09f, 0.8f},
                      bar[4] = {0.35f, 0.55f, 0.85f, 1}, bar_off[4] = {0.4f, 0.4f, 0.42f, 1},
@@ -390,7 +390,7 @@ static void draw_overlay(app *a) {
     for (uint32_t t = 0; t < rep->mesh->target_count; t++) {
       float y = 40 + (float)t * a->row_h;
       if (y + a->row_h > (float)a->ctx.height - 30) break;
-      const dfc_target_meta *m = &rep->meta[t];
+      const client_target_meta *m = &rep->meta[t];
       int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net);
       float w = a->weights ? a->weights[t] : rep->weights[t];
       float f = m->max > m->min ? (w - m->min) / (m->max - m->min) : 0;

@@ -57,7 +57,7 @@ static void state_free(vw_undo_state *s) {
 }
 
 static int state_take(const vw_net *n, vw_undo_state *s) {
-  const dfc_replica *r = &n->replica;
+  const client_replica *r = &n->replica;
   s->target_count = r->mesh->target_count;
   s->vertex_count = r->mesh->vertex_count;
   s->weights = malloc(sizeof(float) * (s->target_count + 1));
@@ -97,7 +97,7 @@ void vw_undo_remember(vw_undo *u, vw_net *n) {
 /* Sends the edits that bring the replica back to `s` (as far as its targets and vertices still
  * match: a new snapshot of another mesh leaves the offsets alone). */
 static void restore(vw_net *n, const vw_undo_state *s) {
-  const dfc_replica *r = &n->replica;
+  const client_replica *r = &n->replica;
   uint32_t nt = s->target_count < r->mesh->target_count ? s->target_count : r->mesh->target_count;
   uint32_t nv = s->vertex_count == r->mesh->vertex_count ? s->vertex_count : 0;
   uint32_t *idx = malloc(sizeof(uint32_t) * ((nt > nv ? nt : nv) + 1));

@@ -1,10 +1,10 @@
 /*
  * vw_net.c — the viewer's connection: non-blocking connect, HELLO/WELCOME/SNAPSHOT, frames into
- * the dfc_replica, PING/PONG, reconnects with backoff, and EDIT frames (see vw_net.h).
+ * the client_replica, PING/PONG, reconnects with backoff, and EDIT frames (see vw_net.h).
  *
  * Everything happens inside vw_net_poll and the edit calls, on the render thread; the socket
  * is only ever waited on by poll() for at most the caller's `wait_ms`. Reads go through
- * dfc_read_frame with a zero timeout (it polls before every recv); writes go through an
+ * client_read_frame with a zero timeout (it polls before every recv); writes go through an
  * outgoing queue sent with MSG_DONTWAIT, so a server that stops reading us cannot stall a frame.
  *
  * DOES NOT touch GL, and DOES NOT interpret the replica beyond telling what changed.
@@ -36,7 +36,7 @@ enum {
 #define VW_NET_MAX_FRAMES_MORE 131072u   /* ...unless an update (MORE) is still incomplete */
 #define VW_NET_MAX_QUEUED (16u << 20)    /* unsent bytes over which edits are refused */
 
-uint64_t vw_now_ms(void) { return dfc_now_ns() / 1000000ull; }
+uint64_t vw_now_ms(void) { return client_now_ns() / 1000000ull; }
 
 const char *vw_net_state_name(vw_net_state s) {
   switch (s) {
@@ -83,7 +83,7 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
   n->ask_role = role;
   n->state = VW_NET_CONNECTING;
   n->conn.fd = -1;
-  dfc_replica_init(&n->replica);
+  client_replica_init(&n->replica);
   n->next_request = 1;
   n->latency_ms = -1.0;
   proto_buf_init(&n->out);
@@ -124,7 +124,7 @@ static void reset_out(vw_net *n) {
 static void lose(vw_net *n, int immediate) {
   uint64_t now = vw_now_ms();
   if (n->phase == PHASE_LIVE) n->ask_role = n->want_role; /* a new server may accept the token */
-  dfc_close(&n->conn);
+  client_close(&n->conn);
   reset_out(n);
   n->phase = PHASE_IDLE;
   n->state = VW_NET_DOWN;
@@ -167,8 +167,8 @@ static void start_connect(vw_net *n, uint64_t now) {
   if (n->state == VW_NET_DOWN) n->reconnects++; /* only the very first attempt starts elsewhere */
   n->state = VW_NET_CONNECTING;
   char err[256];
-  int rc = dfc_connect_start(&n->conn, n->host, n->port, err, sizeof(err));
-  if (rc < 0) {
+  int rc = client_connect_start(&n->conn, n->host, n->port, err, sizeof(err));
+  if (rc != 0 && rc != CLIENT_EINPROGRESS) {
     set_error(n, 0, 0, "%s", err);
     lose(n, 0);
     return;
@@ -212,7 +212,7 @@ static int apply_state(vw_net *n, const proto_header *h, const uint8_t *p, vw_ne
   char err[256] = "does not decode";
   uint32_t first = 0, end = 0;
   int span = h->type == PROTO_DELTA ? delta_span(h, p, &first, &end) : 0;
-  if (span < 0 || dfc_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
+  if (span < 0 || client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
     set_error(n, 0, 0, "cannot apply frame type %u: %s", h->type, err);
     return -1;
   }
@@ -242,7 +242,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     }
     case PROTO_SNAPSHOT: {
       char err[256] = "";
-      if (n->phase != PHASE_SNAPSHOT || dfc_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
+      if (n->phase != PHASE_SNAPSHOT || client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
         set_error(n, PROTO_ERR_MALFORMED, 0, "SNAPSHOT refused: %s", err[0] ? err : "not after WELCOME");
         if (!n->replica.have_snapshot) ch->snapshot = 1; /* what was shown is gone */
         lose(n, 0);
@@ -308,7 +308,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     case PROTO_PONG: {
       proto_ping pg;
       if (proto_decode_ping(p, h->length, &pg) == 0 && pg.seq == n->ping_seq && pg.t0_ns == n->ping_sent_ns) {
-        uint64_t now_ns = dfc_now_ns();
+        uint64_t now_ns = client_now_ns();
         n->latency_ms = now_ns > pg.t0_ns ? (double)(now_ns - pg.t0_ns) / 2e6 : 0.0;
         n->ping_sent_ns = 0;
       }
@@ -317,7 +317,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     case PROTO_PING: { /* the server does not ping today; answer like it would */
       proto_ping pg;
       if (proto_decode_ping(p, h->length, &pg) == 0) {
-        pg.t1_ns = dfc_now_ns();
+        pg.t1_ns = client_now_ns();
         proto_encode_ping(&n->out, PROTO_PONG, &pg);
       }
       return 0;
@@ -337,9 +337,9 @@ static int read_frames(vw_net *n, vw_net_changes *ch, uint64_t now) {
     proto_header h;
     const uint8_t *p;
     char err[256];
-    int rc = dfc_read_frame(&n->conn, 0, &h, &p, err, sizeof(err));
-    if (rc == 0) break;
-    if (rc < 0) {
+    int rc = client_read_frame(&n->conn, 0, &h, &p, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) break;
+    if (rc) {
       set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, err);
       lose(n, 0);
       return -1;
@@ -371,7 +371,7 @@ static void maybe_ping(vw_net *n, uint64_t now) {
   /* One PING in flight at a time: a PONG slower than a second delays the next PING rather
    * than piling them up behind a server that is busy or not reading us. */
   if (n->ping_sent_ns != 0) return;
-  proto_ping pg = {dfc_now_ns(), 0, n->ping_seq + 1};
+  proto_ping pg = {client_now_ns(), 0, n->ping_seq + 1};
   if (proto_encode_ping(&n->out, PROTO_PING, &pg) != 0) return;
   n->ping_seq = pg.seq;
   n->ping_sent_ns = pg.t0_ns;
@@ -411,9 +411,9 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
     }
     if (n->phase == PHASE_TCP) {
       char err[256];
-      int rc = dfc_connect_finish(&n->conn, 0, err, sizeof(err));
-      if (rc > 0) send_hello(n, now);
-      if (rc < 0) {
+      int rc = client_connect_finish(&n->conn, 0, err, sizeof(err));
+      if (rc == 0) send_hello(n, now);
+      if (rc != 0 && rc != CLIENT_EINPROGRESS) {
         set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, err);
         lose(n, 0);
       }
@@ -461,8 +461,8 @@ void vw_net_fini(vw_net *n) {
     proto_encode_bye(&n->out, PROTO_ERR_NONE, "viewer closing");
     flush_out(n);
   }
-  dfc_close(&n->conn);
-  dfc_replica_fini(&n->replica);
+  client_close(&n->conn);
+  client_replica_fini(&n->replica);
   proto_buf_fini(&n->out);
   memset(n, 0, sizeof(*n));
   n->conn.fd = -1;

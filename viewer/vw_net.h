@@ -1,7 +1,7 @@
 /*
  * vw_net.h — the viewer's connection to a deformd stream port, polled once per rendered frame.
  *
- * It keeps a replica of the session (server/client.h dfc_replica: mesh, weights, sculpt
+ * It keeps a replica of the session (server/client.h client_replica: mesh, weights, sculpt
  * offsets, target settings) and tells the renderer what changed since the last poll, so the GPU
  * gets only that: new weights, the vertex range of sculpt offsets that moved, new targets, or a
  * whole new snapshot (after a reconnect). It measures bytes/s and the round trip of PING/PONG,
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "client_replica.h"
 #include "proto.h"
 
 typedef enum vw_net_state {
@@ -52,8 +53,8 @@ typedef struct vw_net {
   proto_role want_role;     /* PROTO_ROLE_EDITOR to sculpt, PROTO_ROLE_VIEWER to watch */
   /* state */
   vw_net_state state;
-  dfc_conn conn;
-  dfc_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
+  client_conn conn;
+  client_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
   proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
   uint32_t client_id;       /* the server's id for this connection (WELCOME) */
   uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_now_ms clock) */

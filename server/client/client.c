@@ -1,5 +1,8 @@
 /*
- * client.c — blocking deformd client and the CPU replica of a session (see client.h).
+ * client.c — the blocking deformd client: TCP connections, frame and line reading, HELLO and
+ * JSON-RPC calls (see client.h). Every function returns 0 or a negative CLIENT_E* code.
+ *
+ * DOES NOT keep a session's state (client_replica.c) or use libuv.
  */
 #include "client.h"
 
@@ -16,15 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t dfc_now_ns(void) {
+uint64_t client_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int dfc_parse_hostport(const char *text, char *host, size_t hostlen, int *port) {
+int client_parse_hostport(const char *text, char *host, size_t hostlen, int *port) {
   const char *colon = strrchr(text, ':');
-  if (!colon) return -1;
+  if (!colon) return CLIENT_EINVAL;
   size_t n = (size_t)(colon - text);
   const char *h = text;
   if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
@@ -35,17 +38,17 @@ int dfc_parse_hostport(const char *text, char *host, size_t hostlen, int *port) 
     h = "127.0.0.1";
     n = strlen(h);
   }
-  if (n >= hostlen) return -1;
+  if (n >= hostlen) return CLIENT_EINVAL;
   memcpy(host, h, n);
   host[n] = '\0';
   char *end = NULL;
   long p = strtol(colon + 1, &end, 10);
-  if (!end || *end || p <= 0 || p > 65535) return -1;
+  if (!end || *end || p <= 0 || p > 65535) return CLIENT_EINVAL;
   *port = (int)p;
   return 0;
 }
 
-int dfc_connect(dfc_conn *c, const char *host, int port, char *err, size_t errlen) {
+int client_connect(client_conn *c, const char *host, int port, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
   /* A client accepts whatever frame size its server sends (a 5M-vertex SNAPSHOT passes 64 MiB). */
@@ -57,7 +60,7 @@ int dfc_connect(dfc_conn *c, const char *host, int port, char *err, size_t errle
   int rc = getaddrinfo(host, service, &hints, &res);
   if (rc) {
     snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
-    return -1;
+    return CLIENT_ERESOLVE;
   }
   for (struct addrinfo *a = res; a; a = a->ai_next) {
     int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -73,18 +76,18 @@ int dfc_connect(dfc_conn *c, const char *host, int port, char *err, size_t errle
   freeaddrinfo(res);
   if (c->fd < 0) {
     snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(errno));
-    return -1;
+    return CLIENT_ECONNECT;
   }
   return 0;
 }
 
 /* Non-blocking connect, in two steps so a caller polled once per frame never waits for the
  * handshake. An address whose connect fails at once is skipped for the next one; a connect in
- * progress is finished (or failed) by dfc_connect_finish. */
-int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t errlen) {
+ * progress is finished (or failed) by client_connect_finish. */
+int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
-  c->limits.max_frame = UINT32_MAX; /* as dfc_connect */
+  c->limits.max_frame = UINT32_MAX; /* as client_connect */
   char service[16];
   snprintf(service, sizeof(service), "%d", port);
   struct addrinfo hints = {0}, *res = NULL;
@@ -92,10 +95,10 @@ int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t
   int rc = getaddrinfo(host, service, &hints, &res);
   if (rc) {
     snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
-    return -1;
+    return CLIENT_ERESOLVE;
   }
-  int result = -1, why = ECONNREFUSED;
-  for (struct addrinfo *a = res; a && result < 0; a = a->ai_next) {
+  int result = CLIENT_ECONNECT, why = ECONNREFUSED;
+  for (struct addrinfo *a = res; a && result == CLIENT_ECONNECT; a = a->ai_next) {
     int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) {
       why = errno;
@@ -104,7 +107,7 @@ int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t
     if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
       result = 0;
     } else if (errno == EINPROGRESS) {
-      result = 1;
+      result = CLIENT_EINPROGRESS;
     } else {
       why = errno;
       close(fd);
@@ -113,11 +116,11 @@ int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t
     c->fd = fd;
   }
   freeaddrinfo(res);
-  if (result < 0) {
+  if (result == CLIENT_ECONNECT) {
     snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(why));
-    return -1;
+    return CLIENT_ECONNECT;
   }
-  if (result == 0) { /* connected at once: blocking again, like dfc_connect */
+  if (result == 0) { /* connected at once: blocking again, like client_connect */
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
@@ -125,38 +128,38 @@ int dfc_connect_start(dfc_conn *c, const char *host, int port, char *err, size_t
   return result;
 }
 
-int dfc_connect_finish(dfc_conn *c, int timeout_ms, char *err, size_t errlen) {
+int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errlen) {
   struct pollfd pfd = {c->fd, POLLOUT, 0};
   int pr = poll(&pfd, 1, timeout_ms);
-  if (pr == 0 || (pr < 0 && errno == EINTR)) return 0;
+  if (pr == 0 || (pr < 0 && errno == EINTR)) return CLIENT_EINPROGRESS;
   int soerr = 0;
   socklen_t len = sizeof(soerr);
   if (pr < 0) soerr = errno;
   else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) soerr = errno;
   if (soerr) {
     snprintf(err, errlen, "cannot connect: %s", strerror(soerr));
-    return -1;
+    return CLIENT_ECONNECT;
   }
   int one = 1;
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-  return 1;
+  return 0;
 }
 
-void dfc_close(dfc_conn *c) {
+void client_close(client_conn *c) {
   if (c->fd >= 0) close(c->fd);
   free(c->buf);
   memset(c, 0, sizeof(*c));
   c->fd = -1;
 }
 
-int dfc_send(dfc_conn *c, const void *data, size_t n) {
+int client_send(client_conn *c, const void *data, size_t n) {
   const uint8_t *p = data;
   while (n > 0) {
     ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return -1;
+      return CLIENT_EIO;
     }
     p += w;
     n -= (size_t)w;
@@ -164,18 +167,19 @@ int dfc_send(dfc_conn *c, const void *data, size_t n) {
   return 0;
 }
 
-int dfc_send_buf(dfc_conn *c, proto_buf *b) {
-  int rc = b->failed ? -1 : dfc_send(c, b->data, b->len);
+int client_send_buf(client_conn *c, proto_buf *b) {
+  int rc = b->failed ? CLIENT_ENOMEM : client_send(c, b->data, b->len);
   b->len = 0;
   return rc;
 }
 
-/* Makes sure at least `need` unread bytes are buffered, reading what the socket has. 1 = yes,
- * 0 = not within timeout_ms (0: only what is available now), -1 = EOF or error. */
-static int fill(dfc_conn *c, size_t need, int timeout_ms) {
-  uint64_t deadline = timeout_ms >= 0 ? dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+/* Makes sure at least `need` unread bytes are buffered, reading what the socket has. Returns 0
+ * when they are, CLIENT_ETIMEDOUT when not within timeout_ms (0: only what is available now;
+ * a signal also ends the wait), CLIENT_ECLOSED at EOF, CLIENT_EIO or CLIENT_ENOMEM. */
+static int fill(client_conn *c, size_t need, int timeout_ms) {
+  uint64_t deadline = timeout_ms >= 0 ? client_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   for (;;) {
-    if (c->len - c->off >= need) return 1;
+    if (c->len - c->off >= need) return 0;
     if (c->off > 0) { /* keep unread bytes at the front */
       memmove(c->buf, c->buf + c->off, c->len - c->off);
       c->len -= c->off;
@@ -185,62 +189,62 @@ static int fill(dfc_conn *c, size_t need, int timeout_ms) {
       size_t cap = c->cap ? c->cap : 65536;
       while (cap - c->len < 65536 || cap < need) cap *= 2;
       uint8_t *g = realloc(c->buf, cap);
-      if (!g) return -1;
+      if (!g) return CLIENT_ENOMEM;
       c->buf = g;
       c->cap = cap;
     }
     int wait = -1;
     if (timeout_ms >= 0) {
-      uint64_t now = dfc_now_ns();
+      uint64_t now = client_now_ns();
       wait = now >= deadline ? 0 : (int)((deadline - now + 999999ull) / 1000000ull);
     }
     struct pollfd pfd = {c->fd, POLLIN, 0};
     int pr = poll(&pfd, 1, wait);
-    if (pr < 0 && errno == EINTR) return 0;
-    if (pr < 0) return -1;
-    if (pr == 0) return 0;
+    if (pr < 0 && errno == EINTR) return CLIENT_ETIMEDOUT;
+    if (pr < 0) return CLIENT_EIO;
+    if (pr == 0) return CLIENT_ETIMEDOUT;
     ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (r <= 0) return -1;
+    if (r == 0) return CLIENT_ECLOSED;
+    if (r < 0) return CLIENT_EIO;
     c->len += (size_t)r;
   }
 }
 
-int dfc_read_frame(dfc_conn *c, int timeout_ms, proto_header *h, const uint8_t **payload,
-                   char *err, size_t errlen) {
+int client_read_frame(client_conn *c, int timeout_ms, proto_header *h, const uint8_t **payload, char *err,
+                      size_t errlen) {
   int rc = fill(c, PROTO_HEADER_SIZE, timeout_ms);
-  if (rc <= 0) {
-    if (rc < 0) snprintf(err, errlen, "connection closed");
+  if (rc) {
+    if (rc != CLIENT_ETIMEDOUT) snprintf(err, errlen, "connection closed (%s)", client_strerror(rc));
     return rc;
   }
   int hr = proto_header_decode(c->buf + c->off, &c->limits, h);
   if (hr) {
     snprintf(err, errlen, "bad frame header: %s", proto_strerror(hr));
-    return -2;
+    return CLIENT_EMALFORMED;
   }
   /* Nothing is consumed until the whole frame is here: a timeout leaves it for the next call. */
   rc = fill(c, PROTO_HEADER_SIZE + (size_t)h->length, timeout_ms);
-  if (rc <= 0) {
-    if (rc < 0) snprintf(err, errlen, "connection closed inside a frame");
+  if (rc) {
+    if (rc != CLIENT_ETIMEDOUT) snprintf(err, errlen, "connection closed inside a frame (%s)", client_strerror(rc));
     return rc;
   }
   *payload = c->buf + c->off + PROTO_HEADER_SIZE;
   c->off += PROTO_HEADER_SIZE + h->length;
-  return 1;
+  return 0;
 }
 
-int dfc_hello(dfc_conn *c, const char *session, proto_role role, const char *token) {
+int client_hello(client_conn *c, const char *session, proto_role role, const char *token) {
   proto_buf b;
   proto_buf_init(&b);
   proto_hello h = {PROTO_VERSION, (uint8_t)role, {session, (uint16_t)strlen(session)},
                    {token ? token : "", (uint16_t)(token ? strlen(token) : 0)}};
-  int rc = proto_encode_hello(&b, &h);
-  if (rc == 0) rc = dfc_send_buf(c, &b);
+  int rc = proto_encode_hello(&b, &h) == 0 ? client_send_buf(c, &b) : CLIENT_EINVAL;
   proto_buf_fini(&b);
   return rc;
 }
 
-int dfc_rpc(dfc_conn *c, const char *method, const cJSON *params, int timeout_ms, cJSON **result,
+int client_rpc(client_conn *c, const char *method, const cJSON *params, int timeout_ms, cJSON **result,
             cJSON **error) {
   static int next_id = 1;
   int id = next_id++;
@@ -252,24 +256,24 @@ int dfc_rpc(dfc_conn *c, const char *method, const cJSON *params, int timeout_ms
   if (params) cJSON_AddItemToObject(req, "params", cJSON_Duplicate(params, 1));
   char *text = cJSON_PrintUnformatted(req);
   cJSON_Delete(req);
-  if (!text) return -1;
+  if (!text) return CLIENT_ENOMEM;
   size_t n = strlen(text);
   text[n] = '\n'; /* replaces the terminator; n + 1 bytes are sent */
-  int rc = dfc_send(c, text, n + 1);
+  int rc = client_send(c, text, n + 1);
   free(text);
-  if (rc) return -1;
+  if (rc) return rc;
   for (;;) {
     /* Find a complete line. */
     uint8_t *nl;
     size_t need = 1;
     while (!(nl = c->len > c->off ? memchr(c->buf + c->off, '\n', c->len - c->off) : NULL)) {
       need = c->len - c->off + 1;
-      if (fill(c, need, timeout_ms) <= 0) return -1;
+      if ((rc = fill(c, need, timeout_ms)) != 0) return rc;
     }
     size_t len = (size_t)(nl - (c->buf + c->off));
     cJSON *resp = cJSON_ParseWithLength((const char *)c->buf + c->off, len);
     c->off += len + 1;
-    if (!resp) return -1;
+    if (!resp) return CLIENT_EMALFORMED;
     cJSON *rid = cJSON_GetObjectItemCaseSensitive(resp, "id");
     if (cJSON_IsNumber(rid) && rid->valueint != id) { /* a stray answer: skip it */
       cJSON_Delete(resp);
@@ -279,7 +283,7 @@ int dfc_rpc(dfc_conn *c, const char *method, const cJSON *params, int timeout_ms
     if (e) {
       *error = e;
       cJSON_Delete(resp);
-      return 1;
+      return CLIENT_ERPC;
     }
     *result = cJSON_DetachItemFromObjectCaseSensitive(resp, "result");
     cJSON_Delete(resp);
@@ -287,203 +291,20 @@ int dfc_rpc(dfc_conn *c, const char *method, const cJSON *params, int timeout_ms
   }
 }
 
-/* ---- replica -------------------------------------------------------------------------------- */
 
-void dfc_replica_init(dfc_replica *r) { memset(r, 0, sizeof(*r)); }
-
-void dfc_replica_fini(dfc_replica *r) {
-  mesh_destroy(r->mesh);
-  free(r->weights);
-  free(r->offsets);
-  free(r->meta);
-  memset(r, 0, sizeof(*r));
-}
-
-static void set_meta(dfc_target_meta *m, float min, float max, uint8_t flags, uint32_t driver_count,
-                     const uint8_t *drivers) {
-  memset(m, 0, sizeof(*m));
-  m->min = min, m->max = max, m->flags = flags, m->driver_count = (uint8_t)driver_count;
-  for (uint32_t i = 0; i < driver_count; i++) m->drivers[i] = (uint16_t)proto_driver(drivers, i);
-}
-
-static int load_snapshot(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err,
-                         size_t errlen) {
-  proto_snapshot s;
-  int rc = proto_decode_snapshot(p, h->length, NULL, &s);
-  if (rc) {
-    snprintf(err, errlen, "SNAPSHOT: %s", proto_strerror(rc));
-    return rc;
+const char *client_strerror(int code) {
+  switch (code) {
+    case 0: return "ok";
+    case CLIENT_EINVAL: return "invalid argument";
+    case CLIENT_ERESOLVE: return "cannot resolve the host name";
+    case CLIENT_ECONNECT: return "cannot connect";
+    case CLIENT_EINPROGRESS: return "connect in progress";
+    case CLIENT_ETIMEDOUT: return "timed out";
+    case CLIENT_ECLOSED: return "connection closed by the peer";
+    case CLIENT_EIO: return "i/o error";
+    case CLIENT_EMALFORMED: return "malformed frame or response";
+    case CLIENT_ERPC: return "the server answered with an error";
+    case CLIENT_ENOMEM: return "out of memory";
+    default: return "unknown error";
   }
-  dfc_replica_fini(r);
-  mesh *m = mesh_create();
-  if (!m || mesh_alloc(m, s.vertex_count, s.triangle_count, 0, s.uvs != NULL)) {
-    mesh_destroy(m);
-    return MESH_ENOMEM;
-  }
-  memcpy(m->positions, s.positions, 12 * (size_t)s.vertex_count);
-  memcpy(m->triangles, s.triangles, 12 * (size_t)s.triangle_count);
-  if (s.uvs) memcpy(m->uvs, s.uvs, 8 * (size_t)s.vertex_count);
-  proto_iter it;
-  proto_target t;
-  proto_snapshot_targets_begin(&s, &it);
-  uint32_t *idx = NULL;
-  float *del = NULL;
-  r->meta = calloc(s.target_count + 1, sizeof(*r->meta));
-  rc = r->meta ? 0 : MESH_ENOMEM;
-  while (rc == 0 && proto_snapshot_target_next(&it, &t)) {
-    set_meta(&r->meta[m->target_count], t.min, t.max, t.flags, t.driver_count, t.drivers);
-    char name[PROTO_MAX_NAME + 1];
-    memcpy(name, t.name.ptr, t.name.len);
-    name[t.name.len] = '\0';
-    idx = realloc(idx, sizeof(uint32_t) * ((size_t)t.count + 1));
-    del = realloc(del, sizeof(float) * 3 * ((size_t)t.count + 1));
-    if (!idx || !del) {
-      rc = MESH_ENOMEM;
-      break;
-    }
-    memcpy(idx, t.indices, 4 * (size_t)t.count);
-    memcpy(del, t.deltas, 12 * (size_t)t.count);
-    rc = mesh_add_target_sparse(m, name, t.count, idx, del, t.default_weight);
-  }
-  free(idx);
-  free(del);
-  r->weights = calloc(s.target_count + 1, sizeof(float));
-  r->offsets = calloc(3 * (size_t)s.vertex_count + 1, sizeof(float));
-  if (rc || !r->weights || !r->offsets) {
-    mesh_destroy(m);
-    snprintf(err, errlen, "SNAPSHOT: cannot rebuild the mesh");
-    return rc ? rc : MESH_ENOMEM;
-  }
-  memcpy(r->weights, s.weights, 4 * (size_t)s.target_count);
-  mesh_update_bounds(m);
-  r->mesh = m;
-  r->quantum = s.offset_quantum;
-  uint32_t v;
-  int32_t q[3];
-  proto_offsets_begin(&s.offsets, &it);
-  while (proto_offsets_next(&it, &v, q))
-    for (int k = 0; k < 3; k++) r->offsets[3 * (size_t)v + k] = proto_dequantize(q[k], r->quantum);
-  r->version = h->session_version;
-  r->have_snapshot = 1;
-  return 0;
-}
-
-/* TARGET: append the target at the given weight (the sculpt layer is untouched: a target made
- * from the sculpt comes with a DELTA that clears it). */
-static int add_target(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
-  proto_target_add t;
-  int rc = proto_decode_target_add(p, h->length, NULL, &t);
-  if (rc) {
-    snprintf(err, errlen, "TARGET: %s", proto_strerror(rc));
-    return rc;
-  }
-  mesh *m = r->mesh;
-  if (t.index != m->target_count) {
-    snprintf(err, errlen, "TARGET: index %u, but the mesh has %u targets", t.index, m->target_count);
-    return PROTO_EINVAL;
-  }
-  uint32_t n = t.target.count;
-  uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-  float *del = malloc(sizeof(float) * 3 * ((size_t)n + 1));
-  float *w = realloc(r->weights, sizeof(float) * (m->target_count + 1));
-  if (w) r->weights = w;
-  dfc_target_meta *meta = realloc(r->meta, sizeof(*meta) * (m->target_count + 1));
-  if (meta) r->meta = meta;
-  if (!idx || !del || !w || !meta) {
-    free(idx);
-    free(del);
-    return MESH_ENOMEM;
-  }
-  memcpy(idx, t.target.indices, 4 * (size_t)n);
-  memcpy(del, t.target.deltas, 12 * (size_t)n);
-  char name[PROTO_MAX_NAME + 1];
-  memcpy(name, t.target.name.ptr, t.target.name.len);
-  name[t.target.name.len] = '\0';
-  rc = mesh_add_target_sparse(m, name, n, idx, del, t.target.default_weight);
-  if (rc == 0) {
-    r->weights[t.index] = t.weight;
-    set_meta(&r->meta[t.index], t.target.min, t.target.max, t.target.flags, t.target.driver_count,
-             t.target.drivers);
-    if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
-  } else {
-    snprintf(err, errlen, "TARGET: %s", mesh_strerror(rc));
-  }
-  free(idx);
-  free(del);
-  return rc;
-}
-
-int dfc_replica_apply(dfc_replica *r, const proto_header *h, const uint8_t *p, char *err,
-                      size_t errlen) {
-  if (h->type == PROTO_SNAPSHOT) return load_snapshot(r, h, p, err, errlen);
-  if (h->type == PROTO_TARGET) {
-    if (!r->have_snapshot) {
-      snprintf(err, errlen, "TARGET before the snapshot");
-      return PROTO_ETYPE;
-    }
-    return add_target(r, h, p, err, errlen);
-  }
-  if (h->type == PROTO_TARGET_META) {
-    proto_target_meta tm;
-    int rc = r->have_snapshot ? proto_decode_target_meta(p, h->length, NULL, &tm) : PROTO_ETYPE;
-    if (rc == 0 && tm.index >= r->mesh->target_count) rc = PROTO_EINVAL;
-    for (uint32_t i = 0; rc == 0 && i < tm.driver_count; i++)
-      if (proto_driver(tm.drivers, i) >= r->mesh->target_count) rc = PROTO_EINVAL;
-    if (rc) {
-      snprintf(err, errlen, "TARGET_META: %s", r->have_snapshot ? proto_strerror(rc) : "before the snapshot");
-      return rc;
-    }
-    set_meta(&r->meta[tm.index], tm.min, tm.max, tm.flags, tm.driver_count, tm.drivers);
-    if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
-    return 0;
-  }
-  if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
-  if (!r->have_snapshot) {
-    snprintf(err, errlen, "state frame before the snapshot");
-    return PROTO_ETYPE;
-  }
-  proto_iter it;
-  if (h->type == PROTO_WEIGHTS) {
-    proto_weights_view w;
-    int rc = proto_decode_weights(p, h->length, NULL, &w);
-    if (rc) {
-      snprintf(err, errlen, "WEIGHTS: %s", proto_strerror(rc));
-      return rc;
-    }
-    uint32_t t;
-    float value;
-    proto_weights_begin(&w, &it);
-    while (proto_weights_next(&it, &t, &value)) {
-      if (t >= r->mesh->target_count) {
-        snprintf(err, errlen, "WEIGHTS: target %u of %u", t, r->mesh->target_count);
-        return PROTO_EINVAL;
-      }
-      r->weights[t] = value;
-    }
-  } else {
-    proto_offsets_view o;
-    int rc = proto_decode_delta(p, h->length, NULL, &o);
-    if (rc) {
-      snprintf(err, errlen, "DELTA: %s", proto_strerror(rc));
-      return rc;
-    }
-    uint32_t v;
-    int32_t q[3];
-    proto_offsets_begin(&o, &it);
-    while (proto_offsets_next(&it, &v, q)) {
-      if (v >= r->mesh->vertex_count) {
-        snprintf(err, errlen, "DELTA: vertex %u of %u", v, r->mesh->vertex_count);
-        return PROTO_EINVAL;
-      }
-      for (int k = 0; k < 3; k++) r->offsets[3 * (size_t)v + k] = proto_dequantize(q[k], r->quantum);
-    }
-  }
-  if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
-  return 0;
-}
-
-int dfc_replica_positions(const dfc_replica *r, float *out) {
-  if (!r->have_snapshot) return MESH_EINVAL;
-  mesh_evaluate(r->mesh, r->weights, r->offsets, out);
-  return 0;
 }

@@ -137,10 +137,10 @@ static int child_start(const char *path, bench_child *c, char *err, size_t errle
   c->pid = pid;
   char line[256];
   size_t len = 0;
-  uint64_t deadline = dfc_now_ns() + 20000000000ull;
+  uint64_t deadline = client_now_ns() + 20000000000ull;
   int rc = -1;
   snprintf(err, errlen, "deformd did not print its ports within 20 s");
-  while (!g_stop && dfc_now_ns() < deadline && len + 1 < sizeof(line)) {
+  while (!g_stop && client_now_ns() < deadline && len + 1 < sizeof(line)) {
     struct pollfd pfd = {p[0], POLLIN, 0};
     if (poll(&pfd, 1, 100) <= 0) continue;
     ssize_t r = read(p[0], line + len, sizeof(line) - 1 - len);
@@ -208,16 +208,16 @@ static double self_cpu_s(void) {
 
 /* Calls `method` with {"session":"demo"} or no params. Returns the result (caller frees) or
  * NULL; *rpc_error tells an error answer from no answer. */
-static cJSON *rpc_call(dfc_conn *rpc, const char *method, int with_session, int *rpc_error) {
+static cJSON *rpc_call(client_conn *rpc, const char *method, int with_session, int *rpc_error) {
   cJSON *params = NULL, *result = NULL, *error = NULL;
   if (with_session) {
     params = cJSON_CreateObject();
     cJSON_AddStringToObject(params, "session", "demo");
   }
-  int rc = dfc_rpc(rpc, method, params, 30000, &result, &error);
+  int rc = client_rpc(rpc, method, params, 30000, &result, &error);
   cJSON_Delete(params);
   cJSON_Delete(error);
-  if (rpc_error) *rpc_error = rc == 1;
+  if (rpc_error) *rpc_error = rc == CLIENT_ERPC;
   return rc == 0 ? result : NULL;
 }
 
@@ -254,7 +254,7 @@ typedef struct fanout {
   uint64_t last_rx_ns; /* when a viewer last received bytes */
   int oom;
   /* editor */
-  dfc_conn editor;
+  client_conn editor;
   double rate;
   atomic_uint sent;
   atomic_int editor_done;
@@ -386,7 +386,7 @@ static void viewer_read(fanout *f, viewer *v, uint8_t *scratch, size_t cap) {
       viewer_fail(f, v, r == 0 ? "connection closed by the server" : strerror(errno));
       return;
     }
-    f->last_rx_ns = dfc_now_ns();
+    f->last_rx_ns = client_now_ns();
     viewer_feed(f, v, scratch, (size_t)r, f->last_rx_ns);
     if ((size_t)r < cap) return;
   }
@@ -405,7 +405,7 @@ static int pump(fanout *f, int ep, uint8_t *scratch, size_t cap, int timeout_ms)
 
 static void *editor_main(void *arg) {
   fanout *f = arg;
-  uint64_t period = (uint64_t)(1e9 / f->rate), t0 = dfc_now_ns();
+  uint64_t period = (uint64_t)(1e9 / f->rate), t0 = client_now_ns();
   proto_buf b;
   proto_buf_init(&b);
   uint8_t sink[4096];
@@ -416,8 +416,8 @@ static void *editor_main(void *arg) {
     }
     float value = (float)((double)seq / BENCH_SEQ_SCALE);
     if (proto_encode_edit_weights(&b, seq, 1, &f->target, &value) != 0) break;
-    atomic_store_explicit(&f->send_ns[seq], dfc_now_ns(), memory_order_release);
-    if (dfc_send_buf(&f->editor, &b) != 0) break;
+    atomic_store_explicit(&f->send_ns[seq], client_now_ns(), memory_order_release);
+    if (client_send_buf(&f->editor, &b) != 0) break;
     atomic_store(&f->sent, seq);
     /* The editor is a subscriber too: drain its copy of every frame so it never lags. Refused
      * edits show up as a final version short of start + sent. */
@@ -454,20 +454,20 @@ static double pct_ms(const uint64_t *s, size_t n, double p) {
 
 /* Connects the editor and waits for its snapshot; learns the session version. */
 static int editor_join(fanout *f, int port, char *err, size_t errlen) {
-  if (dfc_connect(&f->editor, "127.0.0.1", port, err, errlen) != 0) return -1;
+  if (client_connect(&f->editor, "127.0.0.1", port, err, errlen) != 0) return -1;
   /* A server that stops reading must not hang the editor thread forever. */
   struct timeval tv = {10, 0};
   setsockopt(f->editor.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (dfc_hello(&f->editor, "demo", PROTO_ROLE_EDITOR, NULL) != 0) {
+  if (client_hello(&f->editor, "demo", PROTO_ROLE_EDITOR, NULL) != 0) {
     snprintf(err, errlen, "editor: cannot send HELLO");
     return -1;
   }
   for (;;) {
     proto_header h;
     const uint8_t *p;
-    int rc = dfc_read_frame(&f->editor, 30000, &h, &p, err, errlen);
-    if (rc <= 0) {
-      if (rc == 0) snprintf(err, errlen, "editor: no SNAPSHOT within 30 s");
+    int rc = client_read_frame(&f->editor, 30000, &h, &p, err, errlen);
+    if (rc) {
+      if (rc == CLIENT_ETIMEDOUT) snprintf(err, errlen, "editor: no SNAPSHOT within 30 s");
       return -1;
     }
     if (h.type == PROTO_ERROR || h.type == PROTO_BYE) {
@@ -483,7 +483,7 @@ static int editor_join(fanout *f, int port, char *err, size_t errlen) {
 }
 
 /* Finds jaw_open (target 0 in the demo head) and checks it spans [0, 1]. */
-static int find_target(dfc_conn *rpc, uint32_t *out, char *err, size_t errlen) {
+static int find_target(client_conn *rpc, uint32_t *out, char *err, size_t errlen) {
   cJSON *list = rpc_call(rpc, "targets.list", 1, NULL);
   const cJSON *t;
   int rc = -1;
@@ -509,7 +509,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   pthread_t editor_thread;
   uint8_t *scratch = NULL;
   cJSON *stats0 = NULL, *stats1 = NULL, *state = NULL;
-  dfc_conn rpc = {.fd = -1};
+  client_conn rpc = {.fd = -1};
   fanout f;
   memset(&f, 0, sizeof(f));
   f.editor.fd = -1;
@@ -524,15 +524,15 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   }
 
   /* The demo session opens on the server's thread pool after the ports are printed. */
-  if (dfc_connect(&rpc, "127.0.0.1", child.rpc_port, err, errlen) != 0) goto out;
-  uint64_t deadline = dfc_now_ns() + 30000000000ull;
+  if (client_connect(&rpc, "127.0.0.1", child.rpc_port, err, errlen) != 0) goto out;
+  uint64_t deadline = client_now_ns() + 30000000000ull;
   for (int is_err = 1; is_err && !g_stop;) {
     state = rpc_call(&rpc, "state.get", 1, &is_err);
     if (!state && !is_err) {
       snprintf(err, errlen, "no JSON-RPC answer from deformd");
       goto out;
     }
-    if (is_err && dfc_now_ns() > deadline) {
+    if (is_err && client_now_ns() > deadline) {
       snprintf(err, errlen, "session demo did not open within 30 s");
       goto out;
     }
@@ -553,14 +553,14 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   if (editor_join(&f, child.stream_port, err, errlen) != 0) goto out;
 
   /* Join every viewer and wait for every snapshot before the clock starts. */
-  uint64_t t_join = dfc_now_ns();
+  uint64_t t_join = client_now_ns();
   for (uint32_t i = 0; i < n && !g_stop; i++) {
     viewer *v = &f.v[i];
-    dfc_conn c;
-    if (dfc_connect(&c, "127.0.0.1", child.stream_port, err, errlen) != 0) goto out;
-    v->fd = c.fd; /* no read happened yet, so the dfc_conn owns nothing else */
+    client_conn c;
+    if (client_connect(&c, "127.0.0.1", child.stream_port, err, errlen) != 0) goto out;
+    v->fd = c.fd; /* no read happened yet, so the client_conn owns nothing else */
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = v};
-    if (dfc_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
+    if (client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
         fcntl(v->fd, F_SETFL, fcntl(v->fd, F_GETFL) | O_NONBLOCK) != 0 ||
         epoll_ctl(ep, EPOLL_CTL_ADD, v->fd, &ev) != 0) {
       snprintf(err, errlen, "viewer %u: cannot join: %s", i, strerror(errno));
@@ -568,10 +568,10 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
     }
     if (i % 16 == 15 && pump(&f, ep, scratch, 1u << 18, 0) != 0) goto out;
   }
-  deadline = dfc_now_ns() + 60000000000ull + (uint64_t)n * 200000000ull;
-  while (!g_stop && f.joined + f.dead < n && dfc_now_ns() < deadline)
+  deadline = client_now_ns() + 60000000000ull + (uint64_t)n * 200000000ull;
+  while (!g_stop && f.joined + f.dead < n && client_now_ns() < deadline)
     if (pump(&f, ep, scratch, 1u << 18, 100) != 0) break;
-  res->join_s = (double)(dfc_now_ns() - t_join) / 1e9;
+  res->join_s = (double)(client_now_ns() - t_join) / 1e9;
   if (f.joined < n) {
     const viewer *bad = NULL;
     for (uint32_t i = 0; i < n && !bad; i++)
@@ -588,7 +588,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
    * backlog long after the editor stopped; 60 s at most). */
   stats0 = rpc_call(&rpc, "server.stats", 0, NULL);
   double cpu0 = proc_cpu_s(child.pid), self0 = self_cpu_s(), host0 = host_busy_s();
-  uint64_t t0 = dfc_now_ns(), done_at = 0;
+  uint64_t t0 = client_now_ns(), done_at = 0;
   if (pthread_create(&editor_thread, NULL, editor_main, &f) != 0) {
     snprintf(err, errlen, "cannot start the editor thread");
     goto out;
@@ -597,7 +597,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   while (!g_stop) {
     if (pump(&f, ep, scratch, 1u << 18, 5) != 0) break;
     if (!atomic_load(&f.editor_done)) continue;
-    uint64_t now = dfc_now_ns(), final = f.start_version + atomic_load(&f.sent);
+    uint64_t now = client_now_ns(), final = f.start_version + atomic_load(&f.sent);
     if (!done_at) done_at = now;
     uint32_t behind = 0;
     for (uint32_t i = 0; i < n; i++) behind += !f.v[i].dead && f.v[i].last_version < final;
@@ -605,7 +605,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
         (now > done_at + 1000000000ull && now > f.last_rx_ns + 1000000000ull))
       break;
   }
-  uint64_t t1 = dfc_now_ns();
+  uint64_t t1 = client_now_ns();
   double cpu1 = proc_cpu_s(child.pid), self1 = self_cpu_s(), host1 = host_busy_s();
   pthread_join(editor_thread, NULL);
   editor_started = 0;
@@ -668,8 +668,8 @@ out:
   cJSON_Delete(stats0);
   cJSON_Delete(stats1);
   cJSON_Delete(state);
-  if (f.editor.fd >= 0) dfc_close(&f.editor);
-  if (rpc.fd >= 0) dfc_close(&rpc);
+  if (f.editor.fd >= 0) client_close(&f.editor);
+  if (rpc.fd >= 0) client_close(&rpc);
   child_stop(&child);
   if (rc && g_stop) snprintf(err, errlen, "interrupted");
   return rc;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "client_replica.h"
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) {
@@ -43,11 +44,11 @@ static void usage(FILE *out) {
 }
 
 static int print_outcome(int rc, cJSON *result, cJSON *error) {
-  if (rc < 0) {
-    fprintf(stderr, "deformctl: no answer from the server\n");
+  if (rc != 0 && rc != CLIENT_ERPC) {
+    fprintf(stderr, "deformctl: no answer from the server (%s)\n", client_strerror(rc));
     return 1;
   }
-  if (rc == 1) {
+  if (rc == CLIENT_ERPC) {
     char *text = cJSON_PrintUnformatted(error);
     printf("%s\n", text ? text : "{}");
     free(text);
@@ -70,13 +71,13 @@ static const char *token;
 static int rpc_call(const char *hostport, const char *method, cJSON *params) {
   char host[256], err[256];
   int port;
-  if (dfc_parse_hostport(hostport, host, sizeof(host), &port)) {
+  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
     fprintf(stderr, "deformctl: --rpc wants HOST:PORT, not '%s'\n", hostport);
     cJSON_Delete(params);
     return 1;
   }
-  dfc_conn c;
-  if (dfc_connect(&c, host, port, err, sizeof(err))) {
+  client_conn c;
+  if (client_connect(&c, host, port, err, sizeof(err))) {
     fprintf(stderr, "deformctl: %s\n", err);
     cJSON_Delete(params);
     return 1;
@@ -86,18 +87,18 @@ static int rpc_call(const char *hostport, const char *method, cJSON *params) {
   if (token) { /* servers started with --token want it before anything else */
     cJSON *auth = cJSON_CreateObject();
     cJSON_AddStringToObject(auth, "token", token);
-    rc = dfc_rpc(&c, "auth", auth, 30000, &result, &error);
+    rc = client_rpc(&c, "auth", auth, 30000, &result, &error);
     cJSON_Delete(auth);
     if (rc != 0) {
       cJSON_Delete(params);
-      dfc_close(&c);
+      client_close(&c);
       return print_outcome(rc, result, error);
     }
     cJSON_Delete(result);
   }
-  rc = dfc_rpc(&c, method, params, 600000, &result, &error);
+  rc = client_rpc(&c, method, params, 600000, &result, &error);
   cJSON_Delete(params);
-  dfc_close(&c);
+  client_close(&c);
   return print_outcome(rc, result, error);
 }
 
@@ -159,19 +160,19 @@ static const char *type_name(uint8_t t) {
 static int watch(const char *hostport, const char *session, long count, const char *dump) {
   char host[256], err[256];
   int port;
-  if (dfc_parse_hostport(hostport, host, sizeof(host), &port)) {
+  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
     fprintf(stderr, "deformctl: --stream wants HOST:PORT, not '%s'\n", hostport);
     return 1;
   }
-  dfc_conn c;
-  if (dfc_connect(&c, host, port, err, sizeof(err))) {
+  client_conn c;
+  if (client_connect(&c, host, port, err, sizeof(err))) {
     fprintf(stderr, "deformctl: %s\n", err);
     return 1;
   }
   signal(SIGINT, on_sigint);
   signal(SIGTERM, on_sigint);
-  dfc_replica r;
-  dfc_replica_init(&r);
+  client_replica r;
+  client_replica_init(&r);
   int status = 1;
   long live = 0;
   double latency_ms = -1;
@@ -179,7 +180,7 @@ static int watch(const char *hostport, const char *session, long count, const ch
   uint32_t ping_seq = 0;
   proto_buf out;
   proto_buf_init(&out);
-  if (dfc_hello(&c, session, PROTO_ROLE_VIEWER, token)) {
+  if (client_hello(&c, session, PROTO_ROLE_VIEWER, token)) {
     fprintf(stderr, "deformctl: cannot send HELLO\n");
     goto done;
   }
@@ -188,23 +189,23 @@ static int watch(const char *hostport, const char *session, long count, const ch
       status = 0;
       break;
     }
-    if (r.have_snapshot && dfc_now_ns() - last_ping > 200000000ull) {
-      proto_ping p = {dfc_now_ns(), 0, ++ping_seq};
+    if (r.have_snapshot && client_now_ns() - last_ping > 200000000ull) {
+      proto_ping p = {client_now_ns(), 0, ++ping_seq};
       proto_encode_ping(&out, PROTO_PING, &p);
-      dfc_send_buf(&c, &out);
+      client_send_buf(&c, &out);
       last_ping = p.t0_ns;
     }
     proto_header h;
     const uint8_t *payload;
-    int rc = dfc_read_frame(&c, 200, &h, &payload, err, sizeof(err));
-    if (rc == 0) continue;
-    if (rc < 0) {
+    int rc = client_read_frame(&c, 200, &h, &payload, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) continue;
+    if (rc) {
       fprintf(stderr, "deformctl: %s\n", err);
       break;
     }
     if (h.type == PROTO_PONG) {
       proto_ping p;
-      if (proto_decode_ping(payload, h.length, &p) == 0) latency_ms = (double)(dfc_now_ns() - p.t0_ns) / 2e6;
+      if (proto_decode_ping(payload, h.length, &p) == 0) latency_ms = (double)(client_now_ns() - p.t0_ns) / 2e6;
       continue;
     }
     if (h.type == PROTO_ERROR || h.type == PROTO_BYE) {
@@ -215,7 +216,7 @@ static int watch(const char *hostport, const char *session, long count, const ch
       break;
     }
     if (h.type == PROTO_WELCOME) continue;
-    if (dfc_replica_apply(&r, &h, payload, err, sizeof(err)) != 0) {
+    if (client_replica_apply(&r, &h, payload, err, sizeof(err)) != 0) {
       fprintf(stderr, "deformctl: %s\n", err);
       break;
     }
@@ -243,7 +244,7 @@ done:
   if (dump && r.have_snapshot) {
     float *pos = malloc(sizeof(float) * 3 * ((size_t)r.mesh->vertex_count + 1));
     char merr[MESH_ERR_LEN] = "";
-    if (!pos || dfc_replica_positions(&r, pos) != 0 ||
+    if (!pos || client_replica_positions(&r, pos) != 0 ||
         mesh_export(r.mesh, pos, dump, MESH_FORMAT_AUTO, merr, sizeof(merr)) != 0) {
       fprintf(stderr, "deformctl: cannot write %s: %s\n", dump, merr);
       status = 1;
@@ -251,8 +252,8 @@ done:
     free(pos);
   }
   proto_buf_fini(&out);
-  dfc_replica_fini(&r);
-  dfc_close(&c);
+  client_replica_fini(&r);
+  client_close(&c);
   return status;
 }
 

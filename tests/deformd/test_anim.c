@@ -39,10 +39,10 @@ static void open_session(harness *h, const char *name, const char *path) {
 }
 
 /* Max distance between the replica's positions and `want` (3V floats). */
-static double max_distance(const dfc_replica *r, const float *want) {
+static double max_distance(const client_replica *r, const float *want) {
   uint32_t n = r->mesh->vertex_count;
   float *p = malloc(sizeof(float) * 3 * n);
-  ASSERT_OK(dfc_replica_positions(r, p), NULL);
+  ASSERT_OK(client_replica_positions(r, p), NULL);
   double worst = 0;
   for (uint32_t v = 0; v < n; v++) {
     double e2 = 0;
@@ -67,7 +67,7 @@ typedef struct stepped {
 /* Plays clip `name` (compressed to K components from target `first`), pauses, and seeks through
  * its frames 1, 2, ..., F-1, 0: every seek streams one frame, which this reads off the wire
  * (checking its form and size against its mode) and applies to the replica. */
-static stepped step_clip(harness *h, dfc_conn *v, dfc_replica *r, const mesh *m, const char *session,
+static stepped step_clip(harness *h, client_conn *v, client_replica *r, const mesh *m, const char *session,
                          const char *name, uint32_t K, uint32_t first) {
   const mesh_clip *clip = &m->clips[mesh_find_clip(m, name)];
   size_t n3 = 3 * (size_t)m->vertex_count;
@@ -86,7 +86,7 @@ static stepped step_clip(harness *h, dfc_conn *v, dfc_replica *r, const mesh *m,
     while (r->version < want) {
       proto_header hd;
       const uint8_t *payload;
-      ASSERT_OK(dfc_read_frame(v, 5000, &hd, &payload, err, sizeof(err)) > 0 ? 0 : -1, err);
+      ASSERT_OK(client_read_frame(v, 5000, &hd, &payload, err, sizeof(err)), err);
       if (hd.type == PROTO_WEIGHTS) {
         proto_weights_view w;
         ASSERT_OK(proto_decode_weights(payload, hd.length, NULL, &w), NULL);
@@ -100,7 +100,7 @@ static stepped step_clip(harness *h, dfc_conn *v, dfc_replica *r, const mesh *m,
           st.narrow += (uint32_t)narrow;
         }
       }
-      ASSERT_OK(dfc_replica_apply(r, &hd, payload, err, sizeof(err)), err);
+      ASSERT_OK(client_replica_apply(r, &hd, payload, err, sizeof(err)), err);
     }
     st.worst = fmax(st.worst, max_distance(r, m->frames + n3 * (clip->first_frame + f)));
   }
@@ -123,8 +123,8 @@ TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budge
   cJSON *list = harness_rpc_ok(&h, "anim.list", "{\"session\":\"faerie\"}");
   ASSERT_EQ((uint32_t)cJSON_GetArraySize(cJSON_GetObjectItem(list, "clips")), m->clip_count);
   cJSON_Delete(list);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
   cJSON *rep = harness_rpc_ok(&h, "anim.compress", "{\"session\":\"faerie\",\"clip\":\"run\",\"max_error\":0.005}");
   uint32_t K = (uint32_t)cJSON_GetObjectItem(rep, "components")->valueint;
@@ -167,8 +167,8 @@ TEST(a_compressed_md2_clip_streams_frames_viewers_rebuild_within_the_error_budge
   cJSON_Delete(harness_rpc_ok(&h, "anim.stop", "{\"session\":\"faerie\"}"));
   harness_follow(&v, &r, session_version(&h, "faerie"), 10000);
   ASSERT(max_distance(&r, m->positions) < 1e-5 * diag);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
   mesh_destroy(m);
 }
@@ -186,8 +186,8 @@ TEST(eight_bit_frames_stream_a_long_md2_clip_100_times_smaller_within_the_budget
   harness h;
   harness_start(&h, "demo", no_args);
   open_session(&h, "faerie", path);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
   for (int bits = 8; bits <= 16; bits += 8) {
     char p[256];
@@ -220,8 +220,8 @@ TEST(eight_bit_frames_stream_a_long_md2_clip_100_times_smaller_within_the_budget
     /* The first compression's targets keep their weights: stop takes them to 0 before the next. */
     cJSON_Delete(harness_rpc_ok(&h, "anim.stop", "{\"session\":\"faerie\"}"));
   }
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
   mesh_destroy(m);
 }
@@ -300,8 +300,8 @@ TEST(a_recording_of_the_sessions_own_states_compresses_back_to_them) {
   /* Playing it back over a session at rest gives the last pose at the last frame. */
   cJSON_Delete(harness_rpc_ok(&h, "weights.set",
                               "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"jaw_open\":0,\"blink_R\":0}}"));
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"demo\",\"clip\":\"take1\",\"loop\":false}"));
   cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"demo\"}"));
@@ -319,8 +319,8 @@ TEST(a_recording_of_the_sessions_own_states_compresses_back_to_them) {
   free(w);
   free(want);
   mesh_destroy(m);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   char msg[256];
   ASSERT_EQ(harness_rpc_err(&h, "anim.record_stop", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32006);
   harness_stop(&h);
@@ -336,8 +336,8 @@ TEST(a_gltf_weight_animation_plays_its_keys_as_weights) {
   harness h;
   harness_start(&h, "demo", no_args);
   open_session(&h, "cube", path);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "cube", PROTO_ROLE_VIEWER, NULL);
   char p[512];
   snprintf(p, sizeof(p), "{\"session\":\"cube\",\"clip\":\"%s\"}", c->name);
@@ -353,8 +353,8 @@ TEST(a_gltf_weight_animation_plays_its_keys_as_weights) {
       ASSERT(r.weights[t] == want);
     }
   }
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
   mesh_destroy(m);
 }
@@ -379,8 +379,8 @@ TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
   harness h;
   harness_start(&h, "demo", no_args);
   open_session(&h, "faerie", path);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "faerie", PROTO_ROLE_VIEWER, NULL);
   cJSON *rep = harness_rpc_ok(&h, "anim.compress", p);
   free(p);
@@ -412,8 +412,8 @@ TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
   }
   ASSERT(worst <= streamed * (1 + 1e-4) + 1e-6 * mesh_bbox_diagonal(m));
   ASSERT(worst <= 0.005 * mesh_bbox_diagonal(m) * (1 + 1e-4));
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
   mesh_destroy(m);
 }
@@ -424,8 +424,8 @@ TEST(region_budgets_report_their_saving_and_viewers_rebuild_within_the_error) {
 TEST(compressing_a_clip_leaves_the_sculpt_layer_alone_in_every_viewer) {
   harness h;
   harness_start(&h, "demo", no_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.01,0,0],\"20400\":[0,0.004,0]}}"));
   cJSON_Delete(harness_rpc_ok(&h, "anim.record_start", "{\"session\":\"demo\",\"clip\":\"c\",\"fps\":50}"));
@@ -435,23 +435,23 @@ TEST(compressing_a_clip_leaves_the_sculpt_layer_alone_in_every_viewer) {
   cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"demo\",\"clip\":\"c\",\"components\":1}"));
   uint64_t ver = session_version(&h, "demo");
   harness_follow(&v, &r, ver, 10000);
-  dfc_conn late;
-  dfc_replica lr;
+  client_conn late;
+  client_replica lr;
   harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
   uint32_t n;
   float *server = harness_server_positions(&h, "demo", &n);
   float *got = malloc(sizeof(float) * 3 * n);
-  dfc_replica *all[2] = {&r, &lr};
+  client_replica *all[2] = {&r, &lr};
   for (int k = 0; k < 2; k++) {
     ASSERT(all[k]->offsets[3 * 5] != 0.0f);
-    ASSERT_OK(dfc_replica_positions(all[k], got), NULL);
+    ASSERT_OK(client_replica_positions(all[k], got), NULL);
     for (uint32_t i = 0; i < 3 * n; i++) ASSERT(got[i] == server[i]);
   }
   free(got);
   free(server);
-  dfc_replica_fini(&r);
-  dfc_replica_fini(&lr);
-  dfc_close(&v);
-  dfc_close(&late);
+  client_replica_fini(&r);
+  client_replica_fini(&lr);
+  client_close(&v);
+  client_close(&late);
   harness_stop(&h);
 }

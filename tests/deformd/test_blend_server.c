@@ -62,7 +62,7 @@ static char *solve_params(const uint32_t *v, const double *pos, uint32_t n, cons
 }
 
 /* Reads one JSON-RPC response line from a raw connection. */
-static cJSON *read_response(dfc_conn *c) {
+static cJSON *read_response(client_conn *c) {
   static char line[1 << 16];
   size_t len = 0;
   for (;;) {
@@ -80,13 +80,13 @@ static cJSON *read_response(dfc_conn *c) {
 /* Sends one request with its params exactly as written (harness_rpc_err re-encodes them, and
  * cJSON writes 1e999 back as null) and returns the error code, copying the message. */
 static int raw_error(harness *h, const char *method, const char *params, char *msg, size_t msglen) {
-  dfc_conn c;
+  client_conn c;
   char err[256];
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h->rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h->rpc_port, err, sizeof(err)), err);
   size_t cap = strlen(params) + 128;
   char *line = malloc(cap);
   size_t n = (size_t)snprintf(line, cap, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":%s}\n", method, params);
-  ASSERT_OK(dfc_send(&c, line, n), NULL);
+  ASSERT_OK(client_send(&c, line, n), NULL);
   free(line);
   cJSON *o = read_response(&c);
   const cJSON *e = cJSON_GetObjectItem(o, "error");
@@ -94,7 +94,7 @@ static int raw_error(harness *h, const char *method, const char *params, char *m
   snprintf(msg, msglen, "%s", cJSON_GetObjectItem(e, "message")->valuestring);
   int code = cJSON_GetObjectItem(e, "code")->valueint;
   cJSON_Delete(o);
-  dfc_close(&c);
+  client_close(&c);
   return code;
 }
 
@@ -115,8 +115,8 @@ static double *positions_at(const float *shape, const uint32_t *v, uint32_t n) {
 TEST(blend_solve_recovers_known_weights_from_pinned_positions) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   const mesh *m = r.mesh;
   uint32_t T = m->target_count;
@@ -126,7 +126,7 @@ TEST(blend_solve_recovers_known_weights_from_pinned_positions) {
                                            "\"brow_up_R\":0.6,\"blink_L\":0.25}}"));
   harness_follow(&v, &r, ver, 10000);
   float *shape = malloc(sizeof(float) * 3 * m->vertex_count);
-  ASSERT_OK(dfc_replica_positions(&r, shape), NULL);
+  ASSERT_OK(client_replica_positions(&r, shape), NULL);
   uint32_t *pins = all_pins(m);
   double *pos = positions_at(shape, pins, T);
   ver = version_of(harness_rpc_ok(&h, "weights.set",
@@ -158,8 +158,8 @@ TEST(blend_solve_recovers_known_weights_from_pinned_positions) {
   free(pos);
   free(pins);
   free(shape);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -313,8 +313,8 @@ TEST(blend_solve_keeps_weights_in_their_ranges_and_matches_a_brute_force) {
 TEST(blend_solve_errors_name_the_problem) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   const mesh *m = r.mesh;
   uint8_t *moved = calloc(m->vertex_count, 1);
@@ -410,8 +410,8 @@ TEST(blend_solve_errors_name_the_problem) {
   free(mpos);
   free(pins);
   free(pos);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -475,9 +475,9 @@ TEST(blend_solves_sent_at_once_coalesce_and_are_all_answered) {
   ASSERT_OK(mesh_demo_head(&m), NULL);
   uint32_t T = m->target_count, *pins = all_pins(m);
   double *pos = positions_at(m->positions, pins, T);
-  dfc_conn rpc;
+  client_conn rpc;
   char err[256];
-  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   const int N = 30;
   size_t cap = (size_t)N * 4096, n = 0;
   char *batch = malloc(cap), *last = NULL;
@@ -489,7 +489,7 @@ TEST(blend_solves_sent_at_once_coalesce_and_are_all_answered) {
     if (d == N) last = p;
     else free(p);
   }
-  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  ASSERT_OK(client_send(&rpc, batch, n), NULL);
   uint64_t prev = 0;
   cJSON *final = NULL;
   for (int i = 0; i < N; i++) {
@@ -522,7 +522,7 @@ TEST(blend_solves_sent_at_once_coalesce_and_are_all_answered) {
   free(pins);
   free(pos);
   mesh_destroy(m);
-  dfc_close(&rpc);
+  client_close(&rpc);
   harness_stop(&h);
 }
 
@@ -534,9 +534,9 @@ TEST(a_solve_whose_session_closes_before_it_ends_is_answered_unknown_session) {
   uint32_t T = m->target_count, *pins = all_pins(m);
   double *pos = positions_at(m->positions, pins, T);
   char *p = solve_params(pins, pos, T, "");
-  dfc_conn rpc;
+  client_conn rpc;
   char err[256];
-  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   /* Both lines in one write: the close is handled before the solve job can end. */
   size_t cap = strlen(p) + 512;
   char *batch = malloc(cap);
@@ -545,7 +545,7 @@ TEST(a_solve_whose_session_closes_before_it_ends_is_answered_unknown_session) {
                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"blend.fit\",\"params\":{\"session\":\"demo\",\"shape\":\"sculpt\"}}\n"
                               "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session.close\",\"params\":{\"session\":\"demo\"}}\n",
                               p);
-  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  ASSERT_OK(client_send(&rpc, batch, n), NULL);
   for (int i = 0; i < 3; i++) {
     cJSON *o = read_response(&rpc);
     int id = cJSON_GetObjectItem(o, "id")->valueint;
@@ -564,7 +564,7 @@ TEST(a_solve_whose_session_closes_before_it_ends_is_answered_unknown_session) {
   free(pins);
   free(pos);
   mesh_destroy(m);
-  dfc_close(&rpc);
+  client_close(&rpc);
   harness_stop(&h); /* exits cleanly: the factor and the jobs' state are freed (ASan checks) */
 }
 
@@ -573,8 +573,8 @@ TEST(a_solve_whose_session_closes_before_it_ends_is_answered_unknown_session) {
 TEST(blend_fit_of_a_sculpt_made_from_a_target_returns_its_weight) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   const mesh *m = r.mesh;
   uint32_t T = m->target_count;
@@ -616,8 +616,8 @@ TEST(blend_fit_of_a_sculpt_made_from_a_target_returns_its_weight) {
   st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
   ASSERT_EQ(cJSON_GetObjectItem(st, "sculpted_vertices")->valueint, sculpted);
   cJSON_Delete(st);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -662,8 +662,8 @@ TEST(blend_fit_of_a_file_recovers_its_weights_and_refuses_another_vertex_count) 
 TEST(a_binary_blend_pins_edit_streams_weights_and_a_bad_pin_names_its_request) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn ed, v;
-  dfc_replica er, vr;
+  client_conn ed, v;
+  client_replica er, vr;
   harness_join(&h, &v, &vr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   const mesh *m = vr.mesh;
@@ -681,15 +681,15 @@ TEST(a_binary_blend_pins_edit_streams_weights_and_a_bad_pin_names_its_request) {
   proto_buf b;
   proto_buf_init(&b);
   ASSERT_OK(proto_encode_edit_blend_pins(&b, 51, PROTO_BLEND_KEEP_CLOSE, 0.0f, T, bp), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   /* Success is silent; the viewer gets one WEIGHTS frame. */
   char err[256];
   proto_header hd;
   const uint8_t *payload;
-  ASSERT_EQ(dfc_read_frame(&v, 20000, &hd, &payload, err, sizeof(err)), 1);
+  ASSERT_EQ(client_read_frame(&v, 20000, &hd, &payload, err, sizeof(err)), 0);
   ASSERT_EQ(hd.type, PROTO_WEIGHTS);
   ASSERT_EQ(hd.session_version, 1);
-  ASSERT_OK(dfc_replica_apply(&vr, &hd, payload, err, sizeof(err)), err);
+  ASSERT_OK(client_replica_apply(&vr, &hd, payload, err, sizeof(err)), err);
   for (uint32_t t = 0; t < T; t++) ASSERT_NEAR(vr.weights[t], w[t], 1e-4);
   /* A pin on a vertex no target moves, a vertex past the mesh, a NaN: ERROR naming the request. */
   uint8_t *moved = calloc(m->vertex_count, 1);
@@ -701,19 +701,19 @@ TEST(a_binary_blend_pins_edit_streams_weights_and_a_bad_pin_names_its_request) {
   uint32_t rid;
   bp[3].vertex = still;
   ASSERT_OK(proto_encode_edit_blend_pins(&b, 52, 0, 0.0f, T, bp), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 10000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 52);
   bp[3].vertex = m->vertex_count;
   ASSERT_OK(proto_encode_edit_blend_pins(&b, 53, 0, 0.0f, T, bp), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 10000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 53);
   bp[3].vertex = pins[3];
   ASSERT_OK(proto_encode_edit_blend_pins(&b, 54, 0, 0.0f, T, bp), NULL);
   uint32_t nan_bits = 0x7fc00000u; /* the first pin's x, written over after encoding */
   memcpy(b.data + PROTO_HEADER_SIZE + 18, &nan_bits, 4);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 10000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 54);
   /* Nothing of the refused edits reached the session. */
@@ -725,9 +725,9 @@ TEST(a_binary_blend_pins_edit_streams_weights_and_a_bad_pin_names_its_request) {
   free(w);
   free(shape);
   free(pins);
-  dfc_replica_fini(&er);
-  dfc_replica_fini(&vr);
-  dfc_close(&ed);
-  dfc_close(&v);
+  client_replica_fini(&er);
+  client_replica_fini(&vr);
+  client_close(&ed);
+  client_close(&v);
   harness_stop(&h);
 }

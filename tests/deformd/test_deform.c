@@ -68,8 +68,8 @@ static uint64_t version_of(cJSON *r) {
 TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   cJSON *b = harness_rpc_ok(&h, "deform.begin",
                             "{\"session\":\"demo\",\"mode\":\"arap\",\"pick\":2000,\"handle_radius\":0.01,"
@@ -106,8 +106,8 @@ TEST(an_arap_gesture_reaches_viewers_exactly_as_the_solver_computes_it) {
   /* The gesture is gone once ended. */
   snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u,\"translate\":[0,0,0]}", gesture);
   ASSERT_EQ(harness_rpc_err(&h, "deform.drag", params, NULL, 0), -32010);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -116,9 +116,9 @@ TEST(drags_sent_while_the_factorisation_runs_coalesce_to_the_latest) {
    * drag however many drags were skipped. All requests are sent at once. */
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn rpc;
+  client_conn rpc;
   char err[256];
-  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   char batch[32768];
   size_t n = (size_t)snprintf(batch, sizeof(batch),
                               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"deform.begin\",\"params\":{\"session\":\"demo\","
@@ -128,7 +128,7 @@ TEST(drags_sent_while_the_factorisation_runs_coalesce_to_the_latest) {
                           "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"deform.drag\",\"params\":{\"session\":\"demo\","
                           "\"gesture\":77,\"translate\":[0,%.17g,0]}}\n",
                           d + 1, 0.0005 * d);
-  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  ASSERT_OK(client_send(&rpc, batch, n), NULL);
   /* 41 answers; drag versions never go down, and the last one carries the final state. */
   uint64_t prev = 0, final = 0;
   int drags = 0;
@@ -160,8 +160,8 @@ TEST(drags_sent_while_the_factorisation_runs_coalesce_to_the_latest) {
   fprintf(stderr, "40 drags, %llu solves applied\n", (unsigned long long)solves);
   ASSERT(solves < 40);
   ASSERT_EQ(final, solves);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   dfm_xform x;
   dfm_xform_identity(&x);
@@ -173,17 +173,17 @@ TEST(drags_sent_while_the_factorisation_runs_coalesce_to_the_latest) {
       test__fail(__FILE__, __LINE__, "offset %u: viewer %.9g, last drag's solve %.9g", i, r.offsets[i], expect);
   }
   free(want);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
-  dfc_close(&rpc);
+  client_replica_fini(&r);
+  client_close(&v);
+  client_close(&rpc);
   harness_stop(&h);
 }
 
 TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn ed, v;
-  dfc_replica er, vr;
+  client_conn ed, v;
+  client_replica er, vr;
   harness_join(&h, &v, &vr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
@@ -199,7 +199,7 @@ TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   proto_gesture_drag gd = {9, {0.0f, 0.0f, 0.01f}, {0, 0, 0, 1}, 0, {0, 0, 0}};
   ASSERT_OK(proto_encode_edit_gesture_drag(&b, 2, &gd), NULL);
   ASSERT_OK(proto_encode_edit_gesture_end(&b, 3, 9), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   harness_follow(&v, &vr, 1, 20000);
   uint32_t moved = 0;
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) moved += vr.offsets[i] != 0.0f;
@@ -207,7 +207,7 @@ TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   /* A drag for a gesture that does not exist, and a begin with a vertex out of range. */
   gd.gesture = 12345;
   ASSERT_OK(proto_encode_edit_gesture_drag(&b, 4, &gd), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   uint32_t rid;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 4);
@@ -216,7 +216,7 @@ TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   gb.handle.count = 1;
   uint32_t bad = 4000000;
   ASSERT_OK(proto_encode_edit_gesture_begin(&b, 5, &gb, &bad, NULL, NULL), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 5);
   /* A zero quaternion is refused as over JSON-RPC (gesture 11 is open, so only the rotation is wrong). */
@@ -227,19 +227,19 @@ TEST(binary_gesture_edits_stream_deltas_and_name_failed_requests) {
   proto_gesture_drag zero = {11, {0.0f, 0.0f, 0.01f}, {0, 0, 0, 0}, 0, {0, 0, 0}};
   ASSERT_OK(proto_encode_edit_gesture_drag(&b, 8, &zero), NULL);
   ASSERT_OK(proto_encode_edit_gesture_end(&b, 9, 11), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 20000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 8);
   /* RESET over the binary port puts everything back. */
   ASSERT_OK(proto_encode_edit_reset(&b, 6, 0, NULL), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   harness_follow(&v, &vr, 2, 10000);
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT(vr.offsets[i] == 0.0f);
   proto_buf_fini(&b);
-  dfc_replica_fini(&er);
-  dfc_replica_fini(&vr);
-  dfc_close(&ed);
-  dfc_close(&v);
+  client_replica_fini(&er);
+  client_replica_fini(&vr);
+  client_close(&ed);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -247,8 +247,8 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   harness h;
   const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn v, slow;
-  dfc_replica vr, sr;
+  client_conn v, slow;
+  client_replica vr, sr;
   harness_join(&h, &v, &vr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &slow, &sr, "demo", PROTO_ROLE_VIEWER, NULL); /* reads only at the end */
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
@@ -260,8 +260,8 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":5}"));
   /* Big edits (every vertex) until `slow`, which reads nothing, has fallen behind: then the
    * TARGET frame can only reach it through its catch-up. */
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   uint32_t nv = vr.mesh->vertex_count;
   uint32_t *idx = malloc(sizeof(uint32_t) * nv);
@@ -272,7 +272,7 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   for (int e = 1, lagging = 0; e <= 300 && !lagging; e++) {
     for (uint32_t i = 0; i < 3 * nv; i++) q[i] = (int32_t)((i * 31u + (uint32_t)e * 977u) % 4001u) - 2000;
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
-    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    ASSERT_OK(client_send_buf(&ed, &b), NULL);
     uint64_t ver = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
     harness_follow(&v, &vr, ver, 10000);
     harness_follow(&ed, &er, ver, 10000);
@@ -286,7 +286,7 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   uint64_t before_v = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
   harness_follow(&v, &vr, before_v, 10000);
   float *before = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
-  ASSERT_OK(dfc_replica_positions(&vr, before), NULL);
+  ASSERT_OK(client_replica_positions(&vr, before), NULL);
   cJSON *r = harness_rpc_ok(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
   ASSERT_EQ(cJSON_GetObjectItem(r, "index")->valueint, 16);
   uint64_t created = version_of(r);
@@ -305,24 +305,24 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   ASSERT(strcmp(vr.mesh->targets[16].name, "bump") == 0);
   ASSERT(vr.weights[16] == 1.0f);
   float *after = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
-  ASSERT_OK(dfc_replica_positions(&vr, after), NULL);
+  ASSERT_OK(client_replica_positions(&vr, after), NULL);
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT_NEAR(after[i], before[i], 1e-7);
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT(vr.offsets[i] == 0.0f);
   harness_follow(&v, &vr, final, 10000);
   /* The slow viewer, the live one and a late joiner all end with the server's shape. */
   int catchups = harness_follow(&slow, &sr, final, 20000);
   ASSERT(catchups >= 1);
-  dfc_conn late;
-  dfc_replica lr;
+  client_conn late;
+  client_replica lr;
   harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
   ASSERT_EQ(lr.mesh->target_count, 17);
   uint32_t n;
   float *server = harness_server_positions(&h, "demo", &n);
-  dfc_replica *all[3] = {&vr, &sr, &lr};
+  client_replica *all[3] = {&vr, &sr, &lr};
   for (int k = 0; k < 3; k++) {
     ASSERT_EQ(all[k]->mesh->target_count, 17);
     float *p = malloc(sizeof(float) * 3 * n);
-    ASSERT_OK(dfc_replica_positions(all[k], p), NULL);
+    ASSERT_OK(client_replica_positions(all[k], p), NULL);
     for (uint32_t i = 0; i < 3 * n; i++)
       if (memcmp(&p[i], &server[i], sizeof(float)) != 0)
         test__fail(__FILE__, __LINE__, "viewer %d, coordinate %u: %.9g vs the server's %.9g", k, i, p[i], server[i]);
@@ -334,14 +334,14 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   free(server);
   free(before);
   free(after);
-  dfc_replica_fini(&vr);
-  dfc_replica_fini(&sr);
-  dfc_replica_fini(&lr);
-  dfc_replica_fini(&er);
-  dfc_close(&v);
-  dfc_close(&slow);
-  dfc_close(&late);
-  dfc_close(&ed);
+  client_replica_fini(&vr);
+  client_replica_fini(&sr);
+  client_replica_fini(&lr);
+  client_replica_fini(&er);
+  client_close(&v);
+  client_close(&slow);
+  client_close(&late);
+  client_close(&ed);
   harness_stop(&h);
 }
 
@@ -420,8 +420,8 @@ static int32_t *expected_brush_offsets(const dfm_brush *brushes, const dfm_brush
 TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   /* Two strokes sent back to back: an inflate with X mirror, then a grab over the same area. */
   const char *first =
@@ -430,17 +430,17 @@ TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order
   const char *second =
       "{\"session\":\"demo\",\"brush\":\"grab\",\"falloff\":\"gaussian\",\"radius\":0.025,\"strength\":1,"
       "\"samples\":[{\"center\":[0.03,0.02,0.09],\"direction\":[0,0.004,0.002]}]}";
-  dfc_conn rpc;
+  client_conn rpc;
   char err[256];
-  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   char batch[2048];
   size_t n = (size_t)snprintf(batch, sizeof(batch),
                               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"brush.stroke\",\"params\":%s}\n"
                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"brush.stroke\",\"params\":%s}\n",
                               first, second);
-  ASSERT_OK(dfc_send(&rpc, batch, n), NULL);
+  ASSERT_OK(client_send(&rpc, batch, n), NULL);
   cJSON *res, *e, *sp = cJSON_Parse("{\"session\":\"demo\"}");
-  ASSERT_EQ(dfc_rpc(&rpc, "state.get", sp, 10000, &res, &e), 0); /* answered after both strokes queued */
+  ASSERT_EQ(client_rpc(&rpc, "state.get", sp, 10000, &res, &e), 0); /* answered after both strokes queued */
   cJSON_Delete(sp);
   cJSON_Delete(res);
   for (int i = 0; i < 60; i++) {
@@ -471,35 +471,35 @@ TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order
   ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"grab\",\"samples\":[{\"center\":[0,0,0]}]}", msg, sizeof(msg)), -32602);
   ASSERT_STR_CONTAINS(msg, "radius");
   ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"grab\",\"radius\":1,\"samples\":[{\"center\":[0,0]}]}", msg, sizeof(msg)), -32602);
-  dfc_close(&rpc);
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_close(&rpc);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
 TEST(a_binary_brush_edit_streams_a_delta) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
   proto_buf_init(&b);
   proto_brush_sample smp = {{0.0f, 0.05f, 0.1f}, {0, 0, 0}, 0.03f, 0.5f};
   ASSERT_OK(proto_encode_edit_brush(&b, 8, 2 /* smooth */, 1 /* linear */, 0, 1, &smp), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   harness_follow(&ed, &er, 1, 20000);
   uint32_t moved = 0;
   for (uint32_t i = 0; i < 3 * er.mesh->vertex_count; i++) moved += er.offsets[i] != 0.0f;
   ASSERT(moved > 10);
   smp.radius = -1.0f; /* refused by the brush: an ERROR naming request 9 */
   ASSERT_OK(proto_encode_edit_brush(&b, 9, 0, 0, 0, 1, &smp), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   uint32_t rid;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 9);
   proto_buf_fini(&b);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   harness_stop(&h);
 }

@@ -84,15 +84,15 @@ TEST(rpc_methods_answer_with_results) {
 
 /* Sends raw bytes on a fresh JSON-RPC connection and returns the first response line's error
  * code (0 if it was a result). */
-static int raw_request(harness *h, dfc_conn *c, const char *bytes, size_t n) {
-  ASSERT_OK(dfc_send(c, bytes, n), NULL);
+static int raw_request(harness *h, client_conn *c, const char *bytes, size_t n) {
+  ASSERT_OK(client_send(c, bytes, n), NULL);
   (void)h;
   /* Read one line. */
   char line[4096];
   size_t len = 0;
-  uint64_t deadline = dfc_now_ns() + 10000000000ull;
+  uint64_t deadline = client_now_ns() + 10000000000ull;
   while (len == 0 || line[len - 1] != '\n') {
-    ASSERT(dfc_now_ns() < deadline);
+    ASSERT(client_now_ns() < deadline);
     ssize_t r = recv(c->fd, line + len, 1, 0);
     ASSERT(r == 1);
     len++;
@@ -117,14 +117,14 @@ TEST(rpc_errors_have_codes_and_reasons) {
   ASSERT_EQ(harness_rpc_err(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"grin\":1}}", msg, sizeof(msg)), -32002);
   ASSERT_STR_CONTAINS(msg, "unknown target 'grin'");
   /* 1e999 overflows to infinity: sent as raw text, since cJSON on this side would print null. */
-  dfc_conn raw;
+  client_conn raw;
   char err[256];
-  ASSERT_OK(dfc_connect(&raw, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&raw, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   const char inf[] = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"weights.set\",\"params\":{\"session\":\"demo\",\"weights\":{\"smile_L\":1e999}}}\n";
   ASSERT_EQ(raw_request(&h, &raw, inf, sizeof(inf) - 1), -32003);
   const char inf_offset[] = "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"sculpt.set\",\"params\":{\"session\":\"demo\",\"offsets\":{\"3\":[0,-1e999,0]}}}\n";
   ASSERT_EQ(raw_request(&h, &raw, inf_offset, sizeof(inf_offset) - 1), -32003);
-  dfc_close(&raw);
+  client_close(&raw);
   ASSERT_EQ(harness_rpc_err(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":1.5}}", msg, sizeof(msg)), -32006);
   ASSERT_STR_CONTAINS(msg, "outside its range");
   ASSERT_EQ(harness_rpc_err(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":\"high\"}}", msg, sizeof(msg)), -32602);
@@ -153,9 +153,9 @@ TEST(malformed_json_rpc_fails_only_that_request) {
   harness h;
   const char *const args[] = {"--demo", "--max-request", "1048576", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn c;
+  client_conn c;
   char err[256];
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   const char ok[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\"}\n";
   const char bad_json[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\n";
   ASSERT_EQ(raw_request(&h, &c, bad_json, sizeof(bad_json) - 1), -32700);
@@ -185,7 +185,7 @@ TEST(malformed_json_rpc_fails_only_that_request) {
   ASSERT_EQ(raw_request(&h, &c, garbage, big + 1), -32600);
   free(garbage);
   ASSERT_EQ(raw_request(&h, &c, ok, sizeof(ok) - 1), 0);
-  dfc_close(&c);
+  client_close(&c);
   cJSON *r = harness_rpc_ok(&h, "server.stats", NULL);
   ASSERT(cJSON_GetObjectItem(r, "rpc_errors")->valueint >= 7);
   cJSON_Delete(r);

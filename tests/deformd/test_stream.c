@@ -21,12 +21,12 @@ static uint32_t rnd(void) {
 }
 
 /* Positions of a replica compared with the server's, bit for bit. */
-static void assert_same_shape(harness *h, dfc_replica *r) {
+static void assert_same_shape(harness *h, client_replica *r) {
   uint32_t n;
   float *server = harness_server_positions(h, "demo", &n);
   ASSERT_EQ(n, r->mesh->vertex_count);
   float *mine = malloc(sizeof(float) * 3 * n);
-  ASSERT_OK(dfc_replica_positions(r, mine), NULL);
+  ASSERT_OK(client_replica_positions(r, mine), NULL);
   for (uint32_t i = 0; i < 3 * n; i++)
     if (memcmp(&mine[i], &server[i], sizeof(float)) != 0)
       test__fail(__FILE__, __LINE__, "coordinate %u differs: %.9g (viewer) vs %.9g (server)", i, mine[i], server[i]);
@@ -42,13 +42,13 @@ static uint64_t server_version(harness *h) {
 }
 
 /* Reads whatever an editor connection has been sent, without blocking. */
-static void drain(dfc_conn *c, dfc_replica *r) {
+static void drain(client_conn *c, client_replica *r) {
   proto_header hd;
   const uint8_t *p;
   char err[256];
-  while (dfc_read_frame(c, 0, &hd, &p, err, sizeof(err)) == 1) {
+  while (client_read_frame(c, 0, &hd, &p, err, sizeof(err)) == 0) {
     ASSERT(hd.type != PROTO_ERROR);
-    dfc_replica_apply(r, &hd, p, err, sizeof(err));
+    client_replica_apply(r, &hd, p, err, sizeof(err));
   }
 }
 
@@ -56,8 +56,8 @@ TEST(two_editors_and_ten_viewers_rebuild_the_server_state_bitwise) {
   harness h;
   harness_start(&h, "demo", demo_args);
   enum { VIEWERS = 10, EDITS = 150 };
-  dfc_conn viewers[VIEWERS], editors[2];
-  dfc_replica vr[VIEWERS], er[2];
+  client_conn viewers[VIEWERS], editors[2];
+  client_replica vr[VIEWERS], er[2];
   for (int i = 0; i < VIEWERS; i++) harness_join(&h, &viewers[i], &vr[i], "demo", PROTO_ROLE_VIEWER, NULL);
   for (int i = 0; i < 2; i++) harness_join(&h, &editors[i], &er[i], "demo", PROTO_ROLE_EDITOR, NULL);
   uint32_t nv = vr[0].mesh->vertex_count, nt = vr[0].mesh->target_count;
@@ -72,7 +72,7 @@ TEST(two_editors_and_ten_viewers_rebuild_the_server_state_bitwise) {
       tv[k] = (float)(rnd() % 1001) / 1000.0f;
     }
     ASSERT_OK(proto_encode_edit_weights(&b, (uint32_t)e, 3, ti, tv), NULL);
-    ASSERT_OK(dfc_send_buf(&editors[0], &b), NULL);
+    ASSERT_OK(client_send_buf(&editors[0], &b), NULL);
     uint32_t vi[40];
     int32_t q[120];
     uint32_t base = rnd() % (nv - 4000);
@@ -81,7 +81,7 @@ TEST(two_editors_and_ten_viewers_rebuild_the_server_state_bitwise) {
       for (int c = 0; c < 3; c++) q[3 * k + c] = (int32_t)(rnd() % 20001) - 10000;
     }
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, 40, vi, q), NULL);
-    ASSERT_OK(dfc_send_buf(&editors[1], &b), NULL);
+    ASSERT_OK(client_send_buf(&editors[1], &b), NULL);
     if (e % 50 == 0) /* and scripts edit through JSON-RPC at the same time */
       cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.25}}"));
     drain(&editors[0], &er[0]);
@@ -93,16 +93,16 @@ TEST(two_editors_and_ten_viewers_rebuild_the_server_state_bitwise) {
     proto_buf_init(&b);
     proto_ping ping = {1, 0, 99};
     proto_encode_ping(&b, PROTO_PING, &ping);
-    ASSERT_OK(dfc_send_buf(&editors[i], &b), NULL);
+    ASSERT_OK(client_send_buf(&editors[i], &b), NULL);
     proto_buf_fini(&b);
     for (;;) {
       proto_header hd;
       const uint8_t *p;
       char err[256];
-      ASSERT_EQ(dfc_read_frame(&editors[i], 10000, &hd, &p, err, sizeof(err)), 1);
+      ASSERT_EQ(client_read_frame(&editors[i], 10000, &hd, &p, err, sizeof(err)), 0);
       ASSERT(hd.type != PROTO_ERROR);
       if (hd.type == PROTO_PONG) break;
-      dfc_replica_apply(&er[i], &hd, p, err, sizeof(err));
+      client_replica_apply(&er[i], &hd, p, err, sizeof(err));
     }
   }
   uint64_t final = server_version(&h);
@@ -116,20 +116,20 @@ TEST(two_editors_and_ten_viewers_rebuild_the_server_state_bitwise) {
     assert_same_shape(&h, &er[i]);
   }
   /* A viewer joining now gets the same state from its snapshot alone. */
-  dfc_conn late;
-  dfc_replica lr;
+  client_conn late;
+  client_replica lr;
   harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
   ASSERT_EQ(lr.version, final);
   assert_same_shape(&h, &lr);
-  dfc_replica_fini(&lr);
-  dfc_close(&late);
+  client_replica_fini(&lr);
+  client_close(&late);
   for (int i = 0; i < VIEWERS; i++) {
-    dfc_replica_fini(&vr[i]);
-    dfc_close(&viewers[i]);
+    client_replica_fini(&vr[i]);
+    client_close(&viewers[i]);
   }
   for (int i = 0; i < 2; i++) {
-    dfc_replica_fini(&er[i]);
-    dfc_close(&editors[i]);
+    client_replica_fini(&er[i]);
+    client_close(&editors[i]);
   }
   harness_stop(&h);
 }
@@ -152,15 +152,15 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
   const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "2500", "--reserve-mb", "0",
                               NULL};
   harness_start(&h, "demo", args);
-  dfc_conn active, pausing, stuck, editor;
-  dfc_replica ar, pr, er;
+  client_conn active, pausing, stuck, editor;
+  client_replica ar, pr, er;
   harness_join(&h, &active, &ar, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &pausing, &pr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &editor, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   /* `stuck` says HELLO and never reads again: not even its snapshot. */
   char err[256];
-  ASSERT_OK(dfc_connect(&stuck, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
-  ASSERT_OK(dfc_hello(&stuck, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_OK(client_connect(&stuck, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_hello(&stuck, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
   size_t rss_before = server_rss_kb(h.pid);
 
   uint32_t nv = ar.mesh->vertex_count;
@@ -180,20 +180,20 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
     for (uint32_t v = 0; v < 3 * nv; v++) q[v] = (int32_t)((v * 7919u + (uint32_t)e * 104729u) % 2001u) - 1000;
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
     frame_size = b.len;
-    ASSERT_OK(dfc_send_buf(&editor, &b), NULL);
+    ASSERT_OK(client_send_buf(&editor, &b), NULL);
     last = e;
     /* The active viewer keeps up and never waits for the others. */
-    uint64_t t0 = dfc_now_ns();
+    uint64_t t0 = client_now_ns();
     harness_follow(&active, &ar, (uint64_t)e, 10000);
-    ASSERT((dfc_now_ns() - t0) < 5000000000ull);
+    ASSERT((client_now_ns() - t0) < 5000000000ull);
     harness_follow(&editor, &er, (uint64_t)e, 10000);
     cJSON *r = harness_rpc_ok(&h, "server.stats", NULL);
     size_t queued = (size_t)cJSON_GetObjectItem(r, "queued_bytes")->valuedouble;
     int lagging = cJSON_GetObjectItem(r, "lagging_connections")->valueint;
     cJSON_Delete(r);
     if (queued > max_queued) max_queued = queued;
-    if (!lag_seen && lagging >= 2) lag_seen = dfc_now_ns(); /* stuck and pausing both behind */
-    if (after < 0 && lag_seen && dfc_now_ns() - lag_seen > 300000000ull) after = 0;
+    if (!lag_seen && lagging >= 2) lag_seen = client_now_ns(); /* stuck and pausing both behind */
+    if (after < 0 && lag_seen && client_now_ns() - lag_seen > 300000000ull) after = 0;
     if (after >= 0) {
       catchups += harness_follow(&pausing, &pr, (uint64_t)e, 20000);
       after++;
@@ -227,17 +227,17 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
 #ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps freed memory resident on purpose */
   ASSERT(rss_after < rss_before + 64 * 1024);
 #endif
-  dfc_replica_fini(&ar);
-  dfc_replica_fini(&pr);
-  dfc_replica_fini(&er);
-  dfc_close(&active);
-  dfc_close(&pausing);
-  dfc_close(&stuck);
-  dfc_close(&editor);
+  client_replica_fini(&ar);
+  client_replica_fini(&pr);
+  client_replica_fini(&er);
+  client_close(&active);
+  client_close(&pausing);
+  client_close(&stuck);
+  client_close(&editor);
   harness_stop(&h);
 }
 
-static void send_raw(dfc_conn *c, const void *p, size_t n) { ASSERT_OK(dfc_send(c, p, n), NULL); }
+static void send_raw(client_conn *c, const void *p, size_t n) { ASSERT_OK(client_send(c, p, n), NULL); }
 
 static void header_bytes(uint8_t *out, uint32_t magic, uint16_t version, uint8_t type, uint32_t len) {
   proto_header h = {magic, version, type, 0, len, 0};
@@ -245,18 +245,18 @@ static void header_bytes(uint8_t *out, uint32_t magic, uint16_t version, uint8_t
 }
 
 /* A PING on `c` is answered: the connection is alive. */
-static void assert_alive(dfc_conn *c) {
+static void assert_alive(client_conn *c) {
   proto_buf b;
   proto_buf_init(&b);
   proto_ping ping = {7, 0, 7};
   proto_encode_ping(&b, PROTO_PING, &ping);
-  ASSERT_OK(dfc_send_buf(c, &b), NULL);
+  ASSERT_OK(client_send_buf(c, &b), NULL);
   proto_buf_fini(&b);
   char err[256];
   for (;;) {
     proto_header hd;
     const uint8_t *p;
-    ASSERT_EQ(dfc_read_frame(c, 10000, &hd, &p, err, sizeof(err)), 1);
+    ASSERT_EQ(client_read_frame(c, 10000, &hd, &p, err, sizeof(err)), 0);
     if (hd.type == PROTO_PONG) return;
   }
 }
@@ -265,17 +265,17 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   harness h;
   const char *const args[] = {"--demo", "--max-frame", "1048576", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn healthy;
-  dfc_replica hr;
+  client_conn healthy;
+  client_replica hr;
   harness_join(&h, &healthy, &hr, "demo", PROTO_ROLE_VIEWER, NULL);
   char err[256];
-  dfc_conn c;
+  client_conn c;
   uint8_t hdr[PROTO_HEADER_SIZE];
 
   /* Truncated header, then the client goes away. */
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
   send_raw(&c, "DFMD\x01", 5);
-  dfc_close(&c);
+  client_close(&c);
 
   /* Bad magic, wrong version, over-long length, first frame not HELLO: ERROR, then closed. */
   struct {
@@ -288,34 +288,34 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
                {PROTO_MAGIC, 1, PROTO_HELLO, 2u << 20},
                {PROTO_MAGIC, 1, PROTO_PING, 0}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+    ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
     header_bytes(hdr, cases[i].magic, cases[i].version, cases[i].type, cases[i].len);
     send_raw(&c, hdr, sizeof(hdr));
     ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_MALFORMED);
     ASSERT(harness_closed(&c, 5000));
-    dfc_close(&c);
+    client_close(&c);
   }
 
   /* Unknown session. */
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
-  ASSERT_OK(dfc_hello(&c, "nope", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_hello(&c, "nope", PROTO_ROLE_VIEWER, NULL), NULL);
   ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_UNKNOWN_SESSION);
   ASSERT(harness_closed(&c, 5000));
-  dfc_close(&c);
+  client_close(&c);
 
   /* 10 MB of garbage. */
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
   size_t big = 10u << 20;
   uint8_t *garbage = malloc(big);
   for (size_t i = 0; i < big; i++) garbage[i] = (uint8_t)(i * 131u + 7u);
-  dfc_send(&c, garbage, big); /* may fail half-way once the server closes: that is fine */
+  client_send(&c, garbage, big); /* may fail half-way once the server closes: that is fine */
   free(garbage);
   ASSERT(harness_closed(&c, 10000));
-  dfc_close(&c);
+  client_close(&c);
 
   /* Request-level problems on an editor: an ERROR naming the request, and the connection stays. */
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
   proto_buf_init(&b);
@@ -325,7 +325,7 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   ASSERT_OK(proto_encode_edit_weights(&b, 41, 1, ti, tv), NULL);
   b.data[PROTO_HEADER_SIZE + 5 + 1] = 0xff; /* count := 0x..ff.. */
   b.data[PROTO_HEADER_SIZE + 5 + 2] = 0xff;
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   uint32_t rid = 0;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_MALFORMED);
   ASSERT_EQ(rid, 41);
@@ -333,20 +333,20 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   ASSERT_OK(proto_encode_edit_weights(&b, 42, 1, ti, tv), NULL);
   float nan = NAN;
   memcpy(b.data + b.len - 4, &nan, 4);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 42);
   /* (c) a target index past the mesh's targets */
   ti[0] = 500;
   ASSERT_OK(proto_encode_edit_weights(&b, 43, 1, ti, tv), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 43);
   /* (d) a vertex index past the mesh's vertices */
   uint32_t vi[1] = {100000}; /* the demo head has 41077 */
   int32_t q[3] = {1, 1, 1};
   ASSERT_OK(proto_encode_edit_offsets(&b, 44, 1, vi, q), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 44);
   assert_alive(&ed);
@@ -354,7 +354,7 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   /* A viewer's edit is refused; the viewer stays connected. */
   ti[0] = 1;
   ASSERT_OK(proto_encode_edit_weights(&b, 45, 1, ti, tv), NULL);
-  ASSERT_OK(dfc_send_buf(&healthy, &b), NULL);
+  ASSERT_OK(client_send_buf(&healthy, &b), NULL);
   ASSERT_EQ(harness_expect_error(&healthy, PROTO_ERROR, &rid, 5000), PROTO_ERR_FORBIDDEN);
   ASSERT_EQ(rid, 45);
   assert_alive(&healthy);
@@ -366,17 +366,17 @@ TEST(malformed_frames_fail_only_their_connection_or_request) {
   harness_follow(&healthy, &hr, 1, 10000);
   ASSERT(hr.weights[mesh_find_target(hr.mesh, "blink_L")] == 1.0f);
   harness_follow(&ed, &er, 1, 10000);
-  dfc_replica_fini(&hr);
-  dfc_replica_fini(&er);
-  dfc_close(&healthy);
-  dfc_close(&ed);
+  client_replica_fini(&hr);
+  client_replica_fini(&er);
+  client_close(&healthy);
+  client_close(&ed);
   harness_stop(&h);
 }
 
 /* An EDIT of kind 1 may carry a quantised run, 16-bit (mode 2) or 8-bit (mode 3): the server
  * applies exactly (float)q · scale to targets first.., and refuses a value outside a target's
  * range like any weights edit. The oracle is the formula of protocol.md §4.1, computed here. */
-static void send_edit_run(dfc_conn *c, proto_buf *b, uint32_t request_id, uint32_t first, uint32_t count,
+static void send_edit_run(client_conn *c, proto_buf *b, uint32_t request_id, uint32_t first, uint32_t count,
                           const int16_t *q16, const int8_t *q8, float scale) {
   size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
   uint8_t *p = proto_buf_append(b, 4 + 1 + 1 + 4 + 2 + 4);
@@ -399,14 +399,14 @@ static void send_edit_run(dfc_conn *c, proto_buf *b, uint32_t request_id, uint32
     }
   }
   ASSERT_OK(proto_frame_end(b, at), NULL);
-  ASSERT_OK(dfc_send_buf(c, b), NULL);
+  ASSERT_OK(client_send_buf(c, b), NULL);
 }
 
 TEST(quantised_weight_runs_in_edits_set_exactly_the_weights_they_encode) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
   proto_buf_init(&b);
@@ -445,36 +445,36 @@ TEST(quantised_weight_runs_in_edits_set_exactly_the_weights_they_encode) {
   ASSERT_EQ(server_version(&h), 2);
   assert_alive(&ed);
   proto_buf_fini(&b);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   harness_stop(&h);
 }
 
 TEST(sigterm_says_bye_to_viewers_and_exits_cleanly) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   kill(h.pid, SIGTERM);
   ASSERT_EQ(harness_expect_error(&v, PROTO_BYE, NULL, 5000), PROTO_ERR_SHUTDOWN);
   ASSERT(harness_closed(&v, 5000));
   harness_stop(&h); /* asserts exit status 0 */
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
 }
 
 TEST(closing_a_session_says_bye_to_its_viewers) {
   harness h;
   harness_start(&h, "demo", demo_args);
-  dfc_conn v;
-  dfc_replica r;
+  client_conn v;
+  client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   cJSON_Delete(harness_rpc_ok(&h, "session.close", "{\"session\":\"demo\"}"));
   ASSERT_EQ(harness_expect_error(&v, PROTO_BYE, NULL, 5000), PROTO_ERR_SESSION_CLOSED);
   ASSERT(harness_closed(&v, 5000));
-  dfc_replica_fini(&r);
-  dfc_close(&v);
+  client_replica_fini(&r);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -482,37 +482,37 @@ TEST(editors_need_the_token_when_one_is_set) {
   harness h;
   const char *const args[] = {"--demo", "--token", "s3cret", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn c;
+  client_conn c;
   char err[256];
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
-  ASSERT_OK(dfc_hello(&c, "demo", PROTO_ROLE_EDITOR, "guess"), NULL);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_hello(&c, "demo", PROTO_ROLE_EDITOR, "guess"), NULL);
   ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_FORBIDDEN);
-  dfc_close(&c);
-  dfc_replica r;
+  client_close(&c);
+  client_replica r;
   harness_join(&h, &c, &r, "demo", PROTO_ROLE_EDITOR, "s3cret");
-  dfc_replica_fini(&r);
-  dfc_close(&c);
+  client_replica_fini(&r);
+  client_close(&c);
   harness_join(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, NULL); /* viewers need none */
-  dfc_replica_fini(&r);
-  dfc_close(&c);
+  client_replica_fini(&r);
+  client_close(&c);
   /* JSON-RPC connections must call auth first. */
-  dfc_conn rpc;
-  ASSERT_OK(dfc_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  client_conn rpc;
+  ASSERT_OK(client_connect(&rpc, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   cJSON *result, *error;
-  ASSERT_EQ(dfc_rpc(&rpc, "session.list", NULL, 5000, &result, &error), 1);
+  ASSERT_EQ(client_rpc(&rpc, "session.list", NULL, 5000, &result, &error), CLIENT_ERPC);
   ASSERT_EQ(cJSON_GetObjectItem(error, "code")->valueint, -32009);
   cJSON_Delete(error);
   cJSON *auth = cJSON_Parse("{\"token\":\"wrong\"}");
-  ASSERT_EQ(dfc_rpc(&rpc, "auth", auth, 5000, &result, &error), 1);
+  ASSERT_EQ(client_rpc(&rpc, "auth", auth, 5000, &result, &error), CLIENT_ERPC);
   cJSON_Delete(error);
   cJSON_Delete(auth);
   auth = cJSON_Parse("{\"token\":\"s3cret\"}");
-  ASSERT_EQ(dfc_rpc(&rpc, "auth", auth, 5000, &result, &error), 0);
+  ASSERT_EQ(client_rpc(&rpc, "auth", auth, 5000, &result, &error), 0);
   cJSON_Delete(result);
   cJSON_Delete(auth);
-  ASSERT_EQ(dfc_rpc(&rpc, "session.list", NULL, 5000, &result, &error), 0);
+  ASSERT_EQ(client_rpc(&rpc, "session.list", NULL, 5000, &result, &error), 0);
   cJSON_Delete(result);
-  dfc_close(&rpc);
+  client_close(&rpc);
   harness_stop(&h);
 }
 
@@ -520,12 +520,12 @@ TEST(a_connection_that_never_says_hello_is_closed) {
   harness h;
   const char *const args[] = {"--demo", "--hello-timeout-ms", "500", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn c;
+  client_conn c;
   char err[256];
-  ASSERT_OK(dfc_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
   ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_MALFORMED);
   ASSERT(harness_closed(&c, 5000));
-  dfc_close(&c);
+  client_close(&c);
   harness_stop(&h);
 }
 
@@ -535,8 +535,8 @@ TEST(a_client_that_sends_without_reading_is_not_read_either) {
   harness h;
   const char *const args[] = {"--demo", "--soft-limit", "262144", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn c;
-  dfc_replica r;
+  client_conn c;
+  client_replica r;
   harness_join(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   int flags = fcntl(c.fd, F_GETFL);
   fcntl(c.fd, F_SETFL, flags | O_NONBLOCK);
@@ -545,8 +545,8 @@ TEST(a_client_that_sends_without_reading_is_not_read_either) {
   proto_ping ping = {1, 0, 1};
   for (int i = 0; i < 4096; i++) proto_encode_ping(&b, PROTO_PING, &ping);
   size_t sent = 0;
-  uint64_t deadline = dfc_now_ns() + 5000000000ull;
-  while (sent < (20u << 20) && dfc_now_ns() < deadline) {
+  uint64_t deadline = client_now_ns() + 5000000000ull;
+  while (sent < (20u << 20) && client_now_ns() < deadline) {
     ssize_t w = send(c.fd, b.data, b.len, MSG_NOSIGNAL);
     if (w > 0) sent += (size_t)w;
     else usleep(1000);
@@ -560,8 +560,8 @@ TEST(a_client_that_sends_without_reading_is_not_read_either) {
   fprintf(stderr, "server queued %zu bytes\n", queued);
   ASSERT(queued < 2 * 262144 + 65536);
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}"));
-  dfc_replica_fini(&r);
-  dfc_close(&c);
+  client_replica_fini(&r);
+  client_close(&c);
   harness_stop(&h);
 }
 
@@ -569,15 +569,15 @@ TEST(connections_over_the_limit_are_refused_with_a_reason) {
   harness h;
   const char *const args[] = {"--demo", "--max-connections", "2", NULL};
   harness_start(&h, "demo", args); /* its RPC connection is the first */
-  dfc_conn a, b;
-  dfc_replica r;
+  client_conn a, b;
+  client_replica r;
   harness_join(&h, &a, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   char err[256];
-  ASSERT_OK(dfc_connect(&b, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_connect(&b, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
   ASSERT_EQ(harness_expect_error(&b, PROTO_ERROR, NULL, 5000), PROTO_ERR_OVERLOADED);
   ASSERT(harness_closed(&b, 5000));
-  dfc_close(&b);
-  dfc_replica_fini(&r);
-  dfc_close(&a);
+  client_close(&b);
+  client_replica_fini(&r);
+  client_close(&a);
   harness_stop(&h);
 }

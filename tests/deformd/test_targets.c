@@ -26,9 +26,9 @@ static float weight_of(harness *h, const char *target) {
 
 /* Big edits (every vertex's offset) from an editor until the server counts a lagging
  * connection — `slow`, which reads nothing; `live` keeps reading. */
-static void make_one_lag(harness *h, dfc_conn *live, dfc_replica *lr) {
-  dfc_conn ed;
-  dfc_replica er;
+static void make_one_lag(harness *h, client_conn *live, client_replica *lr) {
+  client_conn ed;
+  client_replica er;
   harness_join(h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   uint32_t nv = lr->mesh->vertex_count;
   uint32_t *idx = malloc(sizeof(uint32_t) * nv);
@@ -40,7 +40,7 @@ static void make_one_lag(harness *h, dfc_conn *live, dfc_replica *lr) {
   for (int e = 1; e <= 300 && !lagging; e++) {
     for (uint32_t i = 0; i < 3 * nv; i++) q[i] = (int32_t)((i * 31u + (uint32_t)e * 977u) % 4001u) - 2000;
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
-    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    ASSERT_OK(client_send_buf(&ed, &b), NULL);
     uint64_t ver = version_of(harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}"));
     harness_follow(live, lr, ver, 10000);
     harness_follow(&ed, &er, ver, 10000);
@@ -53,18 +53,18 @@ static void make_one_lag(harness *h, dfc_conn *live, dfc_replica *lr) {
   proto_buf_fini(&b);
   free(idx);
   free(q);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
 }
 
 /* The replica's target settings and weights equal targets.list, entry by entry. */
-static void same_targets_as_server(harness *h, const dfc_replica *r) {
+static void same_targets_as_server(harness *h, const client_replica *r) {
   cJSON *list = harness_rpc_ok(h, "targets.list", "{\"session\":\"demo\"}");
   ASSERT_EQ((uint32_t)cJSON_GetArraySize(list), r->mesh->target_count);
   const cJSON *o;
   uint32_t t = 0;
   cJSON_ArrayForEach(o, list) {
-    const dfc_target_meta *m = &r->meta[t];
+    const client_target_meta *m = &r->meta[t];
     ASSERT(strcmp(cJSON_GetObjectItem(o, "name")->valuestring, r->mesh->targets[t].name) == 0);
     ASSERT((float)cJSON_GetObjectItem(o, "weight")->valuedouble == r->weights[t]);
     ASSERT((float)cJSON_GetObjectItem(o, "min")->valuedouble == m->min);
@@ -83,8 +83,8 @@ TEST(ranges_mute_and_combination_targets_reach_every_viewer) {
   harness h;
   const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn live, slow;
-  dfc_replica lr, sr;
+  client_conn live, slow;
+  client_replica lr, sr;
   harness_join(&h, &live, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &slow, &sr, "demo", PROTO_ROLE_VIEWER, NULL); /* reads only at the end */
   make_one_lag(&h, &live, &lr); /* from here on, `slow` gets only catch-ups */
@@ -168,14 +168,14 @@ TEST(ranges_mute_and_combination_targets_reach_every_viewer) {
   harness_follow(&live, &lr, final, 10000);
   int catchups = harness_follow(&slow, &sr, final, 20000);
   ASSERT(catchups >= 1);
-  dfc_conn late;
-  dfc_replica jr;
+  client_conn late;
+  client_replica jr;
   harness_join(&h, &late, &jr, "demo", PROTO_ROLE_VIEWER, NULL);
-  dfc_replica *all[3] = {&lr, &sr, &jr};
+  client_replica *all[3] = {&lr, &sr, &jr};
   float *got = malloc(sizeof(float) * 3 * n);
   for (int k = 0; k < 3; k++) {
     same_targets_as_server(&h, all[k]);
-    ASSERT_OK(dfc_replica_positions(all[k], got), NULL);
+    ASSERT_OK(client_replica_positions(all[k], got), NULL);
     for (uint32_t i = 0; i < 3 * n; i++)
       if (got[i] != want[i]) test__fail(__FILE__, __LINE__, "viewer %d, coordinate %u: %.9g, want %.9g", k, i, got[i], want[i]);
   }
@@ -186,12 +186,12 @@ TEST(ranges_mute_and_combination_targets_reach_every_viewer) {
   free(want);
   free(w);
   mesh_destroy(m);
-  dfc_replica_fini(&lr);
-  dfc_replica_fini(&sr);
-  dfc_replica_fini(&jr);
-  dfc_close(&live);
-  dfc_close(&slow);
-  dfc_close(&late);
+  client_replica_fini(&lr);
+  client_replica_fini(&sr);
+  client_replica_fini(&jr);
+  client_close(&live);
+  client_close(&slow);
+  client_close(&late);
   harness_stop(&h);
 }
 
@@ -201,8 +201,8 @@ TEST(a_binary_weight_edit_of_a_combination_target_is_refused_with_a_reason) {
   harness_start(&h, "demo", args);
   cJSON_Delete(harness_rpc_ok(&h, "targets.configure",
                               "{\"session\":\"demo\",\"target\":\"cheek_puff\",\"drivers\":[\"smile_L\",\"smile_R\"]}"));
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   uint32_t t = (uint32_t)mesh_find_target(er.mesh, "cheek_puff");
   ASSERT_EQ(er.meta[t].driver_count, 2);
@@ -210,14 +210,14 @@ TEST(a_binary_weight_edit_of_a_combination_target_is_refused_with_a_reason) {
   proto_buf_init(&b);
   float v = 0.5f;
   ASSERT_OK(proto_encode_edit_weights(&b, 42, 1, &t, &v), NULL);
-  ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
   uint32_t rid;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 42);
   ASSERT(weight_of(&h, "cheek_puff") == 0.0f);
   proto_buf_fini(&b);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   harness_stop(&h);
 }
 
@@ -227,8 +227,8 @@ TEST(a_lagging_viewer_follows_new_targets_driven_by_newer_ones) {
   harness h;
   const char *const args[] = {"--demo", "--soft-limit", "65536", "--slow-timeout-ms", "60000", NULL};
   harness_start(&h, "demo", args);
-  dfc_conn live, slow;
-  dfc_replica lr, sr;
+  client_conn live, slow;
+  client_replica lr, sr;
   harness_join(&h, &live, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join(&h, &slow, &sr, "demo", PROTO_ROLE_VIEWER, NULL);
   make_one_lag(&h, &live, &lr);
@@ -246,17 +246,17 @@ TEST(a_lagging_viewer_follows_new_targets_driven_by_newer_ones) {
   uint32_t n;
   float *server = harness_server_positions(&h, "demo", &n);
   float *got = malloc(sizeof(float) * 3 * n);
-  dfc_replica *all[2] = {&lr, &sr};
+  client_replica *all[2] = {&lr, &sr};
   for (int k = 0; k < 2; k++) {
     same_targets_as_server(&h, all[k]);
-    ASSERT_OK(dfc_replica_positions(all[k], got), NULL);
+    ASSERT_OK(client_replica_positions(all[k], got), NULL);
     for (uint32_t i = 0; i < 3 * n; i++) ASSERT(got[i] == server[i]);
   }
   free(got);
   free(server);
-  dfc_replica_fini(&lr);
-  dfc_replica_fini(&sr);
-  dfc_close(&live);
-  dfc_close(&slow);
+  client_replica_fini(&lr);
+  client_replica_fini(&sr);
+  client_close(&live);
+  client_close(&slow);
   harness_stop(&h);
 }

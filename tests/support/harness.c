@@ -94,7 +94,7 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   }
   fclose(f);
   char err[256];
-  if (dfc_connect(&h->rpc, "127.0.0.1", h->rpc_port, err, sizeof(err)) != 0)
+  if (client_connect(&h->rpc, "127.0.0.1", h->rpc_port, err, sizeof(err)) != 0)
     test__fail(__FILE__, __LINE__, "%s", err);
   for (int i = 0; args && args[i] && args[i + 1]; i++) { /* a server with a token wants auth */
     if (strcmp(args[i], "--token") != 0) continue;
@@ -120,7 +120,7 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
 }
 
 void harness_stop(harness *h) {
-  dfc_close(&h->rpc);
+  client_close(&h->rpc);
   if (h->pid <= 0) return;
   kill(h->pid, SIGTERM);
   int status = 0;
@@ -154,7 +154,7 @@ static cJSON *parse_params(const char *params) {
 
 cJSON *harness_rpc_ok(harness *h, const char *method, const char *params) {
   cJSON *p = parse_params(params), *result = NULL, *error = NULL;
-  int rc = dfc_rpc(&h->rpc, method, p, 30000, &result, &error);
+  int rc = client_rpc(&h->rpc, method, p, 30000, &result, &error);
   cJSON_Delete(p);
   if (rc != 0) {
     char *e = error ? cJSON_PrintUnformatted(error) : NULL;
@@ -166,10 +166,10 @@ cJSON *harness_rpc_ok(harness *h, const char *method, const char *params) {
 
 int harness_rpc_err(harness *h, const char *method, const char *params, char *msg, size_t msglen) {
   cJSON *p = parse_params(params), *result = NULL, *error = NULL;
-  int rc = dfc_rpc(&h->rpc, method, p, 30000, &result, &error);
+  int rc = client_rpc(&h->rpc, method, p, 30000, &result, &error);
   cJSON_Delete(p);
   cJSON_Delete(result);
-  if (rc != 1) test__fail(__FILE__, __LINE__, "%s %s: expected an error, got rc %d", method, params ? params : "", rc);
+  if (rc != CLIENT_ERPC) test__fail(__FILE__, __LINE__, "%s %s: expected an error, got rc %d", method, params ? params : "", rc);
   const cJSON *code = cJSON_GetObjectItem(error, "code"), *m = cJSON_GetObjectItem(error, "message");
   ASSERT(cJSON_IsNumber(code) && cJSON_IsString(m));
   if (msg) snprintf(msg, msglen, "%s", m->valuestring);
@@ -178,37 +178,37 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
   return c;
 }
 
-void harness_join(harness *h, dfc_conn *c, dfc_replica *r, const char *session, proto_role role,
+void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token) {
   char err[256];
-  if (dfc_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
+  if (client_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
     test__fail(__FILE__, __LINE__, "%s", err);
-  ASSERT_OK(dfc_hello(c, session, role, token), NULL);
-  dfc_replica_init(r);
+  ASSERT_OK(client_hello(c, session, role, token), NULL);
+  client_replica_init(r);
   for (;;) {
     proto_header hd;
     const uint8_t *p;
-    int rc = dfc_read_frame(c, 30000, &hd, &p, err, sizeof(err));
-    if (rc != 1) test__fail(__FILE__, __LINE__, "join %s: %s", session, rc == 0 ? "timeout" : err);
+    int rc = client_read_frame(c, 30000, &hd, &p, err, sizeof(err));
+    if (rc != 0) test__fail(__FILE__, __LINE__, "join %s: %s", session, rc == CLIENT_ETIMEDOUT ? "timeout" : err);
     if (hd.type == PROTO_ERROR || hd.type == PROTO_BYE) test__fail(__FILE__, __LINE__, "join %s refused", session);
-    ASSERT_OK(dfc_replica_apply(r, &hd, p, err, sizeof(err)), err);
+    ASSERT_OK(client_replica_apply(r, &hd, p, err, sizeof(err)), err);
     if (hd.type == PROTO_SNAPSHOT) return;
   }
 }
 
-int harness_follow(dfc_conn *c, dfc_replica *r, uint64_t version, int timeout_ms) {
+int harness_follow(client_conn *c, client_replica *r, uint64_t version, int timeout_ms) {
   char err[256];
   int catchups = 0;
-  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
   while (r->version < version) {
-    if (dfc_now_ns() > deadline) test__fail(__FILE__, __LINE__, "stuck at version %llu, want %llu",
+    if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "stuck at version %llu, want %llu",
                                             (unsigned long long)r->version, (unsigned long long)version);
     proto_header hd;
     const uint8_t *p;
-    int rc = dfc_read_frame(c, 1000, &hd, &p, err, sizeof(err));
-    if (rc == 0) continue;
-    if (rc < 0) test__fail(__FILE__, __LINE__, "follow: %s", err);
-    ASSERT_OK(dfc_replica_apply(r, &hd, p, err, sizeof(err)), err);
+    int rc = client_read_frame(c, 1000, &hd, &p, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) continue;
+    if (rc) test__fail(__FILE__, __LINE__, "follow: %s", err);
+    ASSERT_OK(client_replica_apply(r, &hd, p, err, sizeof(err)), err);
     if (getenv("HARNESS_TRACE")) fprintf(stderr, "frame type %u flags %u version %llu len %u\n", hd.type, hd.flags, (unsigned long long)hd.session_version, hd.length);
     if (hd.flags & PROTO_FLAG_CATCHUP) catchups++;
   }
@@ -216,15 +216,15 @@ int harness_follow(dfc_conn *c, dfc_replica *r, uint64_t version, int timeout_ms
   return catchups;
 }
 
-int harness_expect_error(dfc_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms) {
+int harness_expect_error(client_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms) {
   char err[256];
-  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-  while (dfc_now_ns() < deadline) {
+  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (client_now_ns() < deadline) {
     proto_header hd;
     const uint8_t *p;
-    int rc = dfc_read_frame(c, 200, &hd, &p, err, sizeof(err));
-    if (rc == 0) continue;
-    if (rc < 0) test__fail(__FILE__, __LINE__, "connection ended before an error frame: %s", err);
+    int rc = client_read_frame(c, 200, &hd, &p, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) continue;
+    if (rc) test__fail(__FILE__, __LINE__, "connection ended before an error frame: %s", err);
     if (hd.type != want_type) continue;
     proto_error e;
     ASSERT_OK(proto_decode_error(p, hd.length, &e), NULL);
@@ -236,14 +236,14 @@ int harness_expect_error(dfc_conn *c, uint8_t want_type, uint32_t *request_id, i
   test__fail(__FILE__, __LINE__, "no error frame within %d ms", timeout_ms);
 }
 
-int harness_closed(dfc_conn *c, int timeout_ms) {
+int harness_closed(client_conn *c, int timeout_ms) {
   char err[256];
-  uint64_t deadline = dfc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-  while (dfc_now_ns() < deadline) {
+  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (client_now_ns() < deadline) {
     proto_header hd;
     const uint8_t *p;
-    int rc = dfc_read_frame(c, 200, &hd, &p, err, sizeof(err));
-    if (rc == -1) return 1;
+    int rc = client_read_frame(c, 200, &hd, &p, err, sizeof(err));
+    if (rc == CLIENT_ECLOSED || rc == CLIENT_EIO) return 1;
   }
   return 0;
 }

@@ -9,12 +9,13 @@
 #include <sys/types.h>
 
 #include "client.h"
+#include "client_replica.h"
 
 typedef struct harness {
   pid_t pid;
   int stream_port, rpc_port;
   char log_path[1024];
-  dfc_conn rpc; /* one JSON-RPC connection kept open */
+  client_conn rpc; /* one JSON-RPC connection kept open */
 } harness;
 
 /* Starts `deformd --stream-port 0 --rpc-port 0 ARGS...` (args: NULL-terminated) and waits for
@@ -30,15 +31,15 @@ cJSON *harness_rpc_ok(harness *h, const char *method, const char *params);
 int harness_rpc_err(harness *h, const char *method, const char *params, char *msg, size_t msglen);
 
 /* A stream connection that has sent HELLO and read WELCOME + SNAPSHOT into `r`. */
-void harness_join(harness *h, dfc_conn *c, dfc_replica *r, const char *session, proto_role role,
+void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token);
 /* Reads frames into `r` until it reaches `version` (asserts within timeout_ms). Returns the
  * number of frames flagged CATCHUP seen on the way. */
-int harness_follow(dfc_conn *c, dfc_replica *r, uint64_t version, int timeout_ms);
+int harness_follow(client_conn *c, client_replica *r, uint64_t version, int timeout_ms);
 /* Reads until an ERROR or BYE frame arrives (skipping others); returns its code and request id. */
-int harness_expect_error(dfc_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms);
+int harness_expect_error(client_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms);
 /* Whether the peer closed the connection within timeout_ms (skipping any frames). */
-int harness_closed(dfc_conn *c, int timeout_ms);
+int harness_closed(client_conn *c, int timeout_ms);
 
 /* The server's current shape of `session`, read back through session.export to an OBJ file:
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */

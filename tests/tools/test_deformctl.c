@@ -141,8 +141,8 @@ TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
   for (int i = 0; i < WATCHERS; i++) /* every watcher has its snapshot before the edits start */
     for (int t = 0; t < 200 && !file_has(logs[i], "type=SNAPSHOT"); t++) usleep(50000);
   /* Two editors: one on the binary port, one through JSON-RPC. */
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
   proto_buf_init(&b);
@@ -154,7 +154,7 @@ TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
       for (int c = 0; c < 3; c++) q[3 * k + c] = (e * 37 + k * 11 + c * 5) % 4001 - 2000;
     }
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, 32, vi, q), NULL);
-    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    ASSERT_OK(client_send_buf(&ed, &b), NULL);
     char params[256];
     snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%g,\"cheek_puff\":%g}}",
              (e % 10) / 10.0, ((e * 3) % 10) / 10.0);
@@ -184,7 +184,7 @@ TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
     free(got);
   }
   free(expect);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   harness_stop(&h);
 }

@@ -98,7 +98,7 @@ static void same_as_server(harness *h, const vw_net *n) {
   float *server = harness_server_positions(h, "demo", &count);
   ASSERT_EQ(count, n->replica.mesh->vertex_count);
   float *mine = malloc(sizeof(float) * 3 * count);
-  ASSERT_OK(dfc_replica_positions(&n->replica, mine), NULL);
+  ASSERT_OK(client_replica_positions(&n->replica, mine), NULL);
   for (uint32_t i = 0; i < 3 * count; i++)
     if (mine[i] != server[i])
       test__fail(__FILE__, __LINE__, "component %u: replica %.9g, server %.9g", i, mine[i], server[i]);
@@ -211,8 +211,8 @@ TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
   uint32_t targets = n.replica.mesh->target_count;
   /* Big edits (every vertex) from an editor while `n` is not polled, until the server counts
    * it as lagging; from then on it gets only catch-ups. */
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   uint32_t nv = er.mesh->vertex_count;
   uint32_t *idx = malloc(sizeof(uint32_t) * nv);
@@ -224,7 +224,7 @@ TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
   for (int e = 1; e <= 300 && !lagging; e++) {
     for (uint32_t i = 0; i < 3 * nv; i++) q[i] = (int32_t)((i * 31u + (uint32_t)e * 977u) % 4001u) - 2000;
     ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e, nv, idx, q), NULL);
-    ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+    ASSERT_OK(client_send_buf(&ed, &b), NULL);
     harness_follow(&ed, &er, server_version(&h), 10000);
     cJSON *st = harness_rpc_ok(&h, "server.stats", NULL);
     lagging = cJSON_GetObjectItem(st, "lagging_connections")->valueint > 0;
@@ -234,8 +234,8 @@ TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
   proto_buf_fini(&b);
   free(idx);
   free(q);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   /* Then one of everything: the catch-up brings TARGET, TARGET_META, WEIGHTS (MORE) and DELTA. */
   const char *S = "\"session\":\"demo\"";
   char p[512];
@@ -292,10 +292,10 @@ TEST(net_poll_never_blocks_when_nothing_arrives) {
   while (vw_now_ms() < until) vw_net_poll(&n, 10, NULL);
   uint64_t worst = 0, total = 0;
   for (int i = 0; i < 500; i++) {
-    uint64_t t0 = dfc_now_ns();
+    uint64_t t0 = client_now_ns();
     vw_net_changes ch;
     ASSERT_EQ(vw_net_poll(&n, 0, &ch), VW_NET_LIVE);
-    uint64_t dt = dfc_now_ns() - t0;
+    uint64_t dt = client_now_ns() - t0;
     total += dt;
     if (dt > worst) worst = dt;
     ASSERT_EQ(ch.snapshot + ch.weights + (int)ch.new_targets + ch.target_meta + (int)ch.frames, 0);
@@ -312,9 +312,9 @@ TEST(net_poll_never_blocks_when_nothing_arrives) {
   /* Nor while the server is gone. */
   harness_stop(&h);
   poll_until_state(&n, VW_NET_DOWN, NULL, 5000);
-  uint64_t t0 = dfc_now_ns();
+  uint64_t t0 = client_now_ns();
   for (int i = 0; i < 100; i++) vw_net_poll(&n, 0, NULL);
-  ASSERT(dfc_now_ns() - t0 < 100 * 1000000ull);
+  ASSERT(client_now_ns() - t0 < 100 * 1000000ull);
   vw_net_fini(&n);
 }
 
@@ -427,7 +427,7 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   /* A brush stroke at vertex 1000's position, then a reset of everything. */
   proto_brush_sample s = {{0}, {0}, 0.02f, 0.3f};
   float *pos = malloc(sizeof(float) * 3 * v.replica.mesh->vertex_count);
-  ASSERT_OK(dfc_replica_positions(&v.replica, pos), NULL);
+  ASSERT_OK(client_replica_positions(&v.replica, pos), NULL);
   memcpy(s.center, pos + 3 * 1000, sizeof(s.center));
   free(pos);
   ASSERT(vw_net_brush(&e, 1, 0, 0, 1, &s) != 0);
@@ -483,7 +483,7 @@ TEST(net_editor_without_the_token_watches_read_only) {
 
 /* SIGKILL: no BYE, the socket just ends. (harness_stop would want a clean exit.) */
 static void kill_server(harness *h) {
-  dfc_close(&h->rpc);
+  client_close(&h->rpc);
   kill(h->pid, SIGKILL);
   waitpid(h->pid, NULL, 0);
   h->pid = 0; /* the harness's leftover list skips it (the struct is static: no dangling slot) */
@@ -512,7 +512,7 @@ TEST(net_viewer_keeps_its_shape_when_the_server_dies_and_resyncs_from_a_new_one)
   same_as_server(&a, &n);
   uint32_t vc = n.replica.mesh->vertex_count, smile_l = target_index(&n, "smile_L");
   float *before = malloc(sizeof(float) * 3 * vc), *now = malloc(sizeof(float) * 3 * vc);
-  ASSERT_OK(dfc_replica_positions(&n.replica, before), NULL);
+  ASSERT_OK(client_replica_positions(&n.replica, before), NULL);
 
   kill_server(&a);
   acc = (vw_net_changes){0};
@@ -529,7 +529,7 @@ TEST(net_viewer_keeps_its_shape_when_the_server_dies_and_resyncs_from_a_new_one)
   ASSERT(n.backoff_ms >= 500);
   ASSERT(n.replica.have_snapshot);
   ASSERT(n.replica.weights[smile_l] == 0.5f);
-  ASSERT_OK(dfc_replica_positions(&n.replica, now), NULL);
+  ASSERT_OK(client_replica_positions(&n.replica, now), NULL);
   ASSERT(memcmp(before, now, sizeof(float) * 3 * vc) == 0);
 
   /* A new server on the same port, in another state: the viewer rejoins from its SNAPSHOT. */
@@ -650,11 +650,11 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   }
   int fd = accept(lfd, NULL, NULL);
   ASSERT(fd >= 0);
-  dfc_conn peer = {.fd = fd, .limits = {.max_frame = 1024}};
+  client_conn peer = {.fd = fd, .limits = {.max_frame = 1024}};
   proto_header h;
   const uint8_t *p;
   char err[256];
-  ASSERT_EQ(dfc_read_frame(&peer, 2000, &h, &p, err, sizeof(err)), 1);
+  ASSERT_EQ(client_read_frame(&peer, 2000, &h, &p, err, sizeof(err)), 0);
   ASSERT_EQ(h.type, PROTO_HELLO);
   proto_hello hello;
   ASSERT_OK(proto_decode_hello(p, h.length, &hello), NULL);
@@ -663,9 +663,9 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   ASSERT(hello.token.len == 3 && memcmp(hello.token.ptr, "tok", 3) == 0);
   /* Waiting for WELCOME does not block either. */
   for (int i = 0; i < 100; i++) {
-    uint64_t s = dfc_now_ns();
+    uint64_t s = client_now_ns();
     ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_CONNECTING);
-    ASSERT(dfc_now_ns() - s < 20000000ull);
+    ASSERT(client_now_ns() - s < 20000000ull);
   }
   /* Not a frame: the boundaries are lost, so the connection goes, and a retry is scheduled. */
   static const char junk[PROTO_HEADER_SIZE] = "HTTP/1.1 200 OK\r\n\r\n";
@@ -675,7 +675,7 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   ASSERT_EQ(n.backoff_ms, 250);
   ASSERT_EQ(n.replica.have_snapshot, 0);
   ASSERT_EQ(harness_closed(&peer, 2000), 1);
-  dfc_close(&peer);
+  client_close(&peer);
   close(lfd);
   vw_net_fini(&n);
 }

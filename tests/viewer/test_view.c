@@ -204,8 +204,8 @@ TEST(a_viewer_that_lived_through_1000_frames_draws_what_a_fresh_one_draws) {
     if (viewers >= 1) break;
     usleep(50000);
   }
-  dfc_conn ed;
-  dfc_replica er;
+  client_conn ed;
+  client_replica er;
   harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
   proto_buf b;
   proto_buf_init(&b);
@@ -220,7 +220,7 @@ TEST(a_viewer_that_lived_through_1000_frames_draws_what_a_fresh_one_draws) {
       ASSERT_OK(proto_encode_edit_offsets(&b, e, 1, &vtx, q), NULL);
     }
     if (b.len > 60000 || e == 1000) {
-      ASSERT_OK(dfc_send_buf(&ed, &b), NULL);
+      ASSERT_OK(client_send_buf(&ed, &b), NULL);
       b.len = 0;
     }
   }
@@ -229,14 +229,14 @@ TEST(a_viewer_that_lived_through_1000_frames_draws_what_a_fresh_one_draws) {
   screenshot(h.stream_port, fresh, wait);
   ASSERT(same_pixels(lived, fresh));
   proto_buf_fini(&b);
-  dfc_replica_fini(&er);
-  dfc_close(&ed);
+  client_replica_fini(&er);
+  client_close(&ed);
   harness_stop(&h);
 }
 
 /* SIGKILL: no BYE, the socket just ends. */
 static void kill_server(harness *h) {
-  dfc_close(&h->rpc);
+  client_close(&h->rpc);
   kill(h->pid, SIGKILL);
   waitpid(h->pid, NULL, 0);
   h->pid = 0;

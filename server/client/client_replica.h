@@ -1,0 +1,46 @@
+/*
+ * client_replica.h — a viewer's copy of a session rebuilt from SNAPSHOT / TARGET / TARGET_META
+ * / WEIGHTS / DELTA frames, whose positions are base + Σ wᵢ·Δᵢ + sculpt offsets computed on
+ * the CPU with the mesh core's mesh_evaluate() — the reference every other client is compared
+ * against (deformctl watch, the tests, the viewer's CPU side).
+ *
+ * DOES NOT read sockets: frames come from client_read_frame or any other reader.
+ */
+#ifndef DEFORMD_CLIENT_REPLICA_H
+#define DEFORMD_CLIENT_REPLICA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mesh.h"
+#include "proto.h"
+
+/* A target's slider settings as the server last sent them (SNAPSHOT, TARGET, TARGET_META). */
+typedef struct client_target_meta {
+  float min, max;
+  uint8_t flags;         /* PROTO_TARGET_* */
+  uint8_t driver_count;  /* > 0: a combination target */
+  uint16_t drivers[PROTO_MAX_DRIVERS];
+} client_target_meta;
+
+typedef struct client_replica {
+  mesh *mesh;        /* base positions, triangles, targets (from the SNAPSHOT) */
+  float quantum;
+  float *weights;    /* target_count */
+  client_target_meta *meta; /* target_count */
+  float *offsets;    /* 3 * vertex_count, dequantised */
+  uint64_t version;
+  int have_snapshot;
+} client_replica;
+
+void client_replica_init(client_replica *r);
+void client_replica_fini(client_replica *r);
+/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS or DELTA frame. Other frames are ignored
+ * (returns 0). Returns 0, or a PROTO_E* / MESH_E* code with a reason when the frame does not
+ * decode or does not fit the mesh (an index beyond it, a frame before the snapshot). */
+int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *payload, char *err,
+                         size_t errlen);
+/* Current positions (3 * vertex_count floats). Returns 0 or MESH_EINVAL before a snapshot. */
+int client_replica_positions(const client_replica *r, float *out);
+
+#endif
