@@ -30,90 +30,19 @@
 #include <string.h>
 #include <time.h>
 
-#include "dfm.h"
+#include "dfm_internal.h"
 
-typedef struct solve_plan solve_plan;
 static int plan_make(const cholmod_factor *L, solve_plan **out);
 static void plan_free(solve_plan *p);
 static int plan_threads(const solve_plan *p);
 
 enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
 
-/* ARAP triangles (those with a free corner): corners and weights. The rest edge opposite
- * corner c, p[c+2] - p[c+1], is recomputed from `rest` where needed (rest_edge): storing it and
- * the right-hand side's per-corner vectors took 144 bytes a triangle, freshly faulted in at
- * every gesture. */
-typedef struct arap_tris {
-  uint32_t *v;  /* 3 per triangle */
-  double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
-} arap_tris;
-
 /* The rest edge opposite corner c of triangle tv. */
 static inline void rest_edge(const double *rest, const uint32_t *tv, int c, double e[3]) {
   const double *p1 = rest + 3 * (size_t)tv[(c + 1) % 3], *p2 = rest + 3 * (size_t)tv[(c + 2) % 3];
   for (int k = 0; k < 3; k++) e[k] = p2[k] - p1[k];
 }
-
-/* Both ARAP passes are linear in what they read, so each is precomputed as one short list per
- * vertex over its star (itself and its neighbours in active triangles, ~7 entries):
- *   local step   M_r = Σ_u p_u k_{r,u}ᵀ          (the rotation fit's covariance)
- *   global rhs   b_j = Σ_u R_u h_{j,u}            (⅓ Σ_t (R_a + R_b + R_c) g_{t,j} regrouped)
- * One pass each, reading positions or rotations of neighbours and a contiguous list of
- * vectors, instead of per-triangle temporaries written and read back. */
-typedef struct arap_star {
-  uint32_t *off;  /* count + 1 */
-  uint32_t *idx;  /* local: the vertex u; global: the rotation slot of u */
-  double *vec;    /* 3 per entry */
-} arap_star;
-
-struct dfm_system {
-  dfm_params p;
-  uint32_t n;            /* topology vertices */
-  double *rest;          /* 3n */
-  uint8_t *role;         /* n */
-  int32_t *col;          /* n: column of a free vertex, -1 otherwise */
-  uint32_t *free_vertex; /* nf: the vertex of each column */
-  SuiteSparse_long *order; /* nf, while building: the AMD order of the columns (NULL: CHOLMOD's) */
-  uint32_t nf;
-  uint32_t pinned;
-  double *soft_w;        /* nf: soft constraint weight (0 = none) */
-  /* Coupling of each free vertex to known positions: rhs_k += Σ coef · x_j. */
-  uint32_t *cp_off, *cp_vertex;
-  double *cp_coef;
-  /* ARAP */
-  arap_tris tri;
-  uint32_t ntris;
-  uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
-  uint32_t nrot;
-  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
-  arap_star local;       /* per rotation slot */
-  arap_star global;      /* per free column */
-  double *R;             /* 9 per rotation slot */
-  double *current;       /* 3n: last solution (ARAP warm start) */
-  double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
-  double *soft_t;        /* 3 nf: soft targets, NULL without soft constraints */
-  int have_current;
-  /* CHOLMOD */
-  cholmod_common cc;
-  int cc_started;
-  cholmod_factor *L;
-  cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
-  double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
-  void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
-  solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
-  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
-  /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
-   * solves a region renumbered by an outer one; NULL: v itself). */
-  const uint32_t *vertex_id;
-  /* A region-local system: `sub` is the same gesture on the region and the vertices around
-   * it, renumbered 0 .. ns-1 (sub_vertex: the mesh vertex of each), so that nothing it does
-   * costs in proportion to the whole mesh. Every other field but p and n is then unused. */
-  dfm_system *sub;
-  uint32_t *sub_vertex;
-  uint32_t ns;
-  double *sub_io;        /* 3 ns: the sub-system's positions */
-  double sub_ms;         /* creating the sub-system */
-};
 
 const char *dfm_strerror(int code) {
   switch (code) {
@@ -157,12 +86,6 @@ void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]) {
   dfm_quat_to_matrix(x->rotation, R);
   for (int i = 0; i < 3; i++)
     out[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2] + x->pivot[i] + x->translate[i];
-}
-
-/* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
-static size_t grain(size_t n) {
-  size_t g = n / (4 * (size_t)dfm_pool_threads());
-  return g < 256 ? 256 : g;
 }
 
 static double ms_since(const struct timespec *t0) {
@@ -294,7 +217,7 @@ static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, co
   /* Each vertex fills its own row (the edges leaving it), so vertices run in parallel; a
    * triangle's cotangents are computed once per corner that needs them. */
   weights_job job = {topo, adj, rest, uniform, need, w};
-  dfm_parallel_for(n, grain(n), weights_range, &job);
+  dfm_parallel_for(n, dfm__grain(n), weights_range, &job);
   double sum = 0;
   size_t pos = 0;
   for (uint32_t v = 0; v < n; v++) {
@@ -732,11 +655,11 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   }
   /* Local: the edge (a, b) opposite corner c adds -c e_c to k_{r,a} and +c e_c to k_{r,b}. */
   local_stars_job ljob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nrot, grain(s->nrot), local_stars_range, &ljob);
+  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_stars_range, &ljob);
   /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
    * around a free vertex is active, so all its neighbours have rotations. */
   global_stars_job gjob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nf, grain(s->nf), global_stars_range, &gjob);
+  dfm_parallel_for(s->nf, dfm__grain(s->nf), global_stars_range, &gjob);
   free(vt_off);
   free(vt);
   return 0;
@@ -1471,7 +1394,7 @@ static void known_range(void *ctx, size_t lo, size_t hi) {
 /* Right-hand side: coupling to known values x (positions or displacements) plus soft terms. */
 static void known_rhs(dfm_system *s, const double *x, const double *soft_target) {
   known_job job = {s, x, soft_target};
-  dfm_parallel_for(s->nf, grain(s->nf), known_range, &job);
+  dfm_parallel_for(s->nf, dfm__grain(s->nf), known_range, &job);
 }
 
 typedef struct local_job {
@@ -1514,7 +1437,7 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
 /* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
 static void local_step(dfm_system *s, const double *p) {
   local_job job = {s, p};
-  dfm_parallel_for(s->nrot, grain(s->nrot), local_range, &job);
+  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_range, &job);
 }
 
 typedef struct rotation_rhs_job {
@@ -1540,7 +1463,7 @@ static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
 /* Global step right-hand side: b_j = Σ_u R_u h_{j,u}, added to B. */
 static void add_rotation_rhs(dfm_system *s) {
   rotation_rhs_job job = {s};
-  dfm_parallel_for(s->nf, grain(s->nf), rotation_rhs_range, &job);
+  dfm_parallel_for(s->nf, dfm__grain(s->nf), rotation_rhs_range, &job);
 }
 
 static int scatter(dfm_system *s, double *p, int displacement) {
