@@ -97,6 +97,22 @@ struct dfm_system {
   double sub_ms;         /* creating the sub-system */
 };
 
+/* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
+typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
+
+/* dfm_sweep.c: the supernodal solve.
+ * dfm__sweep_plan_make: the plan for supernodal factor L (L is read, not kept). Returns 0 with
+ * *out, freed by dfm__sweep_plan_free (NULL allowed), or DFM_ENOMEM.
+ * dfm__sweep_plan_threads: 2 when the plan splits the sweeps over two threads, else 1 (NULL too).
+ * dfm__sweep_solve3: A X = B for the three columns of b (n × 3, column-major, n = L->n) into x
+ * (same layout), with LLᵀ = P A Pᵀ; w: n vectors, t: the tallest supernode's rows (32-byte
+ * aligned, both overwritten). */
+int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
+void dfm__sweep_plan_free(solve_plan *p);
+int dfm__sweep_plan_threads(const solve_plan *p);
+void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
+                       dfm_v4 *t);
+
 /* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
 static inline size_t dfm__grain(size_t n) {
   size_t g = n / (4 * (size_t)dfm_pool_threads());
