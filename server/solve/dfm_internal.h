@@ -97,6 +97,19 @@ struct dfm_system {
   double sub_ms;         /* creating the sub-system */
 };
 
+/* dfm_arap.c: the ARAP tables and what each iteration does with them.
+ * dfm__arap_prepare: the active triangles of s's free vertices, their corners' rotation slots,
+ * the stars and the rotations (identity), weights floored at `floor` (the edge weights'). Writes
+ * only those fields (it runs beside the factorisation); what it allocated, even on failure, is
+ * freed by dfm_system_destroy. Returns 0 or DFM_ENOMEM.
+ * dfm__arap_local_step: fits every rotation to positions p (3 per vertex).
+ * dfm__arap_add_rotation_rhs: adds the global step's Σ_u R_u h_{j,u} to B.
+ * dfm__arap_energy: the spokes-and-rims energy of p with the current rotations. */
+int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor);
+void dfm__arap_local_step(dfm_system *s, const double *p);
+void dfm__arap_add_rotation_rhs(dfm_system *s);
+double dfm__arap_energy(const dfm_system *s, const double *p);
+
 /* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
 typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
 
