@@ -110,6 +110,24 @@ void dfm__arap_local_step(dfm_system *s, const double *p);
 void dfm__arap_add_rotation_rhs(dfm_system *s);
 double dfm__arap_energy(const dfm_system *s, const double *p);
 
+/* dfm_region.c: a small region's gesture cut out of the mesh, what dfm_system.c builds a
+ * region-local system on. dfm__region_init fills *r (zeroed first) and returns 0, or
+ * DFM_ENOMEM with *r zeroed; every array in *r is then owned by it, freed by dfm__region_fini
+ * (a field the caller takes it sets to NULL). */
+typedef struct dfm__region {
+  uint32_t n;           /* vertices of the sub-mesh */
+  uint32_t *vertex;     /* n: the mesh vertex of each, ascending */
+  double *rest;         /* 3n: their rest positions */
+  mesh_topology topo;   /* vertex_count, triangle_count and triangles only */
+  mesh_adjacency adj;   /* of topo's triangles */
+  dfm_params params;    /* the gesture in the sub-mesh's numbering: anchors and soft constraints
+                         * outside it are dropped */
+} dfm__region;
+
+int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                     const dfm_params *params);
+void dfm__region_fini(dfm__region *r);
+
 /* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
 typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
 

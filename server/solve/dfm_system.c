@@ -738,115 +738,27 @@ fail:
   return rc;
 }
 
-/* Appends v to a growing list. */
-static int push_u32(uint32_t **list, uint32_t *count, uint32_t *cap, uint32_t v) {
-  if (*count == *cap) {
-    uint32_t ncap = *cap ? 2 * *cap : 1024;
-    uint32_t *g = realloc(*list, sizeof(uint32_t) * ncap);
-    if (!g) return DFM_ENOMEM;
-    *list = g;
-    *cap = ncap;
-  }
-  (*list)[(*count)++] = v;
-  return 0;
-}
-
-/* The gesture on its region only: the region, the handles and the rings of vertices the
- * system reads around them (one ring; two for the biharmonic operator, whose rows reach the
- * neighbours' neighbours), with the triangles among them, renumbered in mesh order so that
- * the matrix, its ordering and its factor are those of the whole-mesh system. Every row of
- * the system sees its whole neighbourhood in the sub-mesh, so the results agree with the
- * whole-mesh system's to rounding (tests/server/test_dfm.c). What it costs is proportional
- * to the region, apart from one pass over an index map of the mesh's size. */
+/* The gesture on its region only: a system built on the sub-mesh dfm_region.c cuts out (the
+ * region and the rings of vertices around it, renumbered), so that what it costs is proportional
+ * to the region. s keeps the sub-mesh's vertex numbering to move positions in and out. */
 static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                          const dfm_params *params, dfm_system *s, char *err, size_t errlen) {
-  uint32_t n = topo->vertex_count, ns = 0, nring = 0, ring_cap = 0, nt = 0, *ring = NULL;
-  uint32_t *map = calloc((size_t)n + 1, sizeof(uint32_t)); /* local index + 1, 0: not in */
-  uint32_t *tris = NULL, *lroi = NULL, *lhandle = NULL, *lanchor = NULL, *lsoft = NULL;
-  double *lrest = NULL, *lsoft_w = NULL;
-  mesh_adjacency la = {0};
-  int rc = DFM_ENOMEM;
-  if (!map) goto out;
-  for (uint32_t i = 0; i < params->roi_count; i++) map[params->roi[i]] = 1;
-  for (uint32_t i = 0; i < params->handle_count; i++) map[params->handle[i]] = 1;
-  int rings = params->mode == DFM_BIHARMONIC ? 2 : 1;
-  for (uint32_t i = 0; i < params->roi_count; i++) {
-    uint32_t v = params->roi[i];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-      if (!map[adj->vv[e]]) {
-        map[adj->vv[e]] = 1;
-        if (rings > 1 && push_u32(&ring, &nring, &ring_cap, adj->vv[e])) goto out;
-      }
+  dfm__region r;
+  int rc = dfm__region_init(&r, topo, adj, rest, params);
+  if (rc) return rc;
+  s->ns = r.n;
+  s->sub_vertex = r.vertex; /* the sub-system's vertex_id: it lives as long as s */
+  r.vertex = NULL;
+  s->sub_io = malloc(sizeof(double) * 3 * ((size_t)r.n + 1));
+  if (s->sub_io) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, &s->sub, err, errlen);
+    s->sub_ms = ms_since(&t0);
+  } else {
+    rc = DFM_ENOMEM;
   }
-  for (uint32_t i = 0; i < nring; i++) {
-    uint32_t v = ring[i];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) map[adj->vv[e]] = 1;
-  }
-  for (uint32_t v = 0; v < n; v++)
-    if (map[v]) map[v] = ++ns;
-  s->ns = ns;
-  s->sub_vertex = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
-  lrest = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
-  s->sub_io = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
-  if (!s->sub_vertex || !lrest || !s->sub_io) goto out;
-  for (uint32_t v = 0, k = 0; v < n && k < ns; v++)
-    if (map[v]) {
-      s->sub_vertex[k] = v;
-      memcpy(lrest + 3 * (size_t)k, rest + 3 * (size_t)v, sizeof(double) * 3);
-      k++;
-    }
-  /* Triangles with three corners inside, each taken once: from its first corner. */
-  uint32_t cap = 0;
-  for (uint32_t k = 0; k < ns; k++) {
-    uint32_t v = s->sub_vertex[k];
-    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++) {
-      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[e];
-      if (!map[t[0]] || !map[t[1]] || !map[t[2]]) continue;
-      uint32_t first = t[0] < t[1] ? (t[0] < t[2] ? t[0] : t[2]) : (t[1] < t[2] ? t[1] : t[2]);
-      if (first != v) continue;
-      for (int c = 0; c < 3; c++)
-        if (push_u32(&tris, &nt, &cap, map[t[c]] - 1)) goto out;
-    }
-  }
-  nt /= 3;
-  rc = mesh_adjacency_init(&la, ns, tris, nt) == 0 ? 0 : DFM_ENOMEM;
-  if (rc) goto out;
-  rc = DFM_ENOMEM;
-  /* The parameters in local numbering; anchors and soft constraints outside touch nothing. */
-  dfm_params lp = *params;
-  lroi = malloc(sizeof(uint32_t) * ((size_t)params->roi_count + 1));
-  lhandle = malloc(sizeof(uint32_t) * ((size_t)params->handle_count + 1));
-  lanchor = malloc(sizeof(uint32_t) * ((size_t)params->anchor_count + 1));
-  lsoft = malloc(sizeof(uint32_t) * ((size_t)params->soft_count + 1));
-  lsoft_w = malloc(sizeof(double) * ((size_t)params->soft_count + 1));
-  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w) goto out;
-  for (uint32_t i = 0; i < params->roi_count; i++) lroi[i] = map[params->roi[i]] - 1;
-  for (uint32_t i = 0; i < params->handle_count; i++) lhandle[i] = map[params->handle[i]] - 1;
-  lp.anchor_count = lp.soft_count = 0;
-  for (uint32_t i = 0; i < params->anchor_count; i++)
-    if (map[params->anchors[i]]) lanchor[lp.anchor_count++] = map[params->anchors[i]] - 1;
-  for (uint32_t i = 0; i < params->soft_count; i++)
-    if (map[params->soft[i]]) {
-      lsoft[lp.soft_count] = map[params->soft[i]] - 1;
-      lsoft_w[lp.soft_count++] = params->soft_weight[i];
-    }
-  lp.roi = lroi, lp.handle = lhandle, lp.anchors = lanchor, lp.soft = lsoft, lp.soft_weight = lsoft_w;
-  mesh_topology lt = {.vertex_count = ns, .triangle_count = nt, .triangles = tris};
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = create_full(&lt, &la, lrest, &lp, s->sub_vertex, &s->sub, err, errlen);
-  s->sub_ms = ms_since(&t0);
-out:
-  free(map);
-  free(ring);
-  free(tris);
-  free(lrest);
-  free(lroi);
-  free(lhandle);
-  free(lanchor);
-  free(lsoft);
-  free(lsoft_w);
-  mesh_adjacency_fini(&la);
+  dfm__region_fini(&r);
   return rc;
 }
 
