@@ -18,6 +18,11 @@
  * degenerate triangle. The parallel loops (ARAP local step, right-hand sides, setup) and the two
  * halves of the triangular sweeps run on dfm_pool.c's workers.
  *
+ * This file creates a system (roles, edge weights, assembly, factorisation), holds the module's
+ * error strings, modes and rigid transforms, and runs the drags; it calls on dfm_arap.c (the
+ * ARAP tables, local step and rotation terms), dfm_sweep.c (the supernodal solve) and
+ * dfm_region.c (a small region's sub-mesh), which never call back (dfm_internal.h).
+ *
  * DOES NOT know about sessions, render vertices or the network.
  */
 #include <amd.h>
