@@ -3,13 +3,13 @@
  * the layout of its ARAP tables, and the dfm__ helpers one of those files calls in another.
  *
  *   dfm_system.c   creation (roles, edge weights, assembly, CHOLMOD's factorisation) and the
- *                  solve entry points; the only caller of the three files below
+ *                  solve entry points; the only caller of the dfm__ functions below
  *   dfm_arap.c     the ARAP tables (stars) and each iteration's local step and rotation terms
  *   dfm_sweep.c    the supernodal three-column solve and its two-thread plan
  *   dfm_region.c   the sub-mesh a small region is solved on (and geodesic regions)
  *
- * Calls go one way, from dfm_system.c down to the others and from them to dfm_pool.c and
- * dfm_rotation.c: no two files call each other.
+ * Calls go one way: dfm_system.c calls the other three, they call only dfm_pool.c and
+ * dfm_rotation.c, and nothing calls back up, so no files call each other in a circle.
  *
  * DOES NOT declare anything for programs or the service (dfm.h does); include it only from
  * server/solve/dfm_*.c.
@@ -112,8 +112,8 @@ double dfm__arap_energy(const dfm_system *s, const double *p);
 
 /* dfm_region.c: a small region's gesture cut out of the mesh, what dfm_system.c builds a
  * region-local system on. dfm__region_init fills *r (zeroed first) and returns 0, or
- * DFM_ENOMEM with *r zeroed; every array in *r is then owned by it, freed by dfm__region_fini
- * (a field the caller takes it sets to NULL). */
+ * DFM_ENOMEM with *r zeroed. Every array in *r is owned by it and freed by dfm__region_fini;
+ * a caller that keeps one sets its field to NULL first. */
 typedef struct dfm__region {
   uint32_t n;           /* vertices of the sub-mesh */
   uint32_t *vertex;     /* n: the mesh vertex of each, ascending */
