@@ -23,7 +23,6 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

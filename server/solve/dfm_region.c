@@ -1,17 +1,23 @@
 /*
- * dfm_region.c — regions of interest: the vertices within a geodesic radius of a handle.
+ * dfm_region.c — regions of interest: picking one (the vertices within a geodesic radius of a
+ * handle) and cutting one out of the mesh as a sub-mesh of its own, on which a small region's
+ * system is built so that it costs what the region costs.
  *
- * Dijkstra over mesh edges with their rest lengths as costs, from every seed at once, stopping
- * at the radius. Edge paths overestimate true surface distance by a few percent on irregular
- * meshes, which for picking a region is what users expect from sculpt tools anyway.
+ * Picking: Dijkstra over mesh edges with their rest lengths as costs, from every seed at once,
+ * stopping at the radius. Edge paths overestimate true surface distance by a few percent on
+ * irregular meshes, which for picking a region is what users expect from sculpt tools anyway.
  *
- * DOES NOT decide roles (handle, anchor): dfm_system.c does.
+ * Cutting: the region, its handles and the rings of vertices the system reads around them,
+ * renumbered in mesh order, with the gesture's parameters in the new numbering
+ * (dfm__region_init).
+ *
+ * DOES NOT decide roles (handle, anchor) or build the system on the sub-mesh: dfm_system.c does.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dfm.h"
+#include "dfm_internal.h"
 
 typedef struct heap {
   uint32_t *v;
@@ -105,4 +111,135 @@ int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, cons
   *out = result;
   *count = k;
   return 0;
+}
+
+/* Appends v to a growing list. */
+static int push_u32(uint32_t **list, uint32_t *count, uint32_t *cap, uint32_t v) {
+  if (*count == *cap) {
+    uint32_t ncap = *cap ? 2 * *cap : 1024;
+    uint32_t *g = realloc(*list, sizeof(uint32_t) * ncap);
+    if (!g) return DFM_ENOMEM;
+    *list = g;
+    *cap = ncap;
+  }
+  (*list)[(*count)++] = v;
+  return 0;
+}
+
+/* The gesture on its region only: the region, the handles and the rings of vertices the
+ * system reads around them (one ring; two for the biharmonic operator, whose rows reach the
+ * neighbours' neighbours), with the triangles among them, renumbered in mesh order so that
+ * the matrix, its ordering and its factor are those of the whole-mesh system. Every row of
+ * the system sees its whole neighbourhood in the sub-mesh, so the results agree with the
+ * whole-mesh system's to rounding (tests/solve/test_region.c). What it costs is proportional
+ * to the region, apart from one pass over an index map of the mesh's size. */
+int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                     const dfm_params *params) {
+  memset(r, 0, sizeof(*r));
+  uint32_t n = topo->vertex_count, ns = 0, nring = 0, ring_cap = 0, nt = 0, *ring = NULL;
+  uint32_t *map = calloc((size_t)n + 1, sizeof(uint32_t)); /* local index + 1, 0: not in */
+  uint32_t *vertex = NULL, *tris = NULL, *lroi = NULL, *lhandle = NULL, *lanchor = NULL, *lsoft = NULL;
+  double *lrest = NULL, *lsoft_w = NULL;
+  mesh_adjacency la = {0};
+  int rc = DFM_ENOMEM;
+  if (!map) goto out;
+  for (uint32_t i = 0; i < params->roi_count; i++) map[params->roi[i]] = 1;
+  for (uint32_t i = 0; i < params->handle_count; i++) map[params->handle[i]] = 1;
+  int rings = params->mode == DFM_BIHARMONIC ? 2 : 1;
+  for (uint32_t i = 0; i < params->roi_count; i++) {
+    uint32_t v = params->roi[i];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+      if (!map[adj->vv[e]]) {
+        map[adj->vv[e]] = 1;
+        if (rings > 1 && push_u32(&ring, &nring, &ring_cap, adj->vv[e])) goto out;
+      }
+  }
+  for (uint32_t i = 0; i < nring; i++) {
+    uint32_t v = ring[i];
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) map[adj->vv[e]] = 1;
+  }
+  for (uint32_t v = 0; v < n; v++)
+    if (map[v]) map[v] = ++ns;
+  vertex = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
+  lrest = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
+  if (!vertex || !lrest) goto out;
+  for (uint32_t v = 0, k = 0; v < n && k < ns; v++)
+    if (map[v]) {
+      vertex[k] = v;
+      memcpy(lrest + 3 * (size_t)k, rest + 3 * (size_t)v, sizeof(double) * 3);
+      k++;
+    }
+  /* Triangles with three corners inside, each taken once: from its first corner. */
+  uint32_t cap = 0;
+  for (uint32_t k = 0; k < ns; k++) {
+    uint32_t v = vertex[k];
+    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++) {
+      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[e];
+      if (!map[t[0]] || !map[t[1]] || !map[t[2]]) continue;
+      uint32_t first = t[0] < t[1] ? (t[0] < t[2] ? t[0] : t[2]) : (t[1] < t[2] ? t[1] : t[2]);
+      if (first != v) continue;
+      for (int c = 0; c < 3; c++)
+        if (push_u32(&tris, &nt, &cap, map[t[c]] - 1)) goto out;
+    }
+  }
+  nt /= 3;
+  rc = mesh_adjacency_init(&la, ns, tris, nt) == 0 ? 0 : DFM_ENOMEM;
+  if (rc) goto out;
+  rc = DFM_ENOMEM;
+  /* The parameters in local numbering; anchors and soft constraints outside touch nothing. */
+  dfm_params lp = *params;
+  lroi = malloc(sizeof(uint32_t) * ((size_t)params->roi_count + 1));
+  lhandle = malloc(sizeof(uint32_t) * ((size_t)params->handle_count + 1));
+  lanchor = malloc(sizeof(uint32_t) * ((size_t)params->anchor_count + 1));
+  lsoft = malloc(sizeof(uint32_t) * ((size_t)params->soft_count + 1));
+  lsoft_w = malloc(sizeof(double) * ((size_t)params->soft_count + 1));
+  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w) goto out;
+  for (uint32_t i = 0; i < params->roi_count; i++) lroi[i] = map[params->roi[i]] - 1;
+  for (uint32_t i = 0; i < params->handle_count; i++) lhandle[i] = map[params->handle[i]] - 1;
+  lp.anchor_count = lp.soft_count = 0;
+  for (uint32_t i = 0; i < params->anchor_count; i++)
+    if (map[params->anchors[i]]) lanchor[lp.anchor_count++] = map[params->anchors[i]] - 1;
+  for (uint32_t i = 0; i < params->soft_count; i++)
+    if (map[params->soft[i]]) {
+      lsoft[lp.soft_count] = map[params->soft[i]] - 1;
+      lsoft_w[lp.soft_count++] = params->soft_weight[i];
+    }
+  lp.roi = lroi, lp.handle = lhandle, lp.anchors = lanchor, lp.soft = lsoft, lp.soft_weight = lsoft_w;
+  /* Everything built is the caller's now (dfm__region_fini). */
+  r->n = ns;
+  r->vertex = vertex;
+  r->rest = lrest;
+  r->topo = (mesh_topology){.vertex_count = ns, .triangle_count = nt, .triangles = tris};
+  r->adj = la;
+  r->params = lp;
+  vertex = tris = lroi = lhandle = lanchor = lsoft = NULL;
+  lrest = lsoft_w = NULL;
+  memset(&la, 0, sizeof(la));
+  rc = 0;
+out:
+  free(map);
+  free(ring);
+  free(vertex);
+  free(tris);
+  free(lrest);
+  free(lroi);
+  free(lhandle);
+  free(lanchor);
+  free(lsoft);
+  free(lsoft_w);
+  mesh_adjacency_fini(&la);
+  return rc;
+}
+
+void dfm__region_fini(dfm__region *r) {
+  free(r->vertex);
+  free(r->rest);
+  free(r->topo.triangles);
+  mesh_adjacency_fini(&r->adj);
+  free((void *)r->params.roi);
+  free((void *)r->params.handle);
+  free((void *)r->params.anchors);
+  free((void *)r->params.soft);
+  free((void *)r->params.soft_weight);
+  memset(r, 0, sizeof(*r));
 }

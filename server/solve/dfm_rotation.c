@@ -12,7 +12,7 @@
  * fixed points are all R with RᵀM symmetric, so the result is then checked: RᵀM positive
  * semi-definite proves R is the maximiser. Otherwise (reflections, det M < 0, or a saddle) the exact path runs: Horn's
  * quaternion method, the largest eigenvector of a 4×4 symmetric matrix by cyclic Jacobi.
- * tests/server/test_dfm.c (rotation_fit_matches_lapack_svd) compares both against LAPACK's SVD.
+ * tests/solve/test_rotation.c (rotation_fit_matches_lapack_svd) compares both against LAPACK's SVD.
  *
  * DOES NOT allocate or keep state: safe to call from any number of threads.
  */

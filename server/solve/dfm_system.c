@@ -18,6 +18,11 @@
  * degenerate triangle. The parallel loops (ARAP local step, right-hand sides, setup) and the two
  * halves of the triangular sweeps run on dfm_pool.c's workers.
  *
+ * This file creates a system (roles, edge weights, assembly, factorisation), holds the module's
+ * error strings, modes and rigid transforms, and runs the drags; it calls on dfm_arap.c (the
+ * ARAP tables, local step and rotation terms), dfm_sweep.c (the supernodal solve) and
+ * dfm_region.c (a small region's sub-mesh), which never call back (dfm_internal.h).
+ *
  * DOES NOT know about sessions, render vertices or the network.
  */
 #include <amd.h>
@@ -30,90 +35,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "dfm.h"
-
-typedef struct solve_plan solve_plan;
-static int plan_make(const cholmod_factor *L, solve_plan **out);
-static void plan_free(solve_plan *p);
-static int plan_threads(const solve_plan *p);
+#include "dfm_internal.h"
 
 enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
-
-/* ARAP triangles (those with a free corner): corners and weights. The rest edge opposite
- * corner c, p[c+2] - p[c+1], is recomputed from `rest` where needed (rest_edge): storing it and
- * the right-hand side's per-corner vectors took 144 bytes a triangle, freshly faulted in at
- * every gesture. */
-typedef struct arap_tris {
-  uint32_t *v;  /* 3 per triangle */
-  double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
-} arap_tris;
-
-/* The rest edge opposite corner c of triangle tv. */
-static inline void rest_edge(const double *rest, const uint32_t *tv, int c, double e[3]) {
-  const double *p1 = rest + 3 * (size_t)tv[(c + 1) % 3], *p2 = rest + 3 * (size_t)tv[(c + 2) % 3];
-  for (int k = 0; k < 3; k++) e[k] = p2[k] - p1[k];
-}
-
-/* Both ARAP passes are linear in what they read, so each is precomputed as one short list per
- * vertex over its star (itself and its neighbours in active triangles, ~7 entries):
- *   local step   M_r = Σ_u p_u k_{r,u}ᵀ          (the rotation fit's covariance)
- *   global rhs   b_j = Σ_u R_u h_{j,u}            (⅓ Σ_t (R_a + R_b + R_c) g_{t,j} regrouped)
- * One pass each, reading positions or rotations of neighbours and a contiguous list of
- * vectors, instead of per-triangle temporaries written and read back. */
-typedef struct arap_star {
-  uint32_t *off;  /* count + 1 */
-  uint32_t *idx;  /* local: the vertex u; global: the rotation slot of u */
-  double *vec;    /* 3 per entry */
-} arap_star;
-
-struct dfm_system {
-  dfm_params p;
-  uint32_t n;            /* topology vertices */
-  double *rest;          /* 3n */
-  uint8_t *role;         /* n */
-  int32_t *col;          /* n: column of a free vertex, -1 otherwise */
-  uint32_t *free_vertex; /* nf: the vertex of each column */
-  SuiteSparse_long *order; /* nf, while building: the AMD order of the columns (NULL: CHOLMOD's) */
-  uint32_t nf;
-  uint32_t pinned;
-  double *soft_w;        /* nf: soft constraint weight (0 = none) */
-  /* Coupling of each free vertex to known positions: rhs_k += Σ coef · x_j. */
-  uint32_t *cp_off, *cp_vertex;
-  double *cp_coef;
-  /* ARAP */
-  arap_tris tri;
-  uint32_t ntris;
-  uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
-  uint32_t nrot;
-  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
-  arap_star local;       /* per rotation slot */
-  arap_star global;      /* per free column */
-  double *R;             /* 9 per rotation slot */
-  double *current;       /* 3n: last solution (ARAP warm start) */
-  double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
-  double *soft_t;        /* 3 nf: soft targets, NULL without soft constraints */
-  int have_current;
-  /* CHOLMOD */
-  cholmod_common cc;
-  int cc_started;
-  cholmod_factor *L;
-  cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
-  double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
-  void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
-  solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
-  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
-  /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
-   * solves a region renumbered by an outer one; NULL: v itself). */
-  const uint32_t *vertex_id;
-  /* A region-local system: `sub` is the same gesture on the region and the vertices around
-   * it, renumbered 0 .. ns-1 (sub_vertex: the mesh vertex of each), so that nothing it does
-   * costs in proportion to the whole mesh. Every other field but p and n is then unused. */
-  dfm_system *sub;
-  uint32_t *sub_vertex;
-  uint32_t ns;
-  double *sub_io;        /* 3 ns: the sub-system's positions */
-  double sub_ms;         /* creating the sub-system */
-};
 
 const char *dfm_strerror(int code) {
   switch (code) {
@@ -159,12 +83,6 @@ void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]) {
     out[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2] + x->pivot[i] + x->translate[i];
 }
 
-/* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
-static size_t grain(size_t n) {
-  size_t g = n / (4 * (size_t)dfm_pool_threads());
-  return g < 256 ? 256 : g;
-}
-
 static double ms_since(const struct timespec *t0) {
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -186,7 +104,7 @@ void dfm_system_destroy(dfm_system *s) {
   }
   free(s->x);
   free(s->work);
-  plan_free(s->plan);
+  dfm__sweep_plan_free(s->plan);
   free(s->rest);
   free(s->role);
   free(s->col);
@@ -230,7 +148,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->free = s->nf;
   info->pinned = s->pinned;
   if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->factor_flops = s->cc.fl, info->supernodal = s->L->is_super;
-  info->solve_threads = plan_threads(s->plan);
+  info->solve_threads = dfm__sweep_plan_threads(s->plan);
   info->analyze_ms = s->analyze_ms;
   info->factor_ms = s->factor_ms;
   info->roles_ms = s->roles_ms;
@@ -294,7 +212,7 @@ static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, co
   /* Each vertex fills its own row (the edges leaving it), so vertices run in parallel; a
    * triangle's cotangents are computed once per corner that needs them. */
   weights_job job = {topo, adj, rest, uniform, need, w};
-  dfm_parallel_for(n, grain(n), weights_range, &job);
+  dfm_parallel_for(n, dfm__grain(n), weights_range, &job);
   double sum = 0;
   size_t pos = 0;
   for (uint32_t v = 0; v < n; v++) {
@@ -603,7 +521,7 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
     s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
     s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
     if (!s->x || !s->work) goto out;
-    if (s->L->is_super && plan_make(s->L, &s->plan) != 0) goto out;
+    if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) goto out;
   }
   rc = 0;
 out:
@@ -616,186 +534,6 @@ out:
   free(keys);
   free(vals);
   return rc;
-}
-
-/* Per-triangle contributions regrouped per vertex (see arap_star). For the local step, the
- * triangle's edge (a, b) opposite corner c adds c (p_b - p_a) e_cᵀ to the covariance of each of
- * its three corners' rotations: +c e_c to k_{r,b} and -c e_c to k_{r,a}. For the right-hand side
- * of free vertex j, the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. */
-/* Where u sits in v's star: 0 for v itself, 1 + its place among v's neighbours. */
-static uint32_t star_slot(const mesh_adjacency *adj, uint32_t v, uint32_t u) {
-  return u == v ? 0 : 1 + (uint32_t)(mesh_adjacency_edge(adj, v, u) - adj->vv_offsets[v]);
-}
-
-typedef struct local_stars_job {
-  dfm_system *s;
-  const mesh_adjacency *adj;
-  const uint32_t *vt_off, *vt;
-} local_stars_job;
-
-static void local_stars_range(void *ctx, size_t lo, size_t hi) {
-  const local_stars_job *job = ctx;
-  dfm_system *s = job->s;
-  const mesh_adjacency *adj = job->adj;
-  const uint32_t *vt_off = job->vt_off, *vt = job->vt;
-  const arap_tris *a = &s->tri;
-  for (uint32_t r = (uint32_t)lo; r < (uint32_t)hi; r++) {
-    uint32_t v = s->rot_vertex[r], base = s->local.off[r];
-    s->local.idx[base] = v;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-      s->local.idx[base + 1 + e - adj->vv_offsets[v]] = adj->vv[e];
-    for (uint32_t e = vt_off[v]; e < vt_off[v + 1]; e++) {
-      uint32_t t = vt[e];
-      const uint32_t *tv = a->v + 3 * (size_t)t;
-      for (int c = 0; c < 3; c++) {
-        double w = a->c[3 * (size_t)t + c], ec[3];
-        rest_edge(s->rest, tv, c, ec);
-        double *ka = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 1) % 3]));
-        double *kb = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 2) % 3]));
-        for (int d = 0; d < 3; d++) ka[d] -= w * ec[d], kb[d] += w * ec[d];
-      }
-    }
-  }
-}
-
-typedef struct global_stars_job {
-  dfm_system *s;
-  const mesh_adjacency *adj;
-  const uint32_t *vt_off, *vt;
-} global_stars_job;
-
-static void global_stars_range(void *ctx, size_t lo, size_t hi) {
-  const global_stars_job *job = ctx;
-  dfm_system *s = job->s;
-  const mesh_adjacency *adj = job->adj;
-  const uint32_t *vt_off = job->vt_off, *vt = job->vt;
-  const arap_tris *a = &s->tri;
-  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    uint32_t v = s->free_vertex[k], base = s->global.off[k];
-    s->global.idx[base] = (uint32_t)s->rot_slot[v];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
-      int32_t slot = s->rot_slot[adj->vv[e]];
-      s->global.idx[base + 1 + e - adj->vv_offsets[v]] = (uint32_t)(slot >= 0 ? slot : s->rot_slot[v]);
-    }
-    for (uint32_t e = vt_off[v]; e < vt_off[v + 1]; e++) {
-      uint32_t t = vt[e];
-      const uint32_t *tv = a->v + 3 * (size_t)t;
-      int j = tv[0] == v ? 0 : tv[1] == v ? 1 : 2;
-      /* g_j = Σ_{k ≠ j} c_jk (p_j - p_k); the edge (j, k) is opposite the third corner. */
-      const double *tc = a->c + 3 * (size_t)t, *pj = s->rest + 3 * (size_t)v;
-      const double *pk1 = s->rest + 3 * (size_t)tv[(j + 1) % 3], *pk2 = s->rest + 3 * (size_t)tv[(j + 2) % 3];
-      double gj[3];
-      for (int d = 0; d < 3; d++) gj[d] = tc[(j + 2) % 3] * (pj[d] - pk1[d]) + tc[(j + 1) % 3] * (pj[d] - pk2[d]);
-      for (int c = 0; c < 3; c++) {
-        double *h = s->global.vec + 3 * ((size_t)base + star_slot(adj, v, tv[c]));
-        for (int d = 0; d < 3; d++) h[d] += gj[d] * (1.0 / 3.0);
-      }
-    }
-  }
-}
-
-static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
-  const arap_tris *a = &s->tri;
-  uint32_t *vt_off = calloc((size_t)s->n + 2, sizeof(uint32_t));
-  uint32_t *vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
-  s->local.off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
-  s->global.off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
-  if (!vt_off || !vt || !s->local.off || !s->global.off) {
-    free(vt_off);
-    free(vt);
-    return DFM_ENOMEM;
-  }
-  /* Active triangles around each vertex (CSR by vertex). */
-  for (uint32_t t = 0; t < 3 * s->ntris; t++) vt_off[a->v[t] + 2]++;
-  for (uint32_t v = 0; v < s->n; v++) vt_off[v + 2] += vt_off[v + 1];
-  for (uint32_t t = 0; t < s->ntris; t++)
-    for (int c = 0; c < 3; c++) vt[vt_off[a->v[3 * (size_t)t + c] + 1]++] = t;
-  /* A star is the vertex and all its neighbours, in adjacency order; a neighbour that shares no
-   * active triangle with it keeps a zero vector. */
-  for (uint32_t r = 0; r < s->nrot; r++) {
-    uint32_t v = s->rot_vertex[r];
-    s->local.off[r + 1] = s->local.off[r] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
-  }
-  for (uint32_t k = 0; k < s->nf; k++) {
-    uint32_t v = s->free_vertex[k];
-    s->global.off[k + 1] = s->global.off[k] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
-  }
-  size_t nl = s->local.off[s->nrot], ng = s->global.off[s->nf];
-  s->local.idx = malloc(sizeof(uint32_t) * (nl + 1));
-  s->local.vec = calloc(3 * (nl + 1), sizeof(double));
-  s->global.idx = malloc(sizeof(uint32_t) * (ng + 1));
-  s->global.vec = calloc(3 * (ng + 1), sizeof(double));
-  if (!s->local.idx || !s->local.vec || !s->global.idx || !s->global.vec) {
-    free(vt_off);
-    free(vt);
-    return DFM_ENOMEM;
-  }
-  /* Local: the edge (a, b) opposite corner c adds -c e_c to k_{r,a} and +c e_c to k_{r,b}. */
-  local_stars_job ljob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nrot, grain(s->nrot), local_stars_range, &ljob);
-  /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
-   * around a free vertex is active, so all its neighbours have rotations. */
-  global_stars_job gjob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nf, grain(s->nf), global_stars_range, &gjob);
-  free(vt_off);
-  free(vt);
-  return 0;
-}
-
-/* Active triangles (a free corner), the vertices needing rotations, and both adjacencies. */
-static int prepare_arap(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor) {
-  uint32_t n = s->n;
-  uint32_t *list = malloc(sizeof(uint32_t) * ((size_t)adj->vt_offsets[n] + 1));
-  uint8_t *mark = calloc((size_t)topo->triangle_count + 1, 1);
-  if (!list || !mark) {
-    free(list);
-    free(mark);
-    return DFM_ENOMEM;
-  }
-  uint32_t count = 0;
-  for (uint32_t k = 0; k < s->nf; k++) {
-    uint32_t v = s->free_vertex[k];
-    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++)
-      if (!mark[adj->vt[e]]) mark[adj->vt[e]] = 1, list[count++] = adj->vt[e];
-  }
-  free(mark);
-  arap_tris *a = &s->tri;
-  a->v = malloc(sizeof(uint32_t) * 3 * ((size_t)count + 1));
-  a->c = malloc(sizeof(double) * 3 * ((size_t)count + 1));
-  s->rot_slot = malloc(sizeof(int32_t) * (n + 1));
-  s->rot_vertex = malloc(sizeof(uint32_t) * (n + 1));
-  if (!a->v || !a->c || !s->rot_slot || !s->rot_vertex) {
-    free(list);
-    return DFM_ENOMEM;
-  }
-  memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
-  for (uint32_t i = 0; i < count; i++) {
-    const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
-    uint32_t ti = s->ntris++;
-    uint32_t *tv = a->v + 3 * (size_t)ti;
-    double *tc = a->c + 3 * (size_t)ti;
-    double cot[3];
-    if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
-    else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
-    for (int c = 0; c < 3; c++) {
-      tv[c] = t[c];
-      tc[c] = 0.5 * cot[c] < 0.5 * floor ? 0.5 * floor : 0.5 * cot[c];
-      if (s->rot_slot[t[c]] < 0) {
-        s->rot_slot[t[c]] = (int32_t)s->nrot;
-        s->rot_vertex[s->nrot++] = t[c];
-      }
-    }
-  }
-  free(list);
-  int rc = build_stars(s, adj);
-  if (rc) return rc;
-  s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
-  if (!s->R) return DFM_ENOMEM;
-  for (uint32_t r = 0; r < s->nrot; r++) {
-    static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    memcpy(s->R + 9 * (size_t)r, id, sizeof(id));
-  }
-  return 0;
 }
 
 /* The two halves of a system's setup: 0 assembles and factorises, 1 builds the ARAP tables. */
@@ -820,7 +558,7 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
       j->rc = assemble_and_factor(j->s, j->topo, j->adj, j->w, j->err, j->errlen);
       j->s->assemble_ms = ms_since(&t0) - j->s->analyze_ms - j->s->factor_ms;
     } else {
-      j->rc = prepare_arap(j->s, j->topo, j->adj, j->floor);
+      j->rc = dfm__arap_prepare(j->s, j->topo, j->adj, j->floor);
       j->s->arap_ms = ms_since(&t0);
     }
   }
@@ -1005,115 +743,27 @@ fail:
   return rc;
 }
 
-/* Appends v to a growing list. */
-static int push_u32(uint32_t **list, uint32_t *count, uint32_t *cap, uint32_t v) {
-  if (*count == *cap) {
-    uint32_t ncap = *cap ? 2 * *cap : 1024;
-    uint32_t *g = realloc(*list, sizeof(uint32_t) * ncap);
-    if (!g) return DFM_ENOMEM;
-    *list = g;
-    *cap = ncap;
-  }
-  (*list)[(*count)++] = v;
-  return 0;
-}
-
-/* The gesture on its region only: the region, the handles and the rings of vertices the
- * system reads around them (one ring; two for the biharmonic operator, whose rows reach the
- * neighbours' neighbours), with the triangles among them, renumbered in mesh order so that
- * the matrix, its ordering and its factor are those of the whole-mesh system. Every row of
- * the system sees its whole neighbourhood in the sub-mesh, so the results agree with the
- * whole-mesh system's to rounding (tests/server/test_dfm.c). What it costs is proportional
- * to the region, apart from one pass over an index map of the mesh's size. */
+/* The gesture on its region only: a system built on the sub-mesh dfm_region.c cuts out (the
+ * region and the rings of vertices around it, renumbered), so that what it costs is proportional
+ * to the region. s keeps the sub-mesh's vertex numbering to move positions in and out. */
 static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                          const dfm_params *params, dfm_system *s, char *err, size_t errlen) {
-  uint32_t n = topo->vertex_count, ns = 0, nring = 0, ring_cap = 0, nt = 0, *ring = NULL;
-  uint32_t *map = calloc((size_t)n + 1, sizeof(uint32_t)); /* local index + 1, 0: not in */
-  uint32_t *tris = NULL, *lroi = NULL, *lhandle = NULL, *lanchor = NULL, *lsoft = NULL;
-  double *lrest = NULL, *lsoft_w = NULL;
-  mesh_adjacency la = {0};
-  int rc = DFM_ENOMEM;
-  if (!map) goto out;
-  for (uint32_t i = 0; i < params->roi_count; i++) map[params->roi[i]] = 1;
-  for (uint32_t i = 0; i < params->handle_count; i++) map[params->handle[i]] = 1;
-  int rings = params->mode == DFM_BIHARMONIC ? 2 : 1;
-  for (uint32_t i = 0; i < params->roi_count; i++) {
-    uint32_t v = params->roi[i];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-      if (!map[adj->vv[e]]) {
-        map[adj->vv[e]] = 1;
-        if (rings > 1 && push_u32(&ring, &nring, &ring_cap, adj->vv[e])) goto out;
-      }
+  dfm__region r;
+  int rc = dfm__region_init(&r, topo, adj, rest, params);
+  if (rc) return rc;
+  s->ns = r.n;
+  s->sub_vertex = r.vertex; /* the sub-system's vertex_id: it lives as long as s */
+  r.vertex = NULL;
+  s->sub_io = malloc(sizeof(double) * 3 * ((size_t)r.n + 1));
+  if (s->sub_io) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, &s->sub, err, errlen);
+    s->sub_ms = ms_since(&t0);
+  } else {
+    rc = DFM_ENOMEM;
   }
-  for (uint32_t i = 0; i < nring; i++) {
-    uint32_t v = ring[i];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) map[adj->vv[e]] = 1;
-  }
-  for (uint32_t v = 0; v < n; v++)
-    if (map[v]) map[v] = ++ns;
-  s->ns = ns;
-  s->sub_vertex = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
-  lrest = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
-  s->sub_io = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
-  if (!s->sub_vertex || !lrest || !s->sub_io) goto out;
-  for (uint32_t v = 0, k = 0; v < n && k < ns; v++)
-    if (map[v]) {
-      s->sub_vertex[k] = v;
-      memcpy(lrest + 3 * (size_t)k, rest + 3 * (size_t)v, sizeof(double) * 3);
-      k++;
-    }
-  /* Triangles with three corners inside, each taken once: from its first corner. */
-  uint32_t cap = 0;
-  for (uint32_t k = 0; k < ns; k++) {
-    uint32_t v = s->sub_vertex[k];
-    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++) {
-      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[e];
-      if (!map[t[0]] || !map[t[1]] || !map[t[2]]) continue;
-      uint32_t first = t[0] < t[1] ? (t[0] < t[2] ? t[0] : t[2]) : (t[1] < t[2] ? t[1] : t[2]);
-      if (first != v) continue;
-      for (int c = 0; c < 3; c++)
-        if (push_u32(&tris, &nt, &cap, map[t[c]] - 1)) goto out;
-    }
-  }
-  nt /= 3;
-  rc = mesh_adjacency_init(&la, ns, tris, nt) == 0 ? 0 : DFM_ENOMEM;
-  if (rc) goto out;
-  rc = DFM_ENOMEM;
-  /* The parameters in local numbering; anchors and soft constraints outside touch nothing. */
-  dfm_params lp = *params;
-  lroi = malloc(sizeof(uint32_t) * ((size_t)params->roi_count + 1));
-  lhandle = malloc(sizeof(uint32_t) * ((size_t)params->handle_count + 1));
-  lanchor = malloc(sizeof(uint32_t) * ((size_t)params->anchor_count + 1));
-  lsoft = malloc(sizeof(uint32_t) * ((size_t)params->soft_count + 1));
-  lsoft_w = malloc(sizeof(double) * ((size_t)params->soft_count + 1));
-  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w) goto out;
-  for (uint32_t i = 0; i < params->roi_count; i++) lroi[i] = map[params->roi[i]] - 1;
-  for (uint32_t i = 0; i < params->handle_count; i++) lhandle[i] = map[params->handle[i]] - 1;
-  lp.anchor_count = lp.soft_count = 0;
-  for (uint32_t i = 0; i < params->anchor_count; i++)
-    if (map[params->anchors[i]]) lanchor[lp.anchor_count++] = map[params->anchors[i]] - 1;
-  for (uint32_t i = 0; i < params->soft_count; i++)
-    if (map[params->soft[i]]) {
-      lsoft[lp.soft_count] = map[params->soft[i]] - 1;
-      lsoft_w[lp.soft_count++] = params->soft_weight[i];
-    }
-  lp.roi = lroi, lp.handle = lhandle, lp.anchors = lanchor, lp.soft = lsoft, lp.soft_weight = lsoft_w;
-  mesh_topology lt = {.vertex_count = ns, .triangle_count = nt, .triangles = tris};
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = create_full(&lt, &la, lrest, &lp, s->sub_vertex, &s->sub, err, errlen);
-  s->sub_ms = ms_since(&t0);
-out:
-  free(map);
-  free(ring);
-  free(tris);
-  free(lrest);
-  free(lroi);
-  free(lhandle);
-  free(lanchor);
-  free(lsoft);
-  free(lsoft_w);
-  mesh_adjacency_fini(&la);
+  dfm__region_fini(&r);
   return rc;
 }
 
@@ -1174,268 +824,9 @@ static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
   }
 }
 
-/* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
-typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
-
-/* Splitting the two sweeps over two threads. In the supernodal elimination tree (postordered by
- * CHOLMOD, so a subtree is a contiguous range of supernodes), pick a node c on the heavy path from
- * the root: A = c's subtree, R = c's ancestors, B = everything else. A and B share no column and
- * each writes, besides its own columns, only the columns of R (a supernode's rows below its
- * triangle are columns of its ancestors). So the forward sweep runs A and B side by side, each
- * keeping its updates to R's columns apart, adds them, then runs R; the backward sweep runs R
- * first, then A and B side by side. c minimises weight(R) + max(weight(A), weight(B)), the
- * weight of a supernode being its factor entries. On the 41k sphere: R 17 %, A 45 %, B 38 %. */
-struct solve_plan {
-  uint32_t *nodes;   /* A's supernodes, then B's, then R's, each ascending */
-  size_t na, nb, nr;
-  int32_t *rmap;     /* per column: its slot among R's columns, or -1 */
-  size_t rcols;
-  void *scratch;     /* second thread: rows of the tallest supernode; both threads: R's columns */
-  size_t tallest;
-  double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
-                      * chain instead of a division: the triangles of small supernodes waited
-                      * on their divisions) */
-};
-
-static int plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
-
-static void plan_free(solve_plan *p) {
-  if (!p) return;
-  free(p->nodes);
-  free(p->rmap);
-  free(p->scratch);
-  free(p->inv_diag);
-  free(p);
-}
-
-static int plan_make(const cholmod_factor *L, solve_plan **out) {
-  size_t ns = L->nsuper, n = L->n;
-  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
-  *out = NULL;
-  SuiteSparse_long *col2s = malloc(sizeof(SuiteSparse_long) * (n + 1)), *parent = malloc(sizeof(SuiteSparse_long) * (ns + 1));
-  double *w = calloc(ns + 1, sizeof(double));
-  size_t *first = malloc(sizeof(size_t) * (ns + 1));
-  uint8_t *cls = calloc(ns + 1, 1);
-  solve_plan *p = calloc(1, sizeof(*p));
-  int rc = DFM_ENOMEM;
-  if (!col2s || !parent || !w || !first || !cls || !p) goto out;
-  double total = 0;
-  for (size_t k = 0; k < ns; k++) {
-    size_t nsrow = (size_t)(pi[k + 1] - pi[k]);
-    for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) col2s[c] = (SuiteSparse_long)k;
-    if (nsrow > p->tallest) p->tallest = nsrow;
-  }
-  for (size_t k = 0; k < ns; k++) {
-    size_t nscol = (size_t)(super[k + 1] - super[k]), nsrow = (size_t)(pi[k + 1] - pi[k]);
-    parent[k] = nsrow > nscol ? col2s[rs[pi[k] + nscol]] : -1;
-    first[k] = k;
-    w[k] += (double)nsrow * nscol;
-    total += (double)nsrow * nscol;
-  }
-  for (size_t k = 0; k < ns; k++) /* children come before parents */
-    if (parent[k] >= 0) {
-      w[parent[k]] += w[k];
-      if (first[k] < first[parent[k]]) first[parent[k]] = first[k];
-    }
-  /* Down the heavy path from the heaviest root, for the best c. */
-  SuiteSparse_long at = -1, best_c = -1;
-  for (size_t k = 0; k < ns; k++)
-    if (parent[k] < 0 && (at < 0 || w[k] > w[at])) at = (SuiteSparse_long)k;
-  double path = 0, best = total;
-  while (at >= 0) {
-    path += (double)(size_t)(pi[at + 1] - pi[at]) * (size_t)(super[at + 1] - super[at]);
-    SuiteSparse_long c1 = -1;
-    for (size_t k = first[at]; k < (size_t)at; k++)
-      if (parent[k] == at && (c1 < 0 || w[k] > w[c1])) c1 = (SuiteSparse_long)k;
-    if (c1 < 0) break;
-    double cost = path + fmax(w[c1], total - w[c1] - path);
-    if (cost < best) best = cost, best_c = c1;
-    at = c1;
-  }
-  /* Worth a second thread only for a real gain on a big enough factor. */
-  if (best_c >= 0 && best < 0.8 * total && total > 2e5) {
-    for (size_t k = 0; k < ns; k++) cls[k] = 2;
-    for (size_t k = first[best_c]; k <= (size_t)best_c; k++) cls[k] = 1;
-    for (SuiteSparse_long x = parent[best_c]; x >= 0; x = parent[x]) cls[x] = 0;
-  } else {
-    for (size_t k = 0; k < ns; k++) cls[k] = 0; /* one list, one thread */
-  }
-  p->nodes = malloc(sizeof(uint32_t) * (ns + 1));
-  p->rmap = malloc(sizeof(int32_t) * (n + 1));
-  if (!p->nodes || !p->rmap) goto out;
-  for (int c = 1; c <= 3; c++) /* A (1), B (2), R (0, last) */
-    for (size_t k = 0; k < ns; k++)
-      if (cls[k] == c % 3) {
-        p->nodes[p->na + p->nb + p->nr] = (uint32_t)k;
-        if (c == 1) p->na++;
-        else if (c == 2) p->nb++;
-        else p->nr++;
-      }
-  for (size_t c = 0; c < n; c++) p->rmap[c] = -1;
-  if (p->na)
-    for (size_t k = 0; k < ns; k++)
-      if (cls[k] == 0)
-        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rmap[c] = (int32_t)p->rcols++;
-  p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
-  p->inv_diag = malloc(sizeof(double) * (n + 1));
-  if (!p->scratch || !p->inv_diag) goto out;
-  for (size_t k = 0; k < ns; k++) {
-    size_t nsrow = (size_t)(pi[k + 1] - pi[k]);
-    const double *Lk = (const double *)L->x + px[k];
-    for (size_t j = 0; j < (size_t)(super[k + 1] - super[k]); j++) p->inv_diag[super[k] + j] = 1.0 / Lk[j * nsrow + j];
-  }
-  *out = p;
-  p = NULL;
-  rc = 0;
-out:
-  plan_free(p);
-  free(col2s), free(parent), free(w), free(first), free(cls);
-  return rc;
-}
-
-/* One sweep over a list of supernodes (see super_solve3). Forward: updates to a column that
- * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
-typedef struct sweep_job {
-  const cholmod_factor *L;
-  const double *inv_diag;
-  dfm_v4 *w, *t, *acc;
-  const int32_t *rmap;
-  const uint32_t *nodes;
-  size_t count;
-  int backward;
-} sweep_job;
-
-__attribute__((target_clones("avx2", "default")))
-static void sweep(const sweep_job *job) {
-  const cholmod_factor *L = job->L;
-  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
-  const double *Lx = L->x;
-  dfm_v4 *w = job->w, *t = job->t;
-  for (size_t q = 0; q < job->count; q++) {
-    size_t k = job->nodes[job->backward ? job->count - 1 - q : q];
-    size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
-    size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
-    const double *Lk = Lx + px[k];
-    const SuiteSparse_long *rows = rs + pi[k] + nscol;
-    dfm_v4 *wk = w + k1;
-    if (!job->backward) {
-      /* Forward: L y = P b. The triangle, then the rows below, four columns at a time so each
-       * pass over t does four columns' work. */
-      for (size_t j = 0; j < nscol; j++) {
-        const double *col = Lk + j * nsrow;
-        dfm_v4 wj = wk[j] * job->inv_diag[k1 + j];
-        wk[j] = wj;
-        for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
-      }
-      if (!nbelow) continue;
-      for (size_t i = 0; i < nbelow; i++) t[i] = (dfm_v4){0, 0, 0, 0};
-      size_t j = 0;
-      for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
-        dfm_v4 w0 = wk[j], w1 = wk[j + 1], w2 = wk[j + 2], w3 = wk[j + 3];
-        for (size_t i = 0; i < nbelow; i++) t[i] += (b0[i] * w0 + b1[i] * w1) + (b2[i] * w2 + b3[i] * w3);
-      }
-      for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
-        dfm_v4 w0 = wk[j];
-        for (size_t i = 0; i < nbelow; i++) t[i] += b0[i] * w0;
-      }
-      if (job->rmap) {
-        for (size_t i = 0; i < nbelow; i++) {
-          int32_t slot = job->rmap[rows[i]];
-          if (slot >= 0) job->acc[slot] += t[i];
-          else w[rows[i]] -= t[i];
-        }
-      } else {
-        for (size_t i = 0; i < nbelow; i++) w[rows[i]] -= t[i];
-      }
-      continue;
-    }
-    /* Backward: Lᵀ z = y. The rows below (four columns at a time, four independent sums), then
-     * the triangle. */
-    if (nbelow) {
-      for (size_t i = 0; i < nbelow; i++) t[i] = w[rows[i]];
-      size_t j = 0;
-      for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
-        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
-        for (size_t i = 0; i < nbelow; i++) {
-          dfm_v4 ti = t[i];
-          a0 += b0[i] * ti, a1 += b1[i] * ti, a2 += b2[i] * ti, a3 += b3[i] * ti;
-        }
-        wk[j] -= a0, wk[j + 1] -= a1, wk[j + 2] -= a2, wk[j + 3] -= a3;
-      }
-      for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
-        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0;
-        size_t i = 0;
-        for (; i + 2 <= nbelow; i += 2) a0 += b0[i] * t[i], a1 += b0[i + 1] * t[i + 1];
-        if (i < nbelow) a0 += b0[i] * t[i];
-        wk[j] -= a0 + a1;
-      }
-    }
-    for (size_t j = nscol; j-- > 0;) {
-      const double *col = Lk + j * nsrow;
-      dfm_v4 a = wk[j], a1 = {0, 0, 0, 0}; /* two sums: one waits on the multiply-add's latency */
-      size_t i = j + 1;
-      for (; i + 2 <= nscol; i += 2) a -= col[i] * wk[i], a1 += col[i + 1] * wk[i + 1];
-      if (i < nscol) a -= col[i] * wk[i];
-      wk[j] = (a - a1) * job->inv_diag[k1 + j];
-    }
-  }
-}
-
-static void sweep_range(void *ctx, size_t lo, size_t hi) {
-  const sweep_job *jobs = ctx;
-  for (size_t i = lo; i < hi; i++) sweep(&jobs[i]);
-}
-
-/* Runs two sweeps side by side on the pool (one after the other when it is busy). */
-static void sweep_pair(const sweep_job *a, const sweep_job *b) {
-  sweep_job jobs[2] = {*a, *b};
-  dfm_parallel_for(2, 1, sweep_range, jobs);
-}
-
-/* A X = B for the three columns of B with a supernodal LLᵀ = P A Pᵀ, all three at once.
- * CHOLMOD's own supernodal solve calls dtrsm/dgemm per supernode, which for three columns spends
- * its time packing and dispatching (docs/performance.md). Here each supernode's dense block is
- * read once per sweep in storage order, and the right-hand sides are interleaved four to a
- * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
- * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
-static void super_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                         dfm_v4 *t) {
-  const SuiteSparse_long *perm = L->Perm;
-  size_t n = L->n;
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    w[k] = (dfm_v4){b[q], b[q + n], b[q + 2 * n], 0};
-  }
-  const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
-  dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
-  sweep_job r_fwd = {L, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
-  r_bwd.backward = 1;
-  if (p->na) {
-    for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
-    sweep_job a = {L, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
-    sweep_pair(&a, &bj);
-    for (size_t c = 0; c < n; c++)
-      if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
-  }
-  sweep(&r_fwd);
-  sweep(&r_bwd);
-  if (p->na) {
-    sweep_job a = {L, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
-    sweep_pair(&a, &bj);
-  }
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    x[q] = w[k][0], x[q + n] = w[k][1], x[q + 2 * n] = w[k][2];
-  }
-}
-
 static int solve_columns(dfm_system *s, char *err, size_t errlen) {
   if (s->L->is_super) {
-    super_solve3(s->L, s->plan, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf);
+    dfm__sweep_solve3(s->L, s->plan, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf);
     return 0;
   }
   if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||
@@ -1471,76 +862,7 @@ static void known_range(void *ctx, size_t lo, size_t hi) {
 /* Right-hand side: coupling to known values x (positions or displacements) plus soft terms. */
 static void known_rhs(dfm_system *s, const double *x, const double *soft_target) {
   known_job job = {s, x, soft_target};
-  dfm_parallel_for(s->nf, grain(s->nf), known_range, &job);
-}
-
-typedef struct local_job {
-  dfm_system *s;
-  const double *p;
-} local_job;
-
-static void local_range(void *ctx, size_t lo, size_t hi) {
-  const local_job *job = ctx;
-  dfm_system *s = job->s;
-  const double *p = job->p;
-  const arap_star *st = &s->local;
-  /* Four rotations at a time through dfm_fit_rotation4, the rest one by one. */
-  for (uint32_t r = (uint32_t)lo; r < (uint32_t)hi; r += 4) {
-    uint32_t lanes = hi - r < 4 ? (uint32_t)(hi - r) : 4;
-    double M[36], *R[4];
-    for (uint32_t l = 0; l < lanes; l++) {
-      /* Summed in locals: through M itself every term was a store and a reload (M may alias
-       * the positions, as far as the compiler knows). */
-      double m0 = 0, m1 = 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0, m8 = 0;
-      for (uint32_t e = st->off[r + l]; e < st->off[r + l + 1]; e++) {
-        const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
-        m0 += x[0] * k[0], m1 += x[0] * k[1], m2 += x[0] * k[2];
-        m3 += x[1] * k[0], m4 += x[1] * k[1], m5 += x[1] * k[2];
-        m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
-      }
-      double *m = M + 9 * l;
-      m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
-      R[l] = s->R + 9 * (size_t)(r + l);
-    }
-    if (lanes == 4) {
-      dfm_fit_rotation4(M, R);
-    } else {
-      for (uint32_t l = 0; l < lanes; l++) dfm_fit_rotation(M + 9 * l, R[l]);
-    }
-  }
-}
-
-
-/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
-static void local_step(dfm_system *s, const double *p) {
-  local_job job = {s, p};
-  dfm_parallel_for(s->nrot, grain(s->nrot), local_range, &job);
-}
-
-typedef struct rotation_rhs_job {
-  dfm_system *s;
-} rotation_rhs_job;
-
-static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
-  const rotation_rhs_job *job = ctx;
-  dfm_system *s = job->s;
-  double *b = s->B->x;
-  uint32_t nf = s->nf;
-  const arap_star *st = &s->global;
-  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    double acc[3] = {0, 0, 0};
-    for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
-      const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
-      for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
-    }
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
-  }
-}
-
-/* Global step right-hand side: b_j = Σ_u R_u h_{j,u}, added to B. */
-static void add_rotation_rhs(dfm_system *s) {
-  rotation_rhs_job job = {s};
-  dfm_parallel_for(s->nf, grain(s->nf), rotation_rhs_range, &job);
+  dfm_parallel_for(s->nf, dfm__grain(s->nf), known_range, &job);
 }
 
 static int scatter(dfm_system *s, double *p, int displacement) {
@@ -1574,9 +896,9 @@ static const double *soft_targets(dfm_system *s, const dfm_xform *xf, int displa
 }
 
 static int arap_iteration(dfm_system *s, const double *soft_t, double *p, char *err, size_t errlen) {
-  local_step(s, p);
+  dfm__arap_local_step(s, p);
   known_rhs(s, p, soft_t);
-  add_rotation_rhs(s);
+  dfm__arap_add_rotation_rhs(s);
   int rc = solve_columns(s, err, errlen);
   if (rc) return rc;
   rc = scatter(s, p, 0);
@@ -1657,25 +979,6 @@ double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotation
     sub_gather(s, p);
     return dfm_system_arap_energy(s->sub, s->sub_io, refit_rotations);
   }
-  if (refit_rotations) local_step(s, p);
-  double E = 0;
-  for (uint32_t t = 0; t < s->ntris; t++) {
-    const uint32_t *tv = s->tri.v + 3 * (size_t)t;
-    const double *tc = s->tri.c + 3 * (size_t)t;
-    for (int c = 0; c < 3; c++) {
-      const double *a = p + 3 * (size_t)tv[(c + 1) % 3], *b = p + 3 * (size_t)tv[(c + 2) % 3];
-      double ed[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, te[3];
-      rest_edge(s->rest, tv, c, te);
-      for (int k = 0; k < 3; k++) {
-        const double *R = s->R + 9 * (size_t)s->rot_slot[tv[k]];
-        double diff2 = 0;
-        for (int i = 0; i < 3; i++) {
-          double re = R[3 * i] * te[0] + R[3 * i + 1] * te[1] + R[3 * i + 2] * te[2];
-          diff2 += (ed[i] - re) * (ed[i] - re);
-        }
-        E += tc[c] * diff2;
-      }
-    }
-  }
-  return E;
+  if (refit_rotations) dfm__arap_local_step(s, p);
+  return dfm__arap_energy(s, p);
 }

@@ -1,188 +1,18 @@
 /*
- * test_dfm.c — the deformation engine against independent oracles: LAPACK's SVD for the
- * rotation fit, a dense LAPACK solve of the 5-point Laplace equation, closed-form rigid motions,
- * the ARAP energy's monotonicity, geodesic distances on a grid, and real meshes.
+ * test_system.c — one gesture's system (server/solve/dfm_system.c, with dfm_arap.c and
+ * dfm_sweep.c) against independent oracles: closed-form rigid motions, the ARAP energy's
+ * monotonicity, a dense LAPACK solve of the 5-point Laplace equation, the 5-point residual
+ * with soft constraints, CHOLMOD's simplicial solve for our supernodal one, and real meshes
+ * (scans with loose parts, holes, non-manifold edges and degenerate triangles).
  */
-#include <pthread.h>
-#include <sys/resource.h>
 #include <lapacke.h>
 
 #include "dfm.h"
 #include "oracle.h"
+#include "solve_helpers.h"
 #include "test.h"
 
-static uint64_t rng = 88172645463325252ull;
-static double urand(void) { /* xorshift64, uniform in [-1, 1) */
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
-}
-
-/* ---- rotation fit vs LAPACK -------------------------------------------------------------- */
-
-static double det3(const double *m) {
-  return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
-}
-
-/* The oracle: R = U diag(1, 1, det(U Vᵀ)) Vᵀ from LAPACK's dgesvd. Returns the singular values. */
-static void svd_rotation(const double M[9], double R[9], double sv[3]) {
-  double a[9], U[9], VT[9], superb[2];
-  memcpy(a, M, sizeof(a));
-  ASSERT_EQ(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'A', 'A', 3, 3, a, 3, sv, U, 3, VT, 3, superb), 0);
-  double UV[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) UV[3 * i + j] = U[3 * i] * VT[j] + U[3 * i + 1] * VT[3 + j] + U[3 * i + 2] * VT[6 + j];
-  double d = det3(UV) < 0 ? -1.0 : 1.0;
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) R[3 * i + j] = U[3 * i] * VT[j] + U[3 * i + 1] * VT[3 + j] + d * U[3 * i + 2] * VT[6 + j];
-}
-
-static double objective(const double R[9], const double M[9]) {
-  double t = 0;
-  for (int i = 0; i < 9; i++) t += R[i] * M[i];
-  return t;
-}
-
-/* The oracle's checks on one fitted R: a proper rotation, never worse than the SVD's, and the
- * same as the SVD's where the answer is unique (a clear gap to the smallest singular value). */
-static void check_fit(const double M[9], const double R[9], int kind) {
-  double want[9], sv[3];
-  svd_rotation(M, want, sv);
-  double RtR[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) RtR[3 * i + j] = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) ASSERT_NEAR(RtR[3 * i + j], i == j ? 1.0 : 0.0, 1e-12);
-  ASSERT_NEAR(det3(R), 1.0, 1e-12);
-  ASSERT(objective(R, M) >= objective(want, M) - 1e-10 * (sv[0] + 1e-300));
-  if (kind != 2 && sv[1] - sv[2] > 1e-3 * sv[0] && sv[2] > 1e-6 * sv[0])
-    for (int i = 0; i < 9; i++) ASSERT_NEAR(R[i], want[i], 1e-8);
-}
-
-/* dfm_fit_rotation, and dfm_fit_rotation4 on the same matrices four at a time. */
-/* dfm_memory_reserve: after keeping 64 MiB, another thread allocating and writing 48 MiB in
- * 1 MiB blocks (a gesture on the thread pool) finds the pages already there. Without the reserve
- * each of its 12,288 pages would fault once (glibc returns freed memory to the kernel); the
- * test allows a tenth of that. Under ASan, whose allocator ignores mallopt, only the
- * bookkeeping is checked. */
-typedef struct fault_job {
-  long faults;
-} fault_job;
-
-static void *allocate_and_write(void *arg) {
-  fault_job *job = arg;
-  struct rusage r0, r1;
-  getrusage(RUSAGE_SELF, &r0);
-  void *blocks[48];
-  for (int i = 0; i < 48; i++) {
-    blocks[i] = malloc((size_t)1 << 20);
-    ASSERT(blocks[i] != NULL);
-    memset(blocks[i], 7, (size_t)1 << 20);
-  }
-  getrusage(RUSAGE_SELF, &r1);
-  for (int i = 0; i < 48; i++) free(blocks[i]);
-  job->faults = r1.ru_minflt - r0.ru_minflt;
-  return NULL;
-}
-
-TEST(memory_kept_by_the_reserve_is_reused_by_other_threads_without_page_faults) {
-  dfm_memory_init();
-  ASSERT_EQ(dfm_memory_reserved(), 0);
-  ASSERT(dfm_memory_estimate(16000) >= (size_t)16000 * 1900); /* the measured 1.9-2.3 KiB/vertex */
-  double ms = dfm_memory_reserve((size_t)64 << 20);
-  ASSERT(ms >= 0);
-  ASSERT_EQ(dfm_memory_reserved(), (size_t)64 << 20);
-  dfm_memory_reserve((size_t)16 << 20); /* grows only */
-  ASSERT_EQ(dfm_memory_reserved(), (size_t)64 << 20);
-  fault_job job = {0};
-  pthread_t t;
-  ASSERT_EQ(pthread_create(&t, NULL, allocate_and_write, &job), 0);
-  pthread_join(t, NULL);
-  fprintf(stderr, "48 MiB written by another thread after a 64 MiB reserve (%.1f ms): %ld page faults of 12288 pages\n",
-          ms, job.faults);
-#if !defined(__SANITIZE_ADDRESS__)
-  ASSERT(job.faults < 12288 / 10);
-#endif
-}
-
-TEST(rotation_fit_matches_lapack_svd) {
-  int fallbacks = 0, slow_lanes = 0;
-  for (int trial = 0; trial < 20000; trial += 4) {
-    double M[36], R0[36];
-    int kinds[4];
-    for (int l = 0; l < 4; l++) {
-      double *m = M + 9 * l, *r = R0 + 9 * l;
-      for (int i = 0; i < 9; i++) m[i] = urand();
-      int kind = kinds[l] = (trial + l) % 5;
-      if (kind == 1) { /* a reflection: det < 0 */
-        if (det3(m) > 0)
-          for (int i = 0; i < 3; i++) m[i] = -m[i];
-      } else if (kind == 2) { /* rank one */
-        double u[3] = {urand(), urand(), urand()}, v[3] = {urand(), urand(), urand()};
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) m[3 * i + j] = u[i] * v[j];
-      } else if (kind == 3) { /* nearly a rotation, as in a converging ARAP */
-        double q[4] = {urand(), urand(), urand(), urand()}, Q[9];
-        dfm_quat_to_matrix(q, Q);
-        for (int i = 0; i < 9; i++) m[i] = Q[i] * 3.0 + 1e-3 * urand();
-      }
-      static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-      memcpy(r, id, sizeof(id));
-      if ((trial / 4 + l) % 2) { /* a random warm start */
-        double q[4] = {urand(), urand(), urand(), urand()};
-        dfm_quat_to_matrix(q, r);
-      }
-    }
-    double R4[36], *lanes[4] = {R4, R4 + 9, R4 + 18, R4 + 27};
-    memcpy(R4, R0, sizeof(R4));
-    slow_lanes += dfm_fit_rotation4(M, lanes);
-    for (int l = 0; l < 4; l++) {
-      double R[9];
-      memcpy(R, R0 + 9 * l, sizeof(R));
-      fallbacks += dfm_fit_rotation(M + 9 * l, R) < 0;
-      check_fit(M + 9 * l, R, kinds[l]);
-      check_fit(M + 9 * l, lanes[l], kinds[l]);
-    }
-  }
-  fprintf(stderr, "exact fallback used in %d of 20000 fits; %d lanes of dfm_fit_rotation4 left its fast path\n",
-          fallbacks, slow_lanes);
-  /* A zero and a non-finite matrix give the identity, beside two ordinary lanes. */
-  double M[36] = {0}, R4[36], *lanes[4] = {R4, R4 + 9, R4 + 18, R4 + 27};
-  M[9] = NAN;
-  for (int i = 18; i < 36; i++) M[i] = urand();
-  for (int l = 0; l < 4; l++) {
-    double q[4] = {urand(), urand(), urand(), urand()};
-    dfm_quat_to_matrix(q, lanes[l]);
-  }
-  dfm_fit_rotation4(M, lanes);
-  for (int l = 0; l < 2; l++)
-    for (int i = 0; i < 9; i++) ASSERT_EQ(lanes[l][i], i % 4 == 0 ? 1.0 : 0.0);
-  check_fit(M + 18, lanes[2], 0);
-  check_fit(M + 27, lanes[3], 0);
-}
-
 /* ---- systems on analytic meshes ------------------------------------------------------------ */
-
-typedef struct fixture {
-  mesh *m;
-  mesh_topology t;
-  mesh_adjacency a;
-  double diag;
-} fixture;
-
-static void fixture_init(fixture *f, mesh *m) {
-  f->m = m;
-  ASSERT_OK(mesh_topology_init(&f->t, m, NULL, 0), NULL);
-  ASSERT_OK(mesh_adjacency_init(&f->a, f->t.vertex_count, f->t.triangles, f->t.triangle_count), NULL);
-  f->diag = mesh_bbox_diagonal(m);
-}
-
-static void fixture_fini(fixture *f) {
-  mesh_adjacency_fini(&f->a);
-  mesh_topology_fini(&f->t);
-  mesh_destroy(f->m);
-}
 
 /* Vertices with y above `hi` (handle) and below `lo` (anchors). */
 static void caps(const fixture *f, double lo, double hi, uint32_t **handle, uint32_t *nh, uint32_t **anchor,
@@ -529,37 +359,6 @@ TEST(a_component_without_constraints_stays_where_it_is) {
   fixture_fini(&f);
 }
 
-TEST(geodesic_region_on_a_grid_matches_the_closed_form_distance) {
-  /* Right-triangle grid, spacing 1, diagonals along (+1, +1): the edge-path distance from the
-   * centre to (dx, dy) is √2·min + (max - min) when dx, dy have the same sign, |dx| + |dy|
-   * otherwise. */
-  const uint32_t n = 20, side = n + 1, c = 10 * side + 10;
-  fixture f;
-  fixture_init(&f, oracle_grid(n, 1.0));
-  for (double r = 0.5; r < 9; r += 1.3) {
-    uint32_t *region, count;
-    ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &c, 1, r, 0, &region, &count), NULL);
-    uint32_t want = 0;
-    for (uint32_t v = 0; v < f.t.vertex_count; v++) {
-      int dx = (int)(v % side) - 10, dy = (int)(v / side) - 10;
-      double d;
-      if ((dx >= 0) == (dy >= 0)) {
-        int a = abs(dx), b = abs(dy), mn = a < b ? a : b, mx = a < b ? b : a;
-        d = sqrt(2.0) * mn + (mx - mn);
-      } else {
-        d = abs(dx) + abs(dy);
-      }
-      int in = 0;
-      for (uint32_t k = 0; k < count; k++) in |= region[k] == v;
-      if (d <= r + 1e-9) want++;
-      ASSERT_EQ(in, d <= r + 1e-9);
-    }
-    ASSERT_EQ(count, want);
-    free(region);
-  }
-  fixture_fini(&f);
-}
-
 /* ---- real meshes ------------------------------------------------------------------------------ */
 
 static void deform_real_mesh(const char *path, double roi_fraction) {
@@ -627,31 +426,6 @@ static void deform_real_mesh(const char *path, double roi_fraction) {
  * and its solve are the oracle. Same system, same drags: the results agree to rounding. */
 static int split_solves; /* systems whose supernodal sweeps ran on two threads */
 
-/* Three drags of s[0] and s[1] (into a and b): the handle around `top` moves up and turns
- * about axis `axis`; the results must agree within tol × the diagonal and the mesh must move. */
-static void drag_both(fixture *f, dfm_system *s[2], double *a, double *b, uint32_t top, int axis, double tol,
-                      dfm_mode mode, const char *what) {
-  char err[256];
-  for (int d = 1; d <= 3; d++) {
-    dfm_xform x;
-    dfm_xform_identity(&x);
-    x.translate[0] = 0.02 * d * f->diag, x.translate[1] = 0.03 * d * f->diag;
-    x.rotation[axis] = sin(0.1 * d), x.rotation[3] = cos(0.1 * d);
-    memcpy(x.pivot, f->t.positions + 3 * top, sizeof(double) * 3);
-    ASSERT_OK(dfm_system_solve(s[0], &x, a, err, sizeof(err)), err);
-    ASSERT_OK(dfm_system_solve(s[1], &x, b, err, sizeof(err)), err);
-    double worst = 0, moved = 0;
-    for (size_t i = 0; i < 3 * (size_t)f->t.vertex_count; i++) {
-      worst = fmax(worst, fabs(a[i] - b[i]));
-      moved = fmax(moved, fabs(a[i] - f->t.positions[i]));
-    }
-    if (worst > tol * f->diag)
-      test__fail(__FILE__, __LINE__, "%s drag %d: %s differ by %.3g (diagonal %.3g)", dfm_mode_name(mode), d, what,
-                 worst, f->diag);
-    ASSERT(moved > 0.01 * f->diag);
-  }
-}
-
 static void compare_factor_paths(fixture *f, double roi_fraction) {
   char err[256];
   uint32_t top = 0;
@@ -703,125 +477,6 @@ TEST(supernodal_three_column_solve_matches_cholmod_simplicial_solve) {
   compare_factor_paths(&f, 0);
   fixture_fini(&f);
   ASSERT(split_solves > 0);
-}
-
-/* A small region is solved on its own sub-mesh; the whole-mesh system with the same region is
- * the oracle (same matrix, same ordering): every mode, soft constraints and an anchor inside,
- * an anchor and a soft constraint outside (which touch nothing), three drags. */
-TEST(a_region_solved_on_its_own_sub_mesh_matches_the_whole_mesh_system) {
-  char err[MESH_ERR_LEN];
-  mesh *m = NULL;
-  ASSERT_OK(mesh_import(test_cgal_mesh("armadillo.off"), NULL, &m, err, sizeof(err)), err);
-  fixture f;
-  fixture_init(&f, m);
-  uint32_t n = f.t.vertex_count, top = 0;
-  for (uint32_t v = 0; v < n; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
-  uint32_t *handle, nh, *roi, nr;
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.03 * f.diag, 0, &handle, &nh), NULL);
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.25 * f.diag, 0, &roi, &nr), NULL);
-  ASSERT(nr * 2 < n && nr > 10 * nh);
-  /* An anchor and a soft constraint inside the region (its last vertices are its rim), and
-   * one of each far outside it (the vertex nearest the bottom). */
-  uint32_t bottom = 0;
-  for (uint32_t v = 0; v < n; v++)
-    if (f.t.positions[3 * v + 1] < f.t.positions[3 * bottom + 1]) bottom = v;
-  uint32_t anchors[2] = {roi[nr - 1], bottom}, soft[2] = {roi[nr / 2], bottom};
-  double soft_w[2] = {2.0, 5.0};
-  double *a = malloc(sizeof(double) * 3 * n), *b = malloc(sizeof(double) * 3 * n);
-  for (int mode = 0; mode < 3; mode++) {
-    memcpy(a, f.t.positions, sizeof(double) * 3 * n);
-    memcpy(b, f.t.positions, sizeof(double) * 3 * n);
-    dfm_system *s[2];
-    dfm_info info[2];
-    for (int k = 0; k < 2; k++) {
-      dfm_params p = {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh,
-                      .anchors = anchors, .anchor_count = 2, .soft = soft, .soft_weight = soft_w, .soft_count = 2,
-                      .iterations = 2, .whole_mesh = k};
-      ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s[k], err, sizeof(err)), err);
-      dfm_system_info(s[k], &info[k]);
-    }
-    ASSERT_EQ(info[0].vertices, n);
-    ASSERT_EQ(info[0].free, info[1].free);
-    ASSERT_EQ(info[0].factor_nnz, info[1].factor_nnz);
-    drag_both(&f, s, a, b, top, 2, mode == DFM_BIHARMONIC ? 1e-8 : 1e-10, (dfm_mode)mode,
-              "region and whole-mesh systems");
-    if (mode == DFM_ARAP) {
-      double ea = dfm_system_arap_energy(s[0], a, 1), eb = dfm_system_arap_energy(s[1], b, 1);
-      ASSERT_NEAR(ea, eb, 1e-9 * eb);
-      dfm_xform x;
-      dfm_xform_identity(&x);
-      x.translate[2] = 0.05 * f.diag;
-      ASSERT_OK(dfm_system_arap_iterate(s[0], &x, a, err, sizeof(err)), err);
-      ASSERT_OK(dfm_system_arap_iterate(s[1], &x, b, err, sizeof(err)), err);
-      for (size_t i = 0; i < 3 * (size_t)n; i++) ASSERT_NEAR(a[i], b[i], 1e-10 * f.diag);
-    }
-    dfm_system_destroy(s[0]);
-    dfm_system_destroy(s[1]);
-  }
-  free(a);
-  free(b);
-  free(handle);
-  free(roi);
-  fixture_fini(&f);
-}
-
-/* Two gestures built at once from the pool's own threads, as two sessions' gestures on two libuv
- * workers: the pool is busy, so each system's setup and solves run on their own thread alone.
- * Both must equal a system built alone. */
-typedef struct busy_build {
-  fixture *f;
-  dfm_params p;
-  double *out[2];
-  int rc[2];
-} busy_build;
-
-static void build_and_drag(void *ctx, size_t lo, size_t hi) {
-  busy_build *b = ctx;
-  for (size_t i = lo; i < hi; i++) {
-    char err[256];
-    dfm_system *s = NULL;
-    dfm_xform x;
-    dfm_xform_identity(&x);
-    x.translate[1] = 0.05 * b->f->diag;
-    memcpy(b->out[i], b->f->t.positions, sizeof(double) * 3 * b->f->t.vertex_count);
-    b->rc[i] = dfm_system_create(&b->f->t, &b->f->a, b->f->t.positions, &b->p, &s, err, sizeof(err));
-    if (b->rc[i] == 0) b->rc[i] = dfm_system_solve(s, &x, b->out[i], err, sizeof(err));
-    dfm_system_destroy(s);
-  }
-}
-
-TEST(systems_built_while_the_pool_is_busy_match_one_built_alone) {
-  fixture f;
-  fixture_init(&f, oracle_icosphere(4, 1.0));
-  uint32_t n = f.t.vertex_count, top = 0;
-  for (uint32_t v = 0; v < n; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
-  uint32_t *handle, nh, *roi, nr;
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 0.1 * f.diag, 0, &handle, &nh), NULL);
-  ASSERT_OK(dfm_geodesic_region(&f.a, f.t.positions, &top, 1, 1.0 * f.diag, 0, &roi, &nr), NULL);
-  for (int mode = 0; mode < 3; mode++) {
-    busy_build b = {&f, {.mode = (dfm_mode)mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh,
-                         .iterations = 2}, {NULL, NULL}, {0, 0}};
-    double *alone = malloc(sizeof(double) * 3 * n);
-    b.out[0] = malloc(sizeof(double) * 3 * n), b.out[1] = malloc(sizeof(double) * 3 * n);
-    double *keep = b.out[0];
-    b.out[0] = alone;
-    build_and_drag(&b, 0, 1); /* alone: the pool is free */
-    ASSERT_OK(b.rc[0], "built alone");
-    b.out[0] = keep;
-    dfm_parallel_for(2, 1, build_and_drag, &b);
-    for (int k = 0; k < 2; k++) {
-      ASSERT_OK(b.rc[k], "built while the pool was busy");
-      for (size_t i = 0; i < 3 * (size_t)n; i++) ASSERT_NEAR(b.out[k][i], alone[i], 1e-12 * f.diag);
-    }
-    free(alone);
-    free(b.out[0]);
-    free(b.out[1]);
-  }
-  free(handle);
-  free(roi);
-  fixture_fini(&f);
 }
 
 TEST(real_meshes_deform_without_nan_and_outside_the_region_stays_put) {

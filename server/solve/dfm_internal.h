@@ -1,0 +1,153 @@
+/*
+ * dfm_internal.h — what the files of one gesture's system share: the dfm_system handle's fields,
+ * the layout of its ARAP tables, and the dfm__ helpers one of those files calls in another.
+ *
+ *   dfm_system.c   creation (roles, edge weights, assembly, CHOLMOD's factorisation) and the
+ *                  solve entry points; the only caller of the dfm__ functions below
+ *   dfm_arap.c     the ARAP tables (stars) and each iteration's local step and rotation terms
+ *   dfm_sweep.c    the supernodal three-column solve and its two-thread plan
+ *   dfm_region.c   the sub-mesh a small region is solved on (and geodesic regions)
+ *
+ * Calls go one way: dfm_system.c calls the other three, they call only dfm_pool.c and
+ * dfm_rotation.c, and nothing calls back up, so no files call each other in a circle.
+ *
+ * DOES NOT declare anything for programs or the service (dfm.h does); include it only from
+ * server/solve/dfm_*.c.
+ */
+#ifndef DEFORMD_DFM_INTERNAL_H
+#define DEFORMD_DFM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cholmod.h>
+
+#include "dfm.h"
+
+/* How the supernodal sweeps are split over two threads (dfm_sweep.c; opaque elsewhere). */
+typedef struct solve_plan solve_plan;
+
+/* ARAP triangles (those with a free corner): corners and weights. The rest edge opposite
+ * corner c, p[c+2] - p[c+1], is recomputed from `rest` where needed (rest_edge, dfm_arap.c):
+ * storing it and the right-hand side's per-corner vectors took 144 bytes a triangle, freshly
+ * faulted in at every gesture. */
+typedef struct arap_tris {
+  uint32_t *v;  /* 3 per triangle */
+  double *c;    /* 3: weight of the edge opposite each corner, ½ cot (clamped, floored) */
+} arap_tris;
+
+/* Both ARAP passes are linear in what they read, so each is precomputed as one short list per
+ * vertex over its star (itself and its neighbours in active triangles, ~7 entries):
+ *   local step   M_r = Σ_u p_u k_{r,u}ᵀ          (the rotation fit's covariance)
+ *   global rhs   b_j = Σ_u R_u h_{j,u}            (⅓ Σ_t (R_a + R_b + R_c) g_{t,j} regrouped)
+ * One pass each, reading positions or rotations of neighbours and a contiguous list of
+ * vectors, instead of per-triangle temporaries written and read back. */
+typedef struct arap_star {
+  uint32_t *off;  /* count + 1 */
+  uint32_t *idx;  /* local: the vertex u; global: the rotation slot of u */
+  double *vec;    /* 3 per entry */
+} arap_star;
+
+struct dfm_system {
+  dfm_params p;
+  uint32_t n;            /* topology vertices */
+  double *rest;          /* 3n */
+  uint8_t *role;         /* n */
+  int32_t *col;          /* n: column of a free vertex, -1 otherwise */
+  uint32_t *free_vertex; /* nf: the vertex of each column */
+  SuiteSparse_long *order; /* nf, while building: the AMD order of the columns (NULL: CHOLMOD's) */
+  uint32_t nf;
+  uint32_t pinned;
+  double *soft_w;        /* nf: soft constraint weight (0 = none) */
+  /* Coupling of each free vertex to known positions: rhs_k += Σ coef · x_j. */
+  uint32_t *cp_off, *cp_vertex;
+  double *cp_coef;
+  /* ARAP */
+  arap_tris tri;
+  uint32_t ntris;
+  uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
+  uint32_t nrot;
+  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
+  arap_star local;       /* per rotation slot */
+  arap_star global;      /* per free column */
+  double *R;             /* 9 per rotation slot */
+  double *current;       /* 3n: last solution (ARAP warm start) */
+  double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
+  double *soft_t;        /* 3 nf: soft targets, NULL without soft constraints */
+  int have_current;
+  /* CHOLMOD */
+  cholmod_common cc;
+  int cc_started;
+  cholmod_factor *L;
+  cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
+  double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
+  void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
+  solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
+  double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
+  /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
+   * solves a region renumbered by an outer one; NULL: v itself). */
+  const uint32_t *vertex_id;
+  /* A region-local system: `sub` is the same gesture on the region and the vertices around
+   * it, renumbered 0 .. ns-1 (sub_vertex: the mesh vertex of each), so that nothing it does
+   * costs in proportion to the whole mesh. Every other field but p and n is then unused. */
+  dfm_system *sub;
+  uint32_t *sub_vertex;
+  uint32_t ns;
+  double *sub_io;        /* 3 ns: the sub-system's positions */
+  double sub_ms;         /* creating the sub-system */
+};
+
+/* dfm_arap.c: the ARAP tables and what each iteration does with them.
+ * dfm__arap_prepare: the active triangles of s's free vertices, their corners' rotation slots,
+ * the stars and the rotations (identity), weights floored at `floor` (the edge weights'). Writes
+ * only those fields (it runs beside the factorisation); what it allocated, even on failure, is
+ * freed by dfm_system_destroy. Returns 0 or DFM_ENOMEM.
+ * dfm__arap_local_step: fits every rotation to positions p (3 per vertex).
+ * dfm__arap_add_rotation_rhs: adds the global step's Σ_u R_u h_{j,u} to B.
+ * dfm__arap_energy: the spokes-and-rims energy of p with the current rotations. */
+int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor);
+void dfm__arap_local_step(dfm_system *s, const double *p);
+void dfm__arap_add_rotation_rhs(dfm_system *s);
+double dfm__arap_energy(const dfm_system *s, const double *p);
+
+/* dfm_region.c: a small region's gesture cut out of the mesh, what dfm_system.c builds a
+ * region-local system on. dfm__region_init fills *r (zeroed first) and returns 0, or
+ * DFM_ENOMEM with *r zeroed. Every array in *r is owned by it and freed by dfm__region_fini;
+ * a caller that keeps one sets its field to NULL first. */
+typedef struct dfm__region {
+  uint32_t n;           /* vertices of the sub-mesh */
+  uint32_t *vertex;     /* n: the mesh vertex of each, ascending */
+  double *rest;         /* 3n: their rest positions */
+  mesh_topology topo;   /* vertex_count, triangle_count and triangles only */
+  mesh_adjacency adj;   /* of topo's triangles */
+  dfm_params params;    /* the gesture in the sub-mesh's numbering: anchors and soft constraints
+                         * outside it are dropped */
+} dfm__region;
+
+int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                     const dfm_params *params);
+void dfm__region_fini(dfm__region *r);
+
+/* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
+typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
+
+/* dfm_sweep.c: the supernodal solve.
+ * dfm__sweep_plan_make: the plan for supernodal factor L (L is read, not kept). Returns 0 with
+ * *out, freed by dfm__sweep_plan_free (NULL allowed), or DFM_ENOMEM.
+ * dfm__sweep_plan_threads: 2 when the plan splits the sweeps over two threads, else 1 (NULL too).
+ * dfm__sweep_solve3: A X = B for the three columns of b (n × 3, column-major, n = L->n) into x
+ * (same layout), with LLᵀ = P A Pᵀ; w: n vectors, t: the tallest supernode's rows (32-byte
+ * aligned, both overwritten). */
+int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
+void dfm__sweep_plan_free(solve_plan *p);
+int dfm__sweep_plan_threads(const solve_plan *p);
+void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
+                       dfm_v4 *t);
+
+/* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
+static inline size_t dfm__grain(size_t n) {
+  size_t g = n / (4 * (size_t)dfm_pool_threads());
+  return g < 256 ? 256 : g;
+}
+
+#endif

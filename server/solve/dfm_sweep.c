@@ -1,0 +1,271 @@
+/*
+ * dfm_sweep.c — solving a supernodal Cholesky factor for three right-hand sides at once (the x, y
+ * and z of a drag's free vertices): the forward and backward sweeps over CHOLMOD's supernodes,
+ * and the plan that splits them over two threads. Why a solve of our own, and what it gained:
+ * at dfm__sweep_solve3 and at struct solve_plan.
+ *
+ * DOES NOT analyse or factorise (dfm_system.c does, with CHOLMOD), solve simplicial factors
+ * (CHOLMOD's own solve does), or allocate during a solve: the plan and the caller's work
+ * vectors hold everything, so one solve at a time per plan.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dfm_internal.h"
+
+/* Splitting the two sweeps over two threads. In the supernodal elimination tree (postordered by
+ * CHOLMOD, so a subtree is a contiguous range of supernodes), pick a node c on the heavy path from
+ * the root: A = c's subtree, R = c's ancestors, B = everything else. A and B share no column and
+ * each writes, besides its own columns, only the columns of R (a supernode's rows below its
+ * triangle are columns of its ancestors). So the forward sweep runs A and B side by side, each
+ * keeping its updates to R's columns apart, adds them, then runs R; the backward sweep runs R
+ * first, then A and B side by side. c minimises weight(R) + max(weight(A), weight(B)), the
+ * weight of a supernode being its factor entries. On the 41k sphere: R 17 %, A 45 %, B 38 %. */
+struct solve_plan {
+  uint32_t *nodes;   /* A's supernodes, then B's, then R's, each ascending */
+  size_t na, nb, nr;
+  int32_t *rmap;     /* per column: its slot among R's columns, or -1 */
+  size_t rcols;
+  void *scratch;     /* second thread: rows of the tallest supernode; both threads: R's columns */
+  size_t tallest;
+  double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
+                      * chain instead of a division: the triangles of small supernodes waited
+                      * on their divisions) */
+};
+
+int dfm__sweep_plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
+
+void dfm__sweep_plan_free(solve_plan *p) {
+  if (!p) return;
+  free(p->nodes);
+  free(p->rmap);
+  free(p->scratch);
+  free(p->inv_diag);
+  free(p);
+}
+
+int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
+  size_t ns = L->nsuper, n = L->n;
+  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
+  *out = NULL;
+  SuiteSparse_long *col2s = malloc(sizeof(SuiteSparse_long) * (n + 1)), *parent = malloc(sizeof(SuiteSparse_long) * (ns + 1));
+  double *w = calloc(ns + 1, sizeof(double));
+  size_t *first = malloc(sizeof(size_t) * (ns + 1));
+  uint8_t *cls = calloc(ns + 1, 1);
+  solve_plan *p = calloc(1, sizeof(*p));
+  int rc = DFM_ENOMEM;
+  if (!col2s || !parent || !w || !first || !cls || !p) goto out;
+  double total = 0;
+  for (size_t k = 0; k < ns; k++) {
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]);
+    for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) col2s[c] = (SuiteSparse_long)k;
+    if (nsrow > p->tallest) p->tallest = nsrow;
+  }
+  for (size_t k = 0; k < ns; k++) {
+    size_t nscol = (size_t)(super[k + 1] - super[k]), nsrow = (size_t)(pi[k + 1] - pi[k]);
+    parent[k] = nsrow > nscol ? col2s[rs[pi[k] + nscol]] : -1;
+    first[k] = k;
+    w[k] += (double)nsrow * nscol;
+    total += (double)nsrow * nscol;
+  }
+  for (size_t k = 0; k < ns; k++) /* children come before parents */
+    if (parent[k] >= 0) {
+      w[parent[k]] += w[k];
+      if (first[k] < first[parent[k]]) first[parent[k]] = first[k];
+    }
+  /* Down the heavy path from the heaviest root, for the best c. */
+  SuiteSparse_long at = -1, best_c = -1;
+  for (size_t k = 0; k < ns; k++)
+    if (parent[k] < 0 && (at < 0 || w[k] > w[at])) at = (SuiteSparse_long)k;
+  double path = 0, best = total;
+  while (at >= 0) {
+    path += (double)(size_t)(pi[at + 1] - pi[at]) * (size_t)(super[at + 1] - super[at]);
+    SuiteSparse_long c1 = -1;
+    for (size_t k = first[at]; k < (size_t)at; k++)
+      if (parent[k] == at && (c1 < 0 || w[k] > w[c1])) c1 = (SuiteSparse_long)k;
+    if (c1 < 0) break;
+    double cost = path + fmax(w[c1], total - w[c1] - path);
+    if (cost < best) best = cost, best_c = c1;
+    at = c1;
+  }
+  /* Worth a second thread only for a real gain on a big enough factor. */
+  if (best_c >= 0 && best < 0.8 * total && total > 2e5) {
+    for (size_t k = 0; k < ns; k++) cls[k] = 2;
+    for (size_t k = first[best_c]; k <= (size_t)best_c; k++) cls[k] = 1;
+    for (SuiteSparse_long x = parent[best_c]; x >= 0; x = parent[x]) cls[x] = 0;
+  } else {
+    for (size_t k = 0; k < ns; k++) cls[k] = 0; /* one list, one thread */
+  }
+  p->nodes = malloc(sizeof(uint32_t) * (ns + 1));
+  p->rmap = malloc(sizeof(int32_t) * (n + 1));
+  if (!p->nodes || !p->rmap) goto out;
+  for (int c = 1; c <= 3; c++) /* A (1), B (2), R (0, last) */
+    for (size_t k = 0; k < ns; k++)
+      if (cls[k] == c % 3) {
+        p->nodes[p->na + p->nb + p->nr] = (uint32_t)k;
+        if (c == 1) p->na++;
+        else if (c == 2) p->nb++;
+        else p->nr++;
+      }
+  for (size_t c = 0; c < n; c++) p->rmap[c] = -1;
+  if (p->na)
+    for (size_t k = 0; k < ns; k++)
+      if (cls[k] == 0)
+        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rmap[c] = (int32_t)p->rcols++;
+  p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
+  p->inv_diag = malloc(sizeof(double) * (n + 1));
+  if (!p->scratch || !p->inv_diag) goto out;
+  for (size_t k = 0; k < ns; k++) {
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]);
+    const double *Lk = (const double *)L->x + px[k];
+    for (size_t j = 0; j < (size_t)(super[k + 1] - super[k]); j++) p->inv_diag[super[k] + j] = 1.0 / Lk[j * nsrow + j];
+  }
+  *out = p;
+  p = NULL;
+  rc = 0;
+out:
+  dfm__sweep_plan_free(p);
+  free(col2s), free(parent), free(w), free(first), free(cls);
+  return rc;
+}
+
+/* One sweep over a list of supernodes (see dfm__sweep_solve3). Forward: updates to a column that
+ * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
+typedef struct sweep_job {
+  const cholmod_factor *L;
+  const double *inv_diag;
+  dfm_v4 *w, *t, *acc;
+  const int32_t *rmap;
+  const uint32_t *nodes;
+  size_t count;
+  int backward;
+} sweep_job;
+
+__attribute__((target_clones("avx2", "default")))
+static void sweep(const sweep_job *job) {
+  const cholmod_factor *L = job->L;
+  const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
+  const double *Lx = L->x;
+  dfm_v4 *w = job->w, *t = job->t;
+  for (size_t q = 0; q < job->count; q++) {
+    size_t k = job->nodes[job->backward ? job->count - 1 - q : q];
+    size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
+    size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
+    const double *Lk = Lx + px[k];
+    const SuiteSparse_long *rows = rs + pi[k] + nscol;
+    dfm_v4 *wk = w + k1;
+    if (!job->backward) {
+      /* Forward: L y = P b. The triangle, then the rows below, four columns at a time so each
+       * pass over t does four columns' work. */
+      for (size_t j = 0; j < nscol; j++) {
+        const double *col = Lk + j * nsrow;
+        dfm_v4 wj = wk[j] * job->inv_diag[k1 + j];
+        wk[j] = wj;
+        for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
+      }
+      if (!nbelow) continue;
+      for (size_t i = 0; i < nbelow; i++) t[i] = (dfm_v4){0, 0, 0, 0};
+      size_t j = 0;
+      for (; j + 4 <= nscol; j += 4) {
+        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        dfm_v4 w0 = wk[j], w1 = wk[j + 1], w2 = wk[j + 2], w3 = wk[j + 3];
+        for (size_t i = 0; i < nbelow; i++) t[i] += (b0[i] * w0 + b1[i] * w1) + (b2[i] * w2 + b3[i] * w3);
+      }
+      for (; j < nscol; j++) {
+        const double *b0 = Lk + j * nsrow + nscol;
+        dfm_v4 w0 = wk[j];
+        for (size_t i = 0; i < nbelow; i++) t[i] += b0[i] * w0;
+      }
+      if (job->rmap) {
+        for (size_t i = 0; i < nbelow; i++) {
+          int32_t slot = job->rmap[rows[i]];
+          if (slot >= 0) job->acc[slot] += t[i];
+          else w[rows[i]] -= t[i];
+        }
+      } else {
+        for (size_t i = 0; i < nbelow; i++) w[rows[i]] -= t[i];
+      }
+      continue;
+    }
+    /* Backward: Lᵀ z = y. The rows below (four columns at a time, four independent sums), then
+     * the triangle. */
+    if (nbelow) {
+      for (size_t i = 0; i < nbelow; i++) t[i] = w[rows[i]];
+      size_t j = 0;
+      for (; j + 4 <= nscol; j += 4) {
+        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+        for (size_t i = 0; i < nbelow; i++) {
+          dfm_v4 ti = t[i];
+          a0 += b0[i] * ti, a1 += b1[i] * ti, a2 += b2[i] * ti, a3 += b3[i] * ti;
+        }
+        wk[j] -= a0, wk[j + 1] -= a1, wk[j + 2] -= a2, wk[j + 3] -= a3;
+      }
+      for (; j < nscol; j++) {
+        const double *b0 = Lk + j * nsrow + nscol;
+        dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0;
+        size_t i = 0;
+        for (; i + 2 <= nbelow; i += 2) a0 += b0[i] * t[i], a1 += b0[i + 1] * t[i + 1];
+        if (i < nbelow) a0 += b0[i] * t[i];
+        wk[j] -= a0 + a1;
+      }
+    }
+    for (size_t j = nscol; j-- > 0;) {
+      const double *col = Lk + j * nsrow;
+      dfm_v4 a = wk[j], a1 = {0, 0, 0, 0}; /* two sums: one waits on the multiply-add's latency */
+      size_t i = j + 1;
+      for (; i + 2 <= nscol; i += 2) a -= col[i] * wk[i], a1 += col[i + 1] * wk[i + 1];
+      if (i < nscol) a -= col[i] * wk[i];
+      wk[j] = (a - a1) * job->inv_diag[k1 + j];
+    }
+  }
+}
+
+static void sweep_range(void *ctx, size_t lo, size_t hi) {
+  const sweep_job *jobs = ctx;
+  for (size_t i = lo; i < hi; i++) sweep(&jobs[i]);
+}
+
+/* Runs two sweeps side by side on the pool (one after the other when it is busy). */
+static void sweep_pair(const sweep_job *a, const sweep_job *b) {
+  sweep_job jobs[2] = {*a, *b};
+  dfm_parallel_for(2, 1, sweep_range, jobs);
+}
+
+/* A X = B for the three columns of B with a supernodal LLᵀ = P A Pᵀ, all three at once.
+ * CHOLMOD's own supernodal solve calls dtrsm/dgemm per supernode, which for three columns spends
+ * its time packing and dispatching (docs/performance.md). Here each supernode's dense block is
+ * read once per sweep in storage order, and the right-hand sides are interleaved four to a
+ * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
+ * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
+void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
+                       dfm_v4 *t) {
+  const SuiteSparse_long *perm = L->Perm;
+  size_t n = L->n;
+  for (size_t k = 0; k < n; k++) {
+    size_t q = (size_t)perm[k];
+    w[k] = (dfm_v4){b[q], b[q + n], b[q + 2 * n], 0};
+  }
+  const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
+  dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
+  sweep_job r_fwd = {L, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
+  r_bwd.backward = 1;
+  if (p->na) {
+    for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
+    sweep_job a = {L, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
+    sweep_pair(&a, &bj);
+    for (size_t c = 0; c < n; c++)
+      if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
+  }
+  sweep(&r_fwd);
+  sweep(&r_bwd);
+  if (p->na) {
+    sweep_job a = {L, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
+    sweep_pair(&a, &bj);
+  }
+  for (size_t k = 0; k < n; k++) {
+    size_t q = (size_t)perm[k];
+    x[q] = w[k][0], x[q + n] = w[k][1], x[q + 2 * n] = w[k][2];
+  }
+}
