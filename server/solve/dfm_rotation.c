@@ -211,7 +211,15 @@ typedef long long rot_m4 __attribute__((vector_size(32)));
 /* a where the mask is set, else b (a macro: passing AVX vectors to a function changes the ABI). */
 #define rot_sel(m, a, b) ((rot_v4)(((rot_m4)(a) & (m)) | ((rot_m4)(b) & ~(m))))
 
-__attribute__((target_clones("avx2", "default")))
+/* GCC builds an AVX2 clone beside the default. clang 14 names a multiversioned function's
+ * resolver `dfm_fit_rotation4.ifunc`, which calls from other files do not link against: clang
+ * builds keep the default version only. */
+#if defined(__clang__)
+#define ROTATION4_CLONES
+#else
+#define ROTATION4_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+ROTATION4_CLONES
 int dfm_fit_rotation4(const double M[36], double *R[4]) {
   rot_v4 m[9], r[9];
   for (int i = 0; i < 9; i++) {

@@ -322,7 +322,9 @@ static void errors_range(void *ctx, size_t lo, size_t hi) {
       double bx = bk[0], by = bk[1], bz = bk[2];
       mx = 0;
       sm = 0;
+#if !defined(__clang__) /* clang 14 cannot vectorise the max reduction and says so (-Wpass-failed) */
 #pragma omp simd reduction(+ : sm) reduction(max : mx)
+#endif
       for (uint32_t f = 0; f < F; f++) {
         rx[f] -= wk[f] * bx;
         ry[f] -= wk[f] * by;

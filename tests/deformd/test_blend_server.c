@@ -280,8 +280,8 @@ TEST(blend_solve_keeps_weights_in_their_ranges_and_matches_a_brute_force) {
     rr[q] = pos[q] - m->positions[3 * (size_t)pins[q / 3] + q % 3];
   }
   const char *extras[3] = {",\"targets\":[\"smile_L\",\"jaw_open\",\"brow_up_L\"]",
-                           ",\"targets\":[\"smile_L\",\"jaw_open\",\"brow_up_L\"],\"regularization\":1e-4,"
-                           "\"keep_close_to_current\":false",
+                           (",\"targets\":[\"smile_L\",\"jaw_open\",\"brow_up_L\"],\"regularization\":1e-4,"
+                            "\"keep_close_to_current\":false"),
                            ",\"targets\":[\"smile_L\",\"jaw_open\",\"brow_up_L\"],\"regularization\":1e-4"};
   const double lambdas[3] = {0, 1e-4, 1e-4};
   double w0[3] = {0, 0, 0};
