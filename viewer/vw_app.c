@@ -23,6 +23,7 @@
 #include "vw_camera.h"
 #include "vw_context.h"
 #include "vw_edit.h"
+#include "vw_gl.h"
 #include "vw_gpu.h"
 #include "vw_net.h"
 #include "vw_render.h"
@@ -427,6 +428,11 @@ static int write_png(app *a, const char *path) {
 
 /* ---- the loop ------------------------------------------------------------------------------------ */
 
+/* A failed call's reason, or the code's own sentence when the call had none to give. */
+static void report(int rc, const char *err) {
+  fprintf(stderr, "deform-view: %s\n", err[0] ? err : vw_strerror(rc));
+}
+
 int vw_app_run(const vw_app_opts *o) {
   app *a = calloc(1, sizeof(*a));
   if (!a) return 1;
@@ -439,36 +445,29 @@ int vw_app_run(const vw_app_opts *o) {
   a->next_gesture = 1;
   a->cam.fov = glm_rad(40.0f);
   parse_overrides(a);
-  int shot = o->screenshot != NULL, status = 1;
+  int shot = o->screenshot != NULL, status = 1, rc;
   char err[1024] = "";
-  if (vw_context_init(&a->ctx, o->width > 0 ? o->width : 1280, o->height > 0 ? o->height : 720, shot,
-                      "deform-view", err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-view: %s\n", err);
+  if ((rc = vw_context_init(&a->ctx, o->width > 0 ? o->width : 1280, o->height > 0 ? o->height : 720, shot,
+                            "deform-view", err, sizeof(err))) != 0) {
+    report(rc, err);
     free(a);
     return 1;
   }
-  if (vw_render_create(&a->render, err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-view: %s\n", err);
+  vw__gl_framebuffer fb = {0};
+  if ((rc = vw_render_create(&a->render, err, sizeof(err))) != 0) {
+    report(rc, err);
     goto out;
   }
-  GLuint fbo = 0, color = 0, depth = 0;
   if (shot) {
     /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. */
     a->sliders = 0;
-    glGenFramebuffers(1, &fbo);
-    glGenRenderbuffers(1, &color);
-    glGenRenderbuffers(1, &depth);
-    glBindRenderbuffer(GL_RENDERBUFFER, color);
-    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, a->ctx.width, a->ctx.height);
-    glBindRenderbuffer(GL_RENDERBUFFER, depth);
-    glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, a->ctx.width, a->ctx.height);
-    glBindFramebuffer(GL_FRAMEBUFFER, fbo);
-    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, color);
-    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, depth);
-    if (glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE) {
-      fprintf(stderr, "deform-view: cannot create the off-screen framebuffer\n");
+    const vw__gl_framebuffer_desc fd = {
+        .width = a->ctx.width, .height = a->ctx.height, .label = "off-screen framebuffer"};
+    if ((rc = vw__gl_framebuffer_make(&fb, &fd, err, sizeof(err))) != 0) {
+      report(rc, err);
       goto out;
     }
+    glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
   }
   glfwSetWindowUserPointer(a->ctx.window, a);
   glfwSetKeyCallback(a->ctx.window, on_key);
@@ -482,8 +481,8 @@ int vw_app_run(const vw_app_opts *o) {
   while (!glfwWindowShouldClose(a->ctx.window)) {
     vw_net_changes ch;
     vw_net_poll(&a->net, a->gpu ? 0 : 10, &ch);
-    if (apply_changes(a, &ch, err, sizeof(err)) != 0) {
-      fprintf(stderr, "deform-view: %s\n", err);
+    if ((rc = apply_changes(a, &ch, err, sizeof(err))) != 0) {
+      report(rc, err);
       goto out;
     }
     if (a->pending_weight && a->slider_target >= 0) {
@@ -497,8 +496,8 @@ int vw_app_run(const vw_app_opts *o) {
     }
     if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
     if (a->gpu) {
-      if (vw_gpu_update(a->gpu, err, sizeof(err)) != 0) {
-        fprintf(stderr, "deform-view: %s\n", err);
+      if ((rc = vw_gpu_update(a->gpu, err, sizeof(err))) != 0) {
+        report(rc, err);
         goto out;
       }
       if (!a->framed) {
@@ -547,9 +546,7 @@ int vw_app_run(const vw_app_opts *o) {
   }
   if (!shot) status = 0;
 out:
-  if (fbo) glDeleteFramebuffers(1, &fbo);
-  if (color) glDeleteRenderbuffers(1, &color);
-  if (depth) glDeleteRenderbuffers(1, &depth);
+  vw__gl_framebuffer_free(&fb);
   vw_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
