@@ -74,7 +74,7 @@ typedef struct app {
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
-  vw_undo undo;
+  vw_edit_undo undo;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
@@ -103,7 +103,7 @@ static int pick(app *a, float hit[3], uint32_t *vertex) {
   vec3 o, d;
   vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)a->mx, (float)a->my, o, d);
   const mesh *m = a->net.replica.mesh;
-  return vw_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
+  return vw_edit_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
 }
 
 /* Where the cursor ray meets the plane through the grab point facing the camera. */
@@ -161,10 +161,11 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength *= 1.25f; break;
     case GLFW_KEY_Z:
-      if (a->ctrl && vw_undo_step(&a->undo, &a->net, a->shift)) snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
+      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, a->shift))
+        snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
       break;
     case GLFW_KEY_Y:
-      if (a->ctrl && vw_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
+      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
       break;
     default: break;
   }
@@ -184,7 +185,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     int t = slider_at(a, a->mx, a->my, &v);
     if (t >= 0) {
       if (vw_net_can_edit(&a->net) && !a->net.replica.meta[t].driver_count) {
-        vw_undo_remember(&a->undo, &a->net);
+        vw_edit_undo_remember(&a->undo, &a->net);
         a->slider_target = t;
         a->pending_weight = 1, a->pending_value = v;
       }
@@ -193,7 +194,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     float hit[3];
     uint32_t vertex;
     if (a->mode == MODE_DRAG && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_undo_remember(&a->undo, &a->net);
+      vw_edit_undo_remember(&a->undo, &a->net);
       proto_gesture_begin g;
       memset(&g, 0, sizeof(g));
       g.gesture = a->gesture = a->next_gesture++;
@@ -211,7 +212,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
         glm_vec3_normalize(a->plane_n);
       }
     } else if (a->mode == MODE_BRUSH && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_undo_remember(&a->undo, &a->net);
+      vw_edit_undo_remember(&a->undo, &a->net);
       a->brushing = 1;
       memcpy(a->last_hit, hit, sizeof(hit));
     }
@@ -372,7 +373,7 @@ static void draw_overlay(app *a) {
   if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, mark);
   if (a->net.state != VW_NET_LIVE) {
     if (a->net.state == VW_NET_DOWN) {
-      double left = ((double)a->net.retry_at_ms - (double)vw_now_ms()) / 1000.0;
+      double left = ((double)a->net.retry_at_ms - (double)vw_net_now_ms()) / 1000.0;
       snprintf(line, sizeof(line), "server gone (%s): showing the last shape, reconnecting in %.1f s",
                a->net.last_error[0] ? a->net.last_error : "connection lost", left > 0 ? left : 0);
     } else {
@@ -475,7 +476,7 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
-  uint64_t start = vw_now_ms();
+  uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();
   while (!glfwWindowShouldClose(a->ctx.window)) {
@@ -532,7 +533,7 @@ int vw_app_run(const vw_app_opts *o) {
         status = 0;
         break;
       }
-      if ((double)(vw_now_ms() - start) > (o->timeout_s > 0 ? o->timeout_s : 60.0) * 1000.0) {
+      if ((double)(vw_net_now_ms() - start) > (o->timeout_s > 0 ? o->timeout_s : 60.0) * 1000.0) {
         fprintf(stderr, "deform-view: no screenshot after %.0f s: %s\n", o->timeout_s > 0 ? o->timeout_s : 60.0,
                 a->net.state == VW_NET_LIVE ? "the session did not reach the version asked for"
                 : a->net.last_error[0]      ? a->net.last_error
@@ -547,7 +548,7 @@ int vw_app_run(const vw_app_opts *o) {
   if (!shot) status = 0;
 out:
   vw__gl_framebuffer_free(&fb);
-  vw_undo_fini(&a->undo);
+  vw_edit_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);
