@@ -233,10 +233,6 @@ typedef struct mesh_topology {
 int mesh_topology_init(mesh_topology *t, const mesh *m, const float *positions, double tolerance);
 void mesh_topology_fini(mesh_topology *t);
 
-/* Replaces t->positions with the topology-vertex positions of a new shape (`positions` is per
- * render vertex; each topology vertex takes its first render vertex's position). */
-void mesh_topology_set_positions(mesh_topology *t, const float *positions);
-
 /* ---------------------------------------------------------------------------------------------
  * Adjacency (mesh_adjacency.c): CSR vertex -> vertex and vertex -> triangle over a topology.
  */

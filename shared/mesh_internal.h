@@ -20,12 +20,6 @@ void mesh__set_err(char *err, size_t errlen, const char *fmt, ...) MESH__PRINTF(
 /* malloc'ed copy of s, or NULL when out of memory. */
 char *mesh__strdup(const char *s);
 
-/* Frees what a target owns and zeroes it. */
-void mesh__target_fini(mesh_target *t);
-
-/* Appends *t to m->targets, taking ownership of its arrays (t is zeroed). 0 or MESH_ENOMEM. */
-int mesh__push_target(mesh *m, mesh_target *t);
-
 /* Frees what a clip owns and zeroes it. */
 void mesh__clip_fini(mesh_clip *c);
 

@@ -172,10 +172,6 @@ void vw_render_rect(vw_render *r, float x, float y, float w, float h, const floa
   quad(r, x, y, x + w, y + h, rgba);
 }
 
-float vw_render_text_width(const char *text, float scale) {
-  return (float)stb_easy_font_width((char *)text) * scale;
-}
-
 void vw_render_text(vw_render *r, float x, float y, float scale, const float rgba[4], const char *text) {
   /* stb_easy_font writes quads of 4 vertices (x, y, z, packed colour: 16 bytes each). */
   static char buf[65536];
