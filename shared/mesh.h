@@ -354,7 +354,7 @@ int mesh_demo_head(mesh **out);
 /* An icosphere of `radius`: the icosahedron subdivided `levels` times (10·4^levels + 2
  * vertices; 6 gives 40962, 7 gives 163842), the shape benchmarks compare solvers on. Returns 0,
  * MESH_EINVAL (levels > 10) or MESH_ENOMEM. */
-int mesh_icosphere(uint32_t levels, double radius, mesh **out);
+int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out);
 
 #ifdef __cplusplus
 }

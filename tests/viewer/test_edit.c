@@ -49,7 +49,7 @@ static double oracle_pick(const float *p, const uint32_t *tri, uint32_t nt, cons
 
 TEST(picking_finds_the_nearest_triangle_and_its_nearest_corner) {
   mesh *m = NULL;
-  ASSERT_OK(mesh_icosphere(4, 1.0, &m), NULL);
+  ASSERT_OK(mesh_demo_icosphere(4, 1.0, &m), NULL);
   uint32_t hits = 0, misses = 0;
   for (int i = 0; i < 2000; i++) {
     /* From a random point outside, towards a random point (inside the sphere, or near it). */

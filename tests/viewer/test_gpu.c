@@ -725,7 +725,7 @@ TEST(gpu_update_timings_on_the_demo_head_and_a_large_icosphere) {
   time_updates("demo head", m, 8);
   mesh_destroy(m);
   /* Icospheres come in 40962 and 163842 vertices: time the larger, and a 100k UV sphere. */
-  ASSERT_OK(mesh_icosphere(7, 1.0, &m), NULL);
+  ASSERT_OK(mesh_demo_icosphere(7, 1.0, &m), NULL);
   add_bump_targets(m, 52, 0.05, 0);
   time_updates("icosphere level 7", m, 8);
   mesh_destroy(m);
