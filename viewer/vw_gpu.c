@@ -30,6 +30,8 @@
 #include "vw_gl.h"
 #include "vw_shaders.h"
 
+_Static_assert(VW_GPU_MAX_ACTIVE == VW__SHADERS_MAX_ACTIVE, "one morph pass sums what its uniform arrays hold");
+
 /* ---- tests only ----------------------------------------------------------------------------- */
 
 static long long limit_override;

@@ -15,7 +15,7 @@
 #define VW__STR_(x) #x
 #define VW__STR(x) VW__STR_(x)
 
-_Static_assert(VW_GPU_MAX_ACTIVE % 4 == 0, "the morph uniforms pack 4 targets per vec4");
+_Static_assert(VW__SHADERS_MAX_ACTIVE % 4 == 0, "the morph uniforms pack 4 targets per vec4");
 
 /* Pass 1: one point per render vertex. position = base + sculpt + Σ w·Δ over this pass's slice
  * of the active list; later slices read the previous slice's result as a_base, with a_offset a

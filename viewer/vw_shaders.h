@@ -9,8 +9,7 @@
 #ifndef DEFORMD_VW_SHADERS_H
 #define DEFORMD_VW_SHADERS_H
 
-#include "vw_gl.h"  /* vw__gl_program_desc */
-#include "vw_gpu.h" /* VW_GPU_MAX_ACTIVE */
+#include "vw_gl.h" /* vw__gl_program_desc */
 
 /* The passes of vw_gpu.c (see vw_gpu.h for what each computes). */
 typedef enum vw__shaders_pass {
@@ -29,7 +28,10 @@ extern const vw__gl_program_desc vw__shaders_overlay;
 /* bench_view.c: the tutorial path it measures against (CPU-morphed positions and normals). */
 extern const vw__gl_program_desc vw__shaders_tutorial;
 
-/* Uniform arrays of the morph shader are ivec4/vec4 packed: VW_GPU_MAX_ACTIVE / 4 of each. */
-#define VW__SHADERS_MORPH_VEC4S (VW_GPU_MAX_ACTIVE / 4)
+/* Active targets one morph pass sums: its uniform arrays are ivec4/vec4 packed, a quarter as
+ * many of each. vw_gpu.h's VW_GPU_MAX_ACTIVE is this number (vw_gpu.c checks it), kept here
+ * too so that the sources need nothing from vw_gpu. */
+#define VW__SHADERS_MAX_ACTIVE 64
+#define VW__SHADERS_MORPH_VEC4S (VW__SHADERS_MAX_ACTIVE / 4)
 
 #endif
