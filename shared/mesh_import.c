@@ -679,7 +679,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     m->frame_rate = 10.0f;
     /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
     uint32_t named = r.frame_name_count < m->frame_count ? r.frame_name_count : m->frame_count;
-    rc = mesh__clips_from_frame_names(m, r.frame_names, named, m->frame_rate);
+    rc = mesh__clip_from_frame_names(m, r.frame_names, named, m->frame_rate);
     if (rc) goto done;
   }
   char why[MESH_ERR_LEN];

@@ -51,8 +51,8 @@ void mesh__ply_info_fini(mesh__ply_info *info);
  * that comes back after another one). When names is NULL or any name is unusable (empty, not
  * printable ASCII, or only digits), one clip "all" covers every frame. Expects a mesh without
  * clips and count == m->frame_count. 0 or MESH_ENOMEM. */
-int mesh__clips_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
-                                 uint32_t count, float fps);
+int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
+                                uint32_t count, float fps);
 
 typedef enum mesh__interp {
   MESH__INTERP_LINEAR = 0,
@@ -76,8 +76,9 @@ typedef struct mesh__weight_channel {
  * taken gets "_<index>" appended. Nothing is added when no channel reaches a target of m.
  * Returns 0, MESH_EFORMAT (times not increasing), MESH_ENONFINITE, MESH_ETOOBIG or MESH_ENOMEM,
  * with a reason in `err`. */
-int mesh__add_weight_clip(mesh *m, const char *name, uint32_t index,
-                          const mesh__weight_channel *ch, uint32_t n, char *err, size_t errlen);
+int mesh__clip_from_weight_channels(mesh *m, const char *name, uint32_t index,
+                                    const mesh__weight_channel *ch, uint32_t n, char *err,
+                                    size_t errlen);
 
 /* glTF 2.0 morph-weight animations (mesh_gltf_anim.c): reads the animations of the .gltf/.glb
  * at `path` from its JSON and buffers and adds one weight clip per animation that drives
