@@ -53,7 +53,8 @@ mesh *mesh_create(void) {
   return m;
 }
 
-void mesh__target_fini(mesh_target *t) {
+/* Frees what a target owns and zeroes it. */
+static void target_fini(mesh_target *t) {
   free(t->name);
   free(t->indices);
   free(t->deltas);
@@ -73,7 +74,7 @@ void mesh_destroy(mesh *m) {
   free(m->normals);
   free(m->uvs);
   free(m->triangles);
-  for (uint32_t i = 0; i < m->target_count; i++) mesh__target_fini(&m->targets[i]);
+  for (uint32_t i = 0; i < m->target_count; i++) target_fini(&m->targets[i]);
   free(m->targets);
   free(m->frames);
   for (uint32_t i = 0; i < m->clip_count; i++) mesh__clip_fini(&m->clips[i]);
@@ -109,7 +110,8 @@ int mesh_alloc(mesh *m, uint32_t vertex_count, uint32_t triangle_count, int with
   return 0;
 }
 
-int mesh__push_target(mesh *m, mesh_target *t) {
+/* Appends *t to m->targets, taking ownership of its arrays (t is zeroed). 0 or MESH_ENOMEM. */
+static int push_target(mesh *m, mesh_target *t) {
   mesh_target *grown = realloc(m->targets, sizeof(*grown) * (m->target_count + 1));
   if (grown == NULL) return MESH_ENOMEM;
   m->targets = grown;
@@ -131,7 +133,7 @@ int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float d
   t.indices = malloc(sizeof(uint32_t) * (count + 1));
   t.deltas = malloc(sizeof(float) * 3 * (count + 1));
   if (!t.name || !t.indices || !t.deltas) {
-    mesh__target_fini(&t);
+    target_fini(&t);
     return MESH_ENOMEM;
   }
   t.default_weight = default_weight;
@@ -142,8 +144,8 @@ int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float d
     memcpy(t.deltas + 3 * (size_t)t.count, d, sizeof(float) * 3);
     t.count++;
   }
-  int rc = mesh__push_target(m, &t);
-  if (rc) mesh__target_fini(&t);
+  int rc = push_target(m, &t);
+  if (rc) target_fini(&t);
   return rc;
 }
 
@@ -160,21 +162,21 @@ int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint
   t.indices = malloc(sizeof(uint32_t) * ((size_t)count + 1));
   t.deltas = malloc(sizeof(float) * 3 * ((size_t)count + 1));
   if (!t.name || !t.indices || !t.deltas) {
-    mesh__target_fini(&t);
+    target_fini(&t);
     return MESH_ENOMEM;
   }
   memcpy(t.indices, indices, sizeof(uint32_t) * count);
   memcpy(t.deltas, deltas, sizeof(float) * 3 * (size_t)count);
   t.count = count;
   t.default_weight = default_weight;
-  int rc = mesh__push_target(m, &t);
-  if (rc) mesh__target_fini(&t);
+  int rc = push_target(m, &t);
+  if (rc) target_fini(&t);
   return rc;
 }
 
 void mesh_remove_last_target(mesh *m) {
   if (m->target_count == 0) return;
-  mesh__target_fini(&m->targets[--m->target_count]);
+  target_fini(&m->targets[--m->target_count]);
 }
 
 int mesh_find_target(const mesh *m, const char *name) {

@@ -233,10 +233,6 @@ typedef struct mesh_topology {
 int mesh_topology_init(mesh_topology *t, const mesh *m, const float *positions, double tolerance);
 void mesh_topology_fini(mesh_topology *t);
 
-/* Replaces t->positions with the topology-vertex positions of a new shape (`positions` is per
- * render vertex; each topology vertex takes its first render vertex's position). */
-void mesh_topology_set_positions(mesh_topology *t, const float *positions);
-
 /* ---------------------------------------------------------------------------------------------
  * Adjacency (mesh_adjacency.c): CSR vertex -> vertex and vertex -> triangle over a topology.
  */
@@ -358,7 +354,7 @@ int mesh_demo_head(mesh **out);
 /* An icosphere of `radius`: the icosahedron subdivided `levels` times (10·4^levels + 2
  * vertices; 6 gives 40962, 7 gives 163842), the shape benchmarks compare solvers on. Returns 0,
  * MESH_EINVAL (levels > 10) or MESH_ENOMEM. */
-int mesh_icosphere(uint32_t levels, double radius, mesh **out);
+int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out);
 
 #ifdef __cplusplus
 }

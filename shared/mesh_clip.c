@@ -44,8 +44,8 @@ static int cmp_group(const void *a, const void *b) {
   return (x->first > y->first) - (x->first < y->first);
 }
 
-int mesh__clips_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
-                                 uint32_t count, float fps) {
+int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
+                                uint32_t count, float fps) {
   if (m->frame_count == 0) return 0;
   if (count > m->frame_count) count = m->frame_count;
   frame_group *groups = NULL;
@@ -204,8 +204,9 @@ static int check_channel(const mesh__weight_channel *ch, uint32_t c, const char 
   return 0;
 }
 
-int mesh__add_weight_clip(mesh *m, const char *name, uint32_t index,
-                          const mesh__weight_channel *ch, uint32_t n, char *err, size_t errlen) {
+int mesh__clip_from_weight_channels(mesh *m, const char *name, uint32_t index,
+                                    const mesh__weight_channel *ch, uint32_t n, char *err,
+                                    size_t errlen) {
   char fallback[32];
   if (name == NULL || name[0] == '\0') {
     snprintf(fallback, sizeof(fallback), "animation%u", index);

@@ -21,6 +21,9 @@
  * mirrored vertices get mirrored deltas bit for bit. Seam duplicates share their twin's position
  * and therefore its deltas.
  *
+ * The plain subdivided icosahedron is public too (mesh_demo_icosphere): benchmarks and tests
+ * compare solvers and GPU passes on it.
+ *
  * DOES NOT read files, use random numbers, or keep state: the same bits come out on every run
  * (given the same libm). It does not animate (frame_count stays 0) and it is not a likeness of
  * anyone: it is a smooth mannequin head, enough to see blendshapes and solves do their job.
@@ -708,7 +711,7 @@ fail_sphere:
   return rc;
 }
 
-int mesh_icosphere(uint32_t levels, double radius, mesh **out) {
+int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out) {
   *out = NULL;
   if (levels > 10) return MESH_EINVAL;
   demo_sphere sp;

@@ -688,7 +688,7 @@ int mesh__gltf_weight_clips(const char *path, mesh *m, char *err, size_t errlen)
         goto out;
       }
       for (uint32_t c = 0; c < nchans; c++) list[c] = chans[c].ch;
-      rc = mesh__add_weight_clip(m, anim_name, index, list, nchans, err, errlen);
+      rc = mesh__clip_from_weight_channels(m, anim_name, index, list, nchans, err, errlen);
       free(list);
       if (rc) goto out;
     }

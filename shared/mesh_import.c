@@ -2,12 +2,12 @@
  * mesh_import.c — reading mesh files through the assimp C API.
  *
  * One file becomes one mesh: every aiMesh instance of the node tree is placed by its node's
- * global transform and appended as a submesh, morph targets (aiAnimMesh) are matched across
- * submeshes by name, MD2 keyframes are read one import per frame (assimp reads a single
- * keyframe per import) and MD3 keyframes from the file (mesh_md3.c), render vertices identical in
- * every attribute and every frame are merged (meshoptimizer), and unreferenced vertices are
- * dropped. Clips come last: MD2/MD3 frames grouped by their names (mesh_md2.c, mesh_md3.c,
- * mesh_clip.c), glTF morph-weight animations read from the file's JSON (mesh_gltf_anim.c).
+ * global transform (mesh_scene.c) and appended as a submesh, morph targets (aiAnimMesh) are
+ * matched across submeshes by name, keyframes are added (MD2: one more import per frame,
+ * mesh_md2.c; MD3: read from the file, mesh_md3.c), render vertices identical in every attribute
+ * and every frame are merged (meshoptimizer), and unreferenced vertices are dropped. Clips come
+ * last: MD2/MD3 frames grouped by their names (mesh_md2.c, mesh_md3.c, mesh_clip.c), glTF
+ * morph-weight animations read from the file's JSON (mesh_gltf_anim.c).
  *
  * assimp accepts some broken files without failing (an out-of-range glTF index is dropped with
  * a warning, an OFF file whose header lies is read anyway, infinities pass through), so its log
@@ -17,8 +17,6 @@
  * global state besides the one assimp log stream, attached once.
  */
 #include <assimp/cimport.h>
-#include <assimp/config.h>
-#include <assimp/postprocess.h>
 #include <assimp/scene.h>
 #include <errno.h>
 #include <math.h>
@@ -91,105 +89,6 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
-typedef struct mat4d {
-  double m[4][4]; /* row-major, column vectors: p' = M p */
-} mat4d;
-
-static mat4d mat_from_ai(const struct aiMatrix4x4 *a) {
-  mat4d r;
-  const ai_real *src = &a->a1;
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) r.m[i][j] = src[4 * i + j];
-  return r;
-}
-
-static mat4d mat_mul(const mat4d *a, const mat4d *b) {
-  mat4d r;
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) {
-      double s = 0.0;
-      for (int k = 0; k < 4; k++) s += a->m[i][k] * b->m[k][j];
-      r.m[i][j] = s;
-    }
-  return r;
-}
-
-/* Inverse-transpose of the upper 3x3, for normals. Singular matrices fall back to the 3x3. */
-static void normal_matrix(const mat4d *a, double n[3][3]) {
-  double m[3][3];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) m[i][j] = a->m[i][j];
-  double c[3][3];
-  c[0][0] = m[1][1] * m[2][2] - m[1][2] * m[2][1];
-  c[0][1] = m[1][2] * m[2][0] - m[1][0] * m[2][2];
-  c[0][2] = m[1][0] * m[2][1] - m[1][1] * m[2][0];
-  c[1][0] = m[0][2] * m[2][1] - m[0][1] * m[2][2];
-  c[1][1] = m[0][0] * m[2][2] - m[0][2] * m[2][0];
-  c[1][2] = m[0][1] * m[2][0] - m[0][0] * m[2][1];
-  c[2][0] = m[0][1] * m[1][2] - m[0][2] * m[1][1];
-  c[2][1] = m[0][2] * m[1][0] - m[0][0] * m[1][2];
-  c[2][2] = m[0][0] * m[1][1] - m[0][1] * m[1][0];
-  double det = m[0][0] * c[0][0] + m[0][1] * c[0][1] + m[0][2] * c[0][2];
-  /* The cofactor matrix is det · inverse-transpose; only the direction matters for normals. */
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) n[i][j] = det != 0.0 ? c[i][j] * (det > 0 ? 1.0 : -1.0) : m[i][j];
-}
-
-static void xform_point(const mat4d *a, const struct aiVector3D *v, double out[3]) {
-  for (int i = 0; i < 3; i++)
-    out[i] = a->m[i][0] * v->x + a->m[i][1] * v->y + a->m[i][2] * v->z + a->m[i][3];
-}
-
-/* ---- gathering the node tree into flat arrays -------------------------------------------------- */
-
-/* One placed aiMesh: which mesh, with which transform. */
-typedef struct instance {
-  const struct aiMesh *mesh;
-  mat4d xf;
-  const char *name;
-} instance;
-
-typedef struct gather {
-  instance *items;
-  uint32_t count, cap;
-} gather;
-
-static int collect_instances(const struct aiScene *sc, const struct aiNode *node,
-                             const mat4d *parent, gather *g, int depth) {
-  if (depth > 256) return MESH_EFORMAT; /* a cycle or an absurd hierarchy */
-  mat4d local = mat_from_ai(&node->mTransformation);
-  mat4d xf = mat_mul(parent, &local);
-  for (unsigned i = 0; i < node->mNumMeshes; i++) {
-    unsigned mi = node->mMeshes[i];
-    if (mi >= sc->mNumMeshes) return MESH_ERANGE;
-    const struct aiMesh *am = sc->mMeshes[mi];
-    if (!(am->mPrimitiveTypes & aiPrimitiveType_TRIANGLE) || am->mNumFaces == 0) continue;
-    if (g->count == g->cap) {
-      uint32_t cap = g->cap ? 2 * g->cap : 8;
-      instance *grown = realloc(g->items, sizeof(*grown) * cap);
-      if (!grown) return MESH_ENOMEM;
-      g->items = grown;
-      g->cap = cap;
-    }
-    instance *it = &g->items[g->count++];
-    it->mesh = am;
-    it->xf = xf;
-    it->name = am->mName.length ? am->mName.data : node->mName.data;
-  }
-  for (unsigned c = 0; c < node->mNumChildren; c++) {
-    int rc = collect_instances(sc, node->mChildren[c], &xf, g, depth + 1);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
-static int gather_scene(const struct aiScene *sc, gather *g) {
-  mat4d id = {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}};
-  memset(g, 0, sizeof(*g));
-  if (sc->mRootNode == NULL) return 0;
-  return collect_instances(sc, sc->mRootNode, &id, g, 0);
-}
-
 /* ---- the import itself --------------------------------------------------------------------------- */
 
 typedef struct raw_target {
@@ -258,7 +157,7 @@ static int raw_target_index(raw_mesh *r, const char *name, float weight, int *ou
 
 /* Flattens the placed instances into `r`. Positions are checked for NaN/Inf and faces for
  * out-of-range indices here, where the reason can still name the submesh. */
-static int flatten(const gather *g, raw_mesh *r, uint32_t max_vertices, char *err, size_t errlen) {
+static int flatten(const mesh__scene *g, raw_mesh *r, uint32_t max_vertices, char *err, size_t errlen) {
   uint64_t nv = 0, nt = 0;
   int all_normals = 1, any_uvs = 0;
   for (uint32_t i = 0; i < g->count; i++) {
@@ -296,7 +195,7 @@ static int flatten(const gather *g, raw_mesh *r, uint32_t max_vertices, char *er
 
   uint32_t vbase = 0, tcount = 0;
   for (uint32_t i = 0; i < g->count; i++) {
-    const instance *it = &g->items[i];
+    const mesh__instance *it = &g->items[i];
     const struct aiMesh *am = it->mesh;
     mesh_submesh *sm = &r->submeshes[r->submesh_count++];
     sm->name = mesh__strdup(it->name);
@@ -305,10 +204,10 @@ static int flatten(const gather *g, raw_mesh *r, uint32_t max_vertices, char *er
     sm->vertex_count = am->mNumVertices;
     sm->first_triangle = tcount;
     double nm[3][3];
-    normal_matrix(&it->xf, nm);
+    mesh__scene_normal_matrix(&it->xf, nm);
     for (unsigned v = 0; v < am->mNumVertices; v++) {
       double p[3];
-      xform_point(&it->xf, &am->mVertices[v], p);
+      mesh__scene_point(&it->xf, &am->mVertices[v], p);
       for (int k = 0; k < 3; k++) {
         if (!isfinite(p[k])) {
           mesh__set_err(err, errlen, "mesh '%s': vertex %u has a non-finite coordinate (%g)",
@@ -360,10 +259,10 @@ static int flatten(const gather *g, raw_mesh *r, uint32_t max_vertices, char *er
 
 /* Morph targets: assimp stores each aiAnimMesh as absolute positions; we keep deltas, placed by
  * the instance's transform (its linear part acts on the difference). */
-static int flatten_targets(const gather *g, raw_mesh *r, char *err, size_t errlen) {
+static int flatten_targets(const mesh__scene *g, raw_mesh *r, char *err, size_t errlen) {
   uint32_t vbase = 0;
   for (uint32_t i = 0; i < g->count; i++) {
-    const instance *it = &g->items[i];
+    const mesh__instance *it = &g->items[i];
     const struct aiMesh *am = it->mesh;
     for (unsigned a = 0; a < am->mNumAnimMeshes; a++) {
       const struct aiAnimMesh *anim = am->mAnimMeshes[a];
@@ -446,148 +345,6 @@ static int is_ply(const char *path) {
   size_t n = fread(h, 1, 4, f);
   fclose(f);
   return n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r');
-}
-
-static const unsigned IMPORT_FLAGS = aiProcess_Triangulate | aiProcess_SortByPType |
-                                     aiProcess_ValidateDataStructure;
-
-static struct aiPropertyStore *make_props(keyframe_kind kind, uint32_t frame) {
-  struct aiPropertyStore *props = aiCreatePropertyStore();
-  if (!props) return NULL;
-  aiSetImportPropertyInteger(props, AI_CONFIG_PP_SBP_REMOVE,
-                             aiPrimitiveType_POINT | aiPrimitiveType_LINE);
-  /* One file is one asset: do not go looking for lower/upper/head siblings. */
-  aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_MD3_HANDLE_MULTIPART, 0);
-  if (kind == KEYFRAMES_MD2) aiSetImportPropertyInteger(props, AI_CONFIG_IMPORT_MD2_KEYFRAME, (int)frame);
-  return props;
-}
-
-/* MD2: assimp reads the keyframe AI_CONFIG_IMPORT_MD2_KEYFRAME names, one per import; frames
- * 1..n-1 are read that way (frame 0 is the base import) into r->frames. */
-static int read_md2_frames(const char *path, keyframe_kind kind, uint32_t nframes, raw_mesh *r,
-                       import_log *log, char *err, size_t errlen) {
-  size_t per = 3 * (size_t)r->vertex_count;
-  r->frames = malloc(sizeof(float) * (per * nframes + 1));
-  if (!r->frames) return MESH_ENOMEM;
-  memcpy(r->frames, r->positions, sizeof(float) * per);
-  r->frame_count = 1;
-  for (uint32_t fr = 1; fr < nframes; fr++) {
-    struct aiPropertyStore *props = make_props(kind, fr);
-    if (!props) return MESH_ENOMEM;
-    const struct aiScene *sc = aiImportFileExWithProperties(path, IMPORT_FLAGS, NULL, props);
-    aiReleasePropertyStore(props);
-    if (!sc) {
-      mesh__set_err(err, errlen, "keyframe %u of %u: %s", fr, nframes,
-                    log->first_error[0] ? log->first_error : "assimp could not read it");
-      return MESH_EFORMAT;
-    }
-    gather g;
-    int rc = gather_scene(sc, &g);
-    uint64_t nv = 0;
-    for (uint32_t i = 0; rc == 0 && i < g.count; i++) nv += g.items[i].mesh->mNumVertices;
-    if (rc == 0 && nv != r->vertex_count) {
-      mesh__set_err(err, errlen, "keyframe %u has %llu vertices, frame 0 has %u", fr,
-                    (unsigned long long)nv, r->vertex_count);
-      rc = MESH_EMISMATCH;
-    }
-    float *dst = r->frames + per * fr;
-    for (uint32_t i = 0, vb = 0; rc == 0 && i < g.count; i++) {
-      const struct aiMesh *am = g.items[i].mesh;
-      for (unsigned v = 0; v < am->mNumVertices && rc == 0; v++) {
-        double p[3];
-        xform_point(&g.items[i].xf, &am->mVertices[v], p);
-        for (int k = 0; k < 3; k++) {
-          if (!isfinite(p[k])) {
-            mesh__set_err(err, errlen, "keyframe %u: vertex %u has a non-finite coordinate", fr,
-                          vb + v);
-            rc = MESH_ENONFINITE;
-          }
-          dst[3 * (size_t)(vb + v) + k] = (float)p[k];
-        }
-      }
-      vb += am->mNumVertices;
-    }
-    free(g.items);
-    aiReleaseImport(sc);
-    if (rc) return rc;
-    r->frame_count++;
-  }
-  return 0;
-}
-
-/* MD3: frames from the file itself, matched to assimp's surfaces through frame 0. */
-static int read_md3_frames(const char *path, const gather *g, uint32_t nframes, raw_mesh *r,
-                           char *err, size_t errlen) {
-  mesh__md3 f;
-  int rc = mesh__md3_load(path, &f, err, errlen);
-  if (rc) return rc;
-  uint32_t *surface_of = malloc(sizeof(uint32_t) * (g->count + 1));
-  uint8_t *taken = calloc(f.surface_count + 1, 1);
-  float *tmp = NULL;
-  size_t tmp_len = 0;
-  if (nframes > f.frame_count) nframes = f.frame_count;
-  size_t per = 3 * (size_t)r->vertex_count;
-  r->frames = malloc(sizeof(float) * (per * nframes + 1));
-  r->frame_names = malloc(sizeof(*r->frame_names) * ((size_t)nframes + 1));
-  if (!surface_of || !taken || !r->frames || !r->frame_names) {
-    rc = MESH_ENOMEM;
-    goto out;
-  }
-  for (uint32_t fr = 0; fr < nframes; fr++)
-    memcpy(r->frame_names[fr], f.frame_headers + 56 * (size_t)fr + 40, MESH__FRAME_NAME_LEN);
-  r->frame_name_count = nframes;
-  for (uint32_t i = 0; i < g->count; i++) {
-    const struct aiMesh *am = g->items[i].mesh;
-    surface_of[i] = UINT32_MAX;
-    for (uint32_t s = 0; s < f.surface_count && surface_of[i] == UINT32_MAX; s++) {
-      if (taken[s] || 3 * f.surfaces[s].triangle_count != am->mNumVertices) continue;
-      if (tmp_len < 3 * (size_t)am->mNumVertices) {
-        free(tmp);
-        tmp_len = 3 * (size_t)am->mNumVertices;
-        tmp = malloc(sizeof(float) * tmp_len);
-        if (!tmp) {
-          rc = MESH_ENOMEM;
-          goto out;
-        }
-      }
-      mesh__md3_expand(&f, s, 0, tmp);
-      int same = 1;
-      for (unsigned v = 0; v < am->mNumVertices && same; v++)
-        same = tmp[3 * v] == am->mVertices[v].x && tmp[3 * v + 1] == am->mVertices[v].y &&
-               tmp[3 * v + 2] == am->mVertices[v].z;
-      if (same) {
-        surface_of[i] = s;
-        taken[s] = 1;
-      }
-    }
-    if (surface_of[i] == UINT32_MAX) {
-      mesh__set_err(err, errlen, "MD3: assimp's mesh %u matches no surface of the file", i);
-      rc = MESH_EFORMAT;
-      goto out;
-    }
-  }
-  for (uint32_t fr = 0; fr < nframes; fr++) {
-    float *dst = r->frames + per * fr;
-    uint32_t vb = 0;
-    for (uint32_t i = 0; i < g->count; i++) {
-      const struct aiMesh *am = g->items[i].mesh;
-      mesh__md3_expand(&f, surface_of[i], fr, tmp);
-      for (unsigned v = 0; v < am->mNumVertices; v++) {
-        struct aiVector3D q = {tmp[3 * v], tmp[3 * v + 1], tmp[3 * v + 2]};
-        double p[3];
-        xform_point(&g->items[i].xf, &q, p);
-        for (int k = 0; k < 3; k++) dst[3 * (size_t)(vb + v) + k] = (float)p[k];
-      }
-      vb += am->mNumVertices;
-    }
-  }
-  r->frame_count = nframes;
-out:
-  free(surface_of);
-  free(taken);
-  free(tmp);
-  mesh__md3_fini(&f);
-  return rc;
 }
 
 /* FNV-1a over the bytes of one raw vertex's per-frame positions and target deltas, so that the
@@ -715,16 +472,10 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
                               uint32_t max_vertices, import_log *logp, raw_mesh *r, char *err,
                               size_t errlen) {
   import_log *log = logp;
-  gather g = {0};
-  int rc = 0;
+  mesh__scene g = {0};
   const struct aiScene *sc = NULL;
-  struct aiPropertyStore *props = make_props(kind, 0);
-  if (!props) {
-    rc = MESH_ENOMEM;
-    goto out;
-  }
-  sc = aiImportFileExWithProperties(path, IMPORT_FLAGS, NULL, props);
-  aiReleasePropertyStore(props);
+  int rc = mesh__scene_read(path, kind == KEYFRAMES_MD2 ? 0 : -1, &sc);
+  if (rc) goto out;
   if (sc == NULL || log->errors > 0) {
     const char *why = log->first_error[0] ? log->first_error : aiGetErrorString();
     if (log->index_warning[0]) {
@@ -759,14 +510,18 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
 
   for (unsigned a = 0; a < sc->mNumAnimations; a++)
     if (sc->mAnimations[a] && sc->mAnimations[a]->mNumMorphMeshChannels > 0) r->morph_animations = 1;
-  rc = gather_scene(sc, &g);
+  rc = mesh__scene_gather(sc, &g);
   if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
   if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
-  if (rc == 0 && kind == KEYFRAMES_MD3) rc = read_md3_frames(path, &g, nframes, r, err, errlen);
+  if (rc == 0 && kind == KEYFRAMES_MD3) {
+    rc = mesh__md3_read_frames(path, &g, nframes, r->vertex_count, &r->frames, &r->frame_names, &r->frame_count,
+                               err, errlen);
+    r->frame_name_count = r->frame_count;
+  }
   aiReleaseImport(sc);
 
 out:
-  free(g.items);
+  mesh__scene_fini(&g);
   return rc;
 }
 
@@ -887,8 +642,10 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (rc) goto done;
 
   if (kind == KEYFRAMES_MD2 && nframes > 1) {
-    rc = read_md2_frames(path, kind, nframes, &r, &log, err, errlen);
+    rc = mesh__md2_read_frames(path, nframes, r.positions, r.vertex_count, log.first_error, &r.frames, err,
+                               errlen);
     if (rc) goto done;
+    r.frame_count = nframes;
   } else if (kind != KEYFRAMES_NONE && r.frame_count == 0) {
     r.frame_count = 1;
     r.frames = malloc(sizeof(float) * (3 * (size_t)r.vertex_count + 1));
@@ -922,7 +679,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     m->frame_rate = 10.0f;
     /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
     uint32_t named = r.frame_name_count < m->frame_count ? r.frame_name_count : m->frame_count;
-    rc = mesh__clips_from_frame_names(m, r.frame_names, named, m->frame_rate);
+    rc = mesh__clip_from_frame_names(m, r.frame_names, named, m->frame_rate);
     if (rc) goto done;
   }
   char why[MESH_ERR_LEN];

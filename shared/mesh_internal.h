@@ -20,12 +20,6 @@ void mesh__set_err(char *err, size_t errlen, const char *fmt, ...) MESH__PRINTF(
 /* malloc'ed copy of s, or NULL when out of memory. */
 char *mesh__strdup(const char *s);
 
-/* Frees what a target owns and zeroes it. */
-void mesh__target_fini(mesh_target *t);
-
-/* Appends *t to m->targets, taking ownership of its arrays (t is zeroed). 0 or MESH_ENOMEM. */
-int mesh__push_target(mesh *m, mesh_target *t);
-
 /* Frees what a clip owns and zeroes it. */
 void mesh__clip_fini(mesh_clip *c);
 
@@ -57,8 +51,8 @@ void mesh__ply_info_fini(mesh__ply_info *info);
  * that comes back after another one). When names is NULL or any name is unusable (empty, not
  * printable ASCII, or only digits), one clip "all" covers every frame. Expects a mesh without
  * clips and count == m->frame_count. 0 or MESH_ENOMEM. */
-int mesh__clips_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
-                                 uint32_t count, float fps);
+int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
+                                uint32_t count, float fps);
 
 typedef enum mesh__interp {
   MESH__INTERP_LINEAR = 0,
@@ -82,8 +76,9 @@ typedef struct mesh__weight_channel {
  * taken gets "_<index>" appended. Nothing is added when no channel reaches a target of m.
  * Returns 0, MESH_EFORMAT (times not increasing), MESH_ENONFINITE, MESH_ETOOBIG or MESH_ENOMEM,
  * with a reason in `err`. */
-int mesh__add_weight_clip(mesh *m, const char *name, uint32_t index,
-                          const mesh__weight_channel *ch, uint32_t n, char *err, size_t errlen);
+int mesh__clip_from_weight_channels(mesh *m, const char *name, uint32_t index,
+                                    const mesh__weight_channel *ch, uint32_t n, char *err,
+                                    size_t errlen);
 
 /* glTF 2.0 morph-weight animations (mesh_gltf_anim.c): reads the animations of the .gltf/.glb
  * at `path` from its JSON and buffers and adds one weight clip per animation that drives
@@ -97,32 +92,72 @@ int mesh__gltf_weight_clips(const char *path, mesh *m, char *err, size_t errlen)
  * when it mentions "weights". 0 or a MESH_E* code. */
 int mesh__gltf_precheck(const char *path, char *err, size_t errlen);
 
-/* MD2 frame names (mesh_md2.c). Checks the header, the frame table and the declared file end
- * against the file size, so a truncated or lying file is refused here (MESH_EFORMAT, with a
- * reason). On success *names is a malloc'ed array of *count 16-byte names the caller frees. */
+/* ---- assimp scenes (mesh_scene.c) ---- */
+
+struct aiScene;
+struct aiMesh;
+struct aiVector3D;
+
+/* A transform: row-major, column vectors (p' = M p). */
+typedef struct mesh__mat4d {
+  double m[4][4];
+} mesh__mat4d;
+
+/* One placed aiMesh: which mesh (borrowed from the scene), with its node's global transform. */
+typedef struct mesh__instance {
+  const struct aiMesh *mesh;
+  mesh__mat4d xf;
+  const char *name; /* the mesh's name, else its node's (borrowed) */
+} mesh__instance;
+
+/* Every aiMesh with triangles in a scene's node tree, depth first. */
+typedef struct mesh__scene {
+  mesh__instance *items; /* malloc'ed: free with mesh__scene_fini */
+  uint32_t count, cap;
+} mesh__scene;
+
+/* Reads `path` through assimp with the flags and properties every read uses. `md2_keyframe` >= 0
+ * names the MD2 keyframe to read; -1 for other files. Returns MESH_ENOMEM, or 0 with *out the
+ * scene (release it with aiReleaseImport), or NULL when assimp could not read the file: its log
+ * says why. */
+int mesh__scene_read(const char *path, int md2_keyframe, const struct aiScene **out);
+/* Fills `g` from the node tree of `sc` (zeroing it first). Returns 0, MESH_EFORMAT (a hierarchy
+ * deeper than 256: a cycle), MESH_ERANGE (a node names a mesh that does not exist) or
+ * MESH_ENOMEM; call mesh__scene_fini either way. */
+int mesh__scene_gather(const struct aiScene *sc, mesh__scene *g);
+void mesh__scene_fini(mesh__scene *g);
+/* `v` placed by `xf`. */
+void mesh__scene_point(const mesh__mat4d *xf, const struct aiVector3D *v, double out[3]);
+/* The matrix that places normals under `xf`: the inverse-transpose of its 3x3 up to a positive
+ * factor (the 3x3 itself when singular). */
+void mesh__scene_normal_matrix(const mesh__mat4d *xf, double n[3][3]);
+
+/* ---- keyframe files (mesh_md2.c, mesh_md3.c) ---- */
+
+/* MD2 frame names. Checks the header, the frame table and the declared file end against the
+ * file size, so a truncated or lying file is refused here (MESH_EFORMAT, with a reason). On
+ * success *names is a malloc'ed array of *count 16-byte names the caller frees. */
 int mesh__md2_frame_names(const char *path, char (**names)[MESH__FRAME_NAME_LEN], uint32_t *count,
                           char *err, size_t errlen);
 
-/* MD3 files (mesh_md3.c): assimp reads only frame 0, so frames are read here. */
-typedef struct mesh__md3_surface {
-  uint32_t vertex_count, triangle_count;
-  const unsigned char *triangles; /* 3 * triangle_count little-endian uint32 */
-  const unsigned char *xyz;       /* frame_count * vertex_count * (int16 x, y, z, normal) */
-} mesh__md3_surface;
+/* MD2 keyframes 0 .. nframes-1. assimp reads one keyframe per import, so frames 1 .. nframes-1
+ * are one more import of `path` each, placed by their node transforms like frame 0 (`frame0`,
+ * vertex_count render vertices, already read) and required to have as many vertices.
+ * `assimp_error` is the first error assimp logged in this mesh_import, quoted when an import
+ * fails (mesh_import.c's log capture fills it while each import runs). Returns 0 with *frames a
+ * malloc'ed array of nframes × 3 × vertex_count floats, or MESH_EFORMAT, MESH_EMISMATCH,
+ * MESH_ENONFINITE or MESH_ENOMEM with a reason. */
+int mesh__md2_read_frames(const char *path, uint32_t nframes, const float *frame0, uint32_t vertex_count,
+                          const char *assimp_error, float **frames, char *err, size_t errlen);
 
-typedef struct mesh__md3 {
-  unsigned char *data; /* the whole file */
-  size_t size;
-  uint32_t frame_count, surface_count;
-  const unsigned char *frame_headers; /* frame_count × 56 bytes; the name at +40 */
-  mesh__md3_surface *surfaces;
-} mesh__md3;
-
-/* Loads and bounds-checks `path`. Returns 0 or a MESH_E* code with a reason. Free with _fini. */
-int mesh__md3_load(const char *path, mesh__md3 *f, char *err, size_t errlen);
-void mesh__md3_fini(mesh__md3 *f);
-/* Positions of surface `surface` at `frame`, three per triangle, corners in file order (the
- * layout assimp uses): `out` has 9 * triangle_count floats. */
-void mesh__md3_expand(const mesh__md3 *f, uint32_t surface, uint32_t frame, float *out);
+/* MD3 keyframes, read from the file itself: assimp 5.2 reads only frame 0. `g` is assimp's
+ * scene of the same file (frame 0), whose meshes (vertex_count vertices in all, in `g`'s order)
+ * are matched to the file's surfaces by their frame-0 positions. Returns 0 with *count =
+ * min(nframes, the file's frames), *frames a malloc'ed array of *count × 3 × vertex_count floats
+ * placed like `g`, and *names their *count malloc'ed 16-byte frame names; or a MESH_E* code with
+ * a reason (the file's surfaces do not match assimp's, a count or offset lies outside the file). */
+int mesh__md3_read_frames(const char *path, const mesh__scene *g, uint32_t nframes, uint32_t vertex_count,
+                          float **frames, char (**names)[MESH__FRAME_NAME_LEN], uint32_t *count, char *err,
+                          size_t errlen);
 
 #endif

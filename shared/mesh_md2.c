@@ -1,16 +1,23 @@
 /*
- * mesh_md2.c — MD2 frame names.
+ * mesh_md2.c — MD2 frame names and keyframes.
  *
- * assimp reads MD2 geometry (one keyframe per import, see mesh_import.c) but never reports the
- * frame names, and they are what names the animations: "stand01" … "stand40", "run1" … "run6".
- * This file reads them from the header and the frame table, after checking every count and
- * offset it uses against the file size. The importer calls it before assimp sees the file, so a
- * truncated or lying file is refused with a precise reason (assimp only says "File is too
- * small").
+ * assimp reads MD2 geometry but only one keyframe per import (the one
+ * AI_CONFIG_IMPORT_MD2_KEYFRAME names), and never reports the frame names, which are what names
+ * the animations: "stand01" … "stand40", "run1" … "run6". So this file
+ *   - reads the names from the header and the frame table, after checking every count and
+ *     offset it uses against the file size. The importer calls it before assimp sees the file,
+ *     so a truncated or lying file is refused with a precise reason (assimp only says "File is
+ *     too small");
+ *   - reads keyframes 1 .. n-1 with one more assimp import each (mesh_import.c read frame 0),
+ *     placed like frame 0 by the node transforms (mesh_scene.c).
  *
- * DOES NOT read vertices, skins, texture coordinates, triangles or GL commands.
+ * DOES NOT read skins, texture coordinates, triangles or GL commands (assimp's frame 0 import
+ * gives those), or decode MD2 vertices itself.
  */
+#include <assimp/cimport.h>
+#include <assimp/scene.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +104,58 @@ fail:
   free(out);
   fclose(f);
   return rc;
+}
+
+int mesh__md2_read_frames(const char *path, uint32_t nframes, const float *frame0, uint32_t vertex_count,
+                          const char *assimp_error, float **frames, char *err, size_t errlen) {
+  *frames = NULL;
+  size_t per = 3 * (size_t)vertex_count;
+  float *out = malloc(sizeof(float) * (per * nframes + 1));
+  if (!out) return MESH_ENOMEM;
+  memcpy(out, frame0, sizeof(float) * per);
+  int rc = 0;
+  for (uint32_t fr = 1; fr < nframes && rc == 0; fr++) {
+    const struct aiScene *sc = NULL;
+    if ((rc = mesh__scene_read(path, (int)fr, &sc)) != 0) break;
+    if (!sc) {
+      mesh__set_err(err, errlen, "keyframe %u of %u: %s", fr, nframes,
+                    assimp_error[0] ? assimp_error : "assimp could not read it");
+      rc = MESH_EFORMAT;
+      break;
+    }
+    mesh__scene g;
+    rc = mesh__scene_gather(sc, &g);
+    uint64_t nv = 0;
+    for (uint32_t i = 0; rc == 0 && i < g.count; i++) nv += g.items[i].mesh->mNumVertices;
+    if (rc == 0 && nv != vertex_count) {
+      mesh__set_err(err, errlen, "keyframe %u has %llu vertices, frame 0 has %u", fr,
+                    (unsigned long long)nv, vertex_count);
+      rc = MESH_EMISMATCH;
+    }
+    float *dst = out + per * fr;
+    for (uint32_t i = 0, vb = 0; rc == 0 && i < g.count; i++) {
+      const struct aiMesh *am = g.items[i].mesh;
+      for (unsigned v = 0; v < am->mNumVertices && rc == 0; v++) {
+        double p[3];
+        mesh__scene_point(&g.items[i].xf, &am->mVertices[v], p);
+        for (int k = 0; k < 3; k++) {
+          if (!isfinite(p[k])) {
+            mesh__set_err(err, errlen, "keyframe %u: vertex %u has a non-finite coordinate", fr,
+                          vb + v);
+            rc = MESH_ENONFINITE;
+          }
+          dst[3 * (size_t)(vb + v) + k] = (float)p[k];
+        }
+      }
+      vb += am->mNumVertices;
+    }
+    mesh__scene_fini(&g);
+    aiReleaseImport(sc);
+  }
+  if (rc != 0) {
+    free(out);
+    return rc;
+  }
+  *frames = out;
+  return 0;
 }

@@ -3,19 +3,37 @@
  *
  * assimp 5.2's MD3 reader always returns frame 0 (AI_CONFIG_IMPORT_MD3_KEYFRAME is read but
  * never used), so the frames are read here. assimp still reads the surfaces, UVs and frame 0;
- * this file only supplies each surface's vertex positions for a given frame, laid out the way
- * assimp lays out frame 0 (three vertices per triangle, corners in file order). mesh_import
- * checks that layout against assimp's frame 0 before trusting it. It also points at the frame
- * headers, whose names ("idle01", "walk01", …) become the mesh's clips.
+ * this file supplies each surface's vertex positions for every frame, laid out the way assimp
+ * lays out frame 0 (three vertices per triangle, corners in file order). Each of assimp's meshes
+ * is matched to the file surface whose frame 0 it reproduces exactly before any frame is
+ * trusted, then placed by that mesh's node transform. The frame headers' names ("idle01",
+ * "walk01", …) are returned too: they become the mesh's clips (mesh_clip.c).
  *
- * DOES NOT read tags, shaders or skins.
+ * DOES NOT read tags, shaders or skins, or import anything through assimp itself (mesh_import.c
+ * passes in its scene of frame 0).
  */
+#include <assimp/scene.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mesh.h"
 #include "mesh_internal.h"
+
+/* The file, loaded whole and bounds-checked: every pointer below points into `data`. */
+typedef struct md3_surface {
+  uint32_t vertex_count, triangle_count;
+  const unsigned char *triangles; /* 3 * triangle_count little-endian uint32 */
+  const unsigned char *xyz;       /* frame_count * vertex_count * (int16 x, y, z, normal) */
+} md3_surface;
+
+typedef struct md3_file {
+  unsigned char *data; /* the whole file */
+  size_t size;
+  uint32_t frame_count, surface_count;
+  const unsigned char *frame_headers; /* frame_count × 56 bytes; the name at +40 */
+  md3_surface *surfaces;
+} md3_file;
 
 static uint32_t rd32(const unsigned char *b) {
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
@@ -25,14 +43,15 @@ static int16_t rd16(const unsigned char *b) {
   return (int16_t)(uint16_t)((uint16_t)b[0] | (uint16_t)b[1] << 8);
 }
 
-void mesh__md3_fini(mesh__md3 *f) {
+static void md3_fini(md3_file *f) {
   free(f->data);
   free(f->surfaces);
   memset(f, 0, sizeof(*f));
 }
 
-/* Every count and offset is checked against the file size before anything is read. */
-int mesh__md3_load(const char *path, mesh__md3 *f, char *err, size_t errlen) {
+/* Loads `path` whole. Every count and offset is checked against the file size before anything
+ * is read. Returns 0 or a MESH_E* code with a reason; free with md3_fini. */
+static int md3_load(const char *path, md3_file *f, char *err, size_t errlen) {
   memset(f, 0, sizeof(*f));
   FILE *fp = fopen(path, "rb");
   if (!fp) {
@@ -84,7 +103,7 @@ int mesh__md3_load(const char *path, mesh__md3 *f, char *err, size_t errlen) {
         (uint64_t)at + ofs_xyz + 8ull * nv * frames > f->size || ofs_end == 0 ||
         (uint64_t)at + ofs_end > f->size)
       goto bad;
-    mesh__md3_surface *out = &f->surfaces[f->surface_count++];
+    md3_surface *out = &f->surfaces[f->surface_count++];
     out->vertex_count = nv;
     out->triangle_count = nt;
     out->triangles = f->data + at + ofs_tri;
@@ -105,16 +124,101 @@ bad:
   rc = MESH_EFORMAT;
 fail:
   if (fp) fclose(fp);
-  mesh__md3_fini(f);
+  md3_fini(f);
   return rc;
 }
 
-void mesh__md3_expand(const mesh__md3 *f, uint32_t surface, uint32_t frame, float *out) {
-  const mesh__md3_surface *s = &f->surfaces[surface];
+/* Positions of surface `surface` at `frame`, three per triangle, corners in file order (the
+ * layout assimp uses): `out` has 9 * triangle_count floats. */
+static void md3_expand(const md3_file *f, uint32_t surface, uint32_t frame, float *out) {
+  const md3_surface *s = &f->surfaces[surface];
   const unsigned char *xyz = s->xyz + 8 * (size_t)s->vertex_count * frame;
   for (uint32_t c = 0; c < 3 * s->triangle_count; c++) {
     uint32_t v = rd32(s->triangles + 4 * (size_t)c);
     /* MD3 stores coordinates as int16 in units of 1/64. */
     for (int k = 0; k < 3; k++) out[3 * (size_t)c + k] = rd16(xyz + 8 * (size_t)v + 2 * k) * (1.0f / 64.0f);
   }
+}
+
+int mesh__md3_read_frames(const char *path, const mesh__scene *g, uint32_t nframes, uint32_t vertex_count,
+                          float **frames, char (**names)[MESH__FRAME_NAME_LEN], uint32_t *count, char *err,
+                          size_t errlen) {
+  *frames = NULL;
+  *names = NULL;
+  *count = 0;
+  md3_file f;
+  int rc = md3_load(path, &f, err, errlen);
+  if (rc) return rc;
+  uint32_t *surface_of = malloc(sizeof(uint32_t) * (g->count + 1));
+  uint8_t *taken = calloc(f.surface_count + 1, 1);
+  float *tmp = NULL;
+  size_t tmp_len = 0;
+  if (nframes > f.frame_count) nframes = f.frame_count;
+  size_t per = 3 * (size_t)vertex_count;
+  float *out = malloc(sizeof(float) * (per * nframes + 1));
+  char (*out_names)[MESH__FRAME_NAME_LEN] = malloc(sizeof(*out_names) * ((size_t)nframes + 1));
+  if (!surface_of || !taken || !out || !out_names) {
+    rc = MESH_ENOMEM;
+    goto done;
+  }
+  for (uint32_t fr = 0; fr < nframes; fr++)
+    memcpy(out_names[fr], f.frame_headers + 56 * (size_t)fr + 40, MESH__FRAME_NAME_LEN);
+  for (uint32_t i = 0; i < g->count; i++) {
+    const struct aiMesh *am = g->items[i].mesh;
+    surface_of[i] = UINT32_MAX;
+    for (uint32_t s = 0; s < f.surface_count && surface_of[i] == UINT32_MAX; s++) {
+      if (taken[s] || 3 * f.surfaces[s].triangle_count != am->mNumVertices) continue;
+      if (tmp_len < 3 * (size_t)am->mNumVertices) {
+        free(tmp);
+        tmp_len = 3 * (size_t)am->mNumVertices;
+        tmp = malloc(sizeof(float) * tmp_len);
+        if (!tmp) {
+          rc = MESH_ENOMEM;
+          goto done;
+        }
+      }
+      md3_expand(&f, s, 0, tmp);
+      int same = 1;
+      for (unsigned v = 0; v < am->mNumVertices && same; v++)
+        same = tmp[3 * v] == am->mVertices[v].x && tmp[3 * v + 1] == am->mVertices[v].y &&
+               tmp[3 * v + 2] == am->mVertices[v].z;
+      if (same) {
+        surface_of[i] = s;
+        taken[s] = 1;
+      }
+    }
+    if (surface_of[i] == UINT32_MAX) {
+      mesh__set_err(err, errlen, "MD3: assimp's mesh %u matches no surface of the file", i);
+      rc = MESH_EFORMAT;
+      goto done;
+    }
+  }
+  for (uint32_t fr = 0; fr < nframes; fr++) {
+    float *dst = out + per * fr;
+    uint32_t vb = 0;
+    for (uint32_t i = 0; i < g->count; i++) {
+      const struct aiMesh *am = g->items[i].mesh;
+      md3_expand(&f, surface_of[i], fr, tmp);
+      for (unsigned v = 0; v < am->mNumVertices; v++) {
+        struct aiVector3D q = {tmp[3 * v], tmp[3 * v + 1], tmp[3 * v + 2]};
+        double p[3];
+        mesh__scene_point(&g->items[i].xf, &q, p);
+        for (int k = 0; k < 3; k++) dst[3 * (size_t)(vb + v) + k] = (float)p[k];
+      }
+      vb += am->mNumVertices;
+    }
+  }
+  *frames = out;
+  *names = out_names;
+  *count = nframes;
+  out = NULL;
+  out_names = NULL;
+done:
+  free(out);
+  free(out_names);
+  free(surface_of);
+  free(taken);
+  free(tmp);
+  md3_fini(&f);
+  return rc;
 }

@@ -185,10 +185,3 @@ nomem:
   mesh_topology_fini(t);
   return MESH_ENOMEM;
 }
-
-void mesh_topology_set_positions(mesh_topology *t, const float *positions) {
-  for (uint32_t i = 0; i < t->vertex_count; i++) {
-    uint32_t r = t->topo_render[t->topo_offsets[i]];
-    for (int k = 0; k < 3; k++) t->positions[3 * (size_t)i + k] = positions[3 * (size_t)r + k];
-  }
-}

@@ -25,9 +25,10 @@
 
 #include "vw_camera.h"
 #include "vw_context.h"
+#include "vw_gl.h"
 #include "vw_gpu.h"
 #include "vw_render.h"
-
+#include "vw_shaders.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -82,37 +83,7 @@ static mesh *make_mesh(uint32_t n, uint32_t T) {
   return m;
 }
 
-/* ---- the tutorial path ------------------------------------------------------------------------- */
-
-static const char *tut_vs =
-    "#version 330 core\n"
-    "layout(location = 0) in vec3 aPos;\n"
-    "layout(location = 1) in vec3 aNormal;\n"
-    "uniform mat4 uViewProj;\n"
-    "out vec3 vNormal;\n"
-    "void main() { vNormal = aNormal; gl_Position = uViewProj * vec4(aPos, 1.0); }\n";
-static const char *tut_fs =
-    "#version 330 core\n"
-    "in vec3 vNormal;\n"
-    "out vec4 fragColor;\n"
-    "void main() { float l = max(dot(normalize(vNormal), normalize(vec3(0.5, 0.8, 0.6))), 0.0);\n"
-    "  fragColor = vec4(vec3(0.2 + 0.7 * l), 1.0); }\n";
-
-static GLuint tut_program(void) {
-  GLuint v = glCreateShader(GL_VERTEX_SHADER), f = glCreateShader(GL_FRAGMENT_SHADER), p = glCreateProgram();
-  glShaderSource(v, 1, &tut_vs, NULL);
-  glShaderSource(f, 1, &tut_fs, NULL);
-  glCompileShader(v);
-  glCompileShader(f);
-  glAttachShader(p, v);
-  glAttachShader(p, f);
-  glLinkProgram(p);
-  glDeleteShader(v);
-  glDeleteShader(f);
-  GLint ok = 0;
-  glGetProgramiv(p, GL_LINK_STATUS, &ok);
-  return ok ? p : 0;
-}
+/* ---- the tutorial path (its program: vw__shaders_tutorial) ------------------------------------ */
 
 /* CPU morph of the active targets and area-weighted normals, as tutorials do it. */
 static void cpu_frame(const mesh *m, const float *w, const float *offsets, float *pos, float *nrm) {
@@ -183,22 +154,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "deform-view-bench: %s (run it under Xvfb when there is no display)\n", err);
     return 1;
   }
-  GLuint fbo, rb[2];
-  glGenFramebuffers(1, &fbo);
-  glGenRenderbuffers(2, rb);
-  glBindRenderbuffer(GL_RENDERBUFFER, rb[0]);
-  glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, W, H);
-  glBindRenderbuffer(GL_RENDERBUFFER, rb[1]);
-  glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, W, H);
-  glBindFramebuffer(GL_FRAMEBUFFER, fbo);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, rb[0]);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, rb[1]);
+  int rc;
+  vw__gl_framebuffer fb;
+  const vw__gl_framebuffer_desc fd = {.width = W, .height = H, .label = "off-screen framebuffer"};
+  if ((rc = vw__gl_framebuffer_make(&fb, &fd, err, sizeof(err))) != 0) {
+    fprintf(stderr, "deform-view-bench: %s\n", err);
+    return 1;
+  }
+  glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
   mesh_topology topo;
   if (mesh_topology_init(&topo, m, NULL, 0) != 0) return 1;
   vw_gpu *g = NULL;
   vw_render *r = NULL;
-  if (vw_gpu_create(m, &topo, 0, &g, err, sizeof(err)) != 0 || vw_render_create(&r, err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-view-bench: %s\n", err);
+  if ((rc = vw_gpu_create(m, &topo, 0, &g, err, sizeof(err))) != 0 ||
+      (rc = vw_render_create(&r, err, sizeof(err))) != 0) {
+    fprintf(stderr, "deform-view-bench: %s\n", err[0] ? err : vw_strerror(rc));
     return 1;
   }
   vw_camera cam;
@@ -210,15 +180,23 @@ int main(int argc, char **argv) {
   float *w = calloc(T, sizeof(float)), *off = calloc(n3, sizeof(float));
   float *pos = malloc(sizeof(float) * n3), *nrm = malloc(sizeof(float) * n3);
   double *tg = malloc(sizeof(double) * F), *tt = malloc(sizeof(double) * F);
-  /* The tutorial's buffers. */
-  GLuint prog = tut_program(), vao, vbo[2];
-  GLint u_vp = glGetUniformLocation(prog, "uViewProj");
+  /* The tutorial's program and buffers: positions and normals, re-uploaded whole every frame. */
+  vw__gl_program prog;
+  vw__gl_buffer vbo[2];
+  const vw__gl_buffer_desc vd[2] = {{.size = sizeof(float) * n3, .usage = GL_DYNAMIC_DRAW, .label = "positions"},
+                                    {.size = sizeof(float) * n3, .usage = GL_DYNAMIC_DRAW, .label = "normals"}};
+  if ((rc = vw__gl_program_make(&prog, &vw__shaders_tutorial, err, sizeof(err))) != 0 ||
+      (rc = vw__gl_buffer_make(&vbo[0], &vd[0], err, sizeof(err))) != 0 ||
+      (rc = vw__gl_buffer_make(&vbo[1], &vd[1], err, sizeof(err))) != 0) {
+    fprintf(stderr, "deform-view-bench: %s\n", err);
+    return 1;
+  }
+  GLint u_vp = glGetUniformLocation(prog.id, "uViewProj");
+  GLuint vao;
   glGenVertexArrays(1, &vao);
-  glGenBuffers(2, vbo);
   glBindVertexArray(vao);
   for (int k = 0; k < 2; k++) {
-    glBindBuffer(GL_ARRAY_BUFFER, vbo[k]);
-    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(sizeof(float) * n3), NULL, GL_DYNAMIC_DRAW);
+    glBindBuffer(GL_ARRAY_BUFFER, vbo[k].id);
     glEnableVertexAttribArray((GLuint)k);
     glVertexAttribPointer((GLuint)k, 3, GL_FLOAT, GL_FALSE, 0, (void *)0);
   }
@@ -242,20 +220,20 @@ int main(int argc, char **argv) {
           fprintf(stderr, "deform-view-bench: %s\n", err);
           return 1;
         }
-        glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+        glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
         vw_render_scene(r, g, &cam, W, H, 0);
       } else {
         cpu_frame(m, w, off, pos, nrm);
-        glBindBuffer(GL_ARRAY_BUFFER, vbo[0]);
+        glBindBuffer(GL_ARRAY_BUFFER, vbo[0].id);
         glBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(sizeof(float) * n3), pos);
-        glBindBuffer(GL_ARRAY_BUFFER, vbo[1]);
+        glBindBuffer(GL_ARRAY_BUFFER, vbo[1].id);
         glBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(sizeof(float) * n3), nrm);
-        glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+        glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
         glViewport(0, 0, W, H);
         glClearColor(0.16f, 0.17f, 0.19f, 1);
         glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
         glEnable(GL_DEPTH_TEST);
-        glUseProgram(prog);
+        glUseProgram(prog.id);
         glUniformMatrix4fv(u_vp, 1, GL_FALSE, (const float *)vp);
         glBindVertexArray(vao);
         glDrawElements(GL_TRIANGLES, (GLsizei)(3 * m->triangle_count), GL_UNSIGNED_INT, (void *)0);
@@ -283,11 +261,11 @@ int main(int argc, char **argv) {
            "  ratio %.2fx\n",
            cmdline, ctx.renderer, ctx.gl_major, ctx.gl_minor, m->vertex_count, m->triangle_count, T, A, S, W, H, tg[mid],
            tg[p95], tt[mid], tt[p95], tt[mid] / tg[mid]);
-  glDeleteBuffers(2, vbo);
+  vw__gl_buffer_free(&vbo[0]);
+  vw__gl_buffer_free(&vbo[1]);
   glDeleteVertexArrays(1, &vao);
-  glDeleteProgram(prog);
-  glDeleteFramebuffers(1, &fbo);
-  glDeleteRenderbuffers(2, rb);
+  vw__gl_program_free(&prog);
+  vw__gl_framebuffer_free(&fb);
   vw_render_destroy(r);
   vw_gpu_destroy(g);
   vw_context_fini(&ctx);

@@ -23,6 +23,7 @@
 #include "vw_camera.h"
 #include "vw_context.h"
 #include "vw_edit.h"
+#include "vw_gl.h"
 #include "vw_gpu.h"
 #include "vw_net.h"
 #include "vw_render.h"
@@ -73,7 +74,7 @@ typedef struct app {
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
-  vw_undo undo;
+  vw_edit_undo undo;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
@@ -102,7 +103,7 @@ static int pick(app *a, float hit[3], uint32_t *vertex) {
   vec3 o, d;
   vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)a->mx, (float)a->my, o, d);
   const mesh *m = a->net.replica.mesh;
-  return vw_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
+  return vw_edit_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
 }
 
 /* Where the cursor ray meets the plane through the grab point facing the camera. */
@@ -160,10 +161,11 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength *= 1.25f; break;
     case GLFW_KEY_Z:
-      if (a->ctrl && vw_undo_step(&a->undo, &a->net, a->shift)) snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
+      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, a->shift))
+        snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
       break;
     case GLFW_KEY_Y:
-      if (a->ctrl && vw_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
+      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
       break;
     default: break;
   }
@@ -183,7 +185,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     int t = slider_at(a, a->mx, a->my, &v);
     if (t >= 0) {
       if (vw_net_can_edit(&a->net) && !a->net.replica.meta[t].driver_count) {
-        vw_undo_remember(&a->undo, &a->net);
+        vw_edit_undo_remember(&a->undo, &a->net);
         a->slider_target = t;
         a->pending_weight = 1, a->pending_value = v;
       }
@@ -192,7 +194,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     float hit[3];
     uint32_t vertex;
     if (a->mode == MODE_DRAG && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_undo_remember(&a->undo, &a->net);
+      vw_edit_undo_remember(&a->undo, &a->net);
       proto_gesture_begin g;
       memset(&g, 0, sizeof(g));
       g.gesture = a->gesture = a->next_gesture++;
@@ -210,7 +212,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
         glm_vec3_normalize(a->plane_n);
       }
     } else if (a->mode == MODE_BRUSH && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_undo_remember(&a->undo, &a->net);
+      vw_edit_undo_remember(&a->undo, &a->net);
       a->brushing = 1;
       memcpy(a->last_hit, hit, sizeof(hit));
     }
@@ -371,7 +373,7 @@ static void draw_overlay(app *a) {
   if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, mark);
   if (a->net.state != VW_NET_LIVE) {
     if (a->net.state == VW_NET_DOWN) {
-      double left = ((double)a->net.retry_at_ms - (double)vw_now_ms()) / 1000.0;
+      double left = ((double)a->net.retry_at_ms - (double)vw_net_now_ms()) / 1000.0;
       snprintf(line, sizeof(line), "server gone (%s): showing the last shape, reconnecting in %.1f s",
                a->net.last_error[0] ? a->net.last_error : "connection lost", left > 0 ? left : 0);
     } else {
@@ -427,6 +429,11 @@ static int write_png(app *a, const char *path) {
 
 /* ---- the loop ------------------------------------------------------------------------------------ */
 
+/* A failed call's reason, or the code's own sentence when the call had none to give. */
+static void report(int rc, const char *err) {
+  fprintf(stderr, "deform-view: %s\n", err[0] ? err : vw_strerror(rc));
+}
+
 int vw_app_run(const vw_app_opts *o) {
   app *a = calloc(1, sizeof(*a));
   if (!a) return 1;
@@ -439,36 +446,29 @@ int vw_app_run(const vw_app_opts *o) {
   a->next_gesture = 1;
   a->cam.fov = glm_rad(40.0f);
   parse_overrides(a);
-  int shot = o->screenshot != NULL, status = 1;
+  int shot = o->screenshot != NULL, status = 1, rc;
   char err[1024] = "";
-  if (vw_context_init(&a->ctx, o->width > 0 ? o->width : 1280, o->height > 0 ? o->height : 720, shot,
-                      "deform-view", err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-view: %s\n", err);
+  if ((rc = vw_context_init(&a->ctx, o->width > 0 ? o->width : 1280, o->height > 0 ? o->height : 720, shot,
+                            "deform-view", err, sizeof(err))) != 0) {
+    report(rc, err);
     free(a);
     return 1;
   }
-  if (vw_render_create(&a->render, err, sizeof(err)) != 0) {
-    fprintf(stderr, "deform-view: %s\n", err);
+  vw__gl_framebuffer fb = {0};
+  if ((rc = vw_render_create(&a->render, err, sizeof(err))) != 0) {
+    report(rc, err);
     goto out;
   }
-  GLuint fbo = 0, color = 0, depth = 0;
   if (shot) {
     /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. */
     a->sliders = 0;
-    glGenFramebuffers(1, &fbo);
-    glGenRenderbuffers(1, &color);
-    glGenRenderbuffers(1, &depth);
-    glBindRenderbuffer(GL_RENDERBUFFER, color);
-    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, a->ctx.width, a->ctx.height);
-    glBindRenderbuffer(GL_RENDERBUFFER, depth);
-    glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, a->ctx.width, a->ctx.height);
-    glBindFramebuffer(GL_FRAMEBUFFER, fbo);
-    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, color);
-    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, depth);
-    if (glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE) {
-      fprintf(stderr, "deform-view: cannot create the off-screen framebuffer\n");
+    const vw__gl_framebuffer_desc fd = {
+        .width = a->ctx.width, .height = a->ctx.height, .label = "off-screen framebuffer"};
+    if ((rc = vw__gl_framebuffer_make(&fb, &fd, err, sizeof(err))) != 0) {
+      report(rc, err);
       goto out;
     }
+    glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
   }
   glfwSetWindowUserPointer(a->ctx.window, a);
   glfwSetKeyCallback(a->ctx.window, on_key);
@@ -476,14 +476,14 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
-  uint64_t start = vw_now_ms();
+  uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();
   while (!glfwWindowShouldClose(a->ctx.window)) {
     vw_net_changes ch;
     vw_net_poll(&a->net, a->gpu ? 0 : 10, &ch);
-    if (apply_changes(a, &ch, err, sizeof(err)) != 0) {
-      fprintf(stderr, "deform-view: %s\n", err);
+    if ((rc = apply_changes(a, &ch, err, sizeof(err))) != 0) {
+      report(rc, err);
       goto out;
     }
     if (a->pending_weight && a->slider_target >= 0) {
@@ -497,8 +497,8 @@ int vw_app_run(const vw_app_opts *o) {
     }
     if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
     if (a->gpu) {
-      if (vw_gpu_update(a->gpu, err, sizeof(err)) != 0) {
-        fprintf(stderr, "deform-view: %s\n", err);
+      if ((rc = vw_gpu_update(a->gpu, err, sizeof(err))) != 0) {
+        report(rc, err);
         goto out;
       }
       if (!a->framed) {
@@ -533,7 +533,7 @@ int vw_app_run(const vw_app_opts *o) {
         status = 0;
         break;
       }
-      if ((double)(vw_now_ms() - start) > (o->timeout_s > 0 ? o->timeout_s : 60.0) * 1000.0) {
+      if ((double)(vw_net_now_ms() - start) > (o->timeout_s > 0 ? o->timeout_s : 60.0) * 1000.0) {
         fprintf(stderr, "deform-view: no screenshot after %.0f s: %s\n", o->timeout_s > 0 ? o->timeout_s : 60.0,
                 a->net.state == VW_NET_LIVE ? "the session did not reach the version asked for"
                 : a->net.last_error[0]      ? a->net.last_error
@@ -547,10 +547,8 @@ int vw_app_run(const vw_app_opts *o) {
   }
   if (!shot) status = 0;
 out:
-  if (fbo) glDeleteFramebuffers(1, &fbo);
-  if (color) glDeleteRenderbuffers(1, &color);
-  if (depth) glDeleteRenderbuffers(1, &depth);
-  vw_undo_fini(&a->undo);
+  vw__gl_framebuffer_free(&fb);
+  vw_edit_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vw_gpu.h"
+#include "vw_gl.h"
 
 /* GLFW reports failures through a callback, not the failing call: keep the latest message. */
 static char glfw_message[256];

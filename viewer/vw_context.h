@@ -21,7 +21,7 @@ typedef struct vw_context {
 } vw_context;
 
 /* Creates the window (hidden when `hidden`) and makes its context current. Returns 0, or
- * VW_EGL (vw_gpu.h) with a reason (no display — the message names Xvfb —, no GL 3.3 core).
+ * VW_EGL (vw_gl.h) with a reason (no display — the message names Xvfb —, no GL 3.3 core).
  * Free with vw_context_fini, which also terminates GLFW. */
 int vw_context_init(vw_context *c, int width, int height, int hidden, const char *title, char *err, size_t errlen);
 void vw_context_fini(vw_context *c);

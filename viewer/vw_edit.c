@@ -13,7 +13,7 @@ static void cross3(const float *a, const float *b, float *o) {
 }
 static float dot3(const float *a, const float *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-int vw_pick(const float *positions, const uint32_t *triangles, uint32_t triangle_count, const float origin[3],
+int vw_edit_pick(const float *positions, const uint32_t *triangles, uint32_t triangle_count, const float origin[3],
             const float dir[3], float hit[3], uint32_t *vertex) {
   float best = INFINITY;
   uint32_t best_f = 0;
@@ -50,13 +50,13 @@ int vw_pick(const float *positions, const uint32_t *triangles, uint32_t triangle
 
 /* ---- undo --------------------------------------------------------------------------------------- */
 
-static void state_free(vw_undo_state *s) {
+static void state_free(vw_edit_undo_state *s) {
   free(s->weights);
   free(s->offsets);
   memset(s, 0, sizeof(*s));
 }
 
-static int state_take(const vw_net *n, vw_undo_state *s) {
+static int state_take(const vw_net *n, vw_edit_undo_state *s) {
   const client_replica *r = &n->replica;
   s->target_count = r->mesh->target_count;
   s->vertex_count = r->mesh->vertex_count;
@@ -71,24 +71,24 @@ static int state_take(const vw_net *n, vw_undo_state *s) {
   return 0;
 }
 
-static void push(vw_undo_state *stack, int *n, vw_undo_state *s) {
-  if (*n == VW_UNDO_DEPTH) {
+static void push(vw_edit_undo_state *stack, int *n, vw_edit_undo_state *s) {
+  if (*n == VW_EDIT_UNDO_DEPTH) {
     state_free(&stack[0]);
-    memmove(stack, stack + 1, sizeof(*stack) * (VW_UNDO_DEPTH - 1));
+    memmove(stack, stack + 1, sizeof(*stack) * (VW_EDIT_UNDO_DEPTH - 1));
     (*n)--;
   }
   stack[(*n)++] = *s;
 }
 
-void vw_undo_fini(vw_undo *u) {
+void vw_edit_undo_fini(vw_edit_undo *u) {
   for (int i = 0; i < u->nundo; i++) state_free(&u->undo[i]);
   for (int i = 0; i < u->nredo; i++) state_free(&u->redo[i]);
   u->nundo = u->nredo = 0;
 }
 
-void vw_undo_remember(vw_undo *u, vw_net *n) {
+void vw_edit_undo_remember(vw_edit_undo *u, vw_net *n) {
   if (!vw_net_can_edit(n) || !n->replica.have_snapshot) return;
-  vw_undo_state s;
+  vw_edit_undo_state s;
   if (state_take(n, &s) != 0) return;
   push(u->undo, &u->nundo, &s);
   while (u->nredo) state_free(&u->redo[--u->nredo]);
@@ -96,7 +96,7 @@ void vw_undo_remember(vw_undo *u, vw_net *n) {
 
 /* Sends the edits that bring the replica back to `s` (as far as its targets and vertices still
  * match: a new snapshot of another mesh leaves the offsets alone). */
-static void restore(vw_net *n, const vw_undo_state *s) {
+static void restore(vw_net *n, const vw_edit_undo_state *s) {
   const client_replica *r = &n->replica;
   uint32_t nt = s->target_count < r->mesh->target_count ? s->target_count : r->mesh->target_count;
   uint32_t nv = s->vertex_count == r->mesh->vertex_count ? s->vertex_count : 0;
@@ -123,13 +123,13 @@ static void restore(vw_net *n, const vw_undo_state *s) {
   free(q);
 }
 
-int vw_undo_step(vw_undo *u, vw_net *n, int redo) {
-  vw_undo_state *from = redo ? u->redo : u->undo, *to = redo ? u->undo : u->redo;
+int vw_edit_undo_step(vw_edit_undo *u, vw_net *n, int redo) {
+  vw_edit_undo_state *from = redo ? u->redo : u->undo, *to = redo ? u->undo : u->redo;
   int *nfrom = redo ? &u->nredo : &u->nundo, *nto = redo ? &u->nundo : &u->nredo;
   if (*nfrom == 0 || !vw_net_can_edit(n) || !n->replica.have_snapshot) return 0;
-  vw_undo_state now;
+  vw_edit_undo_state now;
   if (state_take(n, &now) != 0) return 0;
-  vw_undo_state s = from[--(*nfrom)];
+  vw_edit_undo_state s = from[--(*nfrom)];
   restore(n, &s);
   state_free(&s);
   push(to, nto, &now);

@@ -21,28 +21,28 @@
 
 /* Returns 1 with the hit point and its nearest corner vertex, 0 when the ray hits nothing.
  * `positions` has 3 floats per vertex; `dir` need not be normalised. */
-int vw_pick(const float *positions, const uint32_t *triangles, uint32_t triangle_count, const float origin[3],
+int vw_edit_pick(const float *positions, const uint32_t *triangles, uint32_t triangle_count, const float origin[3],
             const float dir[3], float hit[3], uint32_t *vertex);
 
-#define VW_UNDO_DEPTH 32
+#define VW_EDIT_UNDO_DEPTH 32
 
-typedef struct vw_undo_state {
+typedef struct vw_edit_undo_state {
   uint32_t target_count, vertex_count;
   float *weights;
   float *offsets;
-} vw_undo_state;
+} vw_edit_undo_state;
 
-typedef struct vw_undo {
-  vw_undo_state undo[VW_UNDO_DEPTH], redo[VW_UNDO_DEPTH];
+typedef struct vw_edit_undo {
+  vw_edit_undo_state undo[VW_EDIT_UNDO_DEPTH], redo[VW_EDIT_UNDO_DEPTH];
   int nundo, nredo;
-} vw_undo;
+} vw_edit_undo;
 
-void vw_undo_fini(vw_undo *u);
-/* Before an edit: keeps the replica's state (the oldest is dropped past VW_UNDO_DEPTH) and
+void vw_edit_undo_fini(vw_edit_undo *u);
+/* Before an edit: keeps the replica's state (the oldest is dropped past VW_EDIT_UNDO_DEPTH) and
  * forgets what could be redone. Nothing when the connection cannot edit. */
-void vw_undo_remember(vw_undo *u, vw_net *n);
+void vw_edit_undo_remember(vw_edit_undo *u, vw_net *n);
 /* Sends the edits back to the last remembered state (undo) or forward again (redo). Returns 1
  * when something was sent, 0 when there was nothing to undo/redo or the connection cannot edit. */
-int vw_undo_step(vw_undo *u, vw_net *n, int redo);
+int vw_edit_undo_step(vw_edit_undo *u, vw_net *n, int redo);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * vw_gpu.c — the viewer's GPU morph and normal passes (see vw_gpu.h), and the typed GL
- * handles of vw_gl.h they are built from.
+ * vw_gpu.c — the viewer's GPU morph and normal passes (see vw_gpu.h), built from the typed GL
+ * handles of vw_gl.h and the pass programs of vw_shaders.h.
  *
  * Layout on the GPU (V render vertices, W welded vertices, F welded triangles):
  *   base, offsets      vertex buffers, 3 floats per render vertex (offsets: glBufferSubData)
@@ -30,115 +30,9 @@
 #include "vw_gl.h"
 #include "vw_shaders.h"
 
-/* ---- errors and typed handles (vw_gl.h) ----------------------------------------------------- */
+_Static_assert(VW_GPU_MAX_ACTIVE == VW__SHADERS_MAX_ACTIVE, "one morph pass sums what its uniform arrays hold");
 
-const char *vw_strerror(int code) {
-  switch (code) {
-    case 0: return "ok";
-    case VW_EGL: return "OpenGL call failed or context lacks a needed feature";
-    case VW_ESHADER: return "shader did not compile or link";
-    case VW_ENOMEM: return "out of memory";
-    case VW_EINVAL: return "invalid argument";
-    case VW_ETOOBIG: return "mesh too large for a GL limit";
-    default: return "unknown viewer error";
-  }
-}
-
-const char *vw__gl_error_name(GLenum e) {
-  switch (e) {
-    case GL_NO_ERROR: return "GL_NO_ERROR";
-    case GL_INVALID_ENUM: return "GL_INVALID_ENUM";
-    case GL_INVALID_VALUE: return "GL_INVALID_VALUE";
-    case GL_INVALID_OPERATION: return "GL_INVALID_OPERATION";
-    case GL_INVALID_FRAMEBUFFER_OPERATION: return "GL_INVALID_FRAMEBUFFER_OPERATION";
-    case GL_OUT_OF_MEMORY: return "GL_OUT_OF_MEMORY";
-    default: return "unknown GL error";
-  }
-}
-
-int vw__gl_check(const char *what, char *err, size_t errlen) {
-  GLenum first = glGetError();
-  if (first == GL_NO_ERROR) return 0;
-  /* Drain the queue so a later check reports only its own errors. */
-  for (int i = 0; i < 16 && glGetError() != GL_NO_ERROR; i++) {
-  }
-  snprintf(err, errlen, "GL error %s (0x%04x) after %s", vw__gl_error_name(first), (unsigned)first, what);
-  return first == GL_OUT_OF_MEMORY ? VW_ENOMEM : VW_EGL;
-}
-
-#ifndef NDEBUG
-void vw__gl_check_debug(const char *file, int line) {
-  GLenum e = glGetError();
-  if (e != GL_NO_ERROR) {
-    fprintf(stderr, "%s:%d: GL error %s (0x%04x)\n", file, line, vw__gl_error_name(e), (unsigned)e);
-    abort();
-  }
-}
-#endif
-
-int vw__buffer_make(vw__buffer *b, const vw__buffer_desc *d, char *err, size_t errlen) {
-  const char *label = d->label ? d->label : "buffer";
-  memset(b, 0, sizeof(*b));
-  if (d->size > (size_t)PTRDIFF_MAX) {
-    snprintf(err, errlen, "%s: %zu bytes is too large", label, d->size);
-    return VW_ETOOBIG;
-  }
-  GLuint id = 0;
-  glGenBuffers(1, &id);
-  /* Buffers are typeless: COPY_WRITE keeps uploads away from VAO and feedback bindings. */
-  glBindBuffer(GL_COPY_WRITE_BUFFER, id);
-  /* Zero-sized buffers are legal but some paths dislike them; keep every buffer bindable. */
-  size_t size = d->size > 0 ? d->size : 16;
-  glBufferData(GL_COPY_WRITE_BUFFER, (GLsizeiptr)size, d->size > 0 ? d->data : NULL,
-               d->usage ? d->usage : GL_STATIC_DRAW);
-  glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
-  char what[96];
-  snprintf(what, sizeof(what), "allocating the %s (%zu bytes)", label, size);
-  int rc = vw__gl_check(what, err, errlen);
-  if (rc != 0) {
-    glDeleteBuffers(1, &id);
-    return rc;
-  }
-  b->id = id;
-  b->size = d->size;
-  return 0;
-}
-
-void vw__buffer_free(vw__buffer *b) {
-  if (b->id) glDeleteBuffers(1, &b->id);
-  memset(b, 0, sizeof(*b));
-}
-
-int vw__texture_make(vw__texture *t, const vw__texture_desc *d, char *err, size_t errlen) {
-  memset(t, 0, sizeof(*t));
-  GLuint id = 0;
-  glGenTextures(1, &id);
-  glBindTexture(GL_TEXTURE_BUFFER, id);
-  glTexBuffer(GL_TEXTURE_BUFFER, d->format, d->buffer);
-  glBindTexture(GL_TEXTURE_BUFFER, 0);
-  char what[96];
-  snprintf(what, sizeof(what), "creating the %s buffer texture", d->label ? d->label : "");
-  int rc = vw__gl_check(what, err, errlen);
-  if (rc != 0) {
-    glDeleteTextures(1, &id);
-    return rc;
-  }
-  t->id = id;
-  t->format = d->format;
-  return 0;
-}
-
-void vw__texture_attach(vw__texture *t, GLuint buffer) {
-  glBindTexture(GL_TEXTURE_BUFFER, t->id);
-  glTexBuffer(GL_TEXTURE_BUFFER, t->format, buffer);
-  glBindTexture(GL_TEXTURE_BUFFER, 0);
-  VW_GL_CHECK();
-}
-
-void vw__texture_free(vw__texture *t) {
-  if (t->id) glDeleteTextures(1, &t->id);
-  memset(t, 0, sizeof(*t));
-}
+/* ---- tests only ----------------------------------------------------------------------------- */
 
 static long long limit_override;
 
@@ -148,8 +42,8 @@ void vw__gpu_limit_texels(long long texels) { limit_override = texels; }
 
 /* One delta texture: `slots` targets of V texels each, room for `cap`. */
 typedef struct dtex {
-  vw__buffer buf;
-  vw__texture tex;
+  vw__gl_buffer buf;
+  vw__gl_texture tex;
   GLenum format;
   size_t texel_bytes;
   uint32_t slots, cap;
@@ -157,7 +51,7 @@ typedef struct dtex {
 } dtex;
 
 typedef struct pass {
-  vw__program prog;
+  vw__gl_program prog;
   GLuint vao;
 } pass;
 
@@ -179,8 +73,8 @@ struct vw_gpu {
 
   uint32_t *render_to_topo; /* V entries, for vw_gpu_read_normals */
 
-  vw__buffer base, offsets, positions, scratch, indices, corners, faces, normals, r2t, first, corners_of;
-  vw__texture positions_tex, faces_tex, normals_tex, r2t_tex, first_tex, corners_of_tex;
+  vw__gl_buffer base, offsets, positions, scratch, indices, corners, faces, normals, r2t, first, corners_of;
+  vw__gl_texture positions_tex, faces_tex, normals_tex, r2t_tex, first_tex, corners_of_tex;
   dtex dhalf, dfull;
   pass morph, facep, normalp;
   GLint u_nhalf, u_count, u_base, u_weight;
@@ -267,9 +161,9 @@ static int dtex_reserve(vw_gpu *g, dtex *d, uint32_t need, char *err, size_t err
     if (grown > cap) cap = (uint32_t)grown;
   }
   size_t slot_bytes = (size_t)g->vertex_count * d->texel_bytes;
-  vw__buffer nb;
-  vw__buffer_desc bd = {.size = (size_t)cap * slot_bytes, .usage = GL_STATIC_DRAW, .label = d->label};
-  if ((rc = vw__buffer_make(&nb, &bd, err, errlen)) != 0) return rc;
+  vw__gl_buffer nb;
+  vw__gl_buffer_desc bd = {.size = (size_t)cap * slot_bytes, .usage = GL_STATIC_DRAW, .label = d->label};
+  if ((rc = vw__gl_buffer_make(&nb, &bd, err, errlen)) != 0) return rc;
   if (d->buf.id && d->slots > 0) {
     glBindBuffer(GL_COPY_READ_BUFFER, d->buf.id);
     glBindBuffer(GL_COPY_WRITE_BUFFER, nb.id);
@@ -277,18 +171,18 @@ static int dtex_reserve(vw_gpu *g, dtex *d, uint32_t need, char *err, size_t err
     glBindBuffer(GL_COPY_READ_BUFFER, 0);
     glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
     if ((rc = vw__gl_check("copying the target deltas to a larger buffer", err, errlen)) != 0) {
-      vw__buffer_free(&nb);
+      vw__gl_buffer_free(&nb);
       return rc;
     }
   }
-  vw__buffer_free(&d->buf);
+  vw__gl_buffer_free(&d->buf);
   d->buf = nb;
   d->cap = cap;
   if (d->tex.id) {
-    vw__texture_attach(&d->tex, d->buf.id);
+    vw__gl_texture_attach(&d->tex, d->buf.id);
   } else {
-    vw__texture_desc td = {.buffer = d->buf.id, .format = d->format, .label = d->label};
-    if ((rc = vw__texture_make(&d->tex, &td, err, errlen)) != 0) return rc;
+    vw__gl_texture_desc td = {.buffer = d->buf.id, .format = d->format, .label = d->label};
+    if ((rc = vw__gl_texture_make(&d->tex, &td, err, errlen)) != 0) return rc;
   }
   return vw__gl_check("re-allocating the target delta texture", err, errlen);
 }
@@ -371,15 +265,15 @@ static int add_targets(vw_gpu *g, const mesh_target *targets, uint32_t count, ch
   return rc;
 }
 
-static int make_pass(pass *p, vw__pass which, char *err, size_t errlen) {
-  int rc = vw__program_make(&p->prog, vw__pass_program(which), err, errlen);
+static int make_pass(pass *p, vw__shaders_pass which, char *err, size_t errlen) {
+  int rc = vw__gl_program_make(&p->prog, &vw__shaders_passes[which], err, errlen);
   if (rc != 0) return rc;
   glGenVertexArrays(1, &p->vao);
   return vw__gl_check("creating a vertex array", err, errlen);
 }
 
 static void free_pass(pass *p) {
-  vw__program_free(&p->prog);
+  vw__gl_program_free(&p->prog);
   if (p->vao) glDeleteVertexArrays(1, &p->vao);
   p->vao = 0;
 }
@@ -495,7 +389,7 @@ int vw_gpu_create(const mesh *m, const mesh_topology *t, double half_budget, vw_
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  const vw__buffer_desc bufs[] = {
+  const vw__gl_buffer_desc bufs[] = {
       {.size = 12 * V, .data = m->positions, .label = "base positions"},
       {.size = 12 * V, .data = zeros, .usage = GL_DYNAMIC_DRAW, .label = "sculpt offsets"},
       {.size = 12 * V, .data = m->positions, .usage = GL_DYNAMIC_COPY, .label = "morphed positions"},
@@ -507,16 +401,17 @@ int vw_gpu_create(const mesh *m, const mesh_topology *t, double half_budget, vw_
       {.size = 4 * (W + 1), .data = first, .label = "welded vertex adjacency offsets"},
       {.size = 12 * F, .data = entries, .label = "welded vertex adjacency"},
   };
-  vw__buffer *dst[] = {&g->base, &g->offsets, &g->positions, &g->indices, &g->corners,
+  vw__gl_buffer *dst[] = {&g->base, &g->offsets, &g->positions, &g->indices, &g->corners,
                        &g->faces, &g->normals, &g->r2t, &g->first, &g->corners_of};
   rc = 0;
-  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]) && rc == 0; i++) rc = vw__buffer_make(dst[i], &bufs[i], err, errlen);
+  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]) && rc == 0; i++)
+    rc = vw__gl_buffer_make(dst[i], &bufs[i], err, errlen);
   free(zeros);
   if (rc != 0) goto fail;
 
   const struct {
-    vw__texture *tex;
-    vw__texture_desc d;
+    vw__gl_texture *tex;
+    vw__gl_texture_desc d;
   } texs[] = {
       {&g->positions_tex, {.buffer = g->positions.id, .format = GL_R32F, .label = "morphed positions"}},
       {&g->faces_tex, {.buffer = g->faces.id, .format = GL_RGBA32F, .label = "face normals"}},
@@ -525,12 +420,13 @@ int vw_gpu_create(const mesh *m, const mesh_topology *t, double half_budget, vw_
       {&g->first_tex, {.buffer = g->first.id, .format = GL_R32UI, .label = "adjacency offsets"}},
       {&g->corners_of_tex, {.buffer = g->corners_of.id, .format = GL_R32UI, .label = "adjacency"}},
   };
-  for (size_t i = 0; i < sizeof(texs) / sizeof(texs[0]) && rc == 0; i++) rc = vw__texture_make(texs[i].tex, &texs[i].d, err, errlen);
+  for (size_t i = 0; i < sizeof(texs) / sizeof(texs[0]) && rc == 0; i++)
+    rc = vw__gl_texture_make(texs[i].tex, &texs[i].d, err, errlen);
   if (rc != 0) goto fail;
 
-  if ((rc = make_pass(&g->morph, VW__PASS_MORPH, err, errlen)) != 0 ||
-      (rc = make_pass(&g->facep, VW__PASS_FACES, err, errlen)) != 0 ||
-      (rc = make_pass(&g->normalp, VW__PASS_NORMALS, err, errlen)) != 0)
+  if ((rc = make_pass(&g->morph, VW__SHADERS_MORPH, err, errlen)) != 0 ||
+      (rc = make_pass(&g->facep, VW__SHADERS_FACES, err, errlen)) != 0 ||
+      (rc = make_pass(&g->normalp, VW__SHADERS_NORMALS, err, errlen)) != 0)
     goto fail;
 
   /* Fixed per-pass state: samplers on fixed units, the corner attribute of pass 2. */
@@ -586,16 +482,16 @@ void vw_gpu_destroy(vw_gpu *g) {
   free_pass(&g->normalp);
   free_pass(&g->facep);
   free_pass(&g->morph);
-  vw__texture_free(&g->dfull.tex);
-  vw__buffer_free(&g->dfull.buf);
-  vw__texture_free(&g->dhalf.tex);
-  vw__buffer_free(&g->dhalf.buf);
-  vw__texture *texs[] = {&g->positions_tex, &g->faces_tex, &g->normals_tex,
+  vw__gl_texture_free(&g->dfull.tex);
+  vw__gl_buffer_free(&g->dfull.buf);
+  vw__gl_texture_free(&g->dhalf.tex);
+  vw__gl_buffer_free(&g->dhalf.buf);
+  vw__gl_texture *texs[] = {&g->positions_tex, &g->faces_tex, &g->normals_tex,
                          &g->r2t_tex,       &g->first_tex, &g->corners_of_tex};
-  for (size_t i = 0; i < sizeof(texs) / sizeof(texs[0]); i++) vw__texture_free(texs[i]);
-  vw__buffer *bufs[] = {&g->base,  &g->offsets, &g->positions, &g->scratch, &g->indices, &g->corners,
+  for (size_t i = 0; i < sizeof(texs) / sizeof(texs[0]); i++) vw__gl_texture_free(texs[i]);
+  vw__gl_buffer *bufs[] = {&g->base,  &g->offsets, &g->positions, &g->scratch, &g->indices, &g->corners,
                         &g->faces, &g->normals, &g->r2t,       &g->first,   &g->corners_of};
-  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) vw__buffer_free(bufs[i]);
+  for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) vw__gl_buffer_free(bufs[i]);
   free(g->target_half);
   free(g->target_slot);
   free(g->weights);
@@ -652,7 +548,7 @@ void vw_gpu_set_offsets(vw_gpu *g, uint32_t first, uint32_t count, const float *
   g->dirty = 1;
 }
 
-static void bind_texture(GLuint unit, const vw__texture *t) {
+static void bind_texture(GLuint unit, const vw__gl_texture *t) {
   glActiveTexture(GL_TEXTURE0 + unit);
   glBindTexture(GL_TEXTURE_BUFFER, t->id);
 }
@@ -664,8 +560,8 @@ static int run_morph(vw_gpu *g, char *err, size_t errlen) {
   uint32_t V = g->vertex_count;
   uint32_t slices = g->active_count == 0 ? 1 : (g->active_count + VW_GPU_MAX_ACTIVE - 1) / VW_GPU_MAX_ACTIVE;
   if (slices > 1 && g->scratch.id == 0) {
-    vw__buffer_desc d = {.size = 12 * (size_t)V, .usage = GL_DYNAMIC_COPY, .label = "morph scratch positions"};
-    int rc = vw__buffer_make(&g->scratch, &d, err, errlen);
+    vw__gl_buffer_desc d = {.size = 12 * (size_t)V, .usage = GL_DYNAMIC_COPY, .label = "morph scratch positions"};
+    int rc = vw__gl_buffer_make(&g->scratch, &d, err, errlen);
     if (rc != 0) return rc;
   }
   glUseProgram(g->morph.prog.id);
@@ -689,8 +585,8 @@ static int run_morph(vw_gpu *g, char *err, size_t errlen) {
     }
     glUniform1i(g->u_nhalf, (GLint)nhalf);
     glUniform1i(g->u_count, (GLint)n);
-    glUniform4iv(g->u_base, VW__MORPH_VEC4S, base);
-    glUniform4fv(g->u_weight, VW__MORPH_VEC4S, weight);
+    glUniform4iv(g->u_base, VW__SHADERS_MORPH_VEC4S, base);
+    glUniform4fv(g->u_weight, VW__SHADERS_MORPH_VEC4S, weight);
     glBindBuffer(GL_ARRAY_BUFFER, src);
     glEnableVertexAttribArray(0);
     glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, 12, (void *)0);
@@ -744,7 +640,7 @@ int vw_gpu_update(vw_gpu *g, char *err, size_t errlen) {
   }
   /* Leave the state the renderer expects: rasterising on, nothing bound. */
   glBindBufferBase(GL_TRANSFORM_FEEDBACK_BUFFER, 0, 0);
-  for (GLuint u = 3; u-- > 0;) bind_texture(u, &(vw__texture){0});
+  for (GLuint u = 3; u-- > 0;) bind_texture(u, &(vw__gl_texture){0});
   glBindVertexArray(0);
   glUseProgram(0);
   glDisable(GL_RASTERIZER_DISCARD);

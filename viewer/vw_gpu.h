@@ -24,7 +24,8 @@
  *
  * DOES NOT create the GL context (vw_context.c does), decode frames, or draw anything on screen
  * (vw_render.c does). Every function must be called with the handle's context current.
- * Errors: 0 or a negative VW_E* code, with a reason (shader info log, GL error) in `err`.
+ * Errors: 0 or a negative VW_E* code (vw_gl.h), with a reason (shader info log, GL error) in
+ * `err`.
  */
 #ifndef DEFORMD_VW_GPU_H
 #define DEFORMD_VW_GPU_H
@@ -33,15 +34,6 @@
 #include <stdint.h>
 
 #include "mesh.h"
-
-enum {
-  VW_EGL = -8001,      /* a GL call failed, or the context lacks what is needed (GL 3.3 core) */
-  VW_ESHADER = -8002,  /* a shader did not compile or link (err holds the info log) */
-  VW_ENOMEM = -8003,
-  VW_EINVAL = -8004,
-  VW_ETOOBIG = -8005   /* the mesh (× its targets) exceeds a GL limit (GL_MAX_TEXTURE_BUFFER_SIZE) */
-};
-const char *vw_strerror(int code);
 
 #define VW_GPU_MAX_ACTIVE 64 /* active targets per morph pass (more take several passes) */
 
@@ -93,5 +85,9 @@ uint32_t vw_gpu_half_targets(const vw_gpu *g);
 uint64_t vw_gpu_updates(const vw_gpu *g);
 uint32_t vw_gpu_target_count(const vw_gpu *g);   /* targets uploaded so far */
 uint32_t vw_gpu_active_targets(const vw_gpu *g); /* non-zero weights in the active list */
+
+/* Tests only: pretend GL_MAX_TEXTURE_BUFFER_SIZE is `texels` (0 = the context's own value), so
+ * the "does not fit" path can be exercised on a GL whose real limit is large. */
+void vw__gpu_limit_texels(long long texels);
 
 #endif

@@ -36,7 +36,7 @@ enum {
 #define VW_NET_MAX_FRAMES_MORE 131072u   /* ...unless an update (MORE) is still incomplete */
 #define VW_NET_MAX_QUEUED (16u << 20)    /* unsent bytes over which edits are refused */
 
-uint64_t vw_now_ms(void) { return client_now_ns() / 1000000ull; }
+uint64_t vw_net_now_ms(void) { return client_now_ns() / 1000000ull; }
 
 const char *vw_net_state_name(vw_net_state s) {
   switch (s) {
@@ -122,7 +122,7 @@ static void reset_out(vw_net *n) {
  * attempt. `immediate` retries at once without growing the backoff (a HELLO downgraded to
  * viewer after FORBIDDEN). */
 static void lose(vw_net *n, int immediate) {
-  uint64_t now = vw_now_ms();
+  uint64_t now = vw_net_now_ms();
   if (n->phase == PHASE_LIVE) n->ask_role = n->want_role; /* a new server may accept the token */
   client_close(&n->conn);
   reset_out(n);
@@ -399,11 +399,11 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
   vw_net_changes local;
   if (!ch) ch = &local;
   memset(ch, 0, sizeof(*ch));
-  uint64_t start = vw_now_ms();
+  uint64_t start = vw_net_now_ms();
   uint64_t deadline = start + (uint64_t)(wait_ms > 0 ? wait_ms : 0);
   vw_net_state entered = n->state;
   for (;;) {
-    uint64_t now = vw_now_ms();
+    uint64_t now = vw_net_now_ms();
     int changed = 0;
     if (n->phase == PHASE_IDLE && now >= n->retry_at_ms) {
       start_connect(n, now);
@@ -442,7 +442,7 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
       poll(&pfd, 1, t);
     }
   }
-  uint64_t now = vw_now_ms();
+  uint64_t now = vw_net_now_ms();
   if (n->phase == PHASE_LIVE) {
     maybe_ping(n, now);
     int rc = flush_out(n);

@@ -57,7 +57,7 @@ typedef struct vw_net {
   client_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
   proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
   uint32_t client_id;       /* the server's id for this connection (WELCOME) */
-  uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_now_ms clock) */
+  uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_net_now_ms clock) */
   uint32_t backoff_ms;      /* the wait before the current retry: 250 after the first failure,
                              * doubling to 8000; 0 once a SNAPSHOT arrived */
   uint32_t reconnects;      /* connection attempts after the first one */
@@ -120,6 +120,6 @@ int vw_net_can_edit(const vw_net *n);
 const char *vw_net_state_name(vw_net_state s);
 
 /* Monotonic milliseconds (the clock of retry_at_ms). */
-uint64_t vw_now_ms(void);
+uint64_t vw_net_now_ms(void);
 
 #endif

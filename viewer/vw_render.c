@@ -8,9 +8,6 @@
  */
 #include "vw_render.h"
 
-#include "vw_shaders.h"
-
-#include <epoxy/gl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,16 +22,20 @@
 #include <stb/stb_easy_font.h>
 #pragma GCC diagnostic pop
 
+#include "vw_gl.h"
+#include "vw_shaders.h"
+
 typedef struct ui_vertex {
   float x, y;
   float rgba[4];
 } ui_vertex;
 
 struct vw_render {
-  GLuint mesh_prog, ui_prog;
+  vw__gl_program mesh_prog, ui_prog;
   GLint u_viewproj, u_eye, u_color, u_flat, u_r2t, u_normals, u_size;
   GLuint mesh_vao;
-  GLuint ui_vao, ui_vbo;
+  GLuint ui_vao;
+  vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
   size_t ui_len, ui_cap;
 };
@@ -42,37 +43,38 @@ struct vw_render {
 int vw_render_create(vw_render **out, char *err, size_t errlen) {
   *out = NULL;
   vw_render *r = calloc(1, sizeof(*r));
-  if (!r) return VW_ENOMEM;
-  vw__program mesh_p = {0}, ui_p = {0};
-  if (vw__program_make(&mesh_p, vw__render_program(VW__RENDER_MESH), err, errlen) != 0 ||
-      vw__program_make(&ui_p, vw__render_program(VW__RENDER_UI), err, errlen) != 0) {
-    r->mesh_prog = mesh_p.id;
-    vw_render_destroy(r);
-    return VW_ESHADER;
+  if (!r) {
+    snprintf(err, errlen, "render: %s", vw_strerror(VW_ENOMEM));
+    return VW_ENOMEM;
   }
-  r->mesh_prog = mesh_p.id;
-  r->ui_prog = ui_p.id;
-  r->u_viewproj = glGetUniformLocation(r->mesh_prog, "uViewProj");
-  r->u_eye = glGetUniformLocation(r->mesh_prog, "uEye");
-  r->u_color = glGetUniformLocation(r->mesh_prog, "uColor");
-  r->u_flat = glGetUniformLocation(r->mesh_prog, "uFlat");
-  r->u_r2t = glGetUniformLocation(r->mesh_prog, "uRenderToTopo");
-  r->u_normals = glGetUniformLocation(r->mesh_prog, "uNormals");
-  r->u_size = glGetUniformLocation(r->ui_prog, "uSize");
+  int rc;
+  const vw__gl_buffer_desc ui_desc = {.usage = GL_STREAM_DRAW, .label = "overlay vertices"};
+  if ((rc = vw__gl_program_make(&r->mesh_prog, &vw__shaders_mesh, err, errlen)) != 0 ||
+      (rc = vw__gl_program_make(&r->ui_prog, &vw__shaders_overlay, err, errlen)) != 0 ||
+      (rc = vw__gl_buffer_make(&r->ui_vbo, &ui_desc, err, errlen)) != 0) {
+    vw_render_destroy(r);
+    return rc;
+  }
+  GLuint mp = r->mesh_prog.id;
+  r->u_viewproj = glGetUniformLocation(mp, "uViewProj");
+  r->u_eye = glGetUniformLocation(mp, "uEye");
+  r->u_color = glGetUniformLocation(mp, "uColor");
+  r->u_flat = glGetUniformLocation(mp, "uFlat");
+  r->u_r2t = glGetUniformLocation(mp, "uRenderToTopo");
+  r->u_normals = glGetUniformLocation(mp, "uNormals");
+  r->u_size = glGetUniformLocation(r->ui_prog.id, "uSize");
   glGenVertexArrays(1, &r->mesh_vao);
   glGenVertexArrays(1, &r->ui_vao);
-  glGenBuffers(1, &r->ui_vbo);
   glBindVertexArray(r->ui_vao);
-  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo);
+  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo.id);
   glEnableVertexAttribArray(0);
   glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, sizeof(ui_vertex), (void *)0);
   glEnableVertexAttribArray(1);
   glVertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, sizeof(ui_vertex), (void *)(2 * sizeof(float)));
   glBindVertexArray(0);
-  if (glGetError() != GL_NO_ERROR) {
-    snprintf(err, errlen, "render: GL error while creating the vertex arrays");
+  if ((rc = vw__gl_check("creating the renderer's vertex arrays", err, errlen)) != 0) {
     vw_render_destroy(r);
-    return VW_EGL;
+    return rc;
   }
   *out = r;
   return 0;
@@ -80,11 +82,11 @@ int vw_render_create(vw_render **out, char *err, size_t errlen) {
 
 void vw_render_destroy(vw_render *r) {
   if (!r) return;
-  if (r->mesh_prog) glDeleteProgram(r->mesh_prog);
-  if (r->ui_prog) glDeleteProgram(r->ui_prog);
+  vw__gl_program_free(&r->mesh_prog);
+  vw__gl_program_free(&r->ui_prog);
   if (r->mesh_vao) glDeleteVertexArrays(1, &r->mesh_vao);
   if (r->ui_vao) glDeleteVertexArrays(1, &r->ui_vao);
-  if (r->ui_vbo) glDeleteBuffers(1, &r->ui_vbo);
+  vw__gl_buffer_free(&r->ui_vbo);
   free(r->ui);
   free(r);
 }
@@ -110,7 +112,7 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   vec3 eye;
   vw_camera_eye(cam, eye);
   glEnable(GL_DEPTH_TEST);
-  glUseProgram(r->mesh_prog);
+  glUseProgram(r->mesh_prog.id);
   glUniformMatrix4fv(r->u_viewproj, 1, GL_FALSE, (const float *)vp);
   glUniform3fv(r->u_eye, 1, eye);
   glUniform1i(r->u_r2t, 0);
@@ -170,10 +172,6 @@ void vw_render_rect(vw_render *r, float x, float y, float w, float h, const floa
   quad(r, x, y, x + w, y + h, rgba);
 }
 
-float vw_render_text_width(const char *text, float scale) {
-  return (float)stb_easy_font_width((char *)text) * scale;
-}
-
 void vw_render_text(vw_render *r, float x, float y, float scale, const float rgba[4], const char *text) {
   /* stb_easy_font writes quads of 4 vertices (x, y, z, packed colour: 16 bytes each). */
   static char buf[65536];
@@ -213,10 +211,10 @@ void vw_render_flush_2d(vw_render *r, int width, int height) {
   glDisable(GL_DEPTH_TEST);
   glEnable(GL_BLEND);
   glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
-  glUseProgram(r->ui_prog);
+  glUseProgram(r->ui_prog.id);
   glUniform2f(r->u_size, (float)width, (float)height);
   glBindVertexArray(r->ui_vao);
-  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo);
+  glBindBuffer(GL_ARRAY_BUFFER, r->ui_vbo.id);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(sizeof(ui_vertex) * r->ui_len), r->ui, GL_STREAM_DRAW);
   glDrawArrays(GL_TRIANGLES, 0, (GLsizei)r->ui_len);
   glBindVertexArray(0);

@@ -28,7 +28,6 @@ void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height,
 /* 2D, queued and drawn by vw_render_flush_2d (y down, pixels). Text scale 1 = 7 px glyphs. */
 void vw_render_rect(vw_render *r, float x, float y, float w, float h, const float rgba[4]);
 void vw_render_text(vw_render *r, float x, float y, float scale, const float rgba[4], const char *text);
-float vw_render_text_width(const char *text, float scale);
 void vw_render_flush_2d(vw_render *r, int width, int height);
 
 #endif

@@ -1,22 +1,21 @@
 /*
- * vw_shaders.c — every GLSL source of the GPU passes, and compiling/linking them.
+ * vw_shaders.c — every GLSL source of deform-view: the three GPU passes, the lit mesh and the
+ * 2D overlay, and the benchmark's tutorial program.
  *
  * The passes run with GL_RASTERIZER_DISCARD: each is a vertex shader over GL_POINTS whose
  * outputs are captured by transform feedback, so no fragment shader is attached. Inputs that
  * are indexed rather than streamed (target deltas, corner positions, adjacency) are buffer
  * textures read with texelFetch.
  *
- * DOES NOT hold GL state or uniforms: vw_gpu.c makes the programs, binds and runs them.
+ * DOES NOT call GL: it holds strings and the descriptors naming them. vw_gl.c compiles them;
+ * vw_gpu.c, vw_render.c and bench_view.c bind, set uniforms and run.
  */
 #include "vw_shaders.h"
-
-#include <stdio.h>
-#include <string.h>
 
 #define VW__STR_(x) #x
 #define VW__STR(x) VW__STR_(x)
 
-_Static_assert(VW_GPU_MAX_ACTIVE % 4 == 0, "the morph uniforms pack 4 targets per vec4");
+_Static_assert(VW__SHADERS_MAX_ACTIVE % 4 == 0, "the morph uniforms pack 4 targets per vec4");
 
 /* Pass 1: one point per render vertex. position = base + sculpt + Σ w·Δ over this pass's slice
  * of the active list; later slices read the previous slice's result as a_base, with a_offset a
@@ -29,8 +28,8 @@ static const char morph_vs[] =
     "uniform samplerBuffer u_dfull;\n"
     "uniform int u_nhalf;\n"
     "uniform int u_count;\n"
-    "uniform ivec4 u_base[" VW__STR(VW__MORPH_VEC4S) "];\n"
-    "uniform vec4 u_weight[" VW__STR(VW__MORPH_VEC4S) "];\n"
+    "uniform ivec4 u_base[" VW__STR(VW__SHADERS_MORPH_VEC4S) "];\n"
+    "uniform vec4 u_weight[" VW__STR(VW__SHADERS_MORPH_VEC4S) "];\n"
     "out vec3 v_position;\n"
     "void main() {\n"
     "  vec3 p = a_base + a_offset;\n"
@@ -106,105 +105,17 @@ static const char normals_vs[] =
     "}\n";
 static const char *const normals_out[] = {"v_normal"};
 
-static const vw__program_desc passes[VW__PASS_COUNT] = {
-    [VW__PASS_MORPH] = {.label = "morph pass", .vs = morph_vs, .feedback = morph_out, .feedback_count = 1},
-    [VW__PASS_FACES] = {.label = "face normal pass", .vs = faces_vs, .feedback = faces_out, .feedback_count = 3},
-    [VW__PASS_NORMALS] = {.label = "vertex normal pass", .vs = normals_vs, .feedback = normals_out,
-                          .feedback_count = 1},
+const vw__gl_program_desc vw__shaders_passes[VW__SHADERS_PASS_COUNT] = {
+    [VW__SHADERS_MORPH] = {.label = "morph pass", .vs = morph_vs, .feedback = morph_out, .feedback_count = 1},
+    [VW__SHADERS_FACES] = {.label = "face normal pass", .vs = faces_vs, .feedback = faces_out, .feedback_count = 3},
+    [VW__SHADERS_NORMALS] = {.label = "vertex normal pass", .vs = normals_vs, .feedback = normals_out,
+                             .feedback_count = 1},
 };
-
-const vw__program_desc *vw__pass_program(vw__pass pass) {
-  return pass >= 0 && pass < VW__PASS_COUNT ? &passes[pass] : NULL;
-}
-
-static int compile(GLenum type, const char *src, const char *label, GLuint *out, char *err, size_t errlen) {
-  GLuint s = glCreateShader(type);
-  if (s == 0) {
-    snprintf(err, errlen, "%s: glCreateShader failed", label);
-    return VW_EGL;
-  }
-  glShaderSource(s, 1, &src, NULL);
-  glCompileShader(s);
-  GLint ok = GL_FALSE;
-  glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    char log[1024] = "";
-    glGetShaderInfoLog(s, sizeof(log), NULL, log);
-    size_t n = strlen(log);
-    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = '\0';
-    snprintf(err, errlen, "%s %s shader did not compile: %s", label,
-             type == GL_VERTEX_SHADER ? "vertex" : "fragment", n ? log : "(empty info log)");
-    fprintf(stderr, "deform-view: %s\n", err);
-    glDeleteShader(s);
-    return VW_ESHADER;
-  }
-  *out = s;
-  return 0;
-}
-
-int vw__program_make(vw__program *p, const vw__program_desc *d, char *err, size_t errlen) {
-  const char *label = d->label ? d->label : "program";
-  GLuint vs = 0, fs = 0, prog = 0;
-  int rc;
-  memset(p, 0, sizeof(*p));
-  if (d->vs == NULL) {
-    snprintf(err, errlen, "%s: no vertex shader source", label);
-    return VW_EINVAL;
-  }
-  if ((rc = compile(GL_VERTEX_SHADER, d->vs, label, &vs, err, errlen)) != 0) goto fail_vs;
-  if (d->fs && (rc = compile(GL_FRAGMENT_SHADER, d->fs, label, &fs, err, errlen)) != 0) goto fail_fs;
-  prog = glCreateProgram();
-  if (prog == 0) {
-    snprintf(err, errlen, "%s: glCreateProgram failed", label);
-    rc = VW_EGL;
-    goto fail_prog;
-  }
-  glAttachShader(prog, vs);
-  if (fs) glAttachShader(prog, fs);
-  if (d->feedback_count > 0)
-    glTransformFeedbackVaryings(prog, d->feedback_count, (const GLchar *const *)d->feedback,
-                                GL_INTERLEAVED_ATTRIBS);
-  glLinkProgram(prog);
-  GLint ok = GL_FALSE;
-  glGetProgramiv(prog, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[1024] = "";
-    glGetProgramInfoLog(prog, sizeof(log), NULL, log);
-    size_t n = strlen(log);
-    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = '\0';
-    snprintf(err, errlen, "%s did not link: %s", label, n ? log : "(empty info log)");
-    fprintf(stderr, "deform-view: %s\n", err);
-    rc = VW_ESHADER;
-    goto fail_link;
-  }
-  if ((rc = vw__gl_check(label, err, errlen)) != 0) goto fail_link;
-  /* The program keeps what it needs; the shader objects can go now. */
-  glDetachShader(prog, vs);
-  if (fs) glDetachShader(prog, fs);
-  if (fs) glDeleteShader(fs);
-  glDeleteShader(vs);
-  p->id = prog;
-  return 0;
-
-fail_link:
-  glDeleteProgram(prog);
-fail_prog:
-  if (fs) glDeleteShader(fs);
-fail_fs:
-  glDeleteShader(vs);
-fail_vs:
-  return rc;
-}
-
-void vw__program_free(vw__program *p) {
-  if (p->id) glDeleteProgram(p->id);
-  p->id = 0;
-}
 
 /* ---- drawing (vw_render.c) ----------------------------------------------------------------- */
 
 /* The lit mesh: each vertex takes its welded vertex's normal from the normal pass. */
-static const char *render_mesh_vs =
+static const char render_mesh_vs[] =
     "#version 330 core\n"
     "layout(location = 0) in vec3 aPos;\n"
     "uniform mat4 uViewProj;\n"
@@ -219,7 +130,7 @@ static const char *render_mesh_vs =
     "  gl_Position = uViewProj * vec4(aPos, 1.0);\n"
     "}\n";
 
-static const char *render_mesh_fs =
+static const char render_mesh_fs[] =
     "#version 330 core\n"
     "in vec3 vNormal;\n"
     "in vec3 vPos;\n"
@@ -245,7 +156,7 @@ static const char *render_mesh_fs =
     "}\n";
 
 /* The 2D overlay: coloured triangles in pixels, y down. */
-static const char *render_ui_vs =
+static const char render_ui_vs[] =
     "#version 330 core\n"
     "layout(location = 0) in vec2 aPos;\n"
     "layout(location = 1) in vec4 aColor;\n"
@@ -256,15 +167,32 @@ static const char *render_ui_vs =
     "  gl_Position = vec4(aPos.x / uSize.x * 2.0 - 1.0, 1.0 - aPos.y / uSize.y * 2.0, 0.0, 1.0);\n"
     "}\n";
 
-static const char *render_ui_fs =
+static const char render_ui_fs[] =
     "#version 330 core\n"
     "in vec4 vColor;\n"
     "out vec4 fragColor;\n"
     "void main() { fragColor = vColor; }\n";
 
-const vw__program_desc *vw__render_program(vw__render_kind kind) {
-  static vw__program_desc d[2];
-  d[0] = (vw__program_desc){"mesh", render_mesh_vs, render_mesh_fs, NULL, 0};
-  d[1] = (vw__program_desc){"overlay", render_ui_vs, render_ui_fs, NULL, 0};
-  return &d[kind == VW__RENDER_UI ? 1 : 0];
-}
+const vw__gl_program_desc vw__shaders_mesh = {.label = "mesh", .vs = render_mesh_vs, .fs = render_mesh_fs};
+const vw__gl_program_desc vw__shaders_overlay = {.label = "overlay", .vs = render_ui_vs, .fs = render_ui_fs};
+
+/* ---- the benchmark's tutorial path (bench_view.c) ------------------------------------------ */
+
+/* What tutorials draw with: positions and normals morphed on the CPU and uploaded every frame,
+ * one directional light. Only deform-view-bench uses it, as the baseline it measures against. */
+static const char tutorial_vs[] =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 aPos;\n"
+    "layout(location = 1) in vec3 aNormal;\n"
+    "uniform mat4 uViewProj;\n"
+    "out vec3 vNormal;\n"
+    "void main() { vNormal = aNormal; gl_Position = uViewProj * vec4(aPos, 1.0); }\n";
+
+static const char tutorial_fs[] =
+    "#version 330 core\n"
+    "in vec3 vNormal;\n"
+    "out vec4 fragColor;\n"
+    "void main() { float l = max(dot(normalize(vNormal), normalize(vec3(0.5, 0.8, 0.6))), 0.0);\n"
+    "  fragColor = vec4(vec3(0.2 + 0.7 * l), 1.0); }\n";
+
+const vw__gl_program_desc vw__shaders_tutorial = {.label = "tutorial", .vs = tutorial_vs, .fs = tutorial_fs};

@@ -1,47 +1,37 @@
 /*
- * vw_shaders.h — internal to viewer/: the GLSL sources of the GPU passes (all in vw_shaders.c)
- * and the one function that compiles and links them.
+ * vw_shaders.h — internal to viewer/: every GLSL source of deform-view (all in vw_shaders.c),
+ * each as the descriptor vw__gl_program_make compiles: a label, its stages and, for the
+ * transform-feedback passes, the varyings they capture.
  *
- * DOES NOT set uniforms or run anything (vw_gpu.c does).
+ * DOES NOT compile, set uniforms or run anything: it is data. vw_gl.c compiles the descriptors;
+ * vw_gpu.c runs the passes, vw_render.c draws with the mesh and overlay programs.
  */
 #ifndef DEFORMD_VW_SHADERS_H
 #define DEFORMD_VW_SHADERS_H
 
-#include "vw_gl.h"
-
-typedef struct vw__program {
-  GLuint id;
-} vw__program;
-
-typedef struct vw__program_desc {
-  const char *label;              /* names the program in error messages */
-  const char *vs;                 /* vertex shader source (required) */
-  const char *fs;                 /* fragment shader source; NULL for transform-feedback-only */
-  const char *const *feedback;    /* transform feedback varyings, interleaved into buffer 0 */
-  int feedback_count;
-} vw__program_desc;
-
-/* Compiles and links `d`. Returns 0, or VW_ESHADER with "<label> vertex shader: <info log>"
- * (or "... link: <log>") in `err`, or VW_EGL. *p is zeroed on failure. */
-int vw__program_make(vw__program *p, const vw__program_desc *d, char *err, size_t errlen);
-void vw__program_free(vw__program *p);
+#include "vw_gl.h" /* vw__gl_program_desc */
 
 /* The passes of vw_gpu.c (see vw_gpu.h for what each computes). */
-typedef enum vw__pass {
-  VW__PASS_MORPH = 0,  /* render vertex -> morphed position (vec3) */
-  VW__PASS_FACES,      /* welded triangle -> 3 × (unit normal, corner angle) */
-  VW__PASS_NORMALS,    /* welded vertex -> unit normal (vec4, w = 0) */
-  VW__PASS_COUNT
-} vw__pass;
+typedef enum vw__shaders_pass {
+  VW__SHADERS_MORPH = 0,  /* render vertex -> morphed position (vec3) */
+  VW__SHADERS_FACES,      /* welded triangle -> 3 × (unit normal, corner angle) */
+  VW__SHADERS_NORMALS,    /* welded vertex -> unit normal (vec4, w = 0) */
+  VW__SHADERS_PASS_COUNT
+} vw__shaders_pass;
 
-/* The descriptor of a pass's program (static storage). */
-const vw__program_desc *vw__pass_program(vw__pass pass);
+extern const vw__gl_program_desc vw__shaders_passes[VW__SHADERS_PASS_COUNT];
 
-/* The programs of vw_render.c: the lit mesh and the 2D overlay. */
-typedef enum vw__render_kind { VW__RENDER_MESH = 0, VW__RENDER_UI = 1 } vw__render_kind;
-const vw__program_desc *vw__render_program(vw__render_kind kind);
+/* vw_render.c: the lit mesh and the 2D overlay. */
+extern const vw__gl_program_desc vw__shaders_mesh;
+extern const vw__gl_program_desc vw__shaders_overlay;
 
-/* Uniform arrays of the morph shader are ivec4/vec4 packed: VW_GPU_MAX_ACTIVE / 4 of each. */
-#define VW__MORPH_VEC4S (VW_GPU_MAX_ACTIVE / 4)
+/* bench_view.c: the tutorial path it measures against (CPU-morphed positions and normals). */
+extern const vw__gl_program_desc vw__shaders_tutorial;
+
+/* Active targets one morph pass sums: its uniform arrays are ivec4/vec4 packed, a quarter as
+ * many of each. vw_gpu.h's VW_GPU_MAX_ACTIVE is this number (vw_gpu.c checks it), kept here
+ * too so that the sources need nothing from vw_gpu. */
+#define VW__SHADERS_MAX_ACTIVE 64
+#define VW__SHADERS_MORPH_VEC4S (VW__SHADERS_MAX_ACTIVE / 4)
 
 #endif

@@ -51,7 +51,7 @@ static mesh *sphere_for(uint32_t v) {
   uint32_t level = 0;
   while (level < 7 && 10u * (1u << (2 * level)) + 2 < v) level++;
   mesh *m = NULL;
-  return mesh_icosphere(level, 1.0, &m) == 0 ? m : NULL;
+  return mesh_demo_icosphere(level, 1.0, &m) == 0 ? m : NULL;
 }
 
 static int bench_solve_part(uint32_t T, uint32_t P, uint32_t D, uint32_t V, int json, const char *cmdline) {

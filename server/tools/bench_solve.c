@@ -89,7 +89,7 @@ static int load_mesh(const char *spec, mesh **m, char *err, size_t errlen) {
   unsigned long v;
   char tail;
   if (sscanf(spec, "icosphere:%lu%c", &v, &tail) == 1) {
-    int rc = mesh_icosphere((uint32_t)v, 1.0, m);
+    int rc = mesh_demo_icosphere((uint32_t)v, 1.0, m);
     if (rc) snprintf(err, errlen, "icosphere:%lu: %s", v, mesh_strerror(rc));
     return rc;
   }

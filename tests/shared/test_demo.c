@@ -140,7 +140,7 @@ TEST(demo_head_is_deterministic) {
 TEST(icosphere_has_closed_form_counts_and_lies_on_the_sphere) {
   for (uint32_t lv = 0; lv <= 4; lv++) {
     mesh *m = NULL;
-    ASSERT_OK(mesh_icosphere(lv, 2.5, &m), NULL);
+    ASSERT_OK(mesh_demo_icosphere(lv, 2.5, &m), NULL);
     uint32_t pow4 = 1u << (2 * lv);
     ASSERT_EQ(m->vertex_count, 10 * pow4 + 2);
     ASSERT_EQ(m->triangle_count, 20 * pow4);

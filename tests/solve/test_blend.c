@@ -55,7 +55,7 @@ static void add_local_targets(mesh *m, uint32_t count, double radius) {
 
 static mesh *sphere_with_targets(uint32_t levels, uint32_t targets, double radius) {
   mesh *m = NULL;
-  ASSERT_OK(mesh_icosphere(levels, 1.0, &m), NULL);
+  ASSERT_OK(mesh_demo_icosphere(levels, 1.0, &m), NULL);
   add_local_targets(m, targets, radius);
   return m;
 }

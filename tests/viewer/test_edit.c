@@ -49,7 +49,7 @@ static double oracle_pick(const float *p, const uint32_t *tri, uint32_t nt, cons
 
 TEST(picking_finds_the_nearest_triangle_and_its_nearest_corner) {
   mesh *m = NULL;
-  ASSERT_OK(mesh_icosphere(4, 1.0, &m), NULL);
+  ASSERT_OK(mesh_demo_icosphere(4, 1.0, &m), NULL);
   uint32_t hits = 0, misses = 0;
   for (int i = 0; i < 2000; i++) {
     /* From a random point outside, towards a random point (inside the sphere, or near it). */
@@ -63,7 +63,7 @@ TEST(picking_finds_the_nearest_triangle_and_its_nearest_corner) {
     uint32_t face = 0, vertex = 0;
     double t = oracle_pick(m->positions, m->triangles, m->triangle_count, od, dd, &face);
     float hit[3];
-    int got = vw_pick(m->positions, m->triangles, m->triangle_count, o, df, hit, &vertex);
+    int got = vw_edit_pick(m->positions, m->triangles, m->triangle_count, o, df, hit, &vertex);
     if (!isfinite(t)) {
       ASSERT(!got);
       misses++;
@@ -123,9 +123,9 @@ TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   poll_to(&n, server_version(&h));
   uint32_t count;
   float *before = harness_server_positions(&h, "demo", &count);
-  vw_undo u;
+  vw_edit_undo u;
   memset(&u, 0, sizeof(u));
-  vw_undo_remember(&u, &n);
+  vw_edit_undo_remember(&u, &n);
   /* The edit: two weights and three vertices' offsets (one of them back to zero). */
   uint32_t t[2] = {0, 5}, v[3] = {9, 100, 20400};
   float w[2] = {0.7f, 0.25f};
@@ -139,7 +139,7 @@ TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   poll_to(&n, server_version(&h));
   float *edited = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(before, edited, sizeof(float) * 3 * count) != 0);
-  ASSERT_EQ(vw_undo_step(&u, &n, 0), 1);
+  ASSERT_EQ(vw_edit_undo_step(&u, &n, 0), 1);
   for (int i = 0; i < 200 && server_version(&h) < 6; i++) {
     vw_net_changes ch;
     vw_net_poll(&n, 10, &ch);
@@ -147,8 +147,8 @@ TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   poll_to(&n, server_version(&h));
   float *undone = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(before, undone, sizeof(float) * 3 * count) == 0);
-  ASSERT_EQ(vw_undo_step(&u, &n, 0), 0); /* nothing more to undo */
-  ASSERT_EQ(vw_undo_step(&u, &n, 1), 1);
+  ASSERT_EQ(vw_edit_undo_step(&u, &n, 0), 0); /* nothing more to undo */
+  ASSERT_EQ(vw_edit_undo_step(&u, &n, 1), 1);
   for (int i = 0; i < 200 && server_version(&h) < 8; i++) {
     vw_net_changes ch;
     vw_net_poll(&n, 10, &ch);
@@ -156,20 +156,20 @@ TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   poll_to(&n, server_version(&h));
   float *redone = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(edited, redone, sizeof(float) * 3 * count) == 0);
-  /* The stack keeps the newest VW_UNDO_DEPTH states. */
-  for (int i = 0; i < VW_UNDO_DEPTH + 8; i++) vw_undo_remember(&u, &n);
-  ASSERT_EQ(u.nundo, VW_UNDO_DEPTH);
+  /* The stack keeps the newest VW_EDIT_UNDO_DEPTH states. */
+  for (int i = 0; i < VW_EDIT_UNDO_DEPTH + 8; i++) vw_edit_undo_remember(&u, &n);
+  ASSERT_EQ(u.nundo, VW_EDIT_UNDO_DEPTH);
   ASSERT_EQ(u.nredo, 0);
   /* A viewer-role connection cannot undo. */
   vw_net ro;
   vw_net_init(&ro, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
   poll_to(&ro, server_version(&h));
-  vw_undo u2;
+  vw_edit_undo u2;
   memset(&u2, 0, sizeof(u2));
-  vw_undo_remember(&u2, &ro);
+  vw_edit_undo_remember(&u2, &ro);
   ASSERT_EQ(u2.nundo, 0);
   free(before), free(edited), free(undone), free(redone);
-  vw_undo_fini(&u);
+  vw_edit_undo_fini(&u);
   vw_net_fini(&ro);
   vw_net_fini(&n);
   harness_stop(&h);

@@ -169,6 +169,18 @@ TEST(gpu_context_without_a_display_fails_naming_xvfb) {
   vw_context_fini(&c); /* harmless after a failed init */
 }
 
+TEST(gpu_error_codes_each_have_a_sentence_of_their_own) {
+  const int codes[] = {VW_EGL, VW_ESHADER, VW_ENOMEM, VW_EINVAL, VW_ETOOBIG};
+  const size_t n = sizeof(codes) / sizeof(codes[0]);
+  const char *unknown = vw_strerror(-1);
+  ASSERT_STR_CONTAINS(unknown, "unknown");
+  for (size_t i = 0; i < n; i++) {
+    ASSERT(strcmp(vw_strerror(codes[i]), unknown) != 0);
+    for (size_t j = 0; j < i; j++) ASSERT(strcmp(vw_strerror(codes[i]), vw_strerror(codes[j])) != 0);
+  }
+  ASSERT_STR_CONTAINS(vw_strerror(VW_ETOOBIG), "GL limit");
+}
+
 TEST(gpu_context_is_opengl_3_3_core_with_buffer_textures) {
   vw_context c;
   open_gl(&c);
@@ -189,26 +201,31 @@ TEST(gpu_context_is_opengl_3_3_core_with_buffer_textures) {
 TEST(gpu_shader_that_does_not_compile_fails_with_its_info_log) {
   vw_context c;
   open_gl(&c);
-  const vw__program_desc bad = {.label = "broken test shader",
+  const vw__gl_program_desc bad = {.label = "broken test shader",
                                 .vs = "#version 330 core\nvoid main() { gl_Position = vec4(undeclared); }\n"};
-  vw__program p;
+  vw__gl_program p;
   char err[1024] = "";
-  ASSERT_EQ(vw__program_make(&p, &bad, err, sizeof(err)), VW_ESHADER);
+  ASSERT_EQ(vw__gl_program_make(&p, &bad, err, sizeof(err)), VW_ESHADER);
   ASSERT_EQ(p.id, 0);
   ASSERT_STR_CONTAINS(err, "broken test shader");
   ASSERT_STR_CONTAINS(err, "undeclared"); /* the info log names the culprit */
   /* A feedback varying the shader does not write fails at link time, with the link log. */
   static const char *const missing[] = {"v_nothing"};
-  const vw__program_desc bad_link = {.label = "unlinkable test shader",
+  const vw__gl_program_desc bad_link = {.label = "unlinkable test shader",
                                      .vs = "#version 330 core\nout vec3 v_x;\nvoid main() { v_x = vec3(1.0); }\n",
                                      .feedback = missing,
                                      .feedback_count = 1};
-  ASSERT_EQ(vw__program_make(&p, &bad_link, err, sizeof(err)), VW_ESHADER);
+  ASSERT_EQ(vw__gl_program_make(&p, &bad_link, err, sizeof(err)), VW_ESHADER);
   ASSERT_STR_CONTAINS(err, "unlinkable test shader did not link");
-  /* The real passes all build. */
-  for (int i = 0; i < VW__PASS_COUNT; i++) {
-    ASSERT_OK(vw__program_make(&p, vw__pass_program((vw__pass)i), err, sizeof(err)), err);
-    vw__program_free(&p);
+  /* Every program of vw_shaders.c builds: the passes, the renderer's, the benchmark's. */
+  for (int i = 0; i < VW__SHADERS_PASS_COUNT; i++) {
+    ASSERT_OK(vw__gl_program_make(&p, &vw__shaders_passes[i], err, sizeof(err)), err);
+    vw__gl_program_free(&p);
+  }
+  const vw__gl_program_desc *others[] = {&vw__shaders_mesh, &vw__shaders_overlay, &vw__shaders_tutorial};
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+    ASSERT_OK(vw__gl_program_make(&p, others[i], err, sizeof(err)), err);
+    vw__gl_program_free(&p);
   }
   ASSERT_EQ(glGetError(), GL_NO_ERROR);
   vw_context_fini(&c);
@@ -708,7 +725,7 @@ TEST(gpu_update_timings_on_the_demo_head_and_a_large_icosphere) {
   time_updates("demo head", m, 8);
   mesh_destroy(m);
   /* Icospheres come in 40962 and 163842 vertices: time the larger, and a 100k UV sphere. */
-  ASSERT_OK(mesh_icosphere(7, 1.0, &m), NULL);
+  ASSERT_OK(mesh_demo_icosphere(7, 1.0, &m), NULL);
   add_bump_targets(m, 52, 0.05, 0);
   time_updates("icosphere level 7", m, 8);
   mesh_destroy(m);

@@ -53,11 +53,11 @@ static void merge(vw_net_changes *acc, const vw_net_changes *ch) {
 
 /* Polls (20 ms at a time) until the state is `want`, merging changes into *acc (may be NULL). */
 static void poll_until_state(vw_net *n, vw_net_state want, vw_net_changes *acc, int timeout_ms) {
-  uint64_t deadline = vw_now_ms() + (uint64_t)timeout_ms;
+  uint64_t deadline = vw_net_now_ms() + (uint64_t)timeout_ms;
   vw_net_changes ch;
   while (vw_net_poll(n, 20, &ch) != want || (want == VW_NET_LIVE && ch.partial)) {
     if (acc) merge(acc, &ch);
-    if (vw_now_ms() > deadline)
+    if (vw_net_now_ms() > deadline)
       test__fail(__FILE__, __LINE__, "still %s, want %s (last error: %s)", vw_net_state_name(n->state),
                  vw_net_state_name(want), n->last_error);
   }
@@ -67,13 +67,13 @@ static void poll_until_state(vw_net *n, vw_net_state want, vw_net_changes *acc, 
 /* Polls until the replica reached `version` with no update half applied; changes go to *acc. */
 static void follow(vw_net *n, uint64_t version, vw_net_changes *acc) {
   memset(acc, 0, sizeof(*acc));
-  uint64_t deadline = vw_now_ms() + 10000;
+  uint64_t deadline = vw_net_now_ms() + 10000;
   for (;;) {
     vw_net_changes ch;
     vw_net_poll(n, 20, &ch);
     merge(acc, &ch);
     if (n->state == VW_NET_LIVE && n->replica.version >= version && !ch.partial) break;
-    if (vw_now_ms() > deadline)
+    if (vw_net_now_ms() > deadline)
       test__fail(__FILE__, __LINE__, "stuck at version %llu (%s), want %llu; last error: %s",
                  (unsigned long long)n->replica.version, vw_net_state_name(n->state),
                  (unsigned long long)version, n->last_error);
@@ -254,7 +254,7 @@ TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
   /* Polls never end inside the update: `partial` is reported while the replica is between. */
   vw_net_changes acc = {0};
   int saw_partial = 0;
-  uint64_t deadline = vw_now_ms() + 20000;
+  uint64_t deadline = vw_net_now_ms() + 20000;
   for (;;) {
     vw_net_changes ch;
     ASSERT_EQ(vw_net_poll(&n, 20, &ch), VW_NET_LIVE);
@@ -262,7 +262,7 @@ TEST(net_a_lagging_viewer_catches_up_through_frames_flagged_more) {
     saw_partial |= ch.partial;
     if (ch.partial) ASSERT(n.replica.version < final);
     if (n.replica.version == final && !ch.partial) break;
-    ASSERT(vw_now_ms() < deadline);
+    ASSERT(vw_net_now_ms() < deadline);
   }
   fprintf(stderr, "%u frames to catch up (partial seen: %d), offsets [%u, %u)\n", acc.frames, saw_partial,
           acc.offsets_first, acc.offsets_end);
@@ -288,8 +288,8 @@ TEST(net_poll_never_blocks_when_nothing_arrives) {
   vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
   poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
   /* Let the first PONG come back, so the polls below have nothing at all to read. */
-  uint64_t until = vw_now_ms() + 300;
-  while (vw_now_ms() < until) vw_net_poll(&n, 10, NULL);
+  uint64_t until = vw_net_now_ms() + 300;
+  while (vw_net_now_ms() < until) vw_net_poll(&n, 10, NULL);
   uint64_t worst = 0, total = 0;
   for (int i = 0; i < 500; i++) {
     uint64_t t0 = client_now_ns();
@@ -305,9 +305,9 @@ TEST(net_poll_never_blocks_when_nothing_arrives) {
   ASSERT(worst < 20000000);       /* no poll near a frame's length */
   /* With a wait, it waits no longer than asked (a PONG may end it sooner). */
   for (int i = 0; i < 5; i++) {
-    uint64_t t0 = vw_now_ms();
+    uint64_t t0 = vw_net_now_ms();
     vw_net_poll(&n, 40, NULL);
-    ASSERT(vw_now_ms() - t0 <= 40 + 25);
+    ASSERT(vw_net_now_ms() - t0 <= 40 + 25);
   }
   /* Nor while the server is gone. */
   harness_stop(&h);
@@ -327,14 +327,14 @@ TEST(net_pings_measure_latency_and_bytes_per_second) {
   poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
   uint64_t snapshot_bytes = n.bytes_total;
   ASSERT(snapshot_bytes > 100000); /* the demo head */
-  uint64_t t0 = vw_now_ms();
-  while (n.latency_ms < 0 && vw_now_ms() - t0 < 3000) vw_net_poll(&n, 20, NULL);
+  uint64_t t0 = vw_net_now_ms();
+  while (n.latency_ms < 0 && vw_net_now_ms() - t0 < 3000) vw_net_poll(&n, 20, NULL);
   ASSERT(n.latency_ms >= 0 && n.latency_ms < 1000);
-  ASSERT(n.bytes_per_s > 0 || vw_now_ms() - n.rate_t0_ms < 1000);
+  ASSERT(n.bytes_per_s > 0 || vw_net_now_ms() - n.rate_t0_ms < 1000);
   /* Once a second: over 2.5 s, 2 or 3 more PINGs, each answered. */
   uint32_t seq = n.ping_seq;
-  t0 = vw_now_ms();
-  while (vw_now_ms() - t0 < 2500) vw_net_poll(&n, 20, NULL);
+  t0 = vw_net_now_ms();
+  while (vw_net_now_ms() - t0 < 2500) vw_net_poll(&n, 20, NULL);
   ASSERT(n.ping_seq - seq >= 2 && n.ping_seq - seq <= 3);
   ASSERT_EQ(n.bytes_total, snapshot_bytes + 40ull * n.ping_seq); /* a 40-byte PONG per PING */
   /* Idle now: bytes/s is the PONGs' trickle, not the snapshot any more. */
@@ -392,8 +392,8 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   uint32_t bad = 9999;
   id = vw_net_set_weights(&e, 1, &bad, &w);
   ASSERT_EQ(id, 3);
-  uint64_t t0 = vw_now_ms();
-  while (e.errors == 0 && vw_now_ms() - t0 < 5000) vw_net_poll(&e, 20, NULL);
+  uint64_t t0 = vw_net_now_ms();
+  while (e.errors == 0 && vw_net_now_ms() - t0 < 5000) vw_net_poll(&e, 20, NULL);
   ASSERT_EQ(e.errors, 1);
   ASSERT_EQ(e.last_error_request, id);
   ASSERT_EQ(e.last_error_code, PROTO_ERR_INVALID);
@@ -415,8 +415,8 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   d.rotate[3] = 1.0f;
   ASSERT(vw_net_gesture_drag(&e, &d) != 0);
   ASSERT(vw_net_gesture_end(&e, g.gesture) != 0);
-  t0 = vw_now_ms();
-  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  t0 = vw_net_now_ms();
+  while (server_version(&h) == ver && vw_net_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
   ver = server_version(&h);
   ASSERT_EQ(ver, 3);
   follow(&v, ver, &acc);
@@ -431,14 +431,14 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   memcpy(s.center, pos + 3 * 1000, sizeof(s.center));
   free(pos);
   ASSERT(vw_net_brush(&e, 1, 0, 0, 1, &s) != 0);
-  t0 = vw_now_ms();
-  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  t0 = vw_net_now_ms();
+  while (server_version(&h) == ver && vw_net_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
   follow(&v, ++ver, &acc);
   ASSERT(acc.offsets_end > acc.offsets_first);
   same_as_server(&h, &v);
   ASSERT(vw_net_reset(&e, 0, NULL) != 0);
-  t0 = vw_now_ms();
-  while (server_version(&h) == ver && vw_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
+  t0 = vw_net_now_ms();
+  while (server_version(&h) == ver && vw_net_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
   follow(&v, ++ver, &acc);
   for (uint32_t i = 0; i < 3 * v.replica.mesh->vertex_count; i++) ASSERT(v.replica.offsets[i] == 0.0f);
   same_as_server(&h, &v);
@@ -523,8 +523,8 @@ TEST(net_viewer_keeps_its_shape_when_the_server_dies_and_resyncs_from_a_new_one)
   ASSERT_EQ(n.backoff_ms, 250);
   ASSERT_EQ(vw_net_can_edit(&n), 0);
   /* The last shape stays while retries fail. */
-  uint64_t t0 = vw_now_ms();
-  while (vw_now_ms() - t0 < 600) ASSERT(vw_net_poll(&n, 20, NULL) != VW_NET_LIVE);
+  uint64_t t0 = vw_net_now_ms();
+  while (vw_net_now_ms() - t0 < 600) ASSERT(vw_net_poll(&n, 20, NULL) != VW_NET_LIVE);
   ASSERT(n.reconnects >= 1);
   ASSERT(n.backoff_ms >= 500);
   ASSERT(n.replica.have_snapshot);
@@ -589,32 +589,32 @@ TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
   int port = free_port();
   vw_net n;
   vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
-  uint64_t t0 = vw_now_ms();
+  uint64_t t0 = vw_net_now_ms();
   ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
   ASSERT_STR_CONTAINS(n.last_error, "connect");
   ASSERT_EQ(n.backoff_ms, 250);
   ASSERT_EQ(n.reconnects, 0);
-  ASSERT(n.retry_at_ms >= t0 + 250 && n.retry_at_ms <= vw_now_ms() + 250);
+  ASSERT(n.retry_at_ms >= t0 + 250 && n.retry_at_ms <= vw_net_now_ms() + 250);
   /* Not before its time. */
   ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
   ASSERT_EQ(n.reconnects, 0);
   /* A poll that may wait sleeps until the retry, which fails again: 500 ms next. */
   while (n.reconnects == 0) {
-    ASSERT(vw_now_ms() - t0 < 2000);
+    ASSERT(vw_net_now_ms() - t0 < 2000);
     vw_net_poll(&n, 400, NULL);
   }
-  ASSERT(vw_now_ms() - t0 >= 250);
+  ASSERT(vw_net_now_ms() - t0 >= 250);
   ASSERT_EQ(n.backoff_ms, 500);
   ASSERT_EQ(n.state, VW_NET_DOWN);
   /* Skipping the waits (retry_at_ms is the clock): 1, 2, 4, 8 s, then 8 s for good. */
   const uint32_t want[] = {1000, 2000, 4000, 8000, 8000, 8000};
   for (uint32_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     n.retry_at_ms = 0;
-    uint64_t before = vw_now_ms();
+    uint64_t before = vw_net_now_ms();
     ASSERT_EQ(vw_net_poll(&n, 0, NULL), VW_NET_DOWN);
     ASSERT_EQ(n.backoff_ms, want[i]);
     ASSERT_EQ(n.reconnects, 2 + i);
-    ASSERT(n.retry_at_ms >= before + want[i] && n.retry_at_ms <= vw_now_ms() + want[i]);
+    ASSERT(n.retry_at_ms >= before + want[i] && n.retry_at_ms <= vw_net_now_ms() + want[i]);
   }
   /* A server appears: a successful SNAPSHOT resets the backoff... */
   start_on_port(&h, port);
@@ -643,9 +643,9 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   vw_net n;
   vw_net_init(&n, "127.0.0.1", ntohs(a.sin_port), "demo", "tok", PROTO_ROLE_EDITOR);
   /* The kernel completes the handshake from the backlog: HELLO goes out. */
-  uint64_t t0 = vw_now_ms();
+  uint64_t t0 = vw_net_now_ms();
   while (n.phase < 2) { /* PHASE_WELCOME */
-    ASSERT(vw_now_ms() - t0 < 2000);
+    ASSERT(vw_net_now_ms() - t0 < 2000);
     ASSERT_EQ(vw_net_poll(&n, 10, NULL), VW_NET_CONNECTING);
   }
   int fd = accept(lfd, NULL, NULL);
