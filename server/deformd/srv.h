@@ -8,7 +8,7 @@
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
- *   sessions and operations                  srv_session.c srv_op.c
+ *   sessions, operations, state copies       srv_session.c srv_session_op.c srv_state.c
  *   gestures, brushes, blend solves, player  srv_gesture.c srv_brush.c srv_blend.c srv_anim_play.c
  *                                            srv_anim_compress.c
  *   jobs (import, export)                    srv_jobs.c
@@ -281,7 +281,7 @@ static inline void srv_reply_error(srv_reply *r, int srv_code, const char *messa
 int srv_anim_init(srv_session *s);
 void srv_anim_fini(srv_session *s);
 
-/* ---- operations and sessions (srv_session.c, srv_op.c) ------------------------------------------ */
+/* ---- operations and sessions (srv_session.c, srv_session_op.c, srv_state.c) ------------------- */
 
 typedef enum srv_op_kind {
   SRV_OP_SET_WEIGHTS = 1, /* absolute weights of some targets (not combination targets) */
@@ -380,7 +380,8 @@ typedef struct srv_state {
   float quantum;
 } srv_state;
 
-/* Captures on the loop thread (two memcpy and a small copy). Returns 0 or MESH_ENOMEM. */
+/* srv_state.c: captures on the loop thread (two memcpy and a small copy). Returns 0 or
+ * MESH_ENOMEM. */
 int srv_state_capture(const srv_session *s, srv_state *st);
 void srv_state_release(srv_state *st);
 /* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */

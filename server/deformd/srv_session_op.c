@@ -1,5 +1,5 @@
 /*
- * srv_op.c — operation records: validated (srv_session_check), then applied
+ * srv_session_op.c — a session's operation records: validated (srv_session_check), then applied
  * (srv_session_apply), the only way a session's state changes.
  *
  * Invariants:
