@@ -48,46 +48,14 @@ int client_parse_hostport(const char *text, char *host, size_t hostlen, int *por
   return 0;
 }
 
-int client_connect(client_conn *c, const char *host, int port, char *err, size_t errlen) {
-  memset(c, 0, sizeof(*c));
-  c->fd = -1;
-  /* A client accepts whatever frame size its server sends (a 5M-vertex SNAPSHOT passes 64 MiB). */
-  c->limits.max_frame = UINT32_MAX;
-  char service[16];
-  snprintf(service, sizeof(service), "%d", port);
-  struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(host, service, &hints, &res);
-  if (rc) {
-    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
-    return CLIENT_ERESOLVE;
-  }
-  for (struct addrinfo *a = res; a; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      c->fd = fd;
-      break;
-    }
-    close(fd);
-  }
-  freeaddrinfo(res);
-  if (c->fd < 0) {
-    snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(errno));
-    return CLIENT_ECONNECT;
-  }
-  return 0;
-}
-
 /* Non-blocking connect, in two steps so a caller polled once per frame never waits for the
  * handshake. An address whose connect fails at once is skipped for the next one; a connect in
  * progress is finished (or failed) by client_connect_finish. */
 int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
-  c->limits.max_frame = UINT32_MAX; /* as client_connect */
+  /* A client accepts whatever frame size its server sends (a 5M-vertex SNAPSHOT passes 64 MiB). */
+  c->limits.max_frame = UINT32_MAX;
   char service[16];
   snprintf(service, sizeof(service), "%d", port);
   struct addrinfo hints = {0}, *res = NULL;
@@ -144,6 +112,15 @@ int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errl
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
   return 0;
+}
+
+/* The blocking connect is the two steps with no time limit on the second (a signal does not
+ * end it). */
+int client_connect(client_conn *c, const char *host, int port, char *err, size_t errlen) {
+  int rc = client_connect_start(c, host, port, err, errlen);
+  while (rc == CLIENT_EINPROGRESS) rc = client_connect_finish(c, -1, err, errlen);
+  if (rc) client_close(c);
+  return rc;
 }
 
 void client_close(client_conn *c) {

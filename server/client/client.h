@@ -47,7 +47,8 @@ int client_connect(client_conn *c, const char *host, int port, char *err, size_t
  * the connect goes on (finish it with client_connect_finish), or an error (call client_close
  * either way). */
 int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen);
-/* Waits up to timeout_ms (0 = not at all) for a connect begun by client_connect_start. Returns
+/* Waits up to timeout_ms (0 = not at all, < 0 = no limit) for a connect begun by
+ * client_connect_start. Returns
  * 0 when connected (the socket is then blocking, with TCP_NODELAY, as after client_connect),
  * CLIENT_EINPROGRESS when still in progress, or CLIENT_ECONNECT (reason in err; call
  * client_close). */
