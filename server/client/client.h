@@ -48,10 +48,9 @@ int client_connect(client_conn *c, const char *host, int port, char *err, size_t
  * either way). */
 int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen);
 /* Waits up to timeout_ms (0 = not at all, < 0 = no limit) for a connect begun by
- * client_connect_start. Returns
- * 0 when connected (the socket is then blocking, with TCP_NODELAY, as after client_connect),
- * CLIENT_EINPROGRESS when still in progress, or CLIENT_ECONNECT (reason in err; call
- * client_close). */
+ * client_connect_start. Returns 0 when connected (the socket is then blocking, with
+ * TCP_NODELAY, as after client_connect), CLIENT_EINPROGRESS when still in progress, or
+ * CLIENT_ECONNECT (reason in err; call client_close). */
 int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errlen);
 /* Splits "HOST:PORT" (or ":PORT", or "[v6]:PORT"). */
 int client_parse_hostport(const char *text, char *host, size_t hostlen, int *port);
