@@ -8,7 +8,7 @@ demo_out=
 start_demo_server() {
   local bin=$1
   demo_out=$(mktemp)
-  "$bin/deformd" --demo --stream-port 0 --rpc-port 0 --log-level warn >"$demo_out" &
+  "$bin/deformd" --demo --data none --stream-port 0 --rpc-port 0 --log-level warn >"$demo_out" &
   demo_pid=$!
   for _ in $(seq 100); do grep -q rpc_port "$demo_out" && break; sleep 0.1; done
   read -r sp rp < <(sed -n 's/stream_port=\([0-9]*\) rpc_port=\([0-9]*\)/\1 \2/p' "$demo_out")

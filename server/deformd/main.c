@@ -31,6 +31,13 @@ static void usage(FILE *out) {
           "  --config FILE          JSON config file (options given after it override it)\n"
           "  --demo                 open a session named 'demo' on the bundled demo head\n"
           "  --mesh FILE --session NAME   open a session on FILE at start (repeatable)\n"
+          "  --data DIR|none        where sessions and their history are kept (default\n"
+          "                         $XDG_DATA_HOME/deformd, else ~/.local/share/deformd); none:\n"
+          "                         memory only, nothing survives a restart\n"
+          "  --durability normal|full  normal (default): a killed process loses nothing it\n"
+          "                         acknowledged; full: neither does a power loss (an fsync per\n"
+          "                         commit)\n"
+          "  --history-days N       fold operations older than N days into a checkpoint (0: keep all)\n"
           "  --token T              editors (HELLO) and JSON-RPC clients (auth) must present it\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
@@ -66,17 +73,14 @@ static int run_server(srv_config *cfg) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   srv_server *srv = calloc(1, sizeof(*srv));
-  if (!srv || srv_server_start(srv, &loop, cfg) != 0) {
-    free(srv);
-    uv_loop_close(&loop);
-    return 1;
-  }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  srv_server_fini(srv);
+  int started = srv && srv_server_start(srv, &loop, cfg) == 0;
+  if (started) uv_run(&loop, UV_RUN_DEFAULT);
+  if (srv) srv_server_fini(srv);
+  uv_run(&loop, UV_RUN_DEFAULT); /* the close callbacks of what fini closed */
   free(srv);
   if (uv_loop_close(&loop) != 0) srv_log(SRV_LOG_WARN, "loop closed with handles still open");
-  srv_log(SRV_LOG_INFO, "stopped");
-  return 0;
+  if (started) srv_log(SRV_LOG_INFO, "stopped");
+  return started ? 0 : 1;
 }
 
 /* Prints {"error": why} on stdout and a readable line on stderr; returns exit status 2. */
@@ -176,6 +180,16 @@ int main(int argc, char **argv) {
       }
       if (srv_config_add_session(&cfg, argv[++i], pending_mesh)) goto out;
       pending_mesh = NULL;
+    } else if (strcmp(a, "--data") == 0 && val) {
+      if (srv_config_set_data(&cfg, argv[++i])) goto out;
+    } else if (strcmp(a, "--durability") == 0 && val) {
+      if (srv_config_set_durability(&cfg, argv[++i])) {
+        fprintf(stderr, "deformd: --durability takes normal or full\n");
+        goto out;
+      }
+    } else if (strcmp(a, "--history-days") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e6, &v)) goto out;
+      cfg.history_days = (uint32_t)v;
     } else if (strcmp(a, "--token") == 0 && val) {
       free(cfg.token);
       cfg.token = strdup(argv[++i]);

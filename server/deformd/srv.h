@@ -103,6 +103,10 @@ typedef struct srv_config {
                               * quarter of the RAM; 0 = none */
   char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
                               * connections call `auth` with it first */
+  char *data_dir;            /* the store's directory; NULL: the default (srv_config_data_dir);
+                              * "none": memory only */
+  int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
+  uint32_t history_days;     /* operations older than this are folded into a checkpoint; 0: kept */
   srv_session_spec *sessions;
   uint32_t session_count;
 } srv_config;
@@ -113,6 +117,12 @@ void srv_config_fini(srv_config *c);
 /* Reads a JSON config file over the current values. Returns 0 or SRV_EPARAMS with a reason in
  * err. */
 int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
+/* --data DIR|none, --durability normal|full. Each returns 0 or an SRV_E* code. */
+int srv_config_set_data(srv_config *c, const char *dir);
+int srv_config_set_durability(srv_config *c, const char *name);
+/* The store's directory: --data, else $XDG_DATA_HOME/deformd, else ~/.local/share/deformd;
+ * NULL for "none". `buf` holds a default that is built. */
+const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
 
@@ -129,6 +139,29 @@ typedef struct srv_frame {
 srv_frame *srv_frame_from_buf(proto_buf *b);
 srv_frame *srv_frame_ref(srv_frame *f);
 void srv_frame_unref(srv_frame *f);
+
+typedef struct srv_store srv_store;
+typedef struct srv_op srv_op;
+typedef struct srv_before srv_before;
+
+/* ---- authors (srv_author.c) --------------------------------------------------------------------- */
+
+enum { SRV_AUTHOR_SERVER = 0, SRV_AUTHOR_PLAYER = 1 };
+
+/* Author names by id (a linear table: a server sees a handful of people). */
+typedef struct srv_authors {
+  char **names;
+  uint32_t count, cap;
+} srv_authors;
+
+int srv_authors_init(srv_authors *a);
+void srv_authors_fini(srv_authors *a);
+/* Sets the name of id (restore: the store's table). Returns 0 or SRV_EINTERNAL. */
+int srv_authors_set(srv_authors *a, uint32_t id, const char *name);
+const char *srv_authors_name(const srv_authors *a, uint32_t id);
+int srv_authors_find(const srv_authors *a, const char *name); /* id, or -1 */
+/* The id of `name`, added (and queued to the store when there is one) when new. */
+int srv_authors_intern(srv_authors *a, srv_store *store, const char *name, uint32_t *id);
 
 /* ---- the server's state (its functions are in srv_server.c, at the top) --------------------- */
 
@@ -164,6 +197,15 @@ struct srv_server {
   /* What else a closing session must stop (its gestures, strokes, solves, player): set by
    * srv_server.c, called by srv_session_close. */
   void (*on_session_close)(srv_session *s);
+  /* Every applied operation, with what it changed as it was before (srv_history.c records it
+   * for undo and the store): set by srv_server.c, called by srv_session_apply. */
+  void (*on_applied)(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
+                     const srv_before *before);
+  srv_store *store;          /* NULL: memory only (--data none) */
+  srv_authors authors;
+  int64_t next_session_id;   /* the store's session ids */
+  char **reserved;           /* names of stored sessions that did not restore: not reusable */
+  uint32_t reserved_count;
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
@@ -194,6 +236,7 @@ struct srv_conn {
   int finishing;            /* saying goodbye: no more reads, closed when written */
   int read_paused;          /* output over the soft limit: input waits (backpressure) */
   int authed;               /* rpc: passed `auth` (only matters when a token is set) */
+  uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
   uint64_t accepted_at;     /* uv_now() at accept */
   uint64_t finish_deadline;
   char peer[64];
@@ -222,6 +265,9 @@ struct srv_conn {
 srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops *ops);
 /* Reads from the accepted socket; bytes go to ops->on_data. */
 void srv_conn_start(srv_conn *c);
+/* The author of what the connection changes: the name it gave (hello), else
+ * anonymous-<connection id> (interned on first use). */
+uint32_t srv_conn_author(srv_conn *c);
 /* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
 int srv_conn_send(srv_conn *c, srv_frame *f);
 /* Queues raw bytes that are copied (replies, errors). */
@@ -243,6 +289,89 @@ void srv_conn_unref(srv_conn *c);
  * marks it lagging (f NULL, or over the soft limit) so that it is caught up once drained; over
  * the hard limit it is dropped with an ERROR. */
 void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);
+
+/* ---- the durable store (srv_store.c): SQLite, written by its own thread ----------------------- */
+
+typedef struct srv_store_reader srv_store_reader;
+
+/* Called on the loop thread once what was queued before it is committed: status 0, or SRV_EIO
+ * with SQLite's reason when the commit failed. */
+typedef void (*srv_store_cb)(void *arg, int status, const char *err);
+
+typedef struct srv_store_op {
+  uint64_t first_version, version; /* the versions the record covers */
+  uint64_t step;                   /* the undo step it belongs to */
+  uint32_t author;                 /* srv_authors id */
+  double time;                     /* seconds since the epoch */
+  int kind;                        /* srv_record_kind */
+  const void *body;
+  size_t len;
+} srv_store_op;
+
+typedef struct srv_store_stats {
+  uint64_t records_queued, bytes_queued, ops_queued, commits_requested, commits, commit_failures,
+      bytes_committed;
+} srv_store_stats;
+
+/* Opens (creating it and DIR when missing) DIR/deformd.sqlite3 in WAL mode with synchronous
+ * FULL or NORMAL, and starts the writer thread. Runs on the loop thread before it serves
+ * anyone. Returns 0 or SRV_EIO / SRV_EINTERNAL with a reason. */
+int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, char *err, size_t errlen);
+/* Commits what is queued, stops the writer and closes the handles (freed by the loop). */
+void srv_store_close(srv_store *st);
+/* Queue records (copied) into the batch of this loop iteration. Each returns 0 or
+ * SRV_EINTERNAL. */
+int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, const void *mesh_blob,
+                          size_t len);
+int srv_store_delete_session(srv_store *st, int64_t sid);
+int srv_store_put_author(srv_store *st, uint32_t id, const char *name);
+int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op);
+int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len);
+int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
+/* Drops the session's operations and checkpoints older than its newest checkpoint at or below
+ * `version` (that checkpoint holds their result). */
+int srv_store_compact(srv_store *st, int64_t sid, uint64_t version);
+/* Runs cb once everything queued so far is committed (at once when nothing is). */
+int srv_store_after_commit(srv_store *st, srv_store_cb cb, void *arg);
+/* Nonzero, with SQLite's reason, while writes fail (edits are then refused). */
+int srv_store_failed(const srv_store *st, char *why, size_t len);
+const char *srv_store_path(const srv_store *st);
+void srv_store_get_stats(const srv_store *st, srv_store_stats *out);
+
+/* Reading, on any thread, through a read-only connection of its own. Rows and blobs: */
+typedef struct srv_store_row {
+  int64_t session;
+  const char *name; /* a session's, clip's or author's name (valid during the callback) */
+  double time;
+  srv_store_op op;  /* ops rows (body valid during the callback); author id for author rows */
+} srv_store_row;
+typedef int (*srv_store_row_cb)(const srv_store_row *row, void *arg); /* nonzero stops */
+typedef struct srv_store_blob {
+  uint64_t version;
+  uint8_t *data; /* malloc'ed (caller frees); NULL when there is none */
+  size_t len;
+} srv_store_blob;
+
+int srv_store_reader_open(const char *db_path, srv_store_reader **out, char *err, size_t errlen);
+void srv_store_reader_close(srv_store_reader *r);
+int srv_store_read_sessions(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+int srv_store_read_authors(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+int srv_store_read_mesh(srv_store_reader *r, int64_t sid, srv_store_blob *out, char *err, size_t errlen);
+/* The newest checkpoint at or below `at_most` (out->data NULL when there is none). */
+int srv_store_read_checkpoint(srv_store_reader *r, int64_t sid, uint64_t at_most, srv_store_blob *out, char *err,
+                              size_t errlen);
+/* Operations with after < version <= up_to, oldest first. */
+int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
+                       void *arg, char *err, size_t errlen);
+/* The same without their bodies. */
+int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
+                            void *arg, char *err, size_t errlen);
+/* Up to `limit` operations below `before`, newest first, without their bodies. */
+int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before, uint32_t limit, srv_store_row_cb cb,
+                              void *arg, char *err, size_t errlen);
+int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+/* PRAGMA integrity_check is "ok". */
+int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);
 
 /* ---- replies: where an asynchronous answer goes ---------------------------------------------- */
 
@@ -318,10 +447,31 @@ typedef struct srv_target {
 
 #define SRV_WEIGHT_LIMIT 10.0f /* ranges may reach [-10, 10], like Blender's slider_min/max */
 
+/* What made an operation: history.list names it, undo groups by it. */
+typedef enum srv_cause {
+  SRV_CAUSE_EDIT = 1,        /* a binary EDIT of weights or offsets */
+  SRV_CAUSE_WEIGHTS_SET,     /* weights.set */
+  SRV_CAUSE_SCULPT_SET,      /* sculpt.set */
+  SRV_CAUSE_RESET,           /* deform.reset, EDIT RESET */
+  SRV_CAUSE_GESTURE,         /* deform.begin .. deform.end (one step) */
+  SRV_CAUSE_BRUSH,           /* brush.stroke */
+  SRV_CAUSE_BLEND_SOLVE,     /* blend.solve, EDIT BLEND_PINS */
+  SRV_CAUSE_BLEND_FIT,       /* blend.fit with apply */
+  SRV_CAUSE_TARGET_CREATE,   /* targets.create_from_sculpt */
+  SRV_CAUSE_TARGET_CONFIGURE,/* targets.configure */
+  SRV_CAUSE_ANIM_COMPRESS,   /* anim.compress: the basis targets */
+  SRV_CAUSE_ANIM_PLAY,       /* the player's frames (one step per anim.play) */
+  SRV_CAUSE_UNDO,            /* history.undo */
+  SRV_CAUSE_REDO,            /* history.redo */
+  SRV_CAUSE_REVERT           /* history.revert */
+} srv_cause;
+
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */
-typedef struct srv_op {
+struct srv_op {
   srv_op_kind kind;
-  uint32_t author; /* connection id */
+  uint32_t author; /* srv_authors id */
+  uint8_t cause;   /* srv_cause */
+  uint64_t step;   /* the undo step it belongs to (srv_history_step), or 0: a step of its own */
   uint32_t count;
   const uint32_t *indices; /* target or vertex indices */
   const float *values;     /* SET_WEIGHTS */
@@ -332,7 +482,16 @@ typedef struct srv_op {
   uint32_t first;          /* SET_WEIGHTS_QRUN */
   const int16_t *wq;
   float wscale;
-} srv_op;
+};
+
+/* What an operation changed, as it was before, for on_applied (undo and the store's offset
+ * diffs). Arrays are borrowed for the call. */
+struct srv_before {
+  const int32_t *q;         /* SET_OFFSETS: 3 per op index; ADD_TARGET: 3 per vertex of the new target */
+  const float *values;      /* SET_WEIGHTS: per op index; SET_WEIGHTS_QRUN: per target of the run */
+  const srv_target *meta;   /* SET_TARGET_META: the target's settings */
+  uint32_t target_count;    /* the targets before (ADD_TARGET(S) append after them) */
+};
 
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
 
@@ -367,6 +526,11 @@ struct srv_session {
   int brush_running;
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
+  struct srv_history *history; /* steps, undo and redo (srv_history.c) */
+  void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
+  int64_t store_id;          /* the store's id (0: not stored) */
+  uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
+  int restoring;             /* replaying the store: on_applied records history, writes nothing */
   struct srv_session *next;  /* server's session list */
 };
 
@@ -398,6 +562,9 @@ void srv_session_destroy(srv_session *s);
 /* The server's table of sessions. */
 srv_session *srv_session_find(srv_server *srv, const char *name);
 void srv_session_add(srv_server *srv, srv_session *s);
+/* Names of stored sessions that did not restore: a new session may not take one. */
+void srv_session_reserve_name(srv_server *srv, const char *name);
+int srv_session_name_taken(const srv_server *srv, const char *name);
 /* Removes the session from the table: its viewers get BYE(SESSION_CLOSED) and are closed, what
  * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
 void srv_session_close(srv_server *srv, srv_session *s, const char *why);
@@ -431,15 +598,121 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
 /* Applies a checked op: state updated, version bumped, one frame encoded and fanned out to
  * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
 uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
+/* Appends one target with its state (weight, range) and SNAPSHOT piece, created at `version`
+ * (used by ADD_TARGET(S) and by restoring a checkpoint). Returns 0 or a MESH_E* code with the
+ * state unchanged (the arrays may have grown). */
+int srv_session_append_target(srv_session *s, const srv_new_target *t, uint64_t version);
 /* Sets the sculpt offsets of `vertices` (NULL: every vertex) back to zero, as one op. Returns 0
  * with the new version and how many vertices changed, or an SRV_E* code with a reason. */
 int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
                       uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen);
 
+/* ---- operation records and checkpoints as bytes (srv_record.c) ------------------------------ */
+
+/* A decoded record: the op and the arrays it points into (owned). */
+typedef struct srv_record_op {
+  srv_op op;
+  uint32_t *indices;
+  float *values;
+  int32_t *q;
+  int16_t *wq;
+  char *name;
+  srv_new_target *added;
+  srv_target meta;
+  uint32_t one_index;
+} srv_record_op;
+
+/* Appends the record of `op` (applied with `before`) to b; *changed says how many vertices or
+ * targets it changed. Returns 0 or SRV_EINTERNAL. */
+int srv_record_encode_op(const srv_session *s, const srv_op *op, const srv_before *before, proto_buf *b,
+                         uint32_t *changed);
+/* Decodes a record against the session's current state (offset records are relative to it).
+ * Returns 0 or SRV_EIO with a reason. */
+int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_record_op *r, char *err,
+                         size_t errlen);
+void srv_record_op_fini(srv_record_op *r);
+/* A session's whole state at its version. Returns 0 or SRV_EINTERNAL. */
+int srv_record_encode_checkpoint(const srv_session *s, proto_buf *b);
+/* Loads a checkpoint into a session fresh from its stored mesh. Returns 0 or SRV_EIO. */
+int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen);
+
+/* ---- history: steps, undo, redo, revert (srv_history.c) ------------------------------------------ */
+
+#define SRV_HISTORY_UNDO_DEPTH 64             /* undoable steps kept per author and session */
+#define SRV_HISTORY_BYTES (16u << 20)         /* ... within this much memory per session (oldest go first) */
+#define SRV_HISTORY_STEPS 100000              /* steps history.list shows from memory, per session */
+#define SRV_CHECKPOINT_OPS 1000               /* a checkpoint after this many logged operations */
+#define SRV_CHECKPOINT_BYTES (4u << 20)       /* ... or this many bytes of records */
+
+typedef struct srv_history srv_history;
+
+/* What an undo, redo or revert did. */
+typedef struct srv_history_result {
+  uint64_t version;          /* the session's version after it */
+  uint64_t step;             /* the step undone or redone */
+  uint64_t step_first_version, step_last_version;
+  int cause;                 /* that step's srv_cause */
+  uint64_t new_step;         /* the step this made */
+  uint32_t restored, skipped; /* vertices and targets set back; left as others changed them */
+} srv_history_result;
+
+/* One step as history.list shows it. */
+typedef struct srv_history_entry {
+  uint64_t step;
+  uint32_t author;
+  int cause;
+  double time;
+  uint64_t first_version, last_version;
+  uint32_t ops, changed, targets_added;
+  int undone, undoable;
+  uint64_t undo_of;          /* UNDO / REDO: the step; REVERT: the version reverted to */
+  uint32_t skipped;
+} srv_history_entry;
+typedef int (*srv_history_entry_cb)(const srv_history_entry *e, void *arg); /* nonzero stops */
+
+int srv_history_init(srv_session *s);
+void srv_history_fini(srv_session *s);
+/* A step id for operations that belong together (a gesture, a playback, an undo). */
+uint64_t srv_history_new_step_id(srv_session *s);
+/* srv_server.on_applied: records the step and, with a store, the operation's record. */
+void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
+                            const srv_before *before);
+/* Queues a checkpoint of the session's state now (with a store). */
+void srv_history_checkpoint(srv_server *srv, srv_session *s);
+/* Each returns 0 with what it did, or SRV_ERANGE (nothing to undo/redo) / SRV_EINTERNAL with a
+ * reason. */
+int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+/* Brings s to the state `old` holds (the same session restored at an earlier version) as one
+ * new step of `author`. */
+int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, uint32_t author,
+                       srv_history_result *out, char *err, size_t errlen);
+/* Steps whose first version is below before_version, newest first, at most `limit`. Returns 1
+ * when cb stopped it. */
+int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,
+                     void *arg);
+const char *srv_history_cause_name(int cause);
+/* Restore: the stored time of the operation replayed next (0 after the replay). */
+void srv_history_set_replay_time(srv_session *s, double t);
+/* Restore: a step found in the store before the replayed tail (summary only, not undoable). */
+int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
+
+/* ---- restoring from the store (srv_restore.c) -------------------------------------------------- */
+
+/* Rebuilds stored session `sid` up to `up_to` (UINT64_MAX: all of it, with its clips) on any
+ * thread: stored mesh, newest checkpoint at or below, the records after it replayed. With
+ * with_history the steps are rebuilt (the replayed ones undoable). Returns 0 with a new
+ * session (one reference, not in any server) or an SRV_E* code with a reason. */
+int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
+                        srv_session **out, char *err, size_t errlen);
+
 /* ---- editing gestures (srv_gesture.c) ------------------------------------------------------- */
 
 typedef struct srv_gesture_spec {
   uint32_t id;            /* 0: the server picks one */
+  uint32_t author;        /* srv_authors id: its operations are one undo step of this author */
   dfm_mode mode;
   int iterations;
   const uint32_t *handle; /* render vertices */
@@ -536,6 +809,15 @@ typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *
 int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
                    void *arg);
 
+/* Rebuilds `session` as it was at `version` from the store, on the pool, once what is applied
+ * now is committed; `done` gets it (borrowed for the call) or an error. With `checkpoint`, that
+ * state is also stored as a checkpoint and the history before it folded into it (compaction).
+ * Returns 0, or SRV_ERANGE / SRV_EINTERNAL with a reason (done is not called). */
+typedef void (*srv_restore_cb)(srv_server *s, void *arg, int status, srv_session *session, const srv_session *old,
+                               const char *err);
+int srv_job_restore_at(srv_server *s, srv_session *session, uint64_t version, int checkpoint, srv_restore_cb done,
+                       void *arg, char *err, size_t errlen);
+
 /* ---- JSON-RPC messages and params (srv_rpc.c) ------------------------------------------------- */
 
 /* A request being answered, possibly later (after a job). */
@@ -591,6 +873,14 @@ void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* srv_history_rpc.c */
+void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_undo(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params);
 
 /* srv_blend_rpc.c */
 void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);

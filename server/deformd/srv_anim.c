@@ -24,7 +24,7 @@ static void free_rec(rec_frame *r, uint32_t n) {
   free(r);
 }
 
-static void clip_free(srv_clip *c) {
+void srv_anim_clip_free(srv_clip *c) {
   free(c->name);
   free_rec(c->rec, c->kind == CLIP_RECORDED ? c->frame_count : 0);
   free(c->rec_targets);
@@ -102,7 +102,7 @@ void srv_anim_fini(srv_session *s) {
   if (!a) return;
   for (srv_clip *c = a->clips, *next; c; c = next) {
     next = c->next;
-    clip_free(c);
+    srv_anim_clip_free(c);
   }
   free(a->rec_name);
   free_rec(a->rec, a->rec_count);

@@ -117,7 +117,7 @@ static void stroke_done(uv_work_t *req, int status) {
       memmove(k->q + 3 * (size_t)m, k->q + 3 * (size_t)i, sizeof(int32_t) * 3);
       m++;
     }
-    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .count = m, .indices = k->idx, .q = k->q};
+    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .cause = SRV_CAUSE_BRUSH, .count = m, .indices = k->idx, .q = k->q};
     uint64_t version = m ? srv_session_apply(srv, s, &op) : s->version;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "version", (double)version);

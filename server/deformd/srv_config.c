@@ -47,9 +47,34 @@ void srv_config_fini(srv_config *c) {
   }
   free(c->sessions);
   free(c->token);
+  free(c->data_dir);
+  c->data_dir = NULL;
   c->sessions = NULL;
   c->session_count = 0;
   c->token = NULL;
+}
+
+int srv_config_set_data(srv_config *c, const char *dir) {
+  char *copy = strdup(dir);
+  if (!copy) return SRV_EINTERNAL;
+  free(c->data_dir);
+  c->data_dir = copy;
+  return 0;
+}
+
+int srv_config_set_durability(srv_config *c, const char *name) {
+  if (strcmp(name, "normal") == 0) c->durability_full = 0;
+  else if (strcmp(name, "full") == 0) c->durability_full = 1;
+  else return SRV_EPARAMS;
+  return 0;
+}
+
+const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len) {
+  if (c->data_dir) return strcmp(c->data_dir, "none") == 0 ? NULL : c->data_dir;
+  const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/') snprintf(buf, len, "%s/deformd", xdg);
+  else snprintf(buf, len, "%s/.local/share/deformd", home && home[0] ? home : ".");
+  return buf;
 }
 
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
@@ -119,7 +144,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     cJSON_Delete(root);
     return SRV_EPARAMS;
   }
-  int rc = -1;
+  int rc = SRV_EPARAMS;
   double v;
   const cJSON *item;
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "listen"))) {
@@ -156,6 +181,21 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     free(c->token);
     c->token = strdup(item->valuestring);
   }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "data"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 900) {
+      snprintf(err, errlen, "\"data\" must be a directory path, or \"none\" (memory only)");
+      goto out;
+    }
+    if (srv_config_set_data(c, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "durability"))) {
+    if (!cJSON_IsString(item) || srv_config_set_durability(c, item->valuestring)) {
+      snprintf(err, errlen, "\"durability\" must be \"normal\" or \"full\"");
+      goto out;
+    }
+  }
+  if ((r = get_uint(root, "history_days", 1e6, &v, err, errlen)) < 0) goto out;
+  if (r) c->history_days = (uint32_t)v;
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {

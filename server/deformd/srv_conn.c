@@ -89,6 +89,15 @@ void srv_conn_start(srv_conn *c) {
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
+uint32_t srv_conn_author(srv_conn *c) {
+  if (c->author) return c->author;
+  char name[48];
+  snprintf(name, sizeof(name), "anonymous-%u", c->id);
+  uint32_t id = SRV_AUTHOR_SERVER;
+  if (srv_authors_intern(&c->server->authors, c->server->store, name, &id) == 0) c->author = id;
+  return id;
+}
+
 void srv_conn_ref(srv_conn *c) { c->refs++; }
 
 static void conn_free(srv_conn *c) {

@@ -82,13 +82,18 @@ static int listen_on(srv_server *s, uv_tcp_t *l, int port, uv_connection_cb cb, 
 static void on_tick(uv_timer_t *t) {
   srv_server *s = t->data;
   uint64_t now = uv_now(s->loop);
-  if (s->stopping && s->conns == NULL) {
+  if (s->stopping && s->conns == NULL && s->pending_jobs == 0) {
     /* Signal handlers stay until here: a second SIGTERM during the goodbyes is absorbed. */
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, NULL);
     srv_anim_shutdown(s);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
+    if (s->store) { /* a checkpoint per session makes the next start quick; then the last commit */
+      for (srv_session *x = s->sessions; x; x = x->next) srv_history_checkpoint(s, x);
+      srv_store_close(s->store);
+      s->store = NULL;
+    }
     return;
   }
   if (now % 1000 < 100) /* about once a second */
@@ -142,14 +147,82 @@ static void close_session_work(srv_session *x) {
   srv_anim_close(x);
 }
 
+/* Every stored session, rebuilt before the server listens (nobody can ask for one that is not
+ * back yet). This is start-up work on the loop thread while it serves no one; a session that
+ * does not rebuild is reported and its name kept from reuse, and its rows stay untouched. */
+static int author_row(const srv_store_row *row, void *arg) {
+  return srv_authors_set(&((srv_server *)arg)->authors, row->op.author, row->name) != 0;
+}
+
+typedef struct restore_list {
+  int64_t *ids;
+  char **names;
+  uint32_t n;
+} restore_list;
+
+static int session_row(const srv_store_row *row, void *arg) {
+  restore_list *l = arg;
+  int64_t *ids = realloc(l->ids, sizeof(int64_t) * (l->n + 1));
+  if (ids) l->ids = ids;
+  char **names = realloc(l->names, sizeof(char *) * (l->n + 1));
+  if (names) l->names = names;
+  if (!ids || !names || !(l->names[l->n] = strdup(row->name))) return 1;
+  l->ids[l->n++] = row->session;
+  return 0;
+}
+
+static int restore_sessions(srv_server *s, char *err, size_t errlen) {
+  srv_store_reader *r = NULL;
+  restore_list l = {0};
+  int rc = srv_store_reader_open(srv_store_path(s->store), &r, err, errlen);
+  if (rc == 0) rc = srv_store_read_authors(r, author_row, s, err, errlen);
+  if (rc == 0) rc = srv_store_read_sessions(r, session_row, &l, err, errlen);
+  srv_store_reader_close(r);
+  for (uint32_t i = 0; rc == 0 && i < l.n; i++) {
+    if (l.ids[i] >= s->next_session_id) s->next_session_id = l.ids[i] + 1;
+    srv_session *x = NULL;
+    char why[512];
+    uint64_t t0 = uv_hrtime();
+    int r2 = srv_restore_session(srv_store_path(s->store), l.ids[i], UINT64_MAX, 1, s->cfg.max_vertices, &x, why,
+                                 sizeof(why));
+    if (r2) {
+      srv_log(SRV_LOG_ERROR, "session %s was not restored: %s; its stored data is left as it is", l.names[i], why);
+      srv_session_reserve_name(s, l.names[i]);
+      continue;
+    }
+    srv_session_add(s, x);
+    srv_log(SRV_LOG_INFO, "session %s restored at version %llu in %.0f ms", x->name, (unsigned long long)x->version,
+            (double)(uv_hrtime() - t0) / 1e6);
+  }
+  for (uint32_t i = 0; i < l.n; i++) free(l.names[i]);
+  free(l.names);
+  free(l.ids);
+  return rc;
+}
+
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->on_session_close = close_session_work;
+  s->on_applied = srv_history_on_applied;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;
   s->limits.max_vertices = cfg->max_vertices;
   s->started_ms = uv_now(loop);
+  s->next_session_id = 1;
+  if (srv_authors_init(&s->authors)) return UV_ENOMEM;
+  char dirbuf[1024], err[1024];
+  const char *dir = srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
+  if (dir) {
+    int rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
+    if (rc == 0) rc = restore_sessions(s, err, sizeof(err));
+    if (rc) {
+      srv_log(SRV_LOG_ERROR, "%s", err);
+      return rc;
+    }
+  } else {
+    srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions live in memory only");
+  }
   int sp = 0, rp = 0;
   int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &sp);
   if (rc) return rc;
@@ -170,8 +243,10 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->sigint.data = s->sigterm.data = s;
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-  for (uint32_t i = 0; i < cfg->session_count; i++)
+  for (uint32_t i = 0; i < cfg->session_count; i++) {
+    if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
     srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL);
+  }
   return 0;
 }
 
@@ -193,5 +268,12 @@ void srv_server_stop(srv_server *s, const char *why) {
 }
 
 void srv_server_fini(srv_server *s) {
+  if (s->store) { /* the loop never ran to the end (a failed start) */
+    srv_store_close(s->store);
+    s->store = NULL;
+  }
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
+  for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
+  free(s->reserved);
+  srv_authors_fini(&s->authors);
 }

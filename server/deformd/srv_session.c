@@ -31,6 +31,7 @@ static void free_parts(srv_session *s) {
   free(s->target_parts);
   free(s->target_version);
   srv_anim_fini(s);
+  if (s->history_fini) s->history_fini(s);
 }
 
 void srv_session_destroy(srv_session *s) {
@@ -76,6 +77,19 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
   if (srv->on_session_close) srv->on_session_close(s);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", s->name, why);
   srv_session_unref(s);
+}
+
+void srv_session_reserve_name(srv_server *s, const char *name) {
+  char **g = realloc(s->reserved, sizeof(char *) * (s->reserved_count + 1));
+  if (!g) return;
+  s->reserved = g;
+  if ((g[s->reserved_count] = strdup(name))) s->reserved_count++;
+}
+
+int srv_session_name_taken(const srv_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->reserved_count; i++)
+    if (strcmp(s->reserved[i], name) == 0) return 1;
+  return 0;
 }
 
 /* ---- subscribers ----------------------------------------------------------------------------- */

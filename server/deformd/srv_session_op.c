@@ -200,7 +200,7 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
 
 /* Appends one target with its state (weight, range) and SNAPSHOT piece. Returns 0 or
  * MESH_ENOMEM with the state unchanged (the arrays may have grown). */
-static int append_target(srv_session *s, const srv_new_target *t, uint64_t version) {
+int srv_session_append_target(srv_session *s, const srv_new_target *t, uint64_t version) {
   mesh *m = s->mesh;
   uint32_t nt = m->target_count;
   srv_target *tg = realloc(s->targets, sizeof(*tg) * (nt + 1));
@@ -251,7 +251,7 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
     k++;
   }
   srv_new_target t = {name, k, idx, d, 1.0f, 0.0f, 1.0f};
-  int rc = append_target(s, &t, version);
+  int rc = srv_session_append_target(s, &t, version);
   free(d);
   if (rc == 0)
     for (uint32_t i = 0; i < k; i++) {
@@ -372,7 +372,7 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
   return proto_encode_delta(b, version, 0, op->count, op->indices, op->q);
 }
 
-uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
+static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   uint64_t version = s->version + 1;
   weight_changes wc = {0, NULL, NULL};
   if (op->kind == SRV_OP_ADD_TARGET) {
@@ -380,7 +380,7 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   } else if (op->kind == SRV_OP_ADD_TARGETS) {
     uint32_t before = s->mesh->target_count;
     for (uint32_t i = 0; i < op->count; i++)
-      if (append_target(s, &op->added[i], version) != 0) {
+      if (srv_session_append_target(s, &op->added[i], version) != 0) {
         while (s->mesh->target_count > before) { /* all or nothing */
           uint32_t t = s->mesh->target_count - 1;
           srv_frame_unref(s->target_parts[t]);
@@ -509,7 +509,7 @@ int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const ui
     if ((pick && !pick[v]) || (o[0] | o[1] | o[2]) == 0) continue;
     idx[k++] = v;
   }
-  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .count = k, .indices = idx, .q = q};
+  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .cause = SRV_CAUSE_RESET, .count = k, .indices = idx, .q = q};
   *version = k ? srv_session_apply(srv, s, &op) : s->version;
   *reset = k;
 out:
@@ -519,3 +519,59 @@ out:
   return rc;
 }
 
+
+/* What `op` is about to change, as it is now (see srv_before). The arrays live in *mem (one
+ * allocation, freed by the caller). Returns 0 or MESH_ENOMEM. */
+static int capture_before(const srv_session *s, const srv_op *op, srv_before *b, void **mem) {
+  memset(b, 0, sizeof(*b));
+  *mem = NULL;
+  b->target_count = s->mesh->target_count;
+  if (op->kind == SRV_OP_SET_OFFSETS || op->kind == SRV_OP_ADD_TARGET) {
+    uint32_t n = op->count;
+    if (op->kind == SRV_OP_ADD_TARGET) { /* the vertices whose offsets move into the target */
+      n = 0;
+      for (uint32_t v = 0; v < s->mesh->vertex_count; v++) {
+        const int32_t *q = s->offsets + 3 * (size_t)v;
+        n += (q[0] | q[1] | q[2]) != 0;
+      }
+    }
+    int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)n + 1));
+    if (!q) return MESH_ENOMEM;
+    if (op->kind == SRV_OP_SET_OFFSETS) {
+      for (uint32_t i = 0; i < n; i++) memcpy(q + 3 * (size_t)i, s->offsets + 3 * (size_t)op->indices[i], sizeof(int32_t) * 3);
+    } else {
+      uint32_t k = 0;
+      for (uint32_t v = 0; v < s->mesh->vertex_count; v++) {
+        const int32_t *o = s->offsets + 3 * (size_t)v;
+        if ((o[0] | o[1] | o[2]) != 0) memcpy(q + 3 * (size_t)k++, o, sizeof(int32_t) * 3);
+      }
+    }
+    b->q = q;
+    *mem = q;
+  } else if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
+    float *v = malloc(sizeof(float) * ((size_t)op->count + 1));
+    if (!v) return MESH_ENOMEM;
+    for (uint32_t i = 0; i < op->count; i++)
+      v[i] = s->targets[op->kind == SRV_OP_SET_WEIGHTS ? op->indices[i] : op->first + i].value;
+    b->values = v;
+    *mem = v;
+  } else if (op->kind == SRV_OP_SET_TARGET_META) {
+    srv_target *m = malloc(sizeof(*m));
+    if (!m) return MESH_ENOMEM;
+    *m = s->targets[op->indices[0]];
+    b->meta = m;
+    *mem = m;
+  }
+  return 0;
+}
+
+uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
+  int tell = srv && srv->on_applied;
+  srv_before before;
+  void *mem = NULL;
+  if (tell && capture_before(s, op, &before, &mem) != 0) return 0;
+  uint64_t version = apply_state(srv, s, op);
+  if (version && tell) srv->on_applied(srv, s, op, version, &before);
+  free(mem);
+  return version;
+}

@@ -161,7 +161,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     const proto_gesture_begin *b = &e->begin;
     int oom = 0;
     uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
-    srv_gesture_spec spec = {b->gesture, (dfm_mode)b->mode, b->iterations, h, b->handle.count,
+    srv_gesture_spec spec = {b->gesture, srv_conn_author(c), (dfm_mode)b->mode, b->iterations, h, b->handle.count,
                              b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick, b->handle_radius,
                              roi, b->roi.count, b->roi_radius, an, b->anchors.count};
     if (oom) {
@@ -191,7 +191,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
       snprintf(why, sizeof(why), "out of memory");
       rc = SRV_EINTERNAL;
     } else {
-      rc = srv_session_reset(srv, s, c->id, list, e->reset.count, &version, &n, why, sizeof(why));
+      rc = srv_session_reset(srv, s, srv_conn_author(c), list, e->reset.count, &version, &n, why, sizeof(why));
     }
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
@@ -209,11 +209,11 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
         smp[i].radius = b.radius;
         smp[i].strength = b.strength;
       }
-      rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, c->id, reply, why, sizeof(why));
+      rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, srv_conn_author(c), reply, why, sizeof(why));
       free(smp);
     }
   } else if (e->kind == PROTO_EDIT_BLEND_PINS) {
-    rc = srv_blend_solve_edit(srv, s, &e->blend_pins, c->id, reply, why, sizeof(why));
+    rc = srv_blend_solve_edit(srv, s, &e->blend_pins, srv_conn_author(c), reply, why, sizeof(why));
   } else {
     snprintf(why, sizeof(why), "edit kind %u is not supported", e->kind);
     rc = SRV_EPARAMS;
@@ -241,6 +241,12 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
     return;
   }
+  char failed[160];
+  if (srv->store && e.kind != PROTO_EDIT_GESTURE_END && srv_store_failed(srv->store, failed, sizeof(failed))) {
+    snprintf(why, sizeof(why), "the store cannot write (%s): edits are refused until it can", failed);
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
+    return;
+  }
   if (e.kind >= PROTO_EDIT_GESTURE_BEGIN) {
     on_gesture_edit(c, s, &e);
     return;
@@ -262,7 +268,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     proto_offsets_begin(&e.offsets, &it);
     while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
   }
-  srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = c->id, .count = k, .indices = idx, .values = val, .q = q};
+  srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = srv_conn_author(c), .cause = SRV_CAUSE_EDIT, .count = k, .indices = idx, .values = val, .q = q};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;

@@ -128,7 +128,7 @@ static int child_start(const char *path, bench_child *c, char *err, size_t errle
     dup2(p[1], STDOUT_FILENO);
     close(p[0]);
     close(p[1]);
-    execl(path, path, "--demo", "--stream-port", "0", "--rpc-port", "0", "--log-level", "warn",
+    execl(path, path, "--demo", "--data", "none", "--stream-port", "0", "--rpc-port", "0", "--log-level", "warn",
           (char *)NULL);
     fprintf(stderr, "deform-bench: exec %s: %s\n", path, strerror(errno));
     _exit(127);

@@ -5,6 +5,10 @@
  *   deformctl [--rpc HOST:PORT] METHOD [ARGS]          shortcuts, e.g.
  *       deformctl weights.set demo smile_L=0.8 blink_R=1
  *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--dump FILE.obj]
+ *   deformctl undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION V
+ *
+ * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER): undo and redo
+ * act on that author's steps, across runs.
  *
  * Results are printed as one line of JSON (exit 0); errors as the JSON-RPC error object on
  * stdout and a readable line on stderr (exit 1).
@@ -36,11 +40,16 @@ static void usage(FILE *out) {
           "  session.export NAME FILE        write the current shape (.obj or .glb)\n"
           "  mesh.info | targets.list | weights.get | state.get | sculpt.get NAME\n"
           "  weights.set NAME TARGET=VALUE ...\n"
+          "  undo NAME | redo NAME          undo or redo your newest step (history.undo / history.redo)\n"
+          "  history NAME [--limit N] [--before V]\n"
+          "                                  the session's steps, newest first (history.list)\n"
+          "  revert NAME VERSION            bring the session back to VERSION, as one undoable step\n"
           "  watch SESSION [--count N] [--dump FILE.obj]\n"
           "                                  follow a session like a viewer; one line per frame\n"
           "\n"
           "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
-          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token.\n");
+          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token;\n"
+          "--author NAME (or $DEFORMD_AUTHOR, else $USER) names you in the session's history.\n");
 }
 
 static int print_outcome(int rc, cJSON *result, cJSON *error) {
@@ -66,7 +75,7 @@ static int print_outcome(int rc, cJSON *result, cJSON *error) {
   return 0;
 }
 
-static const char *token;
+static const char *token, *author;
 
 static int rpc_call(const char *hostport, const char *method, cJSON *params) {
   char host[256], err[256];
@@ -95,6 +104,19 @@ static int rpc_call(const char *hostport, const char *method, cJSON *params) {
       return print_outcome(rc, result, error);
     }
     cJSON_Delete(result);
+  }
+  if (author && author[0]) { /* who did it: the history's author, undo's owner */
+    cJSON *hello = cJSON_CreateObject();
+    cJSON_AddStringToObject(hello, "author", author);
+    rc = client_rpc(&c, "hello", hello, 30000, &result, &error);
+    cJSON_Delete(hello);
+    cJSON_Delete(result);
+    cJSON_Delete(error);
+    if (rc != 0 && rc != CLIENT_ERPC) { /* an older server without hello answers an error: go on */
+      cJSON_Delete(params);
+      client_close(&c);
+      return print_outcome(rc, NULL, NULL);
+    }
   }
   rc = client_rpc(&c, method, params, 600000, &result, &error);
   cJSON_Delete(params);
@@ -149,6 +171,41 @@ static cJSON *shortcut_params(const char *method, int argc, char **argv, int *ok
   *ok = 0;
   cJSON_Delete(p);
   return NULL;
+}
+
+/* undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION VERSION */
+static int history_command(const char *rpc, const char *cmd, int argc, char **argv) {
+  cJSON *p = cJSON_CreateObject();
+  const char *method = NULL;
+  int ok = argc >= 1;
+  if (ok) cJSON_AddStringToObject(p, "session", argv[0]);
+  if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0) {
+    method = cmd[0] == 'u' ? "history.undo" : "history.redo";
+    ok = ok && argc == 1;
+  } else if (strcmp(cmd, "revert") == 0) {
+    method = "history.revert";
+    char *end = NULL;
+    double v = ok && argc == 2 ? strtod(argv[1], &end) : -1;
+    ok = ok && argc == 2 && end && !*end && v >= 0;
+    if (ok) cJSON_AddNumberToObject(p, "version", v);
+  } else {
+    method = "history.list";
+    for (int i = 1; ok && i < argc; i += 2) {
+      char *end = NULL;
+      double v = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+      ok = i + 1 < argc && end && !*end && v >= 0;
+      if (ok && strcmp(argv[i], "--limit") == 0) cJSON_AddNumberToObject(p, "limit", v);
+      else if (ok && strcmp(argv[i], "--before") == 0) cJSON_AddNumberToObject(p, "before_version", v);
+      else ok = 0;
+    }
+  }
+  if (!ok) {
+    fprintf(stderr, "deformctl: %s SESSION%s\n", cmd,
+            strcmp(cmd, "revert") == 0 ? " VERSION" : strcmp(cmd, "history") == 0 ? " [--limit N] [--before V]" : "");
+    cJSON_Delete(p);
+    return 1;
+  }
+  return rpc_call(rpc, method, p);
 }
 
 static const char *type_name(uint8_t t) {
@@ -261,11 +318,13 @@ int main(int argc, char **argv) {
   const char *rpc = getenv("DEFORMD_RPC") ? getenv("DEFORMD_RPC") : "127.0.0.1:7451";
   const char *stream = getenv("DEFORMD_STREAM") ? getenv("DEFORMD_STREAM") : "127.0.0.1:7450";
   token = getenv("DEFORMD_TOKEN");
+  author = getenv("DEFORMD_AUTHOR") ? getenv("DEFORMD_AUTHOR") : getenv("USER");
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--rpc") == 0 && i + 1 < argc) rpc = argv[++i];
     else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) stream = argv[++i];
     else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) token = argv[++i];
+    else if (strcmp(argv[i], "--author") == 0 && i + 1 < argc) author = argv[++i];
     else if (strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       return 0;
@@ -320,6 +379,9 @@ int main(int argc, char **argv) {
     }
     return watch(stream, session, count, dump);
   }
+  if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0 || strcmp(cmd, "history") == 0 ||
+      strcmp(cmd, "revert") == 0)
+    return history_command(rpc, cmd, argc - i, argv + i);
   int ok;
   cJSON *params = shortcut_params(cmd, argc - i, argv + i, &ok);
   if (!ok) return 1;

@@ -228,7 +228,7 @@ TEST(config_file_sets_ports_limits_and_sessions) {
   const char bad[] = "{\"stream_port\":\"seven\"}";
   const char *bad_path = test_write_file("bad.json", bad, sizeof(bad) - 1);
   char cmd[2048];
-  snprintf(cmd, sizeof(cmd), "'%s' --config '%s' 2>&1", getenv("DEFORMD_BIN"), bad_path);
+  snprintf(cmd, sizeof(cmd), "'%s' --data none --config '%s' 2>&1", getenv("DEFORMD_BIN"), bad_path);
   FILE *p = popen(cmd, "r");
   char out[512] = "";
   size_t got = fread(out, 1, sizeof(out) - 1, p);

@@ -68,6 +68,8 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   argv[n++] = "0";
   argv[n++] = "--rpc-port";
   argv[n++] = "0";
+  argv[n++] = "--data"; /* memory only, unless the test gives its own --data (the last one counts) */
+  argv[n++] = "none";
   for (int i = 0; args && args[i] && n < 62; i++) argv[n++] = args[i];
   argv[n] = NULL;
   pid_t pid = fork();
@@ -117,6 +119,16 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   }
   dump_log(h);
   test__fail(__FILE__, __LINE__, "session %s did not appear", wait_session);
+}
+
+void harness_kill(harness *h) {
+  client_close(&h->rpc);
+  if (h->pid <= 0) return;
+  kill(h->pid, SIGKILL);
+  int status = 0;
+  waitpid(h->pid, &status, 0);
+  h->pid = 0;
+  track(h, 0);
 }
 
 void harness_stop(harness *h) {

@@ -21,6 +21,8 @@ typedef struct harness {
 /* Starts `deformd --stream-port 0 --rpc-port 0 ARGS...` (args: NULL-terminated) and waits for
  * its port line. If `wait_session` is not NULL, waits until that session exists. */
 void harness_start(harness *h, const char *wait_session, const char *const *args);
+/* SIGKILL and wait: a crash, as far as the server can tell. */
+void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */
 void harness_stop(harness *h);
 
