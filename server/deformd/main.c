@@ -188,8 +188,12 @@ int main(int argc, char **argv) {
         goto out;
       }
     } else if (strcmp(a, "--history-days") == 0 && val) {
-      if (parse_size(a, argv[++i], 1e6, &v)) goto out;
-      cfg.history_days = (uint32_t)v;
+      char *end = NULL;
+      cfg.history_days = strtod(argv[++i], &end);
+      if (!end || *end || !(cfg.history_days >= 0) || cfg.history_days > 1e6) {
+        fprintf(stderr, "deformd: --history-days needs a number of days >= 0, not '%s'\n", argv[i]);
+        goto out;
+      }
     } else if (strcmp(a, "--token") == 0 && val) {
       free(cfg.token);
       cfg.token = strdup(argv[++i]);

@@ -106,7 +106,7 @@ typedef struct srv_config {
   char *data_dir;            /* the store's directory; NULL: the default (srv_config_data_dir);
                               * "none": memory only */
   int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
-  uint32_t history_days;     /* operations older than this are folded into a checkpoint; 0: kept */
+  double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
   srv_session_spec *sessions;
   uint32_t session_count;
 } srv_config;
@@ -204,6 +204,7 @@ struct srv_server {
   srv_store *store;          /* NULL: memory only (--data none) */
   srv_authors authors;
   int64_t next_session_id;   /* the store's session ids */
+  uint64_t retention_ms;     /* uv_now() of the last --history-days pass */
   char **reserved;           /* names of stored sessions that did not restore: not reusable */
   uint32_t reserved_count;
 };
@@ -303,7 +304,8 @@ typedef struct srv_store_op {
   uint64_t step;                   /* the undo step it belongs to */
   uint32_t author;                 /* srv_authors id */
   double time;                     /* seconds since the epoch */
-  int kind;                        /* srv_record_kind */
+  int kind;                        /* srv_cause */
+  uint32_t changed;                /* vertices or targets it changed */
   const void *body;
   size_t len;
 } srv_store_op;
@@ -531,6 +533,7 @@ struct srv_session {
   int64_t store_id;          /* the store's id (0: not stored) */
   uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
   int restoring;             /* replaying the store: on_applied records history, writes nothing */
+  uint64_t retained_version; /* --history-days: history before this was folded (or is being) */
   struct srv_session *next;  /* server's session list */
 };
 
@@ -694,6 +697,8 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
 int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,
                      void *arg);
 const char *srv_history_cause_name(int cause);
+/* The newest version whose step began before time t (seconds since the epoch); 0 if none. */
+uint64_t srv_history_version_before(const srv_session *s, double t);
 /* Restore: the stored time of the operation replayed next (0 after the replay). */
 void srv_history_set_replay_time(srv_session *s, double t);
 /* Restore: a step found in the store before the replayed tail (summary only, not undoable). */

@@ -194,8 +194,13 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
       goto out;
     }
   }
-  if ((r = get_uint(root, "history_days", 1e6, &v, err, errlen)) < 0) goto out;
-  if (r) c->history_days = (uint32_t)v;
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "history_days"))) {
+    if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0) || item->valuedouble > 1e6) {
+      snprintf(err, errlen, "\"history_days\" must be a number of days >= 0 (0 keeps everything)");
+      goto out;
+    }
+    c->history_days = item->valuedouble;
+  }
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {

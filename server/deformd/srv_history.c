@@ -312,8 +312,7 @@ static void log_op(srv_server *srv, srv_session *s, const srv_op *op, const srv_
     proto_buf_fini(&rec);
     return;
   }
-  srv_store_op so = {version, version, st->id, op->author, st->time, st->cause, rec.data, rec.len};
-  (void)changed;
+  srv_store_op so = {version, version, st->id, op->author, st->time, st->cause, changed, rec.data, rec.len};
   if (srv_store_put_op(srv->store, s->store_id, &so) != 0)
     srv_log(SRV_LOG_ERROR, "session %s: cannot queue version %llu for the store (out of memory)", s->name,
             (unsigned long long)version);
@@ -632,4 +631,12 @@ int srv_history_add_old_step(srv_session *s, const srv_history_entry *e) {
   st->ops += e->ops;
   st->changed += e->changed;
   return 0;
+}
+
+uint64_t srv_history_version_before(const srv_session *s, double t) {
+  const srv_history *h = s->history;
+  uint64_t v = 0;
+  for (uint32_t i = 0; h && i < h->count; i++)
+    if (h->steps[i].ops && h->steps[i].time < t && h->steps[i].last_version > v) v = h->steps[i].last_version;
+  return v;
 }

@@ -79,6 +79,30 @@ static int listen_on(srv_server *s, uv_tcp_t *l, int port, uv_connection_cb cb, 
   return 0;
 }
 
+static void on_retained(srv_server *s, void *arg, int status, srv_session *x, const srv_session *old,
+                        const char *err) {
+  (void)s, (void)arg;
+  if (status) srv_log(SRV_LOG_WARN, "session %s: the history older than --history-days stays: %s", x->name, err);
+  else srv_log(SRV_LOG_INFO, "session %s: history before version %llu folded into a checkpoint (--history-days)",
+               x->name, (unsigned long long)old->version);
+}
+
+/* --history-days: operations older than that are folded into a checkpoint, at start and then
+ * every minute. */
+static void retention_pass(srv_server *s) {
+  if (!s->store || s->cfg.history_days <= 0) return;
+  s->retention_ms = uv_now(s->loop);
+  uv_timeval64_t now;
+  uv_gettimeofday(&now);
+  double cutoff = (double)now.tv_sec + now.tv_usec / 1e6 - s->cfg.history_days * 86400.0;
+  for (srv_session *x = s->sessions; x; x = x->next) {
+    uint64_t v = srv_history_version_before(x, cutoff);
+    if (v == 0 || v <= x->retained_version) continue;
+    char err[256];
+    if (srv_job_restore_at(s, x, v, 1, on_retained, NULL, err, sizeof(err)) == 0) x->retained_version = v;
+  }
+}
+
 static void on_tick(uv_timer_t *t) {
   srv_server *s = t->data;
   uint64_t now = uv_now(s->loop);
@@ -98,6 +122,7 @@ static void on_tick(uv_timer_t *t) {
   }
   if (now % 1000 < 100) /* about once a second */
     for (srv_session *x = s->sessions; x; x = x->next) srv_gesture_expire(s, x, s->cfg.gesture_idle_ms);
+  if (now - s->retention_ms >= 60000) retention_pass(s);
   for (srv_conn *c = s->conns, *next; c; c = next) {
     next = c->next;
     if (c->closing) continue;
@@ -243,6 +268,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->sigint.data = s->sigterm.data = s;
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+  retention_pass(s);
   for (uint32_t i = 0; i < cfg->session_count; i++) {
     if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
     srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL);

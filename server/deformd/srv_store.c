@@ -51,7 +51,7 @@ typedef struct item {
   item_kind kind;
   int64_t session;
   uint64_t v0, v1, step;
-  uint32_t author;
+  uint32_t author, changed;
   int op_kind;
   double time;
   char *name;
@@ -92,6 +92,11 @@ struct srv_store {
   batch *failed, *failed_tail; /* writer only: to retry first, in order */
   int stop, retry_now;
   int readonly;                /* writer: db was opened read-only (a read-only file system) */
+  sqlite3_stmt *stmt[ITEM_COMPACT + 1]; /* writer: prepared once, reset after each use */
+  uv_timer_t ckpt_timer;       /* the WAL checkpoints run on the pool, not in a commit */
+  uv_work_t ckpt_req;
+  int ckpt_running;
+  sqlite3 *ckpt_db;            /* the pool job's own connection */
   uint64_t inflight;           /* loop thread: batches handed over and not yet back */
   int is_failed;               /* loop thread's view */
   char failure[256];
@@ -155,13 +160,14 @@ static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen) {
   return rc;
 }
 
-static int write_item(sqlite3 *db, const item *it) {
+static int write_item(srv_store *st, const item *it) {
+  sqlite3 *db = st->db;
   static const char *const sql[] = {
       [ITEM_SESSION] = "INSERT OR REPLACE INTO sessions(id, name, created, mesh) VALUES (?1, ?2, ?3, ?4)",
       [ITEM_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
       [ITEM_AUTHOR] = "INSERT OR IGNORE INTO authors(id, name) VALUES (?1, ?2)",
-      [ITEM_OP] = "INSERT INTO ops(session, version, first_version, step, author, time, kind, body) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+      [ITEM_OP] = "INSERT INTO ops(session, version, first_version, step, author, time, kind, body, changed) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
       [ITEM_CHECKPOINT] = "INSERT OR REPLACE INTO checkpoints(session, version, body) VALUES (?1, ?2, ?3)",
       [ITEM_CLIP] = "INSERT INTO clips(session, name, body, seq) VALUES (?1, ?2, ?3, (SELECT count(*) FROM clips)) "
                     "ON CONFLICT(session, name) DO UPDATE SET body = excluded.body",
@@ -200,9 +206,11 @@ static int write_item(sqlite3 *db, const item *it) {
     }
     return SQLITE_OK;
   }
-  sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(db, sql[it->kind], -1, &s, NULL);
+  sqlite3_stmt *s = st->stmt[it->kind];
+  int rc = SQLITE_OK;
+  if (!s) rc = sqlite3_prepare_v3(db, sql[it->kind], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[it->kind], NULL);
   if (rc != SQLITE_OK) return rc;
+  s = st->stmt[it->kind];
   switch (it->kind) {
     case ITEM_SESSION:
       sqlite3_bind_int64(s, 1, it->session);
@@ -223,6 +231,7 @@ static int write_item(sqlite3 *db, const item *it) {
       sqlite3_bind_double(s, 6, it->time);
       sqlite3_bind_int(s, 7, it->op_kind);
       sqlite3_bind_blob64(s, 8, it->blob, it->len, SQLITE_STATIC);
+      sqlite3_bind_int64(s, 9, it->changed);
       break;
     case ITEM_CHECKPOINT:
       sqlite3_bind_int64(s, 1, it->session);
@@ -238,17 +247,26 @@ static int write_item(sqlite3 *db, const item *it) {
       break;
   }
   rc = sqlite3_step(s);
-  sqlite3_finalize(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static void finalize_all(srv_store *st) {
+  for (int k = 0; k <= ITEM_COMPACT; k++) {
+    sqlite3_finalize(st->stmt[k]);
+    st->stmt[k] = NULL;
+  }
 }
 
 /* Commits the batches of `list` (in order) as one transaction. Returns SQLITE_OK or the code,
  * with SQLite's reason in err. */
-static int commit(sqlite3 *db, batch *list, char *err, size_t errlen) {
+static int commit(srv_store *st, batch *list, char *err, size_t errlen) {
+  sqlite3 *db = st->db;
   int rc = exec(db, "BEGIN IMMEDIATE", err, errlen);
   for (batch *b = list; rc == SQLITE_OK && b; b = b->next)
     for (uint32_t i = 0; rc == SQLITE_OK && i < b->count; i++) {
-      rc = write_item(db, &b->items[i]);
+      rc = write_item(st, &b->items[i]);
       if (rc != SQLITE_OK) snprintf(err, errlen, "%s", sqlite3_errmsg(db));
     }
   if (rc == SQLITE_OK) {
@@ -302,7 +320,7 @@ static void *writer_main(void *arg) {
     }
     st->failed = st->failed_tail = NULL;
     char err[256] = "";
-    int rc = list ? commit(st->db, list, err, sizeof(err)) : SQLITE_OK;
+    int rc = list ? commit(st, list, err, sizeof(err)) : SQLITE_OK;
     pthread_mutex_lock(&st->lock);
     for (batch *b = list, *next; b; b = next) {
       next = b->next;
@@ -401,13 +419,53 @@ static void on_done(uv_async_t *h) {
   if (!st->is_failed) uv_timer_stop(&st->retry);
 }
 
-/* The store is freed once its three handles are closed (stop counts them from 1). */
-static void on_handle_closed(uv_handle_t *h) {
-  srv_store *st = h->data;
-  if (++st->stop < 4) return;
+/* ---- WAL checkpoints, on the pool ------------------------------------------------------------- */
+
+#define CKPT_WAL_BYTES (4u << 20) /* a checkpoint once the WAL is this large */
+
+static void ckpt_work(uv_work_t *req) {
+  srv_store *st = req->data;
+  if (!st->ckpt_db &&
+      sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    sqlite3_close(st->ckpt_db);
+    st->ckpt_db = NULL;
+    return;
+  }
+  sqlite3_busy_timeout(st->ckpt_db, 100);
+  /* PASSIVE: copies what no reader still needs, never waits for the writer. */
+  sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+}
+
+static void store_free(srv_store *st) {
+  sqlite3_close(st->ckpt_db);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);
+}
+
+static void ckpt_done(uv_work_t *req, int status) {
+  srv_store *st = req->data;
+  (void)status;
+  st->ckpt_running = 0;
+  if (st->stop == 5) store_free(st); /* closed while this ran: the last one out frees */
+}
+
+static void on_ckpt_timer(uv_timer_t *t) {
+  srv_store *st = t->data;
+  char wal[1100];
+  struct stat sb;
+  snprintf(wal, sizeof(wal), "%s-wal", st->path);
+  if (st->ckpt_running || st->readonly || stat(wal, &sb) != 0 || (size_t)sb.st_size < CKPT_WAL_BYTES) return;
+  st->ckpt_req.data = st;
+  if (uv_queue_work(st->loop, &st->ckpt_req, ckpt_work, ckpt_done) == 0) st->ckpt_running = 1;
+}
+
+/* The store is freed once its four handles are closed (stop counts them from 1) and no
+ * checkpoint job runs. */
+static void on_handle_closed(uv_handle_t *h) {
+  srv_store *st = h->data;
+  if (++st->stop < 5 || st->ckpt_running) return;
+  store_free(st);
 }
 
 static const char *const schema_sql;
@@ -420,6 +478,9 @@ static int open_rw(srv_store *st, char *why, size_t whylen) {
   if (rc == SQLITE_OK)
     rc = exec(st->db, st->full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", why, whylen);
   if (rc == SQLITE_OK) rc = exec(st->db, schema_sql, why, whylen);
+  /* Commits never checkpoint the WAL (that copy and its fsyncs would land on an editor's
+   * answer): a pool job does it beside them (ckpt_work). */
+  if (rc == SQLITE_OK) rc = exec(st->db, "PRAGMA wal_autocheckpoint = 0", why, whylen);
   if (rc != SQLITE_OK && !why[0]) snprintf(why, whylen, "%s", sqlite3_errmsg(st->db));
   if (rc == SQLITE_OK) sqlite3_busy_timeout(st->db, 5000); /* readers checkpointing the WAL lock briefly */
   return rc;
@@ -428,6 +489,7 @@ static int open_rw(srv_store *st, char *why, size_t whylen) {
 /* The writer's second chance on a read-only file system: the read-only handle goes, a
  * writable one comes if it can. */
 static int reopen_rw(srv_store *st, char *why, size_t whylen) {
+  finalize_all(st);
   sqlite3_close(st->db);
   st->db = NULL;
   why[0] = '\0';
@@ -447,7 +509,7 @@ static const char *const schema_sql =
     "CREATE TABLE IF NOT EXISTS authors(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
     "CREATE TABLE IF NOT EXISTS ops(session INTEGER NOT NULL, version INTEGER NOT NULL, first_version INTEGER NOT "
     "NULL, step INTEGER NOT NULL, author INTEGER NOT NULL, time REAL NOT NULL, kind INTEGER NOT NULL, body BLOB, "
-    "PRIMARY KEY(session, version)) WITHOUT ROWID;"
+    "changed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, version)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS checkpoints(session INTEGER NOT NULL, version INTEGER NOT NULL, body BLOB, "
     "PRIMARY KEY(session, version)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS clips(session INTEGER NOT NULL, name TEXT NOT NULL, body BLOB, seq INTEGER NOT NULL, "
@@ -497,6 +559,9 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
   st->async.data = st;
   uv_timer_init(loop, &st->retry);
   st->retry.data = st;
+  uv_timer_init(loop, &st->ckpt_timer);
+  st->ckpt_timer.data = st;
+  uv_timer_start(&st->ckpt_timer, on_ckpt_timer, 1000, 1000);
   if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
     snprintf(err, errlen, "cannot start the store's writer thread");
     sqlite3_close(st->db);
@@ -504,6 +569,7 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
     uv_close((uv_handle_t *)&st->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&st->async, on_handle_closed);
     uv_close((uv_handle_t *)&st->retry, on_handle_closed);
+    uv_close((uv_handle_t *)&st->ckpt_timer, on_handle_closed);
     return SRV_EINTERNAL;
   }
   if (st->readonly) uv_timer_start(&st->retry, on_retry, RETRY_MS, RETRY_MS);
@@ -531,10 +597,15 @@ void srv_store_close(srv_store *st) {
     next = b->next;
     batch_free(b);
   }
+  /* The last checkpoint folds the WAL in, so a clean stop leaves one file. */
+  char ignored[64];
+  if (st->db && !st->readonly) exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", ignored, sizeof(ignored));
+  finalize_all(st);
   sqlite3_close(st->db);
   uv_close((uv_handle_t *)&st->prepare, on_handle_closed);
   uv_close((uv_handle_t *)&st->async, on_handle_closed);
   uv_close((uv_handle_t *)&st->retry, on_handle_closed);
+  uv_close((uv_handle_t *)&st->ckpt_timer, on_handle_closed);
 }
 
 /* ---- queued writes ----------------------------------------------------------------------------- */
@@ -557,7 +628,7 @@ int srv_store_put_author(srv_store *st, uint32_t id, const char *name) {
 
 int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op) {
   item it = {.kind = ITEM_OP, .session = sid, .v0 = op->first_version, .v1 = op->version, .step = op->step,
-             .author = op->author, .time = op->time, .op_kind = op->kind, .len = op->len};
+             .author = op->author, .changed = op->changed, .time = op->time, .op_kind = op->kind, .len = op->len};
   st->stats.ops_queued++;
   return push(st, &it, op->body);
 }

@@ -48,7 +48,7 @@
 #define BENCH_KEEP_MAX (1u << 20) /* largest frame payload a viewer buffers to decode */
 #define BENCH_SEQ_SCALE 1048576.0 /* weight = seq / 2^20, exact in a float for seq < 2^20 */
 
-static atomic_int g_stop; /* set by SIGINT/SIGTERM; read by both threads */
+
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;
@@ -62,127 +62,6 @@ typedef struct bench_opts {
   char deformd[4096];
   char *cmdline; /* owned */
 } bench_opts;
-
-/* ---- the deformd child ------------------------------------------------------------------------ */
-
-typedef struct bench_child {
-  pid_t pid;
-  int stream_port, rpc_port;
-} bench_child;
-
-/* 1 when the child has exited (it is left for child_stop() to reap and report). */
-static int child_gone(const bench_child *c) {
-  siginfo_t si;
-  memset(&si, 0, sizeof(si));
-  return waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->pid;
-}
-
-/* SIGTERM, up to 5 s for a clean exit, then SIGKILL; always reaps. Says on stderr how it ended
- * when that was not a clean exit (a signal before ours means something else killed it). */
-static void child_stop(bench_child *c) {
-  if (c->pid <= 0) return;
-  kill(c->pid, SIGTERM);
-  int st = 0, killed = 0;
-  for (int i = 0;; i++) {
-    pid_t r = waitpid(c->pid, &st, i < 500 ? WNOHANG : 0);
-    if (r == c->pid || (r < 0 && errno != EINTR)) break;
-    if (i == 500) {
-      kill(c->pid, SIGKILL);
-      killed = 1;
-    }
-    if (i < 500) usleep(10000);
-  }
-  if (killed)
-    fprintf(stderr, "deform-bench: warning: deformd ignored SIGTERM for 5 s and was killed\n");
-  else if (WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM)
-    fprintf(stderr, "deform-bench: warning: deformd died of signal %d\n", WTERMSIG(st));
-  else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
-    fprintf(stderr, "deform-bench: warning: deformd exited with status %d\n", WEXITSTATUS(st));
-  c->pid = 0;
-}
-
-/* Spawns deformd and reads its "stream_port=N rpc_port=M" line (20 s at most). Returns 0, or -1
- * with a reason (the child, if any, is already reaped). */
-static int child_start(const char *path, bench_child *c, char *err, size_t errlen) {
-  memset(c, 0, sizeof(*c));
-  if (access(path, X_OK) != 0) {
-    snprintf(err, errlen, "cannot run deformd at %.200s: %s (build it, or pass --deformd PATH)", path,
-             strerror(errno));
-    return -1;
-  }
-  int p[2];
-  if (pipe(p) != 0) {
-    snprintf(err, errlen, "pipe: %s", strerror(errno));
-    return -1;
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    snprintf(err, errlen, "fork: %s", strerror(errno));
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed bench must not leave a server behind */
-    setpgid(0, 0);                    /* ^C reaches the bench, which stops the server itself */
-    dup2(p[1], STDOUT_FILENO);
-    close(p[0]);
-    close(p[1]);
-    execl(path, path, "--demo", "--data", "none", "--stream-port", "0", "--rpc-port", "0", "--log-level", "warn",
-          (char *)NULL);
-    fprintf(stderr, "deform-bench: exec %s: %s\n", path, strerror(errno));
-    _exit(127);
-  }
-  close(p[1]);
-  c->pid = pid;
-  char line[256];
-  size_t len = 0;
-  uint64_t deadline = client_now_ns() + 20000000000ull;
-  int rc = -1;
-  snprintf(err, errlen, "deformd did not print its ports within 20 s");
-  while (!g_stop && client_now_ns() < deadline && len + 1 < sizeof(line)) {
-    struct pollfd pfd = {p[0], POLLIN, 0};
-    if (poll(&pfd, 1, 100) <= 0) continue;
-    ssize_t r = read(p[0], line + len, sizeof(line) - 1 - len);
-    if (r <= 0) {
-      int st = 0;
-      waitpid(pid, &st, 0);
-      c->pid = 0;
-      if (WIFEXITED(st))
-        snprintf(err, errlen, "deformd exited with status %d before printing its ports (see its stderr above)",
-                 WEXITSTATUS(st));
-      else
-        snprintf(err, errlen, "deformd died of signal %d before printing its ports", WTERMSIG(st));
-      break;
-    }
-    len += (size_t)r;
-    line[len] = '\0';
-    if (strchr(line, '\n')) {
-      if (sscanf(line, "stream_port=%d rpc_port=%d", &c->stream_port, &c->rpc_port) == 2) rc = 0;
-      else snprintf(err, errlen, "unexpected first line from deformd: %.100s", line);
-      break;
-    }
-  }
-  close(p[0]);
-  if (rc != 0) child_stop(c);
-  return rc;
-}
-
-/* utime + stime of `pid` in seconds, or -1. */
-static double proc_cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
-  unsigned long ut, st;
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* Busy time of the whole machine (every core, every process) in seconds, from /proc/stat: it
  * shows how much of the CPU went to neither deformd nor the bench. */
@@ -516,9 +395,10 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   f.n = n;
   f.rate = o->rate;
   f.edits = (uint32_t)llround(o->rate * o->seconds);
+  static const char *const fanout_args[] = {"--demo", "--data", "none", NULL};
   bench_child child;
   fprintf(stderr, "deform-bench: fanout %u viewers: starting %s\n", n, o->deformd);
-  if (child_start(o->deformd, &child, err, errlen) != 0) {
+  if (bench_child_start(o->deformd, fanout_args, &child, err, errlen) != 0) {
     if (g_stop) snprintf(err, errlen, "interrupted");
     return -1;
   }
@@ -587,7 +467,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
    * nothing arrived for 1 s after the last edit (an overloaded server may still be draining a
    * backlog long after the editor stopped; 60 s at most). */
   stats0 = rpc_call(&rpc, "server.stats", 0, NULL);
-  double cpu0 = proc_cpu_s(child.pid), self0 = self_cpu_s(), host0 = host_busy_s();
+  double cpu0 = bench_proc_cpu_s(child.pid), self0 = self_cpu_s(), host0 = host_busy_s();
   uint64_t t0 = client_now_ns(), done_at = 0;
   if (pthread_create(&editor_thread, NULL, editor_main, &f) != 0) {
     snprintf(err, errlen, "cannot start the editor thread");
@@ -606,14 +486,14 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
       break;
   }
   uint64_t t1 = client_now_ns();
-  double cpu1 = proc_cpu_s(child.pid), self1 = self_cpu_s(), host1 = host_busy_s();
+  double cpu1 = bench_proc_cpu_s(child.pid), self1 = self_cpu_s(), host1 = host_busy_s();
   pthread_join(editor_thread, NULL);
   editor_started = 0;
   stats1 = rpc_call(&rpc, "server.stats", 0, NULL);
   state = rpc_call(&rpc, "state.get", 1, NULL);
   if (!stats0 || !stats1 || !state) {
     snprintf(err, errlen, "no server.stats / state.get answer after the run%s",
-             child_gone(&child) ? ": deformd is gone" : "");
+             bench_child_gone(&child) ? ": deformd is gone" : "");
     goto out;
   }
 
@@ -670,7 +550,7 @@ out:
   cJSON_Delete(state);
   if (f.editor.fd >= 0) client_close(&f.editor);
   if (rpc.fd >= 0) client_close(&rpc);
-  child_stop(&child);
+  bench_child_stop(&child);
   if (rc && g_stop) snprintf(err, errlen, "interrupted");
   return rc;
 }
@@ -737,6 +617,7 @@ static void usage(FILE *out) {
           "                           [--deformd PATH]\n"
           "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
+          "       deform-bench durable [--editors N] [--rate HZ] [--seconds S] [--ops N] [--modes none,normal,full]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
           "\n"
@@ -745,6 +626,8 @@ static void usage(FILE *out) {
           "  brush    time per brush sample touching about N vertices (in process)\n"
           "  blend    direct-manipulation weight solve per drag, PCA build time, and bytes per streamed\n"
           "           frame of PCA-compressed MD2/MD3 clips against raw positions (in process)\n"
+          "  durable  editors' answer latency with --data none / --durability normal / full, log bytes per\n"
+          "           operation and per changed vertex, restart time of a session with N operations\n"
           "  (the viewer's frame-time benchmark is deform-view-bench, built with the viewer)\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
@@ -828,12 +711,14 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
-  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0)) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
+                    strcmp(argv[1], "durable") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
     int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, c)
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
-                                                 : bench_blend_main(argc, argv, c);
+                 : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
+                                                 : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;
   }

@@ -633,3 +633,100 @@ TEST(a_full_or_read_only_disk_refuses_edits_clearly_keeps_viewers_and_loses_noth
   harness_stop(&h);
   tmpfs_ns_stop(&ns);
 }
+
+/* ---- checkpoints and compaction ---------------------------------------------------------------- */
+
+static int64_t count_rows(const char *dir, const char *sql) {
+  char path[1200];
+  snprintf(path, sizeof(path), "%s/deformd.sqlite3", dir);
+  sqlite3 *db = NULL;
+  int64_t n = -1;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+      n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
+  const char *dir = data_dir("durable-long");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  /* 1,200 operations: past the checkpoint interval (SRV_CHECKPOINT_OPS, 1000). */
+  char p[256];
+  for (int i = 1; i <= 1200; i++) {
+    if (i % 2) snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 2048.0);
+    else snprintf(p, sizeof(p), "{\"session\":\"demo\",\"offsets\":{\"%d\":[%.9g,0,0]}}", 100 + i % 50, i / 1e6);
+    rpc(&h, i % 2 ? "weights.set" : "sculpt.set", p);
+  }
+  seen before, after;
+  look(&h, "demo", &before);
+  ASSERT_EQ(before.version, 1200);
+  harness_kill(&h);
+  ASSERT(count_rows(dir, "SELECT count(*) FROM checkpoints") >= 1);
+  ASSERT(count_rows(dir, "SELECT max(version) FROM checkpoints") >= 1000);
+  start_on(&h, dir, "demo", "--demo");
+  look(&h, "demo", &after);
+  assert_same(&before, &after);
+  /* Undo reaches a step replayed after the checkpoint; older ones are listed. */
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  cJSON_Delete(harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}"));
+  cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\",\"limit\":5000}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(list, "steps")), 1201);
+  cJSON_Delete(list);
+  /* Compaction keeps the newest 100 versions; the state and a restart are unchanged, and a
+   * version before them is no longer there to revert to. */
+  seen c0, c1;
+  look(&h, "demo", &c0);
+  cJSON *r = harness_rpc_ok(&h, "history.compact", "{\"session\":\"demo\",\"keep_versions\":100}");
+  ASSERT_EQ(cJSON_GetObjectItem(r, "kept_from_version")->valueint, 1101);
+  cJSON_Delete(r);
+  ASSERT(count_rows(dir, "SELECT min(version) FROM ops") > 1101);
+  ASSERT(harness_rpc_err(&h, "history.revert", "{\"session\":\"demo\",\"version\":500}", NULL, 0) == -32006);
+  cJSON_Delete(harness_rpc_ok(&h, "history.revert", "{\"session\":\"demo\",\"version\":1150}"));
+  cJSON_Delete(harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}")); /* the revert */
+  seen c2;
+  look(&h, "demo", &c2);
+  ASSERT(memcmp(c2.pos, c0.pos, sizeof(float) * 3 * c0.nv) == 0);
+  ASSERT(memcmp(c2.weights, c0.weights, sizeof(float) * c0.nt) == 0);
+  seen_fini(&c0);
+  c0 = c2;
+  harness_kill(&h);
+  start_on(&h, dir, "demo", "--demo");
+  look(&h, "demo", &c1);
+  assert_same(&c0, &c1);
+  harness_stop(&h);
+  seen_fini(&before), seen_fini(&after), seen_fini(&c0), seen_fini(&c1);
+}
+
+TEST(history_older_than_history_days_is_folded_into_a_checkpoint) {
+  const char *dir = data_dir("durable-days");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  for (int i = 1; i <= 20; i++) {
+    char p[160];
+    snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 64.0);
+    rpc(&h, "weights.set", p);
+  }
+  seen before, after;
+  look(&h, "demo", &before);
+  harness_stop(&h);
+  ASSERT_EQ(count_rows(dir, "SELECT count(*) FROM ops"), 20);
+  sleep(2); /* every operation is now older than 0.00001 days (0.86 s) */
+  const char *const args[] = {"--data", dir, "--demo", "--history-days", "0.00001", NULL};
+  harness_start(&h, "demo", args);
+  int64_t left = 20;
+  for (int i = 0; i < 100 && left != 0; i++, usleep(50000)) left = count_rows(dir, "SELECT count(*) FROM ops");
+  ASSERT_EQ(left, 0);
+  ASSERT_EQ(count_rows(dir, "SELECT max(version) FROM checkpoints"), 20);
+  harness_kill(&h);
+  start_on(&h, dir, "demo", "--demo");
+  look(&h, "demo", &after);
+  assert_same(&before, &after);
+  harness_stop(&h);
+  seen_fini(&before), seen_fini(&after);
+}
