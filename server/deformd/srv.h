@@ -666,7 +666,7 @@ typedef struct srv_history_entry {
   int cause;
   double time;
   uint64_t first_version, last_version;
-  uint32_t ops, changed, targets_added;
+  uint32_t ops, changed, vertices, targets, targets_added;
   int undone, undoable;
   uint64_t undo_of;          /* UNDO / REDO: the step; REVERT: the version reverted to */
   uint32_t skipped;

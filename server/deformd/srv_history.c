@@ -46,7 +46,8 @@ typedef struct srv_step {
   uint64_t undo_of;       /* UNDO / REDO: the step they act on */
   double time;            /* of its first operation */
   uint64_t first_version, last_version;
-  uint32_t ops, changed;
+  uint32_t ops, changed;   /* changed = vertices + targets, or (restored steps) what the store counted */
+  uint32_t vertices, targets; /* what it changed, while its payload was built */
   uint32_t targets_added;
   uint32_t skipped;       /* UNDO / REDO / REVERT: vertices and targets left as others set them */
   hist_offsets off;
@@ -359,7 +360,15 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
       srv_log(SRV_LOG_WARN, "session %s: step %llu cannot be undone (out of memory)", s->name,
               (unsigned long long)st->id);
     }
-    st->changed = st->off.n + st->tg.n + (op->kind == SRV_OP_ADD_TARGETS ? op->count : 0);
+    if (st->has_payload) {
+      st->vertices = st->off.n;
+      st->targets = st->tg.n;
+    } else if (op->kind == SRV_OP_SET_OFFSETS) {
+      st->vertices += op->count; /* (an upper bound: a vertex may repeat) */
+    } else if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
+      st->targets += op->count;
+    }
+    st->changed = st->vertices + st->targets + (op->kind == SRV_OP_ADD_TARGETS ? op->count : 0);
     if (op->cause != SRV_CAUSE_UNDO && op->cause != SRV_CAUSE_REDO && op->cause != SRV_CAUSE_ANIM_PLAY &&
         op->author != SRV_AUTHOR_SERVER) {
       struct redo *r = redo_of(h, op->author, 0); /* a new step of one's own ends one's redo */
@@ -608,8 +617,9 @@ int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t lim
   for (uint32_t i = h->count; i-- > 0 && n < limit;) {
     const srv_step *st = &h->steps[i];
     if (st->ops == 0 || st->first_version >= before_version) continue;
-    srv_history_entry e = {st->id, st->author, st->cause, st->time, st->first_version, st->last_version, st->ops,
-                           st->changed, st->targets_added, st->undone, st->has_payload, st->undo_of, st->skipped};
+    srv_history_entry e = {st->id,      st->author,         st->cause,       st->time,   st->first_version,
+                           st->last_version, st->ops,       st->changed,     st->vertices, st->targets,
+                           st->targets_added, st->undone,   st->has_payload, st->undo_of, st->skipped};
     if (cb(&e, arg)) return 1;
     n++;
   }

@@ -99,9 +99,13 @@ static int list_entry(const srv_history_entry *e, void *arg) {
     snprintf(summary, sizeof(summary), "revert to version %llu", (unsigned long long)e->undo_of);
   else if (e->targets_added)
     snprintf(summary, sizeof(summary), "%s: %u new target(s)", srv_history_cause_name(e->cause), e->targets_added);
+  else if (e->vertices || e->targets)
+    snprintf(summary, sizeof(summary), "%s: %u vert%s, %u target%s", srv_history_cause_name(e->cause), e->vertices,
+             e->vertices == 1 ? "ex" : "ices", e->targets, e->targets == 1 ? "" : "s");
   else
-    snprintf(summary, sizeof(summary), "%s: %u vertices and targets changed in %u operation(s)",
-             srv_history_cause_name(e->cause), e->changed, e->ops);
+    snprintf(summary, sizeof(summary), "%s: %u change%s in %u operation%s", srv_history_cause_name(e->cause),
+             e->changed, e->changed == 1 ? "" : "s", e->ops, e->ops == 1 ? "" : "s");
+  cJSON_AddNumberToObject(o, "operations", e->ops);
   cJSON_AddStringToObject(o, "summary", summary);
   cJSON_AddBoolToObject(o, "undone", e->undone);
   cJSON_AddBoolToObject(o, "undoable", e->undoable && !e->undone);

@@ -65,6 +65,7 @@ static int step_row(const srv_store_row *row, void *arg) {
   e.first_version = row->op.first_version;
   e.last_version = row->op.version;
   e.ops = 1;
+  e.changed = row->op.changed;
   c->rc = srv_history_add_old_step(c->s, &e);
   return c->rc != 0;
 }

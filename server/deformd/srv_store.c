@@ -806,6 +806,7 @@ static int op_row(sqlite3_stmt *s, void *arg) {
   row.op.kind = sqlite3_column_int(s, 6);
   row.op.body = sqlite3_column_blob(s, 7);
   row.op.len = (size_t)sqlite3_column_bytes(s, 7);
+  row.op.changed = (uint32_t)sqlite3_column_int64(s, 8);
   return c->cb(&row, c->arg);
 }
 
@@ -813,7 +814,7 @@ int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_
                        void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
   int64_t p[3] = {sid, (int64_t)after, up_to > INT64_MAX ? INT64_MAX : (int64_t)up_to};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, body FROM ops WHERE session = ?1 "
+  return query(r, "SELECT session, version, first_version, step, author, time, kind, body, changed FROM ops WHERE session = ?1 "
                   "AND version > ?2 AND version <= ?3 ORDER BY version",
                p, 3, op_row, &c, err, errlen);
 }
@@ -822,7 +823,7 @@ int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, ui
                             void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
   int64_t p[3] = {sid, (int64_t)after, up_to > INT64_MAX ? INT64_MAX : (int64_t)up_to};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL FROM ops WHERE session = ?1 "
+  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL, changed FROM ops WHERE session = ?1 "
                   "AND version > ?2 AND version <= ?3 ORDER BY version",
                p, 3, op_row, &c, err, errlen);
 }
@@ -831,7 +832,7 @@ int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before,
                               void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
   int64_t p[3] = {sid, (int64_t)before, (int64_t)limit};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL FROM ops WHERE session = ?1 "
+  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL, changed FROM ops WHERE session = ?1 "
                   "AND version < ?2 ORDER BY version DESC LIMIT ?3",
                p, 3, op_row, &c, err, errlen);
 }
