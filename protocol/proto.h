@@ -189,7 +189,10 @@ typedef enum proto_edit_kind {
   PROTO_EDIT_GESTURE_END = 5,
   PROTO_EDIT_BRUSH = 6,         /* a brush stroke: samples applied in order */
   PROTO_EDIT_RESET = 7,         /* sculpt offsets back to zero (listed vertices, or all) */
-  PROTO_EDIT_BLEND_PINS = 8     /* direct manipulation: target weights that put pinned vertices where asked */
+  PROTO_EDIT_BLEND_PINS = 8,    /* direct manipulation: target weights that put pinned vertices where asked */
+  PROTO_EDIT_UNDO = 9,          /* undo this editor's author's newest step (history.undo) */
+  PROTO_EDIT_REDO = 10,         /* redo the step it undid last (history.redo) */
+  PROTO_EDIT_AUTHOR = 11        /* the author name this connection's edits are recorded under */
 } proto_edit_kind;
 
 /* A list of u32 vertex indices inside a payload (count, then count little-endian u32). */
@@ -259,6 +262,7 @@ typedef struct proto_edit {
   proto_brush brush;
   proto_index_list reset; /* RESET: count 0 = every vertex */
   proto_blend_pins blend_pins; /* BLEND_PINS */
+  proto_str author;            /* AUTHOR: 1 to PROTO_MAX_AUTHOR bytes */
 } proto_edit;
 
 /* A new target announced to viewers: append it with index `index` (= the current target count)
@@ -384,6 +388,11 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
                             uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples);
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
+/* UNDO / REDO (no body) and AUTHOR (a name of 1 to PROTO_MAX_AUTHOR bytes; PROTO_EINVAL
+ * otherwise, nothing appended). */
+#define PROTO_MAX_AUTHOR 64
+int proto_encode_edit_history(proto_buf *b, uint32_t request_id, int redo);
+int proto_encode_edit_author(proto_buf *b, uint32_t request_id, const char *author);
 /* BLEND_PINS: PROTO_EINVAL for unknown flags, λ < 0, or a count of 0 or over the limit;
  * PROTO_ENONFINITE for NaN/Inf in λ or a position (nothing appended either way). */
 int proto_encode_edit_blend_pins(proto_buf *b, uint32_t request_id, uint8_t flags, float regularization,

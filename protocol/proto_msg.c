@@ -511,6 +511,23 @@ int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, ui
   return proto_frame_end(b, at);
 }
 
+int proto_encode_edit_history(proto_buf *b, uint32_t request_id, int redo) {
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, redo ? PROTO_EDIT_REDO : PROTO_EDIT_UNDO);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_author(proto_buf *b, uint32_t request_id, const char *author) {
+  size_t n = author ? strlen(author) : 0;
+  if (n == 0 || n > PROTO_MAX_AUTHOR) return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_AUTHOR);
+  proto__put_str(b, author, n);
+  return proto_frame_end(b, at);
+}
+
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices) {
   size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
   proto__put_u32(b, request_id);
@@ -637,7 +654,10 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
     CHECK(get_index_list(&c, l.max_vertices, &m->reset));
   else if (m->kind == PROTO_EDIT_BLEND_PINS)
     CHECK(get_blend_pins(&c, l.max_vertices, &m->blend_pins));
-  else
+  else if (m->kind == PROTO_EDIT_AUTHOR) {
+    CHECK(proto__get_str(&c, &m->author));
+    if (m->author.len == 0 || m->author.len > PROTO_MAX_AUTHOR) return PROTO_EINVAL;
+  } else if (m->kind != PROTO_EDIT_UNDO && m->kind != PROTO_EDIT_REDO)
     return PROTO_EINVAL;
   return finish(&c);
 }

@@ -19,6 +19,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]\n"
+          "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]\n"
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
 }
@@ -43,6 +44,7 @@ int main(int argc, char **argv) {
   snprintf(o.session, sizeof(o.session), "demo");
   o.role = PROTO_ROLE_EDITOR;
   o.token = getenv("DEFORMD_TOKEN");
+  o.author = getenv("DEFORMD_AUTHOR") ? getenv("DEFORMD_AUTHOR") : getenv("USER");
   const char *env = getenv("DEFORMD_STREAM");
   if (env && parse_hostport(env, &o) != 0) {
     fprintf(stderr, "deform-view: DEFORMD_STREAM must be HOST:PORT\n");
@@ -71,6 +73,8 @@ int main(int argc, char **argv) {
       snprintf(o.session, sizeof(o.session), "%s", v);
     } else if (strcmp(a, "--token") == 0) {
       o.token = v;
+    } else if (strcmp(a, "--author") == 0) {
+      o.author = v;
     } else if (strcmp(a, "--role") == 0 && (strcmp(v, "editor") == 0 || strcmp(v, "viewer") == 0)) {
       o.role = strcmp(v, "editor") == 0 ? PROTO_ROLE_EDITOR : PROTO_ROLE_VIEWER;
     } else if (strcmp(a, "--screenshot") == 0) {

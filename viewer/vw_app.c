@@ -7,7 +7,7 @@
  * Esc quit. Mouse: left drag orbits in view mode (acts in drag and brush modes), right drag
  * orbits, middle drag (or Shift+right) pans, wheel zooms.
  *
- * Picking and undo/redo live in vw_edit.c (tested without a window).
+ * Picking lives in vw_edit.c (tested without a window); undo/redo is the server's history.
  */
 #include "vw_app.h"
 
@@ -74,7 +74,6 @@ typedef struct app {
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
-  vw_edit_undo undo;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
@@ -160,12 +159,11 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_RIGHT_BRACKET: a->brush_radius *= 1.25f; break;
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength *= 1.25f; break;
-    case GLFW_KEY_Z:
-      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, a->shift))
-        snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
+    case GLFW_KEY_Z: /* the server's history: per author, across reconnects and clients */
+      if (a->ctrl && vw_net_history(&a->net, a->shift)) snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
       break;
     case GLFW_KEY_Y:
-      if (a->ctrl && vw_edit_undo_step(&a->undo, &a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
+      if (a->ctrl && vw_net_history(&a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
       break;
     default: break;
   }
@@ -185,7 +183,6 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     int t = slider_at(a, a->mx, a->my, &v);
     if (t >= 0) {
       if (vw_net_can_edit(&a->net) && !a->net.replica.meta[t].driver_count) {
-        vw_edit_undo_remember(&a->undo, &a->net);
         a->slider_target = t;
         a->pending_weight = 1, a->pending_value = v;
       }
@@ -194,7 +191,6 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     float hit[3];
     uint32_t vertex;
     if (a->mode == MODE_DRAG && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_edit_undo_remember(&a->undo, &a->net);
       proto_gesture_begin g;
       memset(&g, 0, sizeof(g));
       g.gesture = a->gesture = a->next_gesture++;
@@ -212,7 +208,6 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
         glm_vec3_normalize(a->plane_n);
       }
     } else if (a->mode == MODE_BRUSH && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      vw_edit_undo_remember(&a->undo, &a->net);
       a->brushing = 1;
       memcpy(a->last_hit, hit, sizeof(hit));
     }
@@ -476,6 +471,7 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
+  if (o->author) vw_net_set_author(&a->net, o->author);
   uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();
@@ -548,7 +544,6 @@ int vw_app_run(const vw_app_opts *o) {
   if (!shot) status = 0;
 out:
   vw__gl_framebuffer_free(&fb);
-  vw_edit_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);

@@ -17,6 +17,7 @@ typedef struct vw_app_opts {
   int port;
   char session[256];
   const char *token;       /* or NULL */
+  const char *author;      /* the name edits are recorded (and undone) under, or NULL */
   proto_role role;         /* editor (default) or viewer */
   const char *screenshot;  /* PNG path: headless capture, then exit */
   int width, height;

@@ -238,6 +238,11 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       n->role = (proto_role)w.role;
       n->client_id = w.client_id;
       enter_phase(n, PHASE_SNAPSHOT, now);
+      if (n->role == PROTO_ROLE_EDITOR && n->author[0]) { /* who this editor is, before any edit */
+        uint32_t id = n->next_request++;
+        if (n->next_request == 0) n->next_request = 1;
+        proto_encode_edit_author(&n->out, id, n->author);
+      }
       return 0;
     }
     case PROTO_SNAPSHOT: {
@@ -536,6 +541,15 @@ uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_
                       const proto_brush_sample *samples) {
   uint32_t id = edit_begin(n);
   return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, mirror_x, count, samples)) : 0;
+}
+
+uint32_t vw_net_history(vw_net *n, int redo) {
+  uint32_t id = edit_begin(n);
+  return id ? edit_end(n, id, proto_encode_edit_history(&n->out, id, redo)) : 0;
+}
+
+void vw_net_set_author(vw_net *n, const char *author) {
+  snprintf(n->author, sizeof(n->author), "%s", author ? author : "");
 }
 
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices) {

@@ -51,6 +51,7 @@ typedef struct vw_net {
   char session[256];
   char token[256];
   proto_role want_role;     /* PROTO_ROLE_EDITOR to sculpt, PROTO_ROLE_VIEWER to watch */
+  char author[PROTO_MAX_AUTHOR + 1]; /* the name edits are recorded under ("" = anonymous) */
   /* state */
   vw_net_state state;
   client_conn conn;
@@ -114,6 +115,12 @@ uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture);
 uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
                       const proto_brush_sample *samples);
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices); /* count 0: every vertex */
+/* Undo (or redo) this author's newest step on the server (its history: survives reconnects and
+ * is the same one deformctl undo and history.undo use). */
+uint32_t vw_net_history(vw_net *n, int redo);
+/* The author name sent after every WELCOME as an editor (1 to PROTO_MAX_AUTHOR bytes; longer is
+ * cut); "" keeps the server's anonymous-<connection id>. */
+void vw_net_set_author(vw_net *n, const char *author);
 int vw_net_can_edit(const vw_net *n);
 
 /* Names of vw_net_state values ("connecting", "live", "down"), for the HUD. */

@@ -45,6 +45,8 @@ typedef struct srv_step {
   uint8_t has_payload;    /* 0: too old to undo (or a step undo never takes) */
   uint64_t undo_of;       /* UNDO / REDO: the step they act on */
   double time;            /* of its first operation */
+  double last_time;       /* of its newest */
+  uint32_t slider;        /* an EDIT of one weight: its target + 1 (consecutive ones merge) */
   uint64_t first_version, last_version;
   uint32_t ops, changed;   /* changed = vertices + targets, or (restored steps) what the store counted */
   uint32_t vertices, targets; /* what it changed, while its payload was built */
@@ -344,13 +346,23 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
   srv_history *h = s->history;
   if (!h) return;
   srv_step *st = op->step ? find_step(h, op->step) : NULL;
+  /* A slider dragged in a viewer is one binary EDIT per mouse move: consecutive edits of the
+   * same one weight by the same author, less than a second apart, are one step. */
+  uint32_t slider = op->cause == SRV_CAUSE_EDIT && op->kind == SRV_OP_SET_WEIGHTS && op->count == 1 ? op->indices[0] + 1 : 0;
+  if (!st && slider && h->count) {
+    srv_step *last = &h->steps[h->count - 1];
+    double t = h->replay_time > 0 ? h->replay_time : now_s();
+    if (last->slider == slider && last->author == op->author && !last->undone && t - last->last_time < 1.0) st = last;
+  }
   if (!st) st = new_step(h, op->step ? op->step : h->next_id, op->author, op->cause);
+  if (st && st->ops == 0) st->slider = slider;
   if (!st) {
     srv_log(SRV_LOG_WARN, "session %s: version %llu is not in the history (out of memory)", s->name,
             (unsigned long long)version);
   } else {
     if (st->ops == 0) st->first_version = version;
     st->last_version = version;
+    st->last_time = h->replay_time > 0 ? h->replay_time : now_s();
     st->ops++;
     size_t had = payload_size(st);
     if (st->has_payload && add_payload(st, s, op, b) != 0) {

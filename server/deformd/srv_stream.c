@@ -221,6 +221,31 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (rc) srv_reply_error(&reply, rc, why);
 }
 
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c). Success is seen in
+ * the frames of what was applied; failures are ERRORs naming the request. */
+static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
+  srv_server *srv = c->server;
+  char why[512];
+  if (e->kind == PROTO_EDIT_AUTHOR) {
+    char name[PROTO_MAX_AUTHOR + 1];
+    memcpy(name, e->author.ptr, e->author.len);
+    name[e->author.len] = '\0';
+    uint32_t id;
+    for (uint32_t i = 0; i < e->author.len; i++)
+      if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) {
+        srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
+        return;
+      }
+    if (srv_authors_intern(&srv->authors, srv->store, name, &id) == 0) c->author = id;
+    return;
+  }
+  srv_history_result res;
+  int rc = !s->history ? SRV_EINTERNAL
+           : e->kind == PROTO_EDIT_UNDO ? srv_history_undo(srv, s, srv_conn_author(c), &res, why, sizeof(why))
+                                        : srv_history_redo(srv, s, srv_conn_author(c), &res, why, sizeof(why));
+  if (rc) srv_conn_send_error(c, stream_code(rc), e->request_id, s->history ? why : "this session keeps no history");
+}
+
 static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_edit e;
@@ -242,9 +267,14 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     return;
   }
   char failed[160];
-  if (srv->store && e.kind != PROTO_EDIT_GESTURE_END && srv_store_failed(srv->store, failed, sizeof(failed))) {
+  if (srv->store && e.kind != PROTO_EDIT_GESTURE_END && e.kind != PROTO_EDIT_AUTHOR &&
+      srv_store_failed(srv->store, failed, sizeof(failed))) {
     snprintf(why, sizeof(why), "the store cannot write (%s): edits are refused until it can", failed);
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
+    return;
+  }
+  if (e.kind == PROTO_EDIT_UNDO || e.kind == PROTO_EDIT_REDO || e.kind == PROTO_EDIT_AUTHOR) {
+    on_history_edit(c, s, &e);
     return;
   }
   if (e.kind >= PROTO_EDIT_GESTURE_BEGIN) {
