@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <meshoptimizer.h>
+
 #include "mesh_internal.h"
 
 const char *mesh_strerror(int code) {
@@ -224,6 +226,24 @@ double mesh_bbox_diagonal(const mesh *m) {
     s += d * d;
   }
   return sqrt(s);
+}
+
+int mesh_optimize_triangle_order(mesh *m) {
+  size_t most = 0;
+  for (uint32_t i = 0; i < m->submesh_count; i++)
+    if (m->submeshes[i].triangle_count > most) most = m->submeshes[i].triangle_count;
+  uint32_t *scratch = malloc(sizeof(uint32_t) * 3 * (most + 1));
+  if (!scratch) return MESH_ENOMEM;
+  /* Per submesh: each keeps its range. meshoptimizer keeps every triangle's corner order. */
+  for (uint32_t i = 0; i < m->submesh_count; i++) {
+    const mesh_submesh *sm = &m->submeshes[i];
+    uint32_t *tri = m->triangles + 3 * (size_t)sm->first_triangle;
+    size_t ni = 3 * (size_t)sm->triangle_count;
+    memcpy(scratch, tri, sizeof(uint32_t) * ni);
+    meshopt_optimizeVertexCache(tri, scratch, ni, m->vertex_count);
+  }
+  free(scratch);
+  return 0;
 }
 
 void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, float *out) {

@@ -153,6 +153,12 @@ void mesh_update_bounds(mesh *m);
 /* Length of the bounding-box diagonal (0 for an empty mesh). */
 double mesh_bbox_diagonal(const mesh *m);
 
+/* Reorders the triangles of each submesh for the vertex cache (meshoptimizer's
+ * optimizeVertexCache): what the index codec of protocol version 2 compresses best. Vertices,
+ * their order, and each triangle's corners and winding stay as they are; submesh ranges stay
+ * valid. Returns 0 or MESH_ENOMEM (the order then is unchanged). */
+int mesh_optimize_triangle_order(mesh *m);
+
 /* Writes base + Σ weights[i]·Δ_i (+ offsets when not NULL) into `out` (3 * vertex_count floats).
  * `weights` has target_count entries (NULL = all zero). Computed in double, then rounded.
  * This is the CPU reference of the formula every client evaluates. */
