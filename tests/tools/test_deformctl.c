@@ -103,10 +103,14 @@ TEST(deformctl_watch_dumps_the_shape_the_server_has) {
   snprintf(path, sizeof(path), "%s/lines.txt", test_tmpdir());
   FILE *f = fopen(path, "r");
   int lines = 0;
-  char line[256];
-  while (f && fgets(line, sizeof(line), f)) lines++;
+  char line[256], last[256] = "";
+  while (f && fgets(line, sizeof(line), f)) {
+    lines++;
+    snprintf(last, sizeof(last), "%s", line);
+  }
   if (f) fclose(f);
-  ASSERT_EQ(lines, 3); /* the snapshot and two live frames */
+  ASSERT_EQ(lines, 4); /* the snapshot, two live frames, and the count */
+  ASSERT(strcmp(last, "2 frames\n") == 0);
   harness_stop(&h);
 }
 
