@@ -311,6 +311,11 @@ static int validate_clip(const mesh *m, uint32_t i, char *err, size_t errlen) {
                     (double)c->fps);
       return MESH_EINVAL;
     }
+    if (c->loop_frames > c->frame_count) {
+      mesh__set_err(err, errlen, "clip '%s' loops over its last %u frames but has %u", c->name, c->loop_frames,
+                    c->frame_count);
+      return MESH_EINVAL;
+    }
     return 0;
   }
   if (c->key_count == 0) {

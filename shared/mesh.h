@@ -65,6 +65,9 @@ typedef struct mesh_clip {
   char *name;              /* owned, never NULL, unique within the mesh */
   float fps;               /* keyframe clips: playback rate (frames per second) */
   uint32_t first_frame, frame_count;   /* keyframe clips; frame_count 0 for a weight clip */
+  uint32_t loop_frames;    /* keyframe clips: when it loops, only its last loop_frames frames
+                            * repeat (a Quake III animation.cfg says so); 0 = the whole clip */
+  int play_once;           /* keyframe clips: it does not loop (animation.cfg's looping frames 0) */
   uint32_t key_count;      /* weight clips: number of keys (0 for keyframe clips) */
   uint32_t target_count;   /* weight clips: weights per key, for targets 0 .. target_count-1 */
   float *times;            /* owned, key_count seconds, ascending */
