@@ -10,5 +10,18 @@
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
+int bench_stream_main(int argc, char **argv, const char *cmdline);
+
+#include <sys/types.h>
+
+/* A `deformd --demo` child on free loopback ports (deform_bench.c). */
+typedef struct bench_child {
+  pid_t pid;
+  int stream_port, rpc_port;
+} bench_child;
+/* Spawns it and reads its port line: 0, or -1 with a reason. `path` is the deformd binary. */
+int bench_child_start(const char *path, bench_child *c, char *err, size_t errlen);
+/* SIGTERM (SIGKILL after 5 s) and reap; says on stderr how it ended when not cleanly. */
+void bench_child_stop(bench_child *c);
 
 #endif

@@ -17,6 +17,8 @@
  * Output: a table on stdout, or with --json one JSON object per result (one line each). Both
  * carry the exact command line. Progress goes to stderr.
  *
+ * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c.)
+ *
  * DOES NOT: tune or restart the server, measure anything but loopback, isolate itself from the
  * server (both share the machine's cores), decode meshes (SNAPSHOT payloads are skipped, not
  * buffered: 500 × 2.5 MB for nothing), or carry on past a deformd that misbehaves — it reports
@@ -65,12 +67,7 @@ typedef struct bench_opts {
 
 /* ---- the deformd child ------------------------------------------------------------------------ */
 
-typedef struct bench_child {
-  pid_t pid;
-  int stream_port, rpc_port;
-} bench_child;
-
-/* 1 when the child has exited (it is left for child_stop() to reap and report). */
+/* 1 when the child has exited (it is left for bench_child_stop() to reap and report). */
 static int child_gone(const bench_child *c) {
   siginfo_t si;
   memset(&si, 0, sizeof(si));
@@ -79,7 +76,7 @@ static int child_gone(const bench_child *c) {
 
 /* SIGTERM, up to 5 s for a clean exit, then SIGKILL; always reaps. Says on stderr how it ended
  * when that was not a clean exit (a signal before ours means something else killed it). */
-static void child_stop(bench_child *c) {
+void bench_child_stop(bench_child *c) {
   if (c->pid <= 0) return;
   kill(c->pid, SIGTERM);
   int st = 0, killed = 0;
@@ -101,9 +98,9 @@ static void child_stop(bench_child *c) {
   c->pid = 0;
 }
 
-/* Spawns deformd and reads its "stream_port=N rpc_port=M" line (20 s at most). Returns 0, or -1
- * with a reason (the child, if any, is already reaped). */
-static int child_start(const char *path, bench_child *c, char *err, size_t errlen) {
+/* Spawns `deformd --demo` on free ports and reads its "stream_port=N rpc_port=M" line (20 s at
+ * most). Returns 0, or -1 with a reason (the child, if any, is already reaped). */
+int bench_child_start(const char *path, bench_child *c, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   if (access(path, X_OK) != 0) {
     snprintf(err, errlen, "cannot run deformd at %.200s: %s (build it, or pass --deformd PATH)", path,
@@ -164,7 +161,7 @@ static int child_start(const char *path, bench_child *c, char *err, size_t errle
     }
   }
   close(p[0]);
-  if (rc != 0) child_stop(c);
+  if (rc != 0) bench_child_stop(c);
   return rc;
 }
 
@@ -518,7 +515,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   f.edits = (uint32_t)llround(o->rate * o->seconds);
   bench_child child;
   fprintf(stderr, "deform-bench: fanout %u viewers: starting %s\n", n, o->deformd);
-  if (child_start(o->deformd, &child, err, errlen) != 0) {
+  if (bench_child_start(o->deformd, &child, err, errlen) != 0) {
     if (g_stop) snprintf(err, errlen, "interrupted");
     return -1;
   }
@@ -670,7 +667,7 @@ out:
   cJSON_Delete(state);
   if (f.editor.fd >= 0) client_close(&f.editor);
   if (rpc.fd >= 0) client_close(&rpc);
-  child_stop(&child);
+  bench_child_stop(&child);
   if (rc && g_stop) snprintf(err, errlen, "interrupted");
   return rc;
 }
@@ -739,6 +736,8 @@ static void usage(FILE *out) {
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
+          "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
+          "                           [--seconds S] [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -746,6 +745,12 @@ static void usage(FILE *out) {
           "  blend    direct-manipulation weight solve per drag, PCA build time, and bytes per streamed\n"
           "           frame of PCA-compressed MD2/MD3 clips against raw positions (in process)\n"
           "  (the viewer's frame-time benchmark is deform-view-bench, built with the viewer)\n"
+          "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
+          "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
+          "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
+          "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
+          "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
+          "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
           "  --json   one JSON object per result instead of a table\n"
@@ -828,11 +833,21 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
-  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0)) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
+                    strcmp(argv[1], "stream") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
+    if (strcmp(argv[1], "stream") == 0) { /* it starts deformd, which must not outlive ^C */
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = on_signal;
+      sigaction(SIGINT, &sa, NULL);
+      sigaction(SIGTERM, &sa, NULL);
+      signal(SIGPIPE, SIG_IGN);
+    }
     int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, c)
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
+                 : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
                                                  : bench_blend_main(argc, argv, c);
     free(cmdline);
     return status;
