@@ -12,6 +12,7 @@ int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
 int bench_stream_main(int argc, char **argv, const char *cmdline);
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* A `deformd --demo` child on free loopback ports (deform_bench.c). */
@@ -23,5 +24,7 @@ typedef struct bench_child {
 int bench_child_start(const char *path, bench_child *c, char *err, size_t errlen);
 /* SIGTERM (SIGKILL after 5 s) and reap; says on stderr how it ended when not cleanly. */
 void bench_child_stop(bench_child *c);
+/* The deformd next to this program ("" when it cannot tell), into out. */
+void bench_default_deformd(char *out, size_t len);
 
 #endif

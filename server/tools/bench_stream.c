@@ -560,14 +560,7 @@ static int parse(int argc, char **argv, stream_opts *o) {
   o->drags = 60;
   o->strokes = 30;
   o->seconds = 3;
-  char self[4000];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(o->deformd, sizeof(o->deformd), "%s/deformd", self);
-  }
+  bench_default_deformd(o->deformd, sizeof(o->deformd));
   const char *data = getenv("DEFORMD_DATA_DIR"), *home = getenv("HOME");
   if (data) snprintf(o->dragon, sizeof(o->dragon), "%s/stanford-dragon/dragon_vrip.ply", data);
   else snprintf(o->dragon, sizeof(o->dragon), "%s/.cache/deformd/stanford-dragon/dragon_vrip.ply", home ? home : "");

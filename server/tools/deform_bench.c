@@ -782,17 +782,21 @@ static char *join_argv(int argc, char **argv) {
   return s;
 }
 
+void bench_default_deformd(char *out, size_t len) {
+  char self[4000];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  out[0] = '\0';
+  if (n <= 0) return;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (slash) *slash = '\0';
+  snprintf(out, len, "%s/deformd", self);
+}
+
 static int parse_opts(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof(*o));
   if (argc < 2 || strcmp(argv[1], "fanout") != 0) return -1;
-  char self[4000];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(o->deformd, sizeof(o->deformd), "%s/deformd", self);
-  }
+  bench_default_deformd(o->deformd, sizeof(o->deformd));
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
