@@ -302,7 +302,7 @@ int proto__ranks_get(proto_cur *c, const proto_trav *t, uint32_t *count, uint32_
   uint32_t k = 0;
   int rc = 0;
   for (uint32_t r = 0; r < runs && rc == 0; r++) {
-    uint32_t gap, more;
+    uint32_t gap = 0, more = 0;
     rc = proto__get_varint(&e, &gap);
     if (rc == 0) rc = proto__get_varint(&e, &more);
     uint64_t first = end + gap, n = (uint64_t)more + 1;
