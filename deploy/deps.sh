@@ -25,6 +25,7 @@ PACKAGES=(
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
   xvfb xauth
+  gnuplot-nox
   ca-certificates
   assimp-testmodels
 )

@@ -65,6 +65,9 @@ typedef struct mesh_clip {
   char *name;              /* owned, never NULL, unique within the mesh */
   float fps;               /* keyframe clips: playback rate (frames per second) */
   uint32_t first_frame, frame_count;   /* keyframe clips; frame_count 0 for a weight clip */
+  uint32_t loop_frames;    /* keyframe clips: when it loops, only its last loop_frames frames
+                            * repeat (a Quake III animation.cfg says so); 0 = the whole clip */
+  int play_once;           /* keyframe clips: it does not loop (animation.cfg's looping frames 0) */
   uint32_t key_count;      /* weight clips: number of keys (0 for keyframe clips) */
   uint32_t target_count;   /* weight clips: weights per key, for targets 0 .. target_count-1 */
   float *times;            /* owned, key_count seconds, ascending */
@@ -152,6 +155,12 @@ void mesh_update_bounds(mesh *m);
 
 /* Length of the bounding-box diagonal (0 for an empty mesh). */
 double mesh_bbox_diagonal(const mesh *m);
+
+/* Reorders the triangles of each submesh for the vertex cache (meshoptimizer's
+ * optimizeVertexCache): what the index codec of protocol version 2 compresses best. Vertices,
+ * their order, and each triangle's corners and winding stay as they are; submesh ranges stay
+ * valid. Returns 0 or MESH_ENOMEM (the order then is unchanged). */
+int mesh_optimize_triangle_order(mesh *m);
 
 /* Writes base + Σ weights[i]·Δ_i (+ offsets when not NULL) into `out` (3 * vertex_count floats).
  * `weights` has target_count entries (NULL = all zero). Computed in double, then rounded.

@@ -2,9 +2,13 @@
  * main.c — deform-view: watch and sculpt a deformd session.
  *
  *   deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]
+ *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
  *
+ * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
+ * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
+ * (mesh units), --lossless for exact floats, --protocol 1 for the first version.
  * Defaults: 127.0.0.1:7450 (or $DEFORMD_STREAM), session "demo", editor role, token from
  * $DEFORMD_TOKEN. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
@@ -20,6 +24,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]\n"
           "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
+          "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]\n"
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
 }
@@ -58,6 +63,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
       continue;
+    } else if (strcmp(a, "--lossless") == 0) {
+      o.stream.codec = PROTO_CODEC_LOSSLESS;
+      continue;
     }
     if (!v) {
       usage(stderr);
@@ -91,6 +99,12 @@ int main(int argc, char **argv) {
       o.weights = v;
     } else if (strcmp(a, "--camera") == 0 && sscanf(v, "%f,%f,%f", &o.yaw_deg, &o.pitch_deg, &o.dist) == 3) {
       o.has_camera = 1;
+    } else if (strcmp(a, "--max-rate") == 0 && atof(v) > 0 && atof(v) <= 1e6) {
+      o.stream.max_rate = (float)atof(v);
+    } else if (strcmp(a, "--tolerance") == 0 && atof(v) > 0 && atof(v) < 1e30) {
+      o.stream.tolerance = (float)atof(v);
+    } else if (strcmp(a, "--protocol") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
+      o.protocol = atoi(v);
     } else {
       fprintf(stderr, "deform-view: bad option %s %s\n", a, v);
       usage(stderr);

@@ -472,6 +472,7 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
   if (o->author) vw_net_set_author(&a->net, o->author);
+  vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
   uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();

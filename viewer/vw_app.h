@@ -28,6 +28,8 @@ typedef struct vw_app_opts {
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
   int wireframe;
   double timeout_s;        /* screenshot: give up after this long (default 60) */
+  int protocol;            /* 1 or 2 (0: 2) */
+  proto_hello_opts stream; /* version 2: codec, max rate (Hz), tolerance asked of the server */
 } vw_app_opts;
 
 /* Runs until the window closes (or the screenshot is written). Returns the exit status:

@@ -81,12 +81,19 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
   snprintf(n->token, sizeof(n->token), "%s", token ? token : "");
   n->want_role = role;
   n->ask_role = role;
+  n->protocol = PROTO_VERSION;
   n->state = VW_NET_CONNECTING;
   n->conn.fd = -1;
   client_replica_init(&n->replica);
   n->next_request = 1;
   n->latency_ms = -1.0;
   proto_buf_init(&n->out);
+}
+
+void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts) {
+  n->protocol = protocol == PROTO_VERSION_2 ? PROTO_VERSION_2 : PROTO_VERSION;
+  memset(&n->hello, 0, sizeof(n->hello));
+  if (opts) n->hello = *opts;
 }
 
 /* Writes what the queue holds without waiting. 0 (all or part written), or -errno. */
@@ -150,13 +157,14 @@ static void enter_phase(vw_net *n, int phase, uint64_t now) {
 static void send_hello(vw_net *n, uint64_t now) {
   proto_hello h = {PROTO_VERSION, (uint8_t)n->ask_role, {n->session, (uint16_t)strlen(n->session)},
                    {n->token, (uint16_t)strlen(n->token)}};
-  if (proto_encode_hello(&n->out, &h) != 0) {
+  int rc = n->protocol == PROTO_VERSION_2 ? proto_encode_hello2(&n->out, &h, &n->hello) : proto_encode_hello(&n->out, &h);
+  if (rc != 0) {
     set_error(n, 0, 0, "cannot encode HELLO for session '%s'", n->session);
     lose(n, 0);
     return;
   }
   enter_phase(n, PHASE_WELCOME, now);
-  int rc = flush_out(n);
+  rc = flush_out(n);
   if (rc) {
     set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
     lose(n, 0);
@@ -177,25 +185,6 @@ static void start_connect(vw_net *n, uint64_t now) {
   if (rc == 0) send_hello(n, now);
 }
 
-/* The vertex span [*first, *end) of a DELTA's entries (they are in ascending order, but the
- * span is taken over all of them so nothing depends on it). */
-static int delta_span(const proto_header *h, const uint8_t *p, uint32_t *first, uint32_t *end) {
-  proto_offsets_view o;
-  if (proto_decode_delta(p, h->length, NULL, &o) != 0) return -1;
-  proto_iter it;
-  uint32_t v, lo = UINT32_MAX, hi = 0;
-  int32_t q[3];
-  proto_offsets_begin(&o, &it);
-  while (proto_offsets_next(&it, &v, q)) {
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
-  if (lo > hi) return 0;
-  *first = lo;
-  *end = hi + 1;
-  return 1;
-}
-
 static void add_span(vw_net_changes *ch, uint32_t first, uint32_t end) {
   if (ch->offsets_first == ch->offsets_end) {
     ch->offsets_first = first;
@@ -210,14 +199,14 @@ static void add_span(vw_net_changes *ch, uint32_t first, uint32_t end) {
  * no longer follows the server (the connection must be dropped; reason in last_error). */
 static int apply_state(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_changes *ch) {
   char err[256] = "does not decode";
-  uint32_t first = 0, end = 0;
-  int span = h->type == PROTO_DELTA ? delta_span(h, p, &first, &end) : 0;
-  if (span < 0 || client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
+  if (client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
     set_error(n, 0, 0, "cannot apply frame type %u: %s", h->type, err);
     return -1;
   }
   ch->frames++;
-  if (span > 0) add_span(ch, first, end);
+  /* The replica knows the span of the vertices a DELTA listed, in either protocol version. */
+  if (h->type == PROTO_DELTA && n->replica.delta_end > n->replica.delta_first)
+    add_span(ch, n->replica.delta_first, n->replica.delta_end);
   if (h->type == PROTO_WEIGHTS) ch->weights = 1;
   if (h->type == PROTO_TARGET) ch->new_targets++;
   if (h->type == PROTO_TARGET_META) ch->target_meta = 1;
@@ -230,7 +219,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
   switch (h->type) {
     case PROTO_WELCOME: {
       proto_welcome w;
-      if (n->phase != PHASE_WELCOME || proto_decode_welcome(p, h->length, &w) != 0) {
+      if (n->phase != PHASE_WELCOME || proto_decode_welcome2(p, h->length, &w, &n->granted) != 0) {
         set_error(n, PROTO_ERR_MALFORMED, 0, "unexpected or malformed WELCOME");
         lose(n, 0);
         return -1;

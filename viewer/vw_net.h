@@ -52,12 +52,15 @@ typedef struct vw_net {
   char token[256];
   proto_role want_role;     /* PROTO_ROLE_EDITOR to sculpt, PROTO_ROLE_VIEWER to watch */
   char author[PROTO_MAX_AUTHOR + 1]; /* the name edits are recorded under ("" = anonymous) */
+  int protocol;             /* 1 (vw_net_init's default) or 2 (vw_net_set_protocol) */
+  proto_hello_opts hello;   /* version 2: codec, max rate, tolerance asked for */
   /* state */
   vw_net_state state;
   client_conn conn;
   client_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
   proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
   uint32_t client_id;       /* the server's id for this connection (WELCOME) */
+  proto_welcome_opts granted; /* version 2: codec, rate and tolerance the server granted */
   uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_net_now_ms clock) */
   uint32_t backoff_ms;      /* the wait before the current retry: 250 after the first failure,
                              * doubling to 8000; 0 once a SNAPSHOT arrived */
@@ -88,6 +91,9 @@ typedef struct vw_net {
 
 /* Sets up (no I/O yet; the first poll connects). `token` may be NULL. The strings are copied. */
 void vw_net_init(vw_net *n, const char *host, int port, const char *session, const char *token, proto_role role);
+/* Speak protocol `protocol` (1 or 2) from the next connection on, asking with `opts` (version
+ * 2: NULL for the defaults, the session's tolerance at every change). */
+void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts);
 /* Says BYE if it can without waiting, closes, and frees the replica and the buffers. */
 void vw_net_fini(vw_net *n);
 

@@ -8,7 +8,10 @@
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
- *   sessions, operations, state copies       srv_session.c srv_session_op.c srv_state.c
+ *   a session on the wire (SNAPSHOT pieces,  srv_session_wire.c
+ *     catch-ups, per codec)
+ *   sessions, viewer classes, operations,    srv_session.c srv_session_op.c srv_state.c
+ *     state copies
  *   gestures, brushes, blend solves, player  srv_gesture.c srv_brush.c srv_blend.c srv_anim_play.c
  *                                            srv_anim_compress.c
  *   jobs (import, export)                    srv_jobs.c
@@ -40,6 +43,7 @@
 #include "dfm_brush.h"
 #include "mesh.h"
 #include "proto.h"
+#include "proto2.h"
 
 /* ---- errors (srv_error.c) -------------------------------------------------------------------- */
 
@@ -169,10 +173,25 @@ typedef struct srv_conn srv_conn;
 typedef struct srv_server srv_server;
 typedef struct srv_session srv_session;
 
+/* Bytes handed to stream sockets for one kind of viewer: a codec (0: protocol version 1;
+ * 1 + shift: version 2 on that grid, shift 0 lossless) at a rate (Hz, 0 = every change). */
+typedef struct srv_class_stat {
+  uint8_t codec;
+  float rate;
+  uint32_t viewers;          /* connected now */
+  uint64_t bytes, frames;
+} srv_class_stat;
+#define SRV_CLASS_STATS 64   /* kinds of viewer counted (later ones share the last slot) */
+
 typedef struct srv_stats {
   uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
   uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
   uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
+  /* Stream bytes by message type (index = proto_type; a SNAPSHOT counts whole), and by viewer
+   * class (srv_conn.c counts them as they are handed to the socket). */
+  uint64_t type_bytes[PROTO_TARGET_META + 1], type_frames[PROTO_TARGET_META + 1];
+  srv_class_stat classes[SRV_CLASS_STATS];
+  uint32_t class_count;
 } srv_stats;
 
 struct srv_server {
@@ -248,6 +267,12 @@ struct srv_conn {
   /* stream connections */
   int hello_done;
   uint8_t role;
+  uint16_t protocol;        /* the HELLO's protocol version */
+  uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
+  float max_rate;           /* Hz granted, 0 = every change */
+  int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
+  struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
+  srv_conn *join_next;      /* waiting for its codec's SNAPSHOT pieces (srv_session.c) */
   srv_session *session;
   srv_conn *sub_next;
   uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
@@ -290,6 +315,8 @@ void srv_conn_unref(srv_conn *c);
  * marks it lagging (f NULL, or over the soft limit) so that it is caught up once drained; over
  * the hard limit it is dropped with an ERROR. */
 void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);
+/* The srv_stats.classes slot for (codec, rate), made when new. */
+int srv_conn_stat_slot(srv_server *s, uint8_t codec, float rate);
 
 /* ---- the durable store (srv_store.c): SQLite, written by its own thread ----------------------- */
 
@@ -497,6 +524,40 @@ struct srv_before {
 
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
 
+/* Codecs: 0 is protocol version 1; 1 + shift is version 2 on the grid quantum · 2^shift
+ * (shift 0: lossless). SRV_DEFAULT_SHIFT is what a version 2 viewer gets unless it asks for a
+ * coarser tolerance or lossless: half a step is 2^-16 of the bounding box's diagonal. */
+#define SRV_CODECS (PROTO_MAX_SHIFT + 2)
+#define SRV_DEFAULT_SHIFT 5
+#define SRV_CODEC_V1 0
+#define SRV_CODEC_LOSSLESS 1
+static inline uint8_t srv_codec_shift(uint8_t codec) { return codec ? (uint8_t)(codec - 1) : 0; }
+
+/* A session's SNAPSHOT pieces for one version 2 codec (srv_session_wire.c): encoded once,
+ * shared by every join with that codec. */
+typedef struct srv_codec {
+  proto_grid2 grid;
+  srv_frame *attributes;     /* positions and UVs on the grid (made on the pool) */
+  srv_frame **targets;       /* one record per target, made when first needed */
+  uint32_t target_cap;
+  int job;                   /* a job is encoding `attributes`; joins wait in `waiting` */
+  srv_conn *waiting;         /* through srv_conn.join_next, each referenced */
+  void (*ready)(srv_conn *c, int status); /* what to tell each waiting join (srv_stream.c) */
+} srv_codec;
+
+/* Subscribers that are sent the same bytes: one codec, one rate (srv_session.c). A class at a
+ * rate (> 0) is paced: changes mark it, and at most `rate` times a second its members get one
+ * coalesced update each (encoded once per distinct version they are at: normally once). */
+typedef struct srv_class {
+  struct srv_class *next;
+  srv_session *session;      /* NULL once the session let go of it (the timer is closing) */
+  uint8_t codec;
+  float rate;
+  uint32_t members;
+  uint64_t last_ms;          /* paced: when members were last sent an update */
+  uv_timer_t *timer;         /* paced: runs while a change waits */
+} srv_class;
+
 typedef struct srv_gesture srv_gesture;
 
 struct srv_session {
@@ -514,10 +575,15 @@ struct srv_session {
   uint64_t *weight_version;  /* target_count: version that last changed it */
   int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
   uint64_t *block_version;   /* per block of 64 vertices */
+  uint64_t *vertex_version;  /* per vertex: what version 2 catch-ups and paced updates send */
   srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */
   srv_frame **target_parts;  /* ... and one per target */
   uint32_t target_cap;
   uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
+  proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
+  srv_frame *triangles2;     /* version 2's triangles piece: the bytes `trav` was built from */
+  srv_codec *codecs[SRV_CODECS]; /* version 2 pieces per codec, made when first joined */
+  srv_class *classes;        /* subscribers by codec and rate */
   srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
   uint32_t subscriber_count;
   uint64_t ops_applied;
@@ -554,8 +620,10 @@ void srv_state_release(srv_state *st);
 /* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */
 int srv_state_shape(const srv_state *st, float *out);
 
-/* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or a
- * MESH_E* code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
+/* Builds a session around `m` (takes ownership) and its encoded mesh part: triangles put in
+ * vertex-cache order (and the corner rotation protocol version 2 gives them), the SNAPSHOT
+ * pieces of version 1 and of version 2 at the default grid and lossless. Returns 0 or a MESH_E*
+ * code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
  * shared). */
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen);
 void srv_session_ref(srv_session *s);
@@ -572,28 +640,54 @@ int srv_session_name_taken(const srv_server *srv, const char *name);
  * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
 void srv_session_close(srv_server *srv, srv_session *s, const char *why);
 
-/* Viewers: a subscribed connection gets every applied op's frame (srv_conn_deliver). */
+/* Viewers: a subscribed connection joins the class of its codec and max_rate; a class at rate 0
+ * gets every applied op's frame (srv_conn_deliver), a paced one coalesced updates. */
 void srv_session_subscribe(srv_session *s, srv_conn *c);
 void srv_session_unsubscribe(srv_conn *c); /* no-op when c is not subscribed */
-/* Hands `f` (NULL: could not be encoded; subscribers fall behind and catch up) at `version` to
- * every subscriber. */
-void srv_session_publish(srv_session *s, srv_frame *f, uint64_t version);
+/* Which codecs' frames an op must be encoded in: bit c set when a class at rate 0 uses codec c. */
+uint32_t srv_session_live_codecs(const srv_session *s);
+/* Hands frames[codec] (NULL: could not be encoded; subscribers fall behind and catch up) at
+ * `version` to every subscriber at rate 0, and marks the paced classes. */
+void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version);
+/* A paced connection drained after lagging: it gets its update with its class's next one. */
+void srv_session_pace(srv_conn *c);
+/* Makes sure codec `codec`'s SNAPSHOT pieces exist, then calls ready(c, 0), at once or after a
+ * job on the pool, or ready(c, SRV_E*) when they cannot be made or the session closed. Holds a
+ * reference to `c` meanwhile. */
+void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_conn *c,
+                            void (*ready)(srv_conn *c, int status));
+
+/* ---- a session on the wire (srv_session_wire.c) ---------------------------------------------- */
 
 /* Target t as the protocol describes it (name, default, range, flags, drivers, deltas). */
 proto_target_desc srv_session_target_desc(const srv_session *s, uint32_t t);
-/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed): after a target is
- * added or its settings change. Returns 0 or a MESH_E* code. */
+/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed), and drops its
+ * version 2 records (made again when needed): after a target is added or its settings change.
+ * Returns 0 or a MESH_E* code. */
 int srv_session_encode_target(srv_session *s, uint32_t t);
-/* Encodes the frames that bring a receiver from `since` to the current version: a WEIGHTS frame
- * of every target changed since then and a DELTA of every vertex in a block changed since then.
- * Appends to `b` (nothing when since == version). Returns 0 or a PROTO_E* code. */
-int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
-/* The frames a joining viewer is sent as its SNAPSHOT, in order: a per-join head (frame header
- * and mesh counts), the shared body and target pieces (referenced), a per-join state part.
- * *parts is malloc'ed and holds one reference to each frame. Returns 0 or MESH_ENOMEM. */
-int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count);
-/* Encodes the state part of a SNAPSHOT (current weights, non-zero offsets). */
-int srv_session_encode_state(const srv_session *s, proto_buf *b);
+/* The version 1 pieces, the triangles of version 2 and their traversal, for a new session. */
+int srv_session_encode_parts(srv_session *s);
+/* Codec `codec`'s grid and pieces: attributes encoded here (any thread: touches only the
+ * immutable mesh and the traversal's tables). Returns 0, MESH_EINVAL (that grid does not fit
+ * the mesh) or MESH_ENOMEM. */
+int srv_session_codec_init(const srv_session *s, uint8_t codec, srv_codec *out);
+void srv_session_codec_fini(srv_codec *c);
+/* Encodes the frames that bring a receiver from `since` to the current version, in `codec`:
+ * new targets, changed settings, a WEIGHTS frame of every target changed since then and a
+ * DELTA (version 1: every vertex in a 64-vertex block changed since then; version 2: exactly
+ * the vertices changed). Every frame but the last carries MORE. Appends to `b` (nothing when
+ * since == version). Returns 0 or a PROTO_E* code. */
+int srv_session_encode_since(srv_session *s, uint64_t since, uint8_t flags, uint8_t codec, proto_buf *b);
+/* The frames a joining viewer is sent as its SNAPSHOT, in `codec` (whose pieces must exist), in
+ * order: a per-join head (frame header and mesh counts), the shared pieces (referenced), a
+ * per-join state part. *parts is malloc'ed and holds one reference to each frame. Returns 0 or
+ * MESH_ENOMEM. */
+int srv_session_snapshot_parts(srv_session *s, uint8_t codec, srv_frame ***parts, uint32_t *count);
+/* The frames a DELTA of these offsets, or a TARGET of target t, is in `codec`. */
+int srv_session_encode_delta(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t count,
+                             const uint32_t *indices, const int32_t *q, proto_buf *b);
+int srv_session_encode_target_add(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t t,
+                                  proto_buf *b);
 
 /* Validates `op` against the session (indices in range and ordered, values finite and within
  * each target's range). Returns 0 or SRV_ERANGE with a reason; applies nothing on failure. */

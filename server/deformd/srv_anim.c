@@ -90,6 +90,8 @@ int srv_anim_init(srv_session *s) {
       c->kind = CLIP_KEYFRAMES;
       c->fps = mc->fps > 0 ? mc->fps : 10.0f;
       c->frame_count = mc->frame_count;
+      c->loop_frames = mc->loop_frames;
+      c->play_once = mc->play_once;
       c->frames = m->frames + 3 * (size_t)m->vertex_count * mc->first_frame;
     }
     srv_anim_add_clip(a, c);

@@ -40,6 +40,8 @@ typedef struct srv_clip {
   int kind;
   float fps;              /* frames per second (keyframe and recorded clips) */
   uint32_t frame_count;   /* frames, or keys of a weight clip */
+  uint32_t loop_frames;   /* KEYFRAMES: looping repeats only its last loop_frames frames (0: all) */
+  int play_once;          /* KEYFRAMES: it never loops (Quake III's death animations) */
   const float *frames;    /* KEYFRAMES: into the mesh's frames */
   const mesh_clip *wclip; /* WEIGHTS: the mesh's clip */
   uint32_t wclip_targets; /* WEIGHTS: how many targets its keys cover */

@@ -163,8 +163,10 @@ static int advance(anim_track *tr, double dt, int loop) {
     return 1;
   }
   if (tr->t < d) return 1;
-  if (loop) {
-    tr->t = fmod(tr->t, d);
+  if (loop && !tr->clip->play_once) {
+    /* A clip whose animation.cfg loops only its last frames starts them again, not itself. */
+    double from = tr->clip->loop_frames ? (tr->clip->frame_count - tr->clip->loop_frames) / (double)tr->clip->fps : 0;
+    tr->t = from + fmod(tr->t - from, d - from);
     return 1;
   }
   tr->t = d;

@@ -78,6 +78,8 @@ void srv_m_anim_list(srv_server *srv, srv_rpc_call *call, cJSON *params) {
     cJSON_AddStringToObject(o, "kind", kind_name(c->kind));
     cJSON_AddNumberToObject(o, c->kind == CLIP_WEIGHTS ? "keys" : "frames", c->frame_count);
     if (c->kind != CLIP_WEIGHTS) cJSON_AddNumberToObject(o, "fps", c->fps);
+    if (c->loop_frames) cJSON_AddNumberToObject(o, "loop_frames", c->loop_frames);
+    if (c->play_once) cJSON_AddBoolToObject(o, "play_once", 1);
     cJSON_AddNumberToObject(o, "duration", srv_anim_clip_duration(c));
     if (c->report) cJSON_AddItemToObject(o, "compressed", cJSON_Duplicate(c->report, 1));
     else cJSON_AddBoolToObject(o, "compressed", 0);

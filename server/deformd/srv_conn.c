@@ -55,6 +55,7 @@ srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops 
   c->ops = ops;
   c->id = ++s->next_conn_id;
   c->refs = 1;
+  c->stat_slot = -1;
   c->accepted_at = uv_now(s->loop);
   uv_tcp_init(s->loop, &c->tcp);
   c->next = s->conns;
@@ -209,8 +210,43 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   return 0;
 }
 
+/* ---- what the stream bytes are: by message type and by viewer class ---------------------------- */
+
+int srv_conn_stat_slot(srv_server *s, uint8_t codec, float rate) {
+  srv_stats *st = &s->stats;
+  for (uint32_t i = 0; i < st->class_count; i++)
+    if (st->classes[i].codec == codec && st->classes[i].rate == rate) return (int)i;
+  if (st->class_count == SRV_CLASS_STATS) return SRV_CLASS_STATS - 1; /* bounded: the last slot is shared */
+  srv_class_stat *x = &st->classes[st->class_count];
+  memset(x, 0, sizeof(*x));
+  x->codec = codec;
+  x->rate = rate;
+  return (int)st->class_count++;
+}
+
+/* Counts `n` bytes of whole frames (their headers say their types) queued on a stream
+ * connection; a SNAPSHOT, sent in pieces, counts whole as its first header's type. */
+static void count_out(srv_conn *c, const uint8_t *p, size_t n, int pieces) {
+  srv_stats *st = &c->server->stats;
+  if (c->kind != SRV_CONN_STREAM) return;
+  if (c->stat_slot >= 0) {
+    st->classes[c->stat_slot].bytes += n;
+    st->classes[c->stat_slot].frames++;
+  }
+  for (size_t at = 0; at + PROTO_HEADER_SIZE <= n;) {
+    uint8_t type = p[at + 6];
+    size_t len = pieces ? n : PROTO_HEADER_SIZE + (size_t)proto_load_u32(p + at + 8);
+    if (type <= PROTO_TARGET_META) {
+      st->type_bytes[type] += len < n - at ? len : n - at;
+      st->type_frames[type]++;
+    }
+    at += len;
+  }
+}
+
 int srv_conn_send(srv_conn *c, srv_frame *f) {
   if (c->closing) return UV_ECANCELED;
+  count_out(c, f->data, f->len, 0);
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
   w->frames = w->inline_frames;
@@ -239,6 +275,7 @@ int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n) {
     bufs[i] = uv_buf_init((char *)parts[i]->data, (unsigned)parts[i]->len);
     w->len += parts[i]->len;
   }
+  if (n > 0) count_out(c, parts[0]->data, w->len, 1);
   c->server->stats.frames_sent++;
   int rc = submit(c, w, bufs, (unsigned)n); /* libuv copies the buffer array */
   free(bufs);

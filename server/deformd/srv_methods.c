@@ -191,6 +191,33 @@ static void m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, cJSON_CreateTrue());
 }
 
+/* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
+static void add_stream_stats(cJSON *r, const srv_stats *st) {
+  static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+  cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
+  cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
+  for (int t = 1; t <= PROTO_TARGET_META; t++) {
+    if (!st->type_frames[t]) continue;
+    cJSON_AddNumberToObject(types, names[t], (double)st->type_bytes[t]);
+    cJSON_AddNumberToObject(frames, names[t], (double)st->type_frames[t]);
+  }
+  cJSON *classes = cJSON_AddArrayToObject(r, "viewer_classes");
+  for (uint32_t i = 0; i < st->class_count; i++) {
+    const srv_class_stat *c = &st->classes[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "protocol", c->codec == SRV_CODEC_V1 ? 1 : 2);
+    cJSON_AddStringToObject(o, "codec", c->codec == SRV_CODEC_V1 ? "raw" : c->codec == SRV_CODEC_LOSSLESS ? "lossless"
+                                                                                                         : "quantised");
+    if (c->codec > SRV_CODEC_LOSSLESS) cJSON_AddNumberToObject(o, "grid_shift", srv_codec_shift(c->codec));
+    cJSON_AddItemToObject(o, "max_rate", srv_json_float(c->rate));
+    cJSON_AddNumberToObject(o, "viewers", c->viewers);
+    cJSON_AddNumberToObject(o, "bytes_sent", (double)c->bytes);
+    cJSON_AddNumberToObject(o, "writes", (double)c->frames);
+    cJSON_AddItemToArray(classes, o);
+  }
+}
+
 static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   (void)params;
   uint32_t streams = 0, rpcs = 0, lagging = 0;
@@ -221,6 +248,7 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
+  add_stream_stats(r, &s->stats);
   srv_rpc_reply(call, r);
 }
 

@@ -457,6 +457,7 @@ int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char 
   if (c.bad || c.p != c.end) goto bad;
   /* Changes before the checkpoint are as old as it: nobody who joins now was sent less. */
   for (uint32_t blk = 0; blk <= (m->vertex_count >> SRV_BLOCK_SHIFT); blk++) s->block_version[blk] = version;
+  for (uint32_t v = 0; v < m->vertex_count; v++) s->vertex_version[v] = version;
   for (uint32_t t = base; t < count; t++)
     if (s->target_version[t] > version) goto bad;
   s->version = version;

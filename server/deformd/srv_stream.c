@@ -1,7 +1,8 @@
 /*
- * srv_stream.c — the binary stream port: HELLO, the SNAPSHOT a joining viewer gets, editors'
- * EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains, and the
- * mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
+ * srv_stream.c — the binary stream port: HELLO (protocol version 1, or 2 with its options: a
+ * codec, a tolerance, a maximum rate), the SNAPSHOT a joining viewer gets in its codec,
+ * editors' EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains,
+ * and the mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
  *
  * Malformed frames: a bad header (magic, version, length over the limit) closes the connection,
  * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
@@ -45,9 +46,13 @@ static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 static void on_drained(srv_conn *c) {
   srv_session *s = c->session;
   if (!c->lagging || !s) return;
+  if (c->cls && c->cls->rate > 0) { /* paced: it catches up with its class's next update */
+    srv_session_pace(c);
+    return;
+  }
   proto_buf b;
   proto_buf_init(&b);
-  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, &b);
+  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, c->codec, &b);
   if (rc) {
     proto_buf_fini(&b);
     c->server->stats.clients_dropped++;
@@ -78,12 +83,19 @@ static int send_join(srv_conn *c, srv_session *s) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
-  proto_encode_welcome(&b, s->version, &w);
+  if (c->protocol == PROTO_VERSION_2) {
+    const srv_codec *k = s->codecs[c->codec];
+    proto_welcome_opts o = {PROTO_VERSION_2, c->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
+                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f};
+    proto_encode_welcome2(&b, s->version, &w, &o);
+  } else {
+    proto_encode_welcome(&b, s->version, &w);
+  }
   srv_frame *welcome = srv_frame_from_buf(&b);
   srv_frame **parts = NULL;
   uint32_t n = 0;
   int rc = -1;
-  if (welcome && srv_session_snapshot_parts(s, &parts, &n) == 0) {
+  if (welcome && srv_session_snapshot_parts(s, c->codec, &parts, &n) == 0) {
     if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, (int)n) == 0) rc = 0;
     for (uint32_t i = 0; i < n; i++) srv_frame_unref(parts[i]);
     free(parts);
@@ -92,20 +104,72 @@ static int send_join(srv_conn *c, srv_session *s) {
   return rc;
 }
 
+/* Rates a viewer may be paced at: a few classes, each encoded once, rather than one per
+ * number asked. A request gets the largest at or below it (0.1 Hz at least). */
+static const float rate_ladder[] = {0.1f, 0.2f, 0.5f, 1, 2, 5, 10, 15, 20, 24, 25, 30, 50, 60, 72, 90, 100, 120, 144, 240};
+
+static float granted_rate(float asked) {
+  if (asked <= 0) return 0;
+  float r = rate_ladder[0];
+  for (size_t i = 0; i < sizeof(rate_ladder) / sizeof(rate_ladder[0]); i++)
+    if (rate_ladder[i] <= asked) r = rate_ladder[i];
+  return r;
+}
+
+/* The codec a HELLO gets: version 1; lossless; or the grid whose half step is the largest
+ * within the tolerance asked, never finer than the default. */
+static uint8_t codec_for(const srv_session *s, const proto_hello *h, const proto_hello_opts *o) {
+  if (h->protocol_version == PROTO_VERSION) return SRV_CODEC_V1;
+  if (o->codec == PROTO_CODEC_LOSSLESS) return SRV_CODEC_LOSSLESS;
+  uint8_t shift = SRV_DEFAULT_SHIFT;
+  if (o->tolerance > 0) shift = proto_grid2_shift_for(s->offset_quantum, o->tolerance, SRV_DEFAULT_SHIFT);
+  return (uint8_t)(1 + shift);
+}
+
+/* The codec's pieces are ready (or could not be made): the join goes on. */
+static void join_ready(srv_conn *c, int status) {
+  srv_session *s = c->session;
+  if (status == SRV_ERANGE && s && c->codec != SRV_CODEC_LOSSLESS) {
+    /* A grid this mesh does not fit: lossless instead, as WELCOME says. */
+    c->codec = SRV_CODEC_LOSSLESS;
+    srv_session_codec_wait(c->server, s, c->codec, c, join_ready);
+    return;
+  }
+  if (status || !s || s->closed) {
+    c->session = NULL;
+    if (status == SRV_ENOSESSION || (s && s->closed)) srv_conn_fail(c, PROTO_ERR_SESSION_CLOSED, "the session is closed");
+    else srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory preparing the snapshot");
+    return;
+  }
+  c->stat_slot = srv_conn_stat_slot(c->server, c->codec, c->max_rate);
+  if (send_join(c, s) != 0) {
+    c->session = NULL;
+    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
+    return;
+  }
+  c->sent_version = s->version;
+  srv_session_subscribe(s, c);
+  c->server->stats.classes[c->stat_slot].viewers++;
+  srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
+          c->id, c->peer, s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
+          (unsigned long long)s->version, c->protocol, c->codec, (double)c->max_rate);
+}
+
 static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_hello h;
-  int rc = proto_decode_hello(p, n, &h);
-  if (rc) {
+  proto_hello_opts opt;
+  int rc = proto_decode_hello2(p, n, &h, &opt);
+  if (rc == PROTO_EVERSION) {
     char why[128];
-    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
+    snprintf(why, sizeof(why), "protocol version %u is not supported (this server speaks %d to %d)",
+             h.protocol_version, PROTO_VERSION, PROTO_VERSION_MAX);
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
-  if (h.protocol_version != PROTO_VERSION) {
+  if (rc) {
     char why[128];
-    snprintf(why, sizeof(why), "protocol version %u is not supported (this server speaks %d)",
-             h.protocol_version, PROTO_VERSION);
+    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
@@ -127,15 +191,10 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   c->role = h.role;
   c->hello_done = 1;
   c->session = s;
-  if (send_join(c, s) != 0) {
-    c->session = NULL;
-    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
-    return;
-  }
-  c->sent_version = s->version;
-  srv_session_subscribe(s, c);
-  srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu", c->id, c->peer,
-          s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer", (unsigned long long)s->version);
+  c->protocol = h.protocol_version;
+  c->codec = codec_for(s, &h, &opt);
+  c->max_rate = granted_rate(opt.max_rate);
+  srv_session_codec_wait(srv, s, c->codec, c, join_ready);
 }
 
 /* Copies a decoded index list into a malloc'ed array (NULL for an empty list). */
@@ -384,6 +443,8 @@ static void on_data(srv_conn *c) {
 
 /* Closing: the viewer leaves its session and the gestures it began end. */
 static void on_close(srv_conn *c) {
+  if (c->stat_slot >= 0) c->server->stats.classes[c->stat_slot].viewers--;
+  c->stat_slot = -1;
   srv_session_unsubscribe(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
 }

@@ -26,10 +26,13 @@ void bench_child_stop(bench_child *c);
 void bench_child_kill(bench_child *c);
 int bench_child_gone(const bench_child *c); /* 1 when it exited (not reaped yet) */
 double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, or -1 */
+/* The deformd next to this program ("" when it cannot tell), into out. */
+void bench_default_deformd(char *out, size_t len);
 
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
 int bench_durable_main(int argc, char **argv, const char *cmdline);
+int bench_stream_main(int argc, char **argv, const char *cmdline);
 
 #endif

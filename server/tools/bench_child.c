@@ -147,3 +147,14 @@ void bench_child_kill(bench_child *c) {
   waitpid(c->pid, NULL, 0);
   c->pid = 0;
 }
+
+void bench_default_deformd(char *out, size_t len) {
+  char self[4000];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  out[0] = '\0';
+  if (n <= 0) return;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (slash) *slash = '\0';
+  snprintf(out, len, "%s/deformd", self);
+}

@@ -17,6 +17,8 @@
  * Output: a table on stdout, or with --json one JSON object per result (one line each). Both
  * carry the exact command line. Progress goes to stderr.
  *
+ * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c.)
+ *
  * DOES NOT: tune or restart the server, measure anything but loopback, isolate itself from the
  * server (both share the machine's cores), decode meshes (SNAPSHOT payloads are skipped, not
  * buffered: 500 × 2.5 MB for nothing), or carry on past a deformd that misbehaves — it reports
@@ -620,6 +622,8 @@ static void usage(FILE *out) {
           "       deform-bench durable [--editors N] [--rate HZ] [--seconds S] [--ops N] [--modes none,normal,full]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
+          "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
+          "                           [--seconds S] [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -629,6 +633,9 @@ static void usage(FILE *out) {
           "  durable  editors' answer latency with --data none / --durability normal / full, log bytes per\n"
           "           operation and per changed vertex, restart time of a session with N operations\n"
           "  (the viewer's frame-time benchmark is deform-view-bench, built with the viewer)\n"
+          "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
+          "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
+          "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
           "  --json   one JSON object per result instead of a table\n"
@@ -663,14 +670,7 @@ static char *join_argv(int argc, char **argv) {
 static int parse_opts(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof(*o));
   if (argc < 2 || strcmp(argv[1], "fanout") != 0) return -1;
-  char self[4000];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(o->deformd, sizeof(o->deformd), "%s/deformd", self);
-  }
+  bench_default_deformd(o->deformd, sizeof(o->deformd));
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
@@ -712,12 +712,21 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
-                    strcmp(argv[1], "durable") == 0)) {
+                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
+    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0) { /* they start deformd, which must not outlive ^C */
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = on_signal;
+      sigaction(SIGINT, &sa, NULL);
+      sigaction(SIGTERM, &sa, NULL);
+      signal(SIGPIPE, SIG_IGN);
+    }
     int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, c)
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
                  : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
+                 : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;

@@ -4,7 +4,8 @@
  *   deformctl [--rpc HOST:PORT] call METHOD 'JSON-PARAMS'
  *   deformctl [--rpc HOST:PORT] METHOD [ARGS]          shortcuts, e.g.
  *       deformctl weights.set demo smile_L=0.8 blink_R=1
- *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--dump FILE.obj]
+ *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--seconds S] [--max-rate HZ]
+ *                                              [--tolerance T | --quantised | --protocol 1] [--dump FILE.obj]
  *   deformctl undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION V
  *
  * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER): undo and redo
@@ -44,8 +45,14 @@ static void usage(FILE *out) {
           "  history NAME [--limit N] [--before V]\n"
           "                                  the session's steps, newest first (history.list)\n"
           "  revert NAME VERSION            bring the session back to VERSION, as one undoable step\n"
-          "  watch SESSION [--count N] [--dump FILE.obj]\n"
-          "                                  follow a session like a viewer; one line per frame\n"
+          "  watch SESSION [--count N] [--seconds S] [--max-rate HZ] [--tolerance T | --quantised |\n"
+          "                --protocol 1] [--dump FILE.obj]\n"
+          "                                  follow a session like a viewer; one line per frame, and\n"
+          "                                  last the line \"N frames\" (updates received after the\n"
+          "                                  snapshot). Protocol 2 lossless unless asked otherwise:\n"
+          "                                  --quantised (the session's default tolerance) or\n"
+          "                                  --tolerance T (mesh units); --max-rate HZ asks the server\n"
+          "                                  for at most HZ updates a second\n"
           "\n"
           "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
           "--token (or $DEFORMD_TOKEN) is sent to servers started with --token;\n"
@@ -214,7 +221,17 @@ static const char *type_name(uint8_t t) {
   return t <= PROTO_TARGET_META ? names[t] : "?";
 }
 
-static int watch(const char *hostport, const char *session, long count, const char *dump) {
+typedef struct watch_opts {
+  long count;       /* updates to wait for, < 0: no limit */
+  double seconds;   /* stop after this long, <= 0: no limit */
+  int protocol;     /* 1 or 2 */
+  proto_hello_opts hello;
+  const char *dump;
+} watch_opts;
+
+static int watch(const char *hostport, const char *session, const watch_opts *wo) {
+  long count = wo->count;
+  const char *dump = wo->dump;
   char host[256], err[256];
   int port;
   if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
@@ -237,12 +254,13 @@ static int watch(const char *hostport, const char *session, long count, const ch
   uint32_t ping_seq = 0;
   proto_buf out;
   proto_buf_init(&out);
-  if (client_hello(&c, session, PROTO_ROLE_VIEWER, token)) {
+  if (client_hello2(&c, session, PROTO_ROLE_VIEWER, token, wo->protocol == 2 ? &wo->hello : NULL)) {
     fprintf(stderr, "deformctl: cannot send HELLO\n");
     goto done;
   }
+  uint64_t stop_at = wo->seconds > 0 ? client_now_ns() + (uint64_t)(wo->seconds * 1e9) : 0;
   for (;;) {
-    if (interrupted) {
+    if (interrupted || (stop_at && client_now_ns() >= stop_at)) {
       status = 0;
       break;
     }
@@ -254,7 +272,12 @@ static int watch(const char *hostport, const char *session, long count, const ch
     }
     proto_header h;
     const uint8_t *payload;
-    int rc = client_read_frame(&c, 200, &h, &payload, err, sizeof(err));
+    int wait = 200;
+    if (stop_at) {
+      uint64_t now = client_now_ns();
+      wait = now >= stop_at ? 0 : (stop_at - now) / 1000000 < 200 ? (int)((stop_at - now) / 1000000) + 1 : 200;
+    }
+    int rc = client_read_frame(&c, wait, &h, &payload, err, sizeof(err));
     if (rc == CLIENT_ETIMEDOUT) continue;
     if (rc) {
       fprintf(stderr, "deformctl: %s\n", err);
@@ -298,6 +321,8 @@ static int watch(const char *hostport, const char *session, long count, const ch
     }
   }
 done:
+  printf("%ld frames\n", live);
+  fflush(stdout);
   if (dump && r.have_snapshot) {
     float *pos = malloc(sizeof(float) * 3 * ((size_t)r.mesh->vertex_count + 1));
     char merr[MESH_ERR_LEN] = "";
@@ -356,28 +381,58 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "watch") == 0) {
     if (i >= argc) {
-      fprintf(stderr, "deformctl: watch SESSION [--count N] [--dump FILE.obj]\n");
+      fprintf(stderr, "deformctl: watch SESSION [--count N] [--seconds S] [--max-rate HZ] [--tolerance T | "
+                      "--quantised | --protocol 1] [--dump FILE.obj]\n");
       return 1;
     }
     const char *session = argv[i++];
-    long count = -1;
-    const char *dump = NULL;
+    watch_opts wo = {-1, 0, 2, {PROTO_CODEC_LOSSLESS, 0, 0}, NULL};
     for (; i < argc; i++) {
-      if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-        char *end = NULL;
-        count = strtol(argv[++i], &end, 10);
-        if (!end || *end || count < 0) {
+      const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+      char *end = NULL;
+      if (strcmp(a, "--count") == 0 && v) {
+        wo.count = strtol(argv[++i], &end, 10);
+        if (!end || *end || wo.count < 0) {
           fprintf(stderr, "deformctl: --count needs a number >= 0\n");
           return 1;
         }
-      } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-        dump = argv[++i];
+      } else if (strcmp(a, "--seconds") == 0 && v) {
+        wo.seconds = strtod(argv[++i], &end);
+        if (!end || *end || !(wo.seconds > 0 && wo.seconds <= 1e6)) {
+          fprintf(stderr, "deformctl: --seconds needs a number of seconds > 0\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--max-rate") == 0 && v) {
+        wo.hello.max_rate = strtof(argv[++i], &end);
+        if (!end || *end || !(wo.hello.max_rate > 0 && wo.hello.max_rate <= 1e6)) {
+          fprintf(stderr, "deformctl: --max-rate needs a rate in Hz > 0\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--tolerance") == 0 && v) {
+        wo.hello.codec = PROTO_CODEC_QUANTISED;
+        wo.hello.tolerance = strtof(argv[++i], &end);
+        if (!end || *end || !(wo.hello.tolerance >= 0 && wo.hello.tolerance < 1e30f)) {
+          fprintf(stderr, "deformctl: --tolerance needs a distance >= 0 in mesh units\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--quantised") == 0) {
+        wo.hello.codec = PROTO_CODEC_QUANTISED;
+      } else if (strcmp(a, "--lossless") == 0) {
+        wo.hello.codec = PROTO_CODEC_LOSSLESS;
+      } else if (strcmp(a, "--protocol") == 0 && v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
+        wo.protocol = atoi(argv[++i]);
+      } else if (strcmp(a, "--dump") == 0 && v) {
+        wo.dump = argv[++i];
       } else {
-        fprintf(stderr, "deformctl: unknown watch option '%s'\n", argv[i]);
+        fprintf(stderr, "deformctl: unknown watch option '%s'\n", a);
         return 1;
       }
     }
-    return watch(stream, session, count, dump);
+    if (wo.protocol == 1 && (wo.hello.max_rate > 0 || wo.hello.codec != PROTO_CODEC_LOSSLESS)) {
+      fprintf(stderr, "deformctl: --max-rate, --tolerance and --quantised need protocol 2\n");
+      return 1;
+    }
+    return watch(stream, session, &wo);
   }
   if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0 || strcmp(cmd, "history") == 0 ||
       strcmp(cmd, "revert") == 0)

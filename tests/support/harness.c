@@ -192,10 +192,15 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
 
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token) {
+  harness_join2(h, c, r, session, role, token, NULL);
+}
+
+void harness_join2(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
+                   const char *token, const proto_hello_opts *opts) {
   char err[256];
   if (client_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
     test__fail(__FILE__, __LINE__, "%s", err);
-  ASSERT_OK(client_hello(c, session, role, token), NULL);
+  ASSERT_OK(client_hello2(c, session, role, token, opts), NULL);
   client_replica_init(r);
   for (;;) {
     proto_header hd;

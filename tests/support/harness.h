@@ -35,6 +35,9 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
 /* A stream connection that has sent HELLO and read WELCOME + SNAPSHOT into `r`. */
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token);
+/* The same in protocol version 2 with `opts` (NULL: version 1). */
+void harness_join2(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
+                   const char *token, const proto_hello_opts *opts);
 /* Reads frames into `r` until it reaches `version` (asserts within timeout_ms). Returns the
  * number of frames flagged CATCHUP seen on the way. */
 int harness_follow(client_conn *c, client_replica *r, uint64_t version, int timeout_ms);

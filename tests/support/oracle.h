@@ -66,4 +66,8 @@ mesh *oracle_equilateral_grid(uint32_t n, double h);
 mesh *oracle_icosphere(uint32_t levels, double r);
 mesh *oracle_uv_sphere(uint32_t rings, uint32_t segments, double r);
 
+/* Writes a one-surface MD3 into b (room for 108 + 56·n + 300 + 32·n bytes): a tetrahedron that
+ * moves 1/2 along x per frame, frames named names[0 .. nframes-1]. Returns the file size. */
+size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nframes);
+
 #endif

@@ -679,3 +679,38 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   close(lfd);
   vw_net_fini(&n);
 }
+
+/* Protocol version 2 through the viewer's connection: a lossless one follows the server
+ * exactly and reports exact spans; a quantised one paced at 20 Hz reports what the server
+ * granted and stays within half a grid step of the server's offsets. */
+TEST(net_version_2_viewers_follow_lossless_exactly_and_quantised_within_their_grid) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n, q;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  vw_net_init(&q, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  proto_hello_opts lossless = {PROTO_CODEC_LOSSLESS, 0, 0}, paced = {PROTO_CODEC_QUANTISED, 20.0f, 0};
+  vw_net_set_protocol(&n, 2, &lossless);
+  vw_net_set_protocol(&q, 2, &paced);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  poll_until_state(&q, VW_NET_LIVE, NULL, 10000);
+  ASSERT(n.granted.protocol_version == 2 && n.granted.codec == PROTO_CODEC_LOSSLESS && n.granted.tolerance == 0);
+  ASSERT(q.granted.protocol_version == 2 && q.granted.codec == PROTO_CODEC_QUANTISED && q.granted.max_rate == 20.0f);
+  ASSERT(q.granted.tolerance > 0 && q.granted.tolerance == q.replica.grid.step / 2);
+  same_as_server(&h, &n);
+  rpc_and_follow(&h, &n, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"17\":[0,0.001,0],\"9000\":[0.002,0,-0.001]}}");
+  rpc_and_follow(&h, &n, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}");
+  rpc_and_follow(&h, &n, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
+  rpc_and_follow(&h, &n, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"400\":[0.0031,0.0017,-0.0005]}}");
+  vw_net_changes acc;
+  follow(&q, server_version(&h), &acc);
+  ASSERT(acc.offsets_first <= 17 && acc.offsets_end >= 9001);
+  ASSERT_EQ(q.replica.mesh->target_count, n.replica.mesh->target_count);
+  ASSERT(memcmp(q.replica.weights, n.replica.weights, 4 * (size_t)n.replica.mesh->target_count) == 0);
+  for (size_t i = 0; i < 3 * (size_t)n.replica.mesh->vertex_count; i++)
+    ASSERT_NEAR(q.replica.offsets[i], n.replica.offsets[i], q.granted.tolerance + 1e-9);
+  ASSERT_EQ(n.errors + q.errors, 0);
+  vw_net_fini(&n);
+  vw_net_fini(&q);
+  harness_stop(&h);
+}
