@@ -116,14 +116,14 @@ typedef struct proto_str {
 } proto_str;
 
 /* HELLO options (version 2): a list of (u8 tag, u16 length, bytes) after the token. Decoders
- * skip tags they do not know, so a later version can add one (an author name, say) without
- * breaking older servers; a known tag with the wrong length, or a known tag twice, is
+ * skip tags they do not know, so a later version can add one without breaking older servers; a known tag with the wrong length, or a known tag twice, is
  * PROTO_EINVAL. WELCOME v2 carries the same list with what the server granted. */
 enum {
   PROTO_OPT_CODEC = 1,     /* u8: PROTO_CODEC_* */
   PROTO_OPT_MAX_RATE = 2,  /* f32 Hz, finite, >= 0; 0 = every change as it happens */
   PROTO_OPT_TOLERANCE = 3, /* f32 mesh units, finite, >= 0; 0 = the session's default */
-  PROTO_OPT_SHIFT = 4      /* WELCOME only, u8: the grid shift granted (proto_grid2) */
+  PROTO_OPT_SHIFT = 4,     /* WELCOME only, u8: the grid shift granted (proto_grid2) */
+  PROTO_OPT_AUTHOR = 5     /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
 };
 enum {
   PROTO_CODEC_QUANTISED = 0, /* positions, UVs, target deltas and offsets on a grid (default) */
@@ -143,6 +143,7 @@ typedef struct proto_hello_opts {
   uint8_t codec;   /* PROTO_CODEC_* */
   float max_rate;  /* Hz; 0 = no limit */
   float tolerance; /* mesh units; 0 = the session's default */
+  proto_str author; /* the name this editor's operations are recorded under; len 0 = none */
 } proto_hello_opts;
 
 typedef struct proto_welcome {

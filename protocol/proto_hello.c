@@ -2,8 +2,8 @@
  * proto_hello.c — HELLO and WELCOME, in both versions (docs/protocol.md §5.1, §5.2, §12.1).
  *
  * Version 2 appends an option list to both: u16 byte length, then (u8 tag, u16 length, bytes)
- * entries. Tags a decoder does not know are skipped, so the list can grow (an author name is
- * the next candidate) without a version 3; a known tag twice or with the wrong length is
+ * entries. Tags a decoder does not know are skipped, so the list can grow without a version 3
+ * (the author name, tag 5, came that way); a known tag twice or with the wrong length is
  * PROTO_EINVAL.
  *
  * DOES NOT decide what the server grants (srv_stream.c does) or do I/O.
@@ -26,7 +26,8 @@ static int finish(proto_cur *c) { return c->at == c->end ? 0 : PROTO_ETRAILING; 
 typedef struct opts {
   uint8_t codec, shift;
   float max_rate, tolerance;
-  unsigned seen; /* bit per known tag */
+  proto_str author; /* HELLO only */
+  unsigned seen;    /* bit per known tag */
 } opts;
 
 static void put_opt_hdr(proto_buf *b, uint8_t tag, uint16_t len) {
@@ -36,12 +37,16 @@ static void put_opt_hdr(proto_buf *b, uint8_t tag, uint16_t len) {
 
 static int valid_rate(float v) { return isfinite(v) && v >= 0; }
 
+static int valid_author(proto_str s) {
+  return s.len <= PROTO_MAX_AUTHOR && (s.len == 0 || memchr(s.ptr, 0, s.len) == NULL);
+}
+
 /* Writes the option list; `with_shift` for WELCOME. */
 static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (o->codec > PROTO_CODEC_LOSSLESS || !valid_rate(o->max_rate) || !valid_rate(o->tolerance) ||
-      o->shift > PROTO_MAX_SHIFT)
+      o->shift > PROTO_MAX_SHIFT || !valid_author(o->author))
     return PROTO_EINVAL;
-  uint16_t len = 4 + 7 + 7 + (with_shift ? 4 : 0);
+  uint16_t len = 4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0);
   proto__put_u16(b, len);
   put_opt_hdr(b, PROTO_OPT_CODEC, 1);
   proto__put_u8(b, o->codec);
@@ -52,6 +57,10 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (with_shift) {
     put_opt_hdr(b, PROTO_OPT_SHIFT, 1);
     proto__put_u8(b, o->shift);
+  }
+  if (o->author.len) {
+    proto__put_u8(b, PROTO_OPT_AUTHOR);
+    proto__put_str(b, o->author.ptr, o->author.len); /* u16 length + bytes: the entry's layout */
   }
   return b->failed ? PROTO_ENOMEM : 0;
 }
@@ -70,9 +79,14 @@ static int get_opts(proto_cur *c, opts *o) {
     PROTO__CHECK(proto__get_u8(&e, &tag));
     PROTO__CHECK(proto__get_u16(&e, &n));
     PROTO__CHECK(proto__get(&e, n, &v));
-    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_SHIFT) continue; /* a later version's option */
+    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_AUTHOR) continue; /* a later version's option */
     if (o->seen & (1u << tag)) return PROTO_EINVAL;
     o->seen |= 1u << tag;
+    if (tag == PROTO_OPT_AUTHOR) {
+      o->author = (proto_str){(const char *)v, n};
+      if (n == 0 || !valid_author(o->author)) return PROTO_EINVAL;
+      continue;
+    }
     size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT ? 1 : 4;
     if (n != want) return PROTO_EINVAL;
     if (tag == PROTO_OPT_CODEC) {
@@ -105,7 +119,7 @@ static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, co
   proto__put_str(b, m->session.ptr, m->session.len);
   proto__put_str(b, m->token.ptr, m->token.len);
   if (version == PROTO_VERSION_2) {
-    opts x = {o ? o->codec : 0, 0, o ? o->max_rate : 0, o ? o->tolerance : 0, 0};
+    opts x = {o ? o->codec : 0, 0, o ? o->max_rate : 0, o ? o->tolerance : 0, o ? o->author : (proto_str){0}, 0};
     int rc = put_opts(b, &x, 0);
     if (rc) {
       b->len = mark;
@@ -141,6 +155,7 @@ int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_
     o->codec = x.codec;
     o->max_rate = x.max_rate;
     o->tolerance = x.tolerance;
+    o->author = x.author;
   }
   return finish(&c);
 }
@@ -161,7 +176,7 @@ static int encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m
   proto__put_u8(b, 0);
   proto__put_str(b, m->session.ptr, m->session.len);
   if (o) {
-    opts x = {o->codec, o->shift, o->max_rate, o->tolerance, 0};
+    opts x = {o->codec, o->shift, o->max_rate, o->tolerance, {0}, 0};
     int rc = put_opts(b, &x, 1);
     if (rc) {
       b->len = mark;

@@ -157,6 +157,8 @@ static void enter_phase(vw_net *n, int phase, uint64_t now) {
 static void send_hello(vw_net *n, uint64_t now) {
   proto_hello h = {PROTO_VERSION, (uint8_t)n->ask_role, {n->session, (uint16_t)strlen(n->session)},
                    {n->token, (uint16_t)strlen(n->token)}};
+  /* Version 2 names the author in HELLO; version 1 sends an EDIT AUTHOR after WELCOME. */
+  n->hello.author = (proto_str){n->author, (uint16_t)strlen(n->author)};
   int rc = n->protocol == PROTO_VERSION_2 ? proto_encode_hello2(&n->out, &h, &n->hello) : proto_encode_hello(&n->out, &h);
   if (rc != 0) {
     set_error(n, 0, 0, "cannot encode HELLO for session '%s'", n->session);
@@ -227,7 +229,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       n->role = (proto_role)w.role;
       n->client_id = w.client_id;
       enter_phase(n, PHASE_SNAPSHOT, now);
-      if (n->role == PROTO_ROLE_EDITOR && n->author[0]) { /* who this editor is, before any edit */
+      if (n->protocol == PROTO_VERSION && n->role == PROTO_ROLE_EDITOR && n->author[0]) {
         uint32_t id = n->next_request++;
         if (n->next_request == 0) n->next_request = 1;
         proto_encode_edit_author(&n->out, id, n->author);
@@ -539,6 +541,8 @@ uint32_t vw_net_history(vw_net *n, int redo) {
 
 void vw_net_set_author(vw_net *n, const char *author) {
   snprintf(n->author, sizeof(n->author), "%s", author ? author : "");
+  for (char *p = n->author; *p; p++) /* the server refuses control characters in a name */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
 }
 
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices) {

@@ -155,6 +155,19 @@ static void join_ready(srv_conn *c, int status) {
           (unsigned long long)s->version, c->protocol, c->codec, (double)c->max_rate);
 }
 
+/* The name this connection's operations are recorded under (HELLO option or EDIT AUTHOR).
+ * -1 for a name with control characters; a name the store cannot intern leaves the old one. */
+static int adopt_author(srv_conn *c, proto_str author) {
+  char name[PROTO_MAX_AUTHOR + 1];
+  if (author.len == 0 || author.len > PROTO_MAX_AUTHOR) return -1;
+  memcpy(name, author.ptr, author.len);
+  name[author.len] = '\0';
+  for (uint32_t i = 0; i < author.len; i++)
+    if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) return -1;
+  uint32_t id;
+  if (srv_authors_intern(&c->server->authors, c->server->store, name, &id) == 0) c->author = id;
+  return 0;
+}
 static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_hello h;
@@ -186,6 +199,10 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   if (h.role == PROTO_ROLE_EDITOR && srv->cfg.token &&
       (h.token.len != strlen(srv->cfg.token) || memcmp(h.token.ptr, srv->cfg.token, h.token.len) != 0)) {
     srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "editing needs the server's token");
+    return;
+  }
+  if (opt.author.len && adopt_author(c, opt.author) != 0) {
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, "malformed HELLO: an author name may not hold control characters");
     return;
   }
   c->role = h.role;
@@ -286,16 +303,8 @@ static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   srv_server *srv = c->server;
   char why[512];
   if (e->kind == PROTO_EDIT_AUTHOR) {
-    char name[PROTO_MAX_AUTHOR + 1];
-    memcpy(name, e->author.ptr, e->author.len);
-    name[e->author.len] = '\0';
-    uint32_t id;
-    for (uint32_t i = 0; i < e->author.len; i++)
-      if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) {
-        srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
-        return;
-      }
-    if (srv_authors_intern(&srv->authors, srv->store, name, &id) == 0) c->author = id;
+    if (adopt_author(c, e->author) != 0)
+      srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
     return;
   }
   srv_history_result res;

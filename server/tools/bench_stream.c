@@ -50,9 +50,9 @@ typedef struct codec_kind {
   proto_hello_opts opts;
 } codec_kind;
 
-static const codec_kind kinds[3] = {{"raw", 1, {0, 0, 0}},
-                                    {"lossless", 2, {PROTO_CODEC_LOSSLESS, 0, 0}},
-                                    {"quantised", 2, {PROTO_CODEC_QUANTISED, 0, 0}}};
+static const codec_kind kinds[3] = {{"raw", 1, {.codec = 0}},
+                                    {"lossless", 2, {.codec = PROTO_CODEC_LOSSLESS}},
+                                    {"quantised", 2, {.codec = PROTO_CODEC_QUANTISED}}};
 
 typedef struct viewer {
   client_conn c;

@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     const char *session = argv[i++];
-    watch_opts wo = {-1, 0, 2, {PROTO_CODEC_LOSSLESS, 0, 0}, NULL};
+    watch_opts wo = {-1, 0, 2, {.codec = PROTO_CODEC_LOSSLESS}, NULL};
     for (; i < argc; i++) {
       const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
       char *end = NULL;

@@ -107,8 +107,8 @@ TEST(a_quantised_viewer_through_10000_deltas_stays_within_its_grid_and_equals_a_
   harness_start(&h, "demo", demo_args);
   client_conn c1, cl, cq, cc, ed;
   client_replica r1, rl, rq, rc, er;
-  proto_hello_opts lossless = {PROTO_CODEC_LOSSLESS, 0, 0}, quantised = {PROTO_CODEC_QUANTISED, 0, 0},
-                   coarse = {PROTO_CODEC_QUANTISED, 0, 2e-4f};
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS}, quantised = {.codec = PROTO_CODEC_QUANTISED},
+                   coarse = {.codec = PROTO_CODEC_QUANTISED, .tolerance = 2e-4f};
   harness_join(&h, &c1, &r1, "demo", PROTO_ROLE_VIEWER, NULL);
   harness_join2(&h, &cl, &rl, "demo", PROTO_ROLE_VIEWER, NULL, &lossless);
   harness_join2(&h, &cq, &rq, "demo", PROTO_ROLE_VIEWER, NULL, &quantised);
@@ -202,7 +202,7 @@ TEST(a_viewer_at_10_hz_beside_a_60_hz_editor_gets_at_most_12_updates_a_second_an
   harness_start(&h, "demo", demo_args);
   client_conn slow, fast, v1, ed;
   client_replica rs, rf, r1, er;
-  proto_hello_opts paced = {PROTO_CODEC_QUANTISED, 10.0f, 0}, full = {PROTO_CODEC_QUANTISED, 0, 0};
+  proto_hello_opts paced = {.codec = PROTO_CODEC_QUANTISED, .max_rate = 10.0f, .tolerance = 0}, full = {.codec = PROTO_CODEC_QUANTISED};
   harness_join2(&h, &slow, &rs, "demo", PROTO_ROLE_VIEWER, NULL, &paced);
   harness_join2(&h, &fast, &rf, "demo", PROTO_ROLE_VIEWER, NULL, &full);
   harness_join(&h, &v1, &r1, "demo", PROTO_ROLE_VIEWER, NULL);
@@ -282,7 +282,7 @@ TEST(version_2_viewers_that_fall_behind_are_caught_up_exactly) {
   harness_start(&h, "demo", args);
   client_conn cl, cq, v1, ed;
   client_replica rl, rq, r1, er;
-  proto_hello_opts lossless = {PROTO_CODEC_LOSSLESS, 0, 0}, quantised = {PROTO_CODEC_QUANTISED, 0, 0};
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS}, quantised = {.codec = PROTO_CODEC_QUANTISED};
   harness_join2(&h, &cl, &rl, "demo", PROTO_ROLE_VIEWER, NULL, &lossless);
   harness_join2(&h, &cq, &rq, "demo", PROTO_ROLE_VIEWER, NULL, &quantised);
   harness_join(&h, &v1, &r1, "demo", PROTO_ROLE_VIEWER, NULL);
@@ -347,7 +347,7 @@ TEST(a_hello_of_an_unknown_version_or_with_a_bad_option_is_refused_with_a_reason
   proto_buf b;
   proto_buf_init(&b);
   proto_hello hi = {PROTO_VERSION_2, PROTO_ROLE_VIEWER, {"demo", 4}, {"", 0}};
-  proto_hello_opts ok = {PROTO_CODEC_QUANTISED, 0, 1.0f};
+  proto_hello_opts ok = {.codec = PROTO_CODEC_QUANTISED, .tolerance = 1.0f};
   ASSERT_OK(proto_encode_hello2(&b, &hi, &ok), NULL);
   size_t tol_at = b.len - 4; /* the tolerance's f32 is the last option */
   float neg = -1.0f;

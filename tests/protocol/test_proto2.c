@@ -420,7 +420,7 @@ TEST(hello_and_welcome_version_2_carry_their_options_and_skip_unknown_ones) {
   proto_buf b;
   proto_buf_init(&b);
   proto_hello hi = {PROTO_VERSION_2, PROTO_ROLE_VIEWER, {"demo", 4}, {"", 0}};
-  proto_hello_opts ho = {PROTO_CODEC_LOSSLESS, 10.0f, 0.001f}, d2;
+  proto_hello_opts ho = {.codec = PROTO_CODEC_LOSSLESS, .max_rate = 10.0f, .tolerance = 0.001f}, d2;
   ASSERT_OK(proto_encode_hello2(&b, &hi, &ho), NULL);
   proto_header h;
   const uint8_t *p = one_frame(&b, &h, PROTO_HELLO);
@@ -428,7 +428,7 @@ TEST(hello_and_welcome_version_2_carry_their_options_and_skip_unknown_ones) {
   ASSERT_OK(proto_decode_hello2(p, h.length, &d, &d2), NULL);
   ASSERT(d.protocol_version == 2 && d2.codec == PROTO_CODEC_LOSSLESS && d2.max_rate == 10.0f && d2.tolerance == 0.001f);
   ASSERT(d.session.len == 4 && memcmp(d.session.ptr, "demo", 4) == 0);
-  /* An option this build does not know (tag 99, an author name say) is skipped. */
+  /* An option this build does not know (tag 99) is skipped. */
   uint8_t buf[256];
   size_t n = h.length;
   memcpy(buf, p, n);
@@ -448,6 +448,38 @@ TEST(hello_and_welcome_version_2_carry_their_options_and_skip_unknown_ones) {
   buf[opt_at] = (uint8_t)olen;
   buf[opt_at + 2 + 1] = 2; /* the codec option says it has 2 bytes */
   ASSERT(proto_decode_hello(buf, h.length, &d) != 0);
+  /* The author option (tag 5): carried exactly; empty-on-the-wire, a zero byte, too long or
+   * twice is refused; a version 1 HELLO has no options. */
+  ho.author = (proto_str){"ana", 3};
+  b.len = 0;
+  ASSERT_OK(proto_encode_hello2(&b, &hi, &ho), NULL);
+  p = one_frame(&b, &h, PROTO_HELLO);
+  ASSERT_OK(proto_decode_hello2(p, h.length, &d, &d2), NULL);
+  ASSERT(d2.author.len == 3 && memcmp(d2.author.ptr, "ana", 3) == 0 && d2.codec == PROTO_CODEC_LOSSLESS);
+  static const uint8_t author_tlv[6] = {PROTO_OPT_AUTHOR, 3, 0, 'a', 'n', 'a'};
+  ASSERT(memcmp(p + h.length - sizeof(author_tlv), author_tlv, sizeof(author_tlv)) == 0);
+  memcpy(buf, p, h.length);
+  olen = (uint16_t)(buf[opt_at] | buf[opt_at + 1] << 8);
+  buf[h.length - 2] = 0; /* "a\0a" */
+  ASSERT_EQ(proto_decode_hello(buf, h.length, &d), PROTO_EINVAL);
+  buf[h.length - 2] = 'n';
+  static const uint8_t empty_author[3] = {PROTO_OPT_AUTHOR, 0, 0};
+  memcpy(buf + h.length, empty_author, 3);
+  buf[opt_at] = (uint8_t)(olen + 3);
+  ASSERT_EQ(proto_decode_hello(buf, h.length + 3, &d), PROTO_EINVAL);
+  memcpy(buf + h.length, author_tlv, sizeof(author_tlv));
+  buf[opt_at] = (uint8_t)(olen + sizeof(author_tlv));
+  ASSERT_EQ(proto_decode_hello(buf, h.length + sizeof(author_tlv), &d), PROTO_EINVAL);
+  char long_name[PROTO_MAX_AUTHOR + 2];
+  memset(long_name, 'x', sizeof(long_name) - 1);
+  long_name[sizeof(long_name) - 1] = 0;
+  ho.author = (proto_str){long_name, PROTO_MAX_AUTHOR + 1};
+  b.len = 0;
+  ASSERT_EQ(proto_encode_hello2(&b, &hi, &ho), PROTO_EINVAL);
+  ASSERT_EQ(b.len, 0);
+  ho.author = (proto_str){long_name, PROTO_MAX_AUTHOR};
+  ASSERT_OK(proto_encode_hello2(&b, &hi, &ho), NULL);
+  ho.author = (proto_str){0};
   /* A non-finite or negative rate is refused by both sides. */
   ho.max_rate = NAN;
   b.len = 0;

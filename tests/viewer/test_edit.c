@@ -151,9 +151,11 @@ TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   settle(&h, &n, 5);
   float *undone1 = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(weighted, undone1, sizeof(float) * 3 * count) == 0);
-  /* The undo history is the server's: it survives a new connection under the same author. */
+  /* The undo history is the server's: it survives a new connection under the same author. The
+   * first connection (protocol 1) named ana in an EDIT AUTHOR, this one (protocol 2) in HELLO. */
   vw_net_fini(&n);
   vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_protocol(&n, PROTO_VERSION_2, NULL);
   vw_net_set_author(&n, "ana");
   poll_to(&n, server_version(&h));
   ASSERT(vw_net_history(&n, 0) != 0);

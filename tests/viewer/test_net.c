@@ -689,7 +689,7 @@ TEST(net_version_2_viewers_follow_lossless_exactly_and_quantised_within_their_gr
   vw_net n, q;
   vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
   vw_net_init(&q, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
-  proto_hello_opts lossless = {PROTO_CODEC_LOSSLESS, 0, 0}, paced = {PROTO_CODEC_QUANTISED, 20.0f, 0};
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS}, paced = {.codec = PROTO_CODEC_QUANTISED, .max_rate = 20.0f, .tolerance = 0};
   vw_net_set_protocol(&n, 2, &lossless);
   vw_net_set_protocol(&q, 2, &paced);
   poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
