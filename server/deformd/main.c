@@ -52,7 +52,8 @@ static void usage(FILE *out) {
           "                         touch of memory does not fault (auto: ~2.5 KiB per vertex of\n"
           "                         the largest session, at most 1 GiB; 0: none)\n"
           "\n"
-          "The chosen ports are printed on stdout as one line: stream_port=N rpc_port=M\n");
+          "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M, once the\n"
+          "sessions named by --demo and --session are open (or have failed to open).\n");
 }
 
 static int parse_size(const char *opt, const char *text, double max, double *out) {

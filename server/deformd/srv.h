@@ -198,6 +198,8 @@ struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
   uv_tcp_t stream_listener, rpc_listener;
+  int stream_port, rpc_port; /* as bound (the ports asked for may be 0) */
+  uint32_t opening;          /* command-line sessions not open yet: the ports line waits for them */
   uv_signal_t sigint, sigterm;
   uv_timer_t tick; /* slow-connection checks */
   srv_session *sessions;

@@ -152,16 +152,23 @@ static void on_signal(uv_signal_t *h, int signum) {
   srv_server_stop(s, "server is shutting down");
 }
 
+/* One line on stdout for scripts and tests that asked for port 0, printed once every session
+ * named on the command line is open (or has failed): whoever reads it can use them at once. */
+static void announce_ports(srv_server *s) {
+  printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
+  fflush(stdout);
+}
+
 static void on_session_opened(srv_server *s, void *arg, int status, srv_session *session,
                               const char *err) {
   (void)arg;
-  (void)s;
   if (status) {
     srv_log(SRV_LOG_ERROR, "cannot open session: %s", err);
-    return;
+  } else {
+    srv_log(SRV_LOG_INFO, "session %s: %u vertices, %u triangles, %u targets", session->name,
+            session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
   }
-  srv_log(SRV_LOG_INFO, "session %s: %u vertices, %u triangles, %u targets", session->name,
-          session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
+  if (s->opening && --s->opening == 0) announce_ports(s);
 }
 
 /* What a closing session stops besides its viewers (srv_session_close). */
@@ -248,18 +255,15 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   } else {
     srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions live in memory only");
   }
-  int sp = 0, rp = 0;
-  int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &sp);
+  int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
   if (rc) return rc;
-  rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &rp);
+  rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
   if (rc) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
-  /* One line on stdout for scripts and tests that asked for port 0. */
-  printf("stream_port=%d rpc_port=%d\n", sp, rp);
-  fflush(stdout);
-  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, sp, rp);
+  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, s->stream_port,
+          s->rpc_port);
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -271,8 +275,12 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   retention_pass(s);
   for (uint32_t i = 0; i < cfg->session_count; i++) {
     if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
-    srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL);
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL) == 0)
+      s->opening++;
+    else
+      srv_log(SRV_LOG_ERROR, "cannot open session %s: out of memory", cfg->sessions[i].name);
   }
+  if (s->opening == 0) announce_ports(s);
   return 0;
 }
 
