@@ -183,6 +183,17 @@ typedef struct mesh_import_opts {
   uint32_t max_vertices;    /* refuse files with more render vertices; 0 = 5,000,000 */
   uint32_t max_frames;      /* keyframes read from MD2/MD3; 0 = all */
   int keep_unreferenced;    /* non-zero: do not drop vertices no triangle uses (tests only) */
+  /* Confinement (a server importing what a client names): when root_count > 0, `path` is a
+   * name relative to one of these folders (open descriptors, tried in order), and the mesh and
+   * every file it refers to are opened beneath the folder it was found in (mesh_open_beneath):
+   * no absolute path, no "..", no symlink out. A name found in none of them, or one that is not
+   * a relative name (mesh_name_ok), fails with MESH_ENOENT and one message that says nothing
+   * about why. */
+  const int *roots;
+  uint32_t root_count;
+  int redact;               /* non-zero: error messages echo nothing read from the file (names
+                             * in it become '…', assimp's own messages are reduced to the
+                             * format and a reason) */
 } mesh_import_opts;
 
 #define MESH_DEFAULT_MAX_VERTICES 5000000u
@@ -205,6 +216,11 @@ typedef enum mesh_format {
   MESH_FORMAT_GLB
 } mesh_format;
 
+/* The same into memory: *out (malloc'ed, the caller frees it) of *len bytes, in `fmt` (OBJ or
+ * GLB; AUTO is MESH_EINVAL here). Returns 0 or a MESH_E* code with a reason in `err`. */
+int mesh_export_mem(const mesh *m, const float *positions, mesh_format fmt, uint8_t **out, size_t *len,
+                    char *err, size_t errlen);
+
 /* Writes the mesh to `path`. `positions` replaces the mesh's own positions when not NULL (the
  * current shape of a session); normals are recomputed from whichever positions are written.
  * OBJ keeps the render vertex order exactly (v i is vertex i-1). GLB goes through assimp's
@@ -212,6 +228,21 @@ typedef enum mesh_format {
  * Returns 0 or a MESH_E* code with a reason in `err`. */
 int mesh_export(const mesh *m, const float *positions, const char *path, mesh_format fmt,
                 char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Files beneath a folder (mesh_file.c)
+ */
+
+/* openat2(root_fd, name, flags | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): `name`
+ * must resolve inside the folder root_fd names, through no absolute path, ".." or symlink that
+ * leaves it (Linux 5.6 or later). `mode` applies with O_CREAT. Returns the descriptor or a
+ * negative errno (-EXDEV for a name that would leave the folder). */
+int mesh_open_beneath(int root_fd, const char *name, int flags, unsigned mode);
+
+/* Whether `name` is a relative name a client may give: 1 to max_len bytes, components
+ * separated by single '/', none empty, "." or "..", no leading '/', no control character or
+ * backslash. Syntax only: nothing is opened. */
+int mesh_name_ok(const char *name, size_t max_len);
 
 /* ---------------------------------------------------------------------------------------------
  * Blobs (mesh_blob.c): a whole mesh as one exact byte string — positions, normals, UVs,

@@ -11,7 +11,7 @@
  * `deformctl watch --dump` and users' scripts rely on it).
  *
  * Files are written to a temporary name and renamed, so a failed export never leaves half a
- * file where a good one was.
+ * file where a good one was; mesh_export_mem gives the same bytes in memory (downloads).
  *
  * DOES NOT export keyframes or materials.
  */
@@ -103,8 +103,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
   }
 }
 
-static int export_obj(const mesh *m, const float *p, const float *normals, const char *path,
-                      char *err, size_t errlen) {
+static int export_obj(const mesh *m, const float *p, const float *normals, uint8_t **bytes, size_t *len) {
   strbuf b = {0};
   sb_printf(&b, "# deformd export: %u vertices, %u triangles\n", m->vertex_count, m->triangle_count);
   for (uint32_t v = 0; v < m->vertex_count; v++)
@@ -134,9 +133,9 @@ static int export_obj(const mesh *m, const float *p, const float *normals, const
     free(b.data);
     return MESH_ENOMEM;
   }
-  int rc = write_atomically(path, b.data, b.len, err, errlen);
-  free(b.data);
-  return rc;
+  *bytes = (uint8_t *)b.data;
+  *len = b.len;
+  return 0;
 }
 
 /* ---- GLB through assimp -------------------------------------------------------------------- */
@@ -326,7 +325,7 @@ static void wr32(unsigned char *b, uint32_t v) {
   b[3] = (unsigned char)(v >> 24);
 }
 
-static int export_glb(const mesh *m, const float *p, const float *normals, const char *path,
+static int export_glb(const mesh *m, const float *p, const float *normals, uint8_t **bytes, size_t *len,
                       char *err, size_t errlen) {
   int rc = MESH_ENOMEM;
   int split = submeshes_are_closed(m);
@@ -398,13 +397,37 @@ static int export_glb(const mesh *m, const float *p, const float *normals, const
   memcpy(out + 20, json, jl);
   memset(out + 20 + jl, ' ', jpad - jl); /* the spec pads the JSON chunk with spaces */
   memcpy(out + 20 + jpad, b + 20 + json_len, bin_len);
-  rc = write_atomically(path, out, total, err, errlen);
+  *bytes = out;
+  *len = total;
+  out = NULL;
+  rc = 0;
 
 out:
   if (blob) aiReleaseExportBlob(blob);
   free(json);
   free(out);
   free_scene(sc);
+  return rc;
+}
+
+int mesh_export_mem(const mesh *m, const float *positions, mesh_format fmt, uint8_t **out, size_t *len,
+                    char *err, size_t errlen) {
+  *out = NULL;
+  *len = 0;
+  if (m == NULL || (fmt != MESH_FORMAT_OBJ && fmt != MESH_FORMAT_GLB)) return MESH_EINVAL;
+  const float *p = positions ? positions : m->positions;
+  float *normals = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
+  if (!normals) return MESH_ENOMEM;
+  mesh_topology t;
+  int rc = mesh_topology_init(&t, m, p, 0.0);
+  if (rc) {
+    free(normals);
+    return rc;
+  }
+  mesh_compute_normals(m, &t, p, MESH_NORMALS_ANGLE, normals);
+  mesh_topology_fini(&t);
+  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, out, len) : export_glb(m, p, normals, out, len, err, errlen);
+  free(normals);
   return rc;
 }
 
@@ -421,19 +444,10 @@ int mesh_export(const mesh *m, const float *positions, const char *path, mesh_fo
       return MESH_EINVAL;
     }
   }
-  const float *p = positions ? positions : m->positions;
-  float *normals = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
-  if (!normals) return MESH_ENOMEM;
-  mesh_topology t;
-  int rc = mesh_topology_init(&t, m, p, 0.0);
-  if (rc) {
-    free(normals);
-    return rc;
-  }
-  mesh_compute_normals(m, &t, p, MESH_NORMALS_ANGLE, normals);
-  mesh_topology_fini(&t);
-  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, path, err, errlen)
-                              : export_glb(m, p, normals, path, err, errlen);
-  free(normals);
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  int rc = mesh_export_mem(m, positions, fmt, &bytes, &len, err, errlen);
+  if (rc == 0) rc = write_atomically(path, bytes, len, err, errlen);
+  free(bytes);
   return rc;
 }

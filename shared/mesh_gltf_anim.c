@@ -98,7 +98,7 @@ static int load_doc(gltf_doc *g, const char *path, const char *needle, char *err
   g->path = path;
   char *json = NULL;
   int rc = MESH_EFORMAT;
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) {
     mesh__set_err(err, errlen, "glTF: cannot open the file: %s", strerror(errno));
     return MESH_ENOENT;
@@ -264,7 +264,7 @@ static int buffer_bytes(gltf_doc *g, uint32_t b, uint64_t off, uint64_t len, uns
       mesh__set_err(err, errlen, "buffer %u: no uri and no GLB binary chunk that long", b);
       return MESH_EFORMAT;
     }
-    FILE *f = fopen(g->path, "rb");
+    FILE *f = mesh__fopen(g->path);
     int bad = !f || read_at(f, g->bin_at + off, dst, len) != 0;
     if (f) fclose(f);
     if (bad) {
@@ -296,7 +296,7 @@ static int buffer_bytes(gltf_doc *g, uint32_t b, uint64_t off, uint64_t len, uns
   }
   char *file = buffer_path(g->path, uri->valuestring);
   if (!file) return MESH_ENOMEM;
-  FILE *f = fopen(file, "rb");
+  FILE *f = mesh__fopen(file);
   int bad = !f || read_at(f, off, dst, len) != 0;
   if (f) fclose(f);
   free(file);

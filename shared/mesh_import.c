@@ -28,6 +28,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "mesh.h"
 #include "mesh_internal.h"
@@ -309,7 +311,7 @@ typedef enum keyframe_kind { KEYFRAMES_NONE, KEYFRAMES_MD2, KEYFRAMES_MD3 } keyf
 
 static keyframe_kind read_keyframe_header(const char *path, uint32_t *frames) {
   unsigned char h[80];
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) return KEYFRAMES_NONE;
   size_t n = fread(h, 1, sizeof(h), f);
   fclose(f);
@@ -330,7 +332,7 @@ static keyframe_kind read_keyframe_header(const char *path, uint32_t *frames) {
 /* A glTF 2.0 file: GLB by its magic, JSON glTF by its extension (as assimp decides). */
 static int is_gltf(const char *path) {
   char h[4] = {0};
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) return 0;
   size_t n = fread(h, 1, 4, f);
   fclose(f);
@@ -341,7 +343,7 @@ static int is_gltf(const char *path) {
 
 static int is_ply(const char *path) {
   char h[4] = {0};
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) return 0;
   size_t n = fread(h, 1, 4, f);
   fclose(f);
@@ -467,6 +469,39 @@ out:
 }
 
 
+/* What a confined import says when assimp refuses a file: the format (by its extension) and
+ * a verdict chosen from assimp's message, never the message. Returns the MESH_E* code. */
+static int redacted_refusal(const char *path, const char *why, const import_log *log, char *err, size_t errlen) {
+  char format[16] = "this";
+  const char *dot = strrchr(base_name(path), '.');
+  if (dot && dot[1] && strlen(dot + 1) < sizeof(format) - 1) {
+    size_t i = 0;
+    for (const char *c = dot + 1; *c && i + 1 < sizeof(format); c++)
+      format[i++] = (char)((*c >= 'a' && *c <= 'z') ? *c - 'a' + 'A' : (*c >= 0x20 && *c < 0x7f ? *c : '?'));
+    format[i] = '\0';
+  }
+  int rc = MESH_EFORMAT;
+  const char *verdict = "malformed data";
+  if (log->index_warning[0] || strstr(why, "out of range")) {
+    rc = MESH_ERANGE;
+    verdict = "an index out of range";
+  } else if (strstr(why, "No suitable reader")) {
+    verdict = "unknown or unsupported format";
+  } else if (strstr(why, "no faces") || strstr(why, "No meshes remaining") || strstr(why, "mNumMeshes is 0") ||
+             strstr(why, "contains no vertices")) {
+    rc = MESH_ENOTRIS;
+    verdict = "no triangles";
+  } else if (strstr(why, "nexpected end") || strstr(why, "EOF") || strstr(why, "truncated") ||
+             strstr(why, "too small")) {
+    verdict = "the file ends early";
+  }
+  if (strcmp(verdict, "unknown or unsupported format") == 0)
+    mesh__set_err(err, errlen, "'%s': unknown or unsupported format", base_name(path));
+  else
+    mesh__set_err(err, errlen, "'%s': %s (assimp's %s reader refused it)", base_name(path), verdict, format);
+  return rc;
+}
+
 /* Reads `path` through assimp into `r` (frame 0; MD3 frames too, while assimp's meshes are
  * still alive to match them against). */
 static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nframes,
@@ -479,7 +514,11 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
   if (rc) goto out;
   if (sc == NULL || log->errors > 0) {
     const char *why = log->first_error[0] ? log->first_error : aiGetErrorString();
-    if (log->index_warning[0]) {
+    if (mesh__redacting()) {
+      /* assimp's messages may quote the file (an OGEX reader shown /etc/passwd quoted 50 bytes
+       * of it): only its verdict is kept. */
+      rc = redacted_refusal(path, why, log, err, errlen);
+    } else if (log->index_warning[0]) {
       mesh__set_err(err, errlen, "'%s': index out of range (%s)", base_name(path), log->index_warning);
       rc = MESH_ERANGE;
     } else if (strstr(why, "No suitable reader")) {
@@ -503,7 +542,7 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
     int idx = log->index_warning[0] != '\0';
     mesh__set_err(err, errlen, "'%s': %s (%s)", base_name(path),
                   idx ? "index out of range" : "malformed data",
-                  idx ? log->index_warning : log->loss_warning);
+                  mesh__redacting() ? "assimp's reader dropped part of it" : idx ? log->index_warning : log->loss_warning);
     rc = idx ? MESH_ERANGE : MESH_EFORMAT;
     aiReleaseImport(sc);
     goto out;
@@ -564,6 +603,31 @@ static int raw_from_ply(const char *path, mesh__ply_info *ply, uint32_t max_vert
   return 0;
 }
 
+/* The first of opts->roots that holds `path` as a regular file (its fstat in *st), or -1. */
+static int find_root(const char *path, const mesh_import_opts *opts, struct stat *st) {
+  if (!mesh_name_ok(path, 1024)) return -1;
+  for (uint32_t i = 0; i < opts->root_count; i++) {
+    int fd = mesh_open_beneath(opts->roots[i], path, O_RDONLY, 0);
+    if (fd < 0) continue;
+    int ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode);
+    close(fd);
+    if (ok) return opts->roots[i];
+  }
+  return -1;
+}
+
+/* One message for every name a confined import cannot open, whatever the reason (missing,
+ * outside, a symlink out, a folder, unreadable): it tells nothing about the file system. The
+ * name is echoed as given, control characters as '?', at most 128 bytes. */
+static void unfound(const char *path, char *err, size_t errlen) {
+  char shown[132];
+  size_t i = 0;
+  for (const char *c = path ? path : ""; *c && i < 128; c++) shown[i++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+  shown[i] = '\0';
+  mesh__set_err(err, errlen, "no mesh called '%s' in the mesh folders (a mesh is named by its path relative to "
+                "one of them)", shown);
+}
+
 int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
                 size_t errlen) {
   mesh_import_opts defaults = {0};
@@ -573,14 +637,24 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (err && errlen) err[0] = '\0';
 
   struct stat st;
-  if (path == NULL || stat(path, &st) != 0) {
-    mesh__set_err(err, errlen, "cannot open '%s': %s", path ? path : "(null)",
-                  path ? strerror(errno) : "no path");
-    return MESH_ENOENT;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    mesh__set_err(err, errlen, "'%s' is not a regular file", path);
-    return MESH_ENOENT;
+  if (opts->root_count > 0) {
+    int root = find_root(path, opts, &st);
+    if (root < 0) {
+      unfound(path, err, errlen);
+      return MESH_ENOENT;
+    }
+    mesh__confine_begin(root, opts->redact);
+  } else {
+    if (path == NULL || stat(path, &st) != 0) {
+      mesh__set_err(err, errlen, "cannot open '%s': %s", path ? path : "(null)",
+                    path ? strerror(errno) : "no path");
+      return MESH_ENOENT;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      mesh__set_err(err, errlen, "'%s' is not a regular file", path);
+      return MESH_ENOENT;
+    }
+    mesh__confine_begin(-1, opts->redact);
   }
 
   pthread_once(&log_once, attach_log);
@@ -708,11 +782,13 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
 
 done:
   tls_log = NULL;
+  mesh__confine_end();
   mesh__ply_info_fini(&ply);
   raw_fini(&r);
   if (rc) {
     mesh_destroy(m);
     if (err && errlen && err[0] == '\0') mesh__set_err(err, errlen, "'%s': %s", base_name(path), mesh_strerror(rc));
+    if (opts->redact) mesh__redact(err, errlen, 1);
     return rc;
   }
   *out = m;

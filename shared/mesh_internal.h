@@ -5,6 +5,7 @@
 #define DEFORMD_MESH_INTERNAL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "mesh.h"
 
@@ -16,6 +17,20 @@
 
 /* Writes a formatted reason into err (when not NULL). */
 void mesh__set_err(char *err, size_t errlen, const char *fmt, ...) MESH__PRINTF(3, 4);
+
+/* Files an import reads (mesh_file.c). Between mesh__confine_begin and _end, on this thread,
+ * every file is opened beneath root_fd (mesh_open_beneath) and, with `redact`, messages echo
+ * nothing a file said. mesh__fopen opens for reading ("rb"), confined or not; mesh__ai_file_io
+ * is the aiFileIO assimp must read through (NULL when not confined: its own). */
+struct aiFileIO;
+void mesh__confine_begin(int root_fd, int redact);
+void mesh__confine_end(void);
+int mesh__redacting(void);
+FILE *mesh__fopen(const char *path);
+struct aiFileIO *mesh__ai_file_io(void);
+/* Replaces what every quoted run of `err` says ('x' or "x" -> '…'), except the first one when
+ * keep_first (the name the caller gave). */
+void mesh__redact(char *err, size_t errlen, int keep_first);
 
 /* malloc'ed copy of s, or NULL when out of memory. */
 char *mesh__strdup(const char *s);

@@ -41,7 +41,7 @@ int mesh__md2_frame_names(const char *path, char (**names)[MESH__FRAME_NAME_LEN]
   *count = 0;
   char (*out)[MESH__FRAME_NAME_LEN] = NULL;
   int rc = MESH_EFORMAT;
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) {
     mesh__set_err(err, errlen, "cannot open '%s': %s", path, strerror(errno));
     return MESH_ENOENT;
@@ -119,7 +119,7 @@ int mesh__md2_read_frames(const char *path, uint32_t nframes, const float *frame
     if ((rc = mesh__scene_read(path, (int)fr, &sc)) != 0) break;
     if (!sc) {
       mesh__set_err(err, errlen, "keyframe %u of %u: %s", fr, nframes,
-                    assimp_error[0] ? assimp_error : "assimp could not read it");
+                    assimp_error[0] && !mesh__redacting() ? assimp_error : "assimp could not read it");
       rc = MESH_EFORMAT;
       break;
     }

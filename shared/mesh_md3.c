@@ -53,7 +53,7 @@ static void md3_fini(md3_file *f) {
  * is read. Returns 0 or a MESH_E* code with a reason; free with md3_fini. */
 static int md3_load(const char *path, md3_file *f, char *err, size_t errlen) {
   memset(f, 0, sizeof(*f));
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = mesh__fopen(path);
   if (!fp) {
     mesh__set_err(err, errlen, "cannot open '%s'", path);
     return MESH_ENOENT;

@@ -147,7 +147,7 @@ int mesh__md3_cfg_clips(const char *model_path, mesh *m, char *err, size_t errle
   if (!path) return MESH_ENOMEM;
   memcpy(path, model_path, dir);
   memcpy(path + dir, "animation.cfg", sizeof("animation.cfg"));
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   free(path);
   if (!f) return 0; /* none: the frame names are all there is */
   char *text = malloc(CFG_MAX_BYTES + 1);

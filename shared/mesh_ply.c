@@ -203,7 +203,7 @@ static int read_number(ply_reader *r, int size, int is_float, int is_signed, dou
 }
 
 static int load_file(const char *path, char **buf, size_t *len) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = mesh__fopen(path);
   if (!f) return MESH_ENOENT;
   if (fseek(f, 0, SEEK_END) != 0) {
     fclose(f);

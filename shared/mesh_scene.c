@@ -40,7 +40,8 @@ int mesh__scene_read(const char *path, int md2_keyframe, const struct aiScene **
   *out = NULL;
   struct aiPropertyStore *props = make_props(md2_keyframe);
   if (!props) return MESH_ENOMEM;
-  *out = aiImportFileExWithProperties(path, IMPORT_FLAGS, NULL, props);
+  /* Confined (mesh_file.c): assimp opens the file and what it names beneath one folder. */
+  *out = aiImportFileExWithProperties(path, IMPORT_FLAGS, mesh__ai_file_io(), props);
   aiReleasePropertyStore(props);
   return 0;
 }
