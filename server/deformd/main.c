@@ -38,7 +38,18 @@ static void usage(FILE *out) {
           "                         acknowledged; full: neither does a power loss (an fsync per\n"
           "                         commit)\n"
           "  --history-days N       fold operations older than N days into a checkpoint (0: keep all)\n"
-          "  --token T              editors (HELLO) and JSON-RPC clients (auth) must present it\n"
+          "\n"
+          "access (docs/json-api.md, Security):\n"
+          "  $DEFORMD_ADMIN_TOKEN   the first administrator's token (read, then removed from the\n"
+          "                         environment); once any token exists, both ports require one\n"
+          "  --admin-token-file F   the same from the first line of file F\n"
+          "  --insecure             listen on another address than loopback without any token\n"
+          "  --tls-cert F --tls-key F   TLS on both ports (PEM certificate chain and key)\n"
+          "\n"
+          "files clients may name (the data directory, see --data):\n"
+          "  --mesh-dir PATH        a read-only folder session.create also reads (repeatable)\n"
+          "  --max-upload-mb N      largest mesh.upload (512)\n"
+          "\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
@@ -142,6 +153,19 @@ int main(int argc, char **argv) {
   srv_config cfg;
   srv_config_init(&cfg);
   int rc = 1;
+  /* The administrator's token from the environment, which then forgets it: the import workers
+   * and anything else started later do not inherit it. A file or the config file read below
+   * replaces it. */
+  const char *env_token = getenv("DEFORMD_ADMIN_TOKEN");
+  if (env_token && env_token[0]) {
+    char err[256];
+    if (srv_config_set_admin_token(&cfg, env_token, err, sizeof(err))) {
+      fprintf(stderr, "deformd: DEFORMD_ADMIN_TOKEN: %s\n", err);
+      goto out;
+    }
+  }
+  if (env_token) explicit_bzero((char *)env_token, strlen(env_token)); /* /proc/PID/environ too */
+  unsetenv("DEFORMD_ADMIN_TOKEN");
   /* --config first, so that the other options override what it says. */
   for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "--config") == 0) {
@@ -195,9 +219,28 @@ int main(int argc, char **argv) {
         fprintf(stderr, "deformd: --history-days needs a number of days >= 0, not '%s'\n", argv[i]);
         goto out;
       }
-    } else if (strcmp(a, "--token") == 0 && val) {
-      free(cfg.token);
-      cfg.token = strdup(argv[++i]);
+    } else if (strcmp(a, "--token") == 0) {
+      fprintf(stderr, "deformd: --token is not accepted: a token on the command line is visible to every user of "
+                      "this machine (/proc/PID/cmdline). Give the administrator's token in the environment "
+                      "(DEFORMD_ADMIN_TOKEN) or in a file (--admin-token-file FILE)\n");
+      goto out;
+    } else if (strcmp(a, "--admin-token-file") == 0 && val) {
+      char err[512];
+      if (srv_config_read_admin_token(&cfg, argv[++i], err, sizeof(err))) {
+        fprintf(stderr, "deformd: %s\n", err);
+        goto out;
+      }
+    } else if (strcmp(a, "--insecure") == 0) {
+      cfg.insecure = 1;
+    } else if ((strcmp(a, "--tls-cert") == 0 || strcmp(a, "--tls-key") == 0) && val) {
+      char **slot = a[6] == 'c' ? &cfg.tls_cert : &cfg.tls_key;
+      free(*slot);
+      *slot = strdup(argv[++i]);
+    } else if (strcmp(a, "--mesh-dir") == 0 && val) {
+      if (srv_config_add_mesh_dir(&cfg, argv[++i])) goto out;
+    } else if (strcmp(a, "--max-upload-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 1048576, &v) || v == 0) goto out;
+      cfg.max_upload_mb = (uint32_t)v;
     } else if (strcmp(a, "--log-level") == 0 && val) {
       if (srv_log_parse_level(argv[++i], &cfg.log_level)) {
         fprintf(stderr, "deformd: --log-level takes error, warn, info or debug\n");
@@ -244,6 +287,10 @@ int main(int argc, char **argv) {
   }
   if (pending_mesh) {
     fprintf(stderr, "deformd: --mesh %s needs --session NAME\n", pending_mesh);
+    goto out;
+  }
+  if (!cfg.tls_cert != !cfg.tls_key) {
+    fprintf(stderr, "deformd: --tls-cert and --tls-key go together\n");
     goto out;
   }
   if (check) rc = check_mesh(check, max_vertices);

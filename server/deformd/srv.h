@@ -6,7 +6,9 @@
  * circle.
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *   TLS over memory BIOs, the data folders   srv_tls.c srv_data.c
  *   connections (writes, fan-out policy)     srv_conn.c
+ *   access: tokens, roles, the decision      srv_access.c
  *   clips of a session                       srv_anim.c
  *   a session on the wire (SNAPSHOT pieces,  srv_session_wire.c
  *     catch-ups, per codec)
@@ -17,6 +19,7 @@
  *   jobs (import, export)                    srv_jobs.c
  *   JSON-RPC messages and params             srv_rpc.c
  *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
+ *                                            srv_history_rpc.c srv_token_rpc.c srv_transfer_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
  *   the server (listeners, tick, signals)    srv_server.c
  *
@@ -105,8 +108,14 @@ typedef struct srv_config {
   int64_t reserve_mb;        /* heap kept faulted in for gestures (dfm_memory_reserve): -1 =
                               * dfm_memory_estimate of each session's mesh, at most 1 GiB or a
                               * quarter of the RAM; 0 = none */
-  char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
-                              * connections call `auth` with it first */
+  char *admin_token;         /* the first administrator's token (DEFORMD_ADMIN_TOKEN,
+                              * --admin-token-file, or the config file's "token"; never the
+                              * command line): hashed at start, then wiped */
+  char *tls_cert, *tls_key;  /* PEM files: TLS on every port when both are set */
+  char **mesh_dirs;          /* --mesh-dir: more folders session.create reads */
+  uint32_t mesh_dir_count;
+  uint32_t max_upload_mb;    /* one mesh.upload's size */
+  int insecure;              /* --insecure: another address than loopback without tokens */
   char *data_dir;            /* the store's directory; NULL: the default (srv_config_data_dir);
                               * "none": memory only */
   int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
@@ -129,6 +138,72 @@ int srv_config_set_durability(srv_config *c, const char *name);
 const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+/* --mesh-dir PATH (copied). 0 or SRV_EINTERNAL. */
+int srv_config_add_mesh_dir(srv_config *c, const char *path);
+/* The administrator's token: replaces the one set (copied; the old copy is wiped). Reading it
+ * from a file: the first line, at most PROTO_MAX_NAME bytes. Each returns 0 or SRV_EPARAMS with
+ * a reason. */
+int srv_config_set_admin_token(srv_config *c, const char *token, char *err, size_t errlen);
+int srv_config_read_admin_token(srv_config *c, const char *path, char *err, size_t errlen);
+/* Whether `addr` (a --listen value) is a loopback address: 127.0.0.0/8, ::1, localhost. */
+int srv_config_is_loopback(const char *addr);
+
+/* ---- TLS (srv_tls.c): OpenSSL through memory BIOs, a layer of srv_conn -------------------------- */
+
+typedef struct srv_tls_ctx srv_tls_ctx;
+typedef struct srv_tls srv_tls;
+
+/* The server's certificate (chain, PEM) and key. Returns 0 or SRV_EPARAMS / SRV_EINTERNAL with
+ * a reason. */
+int srv_tls_ctx_create(const char *cert_file, const char *key_file, srv_tls_ctx **out, char *err, size_t errlen);
+void srv_tls_ctx_destroy(srv_tls_ctx *t);
+/* One accepted connection's TLS (server side). NULL when out of memory. */
+srv_tls *srv_tls_create(srv_tls_ctx *ctx);
+void srv_tls_destroy(srv_tls *t);
+/* Ciphertext from the peer (copied), advancing the handshake. 0, or SRV_EPARAMS (the peer
+ * does not speak TLS, or failed) with srv_tls_error. */
+int srv_tls_feed(srv_tls *t, const uint8_t *in, size_t n);
+/* Plaintext decrypted so far, up to cap bytes into out (*got; 0 when none yet). 0,
+ * SRV_ESHUTDOWN (the peer said goodbye) or SRV_EPARAMS. */
+int srv_tls_read(srv_tls *t, uint8_t *out, size_t cap, size_t *got);
+/* Plaintext to send (copied): encrypted now, or once the handshake is done. 0 or an SRV_E*. */
+int srv_tls_write(srv_tls *t, const void *data, size_t n);
+/* The ciphertext waiting to be sent: *out malloc'ed (the caller frees it), NULL when none. */
+int srv_tls_take_output(srv_tls *t, uint8_t **out, size_t *len);
+/* Queues TLS's close_notify (sent with the next take_output). */
+void srv_tls_close_notify(srv_tls *t);
+const char *srv_tls_error(const srv_tls *t);
+
+/* ---- the data folders (srv_data.c) --------------------------------------------------------- */
+
+#define SRV_MAX_MESH_DIRS 16
+
+typedef struct srv_data {
+  int meshes, exports;            /* DIR/meshes and DIR/exports, -1 with --data none */
+  int roots[SRV_MAX_MESH_DIRS + 1]; /* where meshes are looked up: meshes/ first, then each --mesh-dir */
+  uint32_t root_count;
+} srv_data;
+
+/* Creates (when missing) and opens DIR/meshes and DIR/exports (dir NULL: --data none) and the
+ * --mesh-dir folders. At start only. Returns 0 or SRV_EIO / SRV_EPARAMS with a reason. */
+int srv_data_open(srv_data *d, const char *dir, char *const *mesh_dirs, uint32_t n, char *err, size_t errlen);
+void srv_data_close(srv_data *d);
+
+/* A file being written beneath a folder: a temporary name beside the final one. On the pool. */
+typedef struct srv_data_temp {
+  int fd, parent, own_parent;
+  char tmp[64], base[256];
+} srv_data_temp;
+
+/* `name` (a relative name, mesh_name_ok) beneath dir_fd; `folder` names it in messages
+ * ("meshes", "exports"). Each returns 0 or SRV_EIO with a reason; commit and discard close it. */
+int srv_data_temp_open(int dir_fd, const char *name, const char *folder, srv_data_temp *t, char *err, size_t errlen);
+int srv_data_temp_write(srv_data_temp *t, uint64_t offset, const void *data, size_t len, char *err, size_t errlen);
+int srv_data_temp_commit(srv_data_temp *t, const char *name, const char *folder, char *err, size_t errlen);
+void srv_data_temp_discard(srv_data_temp *t);
+/* The whole file at once. */
+int srv_data_write(int dir_fd, const char *name, const char *folder, const void *data, size_t len, char *err,
+                   size_t errlen);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -166,6 +241,55 @@ const char *srv_authors_name(const srv_authors *a, uint32_t id);
 int srv_authors_find(const srv_authors *a, const char *name); /* id, or -1 */
 /* The id of `name`, added (and queued to the store when there is one) when new. */
 int srv_authors_intern(srv_authors *a, srv_store *store, const char *name, uint32_t *id);
+
+/* ---- access: the types (the functions are in srv_access.c, after the connections) -------------- */
+
+/* Each role may do everything the ones before it may (docs/json-api.md §security). */
+typedef enum srv_role {
+  SRV_ROLE_NONE = 0,   /* nothing: a server with tokens, before a token was presented */
+  SRV_ROLE_VIEWER = 1, /* watch, read methods */
+  SRV_ROLE_EDITOR = 2, /* + edits, its own undo and redo */
+  SRV_ROLE_OWNER = 3,  /* + target configuration, revert, export, close, the session's tokens */
+  SRV_ROLE_ADMIN = 4   /* everything: session.create, mesh.upload, server.stats, every session */
+} srv_role;
+
+#define SRV_TOKEN_HASH 32              /* SHA-256 */
+#define SRV_AUTH_CONN_FAILURES 3       /* failed attempts before a connection is closed */
+#define SRV_AUTH_ADDR_FAILURES 10      /* ... before an address is refused unchecked */
+#define SRV_AUTH_WINDOW_MS 60000       /* ... for the rest of this window */
+#define SRV_AUTH_ADDRESSES 256         /* addresses remembered */
+
+/* What a connection may do: a role on one session or on every one. */
+typedef struct srv_grant {
+  srv_role role;
+  char session[PROTO_MAX_NAME + 1]; /* "" = every session */
+  int64_t token;                    /* the token's id (0: the configured administrator's), -1 none */
+} srv_grant;
+
+typedef struct srv_token {
+  int64_t id;                       /* 0: the configured administrator's token (not stored) */
+  uint8_t hash[SRV_TOKEN_HASH];
+  srv_role role;
+  char *session;                    /* NULL: every session */
+  char *user;                       /* the author of what is done with it */
+  double created;                   /* seconds since the epoch */
+} srv_token;
+
+typedef struct srv_addr_failures {
+  char addr[64];
+  uint32_t count;                   /* failures in the window */
+  uint64_t window_start;            /* uv_now() */
+  int logged_refusal;
+} srv_addr_failures;
+
+typedef struct srv_access {
+  srv_token *tokens;
+  uint32_t count, cap;
+  int64_t next_id;
+  int enabled;                      /* a token existed at some point: both ports require one */
+  srv_addr_failures addrs[SRV_AUTH_ADDRESSES];
+  uint64_t failures, refused;       /* counters for server.stats */
+} srv_access;
 
 /* ---- the server's state (its functions are in srv_server.c, at the top) --------------------- */
 
@@ -228,6 +352,9 @@ struct srv_server {
   uint64_t retention_ms;     /* uv_now() of the last --history-days pass */
   char **reserved;           /* names of stored sessions that did not restore: not reusable */
   uint32_t reserved_count;
+  srv_access access;         /* tokens and who may do what (srv_access.c) */
+  srv_data data;             /* the folders clients name files in (srv_data.c) */
+  srv_tls_ctx *tls;          /* TLS on every port (NULL: none) */
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
@@ -257,7 +384,12 @@ struct srv_conn {
   int closing;
   int finishing;            /* saying goodbye: no more reads, closed when written */
   int read_paused;          /* output over the soft limit: input waits (backpressure) */
-  int authed;               /* rpc: passed `auth` (only matters when a token is set) */
+  srv_tls *tls;             /* TLS below the transport (srv_tls.c), NULL in clear */
+  uint8_t *tls_in;          /* ciphertext read, before decryption */
+  srv_grant grant;          /* what it may do (srv_access.c) */
+  uint32_t auth_failures;   /* failed token attempts on this connection */
+  int author_from_token;    /* its author is its token's user: hello and HELLO names are ignored */
+  struct srv_transfer *transfer; /* rpc: an upload or download in progress (srv_transfer_rpc.c) */
   uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
   uint64_t accepted_at;     /* uv_now() at accept */
   uint64_t finish_deadline;
@@ -320,6 +452,40 @@ void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);
 /* The srv_stats.classes slot for (codec, rate), made when new. */
 int srv_conn_stat_slot(srv_server *s, uint8_t codec, float rate);
 
+/* ---- access (srv_access.c): tokens, roles, the decision every transport asks ------------------ */
+
+const char *srv_role_name(srv_role r);
+int srv_role_parse(const char *name, srv_role *out); /* 0 or SRV_EPARAMS */
+int srv_access_init(srv_access *a);
+void srv_access_fini(srv_access *a);
+/* Whether tokens are required (any token existed since start). */
+int srv_access_enabled(const srv_access *a);
+void srv_access_hash(const void *token, size_t len, uint8_t out[SRV_TOKEN_HASH]);
+/* A new random token, "dfm_" + 43 base64url characters, into out (at least 48 bytes). */
+int srv_access_make_token(char *out, size_t len);
+/* Adds a token (strings copied; session NULL or "": every session). 0 or SRV_EINTERNAL. */
+int srv_access_add(srv_access *a, int64_t id, const uint8_t hash[SRV_TOKEN_HASH], srv_role role, const char *session,
+                   const char *user, double created);
+const srv_token *srv_access_find(const srv_access *a, int64_t id);
+/* Whether grant g may do what needs role `need` on `session`: NULL for what concerns no one
+ * session (session.list, hello), "" for a method that names none. Never looks at whether the
+ * session exists. */
+int srv_access_allows(const srv_server *s, const srv_grant *g, srv_role need, const char *session);
+/* The same, as 0 or SRV_EACCES with the one answer a refused client gets (`what` names the
+ * method or the kind of connection). */
+int srv_access_refusal(const srv_server *s, const srv_grant *g, srv_role need, const char *session, const char *what,
+                       char *why, size_t whylen);
+/* A token presented on connection c (len bytes, may hold anything): on success c's grant and
+ * author become the token's; otherwise c keeps no rights, the failure is counted (per
+ * connection and per address) and logged. Returns 0, SRV_EACCES (wrong, or a NUL in it) or
+ * SRV_ELIMIT (too many failures from that address: not even checked), with a reason. */
+int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, char *why, size_t whylen);
+/* Removes a token (stored ones from the store too); connections using it lose their rights and
+ * stream connections close. 0 or SRV_ERANGE (no such token). */
+int srv_access_revoke(srv_server *s, int64_t id);
+/* session.close: the tokens for that session go. */
+void srv_access_session_closed(srv_server *s, const char *name);
+
 /* ---- the durable store (srv_store.c): SQLite, written by its own thread ----------------------- */
 
 typedef struct srv_store_reader srv_store_reader;
@@ -359,6 +525,10 @@ int srv_store_put_author(srv_store *st, uint32_t id, const char *name);
 int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op);
 int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len);
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
+/* Access tokens (srv_access.c): the hash only, never the token. */
+int srv_store_put_token(srv_store *st, int64_t id, const uint8_t hash[32], int role, const char *session,
+                        const char *user, double created);
+int srv_store_delete_token(srv_store *st, int64_t id);
 /* Drops the session's operations and checkpoints older than its newest checkpoint at or below
  * `version` (that checkpoint holds their result). */
 int srv_store_compact(srv_store *st, int64_t sid, uint64_t version);
@@ -374,7 +544,9 @@ typedef struct srv_store_row {
   int64_t session;
   const char *name; /* a session's, clip's or author's name (valid during the callback) */
   double time;
-  srv_store_op op;  /* ops rows (body valid during the callback); author id for author rows */
+  srv_store_op op;  /* ops rows (body valid during the callback); author id for author rows;
+                     * token rows: body/len the hash, kind the role, session the id */
+  const char *scope; /* token rows: the session it is for, NULL for every session */
 } srv_store_row;
 typedef int (*srv_store_row_cb)(const srv_store_row *row, void *arg); /* nonzero stops */
 typedef struct srv_store_blob {
@@ -401,6 +573,7 @@ int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, ui
 int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before, uint32_t limit, srv_store_row_cb cb,
                               void *arg, char *err, size_t errlen);
 int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* PRAGMA integrity_check is "ok". */
 int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);
 
@@ -897,18 +1070,22 @@ void srv_anim_shutdown(srv_server *srv);
 
 /* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
 
-/* Opens a session from a mesh path or "demo" on the thread pool, then calls `done` on the loop
- * thread with 0 and the new session added to the server, or an SRV_E* code and a reason. */
+/* Opens a session from a mesh or "demo" on the thread pool, then calls `done` on the loop
+ * thread with 0 and the new session added to the server, or an SRV_E* code and a reason. With
+ * `confined` (a client's request) mesh_path is a name looked up beneath the mesh folders
+ * (srv_data) and the reasons quote nothing of the file; without, it is the operator's path. */
 typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
                             const char *err);
-int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
                          void *arg);
 
-/* Writes the current shape of a session to a file on the thread pool (the positions are
- * captured now, on the loop thread). `done` gets 0 or SRV_EIO with a reason. */
-typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *err);
-int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
-                   void *arg);
+/* The current shape of a session as a file in `format` (OBJ or GLB), made on the thread pool
+ * (the positions are captured now, on the loop thread): written as `name` beneath dir_fd
+ * (srv_data_write), or, with dir_fd < 0, handed to `done` as bytes (which it then owns and
+ * frees). `done` gets 0 or SRV_EIO with a reason. */
+typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, uint8_t *bytes, size_t len, const char *err);
+int srv_job_export(srv_server *s, srv_session *session, mesh_format format, int dir_fd, const char *name,
+                   srv_export_cb done, void *arg);
 
 /* Rebuilds `session` as it was at `version` from the store, on the pool, once what is applied
  * now is committed; `done` gets it (borrowed for the call) or an error. With `checkpoint`, that
@@ -957,9 +1134,27 @@ srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, const cJSON
 
 typedef void (*srv_method_fn)(srv_server *s, srv_rpc_call *call, cJSON *params);
 
-/* Runs `method` with `params`. Either answers now (srv_rpc_reply / srv_rpc_error) or keeps the
- * call for an asynchronous answer. `call` is owned by the callee from here on. */
+/* Runs `method` with `params` if the connection's grant allows it (srv_access.c). Either
+ * answers now (srv_rpc_reply / srv_rpc_error) or keeps the call for an asynchronous answer.
+ * `call` is owned by the callee from here on. */
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params);
+/* The method table: names and the role each needs (the tests read it). */
+size_t srv_methods_count(void);
+const char *srv_methods_name(size_t i);
+srv_role srv_methods_role(size_t i);
+
+/* srv_token_rpc.c: auth and the tokens. */
+void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_token_list(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params);
+
+/* srv_transfer_rpc.c: mesh.upload, session.export (into exports/, or a download in chunks). */
+typedef struct srv_transfer srv_transfer;
+void srv_m_mesh_upload(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params);
+/* The connection closes: its unfinished upload is discarded, its kept download freed. */
+void srv_transfer_release(srv_conn *c);
 
 /* srv_edit_rpc.c: targets, weights, sculpt offsets, gestures and brushes. */
 void srv_m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params);

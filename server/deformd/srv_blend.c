@@ -574,7 +574,9 @@ typedef struct fit_job {
   srv_server *srv;
   srv_session *session;  /* referenced */
   srv_state state;       /* weights, offsets and targets when the request arrived */
-  char *path;            /* NULL: the session's own shape ("sculpt") */
+  char *path;            /* NULL: the session's own shape ("sculpt"); else a name beneath the mesh folders */
+  int roots[SRV_MAX_MESH_DIRS + 1];
+  uint32_t root_count;
   uint32_t max_vertices;
   uint8_t *flags;
   uint32_t *solved;
@@ -615,9 +617,10 @@ static void fit_work(uv_work_t *req) {
   }
   for (size_t i = 0; i < 3 * (size_t)V; i++) acc[i] = proto_dequantize(j->state.offsets[i], j->state.quantum);
   if (j->path) {
-    mesh_import_opts opts = {.max_vertices = j->max_vertices};
-    char why[MESH_ERR_LEN];
-    if (mesh_import(j->path, &opts, &file, why, sizeof(why)) != 0) {
+    mesh_import_opts opts = {.max_vertices = j->max_vertices, .roots = j->roots, .root_count = j->root_count,
+                             .redact = 1};
+    char why[MESH_ERR_LEN] = "this server has no mesh folders (--data none and no --mesh-dir)";
+    if (j->root_count == 0 || mesh_import(j->path, &opts, &file, why, sizeof(why)) != 0) {
       j->code = SRV_EMESH;
       snprintf(j->err, sizeof(j->err), "mesh refused: %s", why);
       goto out;
@@ -691,7 +694,7 @@ static void fit_done(uv_work_t *req, int status) {
 int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spec, uint32_t author,
                   srv_reply reply, char *err, size_t errlen) {
   if (!spec->shape || !spec->shape[0]) {
-    snprintf(err, errlen, "\"shape\" must be \"sculpt\" or a mesh file path");
+    snprintf(err, errlen, "\"shape\" must be \"sculpt\" or the name of a mesh in the mesh folders");
     return SRV_EPARAMS;
   }
   if (!isfinite(spec->lambda)) {
@@ -721,6 +724,8 @@ int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spe
   j->solved = malloc(sizeof(uint32_t) * (nt + 1));
   j->lo = malloc(sizeof(double) * 4 * ((size_t)nt + 1));
   j->path = strcmp(spec->shape, "sculpt") == 0 ? NULL : strdup(spec->shape);
+  memcpy(j->roots, srv->data.roots, sizeof(j->roots));
+  j->root_count = srv->data.root_count;
   int rc = SRV_EINTERNAL;
   snprintf(err, errlen, "out of memory");
   if (!j->flags || !j->solved || !j->lo || (strcmp(spec->shape, "sculpt") != 0 && !j->path)) goto fail;

@@ -3,16 +3,21 @@
  *
  * The config file is one JSON object; every key is optional:
  *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "log_level": "info",
- *    "token": "secret", "reserve_mb": -1,
+ *    "token": "the administrator's token", "reserve_mb": -1,
+ *    "tls_cert": "cert.pem", "tls_key": "key.pem", "mesh_dirs": ["/usr/share/assimp/models"],
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
- *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
+ *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64,
+ *               "max_upload_mb": 512},
  *    "sessions": [{"session": "demo", "mesh": "demo"}]}
- * Command-line options given after --config override it.
+ * Command-line options given after --config override it. A token is never a command-line
+ * option (every user of the machine can read /proc/PID/cmdline): the administrator's comes
+ * from DEFORMD_ADMIN_TOKEN, --admin-token-file FILE or this file's "token".
  *
  * DOES NOT read the file on the loop thread: it is read once before the loop starts.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,7 @@ void srv_config_init(srv_config *c) {
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
   c->reserve_mb = -1;
+  c->max_upload_mb = 512;
 }
 
 void srv_config_fini(srv_config *c) {
@@ -46,12 +52,81 @@ void srv_config_fini(srv_config *c) {
     free(c->sessions[i].mesh);
   }
   free(c->sessions);
-  free(c->token);
+  if (c->admin_token) explicit_bzero(c->admin_token, strlen(c->admin_token));
+  free(c->admin_token);
   free(c->data_dir);
+  free(c->tls_cert);
+  free(c->tls_key);
+  for (uint32_t i = 0; i < c->mesh_dir_count; i++) free(c->mesh_dirs[i]);
+  free(c->mesh_dirs);
+  c->mesh_dirs = NULL;
+  c->mesh_dir_count = 0;
+  c->tls_cert = c->tls_key = NULL;
   c->data_dir = NULL;
   c->sessions = NULL;
   c->session_count = 0;
-  c->token = NULL;
+  c->admin_token = NULL;
+}
+
+int srv_config_add_mesh_dir(srv_config *c, const char *path) {
+  char **g = realloc(c->mesh_dirs, sizeof(char *) * (c->mesh_dir_count + 1));
+  if (!g) return SRV_EINTERNAL;
+  c->mesh_dirs = g;
+  if (!(g[c->mesh_dir_count] = strdup(path))) return SRV_EINTERNAL;
+  c->mesh_dir_count++;
+  return 0;
+}
+
+int srv_config_set_admin_token(srv_config *c, const char *token, char *err, size_t errlen) {
+  size_t n = token ? strlen(token) : 0;
+  if (n == 0 || n > PROTO_MAX_NAME) {
+    snprintf(err, errlen, "the administrator's token must be 1 to %d bytes", PROTO_MAX_NAME);
+    return SRV_EPARAMS;
+  }
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)token[i] < 0x21 || token[i] == 0x7f) {
+      snprintf(err, errlen, "the administrator's token may not hold spaces or control characters");
+      return SRV_EPARAMS;
+    }
+  char *copy = strdup(token);
+  if (!copy) {
+    snprintf(err, errlen, "out of memory");
+    return SRV_EPARAMS;
+  }
+  if (c->admin_token) explicit_bzero(c->admin_token, strlen(c->admin_token));
+  free(c->admin_token);
+  c->admin_token = copy;
+  return 0;
+}
+
+int srv_config_read_admin_token(srv_config *c, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "--admin-token-file %s: %s", path, strerror(errno));
+    return SRV_EPARAMS;
+  }
+  char line[PROTO_MAX_NAME + 3];
+  size_t n = fread(line, 1, sizeof(line) - 1, f);
+  fclose(f);
+  line[n] = '\0';
+  char *nl = strpbrk(line, "\r\n");
+  if (nl) *nl = '\0';
+  else if (n > PROTO_MAX_NAME) line[PROTO_MAX_NAME + 1] = '\0'; /* too long: refused below */
+  int rc = srv_config_set_admin_token(c, line, err, errlen);
+  explicit_bzero(line, sizeof(line));
+  if (rc) {
+    char why[160];
+    snprintf(why, sizeof(why), "%s", err);
+    snprintf(err, errlen, "--admin-token-file %s: %s (its first line is the token)", path, why);
+  }
+  return rc;
+}
+
+int srv_config_is_loopback(const char *addr) {
+  if (strcmp(addr, "localhost") == 0 || strcmp(addr, "::1") == 0) return 1;
+  unsigned a, b, cc, d;
+  char tail;
+  return sscanf(addr, "%u.%u.%u.%u%c", &a, &b, &cc, &d, &tail) == 4 && a == 127 && b < 256 && cc < 256 && d < 256;
 }
 
 int srv_config_set_data(srv_config *c, const char *dir) {
@@ -174,12 +249,31 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     }
   }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "token"))) {
-    if (!cJSON_IsString(item) || strlen(item->valuestring) > PROTO_MAX_NAME) {
-      snprintf(err, errlen, "\"token\" must be a string of at most %d bytes", PROTO_MAX_NAME);
+    if (!cJSON_IsString(item) || srv_config_set_admin_token(c, item->valuestring, err, errlen) != 0) {
+      snprintf(err, errlen, "\"token\" (the administrator's) must be a string of 1 to %d bytes without spaces",
+               PROTO_MAX_NAME);
       goto out;
     }
-    free(c->token);
-    c->token = strdup(item->valuestring);
+  }
+  const char *files[2] = {"tls_cert", "tls_key"};
+  char **slots[2] = {&c->tls_cert, &c->tls_key};
+  for (int k = 0; k < 2; k++) {
+    if (!(item = cJSON_GetObjectItemCaseSensitive(root, files[k]))) continue;
+    if (!cJSON_IsString(item) || !item->valuestring[0]) {
+      snprintf(err, errlen, "\"%s\" must be a file path", files[k]);
+      goto out;
+    }
+    free(*slots[k]);
+    *slots[k] = strdup(item->valuestring);
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "mesh_dirs"))) {
+    const cJSON *d;
+    int ok = cJSON_IsArray(item);
+    cJSON_ArrayForEach(d, item) ok = ok && cJSON_IsString(d) && srv_config_add_mesh_dir(c, d->valuestring) == 0;
+    if (!ok) {
+      snprintf(err, errlen, "\"mesh_dirs\" must be an array of folder paths");
+      goto out;
+    }
   }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "data"))) {
     if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 900) {
@@ -229,6 +323,8 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->max_vertices = (uint32_t)v;
     if ((r = get_uint(lim, "max_sessions", 1e6, &v, err, errlen)) < 0) goto out;
     if (r) c->max_sessions = (uint32_t)v;
+    if ((r = get_uint(lim, "max_upload_mb", 1048576, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_upload_mb = (uint32_t)v;
   }
   const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(root, "sessions");
   if (sessions) {

@@ -14,6 +14,10 @@
  * Lagging longer than the slow timeout, or passing the hard limit, gets an ERROR and a close
  * (the tick in srv_server.c).
  *
+ * TLS (srv_tls.c) is a layer here, below every transport: with c->tls, what the socket
+ * delivers is decrypted before ops->on_data sees it, and what is sent is encrypted on the way
+ * out, per connection (a frame encoded once for many viewers is encrypted once for each).
+ *
  * DOES NOT parse anything: bytes go to the transport through c->ops (srv_stream.c,
  * srv_rpc_conn.c), which also decides what a closing connection lets go of.
  */
@@ -91,7 +95,7 @@ void srv_conn_start(srv_conn *c) {
 }
 
 uint32_t srv_conn_author(srv_conn *c) {
-  if (c->author) return c->author;
+  if (c->author) return c->author; /* a token's user, or a name given with hello */
   char name[48];
   snprintf(name, sizeof(name), "anonymous-%u", c->id);
   uint32_t id = SRV_AUTHOR_SERVER;
@@ -103,6 +107,8 @@ void srv_conn_ref(srv_conn *c) { c->refs++; }
 
 static void conn_free(srv_conn *c) {
   free(c->rbuf);
+  free(c->tls_in);
+  srv_tls_destroy(c->tls);
   free(c);
 }
 
@@ -136,9 +142,15 @@ static void on_finished(uv_shutdown_t *req, int status) {
   srv_conn_unref(c);
 }
 
+static void flush_tls(srv_conn *c);
+
 void srv_conn_finish(srv_conn *c, srv_frame *last) {
   if (c->closing || c->finishing) return;
   if (last) srv_conn_send(c, last);
+  if (c->tls) { /* TLS's own goodbye, behind the last frame */
+    srv_tls_close_notify(c->tls);
+    flush_tls(c);
+  }
   c->finishing = 1;
   c->finish_deadline = uv_now(c->server->loop) + 2000;
   uv_read_stop((uv_stream_t *)&c->tcp);
@@ -180,7 +192,8 @@ static void on_write(uv_write_t *req, int status) {
   srv_conn_unref(c);
 }
 
-static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+/* Hands a write to the socket as it is (ciphertext on a TLS connection). */
+static int submit_raw(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   srv_server *s = c->server;
   if (c->queued + w->len > s->cfg.hard_limit) {
     /* The pipe is full: nothing more can be said to this peer, not even why. */
@@ -208,6 +221,50 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
     uv_read_stop((uv_stream_t *)&c->tcp);
   }
   return 0;
+}
+
+/* Sends what TLS has produced (handshake records, a close_notify) as one write. */
+static void flush_tls(srv_conn *c) {
+  uint8_t *out;
+  size_t len;
+  if (c->closing || srv_tls_take_output(c->tls, &out, &len) != 0 || len == 0) return;
+  write_req *w = calloc(1, sizeof(*w));
+  if (!w) {
+    free(out);
+    srv_conn_close(c);
+    return;
+  }
+  w->frames = w->inline_frames;
+  w->copy = out;
+  w->len = len;
+  uv_buf_t buf = uv_buf_init((char *)out, (unsigned)len);
+  submit_raw(c, w, &buf, 1);
+}
+
+/* A write of plaintext: as it is, or encrypted for this connection, the frames it referenced
+ * then let go (the ciphertext is this connection's own copy). */
+static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+  if (!c->tls) return submit_raw(c, w, bufs, n);
+  for (unsigned i = 0; i < n; i++) {
+    if (srv_tls_write(c->tls, bufs[i].base, bufs[i].len) != 0) {
+      srv_log(SRV_LOG_DEBUG, "connection %u: %s", c->id, srv_tls_error(c->tls));
+      write_req_free(w);
+      srv_conn_close(c);
+      return UV_EPROTO;
+    }
+  }
+  for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
+  w->nframes = 0;
+  free(w->copy);
+  w->copy = NULL;
+  w->len = 0;
+  if (srv_tls_take_output(c->tls, &w->copy, &w->len) != 0 || w->len == 0) {
+    /* Nothing yet (the handshake goes on: the plaintext waits in srv_tls), or no memory. */
+    write_req_free(w);
+    return 0;
+  }
+  uv_buf_t buf = uv_buf_init((char *)w->copy, (unsigned)w->len);
+  return submit_raw(c, w, &buf, 1);
 }
 
 /* ---- what the stream bytes are: by message type and by viewer class ---------------------------- */
@@ -354,22 +411,52 @@ void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
 
 /* ---- reads ----------------------------------------------------------------------------------- */
 
+/* Room for 64 KiB more in the read buffer (grown in 64 KiB steps). 0 or UV_ENOMEM. */
+static int grow_rbuf(srv_conn *c) {
+  if (c->rcap - c->rlen >= 65536) return 0;
+  size_t cap = c->rcap ? c->rcap : 65536;
+  while (cap - c->rlen < 65536) cap *= 2;
+  uint8_t *g = realloc(c->rbuf, cap);
+  if (!g) return UV_ENOMEM;
+  c->rbuf = g;
+  c->rcap = cap;
+  return 0;
+}
+
+#define TLS_IN 65536 /* ciphertext read per callback on a TLS connection */
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   srv_conn *c = (srv_conn *)h;
   (void)suggested;
-  /* Read straight into the connection's buffer; grow it in 64 KiB steps. */
-  if (c->rcap - c->rlen < 65536) {
-    size_t cap = c->rcap ? c->rcap : 65536;
-    while (cap - c->rlen < 65536) cap *= 2;
-    uint8_t *g = realloc(c->rbuf, cap);
-    if (!g) {
-      *buf = uv_buf_init(NULL, 0);
-      return;
-    }
-    c->rbuf = g;
-    c->rcap = cap;
+  if (c->tls) { /* ciphertext lands beside, plaintext in rbuf after decryption */
+    if (!c->tls_in) c->tls_in = malloc(TLS_IN);
+    *buf = c->tls_in ? uv_buf_init((char *)c->tls_in, TLS_IN) : uv_buf_init(NULL, 0);
+    return;
+  }
+  /* Read straight into the connection's buffer. */
+  if (grow_rbuf(c) != 0) {
+    *buf = uv_buf_init(NULL, 0);
+    return;
   }
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+/* Ciphertext in, plaintext appended to rbuf; what TLS wants to say (handshake) goes out.
+ * Returns 0, or nonzero after closing the connection. */
+static int decrypt_in(srv_conn *c, size_t n) {
+  int rc = srv_tls_feed(c->tls, c->tls_in, n);
+  for (size_t got = 1; rc == 0 && got > 0;) {
+    if ((rc = grow_rbuf(c)) != 0) break;
+    rc = srv_tls_read(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen, &got);
+    c->rlen += got;
+  }
+  flush_tls(c);
+  if (rc == 0) return 0;
+  if (rc != SRV_ESHUTDOWN)
+    srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer,
+            rc == UV_ENOMEM ? "out of memory" : srv_tls_error(c->tls));
+  srv_conn_close(c);
+  return rc;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
@@ -382,6 +469,11 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
   }
   if (n == 0) return;
   if (c->closing) return;
-  c->rlen += (size_t)n;
+  if (c->tls) {
+    size_t before = c->rlen;
+    if (decrypt_in(c, (size_t)n) != 0 || c->rlen == before) return;
+  } else {
+    c->rlen += (size_t)n;
+  }
   c->ops->on_data(c);
 }

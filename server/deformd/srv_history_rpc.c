@@ -15,7 +15,8 @@
 
 #define AUTHOR_MAX 64 /* bytes in an author name */
 
-/* hello {author}: names what this connection changes from now on. */
+/* hello {author}: names what this connection changes from now on (on a server without tokens;
+ * with one, the answer names the token's user, who stays the author). */
 void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, "author");
   if (!cJSON_IsString(a) || !a->valuestring[0] || strlen(a->valuestring) > AUTHOR_MAX) {
@@ -27,8 +28,9 @@ void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"author\" may not hold control characters");
       return;
     }
-  uint32_t id;
-  if (srv_authors_intern(&s->authors, s->store, a->valuestring, &id) != 0) {
+  uint32_t id = call->conn->author;
+  /* With a token the token's user is the author: the name asked for is not taken. */
+  if (!call->conn->author_from_token && srv_authors_intern(&s->authors, s->store, a->valuestring, &id) != 0) {
     srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
     return;
   }

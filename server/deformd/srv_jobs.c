@@ -2,7 +2,7 @@
  * srv_jobs.c — work that must not run on the loop thread: importing a mesh (or generating the
  * demo head) into a new session, then keeping enough heap written for its gestures
  * (dfm_memory_reserve, after the session is open: session.create does not wait for it), and
- * writing a session's shape to disk.
+ * a session's shape as a file (beneath exports/, or in memory for a download).
  *
  * Each job is a request (uv_work_t) that owns its inputs and outputs until its after-work
  * callback runs on the loop thread, which is the only place results touch the server.
@@ -20,9 +20,12 @@ typedef struct open_job {
   uv_work_t req;
   srv_server *srv;
   char *name, *path;
+  int roots[SRV_MAX_MESH_DIRS + 1]; /* a client's name is looked up beneath these */
+  uint32_t root_count;              /* 0: the operator's path (the command line), as it is */
   uint32_t max_vertices;
   int64_t reserve_mb;
   srv_session *session;
+  int confined;         /* a client's name, not the operator's path */
   int want_blob;        /* a store keeps the imported mesh */
   uint8_t *blob;        /* its mesh_blob, made on the pool */
   size_t blob_len;
@@ -39,8 +42,16 @@ static void open_work(uv_work_t *req) {
     j->status = mesh_demo_head(&m);
     if (j->status) snprintf(j->err, sizeof(j->err), "cannot build the demo head: %s", mesh_strerror(j->status));
   } else {
-    mesh_import_opts opts = {.max_vertices = j->max_vertices};
-    j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
+    /* A client's name: beneath the mesh folders, messages that quote nothing of the file. */
+    mesh_import_opts opts = {.max_vertices = j->max_vertices, .roots = j->roots, .root_count = j->root_count,
+                             .redact = j->root_count > 0};
+    if (j->root_count == 0 && j->confined) {
+      j->status = MESH_ENOENT;
+      snprintf(j->err, sizeof(j->err), "no mesh called '%s': this server has no mesh folders (give it --data DIR or "
+               "--mesh-dir PATH)", j->path);
+    } else {
+      j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
+    }
   }
   /* The blob first: the session takes the mesh, and what the store keeps is the mesh as
    * imported, before any operation. */
@@ -140,11 +151,16 @@ static void open_done(uv_work_t *req, int status) {
   free(j);
 }
 
-int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
                          void *arg) {
   open_job *j = calloc(1, sizeof(*j));
   if (!j) return UV_ENOMEM;
   j->srv = s;
+  j->confined = confined && strcmp(mesh_path, "demo") != 0;
+  if (j->confined) {
+    memcpy(j->roots, s->data.roots, sizeof(j->roots));
+    j->root_count = s->data.root_count;
+  }
   j->name = strdup(name);
   j->path = strdup(mesh_path);
   j->max_vertices = s->cfg.max_vertices;
@@ -169,9 +185,13 @@ typedef struct export_job {
   srv_server *srv;
   srv_session *session; /* referenced: its mesh stays alive even if the session is closed */
   srv_state state;
-  char *path;
+  mesh_format format;
+  int dir_fd;           /* write `name` beneath it; -1: keep the bytes (a download) */
+  char *name;
+  uint8_t *bytes;       /* the file, made on the pool */
+  size_t len;
   int status;
-  char err[MESH_ERR_LEN];
+  char err[MESH_ERR_LEN + 64];
   srv_export_cb done;
   void *arg;
 } export_job;
@@ -186,8 +206,13 @@ static void export_work(uv_work_t *req) {
     snprintf(j->err, sizeof(j->err), "out of memory");
     return;
   }
-  j->status = mesh_export(m, shape, j->path, MESH_FORMAT_AUTO, j->err, sizeof(j->err));
+  j->status = mesh_export_mem(m, shape, j->format, &j->bytes, &j->len, j->err, sizeof(j->err));
   free(shape);
+  if (j->status == 0 && j->dir_fd >= 0) {
+    j->status = srv_data_write(j->dir_fd, j->name, "exports", j->bytes, j->len, j->err, sizeof(j->err));
+    free(j->bytes);
+    j->bytes = NULL;
+  }
 }
 
 static void export_done(uv_work_t *req, int status) {
@@ -199,21 +224,24 @@ static void export_done(uv_work_t *req, int status) {
   } else if (j->status) {
     j->status = SRV_EIO;
   }
-  j->done(j->srv, j->arg, j->status, j->err);
+  j->done(j->srv, j->arg, j->status, j->status ? NULL : j->bytes, j->len, j->err);
+  if (j->status) free(j->bytes);
   srv_state_release(&j->state);
   srv_session_unref(j->session);
-  free(j->path);
+  free(j->name);
   free(j);
 }
 
-int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
-                   void *arg) {
+int srv_job_export(srv_server *s, srv_session *session, mesh_format format, int dir_fd, const char *name,
+                   srv_export_cb done, void *arg) {
   export_job *j = calloc(1, sizeof(*j));
   if (!j) return UV_ENOMEM;
+  j->format = format;
+  j->dir_fd = dir_fd;
   /* Copy the state now: the loop may change it while the job runs. */
-  j->path = strdup(path);
-  if (!j->path || srv_state_capture(session, &j->state) != 0) {
-    free(j->path);
+  j->name = dir_fd >= 0 ? strdup(name) : NULL;
+  if ((dir_fd >= 0 && !j->name) || srv_state_capture(session, &j->state) != 0) {
+    free(j->name);
     free(j);
     return UV_ENOMEM;
   }
@@ -227,7 +255,7 @@ int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_ex
   if (rc) {
     srv_session_unref(session);
     srv_state_release(&j->state);
-    free(j->path);
+    free(j->name);
     free(j);
     return rc;
   }

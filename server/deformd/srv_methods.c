@@ -1,10 +1,15 @@
 /*
- * srv_methods.c — the table of JSON-RPC methods and the session-level ones: session.*,
- * mesh.info, state.get, auth and server.stats (docs/json-api.md has each with examples).
+ * srv_methods.c — the table of JSON-RPC methods, with the role each needs, and the
+ * session-level ones: session.create/list/close, mesh.info, state.get and server.stats
+ * (docs/json-api.md has each with examples, and the roles in its security section).
  *
- * Each method validates its params (SRV_EPARAMS naming the offending key), finds its session
- * (SRV_ENOSESSION), and either answers at once or starts a job and answers from its callback.
- * The other methods live in srv_edit_rpc.c, srv_blend_rpc.c and srv_anim_rpc.c.
+ * Dispatch asks srv_access.c whether the connection's grant covers the method's role on the
+ * session its params name, before the method looks anything up: a client without rights gets
+ * one answer whether the session exists or not. Each method then validates its params
+ * (SRV_EPARAMS naming the offending key), finds its session (SRV_ENOSESSION), and either
+ * answers at once or starts a job and answers from its callback. The other methods live in
+ * srv_edit_rpc.c, srv_blend_rpc.c, srv_anim_rpc.c, srv_history_rpc.c, srv_token_rpc.c and
+ * srv_transfer_rpc.c.
  *
  * DOES NOT parse the transport: srv_rpc_conn.c hands it parsed requests.
  */
@@ -50,21 +55,24 @@ static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (!cJSON_IsString(path)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mesh\" must be a file path or \"demo\"");
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
+                  "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
     return;
   }
   if (srv_session_find(s, name->valuestring)) {
     srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", name->valuestring);
     return;
   }
-  if (srv_job_open_session(s, name->valuestring, path->valuestring, on_created, call) != 0)
+  if (srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call) != 0)
     srv_rpc_error(call, SRV_EINTERNAL, "cannot start the import");
 }
 
+/* The sessions this connection may view (a token for one session sees that one). */
 static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   (void)params;
   cJSON *a = cJSON_CreateArray();
-  for (srv_session *x = s->sessions; x; x = x->next) cJSON_AddItemToArray(a, session_summary(x));
+  for (srv_session *x = s->sessions; x; x = x->next)
+    if (srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, x->name)) cJSON_AddItemToArray(a, session_summary(x));
   srv_rpc_reply(call, a);
 }
 
@@ -75,70 +83,9 @@ static void m_session_close(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddStringToObject(r, "session", x->name);
   cJSON_AddBoolToObject(r, "closed", 1);
   if (s->store && x->store_id) srv_store_delete_session(s->store, x->store_id);
+  srv_access_session_closed(s, x->name);
   srv_session_close(s, x, "closed by a JSON-RPC request");
   srv_rpc_reply(call, r);
-}
-
-static void on_exported(srv_server *s, void *arg, int status, const char *err) {
-  srv_rpc_call *call = arg;
-  (void)s;
-  if (status) {
-    srv_rpc_error(call, SRV_EIO, "export failed: %s", err);
-    return;
-  }
-  srv_rpc_reply(call, cJSON_CreateTrue());
-}
-
-typedef struct export_at {
-  srv_rpc_call *call;
-  char path[];
-} export_at;
-
-static void on_restored_for_export(srv_server *s, void *arg, int status, srv_session *x, const srv_session *old,
-                                   const char *err) {
-  export_at *e = arg;
-  srv_rpc_call *call = e->call;
-  (void)x;
-  if (status) srv_rpc_error(call, status, "%s", err);
-  else if (srv_job_export(s, (srv_session *)old, e->path, on_exported, call) != 0)
-    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the export");
-  free(e);
-}
-
-/* session.export {session, path, version?} */
-static void m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = srv_rpc_want_session(s, call, params);
-  if (!x) return;
-  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "path");
-  if (!cJSON_IsString(path)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"path\" must be a file path ending in .obj or .glb");
-    return;
-  }
-  double v = 0;
-  int r = srv_rpc_number(call, params, "version", &v);
-  if (r < 0) return;
-  if (r && (v < 0 || v != (double)(uint64_t)v)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"version\" must be a version (an integer >= 0)");
-    return;
-  }
-  if (r && (uint64_t)v != x->version) { /* an older state, rebuilt from the store first */
-    export_at *e = malloc(sizeof(*e) + strlen(path->valuestring) + 1);
-    if (!e) {
-      srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-      return;
-    }
-    e->call = call;
-    strcpy(e->path, path->valuestring);
-    char err[512];
-    int rc = srv_job_restore_at(s, x, (uint64_t)v, 0, on_restored_for_export, e, err, sizeof(err));
-    if (rc) {
-      free(e);
-      srv_rpc_error(call, rc, "%s", err);
-    }
-    return;
-  }
-  if (srv_job_export(s, x, path->valuestring, on_exported, call) != 0)
-    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the export");
 }
 
 /* ---- mesh, state and server ---------------------------------------------------------------- */
@@ -175,20 +122,6 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "editors", editors);
   cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
   srv_rpc_reply(call, r);
-}
-
-static void m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(params, "token");
-  if (!cJSON_IsString(t)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"token\" must be a string");
-    return;
-  }
-  if (s->cfg.token && strcmp(t->valuestring, s->cfg.token) != 0) {
-    srv_rpc_error(call, SRV_EACCES, "wrong token");
-    return;
-  }
-  call->conn->authed = 1;
-  srv_rpc_reply(call, cJSON_CreateTrue());
 }
 
 /* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
@@ -247,6 +180,8 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_factorisations", (double)s->stats.blend_factorisations);
   cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
+  cJSON_AddNumberToObject(r, "auth_failures", (double)s->access.failures);
+  cJSON_AddNumberToObject(r, "auth_refused", (double)s->access.refused);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   add_stream_stats(r, &s->stats);
   srv_rpc_reply(call, r);
@@ -256,72 +191,99 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
 
 typedef void (*method_fn)(srv_server *, srv_rpc_call *, cJSON *);
 
-enum { PARAMS = 1, EDITS = 2 }; /* takes an object of params; changes what the store keeps */
+/* PARAMS: takes an object of params; EDITS: changes what the store keeps; SESSION: acts on the
+ * session params.session names (the role is needed on that session). */
+enum { PARAMS = 1, EDITS = 2, SESSION = 4 };
+#define ON (PARAMS | SESSION)
 
+/* Every method and the role it needs: the one place the access rules of the JSON-RPC port are
+ * written (tests/deformd/test_access.c checks each against each role, and against
+ * docs/json-api.md's table). */
 static const struct {
   const char *name;
   method_fn fn;
   int flags;
+  srv_role role;
 } methods[] = {
-    {"session.create", m_session_create, PARAMS | EDITS},
-    {"session.list", m_session_list, 0},
-    {"session.close", m_session_close, PARAMS | EDITS},
-    {"session.export", m_session_export, PARAMS},
-    {"mesh.info", m_mesh_info, PARAMS},
-    {"targets.list", srv_m_targets_list, PARAMS},
-    {"weights.set", srv_m_weights_set, PARAMS | EDITS},
-    {"weights.get", srv_m_weights_get, PARAMS},
-    {"targets.configure", srv_m_targets_configure, PARAMS | EDITS},
-    {"sculpt.set", srv_m_sculpt_set, PARAMS | EDITS},
-    {"sculpt.get", srv_m_sculpt_get, PARAMS},
-    {"state.get", m_state_get, PARAMS},
-    {"server.stats", m_server_stats, 0},
-    {"auth", m_auth, PARAMS},
-    {"hello", srv_m_hello, PARAMS},
-    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, PARAMS | EDITS},
-    {"deform.begin", srv_m_deform_begin, PARAMS | EDITS},
-    {"deform.drag", srv_m_deform_drag, PARAMS | EDITS},
-    {"deform.end", srv_m_deform_end, PARAMS}, /* always allowed: it lets go of the gesture */
-    {"deform.reset", srv_m_deform_reset, PARAMS | EDITS},
-    {"brush.stroke", srv_m_brush_stroke, PARAMS | EDITS},
-    {"blend.solve", srv_m_blend_solve, PARAMS | EDITS},
-    {"blend.fit", srv_m_blend_fit, PARAMS | EDITS},
-    {"anim.list", srv_m_anim_list, PARAMS},
-    {"anim.compress", srv_m_anim_compress, PARAMS | EDITS},
-    {"anim.play", srv_m_anim_play, PARAMS | EDITS},
-    {"anim.pause", srv_m_anim_pause, PARAMS},
-    {"anim.stop", srv_m_anim_stop, PARAMS | EDITS},
-    {"anim.seek", srv_m_anim_seek, PARAMS | EDITS},
-    {"anim.speed", srv_m_anim_speed, PARAMS},
-    {"anim.loop", srv_m_anim_loop, PARAMS},
-    {"anim.blend", srv_m_anim_blend, PARAMS | EDITS},
-    {"anim.record_start", srv_m_anim_record_start, PARAMS | EDITS},
-    {"anim.record_stop", srv_m_anim_record_stop, PARAMS | EDITS},
-    {"history.undo", srv_m_history_undo, PARAMS | EDITS},
-    {"history.redo", srv_m_history_redo, PARAMS | EDITS},
-    {"history.list", srv_m_history_list, PARAMS},
-    {"history.revert", srv_m_history_revert, PARAMS | EDITS},
-    {"history.compact", srv_m_history_compact, PARAMS | EDITS},
+    {"auth", srv_m_auth, PARAMS, SRV_ROLE_NONE},
+    {"hello", srv_m_hello, PARAMS, SRV_ROLE_VIEWER},
+    {"session.list", m_session_list, 0, SRV_ROLE_VIEWER}, /* lists what the token may view */
+    {"mesh.info", m_mesh_info, ON, SRV_ROLE_VIEWER},
+    {"targets.list", srv_m_targets_list, ON, SRV_ROLE_VIEWER},
+    {"weights.get", srv_m_weights_get, ON, SRV_ROLE_VIEWER},
+    {"sculpt.get", srv_m_sculpt_get, ON, SRV_ROLE_VIEWER},
+    {"state.get", m_state_get, ON, SRV_ROLE_VIEWER},
+    {"anim.list", srv_m_anim_list, ON, SRV_ROLE_VIEWER},
+    {"history.list", srv_m_history_list, ON, SRV_ROLE_VIEWER},
+    {"weights.set", srv_m_weights_set, ON | EDITS, SRV_ROLE_EDITOR},
+    {"sculpt.set", srv_m_sculpt_set, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.begin", srv_m_deform_begin, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.drag", srv_m_deform_drag, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.end", srv_m_deform_end, ON, SRV_ROLE_EDITOR}, /* even while the store fails: it lets go */
+    {"deform.reset", srv_m_deform_reset, ON | EDITS, SRV_ROLE_EDITOR},
+    {"brush.stroke", srv_m_brush_stroke, ON | EDITS, SRV_ROLE_EDITOR},
+    {"blend.solve", srv_m_blend_solve, ON | EDITS, SRV_ROLE_EDITOR},
+    {"blend.fit", srv_m_blend_fit, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.play", srv_m_anim_play, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.pause", srv_m_anim_pause, ON, SRV_ROLE_EDITOR},
+    {"anim.stop", srv_m_anim_stop, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.seek", srv_m_anim_seek, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.speed", srv_m_anim_speed, ON, SRV_ROLE_EDITOR},
+    {"anim.loop", srv_m_anim_loop, ON, SRV_ROLE_EDITOR},
+    {"anim.blend", srv_m_anim_blend, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_start", srv_m_anim_record_start, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_stop", srv_m_anim_record_stop, ON | EDITS, SRV_ROLE_EDITOR},
+    {"history.undo", srv_m_history_undo, ON | EDITS, SRV_ROLE_EDITOR},
+    {"history.redo", srv_m_history_redo, ON | EDITS, SRV_ROLE_EDITOR},
+    {"targets.configure", srv_m_targets_configure, ON | EDITS, SRV_ROLE_OWNER},
+    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, ON | EDITS, SRV_ROLE_OWNER},
+    {"anim.compress", srv_m_anim_compress, ON | EDITS, SRV_ROLE_OWNER},
+    {"history.revert", srv_m_history_revert, ON | EDITS, SRV_ROLE_OWNER},
+    {"history.compact", srv_m_history_compact, ON | EDITS, SRV_ROLE_OWNER},
+    {"session.export", srv_m_session_export, ON, SRV_ROLE_OWNER},
+    {"session.close", m_session_close, ON | EDITS, SRV_ROLE_OWNER},
+    /* A token for every session needs one for every session; srv_token_rpc.c also holds the
+     * new token to the caller's role and scope. */
+    {"token.create", srv_m_token_create, ON | EDITS, SRV_ROLE_OWNER},
+    {"token.list", srv_m_token_list, ON, SRV_ROLE_OWNER},
+    {"token.revoke", srv_m_token_revoke, ON | EDITS, SRV_ROLE_OWNER},
+    {"session.create", m_session_create, PARAMS | EDITS, SRV_ROLE_ADMIN},
+    {"mesh.upload", srv_m_mesh_upload, PARAMS, SRV_ROLE_ADMIN},
+    {"server.stats", m_server_stats, 0, SRV_ROLE_ADMIN},
 };
 
+size_t srv_methods_count(void) { return sizeof(methods) / sizeof(methods[0]); }
+const char *srv_methods_name(size_t i) { return i < srv_methods_count() ? methods[i].name : NULL; }
+srv_role srv_methods_role(size_t i) { return i < srv_methods_count() ? methods[i].role : SRV_ROLE_NONE; }
+
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
-  if (s->cfg.token && !call->conn->authed && strcmp(method, "auth") != 0) {
-    srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
-    return;
-  }
   for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
     if (strcmp(methods[i].name, method) != 0) continue;
+    /* Who may, first, from the name alone: nothing looked up yet, so a refusal says the same
+     * whether the session exists or not. */
+    const cJSON *session = (methods[i].flags & SESSION) ? cJSON_GetObjectItemCaseSensitive(params, "session") : NULL;
+    char why[256];
+    const char *named = !(methods[i].flags & SESSION) ? NULL : cJSON_IsString(session) ? session->valuestring : "";
+    int rc = srv_access_refusal(s, &call->conn->grant, methods[i].role, named, method, why, sizeof(why));
+    if (rc) {
+      srv_rpc_error(call, rc, "%s", why);
+      return;
+    }
     if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
       return;
     }
-    char why[256];
     if ((methods[i].flags & EDITS) && s->store && srv_store_failed(s->store, why, sizeof(why))) {
       srv_rpc_error(call, SRV_EIO, "the store cannot write (%s): edits are refused until it can; viewers are served",
                     why);
       return;
     }
     methods[i].fn(s, call, params);
+    return;
+  }
+  /* A client without a token learns nothing, not even which methods exist. */
+  if (!srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, NULL)) {
+    srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
     return;
   }
   srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", method);

@@ -32,6 +32,24 @@ static int json_depth(const char *s, size_t n) {
   return worst;
 }
 
+/* Whether a string in the request holds an escaped NUL (\u0000): every string a method takes
+ * names something (a token, a session, a file), and a C string would stop at it. */
+static int has_nul(const char *s, size_t n) {
+  int in_str = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!in_str) {
+      in_str = s[i] == '"';
+      continue;
+    }
+    if (s[i] == '"') in_str = 0;
+    else if (s[i] == '\\' && i + 1 < n) {
+      if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0) return 1;
+      i++;
+    }
+  }
+  return 0;
+}
+
 static void handle_line(srv_conn *c, const char *line, size_t n) {
   srv_server *s = c->server;
   while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
@@ -73,8 +91,13 @@ static void handle_line(srv_conn *c, const char *line, size_t n) {
   else if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) bad = "invalid request: \"jsonrpc\" must be \"2.0\"";
   else if (!cJSON_IsString(method)) bad = "invalid request: \"method\" must be a string";
   else if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) bad = "invalid request: \"params\" must be an object or an array";
+  int code = -32600;
+  if (!bad && has_nul(line + start, n - start)) {
+    bad = "invalid params: strings must not contain a NUL character (\\u0000)";
+    code = srv_rpc_code(SRV_EPARAMS);
+  }
   if (bad) {
-    srv_rpc_send_error(c, idcopy, -32600, bad);
+    srv_rpc_send_error(c, idcopy, code, bad);
     cJSON_Delete(req);
     return;
   }
@@ -137,4 +160,7 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, NULL, refuse};
+/* Closing: an upload it left unfinished goes, a download it kept is freed. */
+static void on_close(srv_conn *c) { srv_transfer_release(c); }
+
+const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse};

@@ -30,6 +30,13 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     srv_conn_close(c);
     return;
   }
+  c->grant.token = -1;
+  /* Every port speaks TLS when the server has a certificate: one layer under each transport. */
+  if (s->tls && !(c->tls = srv_tls_create(s->tls))) {
+    srv_log(SRV_LOG_ERROR, "accept: out of memory");
+    srv_conn_close(c);
+    return;
+  }
   srv_conn_start(c);
   s->stats.connections_accepted++;
   /* Over the limit: accept, say why, close — never drop silently. */
@@ -203,6 +210,51 @@ static int session_row(const srv_store_row *row, void *arg) {
   return 0;
 }
 
+static int token_row(const srv_store_row *row, void *arg) {
+  srv_role role = (srv_role)row->op.kind;
+  if (role < SRV_ROLE_VIEWER || role > SRV_ROLE_ADMIN) return 0; /* grants nothing */
+  return srv_access_add(&((srv_server *)arg)->access, row->session, row->op.body, role, row->scope, row->name,
+                        row->time) != 0;
+}
+
+/* Who may do what: the stored tokens, then the administrator's from the configuration
+ * (hashed; the copy is wiped), then whether listening where the configuration says is safe. */
+static int start_access(srv_server *s, srv_config *cfg, char *err, size_t errlen) {
+  srv_access_init(&s->access);
+  if (s->store) {
+    srv_store_reader *r = NULL;
+    int rc = srv_store_reader_open(srv_store_path(s->store), &r, err, errlen);
+    if (rc == 0) rc = srv_store_read_tokens(r, token_row, s, err, errlen);
+    srv_store_reader_close(r);
+    if (rc) return rc;
+  }
+  if (cfg->admin_token && cfg->admin_token[0]) {
+    uint8_t h[SRV_TOKEN_HASH];
+    srv_access_hash(cfg->admin_token, strlen(cfg->admin_token), h);
+    explicit_bzero(cfg->admin_token, strlen(cfg->admin_token)); /* main frees the (now empty) copy */
+    if (srv_access_add(&s->access, 0, h, SRV_ROLE_ADMIN, NULL, "admin", 0) != 0) return SRV_EINTERNAL;
+  }
+  uint32_t stored = s->access.count - (srv_access_find(&s->access, 0) != NULL);
+  if (srv_access_enabled(&s->access)) {
+    srv_log(SRV_LOG_INFO, "access: both ports require a token (%s%u stored)",
+            srv_access_find(&s->access, 0) ? "the administrator's, " : "", stored);
+    if (!s->tls && !srv_config_is_loopback(cfg->listen))
+      srv_log(SRV_LOG_WARN, "tokens and meshes cross the network in clear on %s: give --tls-cert and --tls-key",
+              cfg->listen);
+    return 0;
+  }
+  if (!srv_config_is_loopback(cfg->listen) && !cfg->insecure) {
+    snprintf(err, errlen, "refusing to listen on %s without access tokens: anyone who can reach it could do "
+             "anything. Give the administrator's token in DEFORMD_ADMIN_TOKEN (or --admin-token-file FILE), or "
+             "pass --insecure", cfg->listen);
+    return SRV_EACCES;
+  }
+  srv_log(SRV_LOG_WARN, "access: no tokens: %s; anyone who can connect may use every method%s",
+          srv_config_is_loopback(cfg->listen) ? "listening on loopback only" : "--insecure",
+          srv_config_is_loopback(cfg->listen) ? " (set DEFORMD_ADMIN_TOKEN to require tokens)" : "");
+  return 0;
+}
+
 static int restore_sessions(srv_server *s, char *err, size_t errlen) {
   srv_store_reader *r = NULL;
   restore_list l = {0};
@@ -234,6 +286,7 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
 
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
+  s->data.meshes = s->data.exports = -1; /* nothing open yet (srv_server_fini may run after a failed start) */
   s->on_session_close = close_session_work;
   s->on_applied = srv_history_on_applied;
   s->loop = loop;
@@ -253,17 +306,25 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
       return rc;
     }
   } else {
-    srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions live in memory only");
+    srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions and tokens live in memory only; clients may "
+            "read meshes from --mesh-dir folders only and write no files");
   }
-  int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
+  int rc = srv_data_open(&s->data, dir, cfg->mesh_dirs, cfg->mesh_dir_count, err, sizeof(err));
+  if (rc == 0 && cfg->tls_cert) rc = srv_tls_ctx_create(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof(err));
+  if (rc == 0) rc = start_access(s, &s->cfg, err, sizeof(err));
+  if (rc) {
+    srv_log(SRV_LOG_ERROR, "%s", err);
+    return rc;
+  }
+  rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
   if (rc) return rc;
   rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
   if (rc) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
-  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, s->stream_port,
-          s->rpc_port);
+  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d%s", cfg->listen, s->stream_port,
+          s->rpc_port, s->tls ? " (TLS)" : "");
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -275,7 +336,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   retention_pass(s);
   for (uint32_t i = 0; i < cfg->session_count; i++) {
     if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
-    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL) == 0)
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, on_session_opened, NULL) == 0)
       s->opening++;
     else
       srv_log(SRV_LOG_ERROR, "cannot open session %s: out of memory", cfg->sessions[i].name);
@@ -310,4 +371,8 @@ void srv_server_fini(srv_server *s) {
   for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
   free(s->reserved);
   srv_authors_fini(&s->authors);
+  srv_access_fini(&s->access);
+  srv_data_close(&s->data);
+  srv_tls_ctx_destroy(s->tls);
+  s->tls = NULL;
 }

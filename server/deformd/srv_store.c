@@ -44,7 +44,10 @@ typedef enum item_kind {
   ITEM_OP,          /* session, v0, v1, step, author, time, kind, blob */
   ITEM_CHECKPOINT,  /* session, v1 (version), blob */
   ITEM_CLIP,        /* session, name, blob */
-  ITEM_COMPACT      /* session, v1: history older than v1 is folded into the checkpoint at v1 */
+  ITEM_COMPACT,     /* session, v1: history older than v1 is folded into the checkpoint at v1 */
+  ITEM_TOKEN,       /* session (the token's id), op_kind (role), name (user), time, blob: hash +
+                     * the session it is for (none: every session) */
+  ITEM_TOKEN_DELETE /* session (the token's id) */
 } item_kind;
 
 typedef struct item {
@@ -92,7 +95,7 @@ struct srv_store {
   batch *failed, *failed_tail; /* writer only: to retry first, in order */
   int stop, retry_now;
   int readonly;                /* writer: db was opened read-only (a read-only file system) */
-  sqlite3_stmt *stmt[ITEM_COMPACT + 1]; /* writer: prepared once, reset after each use */
+  sqlite3_stmt *stmt[ITEM_TOKEN_DELETE + 1]; /* writer: prepared once, reset after each use */
   uv_timer_t ckpt_timer;       /* the WAL checkpoints run on the pool, not in a commit */
   uv_work_t ckpt_req;
   int ckpt_running;
@@ -172,6 +175,8 @@ static int write_item(srv_store *st, const item *it) {
       [ITEM_CLIP] = "INSERT INTO clips(session, name, body, seq) VALUES (?1, ?2, ?3, (SELECT count(*) FROM clips)) "
                     "ON CONFLICT(session, name) DO UPDATE SET body = excluded.body",
       [ITEM_COMPACT] = NULL,
+      [ITEM_TOKEN] = "INSERT INTO tokens(id, hash, role, session, user, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+      [ITEM_TOKEN_DELETE] = "DELETE FROM tokens WHERE id = ?1",
   };
   if (it->kind == ITEM_SESSION_DELETE) {
     /* The session's rows go with it (no ON DELETE CASCADE: explicit is easier to read). */
@@ -243,6 +248,18 @@ static int write_item(srv_store *st, const item *it) {
       sqlite3_bind_text(s, 2, it->name, -1, SQLITE_STATIC);
       sqlite3_bind_blob64(s, 3, it->blob, it->len, SQLITE_STATIC);
       break;
+    case ITEM_TOKEN:
+      sqlite3_bind_int64(s, 1, it->session);
+      sqlite3_bind_blob64(s, 2, it->blob, SRV_TOKEN_HASH, SQLITE_STATIC);
+      sqlite3_bind_int(s, 3, it->op_kind);
+      if (it->len > SRV_TOKEN_HASH)
+        sqlite3_bind_text(s, 4, (const char *)it->blob + SRV_TOKEN_HASH, (int)(it->len - SRV_TOKEN_HASH), SQLITE_STATIC);
+      sqlite3_bind_text(s, 5, it->name, -1, SQLITE_STATIC);
+      sqlite3_bind_double(s, 6, it->time);
+      break;
+    case ITEM_TOKEN_DELETE:
+      sqlite3_bind_int64(s, 1, it->session);
+      break;
     default:
       break;
   }
@@ -253,7 +270,7 @@ static int write_item(srv_store *st, const item *it) {
 }
 
 static void finalize_all(srv_store *st) {
-  for (int k = 0; k <= ITEM_COMPACT; k++) {
+  for (int k = 0; k <= ITEM_TOKEN_DELETE; k++) {
     sqlite3_finalize(st->stmt[k]);
     st->stmt[k] = NULL;
   }
@@ -514,6 +531,8 @@ static const char *const schema_sql =
     "PRIMARY KEY(session, version)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS clips(session INTEGER NOT NULL, name TEXT NOT NULL, body BLOB, seq INTEGER NOT NULL, "
     "PRIMARY KEY(session, name)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS tokens(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, role INTEGER NOT NULL, "
+    "session TEXT, user TEXT NOT NULL, created REAL NOT NULL);"
     "PRAGMA user_version = 1;";
 
 int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, char *err, size_t errlen) {
@@ -645,6 +664,23 @@ int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void 
 
 int srv_store_compact(srv_store *st, int64_t sid, uint64_t version) {
   item it = {.kind = ITEM_COMPACT, .session = sid, .v1 = version};
+  return push(st, &it, NULL);
+}
+
+int srv_store_put_token(srv_store *st, int64_t id, const uint8_t hash[SRV_TOKEN_HASH], int role, const char *session,
+                        const char *user, double created) {
+  size_t ns = session ? strlen(session) : 0;
+  uint8_t blob[SRV_TOKEN_HASH + PROTO_MAX_NAME];
+  if (ns > PROTO_MAX_NAME) return SRV_EPARAMS;
+  memcpy(blob, hash, SRV_TOKEN_HASH);
+  if (ns) memcpy(blob + SRV_TOKEN_HASH, session, ns);
+  item it = {.kind = ITEM_TOKEN, .session = id, .op_kind = role, .name = (char *)user, .time = created,
+             .len = SRV_TOKEN_HASH + ns};
+  return push(st, &it, blob);
+}
+
+int srv_store_delete_token(srv_store *st, int64_t id) {
+  item it = {.kind = ITEM_TOKEN_DELETE, .session = id};
   return push(st, &it, NULL);
 }
 
@@ -863,6 +899,25 @@ static int author_row(sqlite3_stmt *s, void *arg) {
 int srv_store_read_authors(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
   return query(r, "SELECT id, name FROM authors ORDER BY id", NULL, 0, author_row, &c, err, errlen);
+}
+
+static int token_row(sqlite3_stmt *s, void *arg) {
+  rows_ctx *c = arg;
+  srv_store_row row = {0};
+  row.session = sqlite3_column_int64(s, 0);
+  row.op.body = sqlite3_column_blob(s, 1);
+  row.op.len = (size_t)sqlite3_column_bytes(s, 1);
+  row.op.kind = sqlite3_column_int(s, 2);
+  row.scope = (const char *)sqlite3_column_text(s, 3);
+  row.name = (const char *)sqlite3_column_text(s, 4);
+  row.time = sqlite3_column_double(s, 5);
+  return row.op.len == SRV_TOKEN_HASH && row.name ? c->cb(&row, c->arg) : 0; /* a damaged row grants nothing */
+}
+
+int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
+  rows_ctx c = {cb, arg};
+  return query(r, "SELECT id, hash, role, session, user, created FROM tokens ORDER BY id", NULL, 0, token_row, &c, err,
+               errlen);
 }
 
 int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen) {

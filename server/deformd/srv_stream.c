@@ -160,6 +160,7 @@ static void join_ready(srv_conn *c, int status) {
 static int adopt_author(srv_conn *c, proto_str author) {
   char name[PROTO_MAX_AUTHOR + 1];
   if (author.len == 0 || author.len > PROTO_MAX_AUTHOR) return -1;
+  if (c->author_from_token) return 0; /* a token's user is its author, whatever a name says */
   memcpy(name, author.ptr, author.len);
   name[author.len] = '\0';
   for (uint32_t i = 0; i < author.len; i++)
@@ -189,16 +190,29 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   char name[PROTO_MAX_NAME + 1];
   memcpy(name, h.session.ptr, h.session.len);
   name[h.session.len] = '\0';
-  srv_session *s = srv_session_find(srv, name);
-  if (!s) {
-    char why[PROTO_MAX_NAME + 32];
-    snprintf(why, sizeof(why), "unknown session '%s'", name);
-    srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, why);
+  /* Who may, before anything is looked up (srv_access.c): with tokens, a viewer needs one too,
+   * and a refusal reads the same whether the session exists or not. */
+  char why[PROTO_MAX_NAME + 160];
+  if (srv_access_enabled(&srv->access)) {
+    if (h.token.len == 0) {
+      srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "this server needs a token: send it in HELLO");
+      return;
+    }
+    if (srv_access_login(srv, c, h.token.ptr, h.token.len, why, sizeof(why)) != 0) {
+      srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
+      return;
+    }
+  }
+  srv_role need = h.role == PROTO_ROLE_EDITOR ? SRV_ROLE_EDITOR : SRV_ROLE_VIEWER;
+  if (srv_access_refusal(srv, &c->grant, need, name, h.role == PROTO_ROLE_EDITOR ? "editing" : "watching", why,
+                         sizeof(why)) != 0) {
+    srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
     return;
   }
-  if (h.role == PROTO_ROLE_EDITOR && srv->cfg.token &&
-      (h.token.len != strlen(srv->cfg.token) || memcmp(h.token.ptr, srv->cfg.token, h.token.len) != 0)) {
-    srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "editing needs the server's token");
+  srv_session *s = srv_session_find(srv, name);
+  if (!s) {
+    snprintf(why, sizeof(why), "unknown session '%s'", name);
+    srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, why);
     return;
   }
   if (opt.author.len && adopt_author(c, opt.author) != 0) {

@@ -36,7 +36,7 @@ static uint64_t session_version(harness *h, const char *session) {
 
 static void open_session(harness *h, const char *name, const char *path) {
   char p[1200];
-  snprintf(p, sizeof(p), "{\"session\":\"%s\",\"mesh\":\"%s\"}", name, path);
+  snprintf(p, sizeof(p), "{\"session\":\"%s\",\"mesh\":\"%s\"}", name, harness_mesh_name(path));
   cJSON_Delete(harness_rpc_ok(h, "session.create", p));
 }
 

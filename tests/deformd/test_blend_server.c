@@ -629,11 +629,10 @@ TEST(blend_fit_of_a_file_recovers_its_weights_and_refuses_another_vertex_count) 
   snprintf(path, sizeof(path), "%s/expression.glb", test_tmpdir());
   cJSON_Delete(harness_rpc_ok(&h, "weights.set",
                               "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5,\"brow_down_L\":0.8,\"mouth_left\":0.2}}"));
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", path);
-  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  harness_download_file(&h, "demo", path); /* into a mesh folder of the server's */
   cJSON_Delete(harness_rpc_ok(&h, "weights.set",
                               "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0,\"brow_down_L\":0,\"mouth_left\":0}}"));
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"%s\",\"apply\":true}", path);
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"%s\",\"apply\":true}", harness_mesh_name(path));
   cJSON *res = harness_rpc_ok(&h, "blend.fit", params);
   cJSON *list = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   const cJSON *t;
@@ -649,10 +648,10 @@ TEST(blend_fit_of_a_file_recovers_its_weights_and_refuses_another_vertex_count) 
   /* A mesh of another vertex count, and a file that does not exist. */
   static const char tri[] = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
   const char *small = test_write_file("triangle.obj", tri, sizeof(tri) - 1);
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"%s\"}", small);
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"%s\"}", harness_mesh_name(small));
   ASSERT_EQ(harness_rpc_err(&h, "blend.fit", params, msg, sizeof(msg)), -32006);
   ASSERT_STR_CONTAINS(msg, "has 3 vertices");
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"%s/none.obj\"}", test_tmpdir());
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"shape\":\"none.obj\"}");
   ASSERT_EQ(harness_rpc_err(&h, "blend.fit", params, msg, sizeof(msg)), -32004);
   harness_stop(&h);
 }

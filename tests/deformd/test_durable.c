@@ -160,10 +160,11 @@ TEST(compressed_clips_and_gltf_targets_survive_kill_9_bit_identical) {
   char create[2048];
   harness h;
   start_on(&h, dir, NULL, NULL);
-  snprintf(create, sizeof(create), "{\"session\":\"faerie\",\"mesh\":\"%s\"}", test_assimp_model("MD2/faerie.md2"));
+  snprintf(create, sizeof(create), "{\"session\":\"faerie\",\"mesh\":\"%s\"}",
+           harness_mesh_name(test_assimp_model("MD2/faerie.md2")));
   rpc(&h, "session.create", create);
   snprintf(create, sizeof(create), "{\"session\":\"cube\",\"mesh\":\"%s\"}",
-           test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf"));
+           harness_mesh_name(test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf")));
   rpc(&h, "session.create", create);
   cJSON *t = harness_rpc_ok(&h, "targets.list", "{\"session\":\"cube\"}");
   ASSERT(cJSON_GetArraySize(t) >= 2);
@@ -428,8 +429,7 @@ TEST(revert_to_an_old_version_then_undo_the_revert) {
   look(&h, "demo", &now);
   /* An export of version 2 is the shape viewers saw then. */
   char params[1400];
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s/v2.obj\",\"version\":2}", test_tmpdir());
-  rpc(&h, "session.export", params);
+  rpc(&h, "session.export", "{\"session\":\"demo\",\"path\":\"v2.obj\",\"version\":2}"); /* into exports/ */
   cJSON *r = harness_rpc_ok(&h, "history.revert", "{\"session\":\"demo\",\"version\":2}");
   ASSERT_EQ(cJSON_GetObjectItem(r, "reverted_to")->valueint, 2);
   cJSON_Delete(r);
@@ -449,7 +449,7 @@ TEST(revert_to_an_old_version_then_undo_the_revert) {
   ASSERT(memcmp(again.weights, now.weights, sizeof(float) * now.nt) == 0);
   ASSERT(strcmp(again.targets, now.targets) == 0);
   /* The exported version-2 file holds version 2's positions. */
-  snprintf(params, sizeof(params), "%s/v2.obj", test_tmpdir());
+  snprintf(params, sizeof(params), "%s/exports/v2.obj", dir);
   FILE *f = fopen(params, "r");
   ASSERT(f != NULL);
   char line[256];

@@ -47,7 +47,7 @@ TEST(rpc_methods_answer_with_results) {
 
   /* A session from a real file, then closed. */
   char params[1024];
-  snprintf(params, sizeof(params), "{\"session\":\"wuson\",\"mesh\":\"%s\"}", test_assimp_model("OFF/Wuson.off"));
+  snprintf(params, sizeof(params), "{\"session\":\"wuson\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("OFF/Wuson.off")));
   r = harness_rpc_ok(&h, "session.create", params);
   ASSERT_EQ(cJSON_GetObjectItem(r, "triangles")->valueint, 3732);
   cJSON_Delete(r);
@@ -137,11 +137,11 @@ TEST(rpc_errors_have_codes_and_reasons) {
   ASSERT_EQ(harness_rpc_err(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}", msg, sizeof(msg)), -32005);
   char params[1024];
   snprintf(params, sizeof(params), "{\"session\":\"bad\",\"mesh\":\"%s\"}",
-           test_assimp_model("glTF2/BoxWithInfinites-glTF-Binary/BoxWithInfinites.glb"));
+           harness_mesh_name(test_assimp_model("glTF2/BoxWithInfinites-glTF-Binary/BoxWithInfinites.glb")));
   ASSERT_EQ(harness_rpc_err(&h, "session.create", params, msg, sizeof(msg)), -32004);
   ASSERT_STR_CONTAINS(msg, "non-finite");
   ASSERT_EQ(harness_rpc_err(&h, "session.create", "{\"session\":\"x\",\"mesh\":\"/no/such.obj\"}", msg, sizeof(msg)), -32004);
-  ASSERT_STR_CONTAINS(msg, "No such file");
+  ASSERT_STR_CONTAINS(msg, "no mesh called '/no/such.obj' in the mesh folders");
   /* Nothing above changed the state. */
   cJSON *r = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
   ASSERT_EQ(cJSON_GetObjectItem(r, "version")->valueint, 0);

@@ -480,8 +480,8 @@ TEST(closing_a_session_says_bye_to_its_viewers) {
 
 TEST(editors_need_the_token_when_one_is_set) {
   harness h;
-  const char *const args[] = {"--demo", "--token", "s3cret", NULL};
-  harness_start(&h, "demo", args);
+  const char *const args[] = {"--demo", NULL};
+  harness_start_token(&h, "demo", args, "s3cret");
   client_conn c;
   char err[256];
   ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
@@ -492,8 +492,12 @@ TEST(editors_need_the_token_when_one_is_set) {
   harness_join(&h, &c, &r, "demo", PROTO_ROLE_EDITOR, "s3cret");
   client_replica_fini(&r);
   client_close(&c);
-  harness_join(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, NULL); /* viewers need none */
+  harness_join(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, "s3cret"); /* viewers need one too */
   client_replica_fini(&r);
+  client_close(&c);
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_FORBIDDEN);
   client_close(&c);
   /* JSON-RPC connections must call auth first. */
   client_conn rpc;

@@ -54,6 +54,10 @@ static void track(harness *h, int add) {
 }
 
 void harness_start(harness *h, const char *wait_session, const char *const *args) {
+  harness_start_token(h, wait_session, args, NULL);
+}
+
+void harness_start_token(harness *h, const char *wait_session, const char *const *args, const char *admin_token) {
   memset(h, 0, sizeof(*h));
   const char *bin = getenv("DEFORMD_BIN");
   ASSERT(bin != NULL);
@@ -70,6 +74,12 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   argv[n++] = "0";
   argv[n++] = "--data"; /* memory only, unless the test gives its own --data (the last one counts) */
   argv[n++] = "none";
+  /* Clients name meshes relative to these: the packaged test models and the test's own files. */
+  const char *models = getenv("DEFORMD_ASSIMP_MODELS");
+  argv[n++] = "--mesh-dir";
+  argv[n++] = models && models[0] ? models : "/usr/share/assimp/models";
+  argv[n++] = "--mesh-dir";
+  argv[n++] = test_tmpdir();
   for (int i = 0; args && args[i] && n < 62; i++) argv[n++] = args[i];
   argv[n] = NULL;
   pid_t pid = fork();
@@ -77,6 +87,9 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   if (pid == 0) {
     /* If the test process dies without cleaning up (a sanitizer abort), so does its server. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* The administrator's token comes from the environment, never the command line. */
+    if (admin_token) setenv("DEFORMD_ADMIN_TOKEN", admin_token, 1);
+    else unsetenv("DEFORMD_ADMIN_TOKEN");
     int log = open(h->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out[1], 1);
     if (log >= 0) dup2(log, 2);
@@ -98,10 +111,9 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   char err[256];
   if (client_connect(&h->rpc, "127.0.0.1", h->rpc_port, err, sizeof(err)) != 0)
     test__fail(__FILE__, __LINE__, "%s", err);
-  for (int i = 0; args && args[i] && args[i + 1]; i++) { /* a server with a token wants auth */
-    if (strcmp(args[i], "--token") != 0) continue;
+  if (admin_token) { /* a server with tokens wants auth first */
     char params[512];
-    snprintf(params, sizeof(params), "{\"token\":\"%s\"}", args[i + 1]);
+    snprintf(params, sizeof(params), "{\"token\":\"%s\"}", admin_token);
     cJSON_Delete(harness_rpc_ok(h, "auth", params));
   }
   if (!wait_session) return;
@@ -265,26 +277,72 @@ int harness_closed(client_conn *c, int timeout_ms) {
   return 0;
 }
 
-float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count) {
-  static int n;
-  char path[1024], params[1400];
-  snprintf(path, sizeof(path), "%s/server-%d.obj", test_tmpdir(), n++);
-  snprintf(params, sizeof(params), "{\"session\":\"%s\",\"path\":\"%s\"}", session, path);
-  cJSON_Delete(harness_rpc_ok(h, "session.export", params));
-  FILE *f = fopen(path, "r");
+uint8_t *harness_download(harness *h, const char *session, const char *format, int64_t version, size_t *len) {
+  uint8_t *out = NULL;
+  size_t total = 0, have = 0;
+  uint64_t at_version = 0;
+  do {
+    char params[600];
+    if (version >= 0 || have > 0)
+      snprintf(params, sizeof(params), "{\"session\":\"%s\",\"format\":\"%s\",\"offset\":%zu,\"version\":%llu}", session,
+               format, have, (unsigned long long)(version >= 0 ? (uint64_t)version : at_version));
+    else
+      snprintf(params, sizeof(params), "{\"session\":\"%s\",\"format\":\"%s\"}", session, format);
+    cJSON *r = harness_rpc_ok(h, "session.export", params);
+    const cJSON *data = cJSON_GetObjectItem(r, "data"), *t = cJSON_GetObjectItem(r, "total");
+    const cJSON *off = cJSON_GetObjectItem(r, "offset"), *v = cJSON_GetObjectItem(r, "version");
+    ASSERT(cJSON_IsString(data) && cJSON_IsNumber(t) && cJSON_IsNumber(off) && cJSON_IsNumber(v));
+    ASSERT_EQ(off->valuedouble, have);
+    total = (size_t)t->valuedouble;
+    at_version = (uint64_t)v->valuedouble;
+    if (!out) out = malloc(total + 1);
+    size_t n = 0;
+    ASSERT_OK(test_base64_decode(data->valuestring, out + have, total - have, &n), "base64");
+    ASSERT(n > 0 || total == 0);
+    have += n;
+    cJSON_Delete(r);
+  } while (have < total);
+  *len = total;
+  return out;
+}
+
+void harness_download_file(harness *h, const char *session, const char *path) {
+  size_t n = 0, k = strlen(path);
+  uint8_t *bytes = harness_download(h, session, k > 4 && strcmp(path + k - 4, ".obj") == 0 ? "obj" : "glb", -1, &n);
+  FILE *f = fopen(path, "wb");
   ASSERT(f != NULL);
+  ASSERT_EQ(fwrite(bytes, 1, n, f), n);
+  ASSERT_EQ(fclose(f), 0);
+  free(bytes);
+}
+
+const char *harness_mesh_name(const char *path) {
+  const char *models = getenv("DEFORMD_ASSIMP_MODELS");
+  const char *roots[2] = {models && models[0] ? models : "/usr/share/assimp/models", test_tmpdir()};
+  for (int i = 0; i < 2; i++) {
+    size_t n = strlen(roots[i]);
+    if (strncmp(path, roots[i], n) == 0 && path[n] == '/') return path + n + 1;
+  }
+  test__fail(__FILE__, __LINE__, "test bug: %s is in no mesh folder of the harness", path);
+}
+
+float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count) {
+  size_t n = 0;
+  uint8_t *obj = harness_download(h, session, "obj", -1, &n);
+  obj[n] = '\0';
   size_t cap = 1024, len = 0;
   float *p = malloc(sizeof(float) * cap);
-  char line[256];
-  while (fgets(line, sizeof(line), f)) {
+  for (char *line = (char *)obj; line && *line;) {
     float v[3];
-    if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) != 3) continue;
-    if (len + 3 > cap) p = realloc(p, sizeof(float) * (cap *= 2));
-    memcpy(p + len, v, sizeof(v));
-    len += 3;
+    if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) == 3) {
+      if (len + 3 > cap) p = realloc(p, sizeof(float) * (cap *= 2));
+      memcpy(p + len, v, sizeof(v));
+      len += 3;
+    }
+    line = strchr(line, '\n');
+    if (line) line++;
   }
-  fclose(f);
-  unlink(path);
+  free(obj);
   *vertex_count = (uint32_t)(len / 3);
   return p;
 }

@@ -6,6 +6,8 @@
 #define DEFORMD_TEST_HARNESS_H
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "client.h"
@@ -18,9 +20,14 @@ typedef struct harness {
   client_conn rpc; /* one JSON-RPC connection kept open */
 } harness;
 
-/* Starts `deformd --stream-port 0 --rpc-port 0 ARGS...` (args: NULL-terminated) and waits for
- * its port line. If `wait_session` is not NULL, waits until that session exists. */
+/* Starts `deformd --stream-port 0 --rpc-port 0 --data none --mesh-dir MODELS --mesh-dir TMP
+ * ARGS...` (args: NULL-terminated; MODELS is the assimp test models' folder, TMP test_tmpdir(),
+ * so sessions are created from names relative to them) and waits for its port line. If
+ * `wait_session` is not NULL, waits until that session exists. */
 void harness_start(harness *h, const char *wait_session, const char *const *args);
+/* The same with DEFORMD_ADMIN_TOKEN=admin_token in its environment (NULL: none); the kept
+ * JSON-RPC connection calls auth with it first. */
+void harness_start_token(harness *h, const char *wait_session, const char *const *args, const char *admin_token);
 /* SIGKILL and wait: a crash, as far as the server can tell. */
 void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */
@@ -46,7 +53,18 @@ int harness_expect_error(client_conn *c, uint8_t want_type, uint32_t *request_id
 /* Whether the peer closed the connection within timeout_ms (skipping any frames). */
 int harness_closed(client_conn *c, int timeout_ms);
 
-/* The server's current shape of `session`, read back through session.export to an OBJ file:
+/* A session's shape as a file, downloaded in chunks through session.export without a path
+ * (format "obj" or "glb"; version < 0: the current one). Returns *len bytes (malloc'ed, one
+ * more byte to spare; caller frees). */
+uint8_t *harness_download(harness *h, const char *session, const char *format, int64_t version, size_t *len);
+
+/* The same written to the local file `path` (OBJ or GLB by its extension). */
+void harness_download_file(harness *h, const char *session, const char *path);
+/* The name a client gives for a file in one of the harness's mesh folders (its path relative to
+ * the folder); fails the test for a file in neither. */
+const char *harness_mesh_name(const char *path);
+
+/* The server's current shape of `session`, downloaded as OBJ (harness_download):
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
 

@@ -75,4 +75,10 @@ const char *test_tmpdir(void);
 /* Writes `text` to test_tmpdir()/name and returns the path (static buffer per call slot). */
 const char *test_write_file(const char *name, const void *data, size_t len);
 
+/* base64 (RFC 4648, padded), written in the tests independently of the server's OpenSSL calls.
+ * encode: a malloc'ed string (caller frees). decode: 0 with *len bytes in out (at most cap), or
+ * -1 for text that is not base64. */
+char *test_base64_encode(const void *data, size_t len);
+int test_base64_decode(const char *text, void *out, size_t cap, size_t *len);
+
 #endif

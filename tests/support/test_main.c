@@ -110,6 +110,52 @@ const char *test_write_file(const char *name, const void *data, size_t len) {
   return p;
 }
 
+/* base64 written out here, independently of the OpenSSL calls the server uses: the tests'
+ * own reading of RFC 4648. */
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *test_base64_encode(const void *data, size_t len) {
+  const unsigned char *p = data;
+  char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
+  if (!out) test__fail(__FILE__, __LINE__, "out of memory");
+  for (size_t i = 0; i < len; i += 3) {
+    unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
+    *o++ = b64_alphabet[v >> 18 & 63];
+    *o++ = b64_alphabet[v >> 12 & 63];
+    *o++ = i + 1 < len ? b64_alphabet[v >> 6 & 63] : '=';
+    *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
+  }
+  *o = '\0';
+  return out;
+}
+
+int test_base64_decode(const char *text, void *out, size_t cap, size_t *len) {
+  size_t n = strlen(text), w = 0;
+  unsigned char *o = out;
+  if (n % 4) return -1;
+  for (size_t i = 0; i < n; i += 4) {
+    unsigned v = 0;
+    int pad = 0;
+    for (int k = 0; k < 4; k++) {
+      const char *c = strchr(b64_alphabet, text[i + k]);
+      if (text[i + k] == '=' && i + 4 == n && k >= 2) {
+        pad++;
+        v <<= 6;
+      } else if (c && text[i + k] && !pad) {
+        v = v << 6 | (unsigned)(c - b64_alphabet);
+      } else {
+        return -1;
+      }
+    }
+    for (int k = 0; k < 3 - pad; k++) {
+      if (w == cap) return -1;
+      o[w++] = (unsigned char)(v >> (16 - 8 * k));
+    }
+  }
+  *len = w;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (int i = 0; i < test_count; i++) printf("%s\n", tests[i].name);

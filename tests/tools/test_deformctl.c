@@ -77,9 +77,7 @@ TEST(deformctl_watch_dumps_the_shape_the_server_has) {
   snprintf(args, sizeof(args), "--stream 127.0.0.1:%d watch demo --count 0 --dump '%s'", h.stream_port, dump);
   ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
   ASSERT_STR_CONTAINS(out, "version=2 type=SNAPSHOT");
-  char params[1200];
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
-  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  harness_download_file(&h, "demo", server);
   char *a = v_lines(dump), *b = v_lines(server);
   ASSERT(strlen(a) > 1000000);
   ASSERT(strcmp(a, b) == 0);
@@ -174,10 +172,9 @@ TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
     ASSERT(file_has(logs[i], want));
     kill(pids[i], SIGINT); /* watch writes its dump when it exits */
   }
-  char server[1024], params[1200];
+  char server[1024];
   snprintf(server, sizeof(server), "%s/server.obj", test_tmpdir());
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
-  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  harness_download_file(&h, "demo", server);
   char *expect = v_lines(server);
   for (int i = 0; i < WATCHERS; i++) {
     int status;
@@ -239,10 +236,9 @@ TEST(deformctl_watch_at_a_max_rate_counts_its_frames_and_ends_with_the_server_sh
   ASSERT(sscanf(last, "%ld frames", &frames) == 1);
   fprintf(stderr, "deformctl watch --max-rate 10 --seconds 3 beside 180 changes: \"%s\"\n", strtok(last, "\n"));
   ASSERT(frames >= 3 && frames <= 36);
-  char server[1024], params[1200];
+  char server[1024];
   snprintf(server, sizeof(server), "%s/server.obj", test_tmpdir());
-  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
-  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  harness_download_file(&h, "demo", server);
   char *a = v_lines(dump), *s = v_lines(server);
   ASSERT(strcmp(a, s) == 0);
   free(a);

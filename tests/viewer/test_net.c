@@ -450,12 +450,15 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   harness_stop(&h);
 }
 
-TEST(net_editor_without_the_token_watches_read_only) {
+TEST(net_editor_with_a_viewer_token_watches_read_only) {
   harness h;
-  const char *const args[] = {"--demo", "--token", "s3cret", NULL};
-  harness_start(&h, "demo", args);
+  const char *const args[] = {"--demo", NULL};
+  harness_start_token(&h, "demo", args, "s3cret");
+  cJSON *tok = harness_rpc_ok(&h, "token.create", "{\"role\":\"viewer\",\"session\":\"demo\",\"user\":\"vic\"}");
   vw_net bad, good;
-  vw_net_init(&bad, "127.0.0.1", h.stream_port, "demo", "guess", PROTO_ROLE_EDITOR);
+  vw_net_init(&bad, "127.0.0.1", h.stream_port, "demo", cJSON_GetObjectItem(tok, "token")->valuestring,
+              PROTO_ROLE_EDITOR);
+  cJSON_Delete(tok);
   vw_net_init(&good, "127.0.0.1", h.stream_port, "demo", "s3cret", PROTO_ROLE_EDITOR);
   poll_until_state(&bad, VW_NET_LIVE, NULL, 10000);
   poll_until_state(&good, VW_NET_LIVE, NULL, 10000);
