@@ -1,7 +1,8 @@
 /*
  * main.c — deform-view: watch and sculpt a deformd session.
  *
- *   deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]
+ *   deform-view [--connect HOST:PORT] [--session NAME | --open FILE [--rpc HOST:PORT]]
+ *               [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]
  *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
@@ -10,7 +11,9 @@
  * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
  * (mesh units), --lossless for exact floats, --protocol 1 for the first version.
  * Defaults: 127.0.0.1:7450 (or $DEFORMD_STREAM), session "demo", editor role, token from
- * $DEFORMD_TOKEN. --screenshot renders off-screen (no window appears; works under Xvfb), writes
+ * $DEFORMD_TOKEN. --open uploads a local mesh to the server (its JSON-RPC port: --rpc, default
+ * the stream port + 1 on the same host) and opens a session on it. --tls speaks TLS on both
+ * and verifies the server's certificate. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
  * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh).
  */
@@ -18,11 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "vw_app.h"
+#include "vw_open.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]\n"
+          "usage: deform-view [--connect HOST:PORT] [--session NAME | --open FILE [--rpc HOST:PORT]]\n"
+          "                   [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]\n"
           "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]\n"
@@ -55,6 +61,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "deform-view: DEFORMD_STREAM must be HOST:PORT\n");
     return 2;
   }
+  const char *open_file = NULL, *rpc = NULL;
+  static char token_buf[300];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -62,6 +70,9 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
+      continue;
+    } else if (strcmp(a, "--tls") == 0) {
+      o.tls = 1;
       continue;
     } else if (strcmp(a, "--lossless") == 0) {
       o.stream.codec = PROTO_CODEC_LOSSLESS;
@@ -81,6 +92,23 @@ int main(int argc, char **argv) {
       snprintf(o.session, sizeof(o.session), "%s", v);
     } else if (strcmp(a, "--token") == 0) {
       o.token = v;
+    } else if (strcmp(a, "--token-file") == 0) {
+      FILE *f = fopen(v, "r");
+      if (!f || !fgets(token_buf, sizeof(token_buf), f)) {
+        fprintf(stderr, "deform-view: cannot read a token from %s\n", v);
+        if (f) fclose(f);
+        return 2;
+      }
+      fclose(f);
+      token_buf[strcspn(token_buf, "\r\n")] = '\0';
+      o.token = token_buf;
+    } else if (strcmp(a, "--tls-ca") == 0) {
+      o.tls = 1;
+      o.tls_ca = v;
+    } else if (strcmp(a, "--open") == 0) {
+      open_file = v;
+    } else if (strcmp(a, "--rpc") == 0) {
+      rpc = v;
     } else if (strcmp(a, "--author") == 0) {
       o.author = v;
     } else if (strcmp(a, "--role") == 0 && (strcmp(v, "editor") == 0 || strcmp(v, "viewer") == 0)) {
@@ -110,6 +138,20 @@ int main(int argc, char **argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (open_file) { /* upload, open a session on it, and watch that */
+    vw_open_opts vo = {.file = open_file, .port = o.port + 1, .token = o.token, .tls = o.tls, .tls_ca = o.tls_ca};
+    snprintf(vo.host, sizeof(vo.host), "%s", o.host);
+    if (rpc && client_parse_hostport(rpc, vo.host, sizeof(vo.host), &vo.port) != 0) {
+      fprintf(stderr, "deform-view: --rpc needs HOST:PORT\n");
+      return 2;
+    }
+    char err[512];
+    if (vw_open_file(&vo, o.session, sizeof(o.session), err, sizeof(err)) != 0) {
+      fprintf(stderr, "deform-view: --open %s: %s\n", open_file, err);
+      return 1;
+    }
+    fprintf(stderr, "deform-view: %s opened as session %s\n", open_file, o.session);
   }
   return vw_app_run(&o);
 }

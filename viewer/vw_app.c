@@ -471,6 +471,7 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
+  if (o->tls) vw_net_set_tls(&a->net, 1, o->tls_ca);
   if (o->author) vw_net_set_author(&a->net, o->author);
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
   uint64_t start = vw_net_now_ms();

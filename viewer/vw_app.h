@@ -17,6 +17,8 @@ typedef struct vw_app_opts {
   int port;
   char session[256];
   const char *token;       /* or NULL */
+  int tls;                 /* TLS, verifying the server's certificate ... */
+  const char *tls_ca;      /* ... against these CAs (NULL: the system's) */
   const char *author;      /* the name edits are recorded (and undone) under, or NULL */
   proto_role role;         /* editor (default) or viewer */
   const char *screenshot;  /* PNG path: headless capture, then exit */

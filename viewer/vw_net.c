@@ -5,7 +5,9 @@
  * Everything happens inside vw_net_poll and the edit calls, on the render thread; the socket
  * is only ever waited on by poll() for at most the caller's `wait_ms`. Reads go through
  * client_read_frame with a zero timeout (it polls before every recv); writes go through an
- * outgoing queue sent with MSG_DONTWAIT, so a server that stops reading us cannot stall a frame.
+ * outgoing queue sent without waiting (client_send_nowait), so a server that stops reading us
+ * cannot stall a frame. With TLS (vw_net_set_tls) the handshake runs one step per poll too
+ * (client_tls_continue with no wait) between the TCP connect and HELLO.
  *
  * DOES NOT touch GL, and DOES NOT interpret the replica beyond telling what changed.
  */
@@ -22,14 +24,15 @@
 enum {
   PHASE_IDLE = 0,    /* no socket: waiting for retry_at_ms */
   PHASE_TCP = 1,     /* non-blocking connect in progress */
-  PHASE_WELCOME = 2, /* HELLO queued, waiting for WELCOME */
-  PHASE_SNAPSHOT = 3,/* WELCOME read, waiting for SNAPSHOT */
-  PHASE_LIVE = 4
+  PHASE_TLS = 2,     /* TLS handshake in progress */
+  PHASE_WELCOME = 3, /* HELLO queued, waiting for WELCOME */
+  PHASE_SNAPSHOT = 4,/* WELCOME read, waiting for SNAPSHOT */
+  PHASE_LIVE = 5
 };
 
 #define VW_NET_BACKOFF_FIRST_MS 250u
 #define VW_NET_BACKOFF_MAX_MS 8000u
-#define VW_NET_CONNECT_TIMEOUT_MS 5000u  /* TCP handshake */
+#define VW_NET_CONNECT_TIMEOUT_MS 5000u  /* TCP handshake, and then the TLS one */
 #define VW_NET_SILENCE_MS 10000u         /* nothing heard while waiting for WELCOME/SNAPSHOT/PONG */
 #define VW_NET_PING_MS 1000u
 #define VW_NET_MAX_FRAMES 1024u          /* frames applied per poll... */
@@ -90,23 +93,25 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
   proto_buf_init(&n->out);
 }
 
+void vw_net_set_tls(vw_net *n, int on, const char *ca_file) {
+  n->tls = on;
+  snprintf(n->tls_ca, sizeof(n->tls_ca), "%s", ca_file ? ca_file : "");
+}
+
 void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts) {
   n->protocol = protocol == PROTO_VERSION_2 ? PROTO_VERSION_2 : PROTO_VERSION;
   memset(&n->hello, 0, sizeof(n->hello));
   if (opts) n->hello = *opts;
 }
 
-/* Writes what the queue holds without waiting. 0 (all or part written), or -errno. */
+/* Writes what the queue holds without waiting. 0 (all or part written), or a CLIENT_E* code. */
 static int flush_out(vw_net *n) {
   while (n->out_off < n->out.len) {
-    ssize_t w = send(n->conn.fd, n->out.data + n->out_off, n->out.len - n->out_off,
-                     MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return -errno;
-    }
-    n->out_off += (size_t)w;
+    size_t w = 0;
+    int rc = client_send_nowait(&n->conn, n->out.data + n->out_off, n->out.len - n->out_off, &w);
+    if (rc) return rc;
+    if (w == 0) break;
+    n->out_off += w;
   }
   if (n->out_off == n->out.len) {
     n->out.len = 0;
@@ -168,9 +173,24 @@ static void send_hello(vw_net *n, uint64_t now) {
   enter_phase(n, PHASE_WELCOME, now);
   rc = flush_out(n);
   if (rc) {
-    set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
+    set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, client_strerror(rc));
     lose(n, 0);
   }
+}
+
+/* TCP is up: TLS first when asked, then HELLO. */
+static void connected(vw_net *n, uint64_t now) {
+  if (!n->tls) {
+    send_hello(n, now);
+    return;
+  }
+  char err[256];
+  if (client_tls_begin(&n->conn, n->host, n->tls_ca[0] ? n->tls_ca : NULL, err, sizeof(err)) != 0) {
+    set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, err);
+    lose(n, 0);
+    return;
+  }
+  enter_phase(n, PHASE_TLS, now);
 }
 
 static void start_connect(vw_net *n, uint64_t now) {
@@ -184,7 +204,7 @@ static void start_connect(vw_net *n, uint64_t now) {
     return;
   }
   enter_phase(n, PHASE_TCP, now);
-  if (rc == 0) send_hello(n, now);
+  if (rc == 0) connected(n, now);
 }
 
 static void add_span(vw_net_changes *ch, uint32_t first, uint32_t end) {
@@ -376,8 +396,9 @@ static void maybe_ping(vw_net *n, uint64_t now) {
 
 /* Gives up on a connection that made no progress for too long. Returns 1 when it did. */
 static int check_timeouts(vw_net *n, uint64_t now) {
-  if (n->phase == PHASE_TCP && now - n->phase_ms >= VW_NET_CONNECT_TIMEOUT_MS) {
-    set_error(n, 0, 0, "%s:%d: no answer to connect within %u ms", n->host, n->port, VW_NET_CONNECT_TIMEOUT_MS);
+  if ((n->phase == PHASE_TCP || n->phase == PHASE_TLS) && now - n->phase_ms >= VW_NET_CONNECT_TIMEOUT_MS) {
+    set_error(n, 0, 0, "%s:%d: no answer to %s within %u ms", n->host, n->port,
+              n->phase == PHASE_TCP ? "connect" : "the TLS handshake", VW_NET_CONNECT_TIMEOUT_MS);
     lose(n, 0);
     return 1;
   }
@@ -408,6 +429,15 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
     if (n->phase == PHASE_TCP) {
       char err[256];
       int rc = client_connect_finish(&n->conn, 0, err, sizeof(err));
+      if (rc == 0) connected(n, now);
+      if (rc != 0 && rc != CLIENT_EINPROGRESS) {
+        set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, err);
+        lose(n, 0);
+      }
+    }
+    if (n->phase == PHASE_TLS) {
+      char err[256];
+      int rc = client_tls_continue(&n->conn, 0, err, sizeof(err));
       if (rc == 0) send_hello(n, now);
       if (rc != 0 && rc != CLIENT_EINPROGRESS) {
         set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, err);
@@ -417,7 +447,7 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
     if (n->phase >= PHASE_WELCOME) {
       int rc = flush_out(n);
       if (rc) {
-        set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
+        set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, client_strerror(rc));
         lose(n, 0);
       } else if (read_frames(n, ch, now) > 0) {
         changed = 1;
@@ -431,9 +461,9 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
     int t = until > now ? (int)(until - now) : 0;
     if (n->phase == PHASE_IDLE) {
       poll(NULL, 0, t);
-    } else {
-      short ev = n->phase == PHASE_TCP ? POLLOUT : POLLIN;
-      if (n->out.len > n->out_off) ev |= POLLOUT;
+    } else if (n->phase < PHASE_WELCOME || !client_readable_now(&n->conn)) {
+      short ev = n->phase == PHASE_TCP ? POLLOUT : client_poll_events(&n->conn);
+      if (n->phase >= PHASE_WELCOME && n->out.len > n->out_off) ev |= POLLOUT;
       struct pollfd pfd = {n->conn.fd, ev, 0};
       poll(&pfd, 1, t);
     }
@@ -443,7 +473,7 @@ vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch) {
     maybe_ping(n, now);
     int rc = flush_out(n);
     if (rc) {
-      set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
+      set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, client_strerror(rc));
       lose(n, 0);
     }
   }
@@ -495,7 +525,7 @@ static uint32_t edit_end(vw_net *n, uint32_t id, int rc) {
   }
   rc = flush_out(n);
   if (rc) {
-    set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
+    set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, client_strerror(rc));
     lose(n, 0);
     return 0;
   }

@@ -54,6 +54,8 @@ typedef struct vw_net {
   char author[PROTO_MAX_AUTHOR + 1]; /* the name edits are recorded under ("" = anonymous) */
   int protocol;             /* 1 (vw_net_init's default) or 2 (vw_net_set_protocol) */
   proto_hello_opts hello;   /* version 2: codec, max rate, tolerance asked for */
+  int tls;                  /* speak TLS, verifying the server's certificate (vw_net_set_tls) */
+  char tls_ca[1024];        /* ... against these CAs (PEM file); "": the system's */
   /* state */
   vw_net_state state;
   client_conn conn;
@@ -94,6 +96,9 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
 /* Speak protocol `protocol` (1 or 2) from the next connection on, asking with `opts` (version
  * 2: NULL for the defaults, the session's tolerance at every change). */
 void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts);
+/* Speak TLS from the next connection on, verifying the server's certificate against the CAs
+ * in ca_file (NULL: the system's) and the host name or address connected to. */
+void vw_net_set_tls(vw_net *n, int on, const char *ca_file);
 /* Says BYE if it can without waiting, closes, and frees the replica and the buffers. */
 void vw_net_fini(vw_net *n);
 

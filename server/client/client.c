@@ -124,6 +124,7 @@ int client_connect(client_conn *c, const char *host, int port, char *err, size_t
 }
 
 void client_close(client_conn *c) {
+  client__tls_free(c);
   if (c->fd >= 0) close(c->fd);
   free(c->buf);
   memset(c, 0, sizeof(*c));
@@ -132,6 +133,17 @@ void client_close(client_conn *c) {
 
 int client_send(client_conn *c, const void *data, size_t n) {
   const uint8_t *p = data;
+  while (c->tls && n > 0) { /* the socket is non-blocking under TLS: wait as SSL asks */
+    long w = client__tls_write(c, p, n);
+    if (w < 0) return (int)w;
+    if (w == 0) {
+      struct pollfd pfd = {c->fd, c->tls_wait, 0};
+      if (poll(&pfd, 1, -1) < 0 && errno != EINTR) return CLIENT_EIO;
+      continue;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
   while (n > 0) {
     ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
     if (w < 0) {
@@ -143,6 +155,30 @@ int client_send(client_conn *c, const void *data, size_t n) {
   }
   return 0;
 }
+
+int client_send_nowait(client_conn *c, const void *data, size_t n, size_t *sent) {
+  *sent = 0;
+  if (c->tls) {
+    long w = client__tls_write(c, data, n);
+    if (w < 0) return (int)w;
+    *sent = (size_t)w;
+    return 0;
+  }
+  for (;;) {
+    ssize_t w = send(c->fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w >= 0) {
+      *sent = (size_t)w;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return errno == EPIPE || errno == ECONNRESET ? CLIENT_ECLOSED : CLIENT_EIO;
+  }
+}
+
+short client_poll_events(const client_conn *c) { return c->tls && c->tls_wait ? c->tls_wait : POLLIN; }
+
+int client_readable_now(const client_conn *c) { return c->len > c->off || client_tls_pending(c); }
 
 int client_send_buf(client_conn *c, proto_buf *b) {
   int rc = b->failed ? CLIENT_ENOMEM : client_send(c, b->data, b->len);
@@ -170,16 +206,25 @@ static int fill(client_conn *c, size_t need, int timeout_ms) {
       c->buf = g;
       c->cap = cap;
     }
+    if (c->tls) { /* what SSL has decrypted (or can, from what arrived) first */
+      long r = client__tls_read(c, c->buf + c->len, c->cap - c->len);
+      if (r < 0) return (int)r;
+      if (r > 0) {
+        c->len += (size_t)r;
+        continue;
+      }
+    }
     int wait = -1;
     if (timeout_ms >= 0) {
       uint64_t now = client_now_ns();
       wait = now >= deadline ? 0 : (int)((deadline - now + 999999ull) / 1000000ull);
     }
-    struct pollfd pfd = {c->fd, POLLIN, 0};
+    struct pollfd pfd = {c->fd, c->tls ? c->tls_wait : POLLIN, 0};
     int pr = poll(&pfd, 1, wait);
     if (pr < 0 && errno == EINTR) return CLIENT_ETIMEDOUT;
     if (pr < 0) return CLIENT_EIO;
     if (pr == 0) return CLIENT_ETIMEDOUT;
+    if (c->tls) continue;
     ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r == 0) return CLIENT_ECLOSED;
@@ -289,6 +334,7 @@ const char *client_strerror(int code) {
     case CLIENT_EMALFORMED: return "malformed frame or response";
     case CLIENT_ERPC: return "the server answered with an error";
     case CLIENT_ENOMEM: return "out of memory";
+    case CLIENT_ETLS: return "TLS failed (handshake, or an untrusted certificate)";
     default: return "unknown error";
   }
 }

@@ -28,7 +28,8 @@ enum {
   CLIENT_EIO = -2007,         /* a socket error */
   CLIENT_EMALFORMED = -2008,  /* a frame header or a JSON-RPC response that does not parse */
   CLIENT_ERPC = -2009,        /* the server answered a JSON-RPC call with an error (*error) */
-  CLIENT_ENOMEM = -2010
+  CLIENT_ENOMEM = -2010,
+  CLIENT_ETLS = -2011          /* the TLS handshake failed, or the server's certificate is not trusted */
 };
 
 const char *client_strerror(int code);
@@ -38,6 +39,8 @@ typedef struct client_conn {
   uint8_t *buf;
   size_t len, cap, off;
   proto_limits limits;
+  void *tls;       /* client_tls.c's state once TLS started, else NULL */
+  short tls_wait;  /* TLS: what the socket must become (POLLIN / POLLOUT) before SSL can go on */
 } client_conn;
 
 /* Connects to HOST:PORT (a name is resolved here; this is a client). */
@@ -57,6 +60,28 @@ int client_parse_hostport(const char *text, char *host, size_t hostlen, int *por
 void client_close(client_conn *c);
 /* Writes all of data. */
 int client_send(client_conn *c, const void *data, size_t n);
+/* Writes what the socket takes now, without waiting: *sent bytes (0 when it would wait).
+ * 0 or CLIENT_EIO / CLIENT_ECLOSED. */
+int client_send_nowait(client_conn *c, const void *data, size_t n, size_t *sent);
+/* The poll() events to wait for before the connection can go on reading (POLLIN, or what TLS
+ * needs), and whether bytes are readable already without waiting (decrypted and buffered). */
+short client_poll_events(const client_conn *c);
+int client_readable_now(const client_conn *c);
+
+/* TLS (client_tls.c) on a connected socket: the server's certificate is verified against the
+ * PEM CAs in ca_file (NULL: the system's) and must name `host` (a DNS name, or an IP address).
+ * client_tls_start waits up to timeout_ms (< 0: no limit) for the handshake; a poller calls
+ * client_tls_begin once, then client_tls_continue (0: done, CLIENT_EINPROGRESS: wait for
+ * client_poll_events and call again). Each returns 0 or CLIENT_ETLS / CLIENT_ETIMEDOUT /
+ * CLIENT_EIO with a reason. From then on every read and write of the connection is encrypted. */
+int client_tls_start(client_conn *c, const char *host, const char *ca_file, int timeout_ms, char *err, size_t errlen);
+int client_tls_begin(client_conn *c, const char *host, const char *ca_file, char *err, size_t errlen);
+int client_tls_continue(client_conn *c, int timeout_ms, char *err, size_t errlen);
+/* Internal to client.c and client_tls.c. */
+void client__tls_free(client_conn *c);
+long client__tls_read(client_conn *c, void *buf, size_t cap);
+long client__tls_write(client_conn *c, const void *data, size_t n);
+int client_tls_pending(const client_conn *c);
 int client_send_buf(client_conn *c, proto_buf *b); /* sends and empties b */
 
 /* Reads one frame: 0 with *h and *payload (valid until the next read); CLIENT_ETIMEDOUT when
@@ -77,6 +102,18 @@ int client_hello2(client_conn *c, const char *session, proto_role role, const ch
  * code. */
 int client_rpc(client_conn *c, const char *method, const cJSON *params, int timeout_ms, cJSON **result,
                cJSON **error);
+
+/* Files over JSON-RPC (client_transfer.c). client_upload_file sends the local file `path` as
+ * meshes/NAME (mesh.upload, 8 MiB chunks): 0 with the last answer in *last. client_download_file
+ * writes a session's shape (OBJ or GLB by path's extension; version < 0: the current one) to
+ * `path` through session.export chunks, every chunk of one version: 0 with
+ * {"session","file","bytes","version","format"} in *info. Both: the caller frees what they
+ * give; CLIENT_ERPC with the server's error in *error (when error is not NULL), or another code,
+ * with a reason in err. */
+int client_upload_file(client_conn *c, const char *path, const char *name, cJSON **last, cJSON **error, char *err,
+                       size_t errlen);
+int client_download_file(client_conn *c, const char *session, const char *path, int64_t version, cJSON **info,
+                         cJSON **error, char *err, size_t errlen);
 
 /* A monotonic clock in nanoseconds (latencies, deadlines). */
 uint64_t client_now_ns(void);

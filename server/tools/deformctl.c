@@ -7,6 +7,11 @@
  *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--seconds S] [--max-rate HZ]
  *                                              [--tolerance T | --quantised | --protocol 1] [--dump FILE.obj]
  *   deformctl undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION V
+ *   deformctl upload FILE [NAME]                     a local mesh into the server's meshes/
+ *   deformctl download SESSION FILE.(obj|glb) [--version V]   a session's shape into a local file
+ *
+ * With --tls (and --tls-ca FILE) every connection is TLS and the server's certificate is
+ * verified. A token comes from --token, --token-file FILE or $DEFORMD_TOKEN.
  *
  * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER): undo and redo
  * act on that author's steps, across runs.
@@ -32,13 +37,20 @@ static void on_sigint(int sig) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deformctl [--rpc HOST:PORT] [--stream HOST:PORT] [--token T] COMMAND ...\n"
+          "usage: deformctl [--rpc HOST:PORT] [--stream HOST:PORT] [--token T | --token-file F]\n"
+          "                 [--tls [--tls-ca FILE]] [--author NAME] COMMAND ...\n"
           "\n"
           "  call METHOD 'JSON'              any JSON-RPC method with its params\n"
           "  session.list | server.stats\n"
-          "  session.create NAME MESH        MESH is a file path or \"demo\"\n"
+          "  session.create NAME MESH        MESH is \"demo\" or a mesh's name in the server's mesh folders\n"
+          "                                  (its meshes/, --mesh-dir), e.g. MD2/faerie.md2\n"
           "  session.close NAME\n"
-          "  session.export NAME FILE        write the current shape (.obj or .glb)\n"
+          "  session.export NAME FILE        write the current shape into the server's exports/FILE\n"
+          "  upload FILE [NAME]              send a local mesh file to the server's meshes/ (as NAME,\n"
+          "                                  default its file name); then session.create S NAME\n"
+          "  download SESSION FILE [--version V]\n"
+          "                                  the session's shape (or version V) into the local FILE\n"
+          "                                  (.obj or .glb)\n"
           "  mesh.info | targets.list | weights.get | state.get | sculpt.get NAME\n"
           "  weights.set NAME TARGET=VALUE ...\n"
           "  undo NAME | redo NAME          undo or redo your newest step (history.undo / history.redo)\n"
@@ -55,7 +67,9 @@ static void usage(FILE *out) {
           "                                  for at most HZ updates a second\n"
           "\n"
           "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
-          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token;\n"
+          "--token T, --token-file F (its first line) or $DEFORMD_TOKEN: the access token (both ports);\n"
+          "--tls: speak TLS and verify the server's certificate (against --tls-ca FILE, else the\n"
+          "system's CAs);\n"
           "--author NAME (or $DEFORMD_AUTHOR, else $USER) names you in the session's history.\n");
 }
 
@@ -82,32 +96,44 @@ static int print_outcome(int rc, cJSON *result, cJSON *error) {
   return 0;
 }
 
-static const char *token, *author;
+static const char *token, *author, *tls_ca;
+static int tls_on;
+static char token_buf[300];
 
-static int rpc_call(const char *hostport, const char *method, cJSON *params) {
-  char host[256], err[256];
+/* Connects to HOST:PORT (`flag` names the option it came from), with TLS when asked. 0, or 1
+ * after saying why. */
+static int open_conn(const char *hostport, const char *flag, client_conn *c) {
+  char host[256], err[512];
   int port;
   if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
-    fprintf(stderr, "deformctl: --rpc wants HOST:PORT, not '%s'\n", hostport);
-    cJSON_Delete(params);
+    fprintf(stderr, "deformctl: %s wants HOST:PORT, not '%s'\n", flag, hostport);
     return 1;
   }
-  client_conn c;
-  if (client_connect(&c, host, port, err, sizeof(err))) {
+  if (client_connect(c, host, port, err, sizeof(err))) {
     fprintf(stderr, "deformctl: %s\n", err);
-    cJSON_Delete(params);
     return 1;
   }
+  if (tls_on && client_tls_start(c, host, tls_ca, 30000, err, sizeof(err)) != 0) {
+    fprintf(stderr, "deformctl: %s:%d: %s\n", host, port, err);
+    client_close(c);
+    return 1;
+  }
+  return 0;
+}
+
+/* A JSON-RPC connection that has presented the token and named the author. 0, or the exit
+ * status after saying why. */
+static int rpc_open(const char *hostport, client_conn *c) {
+  if (open_conn(hostport, "--rpc", c)) return 1;
   cJSON *result, *error;
   int rc;
-  if (token) { /* servers started with --token want it before anything else */
+  if (token) { /* a server with tokens wants one before anything else */
     cJSON *auth = cJSON_CreateObject();
     cJSON_AddStringToObject(auth, "token", token);
-    rc = client_rpc(&c, "auth", auth, 30000, &result, &error);
+    rc = client_rpc(c, "auth", auth, 30000, &result, &error);
     cJSON_Delete(auth);
     if (rc != 0) {
-      cJSON_Delete(params);
-      client_close(&c);
+      client_close(c);
       return print_outcome(rc, result, error);
     }
     cJSON_Delete(result);
@@ -115,17 +141,27 @@ static int rpc_call(const char *hostport, const char *method, cJSON *params) {
   if (author && author[0]) { /* who did it: the history's author, undo's owner */
     cJSON *hello = cJSON_CreateObject();
     cJSON_AddStringToObject(hello, "author", author);
-    rc = client_rpc(&c, "hello", hello, 30000, &result, &error);
+    rc = client_rpc(c, "hello", hello, 30000, &result, &error);
     cJSON_Delete(hello);
     cJSON_Delete(result);
     cJSON_Delete(error);
     if (rc != 0 && rc != CLIENT_ERPC) { /* an older server without hello answers an error: go on */
-      cJSON_Delete(params);
-      client_close(&c);
+      client_close(c);
       return print_outcome(rc, NULL, NULL);
     }
   }
-  rc = client_rpc(&c, method, params, 600000, &result, &error);
+  return 0;
+}
+
+static int rpc_call(const char *hostport, const char *method, cJSON *params) {
+  client_conn c;
+  int status = rpc_open(hostport, &c);
+  if (status) {
+    cJSON_Delete(params);
+    return status;
+  }
+  cJSON *result, *error;
+  int rc = client_rpc(&c, method, params, 600000, &result, &error);
   cJSON_Delete(params);
   client_close(&c);
   return print_outcome(rc, result, error);
@@ -232,17 +268,9 @@ typedef struct watch_opts {
 static int watch(const char *hostport, const char *session, const watch_opts *wo) {
   long count = wo->count;
   const char *dump = wo->dump;
-  char host[256], err[256];
-  int port;
-  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
-    fprintf(stderr, "deformctl: --stream wants HOST:PORT, not '%s'\n", hostport);
-    return 1;
-  }
+  char err[256];
   client_conn c;
-  if (client_connect(&c, host, port, err, sizeof(err))) {
-    fprintf(stderr, "deformctl: %s\n", err);
-    return 1;
-  }
+  if (open_conn(hostport, "--stream", &c)) return 1;
   signal(SIGINT, on_sigint);
   signal(SIGTERM, on_sigint);
   client_replica r;
@@ -339,6 +367,67 @@ done:
   return status;
 }
 
+/* upload FILE [NAME] */
+static int upload(const char *rpc, int argc, char **argv) {
+  if (argc < 1 || argc > 2) {
+    fprintf(stderr, "deformctl: upload FILE [NAME]\n");
+    return 1;
+  }
+  const char *slash = strrchr(argv[0], '/');
+  const char *name = argc == 2 ? argv[1] : slash ? slash + 1 : argv[0];
+  client_conn c;
+  int status = rpc_open(rpc, &c);
+  if (status) return status;
+  cJSON *last = NULL, *error = NULL;
+  char err[512];
+  int rc = client_upload_file(&c, argv[0], name, &last, &error, err, sizeof(err));
+  client_close(&c);
+  if (rc && rc != CLIENT_ERPC) {
+    fprintf(stderr, "deformctl: upload %s: %s\n", argv[0], err);
+    return 1;
+  }
+  return print_outcome(rc, last, error);
+}
+
+/* download SESSION FILE.(obj|glb) [--version V] */
+static int download(const char *rpc, int argc, char **argv) {
+  int64_t version = -1;
+  char *end = NULL;
+  if (argc == 4 && strcmp(argv[2], "--version") == 0) {
+    double v = strtod(argv[3], &end);
+    if (!end || *end || v < 0) argc = 0;
+    else version = (int64_t)v;
+  }
+  if (argc != 2 && argc != 4) {
+    fprintf(stderr, "deformctl: download SESSION FILE.(obj|glb) [--version V]\n");
+    return 1;
+  }
+  client_conn c;
+  int status = rpc_open(rpc, &c);
+  if (status) return status;
+  cJSON *info = NULL, *error = NULL;
+  char err[512];
+  int rc = client_download_file(&c, argv[0], argv[1], version, &info, &error, err, sizeof(err));
+  client_close(&c);
+  if (rc && rc != CLIENT_ERPC) {
+    fprintf(stderr, "deformctl: download %s: %s\n", argv[0], err);
+    return 1;
+  }
+  return print_outcome(rc, info, error);
+}
+
+/* The first line of a file (a token kept out of the command line and the environment). */
+static const char *read_token_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f || !fgets(token_buf, sizeof(token_buf), f)) {
+    if (f) fclose(f);
+    return NULL;
+  }
+  fclose(f);
+  token_buf[strcspn(token_buf, "\r\n")] = '\0';
+  return token_buf;
+}
+
 int main(int argc, char **argv) {
   const char *rpc = getenv("DEFORMD_RPC") ? getenv("DEFORMD_RPC") : "127.0.0.1:7451";
   const char *stream = getenv("DEFORMD_STREAM") ? getenv("DEFORMD_STREAM") : "127.0.0.1:7450";
@@ -349,6 +438,13 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--rpc") == 0 && i + 1 < argc) rpc = argv[++i];
     else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) stream = argv[++i];
     else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) token = argv[++i];
+    else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc) {
+      if (!(token = read_token_file(argv[++i]))) {
+        fprintf(stderr, "deformctl: cannot read a token from %s\n", argv[i]);
+        return 1;
+      }
+    } else if (strcmp(argv[i], "--tls") == 0) tls_on = 1;
+    else if (strcmp(argv[i], "--tls-ca") == 0 && i + 1 < argc) tls_ca = argv[++i], tls_on = 1;
     else if (strcmp(argv[i], "--author") == 0 && i + 1 < argc) author = argv[++i];
     else if (strcmp(argv[i], "--help") == 0) {
       usage(stdout);
@@ -434,6 +530,8 @@ int main(int argc, char **argv) {
     }
     return watch(stream, session, &wo);
   }
+  if (strcmp(cmd, "upload") == 0) return upload(rpc, argc - i, argv + i);
+  if (strcmp(cmd, "download") == 0) return download(rpc, argc - i, argv + i);
   if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0 || strcmp(cmd, "history") == 0 ||
       strcmp(cmd, "revert") == 0)
     return history_command(rpc, cmd, argc - i, argv + i);
