@@ -178,7 +178,9 @@ int client_send_nowait(client_conn *c, const void *data, size_t n, size_t *sent)
 
 short client_poll_events(const client_conn *c) { return c->tls && c->tls_wait ? c->tls_wait : POLLIN; }
 
-int client_readable_now(const client_conn *c) { return c->len > c->off || client_tls_pending(c); }
+/* Bytes buffered here are a partial frame the socket must complete: only what SSL holds decrypted
+ * and not yet taken counts. */
+int client_readable_now(const client_conn *c) { return client_tls_pending(c); }
 
 int client_send_buf(client_conn *c, proto_buf *b) {
   int rc = b->failed ? CLIENT_ENOMEM : client_send(c, b->data, b->len);

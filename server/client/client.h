@@ -64,7 +64,8 @@ int client_send(client_conn *c, const void *data, size_t n);
  * 0 or CLIENT_EIO / CLIENT_ECLOSED. */
 int client_send_nowait(client_conn *c, const void *data, size_t n, size_t *sent);
 /* The poll() events to wait for before the connection can go on reading (POLLIN, or what TLS
- * needs), and whether bytes are readable already without waiting (decrypted and buffered). */
+ * needs), and whether SSL holds decrypted bytes not read yet (then poll() would wait for
+ * nothing). */
 short client_poll_events(const client_conn *c);
 int client_readable_now(const client_conn *c);
 

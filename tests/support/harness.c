@@ -58,7 +58,45 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
 }
 
 void harness_start_token(harness *h, const char *wait_session, const char *const *args, const char *admin_token) {
+  harness_start_full(h, wait_session, args, admin_token, NULL);
+}
+
+void harness_connect(harness *h, client_conn *c, int port) {
+  char err[512];
+  if (client_connect(c, "127.0.0.1", port, err, sizeof(err)) != 0) test__fail(__FILE__, __LINE__, "%s", err);
+  if (h->tls_ca[0] && client_tls_start(c, "127.0.0.1", h->tls_ca, 30000, err, sizeof(err)) != 0)
+    test__fail(__FILE__, __LINE__, "%s", err);
+}
+
+const char *harness_certs(void) {
+  static char dir[1024];
+  if (dir[0]) return dir;
+  snprintf(dir, sizeof(dir), "%s/certs", test_tmpdir());
+  char cmd[8192];
+  /* EC P-256 keys: quick to make and to sign with. */
+  snprintf(cmd, sizeof(cmd),
+           "(set -e; mkdir -p '%s'; cd '%s'; "
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=test-ca "
+           "-keyout ca.key -out ca.pem; "
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=other-ca "
+           "-keyout other-ca.key -out other-ca.pem; "
+           "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=deformd -keyout key.pem -out req.pem; "
+           "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext; "
+           "openssl x509 -req -in req.pem -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out cert.pem; "
+           "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=example.com -keyout wrong-key.pem "
+           "-out wrong.req; "
+           "printf 'subjectAltName=DNS:example.com\n' > wrong.ext; "
+           "openssl x509 -req -in wrong.req -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile wrong.ext "
+           "-out wrong-cert.pem) 2>/dev/null",
+           dir, dir);
+  if (system(cmd) != 0) test__fail(__FILE__, __LINE__, "cannot make test certificates with openssl (deploy/deps.sh installs it)");
+  return dir;
+}
+
+void harness_start_full(harness *h, const char *wait_session, const char *const *args, const char *admin_token,
+                        const char *tls_ca) {
   memset(h, 0, sizeof(*h));
+  if (tls_ca) snprintf(h->tls_ca, sizeof(h->tls_ca), "%s", tls_ca);
   const char *bin = getenv("DEFORMD_BIN");
   ASSERT(bin != NULL);
   static int count;
@@ -108,9 +146,7 @@ void harness_start_token(harness *h, const char *wait_session, const char *const
     test__fail(__FILE__, __LINE__, "deformd did not print its ports (got '%s')", line);
   }
   fclose(f);
-  char err[256];
-  if (client_connect(&h->rpc, "127.0.0.1", h->rpc_port, err, sizeof(err)) != 0)
-    test__fail(__FILE__, __LINE__, "%s", err);
+  harness_connect(h, &h->rpc, h->rpc_port);
   if (admin_token) { /* a server with tokens wants auth first */
     char params[512];
     snprintf(params, sizeof(params), "{\"token\":\"%s\"}", admin_token);
@@ -210,8 +246,7 @@ void harness_join(harness *h, client_conn *c, client_replica *r, const char *ses
 void harness_join2(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                    const char *token, const proto_hello_opts *opts) {
   char err[256];
-  if (client_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
-    test__fail(__FILE__, __LINE__, "%s", err);
+  harness_connect(h, c, h->stream_port);
   ASSERT_OK(client_hello2(c, session, role, token, opts), NULL);
   client_replica_init(r);
   for (;;) {
@@ -333,14 +368,15 @@ float *harness_server_positions(harness *h, const char *session, uint32_t *verte
   size_t cap = 1024, len = 0;
   float *p = malloc(sizeof(float) * cap);
   for (char *line = (char *)obj; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0'; /* sscanf measures the whole string it is given: one line at a time */
     float v[3];
     if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) == 3) {
       if (len + 3 > cap) p = realloc(p, sizeof(float) * (cap *= 2));
       memcpy(p + len, v, sizeof(v));
       len += 3;
     }
-    line = strchr(line, '\n');
-    if (line) line++;
+    line = nl ? nl + 1 : NULL;
   }
   free(obj);
   *vertex_count = (uint32_t)(len / 3);

@@ -17,7 +17,8 @@ typedef struct harness {
   pid_t pid;
   int stream_port, rpc_port;
   char log_path[1024];
-  client_conn rpc; /* one JSON-RPC connection kept open */
+  char tls_ca[1024]; /* "" in clear; else the server speaks TLS and clients trust this CA */
+  client_conn rpc;   /* one JSON-RPC connection kept open */
 } harness;
 
 /* Starts `deformd --stream-port 0 --rpc-port 0 --data none --mesh-dir MODELS --mesh-dir TMP
@@ -28,6 +29,17 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
 /* The same with DEFORMD_ADMIN_TOKEN=admin_token in its environment (NULL: none); the kept
  * JSON-RPC connection calls auth with it first. */
 void harness_start_token(harness *h, const char *wait_session, const char *const *args, const char *admin_token);
+/* The same over TLS (tls_ca not NULL: the server was given a certificate in args that this CA
+ * signed; every connection the harness makes then speaks TLS and verifies it). */
+void harness_start_full(harness *h, const char *wait_session, const char *const *args, const char *admin_token,
+                        const char *tls_ca);
+/* A connection to port `port` of the server (TLS when the harness's is). */
+void harness_connect(harness *h, client_conn *c, int port);
+/* Throw-away certificates (openssl CLI) in test_tmpdir(), made once: ca.pem (the CA),
+ * cert.pem/key.pem (127.0.0.1 and localhost, signed by it), other-ca.pem (a CA that signed
+ * nothing here), wrong-cert.pem/wrong-key.pem (example.com only, signed by ca.pem). Returns
+ * the folder. */
+const char *harness_certs(void);
 /* SIGKILL and wait: a crash, as far as the server can tell. */
 void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */

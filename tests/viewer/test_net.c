@@ -717,3 +717,39 @@ TEST(net_version_2_viewers_follow_lossless_exactly_and_quantised_within_their_gr
   vw_net_fini(&q);
   harness_stop(&h);
 }
+
+TEST(net_over_tls_joins_edits_and_refuses_an_untrusted_server) {
+  const char *certs = harness_certs();
+  char cert[1200], key[1200], ca[1200], other[1200];
+  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
+  snprintf(key, sizeof(key), "%s/key.pem", certs);
+  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  snprintf(other, sizeof(other), "%s/other-ca.pem", certs);
+  const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
+  harness h;
+  harness_start_full(&h, "demo", args, "net-admin", ca);
+  vw_net e, bad;
+  vw_net_init(&e, "127.0.0.1", h.stream_port, "demo", "net-admin", PROTO_ROLE_EDITOR);
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS};
+  vw_net_set_protocol(&e, PROTO_VERSION_2, &lossless);
+  vw_net_set_tls(&e, 1, ca);
+  poll_until_state(&e, VW_NET_LIVE, NULL, 10000);
+  ASSERT_EQ(e.role, PROTO_ROLE_EDITOR);
+  uint32_t t = 3;
+  float w = 0.75f;
+  ASSERT(vw_net_set_weights(&e, 1, &t, &w) != 0);
+  vw_net_changes acc;
+  follow(&e, 1, &acc);
+  ASSERT(e.replica.weights[3] == 0.75f);
+  same_as_server(&h, &e);
+  /* A viewer that trusts another CA never gets past the handshake. */
+  vw_net_init(&bad, "127.0.0.1", h.stream_port, "demo", "net-admin", PROTO_ROLE_VIEWER);
+  vw_net_set_tls(&bad, 1, other);
+  uint64_t t0 = vw_net_now_ms();
+  while (bad.reconnects < 1 && vw_net_now_ms() - t0 < 10000) vw_net_poll(&bad, 20, NULL);
+  ASSERT(bad.joins == 0);
+  ASSERT_STR_CONTAINS(bad.last_error, "not trusted");
+  vw_net_fini(&bad);
+  vw_net_fini(&e);
+  harness_stop(&h);
+}
