@@ -245,7 +245,7 @@ static const struct {
     /* A token for every session needs one for every session; srv_token_rpc.c also holds the
      * new token to the caller's role and scope. */
     {"token.create", srv_m_token_create, ON | EDITS, SRV_ROLE_OWNER},
-    {"token.list", srv_m_token_list, ON, SRV_ROLE_OWNER},
+    {"token.list", srv_m_token_list, SESSION, SRV_ROLE_OWNER}, /* params optional: every token it may see */
     {"token.revoke", srv_m_token_revoke, ON | EDITS, SRV_ROLE_OWNER},
     {"session.create", m_session_create, PARAMS | EDITS, SRV_ROLE_ADMIN},
     {"mesh.upload", srv_m_mesh_upload, PARAMS, SRV_ROLE_ADMIN},

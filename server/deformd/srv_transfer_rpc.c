@@ -130,9 +130,7 @@ static void upload_work(uv_work_t *req) {
     j->status = d == -2 ? SRV_EINTERNAL : SRV_EPARAMS;
     snprintf(j->err, sizeof(j->err), d == -2 ? "out of memory" : "invalid params: \"data\" must be base64 (RFC 4648, "
              "padded, no line breaks)");
-    return;
-  }
-  if (j->offset + len > j->limit) {
+  } else if (j->offset + len > j->limit) {
     j->status = SRV_ELIMIT;
     snprintf(j->err, sizeof(j->err), "the upload would pass %llu bytes (--max-upload-mb): refused and discarded",
              (unsigned long long)j->limit);

@@ -476,7 +476,7 @@ static int bench_sculpt(const stream_opts *o, client_conn *rpcc, viewer *v, doub
 /* PCA playback of faerie.md2's "stand" clip for o->seconds. */
 static int bench_playback(const stream_opts *o, const bench_child *child, client_conn *rpcc) {
   int ok = 1;
-  cJSON *r = rpc(rpcc, "session.create", "{\"session\":\"faerie\",\"mesh\":\"/usr/share/assimp/models/MD2/faerie.md2\"}");
+  cJSON *r = rpc(rpcc, "session.create", "{\"session\":\"faerie\",\"mesh\":\"MD2/faerie.md2\"}");
   if (!r) return -1;
   cJSON_Delete(r);
   viewer v[3];
@@ -588,10 +588,18 @@ static int parse(int argc, char **argv, stream_opts *o) {
 }
 
 int bench_stream_main(int argc, char **argv, const char *cmdline) {
-  static const char *const demo_args[] = {"--demo", "--data", "none", NULL};
   stream_opts o;
   if (parse(argc, argv, &o) != 0) return 2;
   o.cmdline = cmdline;
+  /* Clients name meshes relative to the server's mesh folders: the packaged models and the
+   * dragon's own folder. */
+  char dragon_dir[sizeof(o.dragon)];
+  snprintf(dragon_dir, sizeof(dragon_dir), "%s", o.dragon);
+  char *slash = strrchr(dragon_dir, '/');
+  if (slash) *slash = '\0';
+  const char *dragon_name = slash ? o.dragon + (slash - dragon_dir) + 1 : o.dragon;
+  const char *const demo_args[] = {"--demo", "--data", "none", "--mesh-dir", "/usr/share/assimp/models",
+                                   "--mesh-dir", slash ? dragon_dir : ".", NULL};
   bench_child child;
   char err[512];
   if (bench_child_start(o.deformd, demo_args, &child, err, sizeof(err)) != 0) {
@@ -623,7 +631,7 @@ int bench_stream_main(int argc, char **argv, const char *cmdline) {
   if (rc == 0) rc = bench_joins(&o, &child, "demo", "demo", demo);
   if (rc == 0 && !o.no_dragon) {
     char p[4400];
-    snprintf(p, sizeof(p), "{\"session\":\"dragon\",\"mesh\":\"%s\"}", o.dragon);
+    snprintf(p, sizeof(p), "{\"session\":\"dragon\",\"mesh\":\"%s\"}", dragon_name);
     cJSON *r = rpc(&rpcc, "session.create", p);
     rc = r ? bench_joins(&o, &child, "dragon", "dragon", dragon) : -1;
     cJSON_Delete(r);
