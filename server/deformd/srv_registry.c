@@ -290,7 +290,11 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   const srv_node *owner = srv_cluster_owner(k, name->valuestring);
   if (!owner) {
     if (!k->relay) return 0; /* unknown: the method says so */
-    srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", name->valuestring);
+    if (x) /* a replica the registry does not list now: Redis lost it and its primary is re-registering */
+      rpc_refuse(call, SRV_EBUSY, "the registry does not list session '%s' now (Redis came back empty?): try again%s",
+                 name->valuestring, "");
+    else
+      srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", name->valuestring);
     return 1;
   }
   if (strcmp(owner->id, k->node_id) == 0) return 0;
@@ -319,12 +323,15 @@ static int route_edit(srv_conn *c, const uint8_t *frame, size_t len) {
   return 1;
 }
 
+/* A session more or less: the lease says so at the next tick (placement reads it). */
 static void on_session_added(srv_server *s, srv_session *x) {
   if (!s->cluster->relay) srv_publish_attach(s->cluster, x);
+  s->cluster->last_lease = 0;
 }
 
 static void on_session_removed(srv_server *s, srv_session *x) {
   if (!s->cluster->relay) srv_publish_detach(s->cluster, x);
+  s->cluster->last_lease = 0;
 }
 
 static void on_conn_closed(srv_conn *c) { srv_forward_conn_closed(c->server->cluster, c); }

@@ -49,6 +49,7 @@ typedef struct srv_follow {
   int lost;                  /* its primary's lease is gone (viewers were told) */
   int dead;                  /* no longer followed: freed when nothing refers to it */
   uint64_t missing_since;    /* uv_now() since the registry stopped listing it (0: listed) */
+  uint64_t loaded_at;        /* uv_now() when its epoch was loaded */
   uint64_t applied, reloads;
   char owner[SRV_NODE_ID_MAX];
 } srv_follow;
@@ -97,6 +98,8 @@ static void drop_replica(srv_cluster *k, srv_follow *f, uint16_t code, const cha
   srv_frame_unref(bye);
   srv_session_close(k->srv, old, why);
 }
+
+static void set_lost(srv_follow *f, int lost);
 
 static void free_follow(srv_follow *f) {
   free(f->name);
@@ -335,19 +338,21 @@ static void load_done(uv_work_t *req, int status) {
     srv_session_unref(j->s);
   } else {
     int again = f->s != NULL;
+    /* A new epoch comes from a live primary: viewers hear it is back before they are asked to
+     * join again, whether or not the registry's survey has seen its lease yet. */
+    if (f->lost) set_lost(f, 0);
     if (again) {
       f->reloads++;
       k->stats.reloads++;
       drop_replica(k, f, PROTO_ERR_RESYNC, "the session's history was replaced (a new epoch): join again");
     }
     snprintf(f->epoch, sizeof(f->epoch), "%s", j->epoch);
+    f->loaded_at = uv_now(k->srv->loop);
     f->seq = j->seq;
     f->s = j->s;
     srv_session_add(k->srv, j->s);
     srv_log(SRV_LOG_INFO, "relay: session %s %sloaded at version %llu (epoch %s, stream sequence %llu)", f->name,
             again ? "re" : "", (unsigned long long)j->version, f->epoch, (unsigned long long)f->seq);
-    if (f->lost) { /* still lost: new joiners hear it from srv_relay_joined */
-    }
     unblock(k);
     read_streams(k);
   }
@@ -467,19 +472,22 @@ void srv_relay_sync(srv_cluster *k) {
     }
     f->missing_since = 0;
     snprintf(f->owner, sizeof(f->owner), "%s", o->node);
+    /* Lost: no lease, and no epoch loaded within a lease (a survey older than a new epoch
+     * would otherwise say "lost" again right after the primary came back). */
     const srv_node *n = srv_cluster_node(k, o->node);
-    set_lost(f, !n || !n->alive);
+    set_lost(f, (!n || !n->alive) && now - f->loaded_at > k->srv->cfg.lease_ms);
     if (f->want_load) start_load(f);
   }
-  /* Gone from the registry for two leases while Redis answers (a Redis that restarted empty
-   * is refilled by the primaries within one): the replica closes. */
+  /* Gone from the registry (without a tombstone, which closes at once) for two leases and
+   * two reconnection backoffs while Redis answers — a Redis that restarted empty is refilled
+   * by each primary as soon as it reconnects: the replica closes. */
   for (srv_follow *f = k->follows; f; f = f->next) {
     if (f->dead) continue;
     int listed = 0;
     for (uint32_t i = 0; i < k->owner_count && !listed; i++) listed = strcmp(k->owners[i].session, f->name) == 0;
     if (listed) continue;
     if (!f->missing_since) f->missing_since = now;
-    if (now - f->missing_since < 2 * (uint64_t)k->srv->cfg.lease_ms) continue;
+    if (now - f->missing_since < 2 * (uint64_t)k->srv->cfg.lease_ms + 10000) continue;
     srv_log(SRV_LOG_INFO, "relay: session %s is no longer in the registry: closed", f->name);
     if (f->s) {
       srv_session *s = f->s;
