@@ -236,6 +236,7 @@ TEST(fifty_viewers_on_two_relays_get_every_edit_in_order_and_end_at_the_primary_
   float tv[1] = {0.75f};
   ASSERT_OK(proto_encode_edit_weights(&b, 7, 1, ti, tv), NULL);
   ASSERT_OK(client_send_buf(&ed, &b), NULL);
+  proto_buf_fini(&b);
   wait_version(&p, "demo", want); /* the forwarded EDIT, applied by the primary */
   cJSON_Delete(harness_rpc_ok(&r2, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"relayed\"}"));
   cJSON_Delete(harness_rpc_ok(&p, "targets.configure", "{\"session\":\"demo\",\"target\":\"relayed\",\"max\":2}"));
