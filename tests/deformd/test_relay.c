@@ -8,6 +8,7 @@
  * deadlines, never on times.
  */
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -520,5 +521,72 @@ TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
   harness_stop(&r1);
   harness_stop(&p2);
   harness_stop(&p1);
+  redis_harness_kill(&rd);
+}
+
+static int relay_viewers(harness *relay) {
+  cJSON *st = harness_rpc_ok(relay, "server.stats", NULL);
+  const cJSON *e = relay_entry(st, "demo");
+  int n = e ? (int)cJSON_GetObjectItem(e, "viewers")->valuedouble : 0;
+  cJSON_Delete(st);
+  return n;
+}
+
+static void wait_relay_viewers(harness *relay, int want) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (relay_viewers(relay) != want) {
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+}
+
+TEST(deformctl_reaches_the_owner_through_any_address_and_watch_moves_to_the_next_relay) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  harness p, r1, r2;
+  const char *demo[] = {"--demo", NULL};
+  start_primary(&p, &rd, "demo", demo);
+  start_relay(&r1, &rd, "demo");
+  start_relay(&r2, &rd, "demo");
+  /* The first address answers nothing (nobody listens on port 1): the second is used. */
+  char cmd[2048], out[4096];
+  snprintf(cmd, sizeof(cmd), "'%s' --rpc 127.0.0.1:1,127.0.0.1:%d weights.set demo smile_L=0.25 2>/dev/null",
+           harness_tool("deformctl"), r1.rpc_port);
+  FILE *f = popen(cmd, "r");
+  ASSERT(f != NULL);
+  size_t n = fread(out, 1, sizeof(out) - 1, f);
+  out[n] = '\0';
+  ASSERT_EQ(pclose(f), 0);
+  ASSERT_EQ(version_of(&p, "demo"), 1); /* applied by the owner */
+  char lines[1100];
+  snprintf(lines, sizeof(lines), "%s/watch-lines.txt", test_tmpdir());
+  snprintf(cmd, sizeof(cmd), "'%s' --stream 127.0.0.1:%d,127.0.0.1:%d watch demo --count 2 --seconds 60 > '%s' 2>&1",
+           harness_tool("deformctl"), r1.stream_port, r2.stream_port, lines);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  wait_relay_viewers(&r1, 1);
+  harness_kill(&r1);
+  wait_relay_viewers(&r2, 1); /* it moved to the other relay */
+  cJSON_Delete(harness_rpc_ok(&p, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  cJSON_Delete(harness_rpc_ok(&p, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}"));
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  FILE *l = fopen(lines, "r");
+  ASSERT(l != NULL);
+  char line[512], last[512] = "";
+  int snapshots = 0;
+  while (fgets(line, sizeof(line), l)) {
+    snapshots += strstr(line, "type=SNAPSHOT") != NULL;
+    snprintf(last, sizeof(last), "%s", line);
+  }
+  fclose(l);
+  ASSERT_EQ(snapshots, 2); /* one from each relay */
+  ASSERT(strcmp(last, "2 frames\n") == 0);
+  harness_stop(&r2);
+  harness_stop(&p);
   redis_harness_kill(&rd);
 }
