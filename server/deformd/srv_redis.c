@@ -277,9 +277,11 @@ static void on_timer(uv_timer_t *t) {
   srv_redis *r = t->data;
   uint64_t now = uv_now(r->loop);
   if (r->ac && r->dl_count && now > r->deadlines[r->dl_head]) {
-    r->stats.stalls++;
-    srv_log(SRV_LOG_WARN, "redis (%s): no answer from %s:%d for %llu ms: reconnecting", r->name, r->url.host,
-            r->url.port, (unsigned long long)(now - r->deadlines[r->dl_head] + 0));
+    if (!r->destroying) { /* (closing: what was still unanswered is not waited for any longer) */
+      r->stats.stalls++;
+      srv_log(SRV_LOG_WARN, "redis (%s): %s:%d left a command unanswered past its deadline: reconnecting", r->name,
+              r->url.host, r->url.port);
+    }
     redisAsyncContext *ac = r->ac;
     /* Outside hiredis's callbacks, so freed at once: every pending command is answered NULL
      * and on_disconnect schedules the reconnection. */
