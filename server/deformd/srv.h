@@ -18,9 +18,9 @@
  *   JSON-RPC messages and params             srv_rpc.c
  *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
- *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_publish.c srv_relay.c
- *     links, publishing, relays, forwarding, srv_forward.c srv_registry.c
- *     the registry and placement
+ *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
+ *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
+ *     forwarding, the registry and placement
  *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run

@@ -1,6 +1,7 @@
 /*
  * srv_cluster.h — what deformd's files for many machines share: the Redis link (srv_redis.c),
- * outgoing connections (srv_link.c), a primary's publishing (srv_publish.c), a relay's
+ * outgoing connections (srv_link.c), lookups in the shared state (srv_cluster.c), a primary's
+ * publishing (srv_publish.c), a relay's
  * following (srv_relay.c), forwarding to the owner (srv_forward.c), and the node, its lease,
  * the registry and placement (srv_registry.c), in that order of layers: each file calls only
  * into the ones listed before it and into srv.h's modules; a lower one hands work back up
@@ -126,7 +127,8 @@ typedef struct srv_cluster {
   int stopping;
 } srv_cluster;
 
-/* Keys: "deformd:" + what, into buf. Returns its length. */
+/* srv_cluster.c. Keys: "deformd:s:<session>:<what>", or "deformd:<what>" without a session,
+ * into buf. Returns its length. */
 size_t srv_cluster_key(char *buf, size_t len, const char *session, const char *what);
 /* The node that owns `session` by the last survey, or NULL. */
 const srv_node *srv_cluster_owner(const srv_cluster *k, const char *session);

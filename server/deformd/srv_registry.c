@@ -36,23 +36,6 @@ static const char *LUA_SURVEY =
     "end\n"
     "return {nodes, redis.call('HGETALL', KEYS[2])}\n";
 
-size_t srv_cluster_key(char *buf, size_t len, const char *session, const char *what) {
-  int n = session ? snprintf(buf, len, "deformd:s:%s:%s", session, what) : snprintf(buf, len, "deformd:%s", what);
-  return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
-}
-
-const srv_node *srv_cluster_node(const srv_cluster *k, const char *id) {
-  for (uint32_t i = 0; i < k->node_count; i++)
-    if (strcmp(k->nodes[i].id, id) == 0) return &k->nodes[i];
-  return NULL;
-}
-
-const srv_node *srv_cluster_owner(const srv_cluster *k, const char *session) {
-  for (uint32_t i = 0; i < k->owner_count; i++)
-    if (strcmp(k->owners[i].session, session) == 0) return srv_cluster_node(k, k->owners[i].node);
-  return NULL;
-}
-
 static uint32_t local_viewers(const srv_server *s) {
   uint32_t n = 0;
   for (const srv_session *x = s->sessions; x; x = x->next) n += x->subscriber_count;
