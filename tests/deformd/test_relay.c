@@ -590,3 +590,37 @@ TEST(deformctl_reaches_the_owner_through_any_address_and_watch_moves_to_the_next
   harness_stop(&p);
   redis_harness_kill(&rd);
 }
+
+TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_viewers_join_again) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  harness p, r1;
+  const char *args[] = {"--demo", "--stream-maxlen", "1000", "--snapshot-every", "50", NULL};
+  start_primary(&p, &rd, "demo", args);
+  start_relay(&r1, &rd, "demo");
+  viewer v;
+  join(&v, &r1, 1);
+  /* The relay stops reading while the stream moves on by more than it keeps. */
+  kill(r1.pid, SIGSTOP);
+  for (int i = 0; i < 1600; i++) {
+    char params[128];
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"smile_L\":%g}}", (i % 2 ? 0.25 : 0.5));
+    cJSON_Delete(harness_rpc_ok(&p, "weights.set", params));
+  }
+  char len[64];
+  redis_harness_command(&rd, "XLEN deformd:s:demo:stream", len, sizeof(len));
+  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed */
+  kill(r1.pid, SIGCONT);
+  uint64_t want = version_of(&p, "demo");
+  ASSERT_EQ(harness_expect_error(&v.c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+  leave(&v);
+  wait_relay_version(&r1, "demo", want);
+  ASSERT(cluster_stat(&r1, "gaps") >= 1);
+  join(&v, &r1, 0);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
+  harness_stop(&r1);
+  harness_stop(&p);
+  redis_harness_kill(&rd);
+}
