@@ -57,6 +57,27 @@ static void wait_known(harness *h, const char *session) {
   }
 }
 
+/* A redis-server, a primary (the demo head, with `args` added) and one or two relays that hold
+ * the demo session. */
+static void cluster_up(redis_harness *rd, harness *p, const char *const *args, harness *r1, harness *r2) {
+  const char *all[16] = {"--demo"};
+  int n = 1;
+  for (int i = 0; args && args[i] && n < 15; i++) all[n++] = args[i];
+  all[n] = NULL;
+  redis_harness_start(rd, 0);
+  start_primary(p, rd, "demo", all);
+  start_relay(r1, rd, "demo");
+  if (r2) start_relay(r2, rd, "demo");
+}
+
+/* Stops what is still running: the relays, the primary (each must exit cleanly), Redis. */
+static void cluster_down(redis_harness *rd, harness *p, harness *r1, harness *r2) {
+  if (r1 && r1->pid > 0) harness_stop(r1);
+  if (r2 && r2->pid > 0) harness_stop(r2);
+  harness_stop(p);
+  redis_harness_kill(rd);
+}
+
 static uint64_t version_of(harness *h, const char *session) {
   char params[300];
   snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
@@ -216,12 +237,8 @@ static void edit(harness *primary, harness *relay, int i) {
 
 TEST(fifty_viewers_on_two_relays_get_every_edit_in_order_and_end_at_the_primary_state) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1, r2;
-  const char *demo[] = {"--demo", NULL};
-  start_primary(&p, &rd, "demo", demo);
-  start_relay(&r1, &rd, "demo");
-  start_relay(&r2, &rd, "demo");
+  cluster_up(&rd, &p, NULL, &r1, &r2);
   enum { N = 50 };
   viewer *v = calloc(N, sizeof(viewer));
   for (int i = 0; i < N; i++) join(&v[i], i % 2 ? &r2 : &r1, i % 4 < 2); /* versions 1 and 2 on each relay */
@@ -274,20 +291,13 @@ TEST(fifty_viewers_on_two_relays_get_every_edit_in_order_and_end_at_the_primary_
   free(v);
   client_close(&ed);
   client_replica_fini(&er);
-  harness_stop(&r1);
-  harness_stop(&r2);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, &r2);
 }
 
 TEST(viewers_of_a_relay_that_dies_join_another_and_resynchronise_from_its_snapshot) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1, r2;
-  const char *demo[] = {"--demo", NULL};
-  start_primary(&p, &rd, "demo", demo);
-  start_relay(&r1, &rd, "demo");
-  start_relay(&r2, &rd, "demo");
+  cluster_up(&rd, &p, NULL, &r1, &r2);
   viewer v[6];
   for (int i = 0; i < 6; i++) join(&v[i], &r1, i % 2);
   for (int i = 0; i < 20; i++) edit(&p, &p, i);
@@ -314,9 +324,7 @@ TEST(viewers_of_a_relay_that_dies_join_another_and_resynchronise_from_its_snapsh
   for (int i = 0; i < 6; i++) follow_in_order(&v[i], want);
   assert_primary_shape(&p, &v[5].r);
   for (int i = 0; i < 6; i++) leave(&v[i]);
-  harness_stop(&r2);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, &r2);
 }
 
 /* Reads frames until an ERROR with `code` arrives; fails on a close. */
@@ -388,18 +396,13 @@ TEST(relays_keep_serving_the_last_state_and_report_a_lost_primary_until_a_durabl
   free(mine);
   free(before);
   for (int i = 0; i < 2; i++) leave(&v[i]);
-  harness_stop(&r1);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, NULL);
 }
 
 TEST(every_node_reconnects_after_redis_restarts_empty_and_nothing_acknowledged_is_lost) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1;
-  const char *demo[] = {"--demo", NULL};
-  start_primary(&p, &rd, "demo", demo);
-  start_relay(&r1, &rd, "demo");
+  cluster_up(&rd, &p, NULL, &r1, NULL);
   viewer v;
   join(&v, &r1, 1);
   for (int i = 0; i < 10; i++) edit(&p, &p, i);
@@ -424,18 +427,13 @@ TEST(every_node_reconnects_after_redis_restarts_empty_and_nothing_acknowledged_i
   follow_in_order(&v, want);
   assert_primary_shape(&p, &v.r);
   leave(&v);
-  harness_stop(&r1);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, NULL);
 }
 
 TEST(a_stalled_redis_is_detected_by_the_watchdog_and_every_node_carries_on_when_it_answers_again) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1;
-  const char *demo[] = {"--demo", NULL};
-  start_primary(&p, &rd, "demo", demo);
-  start_relay(&r1, &rd, "demo");
+  cluster_up(&rd, &p, NULL, &r1, NULL);
   viewer v;
   join(&v, &r1, 1);
   redis_harness_pause(&rd, 1);
@@ -473,9 +471,7 @@ TEST(a_stalled_redis_is_detected_by_the_watchdog_and_every_node_carries_on_when_
   }
   assert_primary_shape(&p, &v.r);
   leave(&v);
-  harness_stop(&r1);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, NULL);
 }
 
 TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
@@ -542,12 +538,8 @@ static void wait_relay_viewers(harness *relay, int want) {
 
 TEST(deformctl_reaches_the_owner_through_any_address_and_watch_moves_to_the_next_relay) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1, r2;
-  const char *demo[] = {"--demo", NULL};
-  start_primary(&p, &rd, "demo", demo);
-  start_relay(&r1, &rd, "demo");
-  start_relay(&r2, &rd, "demo");
+  cluster_up(&rd, &p, NULL, &r1, &r2);
   /* The first address answers nothing (nobody listens on port 1): the second is used. */
   char cmd[2048], out[4096];
   snprintf(cmd, sizeof(cmd), "'%s' --rpc 127.0.0.1:1,127.0.0.1:%d weights.set demo smile_L=0.25 2>/dev/null",
@@ -586,18 +578,14 @@ TEST(deformctl_reaches_the_owner_through_any_address_and_watch_moves_to_the_next
   fclose(l);
   ASSERT_EQ(snapshots, 2); /* one from each relay */
   ASSERT(strcmp(last, "2 frames\n") == 0);
-  harness_stop(&r2);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, &r2);
 }
 
 TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_viewers_join_again) {
   redis_harness rd;
-  redis_harness_start(&rd, 0);
   harness p, r1;
-  const char *args[] = {"--demo", "--stream-maxlen", "1000", "--snapshot-every", "50", NULL};
-  start_primary(&p, &rd, "demo", args);
-  start_relay(&r1, &rd, "demo");
+  const char *args[] = {"--stream-maxlen", "1000", "--snapshot-every", "50", NULL};
+  cluster_up(&rd, &p, args, &r1, NULL);
   viewer v;
   join(&v, &r1, 1);
   /* The relay stops reading while the stream moves on by more than it keeps. */
@@ -620,7 +608,5 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
   ASSERT_EQ(v.r.version, want);
   assert_primary_shape(&p, &v.r);
   leave(&v);
-  harness_stop(&r1);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r1, NULL);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "harness.h"
 #include "test.h"
 
 static redis_harness *running;
@@ -28,21 +29,6 @@ static void kill_left(void) {
     waitpid(running->pid, NULL, 0);
     running->pid = 0;
   }
-}
-
-/* A port nobody listens on now (the kernel's choice for port 0). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(fd >= 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-  socklen_t len = sizeof(a);
-  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 void redis_harness_command(const redis_harness *r, const char *command, char *out, size_t outlen) {
@@ -72,7 +58,7 @@ void redis_harness_start(redis_harness *r, int port) {
   const char *bin = getenv("REDIS_SERVER");
   if (!bin) bin = "redis-server";
   for (int attempt = 0; attempt < 5; attempt++) {
-    int p = port ? port : free_port();
+    int p = port ? port : harness_free_port();
     memset(r, 0, sizeof(*r));
     r->port = p;
     snprintf(r->dir, sizeof(r->dir), "%s/redis-%d", test_tmpdir(), count++);

@@ -570,23 +570,9 @@ TEST(net_bye_on_shutdown_marks_the_viewer_down_with_the_reason) {
   vw_net_fini(&n);
 }
 
-/* A loopback port nobody listens on (bound, then released). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(fd >= 0);
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-  socklen_t len = sizeof(a);
-  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
   static harness h;
-  int port = free_port();
+  int port = harness_free_port();
   vw_net n;
   vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
   uint64_t t0 = vw_net_now_ms();
