@@ -97,6 +97,15 @@ static const cJSON *relay_entry(cJSON *stats, const char *session) {
   return NULL;
 }
 
+/* The relay's cluster.sessions entry for `session`, detached (caller frees; NULL: none). */
+static cJSON *relay_entry_of(harness *relay, const char *session) {
+  cJSON *st = harness_rpc_ok(relay, "server.stats", NULL);
+  const cJSON *e = relay_entry(st, session);
+  cJSON *copy = e ? cJSON_Duplicate(e, 1) : NULL;
+  cJSON_Delete(st);
+  return copy;
+}
+
 /* Waits until the relay's replica of `session` is at `version` (its own server.stats). */
 static void wait_relay_version(harness *relay, const char *session, uint64_t version) {
   uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
@@ -514,6 +523,24 @@ TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
   ASSERT_EQ(version_of(&p2, "second"), 1);
   wait_known(&r1, "second");
   ASSERT_EQ(version_of(&r1, "second"), 1); /* forwarded to its owner */
+  /* Closed through the relay: its owner closes it, and the relay's viewers of it hear so. */
+  uint64_t deadline2 = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *e = relay_entry_of(&r1, "second");
+    int loaded = cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded"));
+    cJSON_Delete(e);
+    if (loaded) break;
+    ASSERT(client_now_ns() < deadline2);
+    usleep(20000);
+  }
+  client_conn c;
+  client_replica rr;
+  harness_join(&r1, &c, &rr, "second", PROTO_ROLE_VIEWER, NULL);
+  cJSON_Delete(harness_rpc_ok(&r1, "session.close", "{\"session\":\"second\"}"));
+  ASSERT_EQ(harness_expect_error(&c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_SESSION_CLOSED);
+  ASSERT_EQ(harness_rpc_err(&p2, "state.get", "{\"session\":\"second\"}", msg, sizeof(msg)), -32001);
+  client_close(&c);
+  client_replica_fini(&rr);
   harness_stop(&r1);
   harness_stop(&p2);
   harness_stop(&p1);
