@@ -27,14 +27,24 @@
 #define TICK_MS 250
 #define SURVEY_MS 500
 
+/* Every node with its lease, and every session's owner. A node without a lease that owns no
+ * session is forgotten (nodes on ephemeral ports would otherwise pile up). */
 static const char *LUA_SURVEY =
     "local ids = redis.call('SMEMBERS', KEYS[1])\n"
+    "local sessions = redis.call('HGETALL', KEYS[2])\n"
+    "local owning = {}\n"
+    "for i = 2, #sessions, 2 do owning[sessions[i]] = true end\n"
     "local nodes = {}\n"
     "for _, id in ipairs(ids) do\n"
-    "  nodes[#nodes + 1] = id\n"
-    "  nodes[#nodes + 1] = redis.call('GET', ARGV[1] .. id) or ''\n"
+    "  local lease = redis.call('GET', ARGV[1] .. id)\n"
+    "  if lease or owning[id] then\n"
+    "    nodes[#nodes + 1] = id\n"
+    "    nodes[#nodes + 1] = lease or ''\n"
+    "  else\n"
+    "    redis.call('SREM', KEYS[1], id)\n"
+    "  end\n"
     "end\n"
-    "return {nodes, redis.call('HGETALL', KEYS[2])}\n";
+    "return {nodes, sessions}\n";
 
 static uint32_t local_viewers(const srv_server *s) {
   uint32_t n = 0;
