@@ -24,6 +24,7 @@ PACKAGES=(
   libopenblas-dev liblapacke-dev libsuitesparse-dev
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
+  libhiredis-dev redis-server systemd
   xvfb xauth
   gnuplot-nox
   ca-certificates

@@ -39,6 +39,21 @@ static void usage(FILE *out) {
           "                         commit)\n"
           "  --history-days N       fold operations older than N days into a checkpoint (0: keep all)\n"
           "  --token T              editors (HELLO) and JSON-RPC clients (auth) must present it\n"
+          "\n"
+          "many machines (docs/operations.md):\n"
+          "  --redis redis://HOST:PORT[/DB]  publish every session's frames to a Redis Stream and\n"
+          "                         join the registry (a primary), or with --relay follow them\n"
+          "  --relay                own no session: serve viewers from Redis, forward edits and\n"
+          "                         JSON-RPC calls to each session's primary (needs --redis)\n"
+          "  --node-id ID           this node's name in the registry (default ADVERTISE:STREAM_PORT)\n"
+          "  --advertise ADDR       the numeric address other nodes and clients reach this one at\n"
+          "                         (default: the --listen address)\n"
+          "  --snapshot-every K     store a session's snapshot after every K frames (100)\n"
+          "  --stream-maxlen N      stream entries kept per session, about (10 x K, at least 1000)\n"
+          "  --lease-ms N           the node's lease in the registry (3000): a primary silent this\n"
+          "                         long is 'lost' to relays\n"
+          "  --redis-timeout-ms N   a Redis command unanswered this long means Redis stalled: the\n"
+          "                         connection is dropped and made again (5000)\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
@@ -198,6 +213,34 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--token") == 0 && val) {
       free(cfg.token);
       cfg.token = strdup(argv[++i]);
+    } else if (strcmp(a, "--redis") == 0 && val) {
+      if (strncmp(argv[i + 1], "redis://", 8) != 0) {
+        fprintf(stderr, "deformd: --redis takes redis://HOST:PORT[/DB], not '%s'\n", argv[i + 1]);
+        goto out;
+      }
+      if (srv_config_set_string(&cfg.redis, argv[++i])) goto out;
+    } else if (strcmp(a, "--relay") == 0) {
+      cfg.relay = 1;
+    } else if (strcmp(a, "--node-id") == 0 && val) {
+      if (!argv[i + 1][0] || strlen(argv[i + 1]) > 80) {
+        fprintf(stderr, "deformd: --node-id takes a name of 1 to 80 bytes\n");
+        goto out;
+      }
+      if (srv_config_set_string(&cfg.node_id, argv[++i])) goto out;
+    } else if (strcmp(a, "--advertise") == 0 && val) {
+      snprintf(cfg.advertise, sizeof(cfg.advertise), "%s", argv[++i]);
+    } else if (strcmp(a, "--snapshot-every") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e6, &v) || v < 1) goto out;
+      cfg.snapshot_every = (uint32_t)v;
+    } else if (strcmp(a, "--stream-maxlen") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e9, &v)) goto out;
+      cfg.stream_maxlen = (uint32_t)v;
+    } else if (strcmp(a, "--lease-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 3600000, &v) || v < 300) goto out;
+      cfg.lease_ms = (uint32_t)v;
+    } else if (strcmp(a, "--redis-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 3600000, &v) || v < 100) goto out;
+      cfg.redis_timeout_ms = (uint32_t)v;
     } else if (strcmp(a, "--log-level") == 0 && val) {
       if (srv_log_parse_level(argv[++i], &cfg.log_level)) {
         fprintf(stderr, "deformd: --log-level takes error, warn, info or debug\n");
@@ -244,6 +287,14 @@ int main(int argc, char **argv) {
   }
   if (pending_mesh) {
     fprintf(stderr, "deformd: --mesh %s needs --session NAME\n", pending_mesh);
+    goto out;
+  }
+  if (cfg.relay && !cfg.redis) {
+    fprintf(stderr, "deformd: --relay needs --redis redis://HOST:PORT[/DB] (what it relays)\n");
+    goto out;
+  }
+  if (cfg.relay && cfg.session_count) {
+    fprintf(stderr, "deformd: a relay owns no session: --demo, --mesh and \"sessions\" belong on a primary\n");
     goto out;
   }
   if (check) rc = check_mesh(check, max_vertices);

@@ -18,6 +18,9 @@
  *   JSON-RPC messages and params             srv_rpc.c
  *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
+ *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
+ *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
+ *     forwarding, the registry and placement
  *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run
@@ -113,6 +116,16 @@ typedef struct srv_config {
   double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
   srv_session_spec *sessions;
   uint32_t session_count;
+  /* Many machines (docs/operations.md): */
+  char *redis;               /* redis://HOST:PORT[/DB]: publish this primary's sessions there (or
+                              * follow them, with relay); NULL: a single node */
+  int relay;                 /* --relay: own no session, serve viewers from Redis */
+  char *node_id;             /* this node's name in the registry; NULL: ADVERTISE:STREAM_PORT */
+  char advertise[64];        /* the numeric address other nodes reach this one at ("": listen) */
+  uint32_t snapshot_every;   /* a snapshot after this many frames of a session (100) */
+  uint32_t stream_maxlen;    /* stream entries kept per session (about; 10 x snapshot_every) */
+  uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
+  uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
 } srv_config;
 
 /* Fills defaults. */
@@ -129,6 +142,8 @@ int srv_config_set_durability(srv_config *c, const char *name);
 const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+/* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
+int srv_config_set_string(char **field, const char *value);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -146,6 +161,7 @@ void srv_frame_unref(srv_frame *f);
 
 typedef struct srv_store srv_store;
 typedef struct srv_op srv_op;
+struct srv_rpc_call;
 typedef struct srv_before srv_before;
 
 /* ---- authors (srv_author.c) --------------------------------------------------------------------- */
@@ -228,6 +244,20 @@ struct srv_server {
   uint64_t retention_ms;     /* uv_now() of the last --history-days pass */
   char **reserved;           /* names of stored sessions that did not restore: not reusable */
   uint32_t reserved_count;
+  /* Many machines (--redis, srv_registry.c). The hooks below are NULL on a single node; each is
+   * how a lower layer hands a request up to the cluster layer. */
+  struct srv_cluster *cluster;
+  /* srv_methods_dispatch, after the access check: nonzero when the call was taken (sent to
+   * the session's owner, or placed on another node). */
+  int (*route_rpc)(srv_server *s, struct srv_rpc_call *call, const char *method, cJSON *params);
+  /* srv_stream.c: an EDIT frame (header included) on a connection whose session this node
+   * does not own; nonzero when taken. */
+  int (*route_edit)(srv_conn *c, const uint8_t *frame, size_t len);
+  void (*on_session_added)(srv_server *s, srv_session *x); /* srv_session_add */
+  void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
+  void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
+  void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
+  void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
@@ -272,6 +302,7 @@ struct srv_conn {
   uint16_t protocol;        /* the HELLO's protocol version */
   uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
   float max_rate;           /* Hz granted, 0 = every change */
+  int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
   int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
   struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
   srv_conn *join_next;      /* waiting for its codec's SNAPSHOT pieces (srv_session.c) */
@@ -933,6 +964,8 @@ int srv_rpc_code(int srv_code);
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
 /* Sends an error object for an SRV_E* code and frees the call. */
 void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Frees a call without answering it (someone else answers: a forwarded request). */
+void srv_rpc_call_free(srv_rpc_call *call);
 /* A reply that answers `call` (for the domain modules' asynchronous answers). */
 srv_reply srv_rpc_reply_to(srv_rpc_call *call);
 /* Writes one error response line with a JSON-RPC `code` (the transport's own -32700/-32600,

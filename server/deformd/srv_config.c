@@ -8,7 +8,11 @@
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
- *    "sessions": [{"session": "demo", "mesh": "demo"}]}
+ *    "sessions": [{"session": "demo", "mesh": "demo"}],
+ *    "data": "/var/lib/deformd", "durability": "normal", "history_days": 0,
+ *    "redis": "redis://127.0.0.1:6379/0", "relay": false, "node_id": "a", "advertise": "10.0.0.5",
+ *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000}
+ * (deploy/deformd.json is an example with every key.)
  * Command-line options given after --config override it.
  *
  * DOES NOT read the file on the loop thread: it is read once before the loop starts.
@@ -38,6 +42,17 @@ void srv_config_init(srv_config *c) {
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
   c->reserve_mb = -1;
+  c->snapshot_every = 100;
+  c->lease_ms = 3000;
+  c->redis_timeout_ms = 5000;
+}
+
+int srv_config_set_string(char **field, const char *value) {
+  char *copy = strdup(value);
+  if (!copy) return SRV_EINTERNAL;
+  free(*field);
+  *field = copy;
+  return 0;
 }
 
 void srv_config_fini(srv_config *c) {
@@ -48,6 +63,9 @@ void srv_config_fini(srv_config *c) {
   free(c->sessions);
   free(c->token);
   free(c->data_dir);
+  free(c->redis);
+  free(c->node_id);
+  c->redis = c->node_id = NULL;
   c->data_dir = NULL;
   c->sessions = NULL;
   c->session_count = 0;
@@ -201,6 +219,42 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     }
     c->history_days = item->valuedouble;
   }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "redis"))) {
+    if (!cJSON_IsString(item) || strncmp(item->valuestring, "redis://", 8) != 0 || strlen(item->valuestring) > 512) {
+      snprintf(err, errlen, "\"redis\" must be an address redis://HOST:PORT[/DB]");
+      goto out;
+    }
+    if (srv_config_set_string(&c->redis, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "relay"))) {
+    if (!cJSON_IsBool(item)) {
+      snprintf(err, errlen, "\"relay\" must be true or false");
+      goto out;
+    }
+    c->relay = cJSON_IsTrue(item);
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "node_id"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 80) {
+      snprintf(err, errlen, "\"node_id\" must be a name of 1 to 80 bytes");
+      goto out;
+    }
+    if (srv_config_set_string(&c->node_id, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "advertise"))) {
+    if (!cJSON_IsString(item) || strlen(item->valuestring) >= sizeof(c->advertise)) {
+      snprintf(err, errlen, "\"advertise\" must be a numeric address");
+      goto out;
+    }
+    snprintf(c->advertise, sizeof(c->advertise), "%s", item->valuestring);
+  }
+  if ((r = get_uint(root, "snapshot_every", 1e6, &v, err, errlen)) < 0) goto out;
+  if (r) c->snapshot_every = v < 1 ? 1 : (uint32_t)v;
+  if ((r = get_uint(root, "stream_maxlen", 1e9, &v, err, errlen)) < 0) goto out;
+  if (r) c->stream_maxlen = (uint32_t)v;
+  if ((r = get_uint(root, "lease_ms", 3600000, &v, err, errlen)) < 0) goto out;
+  if (r) c->lease_ms = v < 300 ? 300 : (uint32_t)v;
+  if ((r = get_uint(root, "redis_timeout_ms", 3600000, &v, err, errlen)) < 0) goto out;
+  if (r) c->redis_timeout_ms = v < 100 ? 100 : (uint32_t)v;
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {

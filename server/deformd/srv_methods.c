@@ -249,6 +249,7 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   add_stream_stats(r, &s->stats);
+  if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
   srv_rpc_reply(call, r);
 }
 
@@ -309,6 +310,7 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
     srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
     return;
   }
+  if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
   for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
     if (strcmp(methods[i].name, method) != 0) continue;
     if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {

@@ -137,4 +137,8 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, NULL, refuse};
+static void on_close(srv_conn *c) {
+  if (c->server->on_conn_closed) c->server->on_conn_closed(c); /* its links to other nodes */
+}
+
+const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse};

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "srv.h"
+#include "srv_cluster.h"
 
 static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind) {
   srv_server *s = listener->data;
@@ -171,6 +172,12 @@ static void on_session_opened(srv_server *s, void *arg, int status, srv_session 
   if (s->opening && --s->opening == 0) announce_ports(s);
 }
 
+/* Every applied operation: the history (and the store), then, with --redis, the stream. */
+static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t version, const srv_before *before) {
+  srv_history_on_applied(s, x, op, version, before);
+  if (s->cluster && !s->cluster->stopping) srv_publish_applied(s->cluster, x, op, version, before);
+}
+
 /* What a closing session stops besides its viewers (srv_session_close). */
 static void close_session_work(srv_session *x) {
   srv_gesture_close_all(x);
@@ -235,7 +242,7 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->on_session_close = close_session_work;
-  s->on_applied = srv_history_on_applied;
+  s->on_applied = on_applied;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;
@@ -244,8 +251,10 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->next_session_id = 1;
   if (srv_authors_init(&s->authors)) return UV_ENOMEM;
   char dirbuf[1024], err[1024];
-  const char *dir = srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
-  if (dir) {
+  const char *dir = cfg->relay ? NULL : srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
+  if (cfg->relay) {
+    srv_log(SRV_LOG_INFO, "relay: no data directory (it owns no session)");
+  } else if (dir) {
     int rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
     if (rc == 0) rc = restore_sessions(s, err, sizeof(err));
     if (rc) {
@@ -264,6 +273,11 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   }
   srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, s->stream_port,
           s->rpc_port);
+  if (cfg->redis && (rc = srv_cluster_start(s, s->stream_port, s->rpc_port)) != 0) {
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -287,6 +301,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
 void srv_server_stop(srv_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
+  srv_cluster_stop(s);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
   proto_buf b;
@@ -306,7 +321,9 @@ void srv_server_fini(srv_server *s) {
     srv_store_close(s->store);
     s->store = NULL;
   }
+  srv_cluster_stop(s); /* a failed start: nothing ran */
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
+  srv_cluster_free(s);
   for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
   free(s->reserved);
   srv_authors_fini(&s->authors);

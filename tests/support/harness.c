@@ -3,12 +3,15 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -298,4 +301,18 @@ const char *harness_tool(const char *name) {
   ASSERT(slash != NULL);
   snprintf(slash + 1, sizeof(buf) - (size_t)(slash + 1 - buf), "%s", name);
   return buf;
+}
+
+int harness_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(fd >= 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
 }

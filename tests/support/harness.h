@@ -50,6 +50,9 @@ int harness_closed(client_conn *c, int timeout_ms);
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
 
+/* A loopback port nobody listens on now (bound to port 0, then released). */
+int harness_free_port(void);
+
 /* Path of a tool built next to deformd (deformctl, deform-bench). Static buffer. */
 const char *harness_tool(const char *name);
 
