@@ -2,7 +2,8 @@
  * srv_server.c — the top of the service: the listeners and what they accept, the tick that
  * closes silent and slow connections and idle gestures, signals, start and stop.
  *
- * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops); over
+ * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops,
+ * srv_http_ops for the HTTP port, whose WebSockets become stream or JSON-RPC connections); over
  * max_connections, or while stopping, the transport says why and the connection closes.
  *
  * DOES NOT parse anything or hold session logic: it wires the modules below it together.
@@ -21,7 +22,9 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     srv_log(SRV_LOG_WARN, "accept: %s", uv_strerror(status));
     return;
   }
-  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops : &srv_rpc_conn_ops);
+  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops
+                                         : kind == SRV_CONN_RPC  ? &srv_rpc_conn_ops
+                                                                 : &srv_http_ops);
   if (!c) {
     srv_log(SRV_LOG_ERROR, "accept: out of memory");
     return;
@@ -40,11 +43,12 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     return;
   }
   srv_log(SRV_LOG_DEBUG, "connection %u from %s (%s)", c->id, c->peer,
-          kind == SRV_CONN_STREAM ? "stream" : "rpc");
+          kind == SRV_CONN_STREAM ? "stream" : kind == SRV_CONN_RPC ? "rpc" : "http");
 }
 
 static void on_stream_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_STREAM); }
 static void on_rpc_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_RPC); }
+static void on_http_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_HTTP); }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
 
@@ -128,6 +132,10 @@ static void on_tick(uv_timer_t *t) {
     if (c->closing) continue;
     if (c->finishing) {
       if (now > c->finish_deadline) srv_conn_close(c);
+      continue;
+    }
+    if (c->kind == SRV_CONN_HTTP && c->queued == 0 && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+      srv_conn_close(c); /* an idle HTTP connection (no request for that long) */
       continue;
     }
     if (c->kind == SRV_CONN_STREAM && !c->hello_done && now - c->accepted_at > s->cfg.hello_timeout_ms) {
@@ -248,7 +256,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   } else {
     srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions live in memory only");
   }
-  int sp = 0, rp = 0;
+  int sp = 0, rp = 0, hp = 0;
   int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &sp);
   if (rc) return rc;
   rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &rp);
@@ -256,10 +264,18 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
+  if (cfg->http_port >= 0 && (rc = listen_on(s, &s->http_listener, cfg->http_port, on_http_connection, &hp)) != 0) {
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   /* One line on stdout for scripts and tests that asked for port 0. */
-  printf("stream_port=%d rpc_port=%d\n", sp, rp);
+  if (cfg->http_port >= 0) printf("stream_port=%d rpc_port=%d http_port=%d\n", sp, rp, hp);
+  else printf("stream_port=%d rpc_port=%d\n", sp, rp);
   fflush(stdout);
   srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, sp, rp);
+  if (cfg->http_port >= 0)
+    srv_log(SRV_LOG_INFO, "the browser viewer is at http://%s:%d/?session=NAME", cfg->listen, hp);
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -281,6 +297,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   s->stopping = 1;
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+  if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);
