@@ -49,6 +49,11 @@ const net = new Net({
   token: params.get('token') || '',
   readOnly: params.get('readonly') === '1',
   author,
+  hello: {
+    codec: params.get('lossless') === '1' ? P.CODEC_LOSSLESS : P.CODEC_QUANTISED,
+    tolerance: parseFloat(params.get('tolerance')) || 0,
+    maxRate: parseFloat(params.get('max_rate')) || 0,
+  },
   onUpdate: () => {
     recompute = true;
     schedule();
@@ -347,8 +352,8 @@ function beginGesture(hit, x, y) {
   net.sendFrame(P.encodeGestureBegin(net.nextRequest(), g));
   const positions = renderer.positions();
   const at = Array.from(positions.subarray(3 * hit.vertex, 3 * hit.vertex + 3));
-  state.dragging = { g, at, x0: x, y0: y, translate: [0, 0, 0], queued: false };
-  state.lastGesture = { ...g, translate: [0, 0, 0], ended: false };
+  state.dragging = { g, at, x0: x, y0: y, translate: [0, 0, 0], sent: null, queued: false };
+  state.lastGesture = { ...g, translate: [0, 0, 0], drags: 0, ended: false };
   state.marker = { at, size: 12 };
   dirty = true;
   schedule();
@@ -362,21 +367,29 @@ function moveGesture(x, y) {
   requestAnimationFrame(() => {
     d.queued = false;
     if (state.dragging !== d) return;
-    net.sendFrame(P.encodeGestureDrag(net.nextRequest(), { gesture: d.g.gesture, translate: d.translate }));
-    state.lastGesture.translate = d.translate.slice();
+    sendDrag(d);
     state.marker = { at: d.at.map((v, i) => v + d.translate[i]), size: 12 };
     dirty = true;
     schedule();
   });
 }
 
+// A drag the server has not been sent yet: ARAP warm-starts each solve from the one before, so
+// sending the same translate twice would move the result.
+function sendDrag(d) {
+  if (d.sent && d.sent.every((v, i) => v === d.translate[i])) return;
+  net.sendFrame(P.encodeGestureDrag(net.nextRequest(), { gesture: d.g.gesture, translate: d.translate }));
+  d.sent = d.translate.slice();
+  state.lastGesture.translate = d.sent.slice();
+  state.lastGesture.drags++;
+}
+
 function endGesture() {
   const d = state.dragging;
   if (!d) return;
   state.dragging = null;
-  net.sendFrame(P.encodeGestureDrag(net.nextRequest(), { gesture: d.g.gesture, translate: d.translate }));
+  sendDrag(d);
   net.sendFrame(P.encodeGestureEnd(net.nextRequest(), d.g.gesture));
-  state.lastGesture.translate = d.translate.slice();
   state.lastGesture.ended = true;
   state.marker = null;
   dirty = true;

@@ -16,12 +16,13 @@ import * as P from './protocol.js';
 import { Replica } from './replica.js';
 
 export class Net {
-  constructor({ base, session, token = '', readOnly = false, author, onUpdate, onStatus }) {
+  constructor({ base, session, token = '', readOnly = false, author, hello = {}, onUpdate, onStatus }) {
     this.base = base; // "ws://host:port"
     this.session = session;
     this.token = token;
     this.wantEditor = !readOnly;
     this.author = author;
+    this.hello = hello; // version 2 options: codec, maxRate, tolerance
     this.onUpdate = onUpdate || (() => {});
     this.onStatus = onStatus || (() => {});
     this.replica = new Replica();
@@ -50,7 +51,7 @@ export class Net {
     s.binaryType = 'arraybuffer';
     this.stream = s;
     s.onopen = () => {
-      s.send(P.encodeHello({ session: this.session, role: this.wantEditor ? P.ROLE_EDITOR : P.ROLE_VIEWER, token: this.token }));
+      s.send(P.encodeHello({ session: this.session, role: this.wantEditor ? P.ROLE_EDITOR : P.ROLE_VIEWER, token: this.token, ...this.hello }));
     };
     s.onmessage = (e) => this.onFrame(new Uint8Array(e.data));
     s.onclose = (e) => this.onClose(s, e);
