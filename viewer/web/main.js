@@ -27,20 +27,14 @@ const $ = (id) => document.getElementById(id);
 const canvas = $('view');
 const author = params.get('author') || `web-${Math.random().toString(36).slice(2, 8)}`;
 
-let renderer;
-try {
-  renderer = new Renderer(canvas);
-} catch (e) {
-  $('status').textContent = `cannot draw: ${e.message}`;
-  throw e;
-}
-
 const camera = new Camera();
 let dirty = true;    // draw again
 let recompute = true; // morph and normals again
 let mode = 'view';
 let framed = false;
-const stats = { frames: 0, computeMs: [], drawMs: [], first: null };
+// Frame times (GPU work included: renderer.sync() after each draw): frameMs for frames that
+// recomputed the shape (upload + morph + normals + draw), drawMs for every drawn frame.
+const stats = { frames: 0, frameMs: [], drawMs: [], first: null };
 const state = { lastGesture: null, gestureSeq: 0, dragging: null, marker: null };
 
 const net = new Net({
@@ -61,6 +55,15 @@ const net = new Net({
   onStatus: () => showStatus(),
 });
 
+// The WebSocket opens first: the snapshot travels while the shaders compile.
+let renderer;
+try {
+  renderer = new Renderer(canvas);
+} catch (e) {
+  $('status').textContent = `cannot draw: ${e.message}`;
+  throw e;
+}
+
 // ---- frame loop ---------------------------------------------------------------------------------
 
 let scheduled = false;
@@ -80,11 +83,13 @@ function frame() {
     canvas.height = Math.round(h);
     dirty = true;
   }
+  let t0 = null;
   if (r.ready && recompute) {
-    const t0 = performance.now();
+    t0 = performance.now();
     const c = r.takeChanges();
     if (c.snapshot) {
       renderer.load(r);
+      if (net.marks) net.marks.uploaded = performance.now();
       if (!framed) frameCamera(r.snapshot.positions);
       buildSliders();
     } else {
@@ -98,17 +103,18 @@ function frame() {
     recompute = false;
     dirty = true;
     updateSliders();
-    stats.computeMs.push(performance.now() - t0);
     stats.version = r.version;
   }
   if (dirty) {
-    const t0 = performance.now();
+    const t1 = performance.now();
     camera.update(canvas.width, canvas.height);
     renderer.draw(camera, state.marker);
     dirty = false;
     if (r.ready) {
-      renderer.gl.finish();
-      stats.drawMs.push(performance.now() - t0);
+      renderer.sync();
+      const t2 = performance.now();
+      stats.drawMs.push(t2 - t1);
+      if (t0 !== null) stats.frameMs.push(t2 - t0);
       stats.frames++;
       if (stats.first === null) stats.first = performance.now();
       stats.drawnVersion = r.version;
@@ -454,6 +460,8 @@ window.deformView = {
   get lastGesture() { return state.lastGesture; },
   get firstFrameMs() { return stats.first; },
   get grant() { return net.grant; },
+  get bytesIn() { return net.bytesIn; },
+  get marks() { return { ...net.marks, firstFrame: stats.first }; },
   positions: () => renderer.positions(),
   normals: () => renderer.normals3(),
   // Canvas pixel (CSS pixels from the canvas's top left) of a vertex as drawn now.
@@ -470,10 +478,10 @@ window.deformView = {
   redo: () => history(true),
   call: (method, p) => net.call(method, p),
   frameStats() {
-    return { frames: stats.frames, computeMs: median(stats.computeMs), drawMs: median(stats.drawMs), samples: stats.drawMs.length };
+    return { frames: stats.frames, frameMs: median(stats.frameMs), drawMs: median(stats.drawMs), samples: stats.frameMs.length };
   },
   resetStats() {
-    stats.computeMs = [];
+    stats.frameMs = [];
     stats.drawMs = [];
   },
   // Draws again now and returns the time of the morph + normal passes and the draw (ms): the
@@ -483,7 +491,7 @@ window.deformView = {
     renderer.compute(net.replica.snapshot.weights);
     camera.update(canvas.width, canvas.height);
     renderer.draw(camera, state.marker);
-    renderer.gl.finish();
+    renderer.sync();
     return performance.now() - t0;
   },
 };

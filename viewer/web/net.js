@@ -51,6 +51,7 @@ export class Net {
     s.binaryType = 'arraybuffer';
     this.stream = s;
     s.onopen = () => {
+      this.marks = { open: performance.now() };
       s.send(P.encodeHello({ session: this.session, role: this.wantEditor ? P.ROLE_EDITOR : P.ROLE_VIEWER, token: this.token, ...this.hello }));
     };
     s.onmessage = (e) => this.onFrame(new Uint8Array(e.data));
@@ -133,6 +134,7 @@ export class Net {
       this.onStatus();
       return;
     }
+    if (h.type === P.T.SNAPSHOT) this.marks = { snapshotArrived: performance.now() };
     try {
       this.replica.apply(h, f.payload);
     } catch (e) {
@@ -140,6 +142,7 @@ export class Net {
       return;
     }
     if (h.type === P.T.SNAPSHOT) {
+      this.marks.snapshotDecoded = performance.now();
       this.connected = true;
       this.backoff = 250;
       this.error = '';

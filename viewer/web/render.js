@@ -199,7 +199,7 @@ const rows = (n) => Math.max(1, Math.ceil(n / TEX_W));
 
 export class Renderer {
   constructor(canvas) {
-    const gl = canvas.getContext('webgl2', { preserveDrawingBuffer: true, antialias: true, alpha: false });
+    const gl = canvas.getContext('webgl2', { preserveDrawingBuffer: true, antialias: false, alpha: false });
     if (!gl) throw new RenderError('this browser has no WebGL2');
     if (!gl.getExtension('EXT_color_buffer_float')) throw new RenderError('WebGL2 without EXT_color_buffer_float');
     this.gl = gl;
@@ -422,6 +422,14 @@ export class Renderer {
       gl.uniform3fv(this.mark.u.u_color, marker.color || [1, 0.35, 0.2]);
       gl.drawArrays(gl.POINTS, 0, 1);
     }
+  }
+
+  // Waits until the GPU has done everything asked so far: a one-pixel read (WebGL's finish() does
+  // not wait for Chromium's GPU process), so that frame times are the GPU's work too.
+  sync() {
+    const gl = this.gl;
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, this.pixel || (this.pixel = new Uint8Array(4)));
   }
 
   readTexture(fb, n) {
