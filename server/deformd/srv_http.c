@@ -106,21 +106,24 @@ static int on_url(llhttp_t *p, const char *at, size_t n) {
   return 0;
 }
 
+/* Appends what fits of a header name or value piece (llhttp may hand one over in several). */
+static void append_capped(char *buf, size_t cap, size_t *len, const char *at, size_t n) {
+  size_t k = *len + n < cap - 1 ? n : cap - 1 - *len;
+  memcpy(buf + *len, at, k);
+  *len += k;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   http_state *st = p->data;
   if (bound_head(st, n)) return HPE_USER;
-  size_t k = st->field_len + n < sizeof(st->field) - 1 ? n : sizeof(st->field) - 1 - st->field_len;
-  memcpy(st->field + st->field_len, at, k);
-  st->field_len += k;
+  append_capped(st->field, sizeof(st->field), &st->field_len, at, n);
   return 0;
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   http_state *st = p->data;
   if (bound_head(st, n)) return HPE_USER;
-  size_t k = st->value_len + n < sizeof(st->value) - 1 ? n : sizeof(st->value) - 1 - st->value_len;
-  memcpy(st->value + st->value_len, at, k);
-  st->value_len += k;
+  append_capped(st->value, sizeof(st->value), &st->value_len, at, n);
   return 0;
 }
 
