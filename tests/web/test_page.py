@@ -461,6 +461,54 @@ def test_a_brush_stroke_in_the_page_sculpts_both_sides_with_mirror_x():
         srv.stop()
 
 
+def test_touch_one_finger_orbits_two_fingers_zoom():
+    """Touch input (W3C touch pointers): one finger dragged across the canvas turns the camera
+    (the projection of a vertex moves sideways), two fingers spreading apart bring it closer (the
+    projected distance between two vertices grows)."""
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.interaction import POINTER_TOUCH
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        canvas = d.find_element(By.ID, "view")
+        r = canvas.rect
+        cx, cy = int(r["x"] + r["width"] / 2 - 150), int(r["y"] + r["height"] / 2)
+        p0 = d.execute_script("return deformView.project(20400)")
+        a = ActionBuilder(d, mouse=PointerInput(POINTER_TOUCH, "f1"))
+        a.pointer_action.move_to_location(cx, cy).pointer_down()
+        for k in range(1, 6):
+            a.pointer_action.move_to_location(cx + 12 * k, cy)
+        a.pointer_action.pointer_up()
+        a.perform()
+        p1 = wait_for("the orbit", lambda: (lambda p: p if abs(p["x"] - p0["x"]) > 5 else None)(
+            d.execute_script("return deformView.project(20400)")), 10)
+        print(f"one finger: the nose tip moved from x {p0['x']:.1f} to {p1['x']:.1f}")
+        spread0 = d.execute_script("const a = deformView.project(20400), b = deformView.project(0);"
+                                   "return Math.hypot(a.x - b.x, a.y - b.y)")
+        f1 = PointerInput(POINTER_TOUCH, "f1")
+        f2 = PointerInput(POINTER_TOUCH, "f2")
+        b = ActionBuilder(d, mouse=f1)
+        b.devices.append(f2)
+        f1.create_pointer_move(x=cx - 20, y=cy)
+        f2.create_pointer_move(x=cx + 20, y=cy)
+        f1.create_pointer_down()
+        f2.create_pointer_down()
+        for k in range(1, 6):
+            f1.create_pointer_move(x=cx - 20 - 15 * k, y=cy)
+            f2.create_pointer_move(x=cx + 20 + 15 * k, y=cy)
+        f1.create_pointer_up(0)
+        f2.create_pointer_up(0)
+        b.perform()
+        spread1 = wait_for("the zoom", lambda: (lambda s: s if s > spread0 * 1.2 else None)(d.execute_script(
+            "const a = deformView.project(20400), b = deformView.project(0); return Math.hypot(a.x - b.x, a.y - b.y)")), 10)
+        print(f"two fingers: two vertices {spread0:.1f} px apart, then {spread1:.1f} px")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 def test_ten_pages_and_two_deform_views_converge_to_the_same_version():
     """Ten pages (windows) and two deform-views follow one session through twelve edits from JSON-RPC
     and from a page's slider: all end at the same version, the pages with the same positions,
