@@ -90,6 +90,8 @@ static int on_message_begin(llhttp_t *p) {
   http_state *st = p->data;
   st->head_bytes = st->body_bytes = st->url_len = st->field_len = st->value_len = 0;
   st->url_long = 0;
+  st->status = 0;
+  st->why = NULL;
   st->upgrade[0] = st->connection[0] = st->key[0] = st->version[0] = st->origin[0] = st->host[0] = '\0';
   st->conn->accepted_at = uv_now(st->conn->server->loop); /* the idle timeout counts from here */
   return 0;
