@@ -193,9 +193,8 @@ int srv_ws_wrap(srv_ws *ws, const uv_buf_t *in, unsigned n, uv_buf_t **out, unsi
   size_t total = 0;
   for (unsigned i = 0; i < n; i++) total += in[i].len;
   if (ws->text && total > 0) {
-    char last;
-    read_at(in, n, total - 1, (uint8_t *)&last, 1);
-    if (last == '\n') total--; /* a JSON-RPC line: the message is the line */
+    uint8_t last = 0;
+    if (read_at(in, n, total - 1, &last, 1) == 0 && last == '\n') total--; /* a JSON-RPC line: the message is the line */
   }
   /* The messages' lengths: one for text, each protocol frame's for binary. */
   size_t count = 0, cap = 4;
