@@ -28,6 +28,9 @@ static void usage(FILE *out) {
           "  --listen ADDR          numeric address to listen on (default 127.0.0.1)\n"
           "  --stream-port N        binary stream port (default 7450; 0 = any free port)\n"
           "  --rpc-port N           JSON-RPC port (default 7451; 0 = any free port)\n"
+          "  --http-port N|off      the browser viewer (http://ADDR:N/?session=NAME) and its\n"
+          "                         WebSockets /ws/stream and /ws/rpc (default 7452; 0 = any\n"
+          "                         free port; off: none)\n"
           "  --config FILE          JSON config file (options given after it override it)\n"
           "  --demo                 open a session named 'demo' on the bundled demo head\n"
           "  --mesh FILE --session NAME   open a session on FILE at start (repeatable)\n"
@@ -67,8 +70,9 @@ static void usage(FILE *out) {
           "                         touch of memory does not fault (auto: ~2.5 KiB per vertex of\n"
           "                         the largest session, at most 1 GiB; 0: none)\n"
           "\n"
-          "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M, once the\n"
-          "sessions named by --demo and --session are open (or have failed to open).\n");
+          "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M http_port=H\n"
+          "(without http_port when it is off), once the sessions named by --demo and --session are\n"
+          "open (or have failed to open).\n");
 }
 
 static int parse_size(const char *opt, const char *text, double max, double *out) {
@@ -185,6 +189,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--rpc-port") == 0 && val) {
       if (parse_size(a, argv[++i], 65535, &v)) goto out;
       cfg.rpc_port = (int)v;
+    } else if (strcmp(a, "--http-port") == 0 && val) {
+      if (strcmp(argv[++i], "off") == 0) cfg.http_port = -1;
+      else if (parse_size(a, argv[i], 65535, &v)) goto out;
+      else cfg.http_port = (int)v;
     } else if (strcmp(a, "--demo") == 0) {
       if (srv_config_add_session(&cfg, "demo", "demo")) goto out;
     } else if (strcmp(a, "--mesh") == 0 && val) {

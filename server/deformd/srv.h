@@ -6,6 +6,7 @@
  * circle.
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *   WebSocket framing (wslay), the page      srv_ws.c srv_web_assets.c (generated from viewer/web/)
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
  *   a session on the wire (SNAPSHOT pieces,  srv_session_wire.c
@@ -21,6 +22,7 @@
  *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
  *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
  *     forwarding, the registry and placement
+ *                                            srv_http.c (HTTP port: the page, WebSocket upgrades)
  *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run
@@ -93,6 +95,7 @@ typedef struct srv_session_spec {
 typedef struct srv_config {
   char listen[64];           /* numeric address or "localhost" */
   int stream_port, rpc_port; /* 0 = any free port */
+  int http_port;             /* the page and its WebSockets; 0 = any free port, -1 = off */
   srv_log_level log_level;
   uint32_t max_frame;        /* incoming binary frames */
   size_t max_request;        /* one JSON-RPC request line */
@@ -214,7 +217,8 @@ struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
   uv_tcp_t stream_listener, rpc_listener;
-  int stream_port, rpc_port; /* as bound (the ports asked for may be 0) */
+  uv_tcp_t http_listener;    /* open when cfg.http_port >= 0 */
+  int stream_port, rpc_port, http_port; /* as bound (the ports asked for may be 0) */
   uint32_t opening;          /* command-line sessions not open yet: the ports line waits for them */
   uv_signal_t sigint, sigterm;
   uv_timer_t tick; /* slow-connection checks */
@@ -264,17 +268,65 @@ struct srv_server {
 
 #include "srv_json.h"
 
+/* ---- WebSocket framing (srv_ws.c) and the page's files (srv_web_assets.c) --------------------- */
+
+/* One WebSocket connection's framing: wslay's event API reads messages (fragments joined,
+ * control frames answered, the size limit kept), wslay's frame API writes message headers. */
+typedef struct srv_ws srv_ws;
+
+/* Where a WebSocket hands things back up (the connection, srv_conn.c). */
+typedef struct srv_ws_cbs {
+  void (*message)(void *arg, const uint8_t *p, size_t n); /* a whole message of the kind expected */
+  void (*write)(void *arg, const uint8_t *p, size_t n);   /* control bytes to send (copied) */
+} srv_ws_cbs;
+
+#define SRV_WS_HEADER_MAX 10 /* bytes of a server's (unmasked) frame header */
+
+/* text: the endpoint takes text messages (JSON-RPC), else binary ones (the stream protocol); a
+ * message of the other kind, or over max_message bytes, closes it. Returns 0 or SRV_EINTERNAL. */
+int srv_ws_create(srv_ws **out, int text, uint64_t max_message, const srv_ws_cbs *cbs, void *arg);
+void srv_ws_destroy(srv_ws *ws);
+/* Reads `n` received bytes (all of them). Returns 0, or SRV_EPARAMS once the peer closed or broke
+ * the protocol (the close frame that answers it has gone to cbs->write): finish the connection. */
+int srv_ws_feed(srv_ws *ws, const uint8_t *p, size_t n);
+/* Sends a close frame (once) with a code and a reason (cut to 123 bytes). */
+void srv_ws_close(srv_ws *ws, uint16_t code, const char *reason);
+/* Rewrites one write of `n` buffers as WebSocket messages without copying them: binary, one
+ * message per protocol frame (a buffer may hold several frames, a frame span several buffers);
+ * text, one message of everything less a trailing newline. *out and *headers are malloc'ed (the
+ * caller frees both once written). Returns 0, or SRV_EPARAMS when the bytes are not whole
+ * frames, SRV_EINTERNAL when out of memory. */
+int srv_ws_wrap(srv_ws *ws, const uv_buf_t *in, unsigned n, uv_buf_t **out, unsigned *outn, uint8_t **headers);
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (SHA-1 and base64, nettle). Returns 0, or
+ * SRV_EPARAMS when the key is not 16 bytes in base64. */
+int srv_ws_accept_key(const char *key, size_t len, char out[29]);
+
+/* The files of viewer/web/, compiled in: NULL when there is no such file. */
+typedef struct srv_web_asset {
+  const char *name;         /* "index.html", "main.js", ... */
+  const char *content_type;
+  const uint8_t *data;
+  size_t len;
+} srv_web_asset;
+const srv_web_asset *srv_web_asset_find(const char *name, size_t len);
+
 /* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
 
-typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
+/* SRV_CONN_HTTP: a connection on the HTTP port until it upgrades to a WebSocket, when it becomes
+ * a stream or JSON-RPC connection like those of the TCP ports. */
+typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2, SRV_CONN_HTTP = 3 } srv_conn_kind;
 
-/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c). */
+/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c,
+ * srv_http.c). */
 typedef struct srv_conn_ops {
   void (*on_data)(srv_conn *c);    /* bytes were appended to c->rbuf */
   void (*on_drained)(srv_conn *c); /* everything queued was written (may be NULL) */
   void (*on_close)(srv_conn *c);   /* closing: let go of what refers to it (may be NULL) */
   /* Accepted over a limit or while stopping: say why in the transport's terms, then finish. */
   void (*refuse)(srv_conn *c, int srv_code, const char *why);
+  /* One whole WebSocket message (a stream frame, a JSON-RPC request), on WebSocket connections,
+   * instead of on_data (NULL: the transport has no WebSocket endpoint). */
+  void (*on_message)(srv_conn *c, const uint8_t *p, size_t n);
 } srv_conn_ops;
 
 struct srv_conn {
@@ -289,7 +341,7 @@ struct srv_conn {
   int read_paused;          /* output over the soft limit: input waits (backpressure) */
   int authed;               /* rpc: passed `auth` (only matters when a token is set) */
   uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
-  uint64_t accepted_at;     /* uv_now() at accept */
+  uint64_t accepted_at;     /* uv_now() at accept, at its latest HTTP request, or at its upgrade */
   uint64_t finish_deadline;
   char peer[64];
 
@@ -316,6 +368,10 @@ struct srv_conn {
   /* rpc connections */
   int skipping;             /* discarding an oversized request up to its newline */
 
+  /* HTTP-port connections */
+  void *http;               /* the request parser until the upgrade (srv_http.c owns it) */
+  srv_ws *ws;               /* after the upgrade: reads and writes are WebSocket messages */
+
   srv_conn *next, *prev;    /* the server's connection list */
 };
 
@@ -324,6 +380,10 @@ struct srv_conn {
 srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops *ops);
 /* Reads from the accepted socket; bytes go to ops->on_data. */
 void srv_conn_start(srv_conn *c);
+/* An HTTP connection whose upgrade was answered becomes a WebSocket of `kind` served by `ops`
+ * (the same transports as the TCP ports, messages to ops->on_message); bytes already read after
+ * the request (c->rbuf) are its first. Returns 0 or SRV_EINTERNAL (the caller fails it). */
+int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops);
 /* The author of what the connection changes: the name it gave (hello), else
  * anonymous-<connection id> (interned on first use). */
 uint32_t srv_conn_author(srv_conn *c);
@@ -1037,6 +1097,8 @@ void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
 
 extern const srv_conn_ops srv_stream_ops;
 extern const srv_conn_ops srv_rpc_conn_ops;
+/* srv_http.c: the page's files, and the upgrades to /ws/stream and /ws/rpc. */
+extern const srv_conn_ops srv_http_ops;
 
 /* ---- the server (srv_server.c) ------------------------------------------------------------------ */
 

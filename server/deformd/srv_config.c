@@ -2,7 +2,8 @@
  * srv_config.c — deformd's settings: defaults, the JSON config file, sessions to open at start.
  *
  * The config file is one JSON object; every key is optional:
- *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "log_level": "info",
+ *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "http_port": 7452 (or "off"),
+ *    "log_level": "info",
  *    "token": "secret", "reserve_mb": -1,
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
@@ -29,6 +30,7 @@ void srv_config_init(srv_config *c) {
   snprintf(c->listen, sizeof(c->listen), "127.0.0.1");
   c->stream_port = 7450;
   c->rpc_port = 7451;
+  c->http_port = 7452;
   c->log_level = SRV_LOG_INFO;
   c->max_frame = PROTO_DEFAULT_MAX_FRAME;
   c->max_request = 64u << 20;
@@ -177,6 +179,13 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   if (r) c->stream_port = (int)v;
   if ((r = get_uint(root, "rpc_port", 65535, &v, err, errlen)) < 0) goto out;
   if (r) c->rpc_port = (int)v;
+  item = cJSON_GetObjectItemCaseSensitive(root, "http_port");
+  if (cJSON_IsString(item) && strcmp(item->valuestring, "off") == 0) {
+    c->http_port = -1;
+  } else if (item) {
+    if ((r = get_uint(root, "http_port", 65535, &v, err, errlen)) < 0) goto out;
+    c->http_port = (int)v;
+  }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "reserve_mb"))) {
     if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) || item->valuedouble < -1 ||
         item->valuedouble > 1048576) {

@@ -174,6 +174,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "viewers", x->subscriber_count);
   cJSON_AddNumberToObject(r, "editors", editors);
   cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
+  cJSON_AddNumberToObject(r, "gestures", x->gesture_count); /* in progress, from any client */
   srv_rpc_reply(call, r);
 }
 

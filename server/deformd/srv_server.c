@@ -2,7 +2,8 @@
  * srv_server.c — the top of the service: the listeners and what they accept, the tick that
  * closes silent and slow connections and idle gestures, signals, start and stop.
  *
- * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops); over
+ * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops,
+ * srv_http_ops for the HTTP port, whose WebSockets become stream or JSON-RPC connections); over
  * max_connections, or while stopping, the transport says why and the connection closes.
  *
  * DOES NOT parse anything or hold session logic: it wires the modules below it together.
@@ -22,7 +23,9 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     srv_log(SRV_LOG_WARN, "accept: %s", uv_strerror(status));
     return;
   }
-  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops : &srv_rpc_conn_ops);
+  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops
+                                         : kind == SRV_CONN_RPC  ? &srv_rpc_conn_ops
+                                                                 : &srv_http_ops);
   if (!c) {
     srv_log(SRV_LOG_ERROR, "accept: out of memory");
     return;
@@ -41,11 +44,12 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     return;
   }
   srv_log(SRV_LOG_DEBUG, "connection %u from %s (%s)", c->id, c->peer,
-          kind == SRV_CONN_STREAM ? "stream" : "rpc");
+          kind == SRV_CONN_STREAM ? "stream" : kind == SRV_CONN_RPC ? "rpc" : "http");
 }
 
 static void on_stream_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_STREAM); }
 static void on_rpc_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_RPC); }
+static void on_http_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_HTTP); }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
 
@@ -131,6 +135,10 @@ static void on_tick(uv_timer_t *t) {
       if (now > c->finish_deadline) srv_conn_close(c);
       continue;
     }
+    if (c->kind == SRV_CONN_HTTP && c->queued == 0 && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+      srv_conn_close(c); /* an idle HTTP connection (no request for that long) */
+      continue;
+    }
     if (c->kind == SRV_CONN_STREAM && !c->hello_done && now - c->accepted_at > s->cfg.hello_timeout_ms) {
       srv_conn_fail(c, PROTO_ERR_MALFORMED, "no HELLO within the time allowed");
       continue;
@@ -156,7 +164,10 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* One line on stdout for scripts and tests that asked for port 0, printed once every session
  * named on the command line is open (or has failed): whoever reads it can use them at once. */
 static void announce_ports(srv_server *s) {
-  printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
+  if (s->cfg.http_port >= 0)
+    printf("stream_port=%d rpc_port=%d http_port=%d\n", s->stream_port, s->rpc_port, s->http_port);
+  else
+    printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
   fflush(stdout);
 }
 
@@ -271,9 +282,18 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
+  if (cfg->http_port >= 0 &&
+      (rc = listen_on(s, &s->http_listener, cfg->http_port, on_http_connection, &s->http_port)) != 0) {
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, s->stream_port,
           s->rpc_port);
+  if (cfg->http_port >= 0)
+    srv_log(SRV_LOG_INFO, "the browser viewer is at http://%s:%d/?session=NAME", cfg->listen, s->http_port);
   if (cfg->redis && (rc = srv_cluster_start(s, s->stream_port, s->rpc_port)) != 0) {
+    if (cfg->http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     uv_close((uv_handle_t *)&s->rpc_listener, NULL);
     return rc;
@@ -304,6 +324,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   srv_cluster_stop(s);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+  if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);

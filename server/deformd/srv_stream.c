@@ -480,4 +480,24 @@ static void on_close(srv_conn *c) {
 
 static void refuse(srv_conn *c, int srv_code, const char *why) { srv_conn_fail(c, stream_code(srv_code), why); }
 
-const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse};
+/* A WebSocket message (the /ws/stream endpoint of srv_http.c) is exactly one frame: its header is
+ * checked as on the TCP port, and its length must be the message's. */
+static void on_message(srv_conn *c, const uint8_t *p, size_t n) {
+  proto_header h;
+  char why[160];
+  int rc = n >= PROTO_HEADER_SIZE ? proto_header_decode(p, &c->server->limits, &h) : PROTO_ETRUNCATED;
+  if (rc) {
+    snprintf(why, sizeof(why), "bad frame header: %s", proto_strerror(rc));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  if ((size_t)h.length != n - PROTO_HEADER_SIZE) {
+    snprintf(why, sizeof(why), "a WebSocket message holds exactly one frame: this one has %zu bytes, its header says %u",
+             n, (unsigned)(PROTO_HEADER_SIZE + h.length));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  on_frame(c, &h, p + PROTO_HEADER_SIZE);
+}
+
+const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse, on_message};

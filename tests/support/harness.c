@@ -71,6 +71,8 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   argv[n++] = "0";
   argv[n++] = "--rpc-port";
   argv[n++] = "0";
+  argv[n++] = "--http-port"; /* a free port too: parallel tests never share 7452 */
+  argv[n++] = "0";
   argv[n++] = "--data"; /* memory only, unless the test gives its own --data (the last one counts) */
   argv[n++] = "none";
   for (int i = 0; args && args[i] && n < 62; i++) argv[n++] = args[i];
@@ -93,7 +95,7 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   FILE *f = fdopen(out[0], "r");
   char line[256] = "";
   if (!fgets(line, sizeof(line), f) ||
-      sscanf(line, "stream_port=%d rpc_port=%d", &h->stream_port, &h->rpc_port) != 2) {
+      sscanf(line, "stream_port=%d rpc_port=%d http_port=%d", &h->stream_port, &h->rpc_port, &h->http_port) < 2) {
     dump_log(h);
     test__fail(__FILE__, __LINE__, "deformd did not print its ports (got '%s')", line);
   }

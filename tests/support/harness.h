@@ -13,7 +13,7 @@
 
 typedef struct harness {
   pid_t pid;
-  int stream_port, rpc_port;
+  int stream_port, rpc_port, http_port;
   char log_path[1024];
   client_conn rpc; /* one JSON-RPC connection kept open */
 } harness;
