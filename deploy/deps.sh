@@ -25,6 +25,9 @@ PACKAGES=(
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
   libssl-dev openssl
+  libhiredis-dev redis-server systemd
+  libwslay-dev nettle-dev node-llhttp
+  nodejs chromium chromium-driver python3-selenium
   xvfb xauth
   gnuplot-nox
   ca-certificates

@@ -123,7 +123,9 @@ enum {
   PROTO_OPT_MAX_RATE = 2,  /* f32 Hz, finite, >= 0; 0 = every change as it happens */
   PROTO_OPT_TOLERANCE = 3, /* f32 mesh units, finite, >= 0; 0 = the session's default */
   PROTO_OPT_SHIFT = 4,     /* WELCOME only, u8: the grid shift granted (proto_grid2) */
-  PROTO_OPT_AUTHOR = 5     /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
+  PROTO_OPT_AUTHOR = 5,    /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
+  PROTO_OPT_FORWARD = 6    /* HELLO only, u8 1: a relay forwarding an editor's EDITs; the server
+                            * sends WELCOME and ERRORs naming requests, no SNAPSHOT, no frames */
 };
 enum {
   PROTO_CODEC_QUANTISED = 0, /* positions, UVs, target deltas and offsets on a grid (default) */
@@ -324,7 +326,12 @@ enum {
   PROTO_ERR_TOO_SLOW = 5,      /* the connection did not keep up and is closed */
   PROTO_ERR_SHUTDOWN = 6,      /* the server is stopping */
   PROTO_ERR_SESSION_CLOSED = 7,
-  PROTO_ERR_OVERLOADED = 8     /* too many connections */
+  PROTO_ERR_OVERLOADED = 8,    /* too many connections */
+  /* Relays (docs/protocol.md §13). A status, not a failure: the connection stays open. */
+  PROTO_ERR_PRIMARY_LOST = 9,  /* ERROR: the session's primary is gone; this is its last state */
+  PROTO_ERR_PRIMARY_BACK = 10, /* ERROR: the primary is back; live frames resume */
+  PROTO_ERR_RESYNC = 11        /* BYE: the session's history was replaced (a new epoch): join
+                                * again for a new SNAPSHOT */
 };
 
 typedef struct proto_ping {
@@ -339,6 +346,8 @@ typedef struct proto_ping {
 int proto_encode_hello(proto_buf *b, const proto_hello *m);
 /* HELLO version 2 with options (m->protocol_version is ignored). */
 int proto_encode_hello2(proto_buf *b, const proto_hello *m, const proto_hello_opts *o);
+/* A relay's HELLO version 2 for forwarding an editor's EDITs: `o` plus PROTO_OPT_FORWARD. */
+int proto_encode_hello_forward(proto_buf *b, const proto_hello *m, const proto_hello_opts *o);
 int proto_encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m);
 /* WELCOME version 2 (header version 2, the option list after the session name). */
 int proto_encode_welcome2(proto_buf *b, uint64_t version, const proto_welcome *m, const proto_welcome_opts *o);
@@ -447,6 +456,8 @@ int proto_decode_welcome(const uint8_t *p, size_t n, proto_welcome *m);
  * with m->protocol_version set for a version this build does not know). proto_decode_hello is
  * this without the options. */
 int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_opts *o);
+/* Whether a HELLO that decodes carries PROTO_OPT_FORWARD = 1. */
+int proto_hello_forward(const uint8_t *p, size_t n);
 /* Both layouts: o->protocol_version says which arrived. */
 int proto_decode_welcome2(const uint8_t *p, size_t n, proto_welcome *m, proto_welcome_opts *o);
 int proto_decode_error(const uint8_t *p, size_t n, proto_error *m); /* ERROR and BYE */

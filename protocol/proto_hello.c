@@ -24,7 +24,7 @@ static int finish(proto_cur *c) { return c->at == c->end ? 0 : PROTO_ETRAILING; 
 /* ---- the option list ------------------------------------------------------------------------ */
 
 typedef struct opts {
-  uint8_t codec, shift;
+  uint8_t codec, shift, forward;
   float max_rate, tolerance;
   proto_str author; /* HELLO only */
   unsigned seen;    /* bit per known tag */
@@ -46,7 +46,7 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (o->codec > PROTO_CODEC_LOSSLESS || !valid_rate(o->max_rate) || !valid_rate(o->tolerance) ||
       o->shift > PROTO_MAX_SHIFT || !valid_author(o->author))
     return PROTO_EINVAL;
-  uint16_t len = 4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0);
+  uint16_t len = 4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0) + (o->forward ? 4 : 0);
   proto__put_u16(b, len);
   put_opt_hdr(b, PROTO_OPT_CODEC, 1);
   proto__put_u8(b, o->codec);
@@ -61,6 +61,10 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (o->author.len) {
     proto__put_u8(b, PROTO_OPT_AUTHOR);
     proto__put_str(b, o->author.ptr, o->author.len); /* u16 length + bytes: the entry's layout */
+  }
+  if (o->forward) {
+    put_opt_hdr(b, PROTO_OPT_FORWARD, 1);
+    proto__put_u8(b, 1);
   }
   return b->failed ? PROTO_ENOMEM : 0;
 }
@@ -79,7 +83,7 @@ static int get_opts(proto_cur *c, opts *o) {
     PROTO__CHECK(proto__get_u8(&e, &tag));
     PROTO__CHECK(proto__get_u16(&e, &n));
     PROTO__CHECK(proto__get(&e, n, &v));
-    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_AUTHOR) continue; /* a later version's option */
+    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_FORWARD) continue; /* a later version's option */
     if (o->seen & (1u << tag)) return PROTO_EINVAL;
     o->seen |= 1u << tag;
     if (tag == PROTO_OPT_AUTHOR) {
@@ -87,9 +91,12 @@ static int get_opts(proto_cur *c, opts *o) {
       if (n == 0 || !valid_author(o->author)) return PROTO_EINVAL;
       continue;
     }
-    size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT ? 1 : 4;
+    size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT || tag == PROTO_OPT_FORWARD ? 1 : 4;
     if (n != want) return PROTO_EINVAL;
-    if (tag == PROTO_OPT_CODEC) {
+    if (tag == PROTO_OPT_FORWARD) {
+      if (v[0] > 1) return PROTO_EINVAL;
+      o->forward = v[0];
+    } else if (tag == PROTO_OPT_CODEC) {
       o->codec = v[0];
       if (o->codec > PROTO_CODEC_LOSSLESS) return PROTO_EINVAL;
     } else if (tag == PROTO_OPT_SHIFT) {
@@ -108,7 +115,8 @@ static int get_opts(proto_cur *c, opts *o) {
 
 /* ---- HELLO ----------------------------------------------------------------------------------- */
 
-static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, const proto_hello_opts *o) {
+static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, const proto_hello_opts *o,
+                        uint8_t forward) {
   if (!valid_name(m->session) || !valid_name(m->token)) return PROTO_EINVAL;
   if (version != PROTO_VERSION && version != PROTO_VERSION_2) return PROTO_EINVAL;
   size_t mark = b->len;
@@ -119,7 +127,8 @@ static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, co
   proto__put_str(b, m->session.ptr, m->session.len);
   proto__put_str(b, m->token.ptr, m->token.len);
   if (version == PROTO_VERSION_2) {
-    opts x = {o ? o->codec : 0, 0, o ? o->max_rate : 0, o ? o->tolerance : 0, o ? o->author : (proto_str){0}, 0};
+    opts x = {.codec = o ? o->codec : 0, .forward = forward, .max_rate = o ? o->max_rate : 0,
+              .tolerance = o ? o->tolerance : 0, .author = o ? o->author : (proto_str){0}};
     int rc = put_opts(b, &x, 0);
     if (rc) {
       b->len = mark;
@@ -129,19 +138,24 @@ static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, co
   return proto_frame_end(b, at);
 }
 
-int proto_encode_hello(proto_buf *b, const proto_hello *m) { return encode_hello(b, m, m->protocol_version, NULL); }
+int proto_encode_hello(proto_buf *b, const proto_hello *m) { return encode_hello(b, m, m->protocol_version, NULL, 0); }
 
 int proto_encode_hello2(proto_buf *b, const proto_hello *m, const proto_hello_opts *o) {
-  return encode_hello(b, m, PROTO_VERSION_2, o);
+  return encode_hello(b, m, PROTO_VERSION_2, o, 0);
+}
+
+int proto_encode_hello_forward(proto_buf *b, const proto_hello *m, const proto_hello_opts *o) {
+  return encode_hello(b, m, PROTO_VERSION_2, o, 1);
 }
 
 /* A HELLO whose protocol_version is not one this build knows is PROTO_EVERSION with that field
  * set (its layout is unknown; the server answers with the versions it speaks). */
-int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_opts *o) {
+static int decode_hello(const uint8_t *p, size_t n, proto_hello *m, proto_hello_opts *o, uint8_t *forward) {
   proto_cur c = {p, p + n};
   uint8_t reserved;
   memset(m, 0, sizeof(*m));
   memset(o, 0, sizeof(*o));
+  *forward = 0;
   PROTO__CHECK(proto__get_u16(&c, &m->protocol_version));
   if (m->protocol_version != PROTO_VERSION && m->protocol_version != PROTO_VERSION_2) return PROTO_EVERSION;
   PROTO__CHECK(proto__get_u8(&c, &m->role));
@@ -156,8 +170,21 @@ int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_
     o->max_rate = x.max_rate;
     o->tolerance = x.tolerance;
     o->author = x.author;
+    *forward = x.forward;
   }
   return finish(&c);
+}
+
+int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_opts *o) {
+  uint8_t forward = 0;
+  return decode_hello(p, n, m, o, &forward);
+}
+
+int proto_hello_forward(const uint8_t *p, size_t n) {
+  proto_hello m;
+  proto_hello_opts o;
+  uint8_t forward = 0;
+  return decode_hello(p, n, &m, &o, &forward) == 0 && forward == 1;
 }
 
 int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m) {
@@ -176,7 +203,7 @@ static int encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m
   proto__put_u8(b, 0);
   proto__put_str(b, m->session.ptr, m->session.len);
   if (o) {
-    opts x = {o->codec, o->shift, o->max_rate, o->tolerance, {0}, 0};
+    opts x = {.codec = o->codec, .shift = o->shift, .max_rate = o->max_rate, .tolerance = o->tolerance};
     int rc = put_opts(b, &x, 1);
     if (rc) {
       b->len = mark;

@@ -27,7 +27,7 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deform-view [--connect HOST:PORT] [--session NAME | --open FILE [--rpc HOST:PORT]]\n"
+          "usage: deform-view [--connect HOST:PORT[,HOST:PORT...]] [--session NAME | --open FILE [--rpc HOST:PORT]]\n"
           "                   [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]\n"
           "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
@@ -35,15 +35,37 @@ static void usage(FILE *out) {
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
 }
 
-static int parse_hostport(const char *s, vw_app_opts *o) {
-  const char *colon = strrchr(s, ':');
-  if (!colon || colon == s || (size_t)(colon - s) >= sizeof(o->host)) return -1;
-  memcpy(o->host, s, (size_t)(colon - s));
-  o->host[colon - s] = '\0';
+static int parse_one(const char *s, size_t len, char *host, size_t hostlen, int *port) {
+  const char *colon = NULL;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == ':') colon = s + i;
+  if (!colon || colon == s || (size_t)(colon - s) >= hostlen) return -1;
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = '\0';
+  char digits[8];
+  size_t dl = len - (size_t)(colon + 1 - s);
+  if (dl == 0 || dl >= sizeof(digits)) return -1;
+  memcpy(digits, colon + 1, dl);
+  digits[dl] = '\0';
   char *end;
-  long port = strtol(colon + 1, &end, 10);
-  if (*end || port < 1 || port > 65535) return -1;
-  o->port = (int)port;
+  long p = strtol(digits, &end, 10);
+  if (*end || p < 1 || p > 65535) return -1;
+  *port = (int)p;
+  return 0;
+}
+
+/* HOST:PORT, or several comma-separated (nodes of a cluster: a lost connection tries the next). */
+static int parse_hostport(const char *s, vw_app_opts *o) {
+  o->more_count = 0;
+  for (int k = 0; *s; k++) {
+    size_t len = strcspn(s, ",");
+    int rc = k == 0 ? parse_one(s, len, o->host, sizeof(o->host), &o->port)
+             : k <= 7 ? parse_one(s, len, o->more_host[k - 1], sizeof(o->more_host[0]), &o->more_port[k - 1])
+                      : -1;
+    if (rc) return -1;
+    if (k > 0) o->more_count = k;
+    s += len + (s[len] == ',');
+  }
   return 0;
 }
 

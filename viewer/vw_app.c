@@ -375,6 +375,8 @@ static void draw_overlay(app *a) {
       snprintf(line, sizeof(line), "connecting to %s:%d ...", a->net.host, a->net.port);
     }
     vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, line);
+  } else if (a->net.primary_lost) { /* a relay keeps the last shape while the primary is away */
+    vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, "primary lost: showing its last state (edits refused)");
   } else if (a->net.last_error[0]) {
     vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, a->net.last_error);
   } else if (a->status[0]) {
@@ -474,6 +476,7 @@ int vw_app_run(const vw_app_opts *o) {
   if (o->tls) vw_net_set_tls(&a->net, 1, o->tls_ca);
   if (o->author) vw_net_set_author(&a->net, o->author);
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
+  for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();

@@ -32,6 +32,9 @@ typedef struct vw_app_opts {
   double timeout_s;        /* screenshot: give up after this long (default 60) */
   int protocol;            /* 1 or 2 (0: 2) */
   proto_hello_opts stream; /* version 2: codec, max rate (Hz), tolerance asked of the server */
+  int more_count;          /* --connect A,B,...: the addresses after the first (tried in turn) */
+  char more_host[7][256];
+  int more_port[7];
 } vw_app_opts;
 
 /* Runs until the window closes (or the screenshot is written). Returns the exit status:

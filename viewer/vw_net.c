@@ -60,6 +60,9 @@ static const char *error_name(uint16_t code) {
     case PROTO_ERR_SHUTDOWN: return "SHUTDOWN";
     case PROTO_ERR_SESSION_CLOSED: return "SESSION_CLOSED";
     case PROTO_ERR_OVERLOADED: return "OVERLOADED";
+    case PROTO_ERR_PRIMARY_LOST: return "PRIMARY_LOST";
+    case PROTO_ERR_PRIMARY_BACK: return "PRIMARY_BACK";
+    case PROTO_ERR_RESYNC: return "RESYNC";
     default: return "ERROR";
   }
 }
@@ -96,6 +99,19 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
 void vw_net_set_tls(vw_net *n, int on, const char *ca_file) {
   n->tls = on;
   snprintf(n->tls_ca, sizeof(n->tls_ca), "%s", ca_file ? ca_file : "");
+}
+
+int vw_net_add_address(vw_net *n, const char *host, int port) {
+  int cap = (int)(sizeof(n->addresses) / sizeof(n->addresses[0]));
+  if (n->address_count == 0) { /* the first: vw_net_init's */
+    snprintf(n->addresses[0].host, sizeof(n->addresses[0].host), "%s", n->host);
+    n->addresses[0].port = n->port;
+    n->address_count = 1;
+  }
+  if (n->address_count >= cap) return -1;
+  snprintf(n->addresses[n->address_count].host, sizeof(n->addresses[0].host), "%s", host);
+  n->addresses[n->address_count++].port = port;
+  return 0;
 }
 
 void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts) {
@@ -145,6 +161,11 @@ static void lose(vw_net *n, int immediate) {
   if (immediate) {
     n->retry_at_ms = now;
     return;
+  }
+  if (n->address_count > 1) { /* another node may serve the session: the next one */
+    n->address_at = (n->address_at + 1) % n->address_count;
+    memcpy(n->host, n->addresses[n->address_at].host, sizeof(n->host)); /* same size, NUL-terminated */
+    n->port = n->addresses[n->address_at].port;
   }
   n->backoff_ms = n->backoff_ms == 0 ? VW_NET_BACKOFF_FIRST_MS : n->backoff_ms * 2;
   if (n->backoff_ms > VW_NET_BACKOFF_MAX_MS) n->backoff_ms = VW_NET_BACKOFF_MAX_MS;
@@ -307,6 +328,9 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       else
         set_error(n, e.code, 0, "%s %s: %.*s", what, error_name(e.code), (int)e.message.len, e.message.ptr);
       if (h->type == PROTO_ERROR) n->errors++;
+      /* A relay's status (docs/protocol.md §13): the connection stays, so does the state. */
+      if (h->type == PROTO_ERROR && e.code == PROTO_ERR_PRIMARY_LOST) n->primary_lost = 1;
+      if (h->type == PROTO_ERROR && e.code == PROTO_ERR_PRIMARY_BACK) n->primary_lost = 0;
       if (h->type == PROTO_BYE) {
         lose(n, 0);
         return -1;

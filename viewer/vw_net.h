@@ -56,6 +56,11 @@ typedef struct vw_net {
   proto_hello_opts hello;   /* version 2: codec, max rate, tolerance asked for */
   int tls;                  /* speak TLS, verifying the server's certificate (vw_net_set_tls) */
   char tls_ca[1024];        /* ... against these CAs (PEM file); "": the system's */
+  /* Other nodes serving the same session (a cluster's relays): a lost connection tries the
+   * next one (vw_net_add_address); host/port above is the one in use. */
+  struct { char host[256]; int port; } addresses[8];
+  int address_count, address_at;
+  int primary_lost;         /* a relay said the session's primary is lost (ERROR PRIMARY_LOST) */
   /* state */
   vw_net_state state;
   client_conn conn;
@@ -93,6 +98,10 @@ typedef struct vw_net {
 
 /* Sets up (no I/O yet; the first poll connects). `token` may be NULL. The strings are copied. */
 void vw_net_init(vw_net *n, const char *host, int port, const char *session, const char *token, proto_role role);
+/* Adds an address to try when the current one is lost (several nodes of a cluster: relays and
+ * primaries serve the same sessions). The first is the one vw_net_init was given. Returns 0, or
+ * -1 when the list (8) is full. */
+int vw_net_add_address(vw_net *n, const char *host, int port);
 /* Speak protocol `protocol` (1 or 2) from the next connection on, asking with `opts` (version
  * 2: NULL for the defaults, the session's tolerance at every change). */
 void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts);

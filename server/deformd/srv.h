@@ -7,6 +7,7 @@
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
  *   TLS over memory BIOs, the data folders   srv_tls.c srv_data.c
+ *   WebSocket framing (wslay), the page      srv_ws.c srv_web_assets.c (generated from viewer/web/)
  *   connections (writes, fan-out policy)     srv_conn.c
  *   access: tokens, roles, the decision      srv_access.c
  *   clips of a session                       srv_anim.c
@@ -21,6 +22,10 @@
  *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
  *                                            srv_history_rpc.c srv_token_rpc.c srv_transfer_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
+ *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
+ *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
+ *     forwarding, the registry and placement
+ *                                            srv_http.c (HTTP port: the page, WebSocket upgrades)
  *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run
@@ -93,6 +98,7 @@ typedef struct srv_session_spec {
 typedef struct srv_config {
   char listen[64];           /* numeric address or "localhost" */
   int stream_port, rpc_port; /* 0 = any free port */
+  int http_port;             /* the page and its WebSockets; 0 = any free port, -1 = off */
   srv_log_level log_level;
   uint32_t max_frame;        /* incoming binary frames */
   size_t max_request;        /* one JSON-RPC request line */
@@ -122,6 +128,16 @@ typedef struct srv_config {
   double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
   srv_session_spec *sessions;
   uint32_t session_count;
+  /* Many machines (docs/operations.md): */
+  char *redis;               /* redis://HOST:PORT[/DB]: publish this primary's sessions there (or
+                              * follow them, with relay); NULL: a single node */
+  int relay;                 /* --relay: own no session, serve viewers from Redis */
+  char *node_id;             /* this node's name in the registry; NULL: ADVERTISE:STREAM_PORT */
+  char advertise[64];        /* the numeric address other nodes reach this one at ("": listen) */
+  uint32_t snapshot_every;   /* a snapshot after this many frames of a session (100) */
+  uint32_t stream_maxlen;    /* stream entries kept per session (about; 10 x snapshot_every) */
+  uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
+  uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
 } srv_config;
 
 /* Fills defaults. */
@@ -204,6 +220,8 @@ void srv_data_temp_discard(srv_data_temp *t);
 /* The whole file at once. */
 int srv_data_write(int dir_fd, const char *name, const char *folder, const void *data, size_t len, char *err,
                    size_t errlen);
+/* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
+int srv_config_set_string(char **field, const char *value);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -221,6 +239,7 @@ void srv_frame_unref(srv_frame *f);
 
 typedef struct srv_store srv_store;
 typedef struct srv_op srv_op;
+struct srv_rpc_call;
 typedef struct srv_before srv_before;
 
 /* ---- authors (srv_author.c) --------------------------------------------------------------------- */
@@ -322,7 +341,8 @@ struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
   uv_tcp_t stream_listener, rpc_listener;
-  int stream_port, rpc_port; /* as bound (the ports asked for may be 0) */
+  uv_tcp_t http_listener;    /* open when cfg.http_port >= 0 */
+  int stream_port, rpc_port, http_port; /* as bound (the ports asked for may be 0) */
   uint32_t opening;          /* command-line sessions not open yet: the ports line waits for them */
   uv_signal_t sigint, sigterm;
   uv_timer_t tick; /* slow-connection checks */
@@ -355,23 +375,87 @@ struct srv_server {
   srv_access access;         /* tokens and who may do what (srv_access.c) */
   srv_data data;             /* the folders clients name files in (srv_data.c) */
   srv_tls_ctx *tls;          /* TLS on every port (NULL: none) */
+  char *node_token;          /* --redis: the administrator's token, kept to reach other nodes
+                              * (srv_forward.c); NULL otherwise (it is wiped once hashed) */
+  /* Many machines (--redis, srv_registry.c). The hooks below are NULL on a single node; each is
+   * how a lower layer hands a request up to the cluster layer. */
+  struct srv_cluster *cluster;
+  /* srv_methods_dispatch, after the access check: nonzero when the call was taken (sent to
+   * the session's owner, or placed on another node). */
+  int (*route_rpc)(srv_server *s, struct srv_rpc_call *call, const char *method, cJSON *params);
+  /* srv_stream.c: an EDIT frame (header included) on a connection whose session this node
+   * does not own; nonzero when taken. */
+  int (*route_edit)(srv_conn *c, const uint8_t *frame, size_t len);
+  void (*on_session_added)(srv_server *s, srv_session *x); /* srv_session_add */
+  void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
+  void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
+  void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
+  void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
 
 #include "srv_json.h"
 
+/* ---- WebSocket framing (srv_ws.c) and the page's files (srv_web_assets.c) --------------------- */
+
+/* One WebSocket connection's framing: wslay's event API reads messages (fragments joined,
+ * control frames answered, the size limit kept), wslay's frame API writes message headers. */
+typedef struct srv_ws srv_ws;
+
+/* Where a WebSocket hands things back up (the connection, srv_conn.c). */
+typedef struct srv_ws_cbs {
+  void (*message)(void *arg, const uint8_t *p, size_t n); /* a whole message of the kind expected */
+  void (*write)(void *arg, const uint8_t *p, size_t n);   /* control bytes to send (copied) */
+} srv_ws_cbs;
+
+#define SRV_WS_HEADER_MAX 10 /* bytes of a server's (unmasked) frame header */
+
+/* text: the endpoint takes text messages (JSON-RPC), else binary ones (the stream protocol); a
+ * message of the other kind, or over max_message bytes, closes it. Returns 0 or SRV_EINTERNAL. */
+int srv_ws_create(srv_ws **out, int text, uint64_t max_message, const srv_ws_cbs *cbs, void *arg);
+void srv_ws_destroy(srv_ws *ws);
+/* Reads `n` received bytes (all of them). Returns 0, or SRV_EPARAMS once the peer closed or broke
+ * the protocol (the close frame that answers it has gone to cbs->write): finish the connection. */
+int srv_ws_feed(srv_ws *ws, const uint8_t *p, size_t n);
+/* Sends a close frame (once) with a code and a reason (cut to 123 bytes). */
+void srv_ws_close(srv_ws *ws, uint16_t code, const char *reason);
+/* Rewrites one write of `n` buffers as WebSocket messages without copying them: binary, one
+ * message per protocol frame (a buffer may hold several frames, a frame span several buffers);
+ * text, one message of everything less a trailing newline. *out and *headers are malloc'ed (the
+ * caller frees both once written). Returns 0, or SRV_EPARAMS when the bytes are not whole
+ * frames, SRV_EINTERNAL when out of memory. */
+int srv_ws_wrap(srv_ws *ws, const uv_buf_t *in, unsigned n, uv_buf_t **out, unsigned *outn, uint8_t **headers);
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (SHA-1 and base64, nettle). Returns 0, or
+ * SRV_EPARAMS when the key is not 16 bytes in base64. */
+int srv_ws_accept_key(const char *key, size_t len, char out[29]);
+
+/* The files of viewer/web/, compiled in: NULL when there is no such file. */
+typedef struct srv_web_asset {
+  const char *name;         /* "index.html", "main.js", ... */
+  const char *content_type;
+  const uint8_t *data;
+  size_t len;
+} srv_web_asset;
+const srv_web_asset *srv_web_asset_find(const char *name, size_t len);
+
 /* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
 
-typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
+/* SRV_CONN_HTTP: a connection on the HTTP port until it upgrades to a WebSocket, when it becomes
+ * a stream or JSON-RPC connection like those of the TCP ports. */
+typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2, SRV_CONN_HTTP = 3 } srv_conn_kind;
 
-/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c). */
+/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c,
+ * srv_http.c). */
 typedef struct srv_conn_ops {
   void (*on_data)(srv_conn *c);    /* bytes were appended to c->rbuf */
   void (*on_drained)(srv_conn *c); /* everything queued was written (may be NULL) */
   void (*on_close)(srv_conn *c);   /* closing: let go of what refers to it (may be NULL) */
   /* Accepted over a limit or while stopping: say why in the transport's terms, then finish. */
   void (*refuse)(srv_conn *c, int srv_code, const char *why);
+  /* One whole WebSocket message (a stream frame, a JSON-RPC request), on WebSocket connections,
+   * instead of on_data (NULL: the transport has no WebSocket endpoint). */
+  void (*on_message)(srv_conn *c, const uint8_t *p, size_t n);
 } srv_conn_ops;
 
 struct srv_conn {
@@ -391,7 +475,7 @@ struct srv_conn {
   int author_from_token;    /* its author is its token's user: hello and HELLO names are ignored */
   struct srv_transfer *transfer; /* rpc: an upload or download in progress (srv_transfer_rpc.c) */
   uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
-  uint64_t accepted_at;     /* uv_now() at accept */
+  uint64_t accepted_at;     /* uv_now() at accept, at its latest HTTP request, or at its upgrade */
   uint64_t finish_deadline;
   char peer[64];
 
@@ -404,6 +488,7 @@ struct srv_conn {
   uint16_t protocol;        /* the HELLO's protocol version */
   uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
   float max_rate;           /* Hz granted, 0 = every change */
+  int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
   int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
   struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
   srv_conn *join_next;      /* waiting for its codec's SNAPSHOT pieces (srv_session.c) */
@@ -417,6 +502,10 @@ struct srv_conn {
   /* rpc connections */
   int skipping;             /* discarding an oversized request up to its newline */
 
+  /* HTTP-port connections */
+  void *http;               /* the request parser until the upgrade (srv_http.c owns it) */
+  srv_ws *ws;               /* after the upgrade: reads and writes are WebSocket messages */
+
   srv_conn *next, *prev;    /* the server's connection list */
 };
 
@@ -425,6 +514,10 @@ struct srv_conn {
 srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops *ops);
 /* Reads from the accepted socket; bytes go to ops->on_data. */
 void srv_conn_start(srv_conn *c);
+/* An HTTP connection whose upgrade was answered becomes a WebSocket of `kind` served by `ops`
+ * (the same transports as the TCP ports, messages to ops->on_message); bytes already read after
+ * the request (c->rbuf) are its first. Returns 0 or SRV_EINTERNAL (the caller fails it). */
+int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops);
 /* The author of what the connection changes: the name it gave (hello), else
  * anonymous-<connection id> (interned on first use). */
 uint32_t srv_conn_author(srv_conn *c);
@@ -1110,6 +1203,8 @@ int srv_rpc_code(int srv_code);
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
 /* Sends an error object for an SRV_E* code and frees the call. */
 void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Frees a call without answering it (someone else answers: a forwarded request). */
+void srv_rpc_call_free(srv_rpc_call *call);
 /* A reply that answers `call` (for the domain modules' asynchronous answers). */
 srv_reply srv_rpc_reply_to(srv_rpc_call *call);
 /* Writes one error response line with a JSON-RPC `code` (the transport's own -32700/-32600,
@@ -1199,6 +1294,8 @@ void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
 
 extern const srv_conn_ops srv_stream_ops;
 extern const srv_conn_ops srv_rpc_conn_ops;
+/* srv_http.c: the page's files, and the upgrades to /ws/stream and /ws/rpc. */
+extern const srv_conn_ops srv_http_ops;
 
 /* ---- the server (srv_server.c) ------------------------------------------------------------------ */
 

@@ -8,7 +8,8 @@
  *   owner   target configuration, revert, export, close, tokens for that session
  *   admin   everything: session.create, mesh.upload, server.stats, every session
  * A token grants one role on one session or on all of them; its user is the author of every
- * operation made with it.
+ * operation made with it (an admin token may name another author with hello: a relay forwards
+ * its clients' names that way).
  *
  * Tokens are 32 random bytes (getrandom) shown once as "dfm_" + base64url, kept only as their
  * SHA-256 (libcrypto), in the store's tokens table (with --data none in memory only). A
@@ -235,7 +236,9 @@ int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, 
   snprintf(c->grant.session, sizeof(c->grant.session), "%s", t->session ? t->session : "");
   uint32_t id;
   if (srv_authors_intern(&s->authors, s->store, t->user, &id) == 0) c->author = id;
-  c->author_from_token = 1;
+  /* An administrator may name the author (a relay forwarding its clients' edits does); any
+   * other token's user is the author, whatever a name says. */
+  c->author_from_token = t->role != SRV_ROLE_ADMIN;
   srv_log(SRV_LOG_INFO, "connection %u (%s) authenticated as %s (%s%s%s)", c->id, c->peer, t->user,
           srv_role_name(t->role), t->session ? " of " : "", t->session ? t->session : "");
   return 0;

@@ -18,8 +18,13 @@
  * delivers is decrypted before ops->on_data sees it, and what is sent is encrypted on the way
  * out, per connection (a frame encoded once for many viewers is encrypted once for each).
  *
+ * WebSocket connections (upgraded on the HTTP port) are the same connections with srv_ws.c in
+ * between: received bytes become whole messages for ops->on_message, and every write becomes
+ * WebSocket messages (srv_ws_wrap: a header each, the payload referenced as it is), so the
+ * limits, the slow-reader policy and the fan-out above apply to them unchanged.
+ *
  * DOES NOT parse anything: bytes go to the transport through c->ops (srv_stream.c,
- * srv_rpc_conn.c), which also decides what a closing connection lets go of.
+ * srv_rpc_conn.c, srv_http.c), which also decides what a closing connection lets go of.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,12 +42,14 @@ typedef struct write_req {
   srv_frame **frames; /* the references this write holds (points at inline_frames when few) */
   srv_frame *inline_frames[2];
   uint8_t *copy;      /* for srv_conn_send_copy */
+  uint8_t *ws_headers; /* WebSocket connections: the messages' headers (srv_ws_wrap) */
 } write_req;
 
 static void write_req_free(write_req *w) {
   for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
   if (w->frames != w->inline_frames) free(w->frames);
   free(w->copy);
+  free(w->ws_headers);
   free(w);
 }
 
@@ -106,6 +113,7 @@ uint32_t srv_conn_author(srv_conn *c) {
 void srv_conn_ref(srv_conn *c) { c->refs++; }
 
 static void conn_free(srv_conn *c) {
+  srv_ws_destroy(c->ws);
   free(c->rbuf);
   free(c->tls_in);
   srv_tls_destroy(c->tls);
@@ -147,6 +155,7 @@ static void flush_tls(srv_conn *c);
 void srv_conn_finish(srv_conn *c, srv_frame *last) {
   if (c->closing || c->finishing) return;
   if (last) srv_conn_send(c, last);
+  if (c->ws) srv_ws_close(c->ws, 1000, NULL); /* a no-op after a close already sent */
   if (c->tls) { /* TLS's own goodbye, behind the last frame */
     srv_tls_close_notify(c->tls);
     flush_tls(c);
@@ -193,7 +202,7 @@ static void on_write(uv_write_t *req, int status) {
 }
 
 /* Hands a write to the socket as it is (ciphertext on a TLS connection). */
-static int submit_raw(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+static int submit_sock(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   srv_server *s = c->server;
   if (c->queued + w->len > s->cfg.hard_limit) {
     /* The pipe is full: nothing more can be said to this peer, not even why. */
@@ -238,13 +247,14 @@ static void flush_tls(srv_conn *c) {
   w->copy = out;
   w->len = len;
   uv_buf_t buf = uv_buf_init((char *)out, (unsigned)len);
-  submit_raw(c, w, &buf, 1);
+  submit_sock(c, w, &buf, 1);
 }
 
-/* A write of plaintext: as it is, or encrypted for this connection, the frames it referenced
- * then let go (the ciphertext is this connection's own copy). */
-static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
-  if (!c->tls) return submit_raw(c, w, bufs, n);
+/* A write of plaintext (WebSocket messages already framed): as it is, or encrypted for this
+ * connection, the frames it referenced then let go (the ciphertext is this connection's own
+ * copy). */
+static int submit_raw(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+  if (!c->tls) return submit_sock(c, w, bufs, n);
   for (unsigned i = 0; i < n; i++) {
     if (srv_tls_write(c->tls, bufs[i].base, bufs[i].len) != 0) {
       srv_log(SRV_LOG_DEBUG, "connection %u: %s", c->id, srv_tls_error(c->tls));
@@ -264,7 +274,27 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
     return 0;
   }
   uv_buf_t buf = uv_buf_init((char *)w->copy, (unsigned)w->len);
-  return submit_raw(c, w, &buf, 1);
+  return submit_sock(c, w, &buf, 1);
+}
+
+/* Queues a write; on a WebSocket connection its bytes go out as messages (srv_ws_wrap), then
+ * through TLS when the connection has it. */
+static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+  if (!c->ws) return submit_raw(c, w, bufs, n);
+  uv_buf_t *msgs = NULL;
+  unsigned k = 0;
+  int rc = srv_ws_wrap(c->ws, bufs, n, &msgs, &k, &w->ws_headers);
+  if (rc) {
+    write_req_free(w);
+    srv_log(SRV_LOG_ERROR, "connection %u: cannot frame a write as WebSocket messages (%s)", c->id, srv_strerror(rc));
+    srv_conn_close(c);
+    return UV_EINVAL;
+  }
+  w->len = 0;
+  for (unsigned i = 0; i < k; i++) w->len += msgs[i].len;
+  rc = submit_raw(c, w, msgs, k); /* libuv copies the buffer array */
+  free(msgs);
+  return rc;
 }
 
 /* ---- what the stream bytes are: by message type and by viewer class ---------------------------- */
@@ -339,7 +369,8 @@ int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n) {
   return rc;
 }
 
-int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) {
+/* A copy of `data`, written as it is (raw) or as a WebSocket message. */
+static int send_copy(srv_conn *c, const void *data, size_t len, int raw) {
   if (c->closing) return UV_ECANCELED;
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
@@ -352,8 +383,10 @@ int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) {
   memcpy(w->copy, data, len);
   w->len = len;
   uv_buf_t buf = uv_buf_init((char *)w->copy, (unsigned)len);
-  return submit(c, w, &buf, 1);
+  return raw ? submit_raw(c, w, &buf, 1) : submit(c, w, &buf, 1);
 }
+
+int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) { return send_copy(c, data, len, 0); }
 
 static srv_frame *error_frame(uint16_t code, uint32_t request_id, const char *message) {
   proto_buf b;
@@ -372,6 +405,12 @@ void srv_conn_fail(srv_conn *c, uint16_t code, const char *message) {
   if (c->closing || c->finishing) return;
   srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer, message);
   srv_frame *f = c->kind == SRV_CONN_STREAM ? error_frame(code, 0, message) : NULL;
+  if (c->ws) { /* the close frame says it too: 4000 + the PROTO_ERR_* code, and why */
+    if (f) srv_conn_send(c, f);
+    srv_ws_close(c->ws, (uint16_t)(4000 + code), message);
+    srv_frame_unref(f);
+    f = NULL;
+  }
   /* Queued behind what the peer has not read yet; a peer that never reads is closed by the
    * tick two seconds later without ever seeing it. */
   srv_conn_finish(c, f);
@@ -407,6 +446,35 @@ void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
     return;
   }
   if (srv_conn_send(c, f) == 0) c->sent_version = version;
+}
+
+/* ---- WebSocket connections -------------------------------------------------------------------- */
+
+static void ws_message(void *arg, const uint8_t *p, size_t n) {
+  srv_conn *c = arg;
+  if (c->closing || c->finishing) return;
+  c->ops->on_message(c, p, n);
+}
+
+static void ws_write(void *arg, const uint8_t *p, size_t n) { send_copy(arg, p, n, 1); }
+
+/* Everything read goes through the WebSocket framing; a close or a broken frame ends it. */
+static void feed_ws(srv_conn *c) {
+  int rc = srv_ws_feed(c->ws, c->rbuf, c->rlen);
+  c->rlen = 0;
+  if (rc && !c->closing) srv_conn_finish(c, NULL);
+}
+
+int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops) {
+  static const srv_ws_cbs cbs = {ws_message, ws_write};
+  const srv_config *cfg = &c->server->cfg;
+  uint64_t max = kind == SRV_CONN_STREAM ? (uint64_t)cfg->max_frame + PROTO_HEADER_SIZE : (uint64_t)cfg->max_request;
+  if (!ops->on_message || srv_ws_create(&c->ws, kind == SRV_CONN_RPC, max, &cbs, c) != 0) return SRV_EINTERNAL;
+  c->kind = kind;
+  c->ops = ops;
+  c->accepted_at = uv_now(c->server->loop); /* a stream's HELLO timeout counts from here */
+  if (c->rlen > 0) feed_ws(c);
+  return 0;
 }
 
 /* ---- reads ----------------------------------------------------------------------------------- */
@@ -475,5 +543,6 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
   } else {
     c->rlen += (size_t)n;
   }
-  c->ops->on_data(c);
+  if (c->ws) feed_ws(c);
+  else c->ops->on_data(c);
 }

@@ -121,6 +121,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "viewers", x->subscriber_count);
   cJSON_AddNumberToObject(r, "editors", editors);
   cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
+  cJSON_AddNumberToObject(r, "gestures", x->gesture_count); /* in progress, from any client */
   srv_rpc_reply(call, r);
 }
 
@@ -184,6 +185,7 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "auth_refused", (double)s->access.refused);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   add_stream_stats(r, &s->stats);
+  if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
   srv_rpc_reply(call, r);
 }
 
@@ -269,6 +271,7 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
       srv_rpc_error(call, rc, "%s", why);
       return;
     }
+    if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
     if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
       return;

@@ -71,6 +71,8 @@ static void free_call(srv_rpc_call *call) {
   free(call);
 }
 
+void srv_rpc_call_free(srv_rpc_call *call) { free_call(call); }
+
 static void send_reply(srv_rpc_call *call, cJSON *result) {
   srv_conn *c = call->conn;
   if (call->id && !c->closing) { /* notifications (no id) get no answer */

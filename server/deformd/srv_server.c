@@ -2,7 +2,8 @@
  * srv_server.c — the top of the service: the listeners and what they accept, the tick that
  * closes silent and slow connections and idle gestures, signals, start and stop.
  *
- * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops); over
+ * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops,
+ * srv_http_ops for the HTTP port, whose WebSockets become stream or JSON-RPC connections); over
  * max_connections, or while stopping, the transport says why and the connection closes.
  *
  * DOES NOT parse anything or hold session logic: it wires the modules below it together.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "srv.h"
+#include "srv_cluster.h"
 
 static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind) {
   srv_server *s = listener->data;
@@ -21,7 +23,9 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     srv_log(SRV_LOG_WARN, "accept: %s", uv_strerror(status));
     return;
   }
-  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops : &srv_rpc_conn_ops);
+  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops
+                                         : kind == SRV_CONN_RPC  ? &srv_rpc_conn_ops
+                                                                 : &srv_http_ops);
   if (!c) {
     srv_log(SRV_LOG_ERROR, "accept: out of memory");
     return;
@@ -47,11 +51,12 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     return;
   }
   srv_log(SRV_LOG_DEBUG, "connection %u from %s (%s)", c->id, c->peer,
-          kind == SRV_CONN_STREAM ? "stream" : "rpc");
+          kind == SRV_CONN_STREAM ? "stream" : kind == SRV_CONN_RPC ? "rpc" : "http");
 }
 
 static void on_stream_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_STREAM); }
 static void on_rpc_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_RPC); }
+static void on_http_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_HTTP); }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
 
@@ -137,6 +142,10 @@ static void on_tick(uv_timer_t *t) {
       if (now > c->finish_deadline) srv_conn_close(c);
       continue;
     }
+    if (c->kind == SRV_CONN_HTTP && c->queued == 0 && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+      srv_conn_close(c); /* an idle HTTP connection (no request for that long) */
+      continue;
+    }
     if (c->kind == SRV_CONN_STREAM && !c->hello_done && now - c->accepted_at > s->cfg.hello_timeout_ms) {
       srv_conn_fail(c, PROTO_ERR_MALFORMED, "no HELLO within the time allowed");
       continue;
@@ -162,7 +171,10 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* One line on stdout for scripts and tests that asked for port 0, printed once every session
  * named on the command line is open (or has failed): whoever reads it can use them at once. */
 static void announce_ports(srv_server *s) {
-  printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
+  if (s->cfg.http_port >= 0)
+    printf("stream_port=%d rpc_port=%d http_port=%d\n", s->stream_port, s->rpc_port, s->http_port);
+  else
+    printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
   fflush(stdout);
 }
 
@@ -176,6 +188,12 @@ static void on_session_opened(srv_server *s, void *arg, int status, srv_session 
             session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
   }
   if (s->opening && --s->opening == 0) announce_ports(s);
+}
+
+/* Every applied operation: the history (and the store), then, with --redis, the stream. */
+static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t version, const srv_before *before) {
+  srv_history_on_applied(s, x, op, version, before);
+  if (s->cluster && !s->cluster->stopping) srv_publish_applied(s->cluster, x, op, version, before);
 }
 
 /* What a closing session stops besides its viewers (srv_session_close). */
@@ -231,6 +249,8 @@ static int start_access(srv_server *s, srv_config *cfg, char *err, size_t errlen
   if (cfg->admin_token && cfg->admin_token[0]) {
     uint8_t h[SRV_TOKEN_HASH];
     srv_access_hash(cfg->admin_token, strlen(cfg->admin_token), h);
+    /* A node of a cluster presents it to the others when it forwards their clients' requests. */
+    if (cfg->redis && !(s->node_token = strdup(cfg->admin_token))) return SRV_EINTERNAL;
     explicit_bzero(cfg->admin_token, strlen(cfg->admin_token)); /* main frees the (now empty) copy */
     if (srv_access_add(&s->access, 0, h, SRV_ROLE_ADMIN, NULL, "admin", 0) != 0) return SRV_EINTERNAL;
   }
@@ -288,7 +308,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->data.meshes = s->data.exports = -1; /* nothing open yet (srv_server_fini may run after a failed start) */
   s->on_session_close = close_session_work;
-  s->on_applied = srv_history_on_applied;
+  s->on_applied = on_applied;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;
@@ -297,8 +317,10 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->next_session_id = 1;
   if (srv_authors_init(&s->authors)) return UV_ENOMEM;
   char dirbuf[1024], err[1024];
-  const char *dir = srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
-  if (dir) {
+  const char *dir = cfg->relay ? NULL : srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
+  if (cfg->relay) {
+    srv_log(SRV_LOG_INFO, "relay: no data directory (it owns no session)");
+  } else if (dir) {
     int rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
     if (rc == 0) rc = restore_sessions(s, err, sizeof(err));
     if (rc) {
@@ -323,8 +345,23 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
+  if (cfg->http_port >= 0 &&
+      (rc = listen_on(s, &s->http_listener, cfg->http_port, on_http_connection, &s->http_port)) != 0) {
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d%s", cfg->listen, s->stream_port,
           s->rpc_port, s->tls ? " (TLS)" : "");
+  if (cfg->http_port >= 0)
+    srv_log(SRV_LOG_INFO, "the browser viewer is at %s://%s:%d/?session=NAME", s->tls ? "https" : "http", cfg->listen,
+            s->http_port);
+  if (cfg->redis && (rc = srv_cluster_start(s, s->stream_port, s->rpc_port)) != 0) {
+    if (cfg->http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -348,8 +385,10 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
 void srv_server_stop(srv_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
+  srv_cluster_stop(s);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+  if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);
@@ -367,11 +406,16 @@ void srv_server_fini(srv_server *s) {
     srv_store_close(s->store);
     s->store = NULL;
   }
+  srv_cluster_stop(s); /* a failed start: nothing ran */
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
+  srv_cluster_free(s);
   for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
   free(s->reserved);
   srv_authors_fini(&s->authors);
   srv_access_fini(&s->access);
+  if (s->node_token) explicit_bzero(s->node_token, strlen(s->node_token));
+  free(s->node_token);
+  s->node_token = NULL;
   srv_data_close(&s->data);
   srv_tls_ctx_destroy(s->tls);
   s->tls = NULL;

@@ -70,6 +70,7 @@ void srv_session_add(srv_server *srv, srv_session *s) {
   s->next = srv->sessions;
   srv->sessions = s;
   srv->session_count++;
+  if (srv->on_session_added) srv->on_session_added(srv, s);
 }
 
 void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
@@ -91,6 +92,7 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
   srv_frame_unref(bye);
   s->closed = 1;
   if (srv->on_session_close) srv->on_session_close(s);
+  if (srv->on_session_removed) srv->on_session_removed(srv, s);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", s->name, why);
   srv_session_unref(s);
 }

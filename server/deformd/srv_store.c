@@ -138,11 +138,11 @@ static int push(srv_store *st, const item *it, const void *blob) {
   item c = *it;
   c.name = it->name ? strdup(it->name) : NULL;
   c.blob = NULL;
-  if (it->len) {
+  if (it->len && blob) {
     c.blob = malloc(it->len);
     if (c.blob) memcpy(c.blob, blob, it->len);
   }
-  if ((it->name && !c.name) || (it->len && !c.blob)) {
+  if ((it->name && !c.name) || (it->len && blob && !c.blob)) {
     free(c.name);
     free(c.blob);
     return SRV_EINTERNAL;

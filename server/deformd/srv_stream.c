@@ -150,6 +150,7 @@ static void join_ready(srv_conn *c, int status) {
   c->sent_version = s->version;
   srv_session_subscribe(s, c);
   c->server->stats.classes[c->stat_slot].viewers++;
+  if (c->server->on_joined) c->server->on_joined(c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
           c->id, c->peer, s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
           (unsigned long long)s->version, c->protocol, c->codec, (double)c->max_rate);
@@ -223,6 +224,20 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   c->hello_done = 1;
   c->session = s;
   c->protocol = h.protocol_version;
+  if (h.role == PROTO_ROLE_EDITOR && proto_hello_forward(p, n)) {
+    /* A relay forwards an editor's EDITs here: WELCOME, and nothing else but ERRORs naming
+     * its requests (its viewers get the frames from the relay). */
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
+    proto_encode_welcome(&b, s->version, &w);
+    srv_frame *f = srv_frame_from_buf(&b);
+    if (f) srv_conn_send(c, f);
+    srv_frame_unref(f);
+    c->forward_only = 1;
+    srv_log(SRV_LOG_INFO, "connection %u (%s) forwards edits of session %s from a relay", c->id, c->peer, s->name);
+    return;
+  }
   c->codec = codec_for(s, &h, &opt);
   c->max_rate = granted_rate(opt.max_rate);
   srv_session_codec_wait(srv, s, c->codec, c, join_ready);
@@ -402,6 +417,10 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   }
   switch (h->type) {
     case PROTO_EDIT:
+      /* An editor on a relay: the session's owner applies it (srv_forward.c). */
+      if (c->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
+          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length))
+        break;
       on_edit(c, p, h->length);
       break;
     case PROTO_PING: {
@@ -470,8 +489,29 @@ static void on_close(srv_conn *c) {
   c->stat_slot = -1;
   srv_session_unsubscribe(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
+  if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }
 
 static void refuse(srv_conn *c, int srv_code, const char *why) { srv_conn_fail(c, stream_code(srv_code), why); }
 
-const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse};
+/* A WebSocket message (the /ws/stream endpoint of srv_http.c) is exactly one frame: its header is
+ * checked as on the TCP port, and its length must be the message's. */
+static void on_message(srv_conn *c, const uint8_t *p, size_t n) {
+  proto_header h;
+  char why[160];
+  int rc = n >= PROTO_HEADER_SIZE ? proto_header_decode(p, &c->server->limits, &h) : PROTO_ETRUNCATED;
+  if (rc) {
+    snprintf(why, sizeof(why), "bad frame header: %s", proto_strerror(rc));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  if ((size_t)h.length != n - PROTO_HEADER_SIZE) {
+    snprintf(why, sizeof(why), "a WebSocket message holds exactly one frame: this one has %zu bytes, its header says %u",
+             n, (unsigned)(PROTO_HEADER_SIZE + h.length));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  on_frame(c, &h, p + PROTO_HEADER_SIZE);
+}
+
+const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse, on_message};

@@ -29,6 +29,24 @@ double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, 
 /* The deformd next to this program ("" when it cannot tell), into out. */
 void bench_default_deformd(char *out, size_t len);
 
+/* deform-bench fanout --relays R (bench_cluster.c): redis-server, a primary, R relays. */
+#define BENCH_MAX_RELAYS 8
+typedef struct bench_cluster {
+  pid_t redis_pid;
+  int redis_port;
+  char url[64];
+  char dir[64];
+  bench_child primary;
+  bench_child relays[BENCH_MAX_RELAYS];
+  int relay_count;
+} bench_cluster;
+/* Starts them and waits until every relay has loaded the demo session. Returns 0, or -1 with a
+ * reason (whatever started is stopped). */
+int bench_cluster_start(const char *deformd, const char *redis_server, int relays, bench_cluster *c, char *err,
+                        size_t errlen);
+/* Stops every process it started (also the primary of a single-node run: relay_count 0). */
+void bench_cluster_stop(bench_cluster *c);
+
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);

@@ -82,6 +82,7 @@ int bench_child_start(const char *path, const char *const *args, bench_child *c,
     argv[n++] = path;
     for (int i = 0; args && args[i] && n < 56; i++) argv[n++] = args[i];
     argv[n++] = "--stream-port", argv[n++] = "0", argv[n++] = "--rpc-port", argv[n++] = "0";
+    argv[n++] = "--http-port", argv[n++] = "0";
     argv[n++] = "--log-level", argv[n++] = "warn";
     argv[n] = NULL;
     execv(path, (char *const *)argv);

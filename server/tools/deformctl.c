@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "client_replica.h"
@@ -67,6 +68,8 @@ static void usage(FILE *out) {
           "                                  for at most HZ updates a second\n"
           "\n"
           "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
+          "each takes several addresses, comma-separated (nodes of a cluster: the first that answers\n"
+          "is used, and watch moves to the next when one goes away);\n"
           "--token T, --token-file F (its first line) or $DEFORMD_TOKEN: the access token (both ports);\n"
           "--tls: speak TLS and verify the server's certificate (against --tls-ca FILE, else the\n"
           "system's CAs);\n"
@@ -100,31 +103,54 @@ static const char *token, *author, *tls_ca;
 static int tls_on;
 static char token_buf[300];
 
-/* Connects to HOST:PORT (`flag` names the option it came from), with TLS when asked. 0, or 1
- * after saying why. */
-static int open_conn(const char *hostport, const char *flag, client_conn *c) {
-  char host[256], err[512];
-  int port;
-  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
-    fprintf(stderr, "deformctl: %s wants HOST:PORT, not '%s'\n", flag, hostport);
+/* --rpc and --stream take one address or several, comma-separated (the nodes of a cluster: any
+ * of them finds a session's owner). Connects to the first that answers (with TLS when asked),
+ * trying them in turn from `*which`; sets *which to the one reached. Returns 0, or 1 after
+ * printing why. */
+static int connect_any(const char *list, const char *opt, int *which, client_conn *c) {
+  char addrs[16][256], err[512] = "";
+  int n = 0;
+  for (const char *p = list; *p && n < 16;) {
+    size_t len = strcspn(p, ",");
+    snprintf(addrs[n], sizeof(addrs[n]), "%.*s", (int)(len < 255 ? len : 255), p);
+    if (len) n++;
+    p += len + (p[len] == ',');
+  }
+  if (n == 0) {
+    fprintf(stderr, "deformctl: %s wants HOST:PORT[,HOST:PORT...]\n", opt);
     return 1;
   }
-  if (client_connect(c, host, port, err, sizeof(err))) {
-    fprintf(stderr, "deformctl: %s\n", err);
-    return 1;
+  for (int k = 0; k < n; k++) {
+    int i = (*which + k) % n, port;
+    char host[256];
+    if (client_parse_hostport(addrs[i], host, sizeof(host), &port)) {
+      fprintf(stderr, "deformctl: %s wants HOST:PORT, not '%s'\n", opt, addrs[i]);
+      return 1;
+    }
+    if (client_connect(c, host, port, err, sizeof(err)) == 0) {
+      if (!tls_on || client_tls_start(c, host, tls_ca, 30000, err, sizeof(err)) == 0) {
+        *which = i;
+        return 0;
+      }
+      client_close(c);
+    }
+    if (n > 1) fprintf(stderr, "deformctl: %s: %s\n", addrs[i], err);
   }
-  if (tls_on && client_tls_start(c, host, tls_ca, 30000, err, sizeof(err)) != 0) {
-    fprintf(stderr, "deformctl: %s:%d: %s\n", host, port, err);
-    client_close(c);
-    return 1;
-  }
-  return 0;
+  fprintf(stderr, "deformctl: %s\n", n > 1 ? "no address answered" : err);
+  return 1;
+}
+
+static int address_count(const char *list) {
+  int n = 1;
+  for (const char *p = list; *p; p++) n += *p == ',';
+  return n;
 }
 
 /* A JSON-RPC connection that has presented the token and named the author. 0, or the exit
  * status after saying why. */
 static int rpc_open(const char *hostport, client_conn *c) {
-  if (open_conn(hostport, "--rpc", c)) return 1;
+  int which = 0;
+  if (connect_any(hostport, "--rpc", &which, c)) return 1;
   cJSON *result, *error;
   int rc;
   if (token) { /* a server with tokens wants one before anything else */
@@ -265,12 +291,16 @@ typedef struct watch_opts {
   const char *dump;
 } watch_opts;
 
+/* Follows a session; with several addresses, a connection that ends (a relay that died, a
+ * shutdown, too slow) moves to the next one, and a BYE RESYNC (a relay reloaded the session)
+ * joins again: each time from a new SNAPSHOT. */
 static int watch(const char *hostport, const char *session, const watch_opts *wo) {
   long count = wo->count;
   const char *dump = wo->dump;
   char err[256];
   client_conn c;
-  if (open_conn(hostport, "--stream", &c)) return 1;
+  int which = 0, rejoins = 0, several = address_count(hostport) > 1;
+  if (connect_any(hostport, "--stream", &which, &c)) return 1;
   signal(SIGINT, on_sigint);
   signal(SIGTERM, on_sigint);
   client_replica r;
@@ -282,11 +312,13 @@ static int watch(const char *hostport, const char *session, const watch_opts *wo
   uint32_t ping_seq = 0;
   proto_buf out;
   proto_buf_init(&out);
+  uint64_t stop_at = 0;
+join:
   if (client_hello2(&c, session, PROTO_ROLE_VIEWER, token, wo->protocol == 2 ? &wo->hello : NULL)) {
     fprintf(stderr, "deformctl: cannot send HELLO\n");
     goto done;
   }
-  uint64_t stop_at = wo->seconds > 0 ? client_now_ns() + (uint64_t)(wo->seconds * 1e9) : 0;
+  if (!stop_at) stop_at = wo->seconds > 0 ? client_now_ns() + (uint64_t)(wo->seconds * 1e9) : 0;
   for (;;) {
     if (interrupted || (stop_at && client_now_ns() >= stop_at)) {
       status = 0;
@@ -307,9 +339,42 @@ static int watch(const char *hostport, const char *session, const watch_opts *wo
     }
     int rc = client_read_frame(&c, wait, &h, &payload, err, sizeof(err));
     if (rc == CLIENT_ETIMEDOUT) continue;
+    int again = 0; /* join again: on the same address (RESYNC) or the next */
     if (rc) {
       fprintf(stderr, "deformctl: %s\n", err);
-      break;
+      if (!several) break;
+      again = 2;
+    }
+    if (!again && h.type == PROTO_ERROR) {
+      proto_error e;
+      if (proto_decode_error(payload, h.length, &e) == 0 && e.request_id == 0 &&
+          (e.code == PROTO_ERR_PRIMARY_LOST || e.code == PROTO_ERR_PRIMARY_BACK)) {
+        /* A relay's status: the connection stays, so does the last state. */
+        fprintf(stderr, "deformctl: status: %.*s\n", (int)e.message.len, e.message.ptr);
+        continue;
+      }
+    }
+    if (!again && h.type == PROTO_BYE) {
+      proto_error e;
+      if (proto_decode_error(payload, h.length, &e) == 0 &&
+          (e.code == PROTO_ERR_RESYNC || (several && e.code != PROTO_ERR_SESSION_CLOSED))) {
+        fprintf(stderr, "deformctl: BYE %u: %.*s\n", e.code, (int)e.message.len, e.message.ptr);
+        again = e.code == PROTO_ERR_RESYNC ? 1 : 2;
+      }
+    }
+    if (again) {
+      client_close(&c);
+      client_replica_fini(&r);
+      client_replica_init(&r);
+      latency_ms = -1;
+      for (;;) {
+        if (++rejoins > 100 || interrupted || (stop_at && client_now_ns() >= stop_at)) goto done;
+        if (again == 2) which++;
+        if (connect_any(hostport, "--stream", &which, &c) == 0) break;
+        usleep(250000);
+      }
+      fprintf(stderr, "deformctl: joining again through address %d\n", which + 1);
+      goto join;
     }
     if (h.type == PROTO_PONG) {
       proto_ping p;

@@ -7,6 +7,7 @@
  * throw-away certificates made by the openssl command line (harness_certs), and a client that
  * keeps being served while another stalls.
  */
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -179,5 +180,44 @@ TEST(a_stalled_handshake_or_a_clear_text_client_holds_up_no_one) {
   /* The stalled one is still connected (the server waits for the rest on its own time). */
   ASSERT(!harness_closed(&stalled, 300));
   client_close(&stalled);
+  harness_stop(&h);
+}
+
+TEST(the_http_port_speaks_tls_with_the_same_flag) {
+  const char *certs = harness_certs();
+  char cert[1200], key[1200], ca[1200];
+  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
+  snprintf(key, sizeof(key), "%s/key.pem", certs);
+  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *const args[] = {"--demo", "--http-port", "0", "--tls-cert", cert, "--tls-key", key, NULL};
+  harness h;
+  harness_start_full(&h, "demo", args, NULL, ca);
+  ASSERT(h.http_port > 0);
+  client_conn c;
+  harness_connect(&h, &c, h.http_port); /* verified against the test CA, or the test fails */
+  const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  ASSERT_OK(client_send(&c, req, sizeof(req) - 1), NULL);
+  char page[65536];
+  size_t n = 0;
+  for (int i = 0; i < 500 && n + 1 < sizeof(page); i++) {
+    long r = client__tls_read(&c, page + n, sizeof(page) - 1 - n);
+    if (r < 0) break; /* closed after the answer */
+    if (r == 0) {
+      struct pollfd p = {c.fd, c.tls_wait, 0};
+      poll(&p, 1, 100);
+      continue;
+    }
+    n += (size_t)r;
+  }
+  page[n] = '\0';
+  ASSERT(strncmp(page, "HTTP/1.1 200", 12) == 0);
+  ASSERT_STR_CONTAINS(page, "<html");
+  client_close(&c);
+  /* In clear text, the HTTP port answers nothing a browser could read. */
+  char err[256];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.http_port, err, sizeof(err)), err);
+  ASSERT_OK(client_send(&c, req, sizeof(req) - 1), NULL);
+  ASSERT(harness_closed(&c, 10000));
+  client_close(&c);
   harness_stop(&h);
 }

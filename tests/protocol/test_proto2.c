@@ -681,3 +681,42 @@ TEST(random_damage_to_version_2_bodies_never_crashes_a_decoder) {
   proto_trav_fini(&t);
   mesh_destroy(m);
 }
+
+TEST(a_relays_forward_hello_carries_its_option_and_decodes_as_a_plain_version_2_hello) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_hello hi = {PROTO_VERSION_2, PROTO_ROLE_EDITOR, {"demo", 4}, {"s3cret", 6}};
+  proto_hello_opts ho = {.codec = PROTO_CODEC_QUANTISED}, d2;
+  ASSERT_OK(proto_encode_hello_forward(&b, &hi, &ho), NULL);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_HELLO);
+  ASSERT(proto_hello_forward(p, h.length));
+  proto_hello d;
+  ASSERT_OK(proto_decode_hello2(p, h.length, &d, &d2), NULL); /* what a server before relays reads */
+  ASSERT(d.role == PROTO_ROLE_EDITOR && d.token.len == 6 && d2.codec == PROTO_CODEC_QUANTISED);
+  /* A plain HELLO is not a forwarding one; the option is 4 bytes more. */
+  proto_buf c;
+  proto_buf_init(&c);
+  ASSERT_OK(proto_encode_hello2(&c, &hi, &ho), NULL);
+  proto_header h2;
+  const uint8_t *q = one_frame(&c, &h2, PROTO_HELLO);
+  ASSERT(!proto_hello_forward(q, h2.length));
+  ASSERT_EQ(h.length, h2.length + 4);
+  /* The option's value is 0 or 1. */
+  uint8_t buf[256];
+  memcpy(buf, p, h.length);
+  buf[h.length - 1] = 2;
+  ASSERT(!proto_hello_forward(buf, h.length));
+  /* The forwarding HELLO carries the editor's author beside it (tags 5 and 6). */
+  ho.author = (proto_str){"ana", 3};
+  b.len = 0;
+  ASSERT_OK(proto_encode_hello_forward(&b, &hi, &ho), NULL);
+  p = one_frame(&b, &h, PROTO_HELLO);
+  ASSERT(proto_hello_forward(p, h.length));
+  ASSERT_OK(proto_decode_hello2(p, h.length, &d, &d2), NULL);
+  ASSERT(d2.author.len == 3 && memcmp(d2.author.ptr, "ana", 3) == 0);
+  ASSERT_EQ(p[h.length - 4], PROTO_OPT_FORWARD);
+  ASSERT_EQ(PROTO_OPT_FORWARD, 6);
+  proto_buf_fini(&b);
+  proto_buf_fini(&c);
+}

@@ -3,12 +3,15 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +113,8 @@ void harness_start_full(harness *h, const char *wait_session, const char *const 
   argv[n++] = "0";
   argv[n++] = "--rpc-port";
   argv[n++] = "0";
+  argv[n++] = "--http-port"; /* a free port too: parallel tests never share 7452 */
+  argv[n++] = "0";
   argv[n++] = "--data"; /* memory only, unless the test gives its own --data (the last one counts) */
   argv[n++] = "none";
   /* Clients name meshes relative to these: the packaged test models and the test's own files. */
@@ -141,7 +146,7 @@ void harness_start_full(harness *h, const char *wait_session, const char *const 
   FILE *f = fdopen(out[0], "r");
   char line[256] = "";
   if (!fgets(line, sizeof(line), f) ||
-      sscanf(line, "stream_port=%d rpc_port=%d", &h->stream_port, &h->rpc_port) != 2) {
+      sscanf(line, "stream_port=%d rpc_port=%d http_port=%d", &h->stream_port, &h->rpc_port, &h->http_port) < 2) {
     dump_log(h);
     test__fail(__FILE__, __LINE__, "deformd did not print its ports (got '%s')", line);
   }
@@ -392,4 +397,18 @@ const char *harness_tool(const char *name) {
   ASSERT(slash != NULL);
   snprintf(slash + 1, sizeof(buf) - (size_t)(slash + 1 - buf), "%s", name);
   return buf;
+}
+
+int harness_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(fd >= 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
 }

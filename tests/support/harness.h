@@ -15,7 +15,7 @@
 
 typedef struct harness {
   pid_t pid;
-  int stream_port, rpc_port;
+  int stream_port, rpc_port, http_port;
   char log_path[1024];
   char tls_ca[1024]; /* "" in clear; else the server speaks TLS and clients trust this CA */
   client_conn rpc;   /* one JSON-RPC connection kept open */
@@ -79,6 +79,9 @@ const char *harness_mesh_name(const char *path);
 /* The server's current shape of `session`, downloaded as OBJ (harness_download):
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
+
+/* A loopback port nobody listens on now (bound to port 0, then released). */
+int harness_free_port(void);
 
 /* Path of a tool built next to deformd (deformctl, deform-bench). Static buffer. */
 const char *harness_tool(const char *name);

@@ -573,23 +573,9 @@ TEST(net_bye_on_shutdown_marks_the_viewer_down_with_the_reason) {
   vw_net_fini(&n);
 }
 
-/* A loopback port nobody listens on (bound, then released). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(fd >= 0);
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-  socklen_t len = sizeof(a);
-  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
   static harness h;
-  int port = free_port();
+  int port = harness_free_port();
   vw_net n;
   vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
   uint64_t t0 = vw_net_now_ms();
@@ -752,4 +738,32 @@ TEST(net_over_tls_joins_edits_and_refuses_an_untrusted_server) {
   vw_net_fini(&bad);
   vw_net_fini(&e);
   harness_stop(&h);
+}
+
+TEST(net_viewer_with_several_addresses_moves_to_the_next_when_one_is_lost) {
+  /* Two servers on the same session name (relays of one cluster, as far as a viewer can tell):
+   * the first address answers nothing, the second serves; when it goes away, the next one in
+   * turn (the first, now listening) gets the viewer and a fresh SNAPSHOT. */
+  harness a, b;
+  harness_start(&b, "demo", demo_args);
+  int dead = 1; /* nobody listens on port 1 */
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", dead, "demo", NULL, PROTO_ROLE_VIEWER);
+  ASSERT_OK(vw_net_add_address(&n, "127.0.0.1", b.stream_port), NULL);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 30000);
+  ASSERT_EQ(n.port, b.stream_port);
+  ASSERT_EQ(n.joins, 1);
+  harness_start(&a, "demo", demo_args);
+  snprintf(n.addresses[0].host, sizeof(n.addresses[0].host), "127.0.0.1"); /* the first now answers */
+  n.addresses[0].port = a.stream_port;
+  cJSON_Delete(harness_rpc_ok(&a, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  harness_kill(&b);
+  poll_until_state(&n, VW_NET_DOWN, NULL, 30000);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 30000);
+  ASSERT_EQ(n.port, a.stream_port);
+  ASSERT_EQ(n.joins, 2);
+  ASSERT_EQ(n.replica.version, 1);
+  same_as_server(&a, &n);
+  vw_net_fini(&n);
+  harness_stop(&a);
 }
