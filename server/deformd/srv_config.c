@@ -104,8 +104,8 @@ int srv_config_set_admin_token(srv_config *c, const char *token, char *err, size
     return SRV_EPARAMS;
   }
   for (size_t i = 0; i < n; i++)
-    if ((unsigned char)token[i] < 0x21 || token[i] == 0x7f) {
-      snprintf(err, errlen, "the administrator's token may not hold spaces or control characters");
+    if ((unsigned char)token[i] < 0x20 || token[i] == 0x7f) {
+      snprintf(err, errlen, "the administrator's token may not hold control characters");
       return SRV_EPARAMS;
     }
   char *copy = strdup(token);
@@ -277,8 +277,8 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "token"))) {
     if (!cJSON_IsString(item) || srv_config_set_admin_token(c, item->valuestring, err, errlen) != 0) {
-      snprintf(err, errlen, "\"token\" (the administrator's) must be a string of 1 to %d bytes without spaces",
-               PROTO_MAX_NAME);
+      snprintf(err, errlen, "\"token\" (the administrator's) must be a string of 1 to %d bytes without control "
+               "characters", PROTO_MAX_NAME);
       goto out;
     }
   }
