@@ -323,3 +323,48 @@ TEST(screenshots_through_every_stream_option_look_like_the_exact_one) {
   stbi_image_free(c.px);
   harness_stop(&h);
 }
+
+TEST(deform_view_open_uploads_a_local_mesh_over_tls_opens_a_session_and_draws_it) {
+  const char *certs = harness_certs();
+  char cert[1200], key[1200], ca[1200], dir[1200], rpc[64];
+  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
+  snprintf(key, sizeof(key), "%s/key.pem", certs);
+  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  snprintf(dir, sizeof(dir), "%s/view-data", test_tmpdir());
+  const char *const args[] = {"--data", dir, "--tls-cert", cert, "--tls-key", key, NULL};
+  harness h;
+  harness_start_full(&h, NULL, args, "view-admin", ca);
+  snprintf(rpc, sizeof(rpc), "127.0.0.1:%d", h.rpc_port);
+  const char *file = test_assimp_model("OFF/Wuson.off");
+  char *png = tmp_png("opened.png");
+  const char *const extra[] = {"--open", file, "--rpc", rpc, "--token", "view-admin", "--tls", "--tls-ca", ca, NULL};
+  screenshot(h.stream_port, png, extra);
+  /* The server has the file, byte for byte, and a session named after it with its mesh. */
+  char stored[1400];
+  snprintf(stored, sizeof(stored), "%s/meshes/Wuson.off", dir);
+  FILE *a = fopen(file, "rb"), *b = fopen(stored, "rb");
+  ASSERT(a && b);
+  int ca_, cb_;
+  do {
+    ca_ = fgetc(a);
+    cb_ = fgetc(b);
+    ASSERT_EQ(ca_, cb_);
+  } while (ca_ != EOF);
+  fclose(a);
+  fclose(b);
+  mesh *m = NULL;
+  char err[MESH_ERR_LEN];
+  ASSERT_OK(mesh_import(file, NULL, &m, err, sizeof(err)), err);
+  cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"Wuson\"}");
+  ASSERT_EQ(cJSON_GetObjectItem(st, "vertices")->valueint, m->vertex_count);
+  cJSON_Delete(st);
+  mesh_destroy(m);
+  /* And the picture shows something. */
+  image im = load(png);
+  uint32_t fg = 0;
+  for (int i = 0; i < im.w * im.h; i++) fg += !is_background(im.px + 4 * (size_t)i);
+  fprintf(stderr, "the opened mesh covers %u pixels\n", fg);
+  ASSERT(fg > 1000);
+  stbi_image_free(im.px);
+  harness_stop(&h);
+}
