@@ -134,13 +134,11 @@ int client_tls_start(client_conn *c, const char *host, const char *ca_file, int 
   return rc;
 }
 
-/* Reads what SSL has: > 0 bytes, 0 when it must wait (c->tls_wait says for what), or a
- * CLIENT_E* code. */
-long client__tls_read(client_conn *c, void *buf, size_t cap) {
-  tls_state *t = c->tls;
-  int r = SSL_read(t->ssl, buf, cap > (1u << 30) ? 1 << 30 : (int)cap);
+/* What an SSL_read or SSL_write result means: r > 0 bytes, 0 when SSL must wait first (then
+ * c->tls_wait says for what), or a CLIENT_E* code (the peer's goodbye is CLIENT_ECLOSED). */
+static long io_result(client_conn *c, SSL *ssl, int r) {
   if (r > 0) return r;
-  int e = SSL_get_error(t->ssl, r);
+  int e = SSL_get_error(ssl, r);
   if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
     c->tls_wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
     return 0;
@@ -149,19 +147,18 @@ long client__tls_read(client_conn *c, void *buf, size_t cap) {
   return e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0) ? CLIENT_ECLOSED : CLIENT_EIO;
 }
 
+/* Reads what SSL has: > 0 bytes, 0 when it must wait (c->tls_wait says for what), or a
+ * CLIENT_E* code. */
+long client__tls_read(client_conn *c, void *buf, size_t cap) {
+  tls_state *t = c->tls;
+  return io_result(c, t->ssl, SSL_read(t->ssl, buf, cap > (1u << 30) ? 1 << 30 : (int)cap));
+}
+
 /* Writes what SSL takes now: >= 0 bytes (0: it must wait, see c->tls_wait), or a CLIENT_E*. */
 long client__tls_write(client_conn *c, const void *data, size_t n) {
   tls_state *t = c->tls;
   if (n == 0) return 0;
-  int r = SSL_write(t->ssl, data, n > (1u << 30) ? 1 << 30 : (int)n);
-  if (r > 0) return r;
-  int e = SSL_get_error(t->ssl, r);
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-    c->tls_wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-    return 0;
-  }
-  ERR_clear_error();
-  return CLIENT_EIO;
+  return io_result(c, t->ssl, SSL_write(t->ssl, data, n > (1u << 30) ? 1 << 30 : (int)n));
 }
 
 int client_tls_pending(const client_conn *c) {

@@ -55,6 +55,15 @@ static srv_transfer *transfer_of(srv_conn *c) {
   return c->transfer;
 }
 
+/* The connection's transfer state when no job of it runs, or NULL after answering why not. */
+static srv_transfer *idle_transfer(srv_rpc_call *call) {
+  srv_transfer *t = transfer_of(call->conn);
+  if (!t) srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+  else if (t->busy) srv_rpc_error(call, SRV_EBUSY, "one transfer at a time per connection: wait for the previous answer");
+  else return t;
+  return NULL;
+}
+
 static void drop_download(srv_transfer *t) {
   srv_session_unref(t->dl_session);
   t->dl_session = NULL;
@@ -154,6 +163,35 @@ static void upload_work(uv_work_t *req) {
   free(data);
 }
 
+static void upload_done(uv_work_t *req, int status);
+
+/* A transfer whose connection is gone and whose jobs are done: its unfinished upload is
+ * discarded on the pool (in job j, reused, or a new one), then it is freed. Takes j (may be
+ * NULL). */
+static void release_orphan(srv_transfer *t, upload_job *j) {
+  if (t->temp_open) {
+    if (!j) j = calloc(1, sizeof(*j));
+    if (j) {
+      free(j->b64);
+      j->b64 = NULL;
+      j->call = NULL;
+      j->t = t;
+      j->req.data = j;
+      t->busy = 1;
+      if (uv_queue_work(t->srv->loop, &j->req, upload_work, upload_done) == 0) {
+        t->srv->pending_jobs++;
+        return;
+      }
+      t->busy = 0;
+    }
+    srv_data_temp_discard(&t->temp); /* no job could start: once, here */
+    t->temp_open = 0;
+  }
+  if (j) free(j->b64);
+  free(j);
+  transfer_free(t);
+}
+
 static void upload_done(uv_work_t *req, int status) {
   upload_job *j = req->data;
   srv_transfer *t = j->t;
@@ -186,18 +224,8 @@ static void upload_done(uv_work_t *req, int status) {
     }
   }
   if (!t->conn) { /* the connection closed meanwhile */
-    if (t->temp_open) { /* discard on the pool, then free */
-      j->call = NULL;
-      free(j->b64);
-      j->b64 = NULL;
-      t->busy = 1;
-      if (uv_queue_work(t->srv->loop, &j->req, upload_work, upload_done) == 0) {
-        t->srv->pending_jobs++;
-        return;
-      }
-      t->busy = 0;
-    }
-    transfer_free(t);
+    release_orphan(t, j);
+    return;
   }
   free(j->b64);
   free(j);
@@ -228,15 +256,8 @@ void srv_m_mesh_upload(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (srv_rpc_bool(call, params, "final", &fin) < 0) return;
-  srv_transfer *t = transfer_of(call->conn);
-  if (!t) {
-    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-    return;
-  }
-  if (t->busy) {
-    srv_rpc_error(call, SRV_EBUSY, "one transfer at a time per connection: wait for the previous answer");
-    return;
-  }
+  srv_transfer *t = idle_transfer(call);
+  if (!t) return;
   int start = off == 0;
   if (!start && (!t->name || strcmp(t->name, name->valuestring) != 0 || (uint64_t)off != t->received)) {
     srv_rpc_error(call, SRV_ERANGE, "offset %.0f does not continue an upload of '%s' on this connection (%s %llu "
@@ -423,16 +444,9 @@ void srv_m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   uint64_t version = rv ? (uint64_t)v : x->version;
-  srv_transfer *t = path ? NULL : transfer_of(call->conn);
+  srv_transfer *t = NULL;
   if (!path) {
-    if (!t) {
-      srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-      return;
-    }
-    if (t->busy) {
-      srv_rpc_error(call, SRV_EBUSY, "one transfer at a time per connection: wait for the previous answer");
-      return;
-    }
+    if (!(t = idle_transfer(call))) return;
     if (t->dl_bytes && t->dl_session == x && t->dl_version == version && t->dl_format == format) {
       answer_chunk(call, t, (uint64_t)off, (uint64_t)max); /* the next chunk of the kept file */
       return;
@@ -476,21 +490,5 @@ void srv_transfer_release(srv_conn *c) {
   if (!t) return;
   c->transfer = NULL;
   t->conn = NULL;
-  if (t->busy) return;
-  if (t->temp_open) {
-    upload_job *j = calloc(1, sizeof(*j));
-    if (j) {
-      j->t = t;
-      j->req.data = j;
-      t->busy = 1;
-      if (uv_queue_work(t->srv->loop, &j->req, upload_work, upload_done) == 0) {
-        t->srv->pending_jobs++;
-        return;
-      }
-      t->busy = 0;
-      free(j);
-    }
-    srv_data_temp_discard(&t->temp); /* no job could start: once, here */
-  }
-  transfer_free(t);
+  if (!t->busy) release_orphan(t, NULL); /* else the running job's end does it */
 }

@@ -136,14 +136,6 @@ static uint64_t version_of(harness *h, const char *session) {
   return v;
 }
 
-static const char *data_dir(const char *name) {
-  static char buf[4][1024];
-  static int slot;
-  char *p = buf[slot++ % 4];
-  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
-  return p;
-}
-
 /* A stream HELLO with `token` (len bytes, may hold a NUL): the first frame that comes back,
  * ERROR/BYE's code in *code (0 for another type), the frame's bytes copied into out. */
 static uint8_t hello_answer(harness *h, const char *session, proto_role role, const char *token, size_t len,
@@ -223,7 +215,7 @@ TEST(the_method_table_gives_each_method_the_role_the_issue_describes) {
 
 TEST(every_method_is_refused_below_its_role_and_allowed_from_it_on_the_json_rpc_port) {
   harness h;
-  const char *dir = data_dir("roles");
+  const char *dir = test_tmp_path("roles");
   const char *const args[] = {"--data", dir, "--demo", NULL};
   harness_start_token(&h, "demo", args, ADMIN);
   /* Tokens for every session: what a call is allowed is then its role alone, and the calls
@@ -551,7 +543,7 @@ static int file_contains(const char *path, const void *needle, size_t n) {
 }
 
 TEST(tokens_are_kept_as_sha256_only_and_survive_a_restart_until_revoked) {
-  const char *dir = data_dir("tokens");
+  const char *dir = test_tmp_path("tokens");
   const char *const args[] = {"--data", dir, "--demo", NULL};
   harness h;
   harness_start_token(&h, "demo", args, ADMIN);

@@ -18,46 +18,6 @@
 
 #define ADMIN "files-admin-token-1"
 
-static const char *dir_in_tmp(const char *name) {
-  static char buf[4][1024];
-  static int slot;
-  char *p = buf[slot++ % 4];
-  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
-  return p;
-}
-
-static void copy_file(const char *from, const char *to) {
-  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-  if (!a || !b) test__fail(__FILE__, __LINE__, "cannot copy %s to %s", from, to);
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), a)) > 0) ASSERT_EQ(fwrite(buf, 1, n, b), n);
-  fclose(a);
-  ASSERT_EQ(fclose(b), 0);
-}
-
-static uint8_t *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) test__fail(__FILE__, __LINE__, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  ASSERT_EQ(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
-/* Whether any run of k bytes of data[0..n) appears in s. */
-static int has_run_of(const char *s, const uint8_t *data, size_t n, size_t k) {
-  size_t ls = strlen(s);
-  for (size_t i = 0; i + k <= ls; i++)
-    for (size_t j = 0; j + k <= n; j++)
-      if (memcmp(s + i, data + j, k) == 0) return 1;
-  return 0;
-}
-
 /* Files in a folder whose names start with `prefix`. */
 static int count_files(const char *dir, const char *prefix) {
   DIR *d = opendir(dir);
@@ -72,7 +32,7 @@ static int count_files(const char *dir, const char *prefix) {
 /* ---- reading: session.create beneath the mesh folders ------------------------------------------ */
 
 TEST(session_create_reads_only_beneath_the_mesh_folders_and_answers_one_message) {
-  const char *dir = dir_in_tmp("data-read");
+  const char *dir = test_tmp_path("data-read");
   const char *const args[] = {"--data", dir, "--demo", NULL};
   harness h;
   harness_start(&h, "demo", args);
@@ -106,23 +66,23 @@ TEST(session_create_reads_only_beneath_the_mesh_folders_and_answers_one_message)
 }
 
 TEST(no_import_error_quotes_the_file_it_read) {
-  const char *dir = dir_in_tmp("data-quote");
+  const char *dir = test_tmp_path("data-quote");
   const char *const args[] = {"--data", dir, NULL};
   harness h;
   harness_start(&h, NULL, args);
   /* A copy of the password file in meshes/ under extensions whose readers quote what they choke
    * on (the OpenGEX reader quoted 50 bytes of it). */
   size_t n = 0;
-  uint8_t *secret = read_all("/etc/passwd", &n);
+  uint8_t *secret = test_read_file("/etc/passwd", &n);
   const char *exts[] = {"ogex", "obj", "off", "ply", "stl", "dae", "gltf"};
   for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
     char path[1200], params[300], msg[1024];
     snprintf(path, sizeof(path), "%s/meshes/p.%s", dir, exts[i]);
-    copy_file("/etc/passwd", path);
+    test_copy_file("/etc/passwd", path);
     snprintf(params, sizeof(params), "{\"session\":\"p%zu\",\"mesh\":\"p.%s\"}", i, exts[i]);
     ASSERT_EQ(harness_rpc_err(&h, "session.create", params, msg, sizeof(msg)), -32004);
     fprintf(stderr, "p.%s: %s\n", exts[i], msg);
-    if (has_run_of(msg, secret, n, 12)) test__fail(__FILE__, __LINE__, "p.%s: the error quotes the file: %s", exts[i], msg);
+    if (oracle_has_run_of(msg, secret, n, 12)) test__fail(__FILE__, __LINE__, "p.%s: the error quotes the file: %s", exts[i], msg);
   }
   free(secret);
   harness_stop(&h);
@@ -131,12 +91,12 @@ TEST(no_import_error_quotes_the_file_it_read) {
 /* ---- writing: session.export beneath exports/ -------------------------------------------------- */
 
 TEST(session_export_writes_only_beneath_exports) {
-  const char *dir = dir_in_tmp("data-write");
+  const char *dir = test_tmp_path("data-write");
   const char *const args[] = {"--data", dir, "--demo", NULL};
   harness h;
   harness_start(&h, "demo", args);
   /* A folder inside exports/ that is a symlink to one outside. */
-  const char *outside = dir_in_tmp("outside-exports");
+  const char *outside = test_tmp_path("outside-exports");
   mkdir(outside, 0700);
   char link[1200];
   snprintf(link, sizeof(link), "%s/exports/away", dir);
@@ -163,7 +123,7 @@ TEST(session_export_writes_only_beneath_exports) {
   char file[1200];
   snprintf(file, sizeof(file), "%s/exports/now.obj", dir);
   size_t n = 0, m = 0;
-  uint8_t *written = read_all(file, &n);
+  uint8_t *written = test_read_file(file, &n);
   uint8_t *downloaded = harness_download(&h, "demo", "obj", -1, &m);
   ASSERT_EQ(n, m);
   ASSERT(memcmp(written, downloaded, n) == 0);
@@ -188,7 +148,7 @@ TEST(session_export_writes_only_beneath_exports) {
  * encoder). */
 static void upload(harness *h, const char *path, const char *name, size_t chunk) {
   size_t n = 0;
-  uint8_t *data = read_all(path, &n);
+  uint8_t *data = test_read_file(path, &n);
   size_t off = 0;
   do {
     size_t k = n - off < chunk ? n - off : chunk;
@@ -293,7 +253,7 @@ static void same_obj(const char *what, const mesh *want, char *obj) {
 }
 
 TEST(an_upload_of_every_supported_format_round_trips_through_download_with_identical_geometry) {
-  const char *dir = dir_in_tmp("data-formats");
+  const char *dir = test_tmp_path("data-formats");
   const char *const args[] = {"--data", dir, NULL};
   harness h;
   harness_start_token(&h, NULL, args, ADMIN); /* uploads need an admin token */
@@ -364,7 +324,7 @@ TEST(an_upload_of_every_supported_format_round_trips_through_download_with_ident
 }
 
 TEST(uploads_continue_only_at_their_offset_stay_within_the_limit_and_leave_nothing_when_abandoned) {
-  const char *dir = dir_in_tmp("data-upload");
+  const char *dir = test_tmp_path("data-upload");
   const char *const args[] = {"--data", dir, "--max-upload-mb", "1", NULL};
   harness h;
   harness_start(&h, NULL, args);
@@ -433,7 +393,7 @@ TEST(uploads_continue_only_at_their_offset_stay_within_the_limit_and_leave_nothi
 }
 
 TEST(a_download_in_chunks_is_of_one_version_while_the_session_changes) {
-  const char *dir = dir_in_tmp("data-download");
+  const char *dir = test_tmp_path("data-download");
   const char *const args[] = {"--data", dir, "--demo", NULL};
   harness h;
   harness_start(&h, "demo", args);

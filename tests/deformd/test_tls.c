@@ -73,11 +73,7 @@ static void watch_the_same_requests(harness *h, int v2, frames *out) {
 }
 
 TEST(the_same_session_over_tls_and_in_clear_gives_identical_frames) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
   const char *const clear_args[] = {"--demo", NULL};
   const char *const tls_args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
   for (int v2 = 0; v2 <= 1; v2++) {
@@ -101,14 +97,7 @@ TEST(the_same_session_over_tls_and_in_clear_gives_identical_frames) {
 }
 
 TEST(clients_refuse_a_certificate_from_another_ca_or_for_another_name) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200], other[1200], wcert[1200], wkey[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
-  snprintf(other, sizeof(other), "%s/other-ca.pem", certs);
-  snprintf(wcert, sizeof(wcert), "%s/wrong-cert.pem", certs);
-  snprintf(wkey, sizeof(wkey), "%s/wrong-key.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem"), *other = harness_cert("other-ca.pem"), *wcert = harness_cert("wrong-cert.pem"), *wkey = harness_cert("wrong-key.pem");
   const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
   harness_start_full(&h, "demo", args, NULL, ca);
@@ -148,11 +137,7 @@ TEST(clients_refuse_a_certificate_from_another_ca_or_for_another_name) {
 }
 
 TEST(a_stalled_handshake_or_a_clear_text_client_holds_up_no_one) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
   const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
   harness_start_full(&h, "demo", args, NULL, ca);
@@ -184,11 +169,7 @@ TEST(a_stalled_handshake_or_a_clear_text_client_holds_up_no_one) {
 }
 
 TEST(the_http_port_speaks_tls_with_the_same_flag) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
   const char *const args[] = {"--demo", "--http-port", "0", "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
   harness_start_full(&h, "demo", args, NULL, ca);

@@ -28,16 +28,6 @@ static const char *folder(const char *name, int *fd) {
   return p;
 }
 
-static void copy_file(const char *from, const char *to) {
-  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-  ASSERT(a && b);
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), a)) > 0) ASSERT_EQ(fwrite(buf, 1, n, b), n);
-  fclose(a);
-  ASSERT_EQ(fclose(b), 0);
-}
-
 static int import_in(int root, const char *name, int redact, mesh **m, char *err) {
   mesh_import_opts o = {.roots = &root, .root_count = 1, .redact = redact};
   return mesh_import(name, &o, m, err, MESH_ERR_LEN);
@@ -49,7 +39,7 @@ TEST(confined_import_by_relative_name_gives_the_same_mesh_as_the_plain_import) {
   char path[1200];
   mkdir(strcat(strcpy(path, dir), "/OFF"), 0700);
   strcat(path, "/Wuson.off");
-  copy_file(test_assimp_model("OFF/Wuson.off"), path);
+  test_copy_file(test_assimp_model("OFF/Wuson.off"), path);
   mesh *a = NULL, *b = NULL;
   char err[MESH_ERR_LEN] = "";
   ASSERT_OK(mesh_import(test_assimp_model("OFF/Wuson.off"), NULL, &a, err, sizeof(err)), err);
@@ -69,7 +59,7 @@ TEST(confined_import_answers_one_message_for_missing_outside_absolute_and_symlin
   const char *outside = folder("outside", NULL);
   char target[1200], link[1200];
   snprintf(target, sizeof(target), "%s/secret.off", outside);
-  copy_file(test_assimp_model("OFF/Wuson.off"), target);
+  test_copy_file(test_assimp_model("OFF/Wuson.off"), target);
   snprintf(link, sizeof(link), "%s/out.off", dir);
   ASSERT_EQ(symlink(target, link), 0);
   snprintf(link, sizeof(link), "%s/rel.off", dir);
@@ -106,16 +96,16 @@ TEST(confined_import_answers_one_message_for_missing_outside_absolute_and_symlin
 TEST(a_gltf_buffer_outside_the_folder_is_not_read_by_a_confined_import) {
   int root;
   const char *dir = folder("meshes-gltf", &root);
-  char src[1200], from[1200], to[1200];
+  char src[1200], from[1300], to[1300];
   snprintf(src, sizeof(src), "%s", test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf"));
   src[strlen(src) - 5] = '\0';
   /* Inside: the .gltf with its buffer beside it imports. */
   snprintf(from, sizeof(from), "%s.gltf", src);
   snprintf(to, sizeof(to), "%s/cube.gltf", dir);
-  copy_file(from, to);
+  test_copy_file(from, to);
   snprintf(from, sizeof(from), "%s.bin", src);
   snprintf(to, sizeof(to), "%s/AnimatedMorphCube.bin", dir);
-  copy_file(from, to);
+  test_copy_file(from, to);
   mesh *m = NULL;
   char err[MESH_ERR_LEN] = "";
   ASSERT_OK(import_in(root, "cube.gltf", 1, &m, err), err);
@@ -126,7 +116,7 @@ TEST(a_gltf_buffer_outside_the_folder_is_not_read_by_a_confined_import) {
    * refused confined. */
   const char *elsewhere = folder("elsewhere", NULL);
   snprintf(to, sizeof(to), "%s/AnimatedMorphCube.bin", elsewhere);
-  copy_file(from, to);
+  test_copy_file(from, to);
   snprintf(from, sizeof(from), "%s.gltf", src);
   FILE *f = fopen(from, "rb");
   ASSERT(f != NULL);
@@ -153,15 +143,6 @@ TEST(a_gltf_buffer_outside_the_folder_is_not_read_by_a_confined_import) {
   ASSERT(m == NULL);
   fprintf(stderr, "confined: %s\n", err);
   close(root);
-}
-
-/* Whether any run of `k` bytes of data[0..n) appears in s. */
-static int has_run_of(const char *s, const uint8_t *data, size_t n, size_t k) {
-  size_t ls = strlen(s);
-  for (size_t i = 0; i + k <= ls; i++)
-    for (size_t j = 0; j + k <= n; j++)
-      if (memcmp(s + i, data + j, k) == 0) return 1;
-  return 0;
 }
 
 TEST(redacted_import_errors_contain_no_bytes_of_the_file) {
@@ -196,7 +177,7 @@ TEST(redacted_import_errors_contain_no_bytes_of_the_file) {
     snprintf(without_name, sizeof(without_name), "%s", err);
     char *at = strstr(without_name, files[i].name);
     if (at) memset(at, '#', strlen(files[i].name));
-    if (has_run_of(without_name, (const uint8_t *)files[i].text, strlen(files[i].text), 12))
+    if (oracle_has_run_of(without_name, (const uint8_t *)files[i].text, strlen(files[i].text), 12))
       test__fail(__FILE__, __LINE__, "%s: the message quotes the file: %s", files[i].name, err);
     ASSERT(!strstr(err, "hunter2") && !strstr(err, "root:x"));
     /* Unredacted, the same imports do quote some of them (what redaction is for). */
@@ -204,7 +185,7 @@ TEST(redacted_import_errors_contain_no_bytes_of_the_file) {
     ASSERT(import_in(root, files[i].name, 0, &m, err) != 0);
     at = strstr(err, files[i].name);
     if (at) memset(at, '#', strlen(files[i].name));
-    plain_leaks += has_run_of(err, (const uint8_t *)files[i].text, strlen(files[i].text), 12);
+    plain_leaks += oracle_has_run_of(err, (const uint8_t *)files[i].text, strlen(files[i].text), 12);
     fprintf(stderr, "  unredacted: %s\n", err);
   }
   ASSERT(plain_leaks >= 2);

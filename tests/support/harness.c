@@ -96,6 +96,14 @@ const char *harness_certs(void) {
   return dir;
 }
 
+const char *harness_cert(const char *file) {
+  static char bufs[8][1100];
+  static int slot;
+  char *p = bufs[slot++ % 8];
+  snprintf(p, 1100, "%s/%s", harness_certs(), file);
+  return p;
+}
+
 void harness_start_full(harness *h, const char *wait_session, const char *const *args, const char *admin_token,
                         const char *tls_ca) {
   memset(h, 0, sizeof(*h));

@@ -40,6 +40,8 @@ void harness_connect(harness *h, client_conn *c, int port);
  * nothing here), wrong-cert.pem/wrong-key.pem (example.com only, signed by ca.pem). Returns
  * the folder. */
 const char *harness_certs(void);
+/* harness_certs()/file (a static buffer, one of 8 used in turn). */
+const char *harness_cert(const char *file);
 /* SIGKILL and wait: a crash, as far as the server can tell. */
 void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */

@@ -629,3 +629,11 @@ size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nfr
   md3_put32(b, &at, (uint32_t)end);
   return end;
 }
+
+int oracle_has_run_of(const char *s, const uint8_t *data, size_t n, size_t k) {
+  size_t ls = strlen(s);
+  for (size_t i = 0; i + k <= ls; i++)
+    for (size_t j = 0; j + k <= n; j++)
+      if (memcmp(s + i, data + j, k) == 0) return 1;
+  return 0;
+}

@@ -70,4 +70,8 @@ mesh *oracle_uv_sphere(uint32_t rings, uint32_t segments, double r);
  * moves 1/2 along x per frame, frames named names[0 .. nframes-1]. Returns the file size. */
 size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nframes);
 
+/* Whether any run of k bytes of data[0..n) appears in the string s (a message that quotes a
+ * file). */
+int oracle_has_run_of(const char *s, const uint8_t *data, size_t n, size_t k);
+
 #endif

@@ -75,6 +75,14 @@ const char *test_tmpdir(void);
 /* Writes `text` to test_tmpdir()/name and returns the path (static buffer per call slot). */
 const char *test_write_file(const char *name, const void *data, size_t len);
 
+/* test_tmpdir()/name (a static buffer, one of 8 used in turn). */
+const char *test_tmp_path(const char *name);
+/* A whole file: *len bytes, malloc'ed with one more (a NUL) to spare; fails the test when it
+ * cannot be read. Caller frees. */
+uint8_t *test_read_file(const char *path, size_t *len);
+/* Copies a file (fails the test when it cannot). */
+void test_copy_file(const char *from, const char *to);
+
 /* base64 (RFC 4648, padded), written in the tests independently of the server's OpenSSL calls.
  * encode: a malloc'ed string (caller frees). decode: 0 with *len bytes in out (at most cap), or
  * -1 for text that is not base64. */

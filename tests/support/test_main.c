@@ -110,6 +110,38 @@ const char *test_write_file(const char *name, const void *data, size_t len) {
   return p;
 }
 
+const char *test_tmp_path(const char *name) {
+  static char bufs[8][1024];
+  static int slot;
+  char *p = bufs[slot++ % 8];
+  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
+  return p;
+}
+
+uint8_t *test_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) test__fail(__FILE__, __LINE__, "cannot read %s", path);
+  size_t cap = 65536, n = 0;
+  uint8_t *b = malloc(cap);
+  for (size_t r; b && (r = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+    n += r;
+    if (cap - n < 2) b = realloc(b, cap *= 2);
+  }
+  fclose(f);
+  if (!b) test__fail(__FILE__, __LINE__, "out of memory reading %s", path);
+  b[n] = 0;
+  *len = n;
+  return b;
+}
+
+void test_copy_file(const char *from, const char *to) {
+  size_t n = 0;
+  uint8_t *b = test_read_file(from, &n);
+  FILE *f = fopen(to, "wb");
+  if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0) test__fail(__FILE__, __LINE__, "cannot write %s", to);
+  free(b);
+}
+
 /* base64 written out here, independently of the OpenSSL calls the server uses: the tests'
  * own reading of RFC 4648. */
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -248,25 +248,9 @@ TEST(deformctl_watch_at_a_max_rate_counts_its_frames_and_ends_with_the_server_sh
   harness_stop(&h);
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  ASSERT(f != NULL);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  ASSERT_EQ(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
 TEST(deformctl_uploads_opens_and_downloads_over_tls_with_a_token_file) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200], dir[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
+  char dir[1200];
   snprintf(dir, sizeof(dir), "%s/ctl-data", test_tmpdir());
   const char *const args[] = {"--data", dir, "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
@@ -291,7 +275,7 @@ TEST(deformctl_uploads_opens_and_downloads_over_tls_with_a_token_file) {
   ASSERT_STR_CONTAINS(out, "\"format\":\"glb\"");
   /* The file is the server's download, byte for byte (the harness reads it its own way). */
   size_t n = 0, m = 0;
-  uint8_t *got = slurp(file, &n);
+  uint8_t *got = test_read_file(file, &n);
   uint8_t *want = harness_download(&h, "w", "glb", -1, &m);
   ASSERT_EQ(n, m);
   ASSERT(memcmp(got, want, n) == 0);

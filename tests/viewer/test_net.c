@@ -705,12 +705,7 @@ TEST(net_version_2_viewers_follow_lossless_exactly_and_quantised_within_their_gr
 }
 
 TEST(net_over_tls_joins_edits_and_refuses_an_untrusted_server) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200], other[1200];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
-  snprintf(other, sizeof(other), "%s/other-ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem"), *other = harness_cert("other-ca.pem");
   const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
   harness_start_full(&h, "demo", args, "net-admin", ca);

@@ -325,11 +325,8 @@ TEST(screenshots_through_every_stream_option_look_like_the_exact_one) {
 }
 
 TEST(deform_view_open_uploads_a_local_mesh_over_tls_opens_a_session_and_draws_it) {
-  const char *certs = harness_certs();
-  char cert[1200], key[1200], ca[1200], dir[1200], rpc[64];
-  snprintf(cert, sizeof(cert), "%s/cert.pem", certs);
-  snprintf(key, sizeof(key), "%s/key.pem", certs);
-  snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
+  char dir[1200], rpc[64];
   snprintf(dir, sizeof(dir), "%s/view-data", test_tmpdir());
   const char *const args[] = {"--data", dir, "--tls-cert", cert, "--tls-key", key, NULL};
   harness h;
