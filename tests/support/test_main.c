@@ -162,6 +162,14 @@ char *test_base64_encode(const void *data, size_t len) {
 }
 
 int test_base64_decode(const char *text, void *out, size_t cap, size_t *len) {
+  /* The alphabet's values by byte (-1: not in it), made once from the alphabet above. */
+  static signed char value[256];
+  static int made;
+  if (!made) {
+    memset(value, -1, sizeof(value));
+    for (int i = 0; i < 64; i++) value[(unsigned char)b64_alphabet[i]] = (signed char)i;
+    made = 1;
+  }
   size_t n = strlen(text), w = 0;
   unsigned char *o = out;
   if (n % 4) return -1;
@@ -169,12 +177,12 @@ int test_base64_decode(const char *text, void *out, size_t cap, size_t *len) {
     unsigned v = 0;
     int pad = 0;
     for (int k = 0; k < 4; k++) {
-      const char *c = strchr(b64_alphabet, text[i + k]);
-      if (text[i + k] == '=' && i + 4 == n && k >= 2) {
+      unsigned char c = (unsigned char)text[i + k];
+      if (c == '=' && i + 4 == n && k >= 2) {
         pad++;
         v <<= 6;
-      } else if (c && text[i + k] && !pad) {
-        v = v << 6 | (unsigned)(c - b64_alphabet);
+      } else if (value[c] >= 0 && !pad) {
+        v = v << 6 | (unsigned)value[c];
       } else {
         return -1;
       }
