@@ -38,6 +38,7 @@
 
 #include "dfm.h"
 #include "dfm_brush.h"
+#include "dfm_stroke.h"
 #include "mesh.h"
 #include "proto.h"
 
@@ -365,6 +366,7 @@ struct srv_session {
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
+  struct stroke_piece *pieces; /* where strokes sent in pieces stand, per author (srv_brush.c) */
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
   struct srv_session *next;  /* server's session list */
@@ -451,6 +453,12 @@ typedef struct srv_gesture_spec {
   double roi_radius;
   const uint32_t *anchors;
   uint32_t anchor_count;
+  /* Soft constraints: render vertex, weight (>= 0, relative to an edge), and where it is pulled
+   * (3 per vertex; NAN: where it is at begin). soft_position may be NULL: all NAN. */
+  const uint32_t *soft;
+  const double *soft_weight, *soft_position;
+  uint32_t soft_count;
+  int sharp_border;       /* the plain solve: a kink where the region meets what holds it */
 } srv_gesture_spec;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
@@ -469,10 +477,16 @@ void srv_gesture_close_all(srv_session *s);
 
 /* ---- brush strokes (srv_brush.c) -------------------------------------------------------------- */
 
-/* Queues a stroke (copied) behind the session's other strokes; answers `reply` with
- * {"version", "moved_vertices"} once applied. Returns 0 or an SRV_E* code. */
+/* Queues a stroke (copied: `samples` are the points of its path) behind the session's other
+ * strokes; answers `reply` with {"version", "moved_vertices", "dabs"} once applied. Returns 0 or
+ * an SRV_E* code. */
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
+/* The same for the next piece of a stroke `author` sends as its pointer moves: with `piece`
+ * set, the points continue the author's last stroke of the same brush (its path, its dab
+ * spacing, its starting shape), or begin a new one when there is none. */
+int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
+                           uint32_t count, uint32_t author, int piece, srv_reply reply, char *err, size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
 

@@ -3,9 +3,17 @@
  *
  * A stroke changes the shape relative to what it is now, so strokes on one session run one
  * after another in the order they arrived (a FIFO per session): each sees the last one's
- * result. A stroke job evaluates the current shape, applies the samples on the welded topology
- * (dfm_brush.c), and turns the displacement into sculpt offsets; on the loop thread the offsets
- * that changed become one SET_OFFSETS op and one DELTA to every viewer.
+ * result. A stroke job evaluates the current shape, places the dabs along the stroke's path and
+ * applies them on the welded topology (dfm_stroke.c, dfm_brush.c) — here, so that every client
+ * that sends the same path gets the same result — and turns the displacement into sculpt
+ * offsets; on the loop thread the offsets that changed become one SET_OFFSETS op and one DELTA
+ * to every viewer.
+ *
+ * A stroke may come in pieces as an editor's pointer moves (srv_brush_stroke_piece): the session
+ * keeps, per author, where its last stroke stands (dfm_stroke_state: the path's end, the
+ * distance to the next dab, the shape when it began), and a piece continues it, so the pieces
+ * place the dabs the whole path would. At most PIECES_KEPT authors are kept per session (the
+ * least recently used goes; its next piece starts a new stroke).
  *
  * DOES NOT parse requests: srv_methods.c and srv_stream.c call srv_brush_stroke().
  */
@@ -14,6 +22,16 @@
 #include <string.h>
 
 #include "srv.h"
+
+#define PIECES_KEPT 4
+
+/* Where an author's last stroke stands, between its pieces. */
+typedef struct stroke_piece {
+  uint32_t author;
+  dfm_brush_kind kind;
+  dfm_stroke_state state;
+  struct stroke_piece *next; /* most recently used first */
+} stroke_piece;
 
 typedef struct stroke {
   uv_work_t req;
@@ -24,17 +42,22 @@ typedef struct stroke {
   uint32_t count;
   uint32_t author;
   srv_reply reply;
-  srv_state state;      /* captured when the job starts, not when the stroke arrived */
+  srv_state shape;      /* captured when the job starts, not when the stroke arrived */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
   int32_t *q;
   uint32_t n;
+  uint32_t dabs;        /* result: dabs placed along the path */
+  int piece;            /* continues the author's stroke (when there is one) */
+  dfm_stroke_state path; /* the stroke so far: taken from the session's pieces when the job
+                         * starts, given back when it is done */
   int status;
   char err[256];
   struct stroke *next;
 } stroke;
 
 static void stroke_free(stroke *k) {
-  srv_state_release(&k->state);
+  dfm_stroke_state_fini(&k->path);
+  srv_state_release(&k->shape);
   free(k->samples);
   free(k->idx);
   free(k->q);
@@ -52,7 +75,7 @@ static void stroke_work(uv_work_t *req) {
   uint8_t *moved = calloc((size_t)nt + 1, 1);
   uint32_t *names = malloc(sizeof(uint32_t) * ((size_t)nt + 1)); /* errors name render vertices */
   k->status = DFM_ENOMEM;
-  if (!shape || !p || !p0 || !moved || !names || srv_state_shape(&k->state, shape) != 0) {
+  if (!shape || !p || !p0 || !moved || !names || srv_state_shape(&k->shape, shape) != 0) {
     snprintf(k->err, sizeof(k->err), "out of memory");
     goto out;
   }
@@ -61,8 +84,8 @@ static void stroke_work(uv_work_t *req) {
   memcpy(p0, p, sizeof(double) * 3 * nt);
   for (uint32_t v = 0; v < nt; v++) names[v] = t->topo_render[t->topo_offsets[v]];
   k->brush.vertex_names = names;
-  k->status = dfm_brush_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p,
-                              moved, k->err, sizeof(k->err));
+  k->status = dfm_stroke_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p, moved,
+                               &k->path, &k->dabs, k->err, sizeof(k->err));
   k->brush.vertex_names = NULL;
   if (k->status) goto out;
   uint32_t count = 0;
@@ -79,8 +102,8 @@ static void stroke_work(uv_work_t *req) {
     if (!moved[v]) continue;
     for (int c = 0; c < 3; c++) {
       size_t i = 3 * (size_t)v + c;
-      float off = proto_dequantize(k->state.offsets[3 * (size_t)r + c], k->state.quantum) + (float)(p[i] - p0[i]);
-      k->q[3 * (size_t)k->n + c] = proto_quantize(off, k->state.quantum);
+      float off = proto_dequantize(k->shape.offsets[3 * (size_t)r + c], k->shape.quantum) + (float)(p[i] - p0[i]);
+      k->q[3 * (size_t)k->n + c] = proto_quantize(off, k->shape.quantum);
     }
     k->idx[k->n++] = r;
   }
@@ -93,6 +116,56 @@ out:
 }
 
 static void start_next(srv_server *srv, srv_session *s);
+
+/* Removes and returns the author's piece (NULL when there is none). */
+static stroke_piece *unlink_piece(srv_session *s, uint32_t author) {
+  for (stroke_piece **pp = &s->pieces; *pp; pp = &(*pp)->next)
+    if ((*pp)->author == author) {
+      stroke_piece *x = *pp;
+      *pp = x->next;
+      return x;
+    }
+  return NULL;
+}
+
+static void free_piece(stroke_piece *x) {
+  dfm_stroke_state_fini(&x->state);
+  free(x);
+}
+
+/* Before a stroke's job: a piece continues where its author's stroke of the same brush stands;
+ * anything else starts afresh (and ends the author's previous stroke). */
+static void take_piece(srv_session *s, stroke *k) {
+  stroke_piece *x = unlink_piece(s, k->author);
+  if (x && k->piece && x->kind == k->brush.kind) {
+    k->path = x->state;
+    memset(&x->state, 0, sizeof(x->state));
+  }
+  if (x) free_piece(x);
+}
+
+/* After a stroke applied: where it stands is kept for the author's next piece (the least
+ * recently used author beyond PIECES_KEPT goes). */
+static void keep_piece(srv_session *s, stroke *k) {
+  stroke_piece *x = calloc(1, sizeof(*x));
+  if (!x) return; /* the next piece starts a new stroke */
+  x->author = k->author;
+  x->kind = k->brush.kind;
+  x->state = k->path;
+  memset(&k->path, 0, sizeof(k->path));
+  x->next = s->pieces;
+  s->pieces = x;
+  uint32_t n = 0;
+  for (stroke_piece **pp = &s->pieces; *pp; n++) {
+    if (n < PIECES_KEPT) {
+      pp = &(*pp)->next;
+      continue;
+    }
+    stroke_piece *old = *pp;
+    *pp = old->next;
+    free_piece(old);
+  }
+}
 
 static void stroke_done(uv_work_t *req, int status) {
   stroke *k = req->data;
@@ -122,7 +195,9 @@ static void stroke_done(uv_work_t *req, int status) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "version", (double)version);
     cJSON_AddNumberToObject(r, "moved_vertices", m);
+    cJSON_AddNumberToObject(r, "dabs", k->dabs);
     srv_reply_ok(&k->reply, r);
+    keep_piece(s, k);
   }
   stroke_free(k);
   if (!s->closed) start_next(srv, s);
@@ -136,7 +211,8 @@ static void start_next(srv_server *srv, srv_session *s) {
     if (!s->strokes) s->strokes_tail = NULL;
     s->stroke_count--;
     k->req.data = k;
-    if (srv_state_capture(s, &k->state) != 0 || uv_queue_work(srv->loop, &k->req, stroke_work, stroke_done) != 0) {
+    take_piece(s, k);
+    if (srv_state_capture(s, &k->shape) != 0 || uv_queue_work(srv->loop, &k->req, stroke_work, stroke_done) != 0) {
       srv_reply_error(&k->reply, SRV_EINTERNAL, "cannot start the stroke");
       srv_session_unref(s);
       stroke_free(k);
@@ -149,6 +225,11 @@ static void start_next(srv_server *srv, srv_session *s) {
 
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen) {
+  return srv_brush_stroke_piece(srv, s, brush, samples, count, author, 0, reply, err, errlen);
+}
+
+int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
+                           uint32_t count, uint32_t author, int piece, srv_reply reply, char *err, size_t errlen) {
   if (count == 0) {
     snprintf(err, errlen, "a stroke needs at least one sample");
     return SRV_EPARAMS;
@@ -166,6 +247,7 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
   }
   memcpy(k->samples, samples, sizeof(dfm_brush_sample) * count);
   k->count = count;
+  k->piece = piece;
   k->brush = *brush;
   k->author = author;
   k->reply = reply;
@@ -190,4 +272,9 @@ void srv_brush_close_all(srv_session *s) {
     stroke_free(k);
   }
   s->strokes_tail = NULL;
+  while (s->pieces) {
+    stroke_piece *x = s->pieces;
+    s->pieces = x->next;
+    free_piece(x);
+  }
 }

@@ -108,7 +108,8 @@ typedef struct begin_job {
   srv_gesture *g;
   srv_state state;
   dfm_params params;  /* owns the index arrays below (render indices until the job maps them) */
-  uint32_t *handle, *roi, *anchors;
+  uint32_t *handle, *roi, *anchors, *soft;
+  double *soft_weight, *soft_position; /* per soft constraint; positions NAN: where it is at begin */
   int64_t pick;
   double handle_radius, roi_radius;
   int status;
@@ -139,7 +140,8 @@ static void begin_work(uv_work_t *req) {
   float *shape = malloc(sizeof(float) * (3 * (size_t)nv + 1));
   g->rest = malloc(sizeof(double) * (3 * (size_t)nt + 1));
   g->out = malloc(sizeof(double) * (3 * (size_t)nt + 1));
-  uint32_t *h = NULL, nh = 0, *roi = NULL, nr = 0, *an = NULL, na = 0;
+  uint32_t *h = NULL, nh = 0, *roi = NULL, nr = 0, *an = NULL, na = 0, *soft = NULL;
+  double *soft_p = NULL;
   j->status = DFM_ENOMEM;
   if (!shape || !g->rest || !g->out || srv_state_shape(&j->state, shape) != 0) goto out;
   for (uint32_t v = 0; v < nt; v++)
@@ -165,10 +167,22 @@ static void begin_work(uv_work_t *req) {
   for (int k = 0; k < 3; k++) g->pivot[k] = 0;
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) g->pivot[k] += g->rest[3 * (size_t)h[i] + k] / nh;
+  /* Soft constraints on the welded vertices (every seam copy of a vertex pulls it), at the
+   * position given or where the vertex is now. */
+  uint32_t ns = j->params.soft_count;
+  soft = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
+  soft_p = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
+  if (!soft || !soft_p) goto out;
+  for (uint32_t i = 0; i < ns; i++) {
+    uint32_t v = soft[i] = t->render_to_topo[j->soft[i]];
+    for (int k = 0; k < 3; k++)
+      soft_p[3 * (size_t)i + k] = isnan(j->soft_position[3 * (size_t)i + k]) ? g->rest[3 * (size_t)v + k] : j->soft_position[3 * (size_t)i + k];
+  }
   dfm_params p = j->params;
   p.handle = h, p.handle_count = nh;
   p.roi = roi, p.roi_count = roi ? nr : 0;
   p.anchors = an, p.anchor_count = na;
+  p.soft = soft, p.soft_weight = j->soft_weight, p.soft_position = soft_p;
   j->status = dfm_system_create(t, &s->adj, g->rest, &p, &g->sys, j->err, sizeof(j->err));
   if (j->status) goto out;
   dfm_system_info(g->sys, &g->info);
@@ -206,6 +220,8 @@ out:
   free(h);
   free(roi);
   free(an);
+  free(soft);
+  free(soft_p);
 }
 
 static void start_solve(srv_server *srv, srv_gesture *g);
@@ -236,6 +252,7 @@ static void begin_done(uv_work_t *req, int status) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "gesture", g->id);
     cJSON_AddStringToObject(r, "mode", dfm_mode_name(j->params.mode));
+    cJSON_AddStringToObject(r, "border", j->params.smooth_border || j->params.mode == DFM_BIHARMONIC ? "smooth" : "sharp");
     cJSON_AddNumberToObject(r, "region_vertices", g->region_count);
     cJSON_AddNumberToObject(r, "free", g->info.free);
     cJSON_AddNumberToObject(r, "pinned", g->info.pinned);
@@ -248,6 +265,9 @@ static void begin_done(uv_work_t *req, int status) {
   free(j->handle);
   free(j->roi);
   free(j->anchors);
+  free(j->soft);
+  free(j->soft_weight);
+  free(j->soft_position);
   free(j);
   if (g->state == G_READY && g->has_pending && !g->session->closed) start_solve(srv, g);
   maybe_finish(g);
@@ -268,8 +288,8 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     uint32_t n;
     const char *what;
   } lists[] = {{spec->handle, spec->handle_count, "handle"}, {spec->roi, spec->roi_count, "region"},
-               {spec->anchors, spec->anchor_count, "anchor"}};
-  for (size_t l = 0; l < 3; l++)
+               {spec->anchors, spec->anchor_count, "anchor"}, {spec->soft, spec->soft_count, "soft constraint"}};
+  for (size_t l = 0; l < 4; l++)
     for (uint32_t i = 0; i < lists[l].n; i++)
       if (lists[l].v[i] >= nv) {
         snprintf(err, errlen, "%s vertex %u is out of range (the mesh has %u vertices)", lists[l].what, lists[l].v[i], nv);
@@ -326,19 +346,33 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.handle_count = spec->handle_count;
   j->params.roi_count = spec->roi_count;
   j->params.anchor_count = spec->anchor_count;
+  j->params.soft_count = spec->soft_count;
+  j->params.smooth_border = !spec->sharp_border;
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);
+  j->soft = copy_u32(spec->soft, spec->soft_count);
+  j->soft_weight = malloc(sizeof(double) * ((size_t)spec->soft_count + 1));
+  j->soft_position = malloc(sizeof(double) * 3 * ((size_t)spec->soft_count + 1));
+  for (uint32_t i = 0; j->soft_weight && j->soft_position && i < spec->soft_count; i++) {
+    j->soft_weight[i] = spec->soft_weight[i];
+    for (int k = 0; k < 3; k++)
+      j->soft_position[3 * (size_t)i + k] = spec->soft_position ? spec->soft_position[3 * (size_t)i + k] : NAN;
+  }
   j->pick = spec->pick;
   j->handle_radius = spec->handle_radius;
   j->roi_radius = spec->roi_radius;
   j->req.data = j;
   if ((spec->handle && !j->handle) || (spec->roi && !j->roi) || (spec->anchors && !j->anchors) ||
+      (spec->soft && !j->soft) || !j->soft_weight || !j->soft_position ||
       uv_queue_work(srv->loop, &j->req, begin_work, begin_done) != 0) {
     srv_state_release(&j->state);
     free(j->handle);
     free(j->roi);
     free(j->anchors);
+    free(j->soft);
+    free(j->soft_weight);
+    free(j->soft_position);
     free(j);
     free(g);
     snprintf(err, errlen, "cannot start the factorisation");

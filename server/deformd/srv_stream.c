@@ -161,9 +161,11 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     const proto_gesture_begin *b = &e->begin;
     int oom = 0;
     uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
-    srv_gesture_spec spec = {b->gesture, (dfm_mode)b->mode, b->iterations, h, b->handle.count,
-                             b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick, b->handle_radius,
-                             roi, b->roi.count, b->roi_radius, an, b->anchors.count};
+    srv_gesture_spec spec = {.id = b->gesture, .mode = (dfm_mode)b->mode, .iterations = b->iterations,
+                             .handle = h, .handle_count = b->handle.count,
+                             .pick = b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick,
+                             .handle_radius = b->handle_radius, .roi = roi, .roi_count = b->roi.count,
+                             .roi_radius = b->roi_radius, .anchors = an, .anchor_count = b->anchors.count};
     if (oom) {
       snprintf(why, sizeof(why), "out of memory");
       rc = SRV_EINTERNAL;
@@ -196,7 +198,10 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
   } else if (e->kind == PROTO_EDIT_BRUSH) {
-    dfm_brush brush = {(dfm_brush_kind)e->brush.brush, (dfm_falloff)e->brush.falloff, e->brush.mirror_x, NULL};
+    dfm_brush brush = {.kind = (dfm_brush_kind)e->brush.brush, .falloff = (dfm_falloff)e->brush.falloff,
+                       .mirror_x = (e->brush.flags & PROTO_BRUSH_MIRROR_X) != 0};
+    brush.front_only = (e->brush.flags & PROTO_BRUSH_FRONT_ONLY) != 0;
+    brush.autosmooth = (double)(e->brush.flags >> PROTO_BRUSH_AUTOSMOOTH_SHIFT) / 15.0;
     dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));
     if (!smp) {
       snprintf(why, sizeof(why), "out of memory");
@@ -208,8 +213,16 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
         for (int k = 0; k < 3; k++) smp[i].center[k] = b.center[k], smp[i].direction[k] = b.direction[k];
         smp[i].radius = b.radius;
         smp[i].strength = b.strength;
+        /* With FRONT_ONLY the directions are the viewer's: the first one is the stroke's view,
+         * and grab drags along the path alone. */
+        if (brush.front_only) {
+          if (i == 0)
+            for (int k = 0; k < 3; k++) brush.view[k] = smp[0].direction[k];
+          smp[i].direction[0] = smp[i].direction[1] = smp[i].direction[2] = 0;
+        }
       }
-      rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, c->id, reply, why, sizeof(why));
+      rc = srv_brush_stroke_piece(srv, s, &brush, smp, e->brush.count, c->id, (e->brush.flags & PROTO_BRUSH_CONTINUE) != 0,
+                                  reply, why, sizeof(why));
       free(smp);
     }
   } else if (e->kind == PROTO_EDIT_BLEND_PINS) {

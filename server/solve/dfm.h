@@ -87,9 +87,12 @@ typedef struct dfm_params {
   uint32_t handle_count;
   const uint32_t *anchors;      /* held at rest (hard) */
   uint32_t anchor_count;
-  const uint32_t *soft;         /* pulled towards their transformed rest position ... */
+  const uint32_t *soft;         /* pulled towards a position (see soft_position) ... */
   const double *soft_weight;    /* ... with these weights (relative to the mean edge weight) */
+  const double *soft_position;  /* 3 per soft vertex: a fixed target; NULL: each soft vertex's
+                                 * rest position moved by the drag's transform */
   uint32_t soft_count;
+  int smooth_border;            /* C1 where the region meets what holds it (dfm_system_create) */
   int iterations;               /* ARAP local/global iterations per drag (>= 1) */
   dfm_factor factor;            /* DFM_FACTOR_AUTO (0): CHOLMOD chooses from the predicted fill */
   int whole_mesh;               /* build on the whole mesh even for a small region (tests

@@ -101,7 +101,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   const arap_tris *a = &s->tri;
   uint32_t *vt_off = calloc((size_t)s->n + 2, sizeof(uint32_t));
   uint32_t *vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
-  s->local.off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
+  s->local.off = calloc((size_t)s->nrot_fit + 1, sizeof(uint32_t));
   s->global.off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
   if (!vt_off || !vt || !s->local.off || !s->global.off) {
     free(vt_off);
@@ -115,7 +115,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
     for (int c = 0; c < 3; c++) vt[vt_off[a->v[3 * (size_t)t + c] + 1]++] = t;
   /* A star is the vertex and all its neighbours, in adjacency order; a neighbour that shares no
    * active triangle with it keeps a zero vector. */
-  for (uint32_t r = 0; r < s->nrot; r++) {
+  for (uint32_t r = 0; r < s->nrot_fit; r++) {
     uint32_t v = s->rot_vertex[r];
     s->local.off[r + 1] = s->local.off[r] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
   }
@@ -123,7 +123,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
     uint32_t v = s->free_vertex[k];
     s->global.off[k + 1] = s->global.off[k] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
   }
-  size_t nl = s->local.off[s->nrot], ng = s->global.off[s->nf];
+  size_t nl = s->local.off[s->nrot_fit], ng = s->global.off[s->nf];
   s->local.idx = malloc(sizeof(uint32_t) * (nl + 1));
   s->local.vec = calloc(3 * (nl + 1), sizeof(double));
   s->global.idx = malloc(sizeof(uint32_t) * (ng + 1));
@@ -135,7 +135,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   }
   /* Local: the edge (a, b) opposite corner c adds -c e_c to k_{r,a} and +c e_c to k_{r,b}. */
   local_stars_job ljob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_stars_range, &ljob);
+  dfm_parallel_for(s->nrot_fit, dfm__grain(s->nrot_fit), local_stars_range, &ljob);
   /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
    * around a free vertex is active, so all its neighbours have rotations. */
   global_stars_job gjob = {s, adj, vt_off, vt};
@@ -172,6 +172,12 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     return DFM_ENOMEM;
   }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
+  /* The free vertices' rotations come first: with a smooth border only those are fitted, and
+   * the constrained vertices' rotations after them are prescribed by the drag. */
+  for (uint32_t k = 0; k < s->nf; k++) {
+    s->rot_slot[s->free_vertex[k]] = (int32_t)s->nrot;
+    s->rot_vertex[s->nrot++] = s->free_vertex[k];
+  }
   for (uint32_t i = 0; i < count; i++) {
     const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
     uint32_t ti = s->ntris++;
@@ -190,10 +196,24 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     }
   }
   free(list);
+  s->nrot_fit = s->p.smooth_border ? s->nf : s->nrot;
   int rc = build_stars(s, adj);
   if (rc) return rc;
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
   if (!s->R) return DFM_ENOMEM;
+  if (s->p.smooth_border) {
+    /* The rotation term's scale: an edge's squared length, so that bend is a pure number. */
+    double l2 = 0;
+    for (uint32_t t = 0; t < s->ntris; t++)
+      for (int c = 0; c < 3; c++) {
+        double e[3];
+        rest_edge(s->rest, s->tri.v + 3 * (size_t)t, c, e);
+        l2 += e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+      }
+    s->bend = s->ntris ? DFM_ARAP_BEND * l2 / (3.0 * s->ntris) : 0;
+    s->R_prev = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
+    if (!s->R_prev) return DFM_ENOMEM;
+  }
   for (uint32_t r = 0; r < s->nrot; r++) {
     static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(s->R + 9 * (size_t)r, id, sizeof(id));
@@ -225,6 +245,17 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
         m3 += x[1] * k[0], m4 += x[1] * k[1], m5 += x[1] * k[2];
         m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
       }
+      if (s->bend > 0) {
+        /* Smooth rotations: + bend · Σ_j R_j over the star's neighbours, last iteration's. */
+        double b0 = 0, b1 = 0, b2 = 0, b3 = 0, b4 = 0, b5 = 0, b6 = 0, b7 = 0, b8 = 0;
+        for (uint32_t e = st->off[r + l] + 1; e < st->off[r + l + 1]; e++) {
+          const double *Rj = s->R_prev + 9 * (size_t)s->rot_slot[st->idx[e]];
+          b0 += Rj[0], b1 += Rj[1], b2 += Rj[2], b3 += Rj[3], b4 += Rj[4], b5 += Rj[5], b6 += Rj[6], b7 += Rj[7], b8 += Rj[8];
+        }
+        double b = s->bend;
+        m0 += b * b0, m1 += b * b1, m2 += b * b2, m3 += b * b3, m4 += b * b4, m5 += b * b5;
+        m6 += b * b6, m7 += b * b7, m8 += b * b8;
+      }
       double *m = M + 9 * l;
       m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
       R[l] = s->R + 9 * (size_t)(r + l);
@@ -237,10 +268,13 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
+/* Local step: one rotation per vertex of an active triangle (per free vertex with a smooth
+ * border), fitted to the current shape. */
 void dfm__arap_local_step(dfm_system *s, const double *p) {
   local_job job = {s, p};
-  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_range, &job);
+  /* Every fit reads its neighbours' previous rotations while others are being replaced. */
+  if (s->bend > 0) memcpy(s->R_prev, s->R, sizeof(double) * 9 * s->nrot);
+  dfm_parallel_for(s->nrot_fit, dfm__grain(s->nrot_fit), local_range, &job);
 }
 
 typedef struct rotation_rhs_job {

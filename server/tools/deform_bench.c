@@ -736,7 +736,7 @@ static void usage(FILE *out) {
           "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--json]\n"
           "                           [--deformd PATH]\n"
           "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
-          "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
+          "       deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--falloff F] [--mirror] [--json]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
           "\n"
