@@ -2,25 +2,34 @@
  * main.c — deform-view: watch and sculpt a deformd session.
  *
  *   deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]
- *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]
+ *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
+ *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
  *
  * Defaults: 127.0.0.1:7450 (or $DEFORMD_STREAM), session "demo", editor role, token from
  * $DEFORMD_TOKEN. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
- * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh).
+ * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh). --help also
+ * lists every key (vw_hud.c's table, the one the H overlay shows).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vw_app.h"
+#include "vw_hud.h"
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]\n"
-          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]\n"
+          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
+          "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
+}
+
+static void keys(FILE *out) {
+  fprintf(out, "\nkeys and mouse (H or ? shows them in the window):\n");
+  for (size_t i = 0; i < vw_hud_key_count; i++) fprintf(out, "  %-32s %s\n", vw_hud_keys[i].keys, vw_hud_keys[i].action);
 }
 
 static int parse_hostport(const char *s, vw_app_opts *o) {
@@ -52,9 +61,13 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
+      keys(stdout);
       return 0;
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
+      continue;
+    } else if (strcmp(a, "--overlay") == 0) {
+      o.overlay = 1;
       continue;
     }
     if (!v) {

@@ -1,9 +1,10 @@
 /*
  * vw_app.h — deform-view: the window, the render loop, input and the sculpting UI.
  *
- * Each frame: poll the connection (vw_net), give the GPU only what changed (vw_gpu), run the
- * morph and normal passes if needed, draw (vw_render) and the overlay. Interactive mode shows
- * a window; screenshot mode renders off-screen in a hidden window and writes a PNG.
+ * Each frame: take what the connection's thread (vw_pump) received, give the GPU only what
+ * changed (vw_gpu), run the morph and normal passes if needed, draw (vw_render) and the overlay.
+ * Interactive mode shows a window; screenshot mode renders off-screen in a hidden window and
+ * writes a PNG.
  *
  * DOES NOT decode frames, morph, or compute normals itself.
  */
@@ -27,6 +28,7 @@ typedef struct vw_app_opts {
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
   int wireframe;
   double timeout_s;        /* screenshot: give up after this long (default 60) */
+  int overlay;             /* screenshot: draw the status line and the slider panel too */
 } vw_app_opts;
 
 /* Runs until the window closes (or the screenshot is written). Returns the exit status:

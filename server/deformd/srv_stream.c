@@ -114,8 +114,20 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   name[h.session.len] = '\0';
   srv_session *s = srv_session_find(srv, name);
   if (!s) {
-    char why[PROTO_MAX_NAME + 32];
-    snprintf(why, sizeof(why), "unknown session '%s'", name);
+    /* Name the sessions there are, so that a viewer can say what to join instead (the ERROR
+     * message holds 1024 bytes: what does not fit is counted). */
+    char why[1000];
+    size_t len = (size_t)snprintf(why, sizeof(why), "unknown session '%s'; this server has ", name);
+    uint32_t listed = 0, left = 0;
+    for (srv_session *x = srv->sessions; x; x = x->next) {
+      if (x->closed) continue;
+      if (len + strlen(x->name) + 40 < sizeof(why))
+        len += (size_t)snprintf(why + len, sizeof(why) - len, "%s'%s'", listed++ ? ", " : "", x->name);
+      else
+        left++;
+    }
+    if (!listed && !left) snprintf(why + len, sizeof(why) - len, "no session");
+    else if (left) snprintf(why + len, sizeof(why) - len, " and %u more", left);
     srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, why);
     return;
   }
