@@ -33,10 +33,26 @@ typedef struct ui_vertex {
   float rgba[4];
 } ui_vertex;
 
+/* The uniforms of a program that draws the lit mesh (-1 where it has none). */
+typedef struct mesh_uniforms {
+  GLint viewproj, eye, color, flat, r2t, normals, line, viewport;
+} mesh_uniforms;
+
+static void find_uniforms(GLuint prog, mesh_uniforms *u) {
+  u->viewproj = glGetUniformLocation(prog, "uViewProj");
+  u->eye = glGetUniformLocation(prog, "uEye");
+  u->color = glGetUniformLocation(prog, "uColor");
+  u->flat = glGetUniformLocation(prog, "uFlat");
+  u->r2t = glGetUniformLocation(prog, "uRenderToTopo");
+  u->normals = glGetUniformLocation(prog, "uNormals");
+  u->line = glGetUniformLocation(prog, "uLine");
+  u->viewport = glGetUniformLocation(prog, "uViewport");
+}
+
 struct vw_render {
   vw__gl_program mesh_prog, wire_prog, ui_prog;
-  GLint u_viewproj, u_eye, u_color, u_flat, u_r2t, u_normals, u_size;
-  GLint w_viewproj, w_eye, w_color, w_line, w_r2t, w_normals, w_viewport; /* wire_prog's */
+  mesh_uniforms mesh_u, wire_u;
+  GLint u_size;
   GLuint mesh_vao;
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
@@ -60,22 +76,9 @@ int vw_render_create(vw_render **out, char *err, size_t errlen) {
     vw_render_destroy(r);
     return rc;
   }
-  GLuint mp = r->mesh_prog.id;
-  r->u_viewproj = glGetUniformLocation(mp, "uViewProj");
-  r->u_eye = glGetUniformLocation(mp, "uEye");
-  r->u_color = glGetUniformLocation(mp, "uColor");
-  r->u_flat = glGetUniformLocation(mp, "uFlat");
-  r->u_r2t = glGetUniformLocation(mp, "uRenderToTopo");
-  r->u_normals = glGetUniformLocation(mp, "uNormals");
+  find_uniforms(r->mesh_prog.id, &r->mesh_u);
+  find_uniforms(r->wire_prog.id, &r->wire_u);
   r->u_size = glGetUniformLocation(r->ui_prog.id, "uSize");
-  GLuint wp = r->wire_prog.id;
-  r->w_viewproj = glGetUniformLocation(wp, "uViewProj");
-  r->w_eye = glGetUniformLocation(wp, "uEye");
-  r->w_color = glGetUniformLocation(wp, "uColor");
-  r->w_line = glGetUniformLocation(wp, "uLine");
-  r->w_r2t = glGetUniformLocation(wp, "uRenderToTopo");
-  r->w_normals = glGetUniformLocation(wp, "uNormals");
-  r->w_viewport = glGetUniformLocation(wp, "uViewport");
   glGenVertexArrays(1, &r->mesh_vao);
   glGenVertexArrays(1, &r->ui_vao);
   glBindVertexArray(r->ui_vao);
@@ -126,24 +129,16 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   vec3 eye;
   vw_camera_eye(cam, eye);
   glEnable(GL_DEPTH_TEST);
-  if (wireframe) {
-    glUseProgram(r->wire_prog.id);
-    glUniformMatrix4fv(r->w_viewproj, 1, GL_FALSE, (const float *)vp);
-    glUniform3fv(r->w_eye, 1, eye);
-    glUniform1i(r->w_r2t, 0);
-    glUniform1i(r->w_normals, 1);
-    glUniform4f(r->w_color, 0.78f, 0.72f, 0.66f, 1.0f);
-    glUniform4f(r->w_line, 0.08f, 0.09f, 0.12f, 0.85f);
-    glUniform2f(r->w_viewport, (float)width, (float)height);
-  } else {
-    glUseProgram(r->mesh_prog.id);
-    glUniformMatrix4fv(r->u_viewproj, 1, GL_FALSE, (const float *)vp);
-    glUniform3fv(r->u_eye, 1, eye);
-    glUniform1i(r->u_r2t, 0);
-    glUniform1i(r->u_normals, 1);
-    glUniform4f(r->u_color, 0.78f, 0.72f, 0.66f, 1.0f);
-    glUniform1i(r->u_flat, 0);
-  }
+  const mesh_uniforms *u = wireframe ? &r->wire_u : &r->mesh_u;
+  glUseProgram(wireframe ? r->wire_prog.id : r->mesh_prog.id);
+  glUniformMatrix4fv(u->viewproj, 1, GL_FALSE, (const float *)vp);
+  glUniform3fv(u->eye, 1, eye);
+  glUniform1i(u->r2t, 0);
+  glUniform1i(u->normals, 1);
+  glUniform4f(u->color, 0.78f, 0.72f, 0.66f, 1.0f);
+  glUniform1i(u->flat, 0); /* (-1 locations are ignored by GL) */
+  glUniform4f(u->line, 0.08f, 0.09f, 0.12f, 0.85f);
+  glUniform2f(u->viewport, (float)width, (float)height);
   glActiveTexture(GL_TEXTURE0);
   glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_render_to_topo_texture(g));
   glActiveTexture(GL_TEXTURE1);

@@ -211,8 +211,14 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
         l2 += e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
       }
     s->bend = s->ntris ? DFM_ARAP_BEND * l2 / (3.0 * s->ntris) : 0;
-    s->R_prev = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
-    if (!s->R_prev) return DFM_ENOMEM;
+    /* The neighbours' rotations summed, per fitted slot (= free column): at first all are
+     * the identity, so each sum is its degree times it. */
+    s->Rsum = calloc(9 * ((size_t)s->nf + 1), sizeof(double));
+    if (!s->Rsum) return DFM_ENOMEM;
+    for (uint32_t k = 0; k < s->nf; k++) {
+      double deg = (double)(s->global.off[k + 1] - s->global.off[k] - 1);
+      s->Rsum[9 * (size_t)k] = s->Rsum[9 * (size_t)k + 4] = s->Rsum[9 * (size_t)k + 8] = deg;
+    }
   }
   for (uint32_t r = 0; r < s->nrot; r++) {
     static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
@@ -246,15 +252,11 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
         m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
       }
       if (s->bend > 0) {
-        /* Smooth rotations: + bend · Σ_j R_j over the star's neighbours, last iteration's. */
-        double b0 = 0, b1 = 0, b2 = 0, b3 = 0, b4 = 0, b5 = 0, b6 = 0, b7 = 0, b8 = 0;
-        for (uint32_t e = st->off[r + l] + 1; e < st->off[r + l + 1]; e++) {
-          const double *Rj = s->R_prev + 9 * (size_t)s->rot_slot[st->idx[e]];
-          b0 += Rj[0], b1 += Rj[1], b2 += Rj[2], b3 += Rj[3], b4 += Rj[4], b5 += Rj[5], b6 += Rj[6], b7 += Rj[7], b8 += Rj[8];
-        }
-        double b = s->bend;
-        m0 += b * b0, m1 += b * b1, m2 += b * b2, m3 += b * b3, m4 += b * b4, m5 += b * b5;
-        m6 += b * b6, m7 += b * b7, m8 += b * b8;
+        /* Smooth rotations: + bend · Σ_j R_j over the neighbours, as the last right-hand side
+         * pass summed them (slot r is free column r with a smooth border). */
+        const double *S = s->Rsum + 9 * (size_t)(r + l), b = s->bend;
+        m0 += b * S[0], m1 += b * S[1], m2 += b * S[2], m3 += b * S[3], m4 += b * S[4], m5 += b * S[5];
+        m6 += b * S[6], m7 += b * S[7], m8 += b * S[8];
       }
       double *m = M + 9 * l;
       m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
@@ -272,8 +274,6 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
  * border), fitted to the current shape. */
 void dfm__arap_local_step(dfm_system *s, const double *p) {
   local_job job = {s, p};
-  /* Every fit reads its neighbours' previous rotations while others are being replaced. */
-  if (s->bend > 0) memcpy(s->R_prev, s->R, sizeof(double) * 9 * s->nrot);
   dfm_parallel_for(s->nrot_fit, dfm__grain(s->nrot_fit), local_range, &job);
 }
 
@@ -287,13 +287,35 @@ static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
   double *b = s->B->x;
   uint32_t nf = s->nf;
   const arap_star *st = &s->global;
-  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    double acc[3] = {0, 0, 0};
-    for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
-      const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
-      for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
+  if (!s->Rsum) {
+    for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
+      double acc[3] = {0, 0, 0};
+      for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
+        const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
+        for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
+      }
+      for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
     }
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
+    return;
+  }
+  /* With a smooth border the same pass sums the neighbours' rotations, already loaded, for the
+   * next local step's smoothness term (the star's first entry is the vertex itself). */
+  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
+    uint32_t e = st->off[k];
+    const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
+    double a0 = R[0] * h[0] + R[1] * h[1] + R[2] * h[2], a1 = R[3] * h[0] + R[4] * h[1] + R[5] * h[2],
+           a2 = R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0, s8 = 0;
+    for (e++; e < st->off[k + 1]; e++) {
+      R = s->R + 9 * (size_t)st->idx[e], h = st->vec + 3 * (size_t)e;
+      a0 += R[0] * h[0] + R[1] * h[1] + R[2] * h[2];
+      a1 += R[3] * h[0] + R[4] * h[1] + R[5] * h[2];
+      a2 += R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
+      s0 += R[0], s1 += R[1], s2 += R[2], s3 += R[3], s4 += R[4], s5 += R[5], s6 += R[6], s7 += R[7], s8 += R[8];
+    }
+    b[k] += a0, b[k + (size_t)nf] += a1, b[k + 2 * (size_t)nf] += a2;
+    double *S = s->Rsum + 9 * (size_t)k;
+    S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7, S[8] = s8;
   }
 }
 

@@ -66,21 +66,35 @@ void dfm__border_shape_harmonic(dfm_system *s) {
  * pull of soft targets that are not where their vertices are, is kept whole: it is what takes a
  * strongly held vertex to its target. `p` is ARAP's
  * iterate (the next drag's warm start); the blend goes to `out`. */
-void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const double *p, double *out) {
+typedef struct blend_job {
+  const dfm_system *s;
+  const dfm_xform *xf;
   double R[9];
-  dfm_quat_to_matrix(xf->rotation, R);
-  for (uint32_t k = 0; k < s->nf; k++) {
+  const double *p;
+  double *out;
+} blend_job;
+
+static void blend_range(void *ctx, size_t lo, size_t hi) {
+  const blend_job *j = ctx;
+  const dfm_system *s = j->s;
+  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
     uint32_t v = s->free_vertex[k];
-    const double *r = s->rest + 3 * (size_t)v, *q = p + 3 * (size_t)v;
+    const double *r = s->rest + 3 * (size_t)v, *q = j->p + 3 * (size_t)v;
     double u = s->u[k], a = 2.0 * u, b = 2.0 - 2.0 * u, dh[3];
     a = a > 1 ? 1 : a, b = b > 1 ? 1 : b;
     double phi = a * a * (3 - 2 * a) * b * b * (3 - 2 * b), g = u * u * (3 - 2 * u);
-    rigid_displacement(R, xf, r, dh);
+    rigid_displacement(j->R, j->xf, r, dh);
     for (int i = 0; i < 3; i++) {
       double f = s->f ? s->f[3 * (size_t)k + i] : 0.0;
-      out[3 * (size_t)v + i] = r[i] + g * dh[i] + f + phi * (q[i] - r[i] - u * dh[i] - f);
+      j->out[3 * (size_t)v + i] = r[i] + g * dh[i] + f + phi * (q[i] - r[i] - u * dh[i] - f);
     }
   }
+}
+
+void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const double *p, double *out) {
+  blend_job j = {s, xf, {0}, p, out};
+  dfm_quat_to_matrix(xf->rotation, j.R);
+  dfm_parallel_for(s->nf, dfm__grain(s->nf), blend_range, &j);
 }
 
 /* ARAP's first iterate with a smooth border: u·d_h + f, the harmonic start for a translation,

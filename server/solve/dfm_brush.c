@@ -102,12 +102,14 @@ typedef struct scratch {
   uint32_t *stamp;   /* per triangle: the last guard pass that looked at it */
   uint32_t stamp_now;
   uint32_t *queue;   /* vertices frozen in the current guard pass */
-  float *onormal;    /* per triangle: its normal in the stroke's starting shape (unnormalised),
-                      * and its squared length; NAN until first needed */
+  float *onormal;    /* per triangle: its unit normal in the stroke's starting shape, and 1
+                      * (0: degenerate there), once ohave says it is computed */
+  uint8_t *ohave;
 } scratch;
 
 static void scratch_fini(scratch *s) {
   free(s->onormal);
+  free(s->ohave);
   free(s->slot);
   free(s->stamp);
   free(s->queue);
@@ -254,10 +256,11 @@ static void cross_of(const double *a, const double *b, const double *c, double n
  * cos(turn) > cos 45° is n0·n1 > 0 and 2 (n0·n1)² > |n0|²|n1|², no square root. The starting
  * shape's normal is computed once per call and kept. */
 static int turns_too_far(const dfm_brush *b, const uint32_t *triangles, uint32_t t, const double *positions,
-                         scratch *s) {
+                         scratch *s, int with_dab) {
   const uint32_t *tri = triangles + 3 * (size_t)t;
   float *o = s->onormal + 4 * (size_t)t;
-  if (isnan(o[3])) {
+  if (!s->ohave[t]) {
+    s->ohave[t] = 1;
     double n0[3];
     cross_of(b->origin + 3 * (size_t)tri[0], b->origin + 3 * (size_t)tri[1], b->origin + 3 * (size_t)tri[2], n0);
     double l0 = n0[0] * n0[0] + n0[1] * n0[1] + n0[2] * n0[2];
@@ -270,7 +273,7 @@ static int turns_too_far(const dfm_brush *b, const uint32_t *triangles, uint32_t
   double q[3][3];
   for (int c = 0; c < 3; c++) {
     const double *p = positions + 3 * (size_t)tri[c];
-    int32_t i = s->slot[tri[c]];
+    int32_t i = with_dab ? s->slot[tri[c]] : -1;
     for (int k = 0; k < 3; k++) q[c][k] = p[k] + (i >= 0 ? s->disp[3 * (size_t)i + k] : 0.0);
   }
   double n1[3];
@@ -280,15 +283,26 @@ static int turns_too_far(const dfm_brush *b, const uint32_t *triangles, uint32_t
   return !(dot > 0.0 && dot * dot > GUARD_COS2 * l1);
 }
 
+/* The starting shape's normals, for the check after the call (ohave: 0 not computed yet, 1
+ * computed, 2 checked in that pass). Written only where a triangle is looked at, so the pages
+ * of a large mesh's other triangles are never touched. */
+static int normals_alloc(uint32_t triangle_count, scratch *s) {
+  if (s->onormal) return 0;
+  s->onormal = malloc(sizeof(float) * 4 * ((size_t)triangle_count + 1));
+  s->ohave = calloc((size_t)triangle_count + 1, 1);
+  return s->onormal && s->ohave ? 0 : DFM_ENOMEM;
+}
+
+/* What the guard after each dab needs besides: where each touched vertex is in the dab's
+ * lists, which triangles a pass has looked at, the vertices it froze. */
 static int guard_alloc(const mesh_adjacency *adj, uint32_t triangle_count, scratch *s) {
   uint32_t nv = adj->vertex_count;
+  if (normals_alloc(triangle_count, s)) return DFM_ENOMEM;
   if (!s->slot) {
     s->slot = malloc(sizeof(int32_t) * ((size_t)nv + 1));
     s->stamp = calloc((size_t)triangle_count + 1, sizeof(uint32_t));
     s->queue = malloc(sizeof(uint32_t) * (2 * (size_t)nv + 1)); /* the moved vertices, then each frozen once */
-    s->onormal = malloc(sizeof(float) * 4 * ((size_t)triangle_count + 1));
-    if (!s->slot || !s->stamp || !s->queue || !s->onormal) return DFM_ENOMEM;
-    for (size_t t = 0; t < (size_t)triangle_count; t++) s->onormal[4 * t + 3] = NAN;
+    if (!s->slot || !s->stamp || !s->queue) return DFM_ENOMEM;
     memset(s->slot, 0xff, sizeof(int32_t) * nv);
   }
   return 0;
@@ -311,7 +325,7 @@ static int guard_folds(const dfm_brush *b, const mesh_adjacency *adj, const uint
       uint32_t t = adj->vt[e];
       if (s->stamp[t] == s->stamp_now) continue;
       s->stamp[t] = s->stamp_now;
-      if (!turns_too_far(b, triangles, t, positions, s)) continue;
+      if (!turns_too_far(b, triangles, t, positions, s, 1)) continue;
       for (int c = 0; c < 3; c++) {
         int32_t i = s->slot[triangles[3 * (size_t)t + c]];
         if (i < 0) continue;
@@ -331,16 +345,15 @@ static int guard_folds(const dfm_brush *b, const mesh_adjacency *adj, const uint
 static int guard_exceeded(const dfm_brush *b, const mesh_adjacency *adj, const uint32_t *triangles,
                           uint32_t triangle_count, const double *positions, scratch *s, int *over) {
   *over = 0;
-  int rc = guard_alloc(adj, triangle_count, s);
+  int rc = normals_alloc(triangle_count, s);
   if (rc) return rc;
-  s->stamp_now++;
   for (size_t i = 0; i < s->log_len && !*over; i++) {
     uint32_t v = s->log[i].v;
     for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1] && !*over; e++) {
       uint32_t t = adj->vt[e];
-      if (s->stamp[t] == s->stamp_now) continue;
-      s->stamp[t] = s->stamp_now;
-      *over = turns_too_far(b, triangles, t, positions, s);
+      if (s->ohave[t] == 2) continue;
+      *over = turns_too_far(b, triangles, t, positions, s, 0);
+      s->ohave[t] = 2;
     }
   }
   return 0;
@@ -453,6 +466,23 @@ static void hold_within(const double *o, double limit, double q[3]) {
   for (int k = 0; k < 3; k++) q[k] = o[k] + f * e[k];
 }
 
+/* What options add to touched vertex i's displacement d, kept out of the plain brushes' loop:
+ * auto-smoothing by the dab's falloff, and the layer's hold within its height of the origin. */
+static __attribute__((noinline)) void add_extras(const dfm_brush *brush, const dfm_brush_sample *smp,
+                                                 const mesh_adjacency *adj, const double *positions,
+                                                 const scratch *s, uint32_t i, int passes, double d[3]) {
+  uint32_t v = s->idx[i];
+  double fsum = 0.0;
+  for (int k = 0; k < passes; k++) fsum += s->f[2 * i + k] > 0.0 ? s->f[2 * i + k] : 0.0;
+  if (brush->autosmooth > 0.0 && fsum > 0.0) add_smoothing(adj, positions, v, brush->autosmooth * (fsum > 1.0 ? 1.0 : fsum), d);
+  if (brush->kind == DFM_BRUSH_LAYER && brush->origin) {
+    const double *p = positions + 3 * (size_t)v;
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    hold_within(brush->origin + 3 * (size_t)v, brush->height > 0 ? brush->height : 0.25 * smp->radius, q);
+    for (int k = 0; k < 3; k++) d[k] = q[k] - p[k];
+  }
+}
+
 /* Applies one sample (and its mirror) to `positions`. When `logged`, the previous values go to
  * the undo log first. Returns 0, DFM_ENONFINITE (nothing of this sample applied) or
  * DFM_ENOMEM. */
@@ -490,25 +520,17 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
 
   /* Both passes read the pre-sample shape; a vertex inside both gets the sum, which is the
    * same two terms in either order for a vertex and its twin, so the sum stays symmetric. */
+  int extras = brush->autosmooth > 0.0 || (brush->kind == DFM_BRUSH_LAYER && brush->origin);
   for (uint32_t i = 0; i < s->n; i++) {
     double *d = s->disp + 3 * (size_t)i;
     d[0] = d[1] = d[2] = 0.0;
-    double fsum = 0.0;
     for (int k = 0; k < passes; k++) {
       double f = s->f[2 * i + k];
-      if (f > 0.0) {
-        add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
-        fsum += f;
-      }
+      if (f > 0.0) add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
     }
-    if (brush->autosmooth > 0.0 && fsum > 0.0)
-      add_smoothing(adj, positions, s->idx[i], brush->autosmooth * (fsum > 1.0 ? 1.0 : fsum), d);
+    if (extras) add_extras(brush, smp, adj, positions, s, i, passes, d);
     const double *p = positions + 3 * (size_t)s->idx[i];
     double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
-    if (brush->kind == DFM_BRUSH_LAYER && brush->origin) {
-      hold_within(brush->origin + 3 * (size_t)s->idx[i], brush->height > 0 ? brush->height : 0.25 * smp->radius, q);
-      for (int k = 0; k < 3; k++) d[k] = q[k] - p[k];
-    }
     if (!finite3(q)) {
       *bad_vertex = s->idx[i];
       return DFM_ENONFINITE;
@@ -534,6 +556,28 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
     }
     memcpy(p, q, sizeof(q));
     if (moved) moved[v] = 1;
+  }
+  return 0;
+}
+
+int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, double max_strength, const char *what,
+                            char *err, size_t errlen) {
+  for (uint32_t i = 0; i < count; i++) {
+    const dfm_brush_sample *smp = &samples[i];
+    if (!finite3(smp->center) || !finite3(smp->direction)) {
+      dfm_set_err(err, errlen, "%s %u: center and direction must be finite", what, i);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
+      dfm_set_err(err, errlen, "%s %u: radius must be finite and > 0 (got %g)", what, i, smp->radius);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->strength) || !(fabs(smp->strength) <= max_strength)) {
+      if (isinf(max_strength)) dfm_set_err(err, errlen, "%s %u: strength must be finite (got %g)", what, i, smp->strength);
+      else dfm_set_err(err, errlen, "%s %u: strength must be between %g and %g (got %g)", what, i, -max_strength, max_strength,
+                       smp->strength);
+      return DFM_EINVAL;
+    }
   }
   return 0;
 }
@@ -570,28 +614,15 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
     return DFM_EINVAL;
   }
   /* Validate every sample before touching anything: a call is all or nothing. */
-  for (uint32_t i = 0; i < count; i++) {
-    const dfm_brush_sample *smp = &samples[i];
-    if (!finite3(smp->center) || !finite3(smp->direction)) {
-      dfm_set_err(err, errlen, "sample %u: center and direction must be finite", i);
-      return DFM_EINVAL;
-    }
-    if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
-      dfm_set_err(err, errlen, "sample %u: radius must be finite and > 0 (got %g)", i, smp->radius);
-      return DFM_EINVAL;
-    }
-    if (!isfinite(smp->strength)) {
-      dfm_set_err(err, errlen, "sample %u: strength must be finite (got %g)", i, smp->strength);
-      return DFM_EINVAL;
-    }
-  }
+  int rc = dfm_brush_check_samples(samples, count, INFINITY, "sample", err, errlen);
+  if (rc) return rc;
 
   scratch s;
   memset(&s, 0, sizeof(s));
   /* With the fold guard the dabs first run unguarded, every one logged; if the result turns a
    * triangle too far (rare: a concave crease under inflate), the call is undone and run again
    * with the guard after each dab. */
-  int guard = guard_wanted(brush), guarded = 0, rc = 0;
+  int guard = guard_wanted(brush), guarded = 0;
 again:
   for (uint32_t i = 0; i < count; i++) {
     uint32_t bad = 0;

@@ -94,6 +94,12 @@ typedef struct dfm_brush {
                        * are for that dab (a fold-over guard) */
 } dfm_brush;
 
+/* Checks samples as dfm_brush_apply and strokes do: center and direction finite, radius finite
+ * and > 0, strength finite and within ±max_strength (INFINITY: any). Returns 0, or DFM_EINVAL
+ * with "<what> <index>: <reason>" in err. */
+int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, double max_strength, const char *what,
+                            char *err, size_t errlen);
+
 /* Applies `samples` (dabs) in order to `positions` (3 doubles per topology vertex, in place).
  *
  * For a sample, a vertex p at distance d = |p - center| < radius gets the weight

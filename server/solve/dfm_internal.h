@@ -77,13 +77,15 @@ struct dfm_system {
   arap_star local;       /* per rotation slot */
   arap_star global;      /* per free column */
   double *R;             /* 9 per rotation slot */
-  double *R_prev;        /* smooth border: R before the current local step */
+  double *Rsum;          /* smooth border: per free column, its neighbours' rotations summed
+                          * by the last right-hand side pass (9 each) */
   double bend;           /* smooth border: weight of the rotations' smoothness term (0: none) */
   double *current;       /* 3n: last solution (ARAP warm start) */
   double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
   double *soft_p;        /* 3 nf: soft targets as positions, NULL without soft constraints */
   double *soft_d;        /* 3 nf: the same as displacements from rest */
   double *u;             /* nf: a smooth border's handle weight (smooth_fields), else NULL */
+  int rigid;             /* smooth ARAP with u = 1 everywhere: a drag is a rigid motion */
   double *f;             /* 3 nf: with u, the displacement the soft targets alone cause; NULL
                           * when every soft target is where its vertex is */
   int have_current;
@@ -113,7 +115,7 @@ struct dfm_system {
  * smooth-rotation ARAP of Levi & Gotsman 2015): the energy gains
  *     bend · ℓ² · Σ_edges |R_i − R_j|²_F      (ℓ² the mean squared rest edge length)
  * and each fit maximises tr(Rᵀ (M_i + bend ℓ² Σ_j R_j)), the neighbours' rotations of the
- * previous iteration. Without it ARAP's rotations jump from ring to ring where a small handle
+ * previous iteration (summed by the right-hand side pass, which reads them anyway). Without it ARAP's rotations jump from ring to ring where a small handle
  * pulls the surface out of its plane, and repeated drags converge to a creased cone. */
 #define DFM_ARAP_BEND 8.0
 

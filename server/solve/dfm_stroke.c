@@ -69,8 +69,6 @@ static int push(dab_list *l, const double c[3], double radius, double strength) 
   return 0;
 }
 
-static int finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
-
 static int check(const dfm_brush *brush, const dfm_brush_sample *points, uint32_t count, char *err, size_t errlen) {
   if (!brush || (count && !points)) {
     dfm_set_err(err, errlen, "brush and points must not be NULL");
@@ -88,22 +86,7 @@ static int check(const dfm_brush *brush, const dfm_brush_sample *points, uint32_
     dfm_set_err(err, errlen, "spacing must be between 0.01 and 1 (a fraction of the radius; got %g)", brush->spacing);
     return DFM_EINVAL;
   }
-  for (uint32_t i = 0; i < count; i++) {
-    const dfm_brush_sample *p = &points[i];
-    if (!finite3(p->center) || !finite3(p->direction)) {
-      dfm_set_err(err, errlen, "point %u: center and direction must be finite", i);
-      return DFM_EINVAL;
-    }
-    if (!isfinite(p->radius) || !(p->radius > 0.0)) {
-      dfm_set_err(err, errlen, "point %u: radius must be finite and > 0 (got %g)", i, p->radius);
-      return DFM_EINVAL;
-    }
-    if (!(p->strength >= -1.0 && p->strength <= 1.0)) {
-      dfm_set_err(err, errlen, "point %u: strength must be between -1 and 1 (got %g)", i, p->strength);
-      return DFM_EINVAL;
-    }
-  }
-  return 0;
+  return dfm_brush_check_samples(points, count, 1.0, "point", err, errlen);
 }
 
 /* Dab centres along the polyline, one every `frac` radii of arc length, the first `need` after

@@ -132,7 +132,7 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->global.idx);
   free(s->global.vec);
   free(s->R);
-  free(s->R_prev);
+  free(s->Rsum);
   free(s->current);
   free(s->disp);
   free(s->soft_p);
@@ -596,6 +596,10 @@ static int smooth_fields(dfm_system *s, char *err, size_t errlen) {
   }
   int moved = 0;
   for (size_t i = 0; s->soft_d && i < 3 * (size_t)nf; i++) moved |= s->soft_d[i] != 0.0;
+  /* No border reachable (no anchor, no region's edge, no soft target): ARAP's blend is then
+   * the handle's rigid motion all over. */
+  s->rigid = s->p.mode == DFM_ARAP && !moved;
+  for (uint32_t k = 0; k < nf && s->rigid; k++) s->rigid = s->u[k] >= 1.0 - 1e-9;
   if (moved) {
     rc = DFM_ENOMEM;
     s->f = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
@@ -905,6 +909,14 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
   }
   uint32_t n = s->n;
   if (s->p.mode != DFM_ARAP) return harmonic(s, xf, s->u != NULL, out, err, errlen);
+  if (s->rigid) {
+    /* Every free vertex has u = 1: the smooth border's result is the handle's rigid motion
+     * whatever ARAP would say, so nothing is solved. */
+    memcpy(out, s->rest, sizeof(double) * 3 * n);
+    place_known(s, xf, out);
+    for (uint32_t k = 0; k < s->nf; k++) dfm_xform_apply(xf, s->rest + 3 * (size_t)s->free_vertex[k], out + 3 * (size_t)s->free_vertex[k]);
+    return 0;
+  }
   /* ARAP warm-starts from the previous drag; the first drag starts from the harmonic
    * deformation, which is already exact for a pure translation of every constraint (with a
    * smooth border it is at hand without a solve). */

@@ -5,7 +5,8 @@
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
  *                      [--border smooth|sharp] [--json]
- *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--falloff F] [--mirror] [--json]
+ *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
+ *                      [--falloff F] [--mirror] [--json]
  *
  * MESH is a file (anything mesh_import reads) or a generated shape: icosphere:LEVEL
  * (10·4^LEVEL + 2 vertices) or grid:N (an (N+1)² vertex plane).
@@ -25,8 +26,10 @@
  * heap of a server started without it), and reports its time ("reserve_ms").
  * brush: S dabs along a short path (round a small circle, again and again), each with the radius
  * that touches about N vertices at its start and the weight W (0.2), one call each; reports the
- * time per dab and the vertices it moved. With --guard each call gets the starting shape, as a
- * stroke's dabs do, so inflate, draw, crease and layer check for folds after it.
+ * time per dab and the vertices it moved. With --guard each call is given the shape before it as
+ * its stroke's starting shape, so inflate, draw, crease and layer check for folds after it;
+ * --per-call K applies K dabs per call, as a stroke (or a piece of one) does, and reports each
+ * call's time divided by K (samples and moved then count calls).
  *
  * DOES NOT start a server: `deform-bench fanout` measures the network side.
  */
@@ -322,7 +325,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
 int bench_brush_main(int argc, char **argv, const char *cmdline) {
   const char *spec = NULL;
   dfm_brush brush = {.kind = DFM_BRUSH_INFLATE, .falloff = DFM_FALLOFF_SMOOTHSTEP};
-  long touch = 2000, samples = 200;
+  long touch = 2000, samples = 200, per_call = 1;
   double strength = 0.2;
   int json = 0, guard = 0;
   for (int i = 2; i < argc; i++) {
@@ -330,6 +333,7 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
     if (strcmp(a, "--json") == 0) json = 1;
     else if (strcmp(a, "--mirror") == 0) brush.mirror_x = 1;
     else if (strcmp(a, "--guard") == 0) guard = 1;
+    else if (strcmp(a, "--per-call") == 0 && val && parse_uint(val, 65536, &per_call) == 0 && per_call > 0) i++;
     else if (strcmp(a, "--brush") == 0 && val && dfm_brush_parse(val, &brush.kind) == 0) i++;
     else if (strcmp(a, "--falloff") == 0 && val && dfm_falloff_parse(val, &brush.falloff) == 0) i++;
     else if (strcmp(a, "--touch") == 0 && val && parse_uint(val, 100000000, &touch) == 0 && touch > 0) i++;
@@ -342,7 +346,7 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!spec) {
-    fprintf(stderr, "usage: deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--falloff F] [--mirror] [--json]\n");
+    fprintf(stderr, "usage: deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K] [--falloff F] [--mirror] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -364,35 +368,45 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
   double radius = sqrt(d2[(uint32_t)touch < nt ? (uint32_t)touch : nt - 1]);
   free(d2);
   double *pos = malloc(sizeof(double) * 3 * nt), *ms = malloc(sizeof(double) * (size_t)samples);
+  dfm_brush_sample *smp = malloc(sizeof(*smp) * (size_t)per_call);
   uint8_t *moved = malloc(nt);
   memcpy(pos, s.t.positions, sizeof(double) * 3 * nt);
-  if (guard) brush.origin = s.t.positions; /* the stroke's starting shape, as dfm_stroke_apply gives it */
+  /* With --guard each dab is a stroke of its own: its starting shape is the shape before it. */
+  double *origin = guard ? malloc(sizeof(double) * 3 * nt) : NULL;
+  brush.origin = origin;
   double moved_sum = 0;
   int rc = 0;
-  for (long i = 0; i < samples && rc == 0; i++) {
-    /* Along a short arc so that successive samples overlap, as in a stroke. */
-    dfm_brush_sample smp = {{c0[0] + 0.2 * radius * sin(0.1 * i), c0[1], c0[2] + 0.2 * radius * cos(0.1 * i)},
-                            {0, 0.01 * radius, 0},
-                            radius,
-                            strength};
+  long calls = (samples + per_call - 1) / per_call;
+  for (long c = 0; c < calls && rc == 0; c++) {
+    uint32_t k = 0;
+    for (long i = c * per_call; i < samples && i < (c + 1) * per_call; i++, k++) {
+      /* Along a short arc so that successive samples overlap, as in a stroke. */
+      dfm_brush_sample one = {{c0[0] + 0.2 * radius * sin(0.1 * i), c0[1], c0[2] + 0.2 * radius * cos(0.1 * i)},
+                              {0, 0.01 * radius, 0},
+                              radius,
+                              strength};
+      smp[k] = one;
+    }
     memset(moved, 0, nt);
+    if (origin) memcpy(origin, pos, sizeof(double) * 3 * nt);
     double t0 = now_ms();
-    rc = dfm_brush_apply(&brush, &s.a, s.t.triangles, s.t.triangle_count, &smp, 1, pos, moved, err, sizeof(err));
-    ms[i] = now_ms() - t0;
+    rc = dfm_brush_apply(&brush, &s.a, s.t.triangles, s.t.triangle_count, smp, k, pos, moved, err, sizeof(err));
+    ms[c] = (now_ms() - t0) / k;
     uint32_t m = 0;
     for (uint32_t v = 0; v < nt; v++) m += moved[v];
-    moved_sum += m;
+    moved_sum += m; /* vertices a call moved (with --per-call K, the union over its K dabs) */
   }
+  samples = calls; /* the percentiles are over calls */
   if (rc) fprintf(stderr, "deform-bench brush: %s\n", err);
   else {
     double p50 = percentile(ms, (int)samples, 0.5), p95 = percentile(ms, (int)samples, 0.95);
     if (json)
       printf("{\"bench\":\"brush\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"brush\":\"%s\","
              "\"falloff\":\"%s\",\"mirror_x\":%s,\"samples\":%ld,\"radius\":%.6g,\"moved_per_sample\":%.1f,"
-             "\"sample_p50_ms\":%.4f,\"sample_p95_ms\":%.4f,\"strength\":%g,\"guard\":%s}\n",
+             "\"sample_p50_ms\":%.4f,\"sample_p95_ms\":%.4f,\"strength\":%g,\"guard\":%s,\"per_call\":%ld}\n",
              cmdline, spec, nt, dfm_brush_name(brush.kind), dfm_falloff_name(brush.falloff),
              brush.mirror_x ? "true" : "false", samples, radius, moved_sum / samples, p50, p95, strength,
-             guard ? "true" : "false");
+             guard ? "true" : "false", per_call);
     else {
       printf("# %s\n", cmdline);
       printf("%-22s %8s %-8s %-10s %6s %8s %10s %12s %12s\n", "mesh", "vertices", "brush", "falloff", "mirror",
@@ -402,6 +416,8 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
     }
   }
   free(pos);
+  free(smp);
+  free(origin);
   free(ms);
   free(moved);
   shape_fini(&s);

@@ -27,6 +27,14 @@ static void grow(const fixture *f, uint32_t seed, double hr, uint32_t hcount, do
   ASSERT_OK(dfm_geodesic_region(&f->a, f->t.positions, c->handle, c->nh, rr, rcount, &c->roi, &c->nr), NULL);
 }
 
+/* The vertex with the largest y. */
+static uint32_t topmost(const fixture *f) {
+  uint32_t top = 0;
+  for (uint32_t v = 1; v < f->t.vertex_count; v++)
+    if (f->t.positions[3 * v + 1] > f->t.positions[3 * top + 1]) top = v;
+  return top;
+}
+
 static void case_fini(drag_case *c) {
   free(c->handle);
   free(c->roi);
@@ -94,9 +102,7 @@ TEST(a_16k_vertex_region_of_a_scan_drags_without_creases_with_the_smooth_border)
   ASSERT_OK(mesh_import(test_cgal_mesh("bunny00.off"), NULL, &m, err, sizeof(err)), err);
   fixture f;
   fixture_init(&f, m);
-  uint32_t top = 0;
-  for (uint32_t v = 0; v < f.t.vertex_count; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t top = topmost(&f);
   drag_case c;
   grow(&f, top, INFINITY, 640, INFINITY, 16000, &c);
   ASSERT_EQ(c.nr, 16000);
@@ -126,9 +132,7 @@ static double smoothstep(double u) { return u * u * (3 - 2 * u); }
 TEST(the_smooth_laplacian_moves_each_vertex_by_smoothstep_of_its_harmonic_weight) {
   fixture f;
   fixture_init(&f, oracle_icosphere(4, 1.0));
-  uint32_t top = 0;
-  for (uint32_t v = 0; v < f.t.vertex_count; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t top = topmost(&f);
   drag_case c;
   grow(&f, top, 0.15, 0, 1.2, 0, &c);
   uint32_t n = f.t.vertex_count;
@@ -170,9 +174,7 @@ TEST(the_smooth_laplacian_moves_each_vertex_by_smoothstep_of_its_harmonic_weight
 TEST(smooth_arap_keeps_the_handle_rigid_the_outside_still_and_a_borderless_mesh_rigid) {
   fixture f;
   fixture_init(&f, oracle_icosphere(4, 1.0));
-  uint32_t n = f.t.vertex_count, top = 0;
-  for (uint32_t v = 0; v < n; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t n = f.t.vertex_count, top = topmost(&f);
   drag_case c;
   grow(&f, top, 0.2, 0, 1.0, 0, &c);
   dfm_xform x;
@@ -221,9 +223,7 @@ TEST(smooth_arap_keeps_the_handle_rigid_the_outside_still_and_a_borderless_mesh_
 TEST(soft_constraints_without_a_position_pull_towards_where_the_vertex_is) {
   fixture f;
   fixture_init(&f, oracle_icosphere(4, 1.0));
-  uint32_t n = f.t.vertex_count, top = 0;
-  for (uint32_t v = 0; v < n; v++)
-    if (f.t.positions[3 * v + 1] > f.t.positions[3 * top + 1]) top = v;
+  uint32_t n = f.t.vertex_count, top = topmost(&f);
   drag_case c;
   grow(&f, top, 0.15, 0, 1.2, 0, &c);
   /* A vertex halfway between the handle and the border, and a neighbour of it. */
