@@ -172,9 +172,10 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     return DFM_ENOMEM;
   }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
-  /* The free vertices' rotations come first: with a smooth border only those are fitted, and
-   * the constrained vertices' rotations after them are prescribed by the drag. */
-  for (uint32_t k = 0; k < s->nf; k++) {
+  /* With a smooth border the free vertices' rotations come first: only those are fitted, and
+   * the constrained vertices' rotations after them are prescribed by the drag. (Plain ARAP
+   * numbers them as its triangles meet them, which keeps a star's rotations close in memory.) */
+  for (uint32_t k = 0; k < s->nf && s->p.smooth_border; k++) {
     s->rot_slot[s->free_vertex[k]] = (int32_t)s->nrot;
     s->rot_vertex[s->nrot++] = s->free_vertex[k];
   }

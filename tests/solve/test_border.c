@@ -88,6 +88,10 @@ TEST(the_readme_drag_turns_no_edge_by_more_than_ten_degrees_with_the_smooth_bord
     fprintf(stderr, "%s: sharp border %.2f°, %u edges over 10°\n", dfm_mode_name((dfm_mode)mode), sharp.max_deg, sharp.over);
     ASSERT(sharp.max_deg > 20.0 && sharp.over > 10);
   }
+  /* The biharmonic operator holds the slope at the border whatever `border` says. */
+  oracle_crease bih = crease_of(&f, &c, DFM_BIHARMONIC, 0, up, 1);
+  fprintf(stderr, "biharmonic: %.2f°\n", bih.max_deg);
+  ASSERT_EQ(bih.over, 0);
   case_fini(&c);
   fixture_fini(&f);
 }
@@ -121,6 +125,9 @@ TEST(a_16k_vertex_region_of_a_scan_drags_without_creases_with_the_smooth_border)
     ASSERT_EQ(smooth.over, 0);
     ASSERT(sharp.over > 0);
   }
+  oracle_crease bih = crease_of(&f, &c, DFM_BIHARMONIC, 0, up, 1);
+  fprintf(stderr, "biharmonic: %.2f°\n", bih.max_deg);
+  ASSERT_EQ(bih.over, 0);
   case_fini(&c);
   fixture_fini(&f);
 }
