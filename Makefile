@@ -4,6 +4,8 @@
 # and for developers:
 #   make test-asan      the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-builds   Release builds with GCC and with clang, warnings as errors
+#   make install        after `make`: programs, systemd units, example configs and docs under
+#                       $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default; docs/operations.md)
 #   make test BUILD_TYPE=Release   the suite on an -O3 build (default RelWithDebInfo)
 
 BUILD_DIR  ?= build
@@ -11,8 +13,12 @@ ASAN_DIR   ?= build-asan
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     := $(PREFIX)/bin
+UNITDIR    := $(PREFIX)/lib/systemd/system
 
-.PHONY: all deps build build-werror build-asan test test-asan demo check-builds clean
+.PHONY: all deps build build-werror build-asan test test-asan demo check-builds clean install
 
 all: build
 
@@ -47,6 +53,20 @@ check-builds: deps
 	cmake --build build-check-gcc -j$(JOBS)
 	cmake -S . -B build-check-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
 	cmake --build build-check-clang -j$(JOBS)
+
+# The units name $(BINDIR)/deformd; the example configs go beside the docs, to be copied to
+# /etc/deformd/ (ConfigurationDirectory of the units).
+install:
+	@test -x $(BUILD_DIR)/bin/deformd || { echo "make install: no $(BUILD_DIR)/bin/deformd: run make first"; exit 1; }
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PREFIX)/share/deformd/examples \
+	  $(DESTDIR)$(PREFIX)/share/doc/deformd
+	install -m 0755 $(BUILD_DIR)/bin/deformd $(BUILD_DIR)/bin/deformctl $(DESTDIR)$(BINDIR)/
+	for t in deform-bench deform-view; do \
+	  if [ -x $(BUILD_DIR)/bin/$$t ]; then install -m 0755 $(BUILD_DIR)/bin/$$t $(DESTDIR)$(BINDIR)/; fi; done
+	for u in deploy/systemd/*.service; do \
+	  sed 's|@BINDIR@|$(BINDIR)|g' $$u > $(DESTDIR)$(UNITDIR)/$$(basename $$u) && chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done
+	install -m 0644 deploy/deformd.json deploy/relay.json $(DESTDIR)$(PREFIX)/share/deformd/examples/
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/deformd/
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang

@@ -17,7 +17,7 @@ view="$build/bin/deform-view"
 trap 'stop_demo_server; stop_xvfb' EXIT
 start_demo_server "$bin"
 
-echo "== deformd is serving the demo head: stream port $sp, JSON-RPC port $rp"
+echo "== deformd is serving the demo head: stream port $sp, JSON-RPC port $rp; in a browser: http://127.0.0.1:$hp/?session=demo"
 "${ctl[@]}" mesh.info demo | head -c 300
 echo
 

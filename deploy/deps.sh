@@ -24,7 +24,11 @@ PACKAGES=(
   libopenblas-dev liblapacke-dev libsuitesparse-dev
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri
   libassimp-dev libmeshoptimizer-dev libsqlite3-dev libstb-dev
+  libhiredis-dev redis-server systemd
+  libwslay-dev nettle-dev node-llhttp
+  nodejs chromium chromium-driver python3-selenium
   xvfb xauth
+  gnuplot-nox
   ca-certificates
   assimp-testmodels
 )

@@ -22,7 +22,9 @@ extern "C" {
 #endif
 
 #define PROTO_MAGIC 0x444d4644u /* "DFMD" as little-endian bytes 'D' 'F' 'M' 'D' */
-#define PROTO_VERSION 1
+#define PROTO_VERSION 1   /* the first version: raw SNAPSHOT, varint DELTA; every server accepts it */
+#define PROTO_VERSION_2 2 /* compact SNAPSHOT / TARGET / DELTA bodies, HELLO options (proto_hello) */
+#define PROTO_VERSION_MAX PROTO_VERSION_2
 #define PROTO_HEADER_SIZE 20
 #define PROTO_DEFAULT_MAX_FRAME (64u << 20)
 #define PROTO_MAX_NAME 255 /* session, target and token names, in bytes */
@@ -113,18 +115,53 @@ typedef struct proto_str {
   uint16_t len;
 } proto_str;
 
+/* HELLO options (version 2): a list of (u8 tag, u16 length, bytes) after the token. Decoders
+ * skip tags they do not know, so a later version can add one without breaking older servers; a known tag with the wrong length, or a known tag twice, is
+ * PROTO_EINVAL. WELCOME v2 carries the same list with what the server granted. */
+enum {
+  PROTO_OPT_CODEC = 1,     /* u8: PROTO_CODEC_* */
+  PROTO_OPT_MAX_RATE = 2,  /* f32 Hz, finite, >= 0; 0 = every change as it happens */
+  PROTO_OPT_TOLERANCE = 3, /* f32 mesh units, finite, >= 0; 0 = the session's default */
+  PROTO_OPT_SHIFT = 4,     /* WELCOME only, u8: the grid shift granted (proto_grid2) */
+  PROTO_OPT_AUTHOR = 5,    /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
+  PROTO_OPT_FORWARD = 6    /* HELLO only, u8 1: a relay forwarding an editor's EDITs; the server
+                            * sends WELCOME and ERRORs naming requests, no SNAPSHOT, no frames */
+};
+enum {
+  PROTO_CODEC_QUANTISED = 0, /* positions, UVs, target deltas and offsets on a grid (default) */
+  PROTO_CODEC_LOSSLESS = 1   /* exact floats and offsets, still entropy-coded */
+};
+#define PROTO_MAX_SHIFT 24 /* the coarsest grid: 2^24 offset quanta */
+
 typedef struct proto_hello {
-  uint16_t protocol_version;
-  uint8_t role; /* proto_role */
+  uint16_t protocol_version; /* PROTO_VERSION or PROTO_VERSION_2 */
+  uint8_t role;              /* proto_role */
   proto_str session;
   proto_str token;
 } proto_hello;
+
+/* What a version 2 HELLO asks for (proto_encode_hello2); zeros are the defaults. */
+typedef struct proto_hello_opts {
+  uint8_t codec;   /* PROTO_CODEC_* */
+  float max_rate;  /* Hz; 0 = no limit */
+  float tolerance; /* mesh units; 0 = the session's default */
+  proto_str author; /* the name this editor's operations are recorded under; len 0 = none */
+} proto_hello_opts;
 
 typedef struct proto_welcome {
   uint32_t client_id;
   uint8_t role; /* what the server granted */
   proto_str session;
 } proto_welcome;
+
+/* What a version 2 WELCOME grants (proto_encode_welcome2). */
+typedef struct proto_welcome_opts {
+  uint16_t protocol_version; /* decoders: 1 for a WELCOME without options, 2 with */
+  uint8_t codec;             /* PROTO_CODEC_* */
+  uint8_t shift;             /* grid shift: offsets travel in units of quantum · 2^shift */
+  float max_rate;            /* Hz granted; 0 = every change */
+  float tolerance;           /* the bound of every lossy field, mesh units; 0 when lossless */
+} proto_welcome_opts;
 
 /* A target in a snapshot: name, slider range, sparse deltas. */
 /* Target flags. */
@@ -189,7 +226,10 @@ typedef enum proto_edit_kind {
   PROTO_EDIT_GESTURE_END = 5,
   PROTO_EDIT_BRUSH = 6,         /* a brush stroke: the points of its path (the server places the dabs) */
   PROTO_EDIT_RESET = 7,         /* sculpt offsets back to zero (listed vertices, or all) */
-  PROTO_EDIT_BLEND_PINS = 8     /* direct manipulation: target weights that put pinned vertices where asked */
+  PROTO_EDIT_BLEND_PINS = 8,    /* direct manipulation: target weights that put pinned vertices where asked */
+  PROTO_EDIT_UNDO = 9,          /* undo this editor's author's newest step (history.undo) */
+  PROTO_EDIT_REDO = 10,         /* redo the step it undid last (history.redo) */
+  PROTO_EDIT_AUTHOR = 11        /* the author name this connection's edits are recorded under */
 } proto_edit_kind;
 
 /* A list of u32 vertex indices inside a payload (count, then count little-endian u32). */
@@ -267,6 +307,7 @@ typedef struct proto_edit {
   proto_brush brush;
   proto_index_list reset; /* RESET: count 0 = every vertex */
   proto_blend_pins blend_pins; /* BLEND_PINS */
+  proto_str author;            /* AUTHOR: 1 to PROTO_MAX_AUTHOR bytes */
 } proto_edit;
 
 /* A new target announced to viewers: append it with index `index` (= the current target count)
@@ -293,7 +334,12 @@ enum {
   PROTO_ERR_TOO_SLOW = 5,      /* the connection did not keep up and is closed */
   PROTO_ERR_SHUTDOWN = 6,      /* the server is stopping */
   PROTO_ERR_SESSION_CLOSED = 7,
-  PROTO_ERR_OVERLOADED = 8     /* too many connections */
+  PROTO_ERR_OVERLOADED = 8,    /* too many connections */
+  /* Relays (docs/protocol.md §13). A status, not a failure: the connection stays open. */
+  PROTO_ERR_PRIMARY_LOST = 9,  /* ERROR: the session's primary is gone; this is its last state */
+  PROTO_ERR_PRIMARY_BACK = 10, /* ERROR: the primary is back; live frames resume */
+  PROTO_ERR_RESYNC = 11        /* BYE: the session's history was replaced (a new epoch): join
+                                * again for a new SNAPSHOT */
 };
 
 typedef struct proto_ping {
@@ -304,8 +350,15 @@ typedef struct proto_ping {
 
 /* Encoders append one complete frame to `b`. They never fail except for memory (b->failed)
  * and values a decoder would refuse (PROTO_EINVAL / PROTO_ENONFINITE, nothing appended). */
+/* HELLO in m->protocol_version's layout (version 2 with default options). */
 int proto_encode_hello(proto_buf *b, const proto_hello *m);
+/* HELLO version 2 with options (m->protocol_version is ignored). */
+int proto_encode_hello2(proto_buf *b, const proto_hello *m, const proto_hello_opts *o);
+/* A relay's HELLO version 2 for forwarding an editor's EDITs: `o` plus PROTO_OPT_FORWARD. */
+int proto_encode_hello_forward(proto_buf *b, const proto_hello *m, const proto_hello_opts *o);
 int proto_encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m);
+/* WELCOME version 2 (header version 2, the option list after the session name). */
+int proto_encode_welcome2(proto_buf *b, uint64_t version, const proto_welcome *m, const proto_welcome_opts *o);
 int proto_encode_error(proto_buf *b, uint16_t code, uint32_t request_id, const char *message);
 int proto_encode_bye(proto_buf *b, uint16_t code, const char *message);
 int proto_encode_ping(proto_buf *b, proto_type type, const proto_ping *m);
@@ -393,6 +446,11 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
                             uint8_t flags, uint32_t count, const proto_brush_sample *samples);
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
+/* UNDO / REDO (no body) and AUTHOR (a name of 1 to PROTO_MAX_AUTHOR bytes; PROTO_EINVAL
+ * otherwise, nothing appended). */
+#define PROTO_MAX_AUTHOR 64
+int proto_encode_edit_history(proto_buf *b, uint32_t request_id, int redo);
+int proto_encode_edit_author(proto_buf *b, uint32_t request_id, const char *author);
 /* BLEND_PINS: PROTO_EINVAL for unknown flags, λ < 0, or a count of 0 or over the limit;
  * PROTO_ENONFINITE for NaN/Inf in λ or a position (nothing appended either way). */
 int proto_encode_edit_blend_pins(proto_buf *b, uint32_t request_id, uint8_t flags, float regularization,
@@ -403,6 +461,14 @@ int proto_encode_target_add(proto_buf *b, uint64_t version, uint32_t index, floa
 /* Decoders take the payload of one frame (h->length bytes). */
 int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m);
 int proto_decode_welcome(const uint8_t *p, size_t n, proto_welcome *m);
+/* Both layouts: a version 2 HELLO's options into *o (defaults for version 1; PROTO_EVERSION
+ * with m->protocol_version set for a version this build does not know). proto_decode_hello is
+ * this without the options. */
+int proto_decode_hello2(const uint8_t *p, size_t n, proto_hello *m, proto_hello_opts *o);
+/* Whether a HELLO that decodes carries PROTO_OPT_FORWARD = 1. */
+int proto_hello_forward(const uint8_t *p, size_t n);
+/* Both layouts: o->protocol_version says which arrived. */
+int proto_decode_welcome2(const uint8_t *p, size_t n, proto_welcome *m, proto_welcome_opts *o);
 int proto_decode_error(const uint8_t *p, size_t n, proto_error *m); /* ERROR and BYE */
 int proto_decode_ping(const uint8_t *p, size_t n, proto_ping *m);   /* PING and PONG */
 int proto_decode_weights(const uint8_t *p, size_t n, const proto_limits *limits,

@@ -54,7 +54,7 @@ int proto_header_decode(const uint8_t *b, const proto_limits *limits, proto_head
   h->length = proto_load_u32(b + 8);
   h->session_version = proto__ld64(b + 12);
   if (h->magic != PROTO_MAGIC) return PROTO_EMAGIC;
-  if (h->version != PROTO_VERSION) return PROTO_EVERSION;
+  if (h->version < PROTO_VERSION || h->version > PROTO_VERSION_MAX) return PROTO_EVERSION;
   if (h->type < PROTO_HELLO || h->type > PROTO_TARGET_META) return PROTO_ETYPE;
   if (h->length > l.max_frame) return PROTO_ETOOBIG;
   return 0;
@@ -163,14 +163,19 @@ void proto__put_u32_array(proto_buf *b, const uint32_t *v, size_t n) {
 #endif
 }
 
-size_t proto_frame_begin(proto_buf *b, proto_type type, uint8_t flags, uint64_t session_version) {
+size_t proto__frame_begin_v(proto_buf *b, proto_type type, uint8_t flags, uint64_t session_version,
+                            uint16_t layout) {
   size_t at = b->len;
   uint8_t *p = proto__reserve(b, PROTO_HEADER_SIZE);
   if (p) {
-    proto_header h = {PROTO_MAGIC, PROTO_VERSION, (uint8_t)type, flags, 0, session_version};
+    proto_header h = {PROTO_MAGIC, layout, (uint8_t)type, flags, 0, session_version};
     proto_header_encode(&h, p);
   }
   return at;
+}
+
+size_t proto_frame_begin(proto_buf *b, proto_type type, uint8_t flags, uint64_t session_version) {
+  return proto__frame_begin_v(b, type, flags, session_version, PROTO_VERSION);
 }
 
 int proto_frame_end(proto_buf *b, size_t offset) {

@@ -29,6 +29,11 @@ static inline uint64_t proto__ld64(const uint8_t *p) {
   return v;
 }
 
+/* proto_frame_begin with the header's `version` set to the layout of the body that follows
+ * (PROTO_VERSION_2 for the compact bodies of proto2.h). */
+size_t proto__frame_begin_v(proto_buf *b, proto_type type, uint8_t flags, uint64_t session_version,
+                            uint16_t layout);
+
 /* Fills defaults for zero fields. */
 void proto__limits(const proto_limits *in, proto_limits *out);
 
@@ -57,5 +62,39 @@ int proto__get_u64(proto_cur *c, uint64_t *v);
 int proto__get_f32(proto_cur *c, float *v); /* PROTO_ENONFINITE for NaN/Inf */
 int proto__get_str(proto_cur *c, proto_str *s);
 int proto__get_varint(proto_cur *c, uint32_t *v);
+
+/* Returns from the calling function with any non-zero code. */
+#define PROTO__CHECK(expr)   \
+  do {                       \
+    int rc_ = (expr);        \
+    if (rc_) return rc_;     \
+  } while (0)
+
+/* A target's range, flags and drivers (proto_msg.c): shared by targets of both versions and
+ * TARGET_META. Drivers of target `self` must be below `limit` and not `self`. */
+int proto__put_meta(proto_buf *b, float min, float max, uint8_t flags, uint32_t driver_count,
+                    const uint32_t *drivers);
+int proto__get_meta(proto_cur *c, float *min, float *max, uint8_t *flags, uint32_t *driver_count,
+                    const uint8_t **drivers);
+int proto__check_drivers(const uint8_t *drivers, uint32_t count, uint32_t self, uint32_t limit);
+
+/* ---- version 2 codecs (proto_trav.c) ---------------------------------------------------------- */
+
+struct proto_trav;
+/* A stream of `count` records of `lanes` 32-bit values (val[lanes * i + l]): entry i is vertex
+ * list[i] (strictly ascending ranks), or the vertex of rank i when list is NULL (every vertex:
+ * then t's scratch is not touched). Written as u32 nbytes, u8 mode, data; read back into val
+ * (count * lanes entries, the caller's). */
+int proto__stream_put(proto_buf *b, struct proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
+                      const uint32_t *val);
+int proto__stream_get(proto_cur *c, struct proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
+                      uint32_t *val);
+/* perm[i] = the position in `indices` of the entry with the i-th smallest rank. PROTO_EINVAL for
+ * an index out of range or repeated. */
+int proto__rank_order(const struct proto_trav *t, const uint32_t *indices, uint32_t count, uint32_t *perm);
+/* A vertex set as runs of ranks; `list` in ascending rank. The reader allocates *list (caller
+ * frees) with the vertices in ascending rank. */
+int proto__ranks_put(proto_buf *b, const struct proto_trav *t, const uint32_t *list, uint32_t count);
+int proto__ranks_get(proto_cur *c, const struct proto_trav *t, uint32_t *count, uint32_t **list);
 
 #endif

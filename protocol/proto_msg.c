@@ -2,7 +2,8 @@
  * proto_msg.c — encoders and decoders of every message (layouts in docs/protocol.md).
  *
  * Decoders validate everything before returning 0: afterwards the iterators over weights,
- * offsets and targets cannot run past the payload or meet a NaN.
+ * offsets and targets cannot run past the payload or meet a NaN. HELLO and WELCOME are in
+ * proto_hello.c, the compact bodies of version 2 in proto_snap2.c.
  *
  * DOES NOT interpret messages (a receiver applies them) or do I/O.
  */
@@ -38,54 +39,6 @@ static int32_t unzigzag(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 
 static size_t name_len(const char *s) {
   size_t n = s ? strlen(s) : 0;
   return n;
-}
-
-/* Names travel as length + bytes and are C strings on every side: no zero bytes inside. */
-static int valid_name(proto_str s) {
-  return s.len <= PROTO_MAX_NAME && (s.len == 0 || memchr(s.ptr, 0, s.len) == NULL);
-}
-
-int proto_encode_hello(proto_buf *b, const proto_hello *m) {
-  if (!valid_name(m->session) || !valid_name(m->token)) return PROTO_EINVAL;
-  size_t at = proto_frame_begin(b, PROTO_HELLO, 0, 0);
-  proto__put_u16(b, m->protocol_version);
-  proto__put_u8(b, m->role);
-  proto__put_u8(b, 0);
-  proto__put_str(b, m->session.ptr, m->session.len);
-  proto__put_str(b, m->token.ptr, m->token.len);
-  return proto_frame_end(b, at);
-}
-
-int proto_decode_hello(const uint8_t *p, size_t n, proto_hello *m) {
-  proto_cur c = {p, p + n};
-  uint8_t reserved;
-  CHECK(proto__get_u16(&c, &m->protocol_version));
-  CHECK(proto__get_u8(&c, &m->role));
-  CHECK(proto__get_u8(&c, &reserved));
-  CHECK(proto__get_str(&c, &m->session));
-  CHECK(proto__get_str(&c, &m->token));
-  if (m->role != PROTO_ROLE_VIEWER && m->role != PROTO_ROLE_EDITOR) return PROTO_EINVAL;
-  return finish(&c);
-}
-
-int proto_encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m) {
-  if (!valid_name(m->session)) return PROTO_EINVAL;
-  size_t at = proto_frame_begin(b, PROTO_WELCOME, 0, version);
-  proto__put_u32(b, m->client_id);
-  proto__put_u8(b, m->role);
-  proto__put_u8(b, 0);
-  proto__put_str(b, m->session.ptr, m->session.len);
-  return proto_frame_end(b, at);
-}
-
-int proto_decode_welcome(const uint8_t *p, size_t n, proto_welcome *m) {
-  proto_cur c = {p, p + n};
-  uint8_t reserved;
-  CHECK(proto__get_u32(&c, &m->client_id));
-  CHECK(proto__get_u8(&c, &m->role));
-  CHECK(proto__get_u8(&c, &reserved));
-  CHECK(proto__get_str(&c, &m->session));
-  return finish(&c);
 }
 
 static int encode_error_like(proto_buf *b, proto_type type, uint16_t code, uint32_t request_id,
@@ -512,6 +465,23 @@ int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, ui
   return proto_frame_end(b, at);
 }
 
+int proto_encode_edit_history(proto_buf *b, uint32_t request_id, int redo) {
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, redo ? PROTO_EDIT_REDO : PROTO_EDIT_UNDO);
+  return proto_frame_end(b, at);
+}
+
+int proto_encode_edit_author(proto_buf *b, uint32_t request_id, const char *author) {
+  size_t n = author ? strlen(author) : 0;
+  if (n == 0 || n > PROTO_MAX_AUTHOR) return PROTO_EINVAL;
+  size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
+  proto__put_u32(b, request_id);
+  proto__put_u8(b, PROTO_EDIT_AUTHOR);
+  proto__put_str(b, author, n);
+  return proto_frame_end(b, at);
+}
+
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices) {
   size_t at = proto_frame_begin(b, PROTO_EDIT, 0, 0);
   proto__put_u32(b, request_id);
@@ -638,7 +608,10 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
     CHECK(get_index_list(&c, l.max_vertices, &m->reset));
   else if (m->kind == PROTO_EDIT_BLEND_PINS)
     CHECK(get_blend_pins(&c, l.max_vertices, &m->blend_pins));
-  else
+  else if (m->kind == PROTO_EDIT_AUTHOR) {
+    CHECK(proto__get_str(&c, &m->author));
+    if (m->author.len == 0 || m->author.len > PROTO_MAX_AUTHOR) return PROTO_EINVAL;
+  } else if (m->kind != PROTO_EDIT_UNDO && m->kind != PROTO_EDIT_REDO)
     return PROTO_EINVAL;
   return finish(&c);
 }
@@ -667,7 +640,7 @@ int proto_snapshot_mesh_body(proto_buf *b, const proto_mesh_desc *mesh) {
 }
 
 /* Range, flags and drivers: shared by targets and TARGET_META. */
-static int put_meta(proto_buf *b, float min, float max, uint8_t flags, uint32_t driver_count,
+int proto__put_meta(proto_buf *b, float min, float max, uint8_t flags, uint32_t driver_count,
                     const uint32_t *drivers) {
   if (!isfinite(min) || !isfinite(max)) return PROTO_ENONFINITE;
   if (min > max || (flags & ~PROTO_TARGET_MUTED) || driver_count > PROTO_MAX_DRIVERS) return PROTO_EINVAL;
@@ -681,7 +654,7 @@ static int put_meta(proto_buf *b, float min, float max, uint8_t flags, uint32_t 
   return 0;
 }
 
-static int get_meta(proto_cur *c, float *min, float *max, uint8_t *flags, uint32_t *driver_count,
+int proto__get_meta(proto_cur *c, float *min, float *max, uint8_t *flags, uint32_t *driver_count,
                     const uint8_t **drivers) {
   uint16_t nd;
   CHECK(proto__get_f32(c, min));
@@ -697,7 +670,7 @@ static int get_meta(proto_cur *c, float *min, float *max, uint8_t *flags, uint32
 }
 
 /* Drivers of target `self` must name other existing targets (below `limit`). */
-static int check_drivers(const uint8_t *drivers, uint32_t count, uint32_t self, uint32_t limit) {
+int proto__check_drivers(const uint8_t *drivers, uint32_t count, uint32_t self, uint32_t limit) {
   for (uint32_t i = 0; i < count; i++) {
     uint32_t d = proto_driver(drivers, i);
     if (d >= limit || d == self) return PROTO_EINVAL;
@@ -711,7 +684,7 @@ static int put_target(proto_buf *b, const proto_target_desc *d) {
   if (nl > PROTO_MAX_NAME) return PROTO_EINVAL;
   proto__put_str(b, d->name, nl);
   proto__put_f32(b, d->default_weight);
-  CHECK(put_meta(b, d->min, d->max, d->flags, d->driver_count, d->drivers));
+  CHECK(proto__put_meta(b, d->min, d->max, d->flags, d->driver_count, d->drivers));
   proto__put_u32(b, d->count);
   proto__put_u32_array(b, d->indices, d->count);
   proto__put_u32_array(b, (const uint32_t *)(const void *)d->deltas, 3 * (size_t)d->count);
@@ -758,7 +731,7 @@ static int all_finite(const uint8_t *p, size_t n) {
 static int get_target(proto_cur *c, uint32_t vertex_count, proto_target *t) {
   CHECK(proto__get_str(c, &t->name));
   CHECK(proto__get_f32(c, &t->default_weight));
-  CHECK(get_meta(c, &t->min, &t->max, &t->flags, &t->driver_count, &t->drivers));
+  CHECK(proto__get_meta(c, &t->min, &t->max, &t->flags, &t->driver_count, &t->drivers));
   CHECK(proto__get_u32(c, &t->count));
   if (t->count > vertex_count) return PROTO_EINVAL;
   CHECK(proto__get(c, 4 * (size_t)t->count, &t->indices));
@@ -795,7 +768,7 @@ int proto_decode_snapshot(const uint8_t *p, size_t n, const proto_limits *limits
   for (uint32_t t = 0; t < m->target_count; t++) {
     proto_target tg;
     CHECK(get_target(&c, m->vertex_count, &tg));
-    CHECK(check_drivers(tg.drivers, tg.driver_count, t, m->target_count));
+    CHECK(proto__check_drivers(tg.drivers, tg.driver_count, t, m->target_count));
     for (uint32_t k = 0; k < tg.count; k++) {
       uint32_t v = proto_load_u32(tg.indices + 4 * (size_t)k);
       if (v >= m->vertex_count || (k > 0 && v <= proto_load_u32(tg.indices + 4 * (size_t)(k - 1))))
@@ -833,7 +806,7 @@ int proto_decode_target_add(const uint8_t *p, size_t n, const proto_limits *limi
   CHECK(proto__get_f32(&c, &m->weight));
   if (m->index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
   CHECK(get_target(&c, l.max_vertices, &m->target));
-  CHECK(check_drivers(m->target.drivers, m->target.driver_count, m->index, m->index)); /* drivers exist already */
+  CHECK(proto__check_drivers(m->target.drivers, m->target.driver_count, m->index, m->index)); /* drivers exist already */
   for (uint32_t k = 0; k < m->target.count; k++) {
     uint32_t v = proto_load_u32(m->target.indices + 4 * (size_t)k);
     if (v >= l.max_vertices || (k > 0 && v <= proto_load_u32(m->target.indices + 4 * (size_t)(k - 1))))
@@ -854,7 +827,7 @@ int proto_encode_target_meta(proto_buf *b, uint64_t version, uint8_t flags, uint
   size_t mark = b->len;
   size_t at = proto_frame_begin(b, PROTO_TARGET_META, flags, version);
   proto__put_u32(b, index);
-  return end_or_undo(b, mark, at, put_meta(b, min, max, target_flags, driver_count, drivers));
+  return end_or_undo(b, mark, at, proto__put_meta(b, min, max, target_flags, driver_count, drivers));
 }
 
 int proto_decode_target_meta(const uint8_t *p, size_t n, const proto_limits *limits, proto_target_meta *m) {
@@ -862,8 +835,8 @@ int proto_decode_target_meta(const uint8_t *p, size_t n, const proto_limits *lim
   proto_cur c = {p, p + n};
   CHECK(proto__get_u32(&c, &m->index));
   if (m->index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
-  CHECK(get_meta(&c, &m->min, &m->max, &m->flags, &m->driver_count, &m->drivers));
-  CHECK(check_drivers(m->drivers, m->driver_count, m->index, PROTO_MAX_TARGETS));
+  CHECK(proto__get_meta(&c, &m->min, &m->max, &m->flags, &m->driver_count, &m->drivers));
+  CHECK(proto__check_drivers(m->drivers, m->driver_count, m->index, PROTO_MAX_TARGETS));
   return finish(&c);
 }
 

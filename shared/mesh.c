@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <meshoptimizer.h>
+
 #include "mesh_internal.h"
 
 const char *mesh_strerror(int code) {
@@ -226,6 +228,24 @@ double mesh_bbox_diagonal(const mesh *m) {
   return sqrt(s);
 }
 
+int mesh_optimize_triangle_order(mesh *m) {
+  size_t most = 0;
+  for (uint32_t i = 0; i < m->submesh_count; i++)
+    if (m->submeshes[i].triangle_count > most) most = m->submeshes[i].triangle_count;
+  uint32_t *scratch = malloc(sizeof(uint32_t) * 3 * (most + 1));
+  if (!scratch) return MESH_ENOMEM;
+  /* Per submesh: each keeps its range. meshoptimizer keeps every triangle's corner order. */
+  for (uint32_t i = 0; i < m->submesh_count; i++) {
+    const mesh_submesh *sm = &m->submeshes[i];
+    uint32_t *tri = m->triangles + 3 * (size_t)sm->first_triangle;
+    size_t ni = 3 * (size_t)sm->triangle_count;
+    memcpy(scratch, tri, sizeof(uint32_t) * ni);
+    meshopt_optimizeVertexCache(tri, scratch, ni, m->vertex_count);
+  }
+  free(scratch);
+  return 0;
+}
+
 void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, float *out) {
   size_t n = 3 * (size_t)m->vertex_count;
   /* Accumulate in double so the reference does not depend on the order targets are summed. */
@@ -289,6 +309,11 @@ static int validate_clip(const mesh *m, uint32_t i, char *err, size_t errlen) {
     if (!(c->fps > 0.0f) || !isfinite(c->fps)) {
       mesh__set_err(err, errlen, "clip '%s': frame rate %g is not a positive number", c->name,
                     (double)c->fps);
+      return MESH_EINVAL;
+    }
+    if (c->loop_frames > c->frame_count) {
+      mesh__set_err(err, errlen, "clip '%s' loops over its last %u frames but has %u", c->name, c->loop_frames,
+                    c->frame_count);
       return MESH_EINVAL;
     }
     return 0;

@@ -65,6 +65,9 @@ typedef struct mesh_clip {
   char *name;              /* owned, never NULL, unique within the mesh */
   float fps;               /* keyframe clips: playback rate (frames per second) */
   uint32_t first_frame, frame_count;   /* keyframe clips; frame_count 0 for a weight clip */
+  uint32_t loop_frames;    /* keyframe clips: when it loops, only its last loop_frames frames
+                            * repeat (a Quake III animation.cfg says so); 0 = the whole clip */
+  int play_once;           /* keyframe clips: it does not loop (animation.cfg's looping frames 0) */
   uint32_t key_count;      /* weight clips: number of keys (0 for keyframe clips) */
   uint32_t target_count;   /* weight clips: weights per key, for targets 0 .. target_count-1 */
   float *times;            /* owned, key_count seconds, ascending */
@@ -153,6 +156,12 @@ void mesh_update_bounds(mesh *m);
 /* Length of the bounding-box diagonal (0 for an empty mesh). */
 double mesh_bbox_diagonal(const mesh *m);
 
+/* Reorders the triangles of each submesh for the vertex cache (meshoptimizer's
+ * optimizeVertexCache): what the index codec of protocol version 2 compresses best. Vertices,
+ * their order, and each triangle's corners and winding stay as they are; submesh ranges stay
+ * valid. Returns 0 or MESH_ENOMEM (the order then is unchanged). */
+int mesh_optimize_triangle_order(mesh *m);
+
 /* Writes base + Σ weights[i]·Δ_i (+ offsets when not NULL) into `out` (3 * vertex_count floats).
  * `weights` has target_count entries (NULL = all zero). Computed in double, then rounded.
  * This is the CPU reference of the formula every client evaluates. */
@@ -203,6 +212,40 @@ typedef enum mesh_format {
  * Returns 0 or a MESH_E* code with a reason in `err`. */
 int mesh_export(const mesh *m, const float *positions, const char *path, mesh_format fmt,
                 char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Blobs (mesh_blob.c): a whole mesh as one exact byte string — positions, normals, UVs,
+ * triangles, targets (names, default weights, sparse deltas), keyframes, clips, submeshes and
+ * bounds — little-endian, versioned ("DFMB" + version), ending in a CRC-32. The import worker
+ * sends meshes over a pipe in it; the session store keeps imported meshes in it. A round trip
+ * gives back every value bit for bit.
+ */
+
+/* Exact size in bytes of m's blob. Returns 0, MESH_EINVAL (an array missing for its count) or
+ * MESH_ETOOBIG (does not fit in size_t). */
+int mesh_blob_size(const mesh *m, size_t *len);
+
+/* Writes m's blob into dst, which must be exactly mesh_blob_size() bytes long (`len`).
+ * Returns 0 or MESH_EINVAL / MESH_ETOOBIG; nothing is allocated. */
+int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len);
+
+/* m's blob in a fresh malloc'ed buffer: *out (the caller frees it with free()) of *len bytes.
+ * Returns 0, MESH_EINVAL, MESH_ETOOBIG or MESH_ENOMEM (then *out is NULL). */
+int mesh_blob_write(const mesh *m, uint8_t **out, size_t *len);
+
+/* Reads a blob of `n` bytes. Every count is checked against the bytes present before anything
+ * is allocated for it; a mesh with more than `max_vertices` vertices (0 = MESH_DEFAULT_MAX_VERTICES)
+ * is refused; the result passes mesh_validate(). On success *out is a new mesh the caller frees
+ * with mesh_destroy(). On failure returns MESH_EFORMAT (bad magic or version, truncated, CRC
+ * mismatch, trailing bytes, a name with a NUL), MESH_ETOOBIG, MESH_ENOMEM or what
+ * mesh_validate() found, with a reason in `err`, and leaves *out NULL. Never reads outside
+ * p[0..n). */
+int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out, char *err,
+                   size_t errlen);
+
+/* CRC-32 as zlib and PNG compute it (reflected polynomial 0xEDB88320), used for the blob's
+ * trailer. */
+uint32_t mesh_blob_crc32(const uint8_t *p, size_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Welding (mesh_weld.c): topology vertices for solves.

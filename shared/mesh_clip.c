@@ -44,6 +44,78 @@ static int cmp_group(const void *a, const void *b) {
   return (x->first > y->first) - (x->first < y->first);
 }
 
+/* A group's clip name: its prefix, or "<prefix>_<first frame>" for a prefix seen before. */
+static void group_name(const frame_group *g, char *name, size_t len) {
+  if (g->repeat)
+    snprintf(name, len, "%s_%u", g->prefix, g->first);
+  else
+    snprintf(name, len, "%s", g->prefix);
+}
+
+/* Appends a keyframe clip unless one has that name already (room was made by the caller).
+ * 0 or MESH_ENOMEM. */
+static int add_clip(mesh *m, const char *name, uint32_t first, uint32_t count, float fps) {
+  if (mesh_find_clip(m, name) >= 0) return 0;
+  mesh_clip *c = &m->clips[m->clip_count];
+  memset(c, 0, sizeof(*c));
+  c->name = mesh__strdup(name);
+  if (!c->name) return MESH_ENOMEM;
+  c->fps = fps;
+  c->first_frame = first;
+  c->frame_count = count;
+  m->clip_count++;
+  return 0;
+}
+
+/* The digits a frame name ends with (at most 15), or 0 when fewer than `min` end it. */
+static size_t frame_digits(const char *name, char *digits, size_t min) {
+  size_t n = 0;
+  while (n < MESH__FRAME_NAME_LEN && name[n] != '\0') n++;
+  size_t d = 0;
+  while (d < n && name[n - 1 - d] >= '0' && name[n - 1 - d] <= '9') d++;
+  if (d < min) return 0;
+  memcpy(digits, name + n - d, d);
+  digits[d] = '\0';
+  return d;
+}
+
+/* Quake II numbers the variants of one animation inside its frame names: death101…death106,
+ * death201…death206, death301…death308 are three deaths of 6, 6 and 8 frames. A group splits
+ * into clips "<group><v>" only when every name ends in three or more digits, the leading ones
+ * (all but the last two) count 1, 2, …, k (k >= 2) in runs, and each run's last two digits
+ * count 01, 02, …: so "run001…run006" or "stand01…stand40" never split. */
+static int add_variants(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN], const frame_group *g, float fps) {
+  uint32_t run_first[100], run_count[100], runs = 0;
+  for (uint32_t f = g->first; f < g->first + g->count; f++) {
+    char digits[MESH__FRAME_NAME_LEN + 1];
+    size_t d = frame_digits(names[f], digits, 3);
+    if (d == 0) return 0;
+    long frame = strtol(digits + d - 2, NULL, 10);
+    digits[d - 2] = '\0';
+    long variant = strtol(digits, NULL, 10);
+    if (runs > 0 && variant == (long)runs && frame == (long)run_count[runs - 1] + 1) {
+      run_count[runs - 1]++;
+    } else if (variant == (long)runs + 1 && frame == 1 && runs < 100) {
+      run_first[runs] = f;
+      run_count[runs++] = 1;
+    } else {
+      return 0;
+    }
+  }
+  if (runs < 2) return 0;
+  char base[MESH__FRAME_NAME_LEN + 16];
+  group_name(g, base, sizeof(base));
+  size_t bl = strlen(base);
+  int sep = bl > 0 && base[bl - 1] >= '0' && base[bl - 1] <= '9';
+  for (uint32_t r = 0; r < runs; r++) {
+    char name[MESH__FRAME_NAME_LEN + 32];
+    snprintf(name, sizeof(name), "%s%s%u", base, sep ? "_" : "", r + 1);
+    int rc = add_clip(m, name, run_first[r], run_count[r], fps);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
                                 uint32_t count, float fps) {
   if (m->frame_count == 0) return 0;
@@ -94,26 +166,27 @@ int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LE
   for (uint32_t i = 1; i < ngroups; i++)
     if (strcmp(order[i]->prefix, order[i - 1]->prefix) == 0) order[i]->repeat = 1;
 
-  mesh_clip *grown = realloc(m->clips, sizeof(*grown) * ((size_t)m->clip_count + ngroups));
+  /* The clips in order: one per group; then each group's numbered variants (Quake II's
+   * death1, death2, death3 within "death"); then "all" when there is more than one group, so
+   * that the whole file stays one clip too. A name a clip already has (an animation.cfg's)
+   * is not added twice. */
+  uint32_t most = ngroups * 2 + 1;
+  for (uint32_t i = 0; usable && i < ngroups; i++) most += groups[i].count;
+  mesh_clip *grown = realloc(m->clips, sizeof(*grown) * ((size_t)m->clip_count + most));
   if (!grown) goto out;
   m->clips = grown;
   for (uint32_t i = 0; i < ngroups; i++) {
     const frame_group *g = &groups[i];
     char name[MESH__FRAME_NAME_LEN + 16];
-    if (g->repeat)
-      snprintf(name, sizeof(name), "%s_%u", g->prefix, g->first);
-    else
-      snprintf(name, sizeof(name), "%s", g->prefix);
-    mesh_clip *c = &m->clips[m->clip_count];
-    memset(c, 0, sizeof(*c));
-    c->name = mesh__strdup(name);
-    if (!c->name) goto out;
-    c->fps = fps;
-    c->first_frame = g->first;
-    c->frame_count = g->count;
-    m->clip_count++;
+    group_name(g, name, sizeof(name));
+    rc = add_clip(m, name, g->first, g->count, fps);
+    if (rc) goto out;
   }
-  rc = 0;
+  for (uint32_t i = 0; usable && i < ngroups; i++) {
+    rc = add_variants(m, names, &groups[i], fps);
+    if (rc) goto out;
+  }
+  if (ngroups > 1) rc = add_clip(m, "all", 0, m->frame_count, fps);
 
 out:
   free(order);

@@ -6,7 +6,8 @@
  * matched across submeshes by name, keyframes are added (MD2: one more import per frame,
  * mesh_md2.c; MD3: read from the file, mesh_md3.c), render vertices identical in every attribute
  * and every frame are merged (meshoptimizer), and unreferenced vertices are dropped. Clips come
- * last: MD2/MD3 frames grouped by their names (mesh_md2.c, mesh_md3.c, mesh_clip.c), glTF
+ * last: a Quake III animation.cfg beside an MD3 (mesh_md3_cfg.c), MD2/MD3 frames grouped by
+ * their names (mesh_md2.c, mesh_md3.c, mesh_clip.c), glTF
  * morph-weight animations read from the file's JSON (mesh_gltf_anim.c).
  *
  * assimp accepts some broken files without failing (an out-of-range glTF index is dropped with
@@ -679,6 +680,15 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     m->frame_rate = 10.0f;
     /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
     uint32_t named = r.frame_name_count < m->frame_count ? r.frame_name_count : m->frame_count;
+    /* A Quake III player's animations come first, as its animation.cfg defines them. */
+    if (kind == KEYFRAMES_MD3) {
+      char why[MESH_ERR_LEN];
+      rc = mesh__md3_cfg_clips(path, m, why, sizeof(why));
+      if (rc) {
+        mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+        goto done;
+      }
+    }
     rc = mesh__clip_from_frame_names(m, r.frame_names, named, m->frame_rate);
     if (rc) goto done;
   }

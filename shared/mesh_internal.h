@@ -48,11 +48,24 @@ void mesh__ply_info_fini(mesh__ply_info *info);
 /* Turns per-frame names (`count` fields of 16 bytes, NUL-padded, for frames 0..count-1) into
  * keyframe clips of m->frames played at `fps`: consecutive frames whose names agree once trailing
  * digits are stripped form one clip named by that prefix ("<prefix>_<first frame>" for a prefix
- * that comes back after another one). When names is NULL or any name is unusable (empty, not
- * printable ASCII, or only digits), one clip "all" covers every frame. Expects a mesh without
- * clips and count == m->frame_count. 0 or MESH_ENOMEM. */
+ * that comes back after another one); a group whose names number variants the Quake II way
+ * (death101…, death201…) also gets one clip per variant ("death1", "death2", …) after all the
+ * groups; and when there is more than one group, a last clip "all" spans every frame. When names
+ * is NULL or any name is unusable (empty, not printable ASCII, or only digits), one clip "all"
+ * covers every frame. Clips the mesh has already (an animation.cfg's) keep their names: a
+ * clip of the same name is not added. Expects count == m->frame_count. 0 or MESH_ENOMEM. */
 int mesh__clip_from_frame_names(mesh *m, const char (*names)[MESH__FRAME_NAME_LEN],
                                 uint32_t count, float fps);
+
+/* Quake III's animation.cfg beside an MD3 (mesh_md3_cfg.c): when `model_path`'s folder has
+ * one, appends one clip per animation it defines, in the game's order and with its names
+ * (BOTH_DEATH1 … LEGS_TURN, then the Team Arena gestures), its first frame, frame count,
+ * looping frames and rate. A lower*.md3 gets the BOTH_ and LEGS_ animations (the legs' first
+ * frames counted without the torso's, as the game does), an upper*.md3 the BOTH_ and TORSO_
+ * ones, any other model every animation its frames hold. Animations beyond the frames read are
+ * left out (cut at the last frame read). Returns 0 (also with no animation.cfg) or MESH_EFORMAT
+ * with the line that does not parse, or MESH_ENOMEM. */
+int mesh__md3_cfg_clips(const char *model_path, mesh *m, char *err, size_t errlen);
 
 typedef enum mesh__interp {
   MESH__INTERP_LINEAR = 0,

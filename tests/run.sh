@@ -3,8 +3,9 @@
 #
 # This is what `make test` and `make test-asan` call, so CI runs exactly what a user runs.
 # It starts what the tests need and stops it afterwards: when DISPLAY is empty, an Xvfb server
-# for the viewer's GL tests (hidden GLFW windows on Mesa's llvmpipe), killed on exit. The exit
-# status is ctest's.
+# for the viewer's GL tests (hidden GLFW windows on Mesa's llvmpipe), killed on exit. The browser
+# viewer's tests (label web) start their own headless Chromium and deformd per test (tests/web/);
+# they need no display but the deform-views they compare with do. The exit status is ctest's.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."

@@ -1,11 +1,16 @@
 /*
  * main.c — deform-view: watch and sculpt a deformd session.
  *
- *   deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]
+ *   deform-view [--connect HOST:PORT[,HOST:PORT...]] [--session NAME] [--token T] [--role editor|viewer]
+ *               [--author NAME]
+ *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
  *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
  *
+ * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
+ * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
+ * (mesh units), --lossless for exact floats, --protocol 1 for the first version.
  * Defaults: 127.0.0.1:7450 (or $DEFORMD_STREAM), session "demo", editor role, token from
  * $DEFORMD_TOKEN. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
@@ -21,7 +26,9 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deform-view [--connect HOST:PORT] [--session NAME] [--token T] [--role editor|viewer]\n"
+          "usage: deform-view [--connect HOST:PORT[,HOST:PORT...]] [--session NAME] [--token T] [--role editor|viewer]\n"
+          "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
+          "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
           "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
@@ -32,15 +39,37 @@ static void keys(FILE *out) {
   for (size_t i = 0; i < vw_hud_key_count; i++) fprintf(out, "  %-32s %s\n", vw_hud_keys[i].keys, vw_hud_keys[i].action);
 }
 
-static int parse_hostport(const char *s, vw_app_opts *o) {
-  const char *colon = strrchr(s, ':');
-  if (!colon || colon == s || (size_t)(colon - s) >= sizeof(o->host)) return -1;
-  memcpy(o->host, s, (size_t)(colon - s));
-  o->host[colon - s] = '\0';
+static int parse_one(const char *s, size_t len, char *host, size_t hostlen, int *port) {
+  const char *colon = NULL;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == ':') colon = s + i;
+  if (!colon || colon == s || (size_t)(colon - s) >= hostlen) return -1;
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = '\0';
+  char digits[8];
+  size_t dl = len - (size_t)(colon + 1 - s);
+  if (dl == 0 || dl >= sizeof(digits)) return -1;
+  memcpy(digits, colon + 1, dl);
+  digits[dl] = '\0';
   char *end;
-  long port = strtol(colon + 1, &end, 10);
-  if (*end || port < 1 || port > 65535) return -1;
-  o->port = (int)port;
+  long p = strtol(digits, &end, 10);
+  if (*end || p < 1 || p > 65535) return -1;
+  *port = (int)p;
+  return 0;
+}
+
+/* HOST:PORT, or several comma-separated (nodes of a cluster: a lost connection tries the next). */
+static int parse_hostport(const char *s, vw_app_opts *o) {
+  o->more_count = 0;
+  for (int k = 0; *s; k++) {
+    size_t len = strcspn(s, ",");
+    int rc = k == 0 ? parse_one(s, len, o->host, sizeof(o->host), &o->port)
+             : k <= 7 ? parse_one(s, len, o->more_host[k - 1], sizeof(o->more_host[0]), &o->more_port[k - 1])
+                      : -1;
+    if (rc) return -1;
+    if (k > 0) o->more_count = k;
+    s += len + (s[len] == ',');
+  }
   return 0;
 }
 
@@ -52,6 +81,7 @@ int main(int argc, char **argv) {
   snprintf(o.session, sizeof(o.session), "demo");
   o.role = PROTO_ROLE_EDITOR;
   o.token = getenv("DEFORMD_TOKEN");
+  o.author = getenv("DEFORMD_AUTHOR") ? getenv("DEFORMD_AUTHOR") : getenv("USER");
   const char *env = getenv("DEFORMD_STREAM");
   if (env && parse_hostport(env, &o) != 0) {
     fprintf(stderr, "deform-view: DEFORMD_STREAM must be HOST:PORT\n");
@@ -69,6 +99,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--overlay") == 0) {
       o.overlay = 1;
       continue;
+    } else if (strcmp(a, "--lossless") == 0) {
+      o.stream.codec = PROTO_CODEC_LOSSLESS;
+      continue;
     }
     if (!v) {
       usage(stderr);
@@ -84,6 +117,8 @@ int main(int argc, char **argv) {
       snprintf(o.session, sizeof(o.session), "%s", v);
     } else if (strcmp(a, "--token") == 0) {
       o.token = v;
+    } else if (strcmp(a, "--author") == 0) {
+      o.author = v;
     } else if (strcmp(a, "--role") == 0 && (strcmp(v, "editor") == 0 || strcmp(v, "viewer") == 0)) {
       o.role = strcmp(v, "editor") == 0 ? PROTO_ROLE_EDITOR : PROTO_ROLE_VIEWER;
     } else if (strcmp(a, "--screenshot") == 0) {
@@ -100,6 +135,12 @@ int main(int argc, char **argv) {
       o.weights = v;
     } else if (strcmp(a, "--camera") == 0 && sscanf(v, "%f,%f,%f", &o.yaw_deg, &o.pitch_deg, &o.dist) == 3) {
       o.has_camera = 1;
+    } else if (strcmp(a, "--max-rate") == 0 && atof(v) > 0 && atof(v) <= 1e6) {
+      o.stream.max_rate = (float)atof(v);
+    } else if (strcmp(a, "--tolerance") == 0 && atof(v) > 0 && atof(v) < 1e30) {
+      o.stream.tolerance = (float)atof(v);
+    } else if (strcmp(a, "--protocol") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
+      o.protocol = atoi(v);
     } else {
       fprintf(stderr, "deform-view: bad option %s %s\n", a, v);
       usage(stderr);

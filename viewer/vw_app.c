@@ -4,7 +4,8 @@
  * The keys are vw_hud.c's table (H or ? shows it; --help prints it). The connection runs on
  * its own thread (vw_pump.c): every use of a->net here is between vw_pump_lock and
  * vw_pump_unlock. The slider panel's rows, filter and hit tests are vw_panel.c's, the status
- * line's words vw_hud.c's, picking and undo vw_edit.c's: all tested without a window.
+ * line's words vw_hud.c's, picking vw_edit.c's: all tested without a window. Undo and redo
+ * are the server's per-author history (vw_net_history: EDIT UNDO/REDO).
  *
  * A brush stroke sends the points of its path as the pointer moves, once per frame, the first
  * batch as a new stroke and the others continuing it (PROTO_BRUSH_CONTINUE): the server places
@@ -87,7 +88,6 @@ typedef struct app {
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
-  vw_edit_undo undo;
   vw_hud hud;
   /* stats */
   double fps, fps_t0;
@@ -244,12 +244,12 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_RIGHT_BRACKET: a->brush_radius *= 1.25f; break;
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength = fminf(1.0f, a->brush_strength * 1.25f); break;
-    case GLFW_KEY_Z:
-      if (a->ctrl && may_edit(a) && vw_edit_undo_step(&a->undo, &a->net, a->shift))
+    case GLFW_KEY_Z: /* the server's history: per author, across reconnects and clients */
+      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, a->shift))
         vw_hud_flash(&a->hud, vw_net_now_ms(), a->shift ? "redo" : "undo");
       break;
     case GLFW_KEY_Y:
-      if (a->ctrl && may_edit(a) && vw_edit_undo_step(&a->undo, &a->net, 1)) vw_hud_flash(&a->hud, vw_net_now_ms(), "redo");
+      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, 1)) vw_hud_flash(&a->hud, vw_net_now_ms(), "redo");
       break;
     default: break;
   }
@@ -272,7 +272,6 @@ static int panel_click(app *a) {
       vw_hud_flash(&a->hud, vw_net_now_ms(), "'%s' is a combination target: its weight follows its drivers'",
                    a->net.replica.mesh->targets[index].name);
     } else if (may_edit(a)) {
-      vw_edit_undo_remember(&a->undo, &a->net);
       a->slider_target = (int)index;
       a->pending_weight = 1, a->pending_value = (float)(m->min + f * (m->max - m->min));
     }
@@ -291,7 +290,6 @@ static void press(app *a) {
                  a->mode == MODE_DRAG ? "grab a handle" : "start a stroke");
     return;
   }
-  vw_edit_undo_remember(&a->undo, &a->net);
   if (a->mode == MODE_DRAG) {
     proto_gesture_begin g;
     memset(&g, 0, sizeof(g));
@@ -501,7 +499,7 @@ static void draw_panel(app *a) {
     uint32_t t = row->index;
     if (t >= rep->mesh->target_count) continue;
     const client_target_meta *m = &rep->meta[t];
-    int fixed = m->driver_count != 0 || a->net.role != PROTO_ROLE_EDITOR;
+    int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net) || a->net.primary_lost;
     float wv = a->weights ? a->weights[t] : rep->weights[t];
     float f = m->max > m->min ? (wv - m->min) / (m->max - m->min) : 0;
     f = f < 0 ? 0 : f > 1 ? 1 : f;
@@ -553,7 +551,8 @@ static void draw_overlay(app *a) {
   if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, mark);
   /* The bottom line: why the status is what it is, else a flashing message. */
   const char *flash = vw_hud_message(&a->hud, now);
-  if (why[0] && st != VW_HUD_READ_ONLY) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, why);
+  int urgent = why[0] && (st != VW_HUD_READ_ONLY || a->net.primary_lost);
+  if (urgent) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, why);
   else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
   else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
   else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
@@ -662,6 +661,11 @@ int vw_app_run(const vw_app_opts *o) {
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
+  if (o->author) vw_net_set_author(&a->net, o->author);
+  vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
+  for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
+  /* The settings above are made before the connection's thread starts: from here on every use
+   * of a->net is under the pump's lock. */
   if (vw_pump_start(&a->pump, &a->net) != 0)
     fprintf(stderr, "deform-view: no thread for the connection; it is polled once per frame\n");
   uint64_t start = vw_net_now_ms();
@@ -721,7 +725,6 @@ int vw_app_run(const vw_app_opts *o) {
 out:
   vw_pump_stop(&a->pump);
   vw__gl_framebuffer_free(&fb);
-  vw_edit_undo_fini(&a->undo);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);

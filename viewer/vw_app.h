@@ -18,6 +18,7 @@ typedef struct vw_app_opts {
   int port;
   char session[256];
   const char *token;       /* or NULL */
+  const char *author;      /* the name edits are recorded (and undone) under, or NULL */
   proto_role role;         /* editor (default) or viewer */
   const char *screenshot;  /* PNG path: headless capture, then exit */
   int width, height;
@@ -29,6 +30,11 @@ typedef struct vw_app_opts {
   int wireframe;
   double timeout_s;        /* screenshot: give up after this long (default 60) */
   int overlay;             /* screenshot: draw the status line and the slider panel too */
+  int protocol;            /* 1 or 2 (0: 2) */
+  proto_hello_opts stream; /* version 2: codec, max rate (Hz), tolerance asked of the server */
+  int more_count;          /* --connect A,B,...: the addresses after the first (tried in turn) */
+  char more_host[7][256];
+  int more_port[7];
 } vw_app_opts;
 
 /* Runs until the window closes (or the screenshot is written). Returns the exit status:

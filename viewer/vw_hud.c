@@ -52,10 +52,18 @@ static const char *read_only_reason(const vw_net *n) {
   return "read-only: joined as a viewer (--role viewer)";
 }
 
+/* A relay whose primary is lost shows the primary's last state and refuses edits until it is
+ * back (docs/protocol.md §13.2): read-only for now, whatever the role. */
+#define PRIMARY_LOST_REASON "primary lost: this relay shows its last state; edits are refused until it is back"
+
 vw_hud_state vw_hud_status(const vw_net *n, uint64_t now_ms, char *why, size_t len) {
   why[0] = '\0';
   if (n->state == VW_NET_LIVE) {
-    if (n->role == PROTO_ROLE_EDITOR) return VW_HUD_EDITOR;
+    if (n->primary_lost) {
+      snprintf(why, len, "%s", PRIMARY_LOST_REASON);
+      return VW_HUD_READ_ONLY;
+    }
+    if (vw_net_can_edit(n)) return VW_HUD_EDITOR;
     snprintf(why, len, "%s", read_only_reason(n));
     return VW_HUD_READ_ONLY;
   }
@@ -64,14 +72,17 @@ vw_hud_state vw_hud_status(const vw_net *n, uint64_t now_ms, char *why, size_t l
     return VW_HUD_CONNECTING;
   }
   double left = n->retry_at_ms > now_ms ? (double)(n->retry_at_ms - now_ms) / 1000.0 : 0.0;
-  snprintf(why, len, "%s; retrying in %.1f s%s", n->last_error[0] ? n->last_error : "connection lost", left,
+  char next[300] = ""; /* with several addresses the next try is another node's */
+  if (n->address_count > 1) snprintf(next, sizeof(next), " %s:%d", n->host, n->port);
+  snprintf(why, len, "%s; retrying%s in %.1f s%s", n->last_error[0] ? n->last_error : "connection lost", next, left,
            n->replica.have_snapshot ? "; showing the last shape" : "");
   return VW_HUD_DISCONNECTED;
 }
 
 const char *vw_hud_why_no_edit(const vw_net *n) {
   if (n->state != VW_NET_LIVE) return "not connected: the edit was not sent";
-  if (n->role != PROTO_ROLE_EDITOR) return read_only_reason(n);
+  if (n->primary_lost) return PRIMARY_LOST_REASON;
+  if (!vw_net_can_edit(n)) return read_only_reason(n);
   return NULL;
 }
 

@@ -21,7 +21,8 @@
 typedef enum vw_hud_state {
   VW_HUD_DISCONNECTED = 0, /* no connection: retrying, showing the last shape if any */
   VW_HUD_CONNECTING,       /* connecting, or waiting for WELCOME and the SNAPSHOT */
-  VW_HUD_READ_ONLY,        /* following the session as a viewer: edits are not sent */
+  VW_HUD_READ_ONLY,        /* following the session as a viewer, or on a relay whose primary is
+                            * lost (PRIMARY_LOST): edits are not sent */
   VW_HUD_EDITOR            /* following the session as an editor */
 } vw_hud_state;
 
@@ -29,10 +30,12 @@ const char *vw_hud_state_name(vw_hud_state s);
 
 /* The state of `n` and, in `why`, the sentence that explains it (the server's reason for a
  * lost or refused connection, with the sessions it has when the session is unknown; why the
- * connection is read-only; the retry countdown). `now_ms` is vw_net_now_ms(). */
+ * connection is read-only, a relay's lost primary included; the retry countdown, naming the
+ * address tried next when there are several). `now_ms` is vw_net_now_ms(). */
 vw_hud_state vw_hud_status(const vw_net *n, uint64_t now_ms, char *why, size_t len);
 
-/* Why an edit cannot be sent now (read-only, not connected), or NULL when it can. */
+/* Why an edit cannot be sent now (read-only, not connected, the primary lost), or NULL when
+ * it can (vw_net_can_edit, and no lost primary). */
 const char *vw_hud_why_no_edit(const vw_net *n);
 
 #define VW_HUD_FLASH_MS 5000u

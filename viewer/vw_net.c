@@ -57,6 +57,9 @@ static const char *error_name(uint16_t code) {
     case PROTO_ERR_SHUTDOWN: return "SHUTDOWN";
     case PROTO_ERR_SESSION_CLOSED: return "SESSION_CLOSED";
     case PROTO_ERR_OVERLOADED: return "OVERLOADED";
+    case PROTO_ERR_PRIMARY_LOST: return "PRIMARY_LOST";
+    case PROTO_ERR_PRIMARY_BACK: return "PRIMARY_BACK";
+    case PROTO_ERR_RESYNC: return "RESYNC";
     default: return "ERROR";
   }
 }
@@ -81,12 +84,32 @@ void vw_net_init(vw_net *n, const char *host, int port, const char *session, con
   snprintf(n->token, sizeof(n->token), "%s", token ? token : "");
   n->want_role = role;
   n->ask_role = role;
+  n->protocol = PROTO_VERSION;
   n->state = VW_NET_CONNECTING;
   n->conn.fd = -1;
   client_replica_init(&n->replica);
   n->next_request = 1;
   n->latency_ms = -1.0;
   proto_buf_init(&n->out);
+}
+
+int vw_net_add_address(vw_net *n, const char *host, int port) {
+  int cap = (int)(sizeof(n->addresses) / sizeof(n->addresses[0]));
+  if (n->address_count == 0) { /* the first: vw_net_init's */
+    snprintf(n->addresses[0].host, sizeof(n->addresses[0].host), "%s", n->host);
+    n->addresses[0].port = n->port;
+    n->address_count = 1;
+  }
+  if (n->address_count >= cap) return -1;
+  snprintf(n->addresses[n->address_count].host, sizeof(n->addresses[0].host), "%s", host);
+  n->addresses[n->address_count++].port = port;
+  return 0;
+}
+
+void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts) {
+  n->protocol = protocol == PROTO_VERSION_2 ? PROTO_VERSION_2 : PROTO_VERSION;
+  memset(&n->hello, 0, sizeof(n->hello));
+  if (opts) n->hello = *opts;
 }
 
 /* Writes what the queue holds without waiting. 0 (all or part written), or -errno. */
@@ -134,6 +157,11 @@ static void lose(vw_net *n, int immediate) {
     n->retry_at_ms = now;
     return;
   }
+  if (n->address_count > 1) { /* another node may serve the session: the next one */
+    n->address_at = (n->address_at + 1) % n->address_count;
+    memcpy(n->host, n->addresses[n->address_at].host, sizeof(n->host)); /* same size, NUL-terminated */
+    n->port = n->addresses[n->address_at].port;
+  }
   n->backoff_ms = n->backoff_ms == 0 ? VW_NET_BACKOFF_FIRST_MS : n->backoff_ms * 2;
   if (n->backoff_ms > VW_NET_BACKOFF_MAX_MS) n->backoff_ms = VW_NET_BACKOFF_MAX_MS;
   n->retry_at_ms = now + n->backoff_ms;
@@ -150,13 +178,16 @@ static void enter_phase(vw_net *n, int phase, uint64_t now) {
 static void send_hello(vw_net *n, uint64_t now) {
   proto_hello h = {PROTO_VERSION, (uint8_t)n->ask_role, {n->session, (uint16_t)strlen(n->session)},
                    {n->token, (uint16_t)strlen(n->token)}};
-  if (proto_encode_hello(&n->out, &h) != 0) {
+  /* Version 2 names the author in HELLO; version 1 sends an EDIT AUTHOR after WELCOME. */
+  n->hello.author = (proto_str){n->author, (uint16_t)strlen(n->author)};
+  int rc = n->protocol == PROTO_VERSION_2 ? proto_encode_hello2(&n->out, &h, &n->hello) : proto_encode_hello(&n->out, &h);
+  if (rc != 0) {
     set_error(n, 0, 0, "cannot encode HELLO for session '%s'", n->session);
     lose(n, 0);
     return;
   }
   enter_phase(n, PHASE_WELCOME, now);
-  int rc = flush_out(n);
+  rc = flush_out(n);
   if (rc) {
     set_error(n, 0, 0, "%s:%d: %s", n->host, n->port, strerror(-rc));
     lose(n, 0);
@@ -177,25 +208,6 @@ static void start_connect(vw_net *n, uint64_t now) {
   if (rc == 0) send_hello(n, now);
 }
 
-/* The vertex span [*first, *end) of a DELTA's entries (they are in ascending order, but the
- * span is taken over all of them so nothing depends on it). */
-static int delta_span(const proto_header *h, const uint8_t *p, uint32_t *first, uint32_t *end) {
-  proto_offsets_view o;
-  if (proto_decode_delta(p, h->length, NULL, &o) != 0) return -1;
-  proto_iter it;
-  uint32_t v, lo = UINT32_MAX, hi = 0;
-  int32_t q[3];
-  proto_offsets_begin(&o, &it);
-  while (proto_offsets_next(&it, &v, q)) {
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
-  if (lo > hi) return 0;
-  *first = lo;
-  *end = hi + 1;
-  return 1;
-}
-
 static void add_span(vw_net_changes *ch, uint32_t first, uint32_t end) {
   if (ch->offsets_first == ch->offsets_end) {
     ch->offsets_first = first;
@@ -210,14 +222,14 @@ static void add_span(vw_net_changes *ch, uint32_t first, uint32_t end) {
  * no longer follows the server (the connection must be dropped; reason in last_error). */
 static int apply_state(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_changes *ch) {
   char err[256] = "does not decode";
-  uint32_t first = 0, end = 0;
-  int span = h->type == PROTO_DELTA ? delta_span(h, p, &first, &end) : 0;
-  if (span < 0 || client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
+  if (client_replica_apply(&n->replica, h, p, err, sizeof(err)) != 0) {
     set_error(n, 0, 0, "cannot apply frame type %u: %s", h->type, err);
     return -1;
   }
   ch->frames++;
-  if (span > 0) add_span(ch, first, end);
+  /* The replica knows the span of the vertices a DELTA listed, in either protocol version. */
+  if (h->type == PROTO_DELTA && n->replica.delta_end > n->replica.delta_first)
+    add_span(ch, n->replica.delta_first, n->replica.delta_end);
   if (h->type == PROTO_WEIGHTS) ch->weights = 1;
   if (h->type == PROTO_TARGET) ch->new_targets++;
   if (h->type == PROTO_TARGET_META) ch->target_meta = 1;
@@ -230,7 +242,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
   switch (h->type) {
     case PROTO_WELCOME: {
       proto_welcome w;
-      if (n->phase != PHASE_WELCOME || proto_decode_welcome(p, h->length, &w) != 0) {
+      if (n->phase != PHASE_WELCOME || proto_decode_welcome2(p, h->length, &w, &n->granted) != 0) {
         set_error(n, PROTO_ERR_MALFORMED, 0, "unexpected or malformed WELCOME");
         lose(n, 0);
         return -1;
@@ -238,6 +250,11 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       n->role = (proto_role)w.role;
       n->client_id = w.client_id;
       enter_phase(n, PHASE_SNAPSHOT, now);
+      if (n->protocol == PROTO_VERSION && n->role == PROTO_ROLE_EDITOR && n->author[0]) {
+        uint32_t id = n->next_request++;
+        if (n->next_request == 0) n->next_request = 1;
+        proto_encode_edit_author(&n->out, id, n->author);
+      }
       return 0;
     }
     case PROTO_SNAPSHOT: {
@@ -291,6 +308,9 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       else
         set_error(n, e.code, 0, "%s %s: %.*s", what, error_name(e.code), (int)e.message.len, e.message.ptr);
       if (h->type == PROTO_ERROR) n->errors++;
+      /* A relay's status (docs/protocol.md §13): the connection stays, so does the state. */
+      if (h->type == PROTO_ERROR && e.code == PROTO_ERR_PRIMARY_LOST) n->primary_lost = 1;
+      if (h->type == PROTO_ERROR && e.code == PROTO_ERR_PRIMARY_BACK) n->primary_lost = 0;
       if (h->type == PROTO_BYE) {
         lose(n, 0);
         return -1;
@@ -532,10 +552,21 @@ uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture) {
   return id ? edit_end(n, id, proto_encode_edit_gesture_end(&n->out, id, gesture)) : 0;
 }
 
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
                       const proto_brush_sample *samples) {
   uint32_t id = edit_begin(n);
-  return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, mirror_x, count, samples)) : 0;
+  return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, flags, count, samples)) : 0;
+}
+
+uint32_t vw_net_history(vw_net *n, int redo) {
+  uint32_t id = edit_begin(n);
+  return id ? edit_end(n, id, proto_encode_edit_history(&n->out, id, redo)) : 0;
+}
+
+void vw_net_set_author(vw_net *n, const char *author) {
+  snprintf(n->author, sizeof(n->author), "%s", author ? author : "");
+  for (char *p = n->author; *p; p++) /* the server refuses control characters in a name */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
 }
 
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices) {

@@ -51,12 +51,21 @@ typedef struct vw_net {
   char session[256];
   char token[256];
   proto_role want_role;     /* PROTO_ROLE_EDITOR to sculpt, PROTO_ROLE_VIEWER to watch */
+  char author[PROTO_MAX_AUTHOR + 1]; /* the name edits are recorded under ("" = anonymous) */
+  int protocol;             /* 1 (vw_net_init's default) or 2 (vw_net_set_protocol) */
+  proto_hello_opts hello;   /* version 2: codec, max rate, tolerance asked for */
+  /* Other nodes serving the same session (a cluster's relays): a lost connection tries the
+   * next one (vw_net_add_address); host/port above is the one in use. */
+  struct { char host[256]; int port; } addresses[8];
+  int address_count, address_at;
+  int primary_lost;         /* a relay said the session's primary is lost (ERROR PRIMARY_LOST) */
   /* state */
   vw_net_state state;
   client_conn conn;
   client_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
   proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
   uint32_t client_id;       /* the server's id for this connection (WELCOME) */
+  proto_welcome_opts granted; /* version 2: codec, rate and tolerance the server granted */
   uint64_t retry_at_ms;     /* DOWN: when the next attempt starts (vw_net_now_ms clock) */
   uint32_t backoff_ms;      /* the wait before the current retry: 250 after the first failure,
                              * doubling to 8000; 0 once a SNAPSHOT arrived */
@@ -87,6 +96,13 @@ typedef struct vw_net {
 
 /* Sets up (no I/O yet; the first poll connects). `token` may be NULL. The strings are copied. */
 void vw_net_init(vw_net *n, const char *host, int port, const char *session, const char *token, proto_role role);
+/* Adds an address to try when the current one is lost (several nodes of a cluster: relays and
+ * primaries serve the same sessions). The first is the one vw_net_init was given. Returns 0, or
+ * -1 when the list (8) is full. */
+int vw_net_add_address(vw_net *n, const char *host, int port);
+/* Speak protocol `protocol` (1 or 2) from the next connection on, asking with `opts` (version
+ * 2: NULL for the defaults, the session's tolerance at every change). */
+void vw_net_set_protocol(vw_net *n, int protocol, const proto_hello_opts *opts);
 /* Says BYE if it can without waiting, closes, and frees the replica and the buffers. */
 void vw_net_fini(vw_net *n);
 
@@ -111,9 +127,17 @@ uint32_t vw_net_gesture_begin(vw_net *n, const proto_gesture_begin *g, const uin
                               const uint32_t *roi, const uint32_t *anchors);
 uint32_t vw_net_gesture_drag(vw_net *n, const proto_gesture_drag *d);
 uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture);
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
+/* A brush stroke or a piece of one: `flags` PROTO_BRUSH_* (mirror, front faces only, continue,
+ * auto-smooth), as in proto_encode_edit_brush. */
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
                       const proto_brush_sample *samples);
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices); /* count 0: every vertex */
+/* Undo (or redo) this author's newest step on the server (its history: survives reconnects and
+ * is the same one deformctl undo and history.undo use). */
+uint32_t vw_net_history(vw_net *n, int redo);
+/* The author name sent after every WELCOME as an editor (1 to PROTO_MAX_AUTHOR bytes; longer is
+ * cut); "" keeps the server's anonymous-<connection id>. */
+void vw_net_set_author(vw_net *n, const char *author);
 int vw_net_can_edit(const vw_net *n);
 
 /* Names of vw_net_state values ("connecting", "live", "down"), for the HUD. */

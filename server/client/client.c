@@ -211,14 +211,21 @@ int client_read_frame(client_conn *c, int timeout_ms, proto_header *h, const uin
   return 0;
 }
 
-int client_hello(client_conn *c, const char *session, proto_role role, const char *token) {
+int client_hello2(client_conn *c, const char *session, proto_role role, const char *token,
+                  const proto_hello_opts *opts) {
   proto_buf b;
   proto_buf_init(&b);
-  proto_hello h = {PROTO_VERSION, (uint8_t)role, {session, (uint16_t)strlen(session)},
-                   {token ? token : "", (uint16_t)(token ? strlen(token) : 0)}};
-  int rc = proto_encode_hello(&b, &h) == 0 ? client_send_buf(c, &b) : CLIENT_EINVAL;
+  size_t ns = strlen(session), nt = token ? strlen(token) : 0;
+  if (ns > PROTO_MAX_NAME || nt > PROTO_MAX_NAME) return CLIENT_EINVAL;
+  proto_hello h = {PROTO_VERSION, (uint8_t)role, {session, (uint16_t)ns}, {token ? token : "", (uint16_t)nt}};
+  int rc = (opts ? proto_encode_hello2(&b, &h, opts) : proto_encode_hello(&b, &h)) == 0 ? client_send_buf(c, &b)
+                                                                                     : CLIENT_EINVAL;
   proto_buf_fini(&b);
   return rc;
+}
+
+int client_hello(client_conn *c, const char *session, proto_role role, const char *token) {
+  return client_hello2(c, session, role, token, NULL);
 }
 
 int client_rpc(client_conn *c, const char *method, const cJSON *params, int timeout_ms, cJSON **result,

@@ -66,8 +66,11 @@ int client_send_buf(client_conn *c, proto_buf *b); /* sends and empties b */
 int client_read_frame(client_conn *c, int timeout_ms, proto_header *h, const uint8_t **payload, char *err,
                       size_t errlen);
 
-/* Sends HELLO for `session` with `role`. */
+/* Sends HELLO for `session` with `role` (protocol version 1). */
 int client_hello(client_conn *c, const char *session, proto_role role, const char *token);
+/* The same in protocol version 2 with `opts` (codec, max rate, tolerance); NULL: version 1. */
+int client_hello2(client_conn *c, const char *session, proto_role role, const char *token,
+                  const proto_hello_opts *opts);
 
 /* JSON-RPC: sends one request (params may be NULL; not taken) and waits for its response.
  * Returns 0 with *result (caller frees), CLIENT_ERPC with *error (caller frees), or an I/O

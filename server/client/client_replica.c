@@ -1,11 +1,14 @@
 /*
  * client_replica.c — a viewer's copy of a session rebuilt from SNAPSHOT, TARGET, TARGET_META,
- * WEIGHTS and DELTA frames; its positions are base + Σ wᵢ·Δᵢ + sculpt offsets on the CPU
- * (mesh_evaluate), the reference every other client is compared against.
+ * WEIGHTS and DELTA frames of either protocol version; its positions are base + Σ wᵢ·Δᵢ +
+ * sculpt offsets on the CPU (mesh_evaluate), the reference every other client is compared
+ * against.
  *
  * DOES NOT do I/O: the caller reads frames (client.c, or its own loop) and hands them here.
  */
 #include "client_replica.h"
+
+#include "client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 void client_replica_init(client_replica *r) { memset(r, 0, sizeof(*r)); }
 
 void client_replica_fini(client_replica *r) {
+  proto_trav_fini(&r->trav);
   mesh_destroy(r->mesh);
   free(r->weights);
   free(r->offsets);
@@ -79,6 +83,7 @@ static int load_snapshot(client_replica *r, const proto_header *h, const uint8_t
   memcpy(r->weights, s.weights, 4 * (size_t)s.target_count);
   mesh_update_bounds(m);
   r->mesh = m;
+  r->protocol = PROTO_VERSION;
   r->quantum = s.offset_quantum;
   uint32_t v;
   int32_t q[3];
@@ -90,21 +95,99 @@ static int load_snapshot(client_replica *r, const proto_header *h, const uint8_t
   return 0;
 }
 
+/* A version 2 SNAPSHOT: decoded into arrays (positions, triangles, UVs, targets with ascending
+ * indices, offsets in session quanta), then the same mesh a version 1 SNAPSHOT builds. */
+static int load_snapshot2(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
+  uint64_t t0 = client_now_ns();
+  proto_snapshot2 s;
+  proto_trav t;
+  int rc = proto_decode_snapshot2(p, h->length, NULL, &s, &t);
+  if (rc) {
+    snprintf(err, errlen, "SNAPSHOT: %s", proto_strerror(rc));
+    return rc;
+  }
+  client_replica_fini(r);
+  mesh *m = mesh_create();
+  rc = !m || mesh_alloc(m, s.vertex_count, s.triangle_count, 0, s.uvs != NULL) ? MESH_ENOMEM : 0;
+  if (rc == 0) {
+    memcpy(m->positions, s.positions, 12 * (size_t)s.vertex_count);
+    memcpy(m->triangles, s.triangles, 12 * (size_t)s.triangle_count);
+    if (s.uvs) memcpy(m->uvs, s.uvs, 8 * (size_t)s.vertex_count);
+  }
+  r->meta = calloc(s.target_count + 1, sizeof(*r->meta));
+  r->weights = calloc(s.target_count + 1, sizeof(float));
+  r->offsets = calloc(3 * (size_t)s.vertex_count + 1, sizeof(float));
+  if (!r->meta || !r->weights || !r->offsets) rc = MESH_ENOMEM;
+  for (uint32_t i = 0; rc == 0 && i < s.target_count; i++) {
+    const proto_target2 *tg = &s.targets[i];
+    set_meta(&r->meta[i], tg->min, tg->max, tg->flags, tg->driver_count, tg->drivers);
+    char name[PROTO_MAX_NAME + 1];
+    memcpy(name, tg->name.ptr, tg->name.len);
+    name[tg->name.len] = '\0';
+    rc = mesh_add_target_sparse(m, name, tg->count, tg->indices, tg->deltas, tg->default_weight);
+  }
+  if (rc) {
+    mesh_destroy(m);
+    proto_snapshot2_free(&s);
+    proto_trav_fini(&t);
+    client_replica_fini(r);
+    snprintf(err, errlen, "SNAPSHOT: cannot rebuild the mesh");
+    return rc;
+  }
+  memcpy(r->weights, s.weights, 4 * (size_t)s.target_count);
+  r->quantum = s.offset_quantum;
+  for (uint32_t k = 0; k < s.offsets.count; k++)
+    for (int c = 0; c < 3; c++)
+      r->offsets[3 * (size_t)s.offsets.indices[k] + c] = proto_dequantize(s.offsets.q[3 * (size_t)k + c], r->quantum);
+  mesh_update_bounds(m);
+  r->mesh = m;
+  r->grid = s.grid;
+  r->trav = t;
+  r->protocol = PROTO_VERSION_2;
+  r->version = h->session_version;
+  r->have_snapshot = 1;
+  proto_snapshot2_free(&s);
+  r->decode_ms = (double)(client_now_ns() - t0) / 1e6;
+  return 0;
+}
+
 /* TARGET: append the target at the given weight (the sculpt layer is untouched: a target made
  * from the sculpt comes with a DELTA that clears it). */
 static int add_target(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
-  proto_target_add t;
-  int rc = proto_decode_target_add(p, h->length, NULL, &t);
+  proto_target_add t1;
+  proto_target2 t2;
+  memset(&t2, 0, sizeof(t2));
+  uint32_t index, n;
+  float weight, default_weight;
+  const uint8_t *idx_bytes = NULL, *del_bytes = NULL;
+  proto_str pname;
+  uint8_t tflags;
+  float tmin, tmax;
+  uint32_t ndrivers;
+  const uint8_t *drivers;
+  int rc;
+  if (h->version == PROTO_VERSION_2) {
+    rc = r->protocol == PROTO_VERSION_2 ? proto_decode_target_add2(p, h->length, &r->trav, &index, &weight, &t2)
+                                         : PROTO_EVERSION; /* version 2 frames follow a version 2 SNAPSHOT */
+    n = t2.count, default_weight = t2.default_weight, pname = t2.name;
+    tflags = t2.flags, tmin = t2.min, tmax = t2.max, ndrivers = t2.driver_count, drivers = t2.drivers;
+  } else {
+    rc = proto_decode_target_add(p, h->length, NULL, &t1);
+    index = t1.index, weight = t1.weight, n = t1.target.count, default_weight = t1.target.default_weight;
+    pname = t1.target.name, idx_bytes = t1.target.indices, del_bytes = t1.target.deltas;
+    tflags = t1.target.flags, tmin = t1.target.min, tmax = t1.target.max;
+    ndrivers = t1.target.driver_count, drivers = t1.target.drivers;
+  }
   if (rc) {
     snprintf(err, errlen, "TARGET: %s", proto_strerror(rc));
     return rc;
   }
   mesh *m = r->mesh;
-  if (t.index != m->target_count) {
-    snprintf(err, errlen, "TARGET: index %u, but the mesh has %u targets", t.index, m->target_count);
+  if (index != m->target_count) {
+    snprintf(err, errlen, "TARGET: index %u, but the mesh has %u targets", index, m->target_count);
+    proto_target2_free(&t2);
     return PROTO_EINVAL;
   }
-  uint32_t n = t.target.count;
   uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)n + 1));
   float *del = malloc(sizeof(float) * 3 * ((size_t)n + 1));
   float *w = realloc(r->weights, sizeof(float) * (m->target_count + 1));
@@ -114,30 +197,46 @@ static int add_target(client_replica *r, const proto_header *h, const uint8_t *p
   if (!idx || !del || !w || !meta) {
     free(idx);
     free(del);
+    proto_target2_free(&t2);
     return MESH_ENOMEM;
   }
-  memcpy(idx, t.target.indices, 4 * (size_t)n);
-  memcpy(del, t.target.deltas, 12 * (size_t)n);
+  memcpy(idx, t2.indices ? (const void *)t2.indices : (const void *)idx_bytes, 4 * (size_t)n);
+  memcpy(del, t2.deltas ? (const void *)t2.deltas : (const void *)del_bytes, 12 * (size_t)n);
   char name[PROTO_MAX_NAME + 1];
-  memcpy(name, t.target.name.ptr, t.target.name.len);
-  name[t.target.name.len] = '\0';
-  rc = mesh_add_target_sparse(m, name, n, idx, del, t.target.default_weight);
+  memcpy(name, pname.ptr, pname.len);
+  name[pname.len] = '\0';
+  rc = mesh_add_target_sparse(m, name, n, idx, del, default_weight);
   if (rc == 0) {
-    r->weights[t.index] = t.weight;
-    set_meta(&r->meta[t.index], t.target.min, t.target.max, t.target.flags, t.target.driver_count,
-             t.target.drivers);
+    r->weights[index] = weight;
+    set_meta(&r->meta[index], tmin, tmax, tflags, ndrivers, drivers);
     if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
   } else {
     snprintf(err, errlen, "TARGET: %s", mesh_strerror(rc));
   }
+  proto_target2_free(&t2);
   free(idx);
   free(del);
   return rc;
 }
 
+/* Sets offsets of the listed vertices, remembering their span. */
+static int set_offsets(client_replica *r, uint32_t v, const int32_t q[3]) {
+  if (v >= r->mesh->vertex_count) return PROTO_EINVAL;
+  for (int k = 0; k < 3; k++) r->offsets[3 * (size_t)v + k] = proto_dequantize(q[k], r->quantum);
+  if (r->delta_first == r->delta_end) {
+    r->delta_first = v;
+    r->delta_end = v + 1;
+  } else {
+    if (v < r->delta_first) r->delta_first = v;
+    if (v + 1 > r->delta_end) r->delta_end = v + 1;
+  }
+  return 0;
+}
+
 int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *p, char *err,
                       size_t errlen) {
-  if (h->type == PROTO_SNAPSHOT) return load_snapshot(r, h, p, err, errlen);
+  if (h->type == PROTO_SNAPSHOT)
+    return h->version == PROTO_VERSION_2 ? load_snapshot2(r, h, p, err, errlen) : load_snapshot(r, h, p, err, errlen);
   if (h->type == PROTO_TARGET) {
     if (!r->have_snapshot) {
       snprintf(err, errlen, "TARGET before the snapshot");
@@ -182,6 +281,20 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
       }
       r->weights[t] = value;
     }
+  } else if (h->version == PROTO_VERSION_2) {
+    proto_offsets2 o;
+    int rc = r->protocol == PROTO_VERSION_2 ? proto_decode_delta2(p, h->length, &r->trav, &o) : PROTO_EVERSION;
+    if (rc) {
+      snprintf(err, errlen, "DELTA: %s", proto_strerror(rc));
+      return rc;
+    }
+    r->delta_first = r->delta_end = 0;
+    for (uint32_t k = 0; k < o.count && rc == 0; k++) rc = set_offsets(r, o.indices[k], o.q + 3 * (size_t)k);
+    proto_offsets2_free(&o);
+    if (rc) { /* the traversal knows the mesh: an index out of range cannot decode */
+      snprintf(err, errlen, "DELTA: a vertex beyond the mesh");
+      return rc;
+    }
   } else {
     proto_offsets_view o;
     int rc = proto_decode_delta(p, h->length, NULL, &o);
@@ -191,13 +304,13 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
     }
     uint32_t v;
     int32_t q[3];
+    r->delta_first = r->delta_end = 0;
     proto_offsets_begin(&o, &it);
     while (proto_offsets_next(&it, &v, q)) {
-      if (v >= r->mesh->vertex_count) {
+      if (set_offsets(r, v, q) != 0) {
         snprintf(err, errlen, "DELTA: vertex %u of %u", v, r->mesh->vertex_count);
         return PROTO_EINVAL;
       }
-      for (int k = 0; k < 3; k++) r->offsets[3 * (size_t)v + k] = proto_dequantize(q[k], r->quantum);
     }
   }
   if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;

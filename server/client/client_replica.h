@@ -2,7 +2,8 @@
  * client_replica.h — a viewer's copy of a session rebuilt from SNAPSHOT / TARGET / TARGET_META
  * / WEIGHTS / DELTA frames, whose positions are base + Σ wᵢ·Δᵢ + sculpt offsets computed on
  * the CPU with the mesh core's mesh_evaluate() — the reference every other client is compared
- * against (deformctl watch, the tests, the viewer's CPU side).
+ * against (deformctl watch, the tests, the viewer's CPU side). Frames of both protocol versions
+ * are read (a frame header's version says which layout its body has).
  *
  * DOES NOT read sockets: frames come from client_read_frame or any other reader.
  */
@@ -14,6 +15,7 @@
 
 #include "mesh.h"
 #include "proto.h"
+#include "proto2.h"
 
 /* A target's slider settings as the server last sent them (SNAPSHOT, TARGET, TARGET_META). */
 typedef struct client_target_meta {
@@ -25,12 +27,20 @@ typedef struct client_target_meta {
 
 typedef struct client_replica {
   mesh *mesh;        /* base positions, triangles, targets (from the SNAPSHOT) */
-  float quantum;
+  float quantum;     /* the session's: what EDIT offsets are in, whatever grid frames use */
   float *weights;    /* target_count */
   client_target_meta *meta; /* target_count */
   float *offsets;    /* 3 * vertex_count, dequantised */
   uint64_t version;
   int have_snapshot;
+  /* Version 2 (a SNAPSHOT whose header says 2): the grid and the traversal DELTA and TARGET
+   * frames of this session are decoded against. */
+  int protocol;      /* 1 or 2: the layout of the last SNAPSHOT */
+  proto_grid2 grid;  /* shift 0 = lossless */
+  proto_trav trav;
+  /* The vertex span [delta_first, delta_end) of the last DELTA applied (empty when equal). */
+  uint32_t delta_first, delta_end;
+  double decode_ms;  /* how long the last SNAPSHOT took to decode and rebuild */
 } client_replica;
 
 void client_replica_init(client_replica *r);

@@ -28,10 +28,35 @@ static void usage(FILE *out) {
           "  --listen ADDR          numeric address to listen on (default 127.0.0.1)\n"
           "  --stream-port N        binary stream port (default 7450; 0 = any free port)\n"
           "  --rpc-port N           JSON-RPC port (default 7451; 0 = any free port)\n"
+          "  --http-port N|off      the browser viewer (http://ADDR:N/?session=NAME) and its\n"
+          "                         WebSockets /ws/stream and /ws/rpc (default 7452; 0 = any\n"
+          "                         free port; off: none)\n"
           "  --config FILE          JSON config file (options given after it override it)\n"
           "  --demo                 open a session named 'demo' on the bundled demo head\n"
           "  --mesh FILE --session NAME   open a session on FILE at start (repeatable)\n"
+          "  --data DIR|none        where sessions and their history are kept (default\n"
+          "                         $XDG_DATA_HOME/deformd, else ~/.local/share/deformd); none:\n"
+          "                         memory only, nothing survives a restart\n"
+          "  --durability normal|full  normal (default): a killed process loses nothing it\n"
+          "                         acknowledged; full: neither does a power loss (an fsync per\n"
+          "                         commit)\n"
+          "  --history-days N       fold operations older than N days into a checkpoint (0: keep all)\n"
           "  --token T              editors (HELLO) and JSON-RPC clients (auth) must present it\n"
+          "\n"
+          "many machines (docs/operations.md):\n"
+          "  --redis redis://HOST:PORT[/DB]  publish every session's frames to a Redis Stream and\n"
+          "                         join the registry (a primary), or with --relay follow them\n"
+          "  --relay                own no session: serve viewers from Redis, forward edits and\n"
+          "                         JSON-RPC calls to each session's primary (needs --redis)\n"
+          "  --node-id ID           this node's name in the registry (default ADVERTISE:STREAM_PORT)\n"
+          "  --advertise ADDR       the numeric address other nodes and clients reach this one at\n"
+          "                         (default: the --listen address)\n"
+          "  --snapshot-every K     store a session's snapshot after every K frames (100)\n"
+          "  --stream-maxlen N      stream entries kept per session, about (10 x K, at least 1000)\n"
+          "  --lease-ms N           the node's lease in the registry (3000): a primary silent this\n"
+          "                         long is 'lost' to relays\n"
+          "  --redis-timeout-ms N   a Redis command unanswered this long means Redis stalled: the\n"
+          "                         connection is dropped and made again (5000)\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
@@ -45,7 +70,9 @@ static void usage(FILE *out) {
           "                         touch of memory does not fault (auto: ~2.5 KiB per vertex of\n"
           "                         the largest session, at most 1 GiB; 0: none)\n"
           "\n"
-          "The chosen ports are printed on stdout as one line: stream_port=N rpc_port=M\n");
+          "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M http_port=H\n"
+          "(without http_port when it is off), once the sessions named by --demo and --session are\n"
+          "open (or have failed to open).\n");
 }
 
 static int parse_size(const char *opt, const char *text, double max, double *out) {
@@ -66,17 +93,14 @@ static int run_server(srv_config *cfg) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   srv_server *srv = calloc(1, sizeof(*srv));
-  if (!srv || srv_server_start(srv, &loop, cfg) != 0) {
-    free(srv);
-    uv_loop_close(&loop);
-    return 1;
-  }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  srv_server_fini(srv);
+  int started = srv && srv_server_start(srv, &loop, cfg) == 0;
+  if (started) uv_run(&loop, UV_RUN_DEFAULT);
+  if (srv) srv_server_fini(srv);
+  uv_run(&loop, UV_RUN_DEFAULT); /* the close callbacks of what fini closed */
   free(srv);
   if (uv_loop_close(&loop) != 0) srv_log(SRV_LOG_WARN, "loop closed with handles still open");
-  srv_log(SRV_LOG_INFO, "stopped");
-  return 0;
+  if (started) srv_log(SRV_LOG_INFO, "stopped");
+  return started ? 0 : 1;
 }
 
 /* Prints {"error": why} on stdout and a readable line on stderr; returns exit status 2. */
@@ -165,6 +189,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--rpc-port") == 0 && val) {
       if (parse_size(a, argv[++i], 65535, &v)) goto out;
       cfg.rpc_port = (int)v;
+    } else if (strcmp(a, "--http-port") == 0 && val) {
+      if (strcmp(argv[++i], "off") == 0) cfg.http_port = -1;
+      else if (parse_size(a, argv[i], 65535, &v)) goto out;
+      else cfg.http_port = (int)v;
     } else if (strcmp(a, "--demo") == 0) {
       if (srv_config_add_session(&cfg, "demo", "demo")) goto out;
     } else if (strcmp(a, "--mesh") == 0 && val) {
@@ -176,9 +204,51 @@ int main(int argc, char **argv) {
       }
       if (srv_config_add_session(&cfg, argv[++i], pending_mesh)) goto out;
       pending_mesh = NULL;
+    } else if (strcmp(a, "--data") == 0 && val) {
+      if (srv_config_set_data(&cfg, argv[++i])) goto out;
+    } else if (strcmp(a, "--durability") == 0 && val) {
+      if (srv_config_set_durability(&cfg, argv[++i])) {
+        fprintf(stderr, "deformd: --durability takes normal or full\n");
+        goto out;
+      }
+    } else if (strcmp(a, "--history-days") == 0 && val) {
+      char *end = NULL;
+      cfg.history_days = strtod(argv[++i], &end);
+      if (!end || *end || !(cfg.history_days >= 0) || cfg.history_days > 1e6) {
+        fprintf(stderr, "deformd: --history-days needs a number of days >= 0, not '%s'\n", argv[i]);
+        goto out;
+      }
     } else if (strcmp(a, "--token") == 0 && val) {
       free(cfg.token);
       cfg.token = strdup(argv[++i]);
+    } else if (strcmp(a, "--redis") == 0 && val) {
+      if (strncmp(argv[i + 1], "redis://", 8) != 0) {
+        fprintf(stderr, "deformd: --redis takes redis://HOST:PORT[/DB], not '%s'\n", argv[i + 1]);
+        goto out;
+      }
+      if (srv_config_set_string(&cfg.redis, argv[++i])) goto out;
+    } else if (strcmp(a, "--relay") == 0) {
+      cfg.relay = 1;
+    } else if (strcmp(a, "--node-id") == 0 && val) {
+      if (!argv[i + 1][0] || strlen(argv[i + 1]) > 80) {
+        fprintf(stderr, "deformd: --node-id takes a name of 1 to 80 bytes\n");
+        goto out;
+      }
+      if (srv_config_set_string(&cfg.node_id, argv[++i])) goto out;
+    } else if (strcmp(a, "--advertise") == 0 && val) {
+      snprintf(cfg.advertise, sizeof(cfg.advertise), "%s", argv[++i]);
+    } else if (strcmp(a, "--snapshot-every") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e6, &v) || v < 1) goto out;
+      cfg.snapshot_every = (uint32_t)v;
+    } else if (strcmp(a, "--stream-maxlen") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e9, &v)) goto out;
+      cfg.stream_maxlen = (uint32_t)v;
+    } else if (strcmp(a, "--lease-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 3600000, &v) || v < 300) goto out;
+      cfg.lease_ms = (uint32_t)v;
+    } else if (strcmp(a, "--redis-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 3600000, &v) || v < 100) goto out;
+      cfg.redis_timeout_ms = (uint32_t)v;
     } else if (strcmp(a, "--log-level") == 0 && val) {
       if (srv_log_parse_level(argv[++i], &cfg.log_level)) {
         fprintf(stderr, "deformd: --log-level takes error, warn, info or debug\n");
@@ -225,6 +295,14 @@ int main(int argc, char **argv) {
   }
   if (pending_mesh) {
     fprintf(stderr, "deformd: --mesh %s needs --session NAME\n", pending_mesh);
+    goto out;
+  }
+  if (cfg.relay && !cfg.redis) {
+    fprintf(stderr, "deformd: --relay needs --redis redis://HOST:PORT[/DB] (what it relays)\n");
+    goto out;
+  }
+  if (cfg.relay && cfg.session_count) {
+    fprintf(stderr, "deformd: a relay owns no session: --demo, --mesh and \"sessions\" belong on a primary\n");
     goto out;
   }
   if (check) rc = check_mesh(check, max_vertices);

@@ -6,15 +6,23 @@
  * circle.
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *   WebSocket framing (wslay), the page      srv_ws.c srv_web_assets.c (generated from viewer/web/)
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
- *   sessions, operations, state copies       srv_session.c srv_session_op.c srv_state.c
+ *   a session on the wire (SNAPSHOT pieces,  srv_session_wire.c
+ *     catch-ups, per codec)
+ *   sessions, viewer classes, operations,    srv_session.c srv_session_op.c srv_state.c
+ *     state copies
  *   gestures, brushes, blend solves, player  srv_gesture.c srv_brush.c srv_blend.c srv_anim_play.c
  *                                            srv_anim_compress.c
  *   jobs (import, export)                    srv_jobs.c
  *   JSON-RPC messages and params             srv_rpc.c
  *   JSON-RPC methods                         srv_methods.c srv_edit_rpc.c srv_blend_rpc.c srv_anim_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
+ *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
+ *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
+ *     forwarding, the registry and placement
+ *                                            srv_http.c (HTTP port: the page, WebSocket upgrades)
  *   the server (listeners, tick, signals)    srv_server.c
  *
  * Threading: everything here belongs to the loop thread except the *_work functions that run
@@ -41,6 +49,7 @@
 #include "dfm_stroke.h"
 #include "mesh.h"
 #include "proto.h"
+#include "proto2.h"
 
 /* ---- errors (srv_error.c) -------------------------------------------------------------------- */
 
@@ -87,6 +96,7 @@ typedef struct srv_session_spec {
 typedef struct srv_config {
   char listen[64];           /* numeric address or "localhost" */
   int stream_port, rpc_port; /* 0 = any free port */
+  int http_port;             /* the page and its WebSockets; 0 = any free port, -1 = off */
   srv_log_level log_level;
   uint32_t max_frame;        /* incoming binary frames */
   size_t max_request;        /* one JSON-RPC request line */
@@ -104,8 +114,22 @@ typedef struct srv_config {
                               * quarter of the RAM; 0 = none */
   char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
                               * connections call `auth` with it first */
+  char *data_dir;            /* the store's directory; NULL: the default (srv_config_data_dir);
+                              * "none": memory only */
+  int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
+  double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
   srv_session_spec *sessions;
   uint32_t session_count;
+  /* Many machines (docs/operations.md): */
+  char *redis;               /* redis://HOST:PORT[/DB]: publish this primary's sessions there (or
+                              * follow them, with relay); NULL: a single node */
+  int relay;                 /* --relay: own no session, serve viewers from Redis */
+  char *node_id;             /* this node's name in the registry; NULL: ADVERTISE:STREAM_PORT */
+  char advertise[64];        /* the numeric address other nodes reach this one at ("": listen) */
+  uint32_t snapshot_every;   /* a snapshot after this many frames of a session (100) */
+  uint32_t stream_maxlen;    /* stream entries kept per session (about; 10 x snapshot_every) */
+  uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
+  uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
 } srv_config;
 
 /* Fills defaults. */
@@ -114,8 +138,16 @@ void srv_config_fini(srv_config *c);
 /* Reads a JSON config file over the current values. Returns 0 or SRV_EPARAMS with a reason in
  * err. */
 int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
+/* --data DIR|none, --durability normal|full. Each returns 0 or an SRV_E* code. */
+int srv_config_set_data(srv_config *c, const char *dir);
+int srv_config_set_durability(srv_config *c, const char *name);
+/* The store's directory: --data, else $XDG_DATA_HOME/deformd, else ~/.local/share/deformd;
+ * NULL for "none". `buf` holds a default that is built. */
+const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+/* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
+int srv_config_set_string(char **field, const char *value);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -131,22 +163,64 @@ srv_frame *srv_frame_from_buf(proto_buf *b);
 srv_frame *srv_frame_ref(srv_frame *f);
 void srv_frame_unref(srv_frame *f);
 
+typedef struct srv_store srv_store;
+typedef struct srv_op srv_op;
+struct srv_rpc_call;
+typedef struct srv_before srv_before;
+
+/* ---- authors (srv_author.c) --------------------------------------------------------------------- */
+
+enum { SRV_AUTHOR_SERVER = 0, SRV_AUTHOR_PLAYER = 1 };
+
+/* Author names by id (a linear table: a server sees a handful of people). */
+typedef struct srv_authors {
+  char **names;
+  uint32_t count, cap;
+} srv_authors;
+
+int srv_authors_init(srv_authors *a);
+void srv_authors_fini(srv_authors *a);
+/* Sets the name of id (restore: the store's table). Returns 0 or SRV_EINTERNAL. */
+int srv_authors_set(srv_authors *a, uint32_t id, const char *name);
+const char *srv_authors_name(const srv_authors *a, uint32_t id);
+int srv_authors_find(const srv_authors *a, const char *name); /* id, or -1 */
+/* The id of `name`, added (and queued to the store when there is one) when new. */
+int srv_authors_intern(srv_authors *a, srv_store *store, const char *name, uint32_t *id);
+
 /* ---- the server's state (its functions are in srv_server.c, at the top) --------------------- */
 
 typedef struct srv_conn srv_conn;
 typedef struct srv_server srv_server;
 typedef struct srv_session srv_session;
 
+/* Bytes handed to stream sockets for one kind of viewer: a codec (0: protocol version 1;
+ * 1 + shift: version 2 on that grid, shift 0 lossless) at a rate (Hz, 0 = every change). */
+typedef struct srv_class_stat {
+  uint8_t codec;
+  float rate;
+  uint32_t viewers;          /* connected now */
+  uint64_t bytes, frames;
+} srv_class_stat;
+#define SRV_CLASS_STATS 64   /* kinds of viewer counted (later ones share the last slot) */
+
 typedef struct srv_stats {
   uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
   uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
   uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
+  /* Stream bytes by message type (index = proto_type; a SNAPSHOT counts whole), and by viewer
+   * class (srv_conn.c counts them as they are handed to the socket). */
+  uint64_t type_bytes[PROTO_TARGET_META + 1], type_frames[PROTO_TARGET_META + 1];
+  srv_class_stat classes[SRV_CLASS_STATS];
+  uint32_t class_count;
 } srv_stats;
 
 struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
   uv_tcp_t stream_listener, rpc_listener;
+  uv_tcp_t http_listener;    /* open when cfg.http_port >= 0 */
+  int stream_port, rpc_port, http_port; /* as bound (the ports asked for may be 0) */
+  uint32_t opening;          /* command-line sessions not open yet: the ports line waits for them */
   uv_signal_t sigint, sigterm;
   uv_timer_t tick; /* slow-connection checks */
   srv_session *sessions;
@@ -165,23 +239,95 @@ struct srv_server {
   /* What else a closing session must stop (its gestures, strokes, solves, player): set by
    * srv_server.c, called by srv_session_close. */
   void (*on_session_close)(srv_session *s);
+  /* Every applied operation, with what it changed as it was before (srv_history.c records it
+   * for undo and the store): set by srv_server.c, called by srv_session_apply. */
+  void (*on_applied)(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
+                     const srv_before *before);
+  srv_store *store;          /* NULL: memory only (--data none) */
+  srv_authors authors;
+  int64_t next_session_id;   /* the store's session ids */
+  uint64_t retention_ms;     /* uv_now() of the last --history-days pass */
+  char **reserved;           /* names of stored sessions that did not restore: not reusable */
+  uint32_t reserved_count;
+  /* Many machines (--redis, srv_registry.c). The hooks below are NULL on a single node; each is
+   * how a lower layer hands a request up to the cluster layer. */
+  struct srv_cluster *cluster;
+  /* srv_methods_dispatch, after the access check: nonzero when the call was taken (sent to
+   * the session's owner, or placed on another node). */
+  int (*route_rpc)(srv_server *s, struct srv_rpc_call *call, const char *method, cJSON *params);
+  /* srv_stream.c: an EDIT frame (header included) on a connection whose session this node
+   * does not own; nonzero when taken. */
+  int (*route_edit)(srv_conn *c, const uint8_t *frame, size_t len);
+  void (*on_session_added)(srv_server *s, srv_session *x); /* srv_session_add */
+  void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
+  void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
+  void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
+  void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
 
 #include "srv_json.h"
 
+/* ---- WebSocket framing (srv_ws.c) and the page's files (srv_web_assets.c) --------------------- */
+
+/* One WebSocket connection's framing: wslay's event API reads messages (fragments joined,
+ * control frames answered, the size limit kept), wslay's frame API writes message headers. */
+typedef struct srv_ws srv_ws;
+
+/* Where a WebSocket hands things back up (the connection, srv_conn.c). */
+typedef struct srv_ws_cbs {
+  void (*message)(void *arg, const uint8_t *p, size_t n); /* a whole message of the kind expected */
+  void (*write)(void *arg, const uint8_t *p, size_t n);   /* control bytes to send (copied) */
+} srv_ws_cbs;
+
+#define SRV_WS_HEADER_MAX 10 /* bytes of a server's (unmasked) frame header */
+
+/* text: the endpoint takes text messages (JSON-RPC), else binary ones (the stream protocol); a
+ * message of the other kind, or over max_message bytes, closes it. Returns 0 or SRV_EINTERNAL. */
+int srv_ws_create(srv_ws **out, int text, uint64_t max_message, const srv_ws_cbs *cbs, void *arg);
+void srv_ws_destroy(srv_ws *ws);
+/* Reads `n` received bytes (all of them). Returns 0, or SRV_EPARAMS once the peer closed or broke
+ * the protocol (the close frame that answers it has gone to cbs->write): finish the connection. */
+int srv_ws_feed(srv_ws *ws, const uint8_t *p, size_t n);
+/* Sends a close frame (once) with a code and a reason (cut to 123 bytes). */
+void srv_ws_close(srv_ws *ws, uint16_t code, const char *reason);
+/* Rewrites one write of `n` buffers as WebSocket messages without copying them: binary, one
+ * message per protocol frame (a buffer may hold several frames, a frame span several buffers);
+ * text, one message of everything less a trailing newline. *out and *headers are malloc'ed (the
+ * caller frees both once written). Returns 0, or SRV_EPARAMS when the bytes are not whole
+ * frames, SRV_EINTERNAL when out of memory. */
+int srv_ws_wrap(srv_ws *ws, const uv_buf_t *in, unsigned n, uv_buf_t **out, unsigned *outn, uint8_t **headers);
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (SHA-1 and base64, nettle). Returns 0, or
+ * SRV_EPARAMS when the key is not 16 bytes in base64. */
+int srv_ws_accept_key(const char *key, size_t len, char out[29]);
+
+/* The files of viewer/web/, compiled in: NULL when there is no such file. */
+typedef struct srv_web_asset {
+  const char *name;         /* "index.html", "main.js", ... */
+  const char *content_type;
+  const uint8_t *data;
+  size_t len;
+} srv_web_asset;
+const srv_web_asset *srv_web_asset_find(const char *name, size_t len);
+
 /* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
 
-typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2 } srv_conn_kind;
+/* SRV_CONN_HTTP: a connection on the HTTP port until it upgrades to a WebSocket, when it becomes
+ * a stream or JSON-RPC connection like those of the TCP ports. */
+typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2, SRV_CONN_HTTP = 3 } srv_conn_kind;
 
-/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c). */
+/* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c,
+ * srv_http.c). */
 typedef struct srv_conn_ops {
   void (*on_data)(srv_conn *c);    /* bytes were appended to c->rbuf */
   void (*on_drained)(srv_conn *c); /* everything queued was written (may be NULL) */
   void (*on_close)(srv_conn *c);   /* closing: let go of what refers to it (may be NULL) */
   /* Accepted over a limit or while stopping: say why in the transport's terms, then finish. */
   void (*refuse)(srv_conn *c, int srv_code, const char *why);
+  /* One whole WebSocket message (a stream frame, a JSON-RPC request), on WebSocket connections,
+   * instead of on_data (NULL: the transport has no WebSocket endpoint). */
+  void (*on_message)(srv_conn *c, const uint8_t *p, size_t n);
 } srv_conn_ops;
 
 struct srv_conn {
@@ -195,7 +341,8 @@ struct srv_conn {
   int finishing;            /* saying goodbye: no more reads, closed when written */
   int read_paused;          /* output over the soft limit: input waits (backpressure) */
   int authed;               /* rpc: passed `auth` (only matters when a token is set) */
-  uint64_t accepted_at;     /* uv_now() at accept */
+  uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
+  uint64_t accepted_at;     /* uv_now() at accept, at its latest HTTP request, or at its upgrade */
   uint64_t finish_deadline;
   char peer[64];
 
@@ -205,6 +352,13 @@ struct srv_conn {
   /* stream connections */
   int hello_done;
   uint8_t role;
+  uint16_t protocol;        /* the HELLO's protocol version */
+  uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
+  float max_rate;           /* Hz granted, 0 = every change */
+  int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
+  int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
+  struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
+  srv_conn *join_next;      /* waiting for its codec's SNAPSHOT pieces (srv_session.c) */
   srv_session *session;
   srv_conn *sub_next;
   uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
@@ -215,6 +369,10 @@ struct srv_conn {
   /* rpc connections */
   int skipping;             /* discarding an oversized request up to its newline */
 
+  /* HTTP-port connections */
+  void *http;               /* the request parser until the upgrade (srv_http.c owns it) */
+  srv_ws *ws;               /* after the upgrade: reads and writes are WebSocket messages */
+
   srv_conn *next, *prev;    /* the server's connection list */
 };
 
@@ -223,6 +381,13 @@ struct srv_conn {
 srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops *ops);
 /* Reads from the accepted socket; bytes go to ops->on_data. */
 void srv_conn_start(srv_conn *c);
+/* An HTTP connection whose upgrade was answered becomes a WebSocket of `kind` served by `ops`
+ * (the same transports as the TCP ports, messages to ops->on_message); bytes already read after
+ * the request (c->rbuf) are its first. Returns 0 or SRV_EINTERNAL (the caller fails it). */
+int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops);
+/* The author of what the connection changes: the name it gave (hello), else
+ * anonymous-<connection id> (interned on first use). */
+uint32_t srv_conn_author(srv_conn *c);
 /* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
 int srv_conn_send(srv_conn *c, srv_frame *f);
 /* Queues raw bytes that are copied (replies, errors). */
@@ -244,6 +409,92 @@ void srv_conn_unref(srv_conn *c);
  * marks it lagging (f NULL, or over the soft limit) so that it is caught up once drained; over
  * the hard limit it is dropped with an ERROR. */
 void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);
+/* The srv_stats.classes slot for (codec, rate), made when new. */
+int srv_conn_stat_slot(srv_server *s, uint8_t codec, float rate);
+
+/* ---- the durable store (srv_store.c): SQLite, written by its own thread ----------------------- */
+
+typedef struct srv_store_reader srv_store_reader;
+
+/* Called on the loop thread once what was queued before it is committed: status 0, or SRV_EIO
+ * with SQLite's reason when the commit failed. */
+typedef void (*srv_store_cb)(void *arg, int status, const char *err);
+
+typedef struct srv_store_op {
+  uint64_t first_version, version; /* the versions the record covers */
+  uint64_t step;                   /* the undo step it belongs to */
+  uint32_t author;                 /* srv_authors id */
+  double time;                     /* seconds since the epoch */
+  int kind;                        /* srv_cause */
+  uint32_t changed;                /* vertices or targets it changed */
+  const void *body;
+  size_t len;
+} srv_store_op;
+
+typedef struct srv_store_stats {
+  uint64_t records_queued, bytes_queued, ops_queued, commits_requested, commits, commit_failures,
+      bytes_committed;
+} srv_store_stats;
+
+/* Opens (creating it and DIR when missing) DIR/deformd.sqlite3 in WAL mode with synchronous
+ * FULL or NORMAL, and starts the writer thread. Runs on the loop thread before it serves
+ * anyone. Returns 0 or SRV_EIO / SRV_EINTERNAL with a reason. */
+int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, char *err, size_t errlen);
+/* Commits what is queued, stops the writer and closes the handles (freed by the loop). */
+void srv_store_close(srv_store *st);
+/* Queue records (copied) into the batch of this loop iteration. Each returns 0 or
+ * SRV_EINTERNAL. */
+int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, const void *mesh_blob,
+                          size_t len);
+int srv_store_delete_session(srv_store *st, int64_t sid);
+int srv_store_put_author(srv_store *st, uint32_t id, const char *name);
+int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op);
+int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len);
+int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
+/* Drops the session's operations and checkpoints older than its newest checkpoint at or below
+ * `version` (that checkpoint holds their result). */
+int srv_store_compact(srv_store *st, int64_t sid, uint64_t version);
+/* Runs cb once everything queued so far is committed (at once when nothing is). */
+int srv_store_after_commit(srv_store *st, srv_store_cb cb, void *arg);
+/* Nonzero, with SQLite's reason, while writes fail (edits are then refused). */
+int srv_store_failed(const srv_store *st, char *why, size_t len);
+const char *srv_store_path(const srv_store *st);
+void srv_store_get_stats(const srv_store *st, srv_store_stats *out);
+
+/* Reading, on any thread, through a read-only connection of its own. Rows and blobs: */
+typedef struct srv_store_row {
+  int64_t session;
+  const char *name; /* a session's, clip's or author's name (valid during the callback) */
+  double time;
+  srv_store_op op;  /* ops rows (body valid during the callback); author id for author rows */
+} srv_store_row;
+typedef int (*srv_store_row_cb)(const srv_store_row *row, void *arg); /* nonzero stops */
+typedef struct srv_store_blob {
+  uint64_t version;
+  uint8_t *data; /* malloc'ed (caller frees); NULL when there is none */
+  size_t len;
+} srv_store_blob;
+
+int srv_store_reader_open(const char *db_path, srv_store_reader **out, char *err, size_t errlen);
+void srv_store_reader_close(srv_store_reader *r);
+int srv_store_read_sessions(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+int srv_store_read_authors(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+int srv_store_read_mesh(srv_store_reader *r, int64_t sid, srv_store_blob *out, char *err, size_t errlen);
+/* The newest checkpoint at or below `at_most` (out->data NULL when there is none). */
+int srv_store_read_checkpoint(srv_store_reader *r, int64_t sid, uint64_t at_most, srv_store_blob *out, char *err,
+                              size_t errlen);
+/* Operations with after < version <= up_to, oldest first. */
+int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
+                       void *arg, char *err, size_t errlen);
+/* The same without their bodies. */
+int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
+                            void *arg, char *err, size_t errlen);
+/* Up to `limit` operations below `before`, newest first, without their bodies. */
+int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before, uint32_t limit, srv_store_row_cb cb,
+                              void *arg, char *err, size_t errlen);
+int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+/* PRAGMA integrity_check is "ok". */
+int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);
 
 /* ---- replies: where an asynchronous answer goes ---------------------------------------------- */
 
@@ -319,10 +570,31 @@ typedef struct srv_target {
 
 #define SRV_WEIGHT_LIMIT 10.0f /* ranges may reach [-10, 10], like Blender's slider_min/max */
 
+/* What made an operation: history.list names it, undo groups by it. */
+typedef enum srv_cause {
+  SRV_CAUSE_EDIT = 1,        /* a binary EDIT of weights or offsets */
+  SRV_CAUSE_WEIGHTS_SET,     /* weights.set */
+  SRV_CAUSE_SCULPT_SET,      /* sculpt.set */
+  SRV_CAUSE_RESET,           /* deform.reset, EDIT RESET */
+  SRV_CAUSE_GESTURE,         /* deform.begin .. deform.end (one step) */
+  SRV_CAUSE_BRUSH,           /* brush.stroke */
+  SRV_CAUSE_BLEND_SOLVE,     /* blend.solve, EDIT BLEND_PINS */
+  SRV_CAUSE_BLEND_FIT,       /* blend.fit with apply */
+  SRV_CAUSE_TARGET_CREATE,   /* targets.create_from_sculpt */
+  SRV_CAUSE_TARGET_CONFIGURE,/* targets.configure */
+  SRV_CAUSE_ANIM_COMPRESS,   /* anim.compress: the basis targets */
+  SRV_CAUSE_ANIM_PLAY,       /* the player's frames (one step per anim.play) */
+  SRV_CAUSE_UNDO,            /* history.undo */
+  SRV_CAUSE_REDO,            /* history.redo */
+  SRV_CAUSE_REVERT           /* history.revert */
+} srv_cause;
+
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */
-typedef struct srv_op {
+struct srv_op {
   srv_op_kind kind;
-  uint32_t author; /* connection id */
+  uint32_t author; /* srv_authors id */
+  uint8_t cause;   /* srv_cause */
+  uint64_t step;   /* the undo step it belongs to (srv_history_step), or 0: a step of its own */
   uint32_t count;
   const uint32_t *indices; /* target or vertex indices */
   const float *values;     /* SET_WEIGHTS */
@@ -333,9 +605,52 @@ typedef struct srv_op {
   uint32_t first;          /* SET_WEIGHTS_QRUN */
   const int16_t *wq;
   float wscale;
-} srv_op;
+};
+
+/* What an operation changed, as it was before, for on_applied (undo and the store's offset
+ * diffs). Arrays are borrowed for the call. */
+struct srv_before {
+  const int32_t *q;         /* SET_OFFSETS: 3 per op index; ADD_TARGET: 3 per vertex of the new target */
+  const float *values;      /* SET_WEIGHTS: per op index; SET_WEIGHTS_QRUN: per target of the run */
+  const srv_target *meta;   /* SET_TARGET_META: the target's settings */
+  uint32_t target_count;    /* the targets before (ADD_TARGET(S) append after them) */
+};
 
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
+
+/* Codecs: 0 is protocol version 1; 1 + shift is version 2 on the grid quantum · 2^shift
+ * (shift 0: lossless). SRV_DEFAULT_SHIFT is what a version 2 viewer gets unless it asks for a
+ * coarser tolerance or lossless: half a step is 2^-16 of the bounding box's diagonal. */
+#define SRV_CODECS (PROTO_MAX_SHIFT + 2)
+#define SRV_DEFAULT_SHIFT 5
+#define SRV_CODEC_V1 0
+#define SRV_CODEC_LOSSLESS 1
+static inline uint8_t srv_codec_shift(uint8_t codec) { return codec ? (uint8_t)(codec - 1) : 0; }
+
+/* A session's SNAPSHOT pieces for one version 2 codec (srv_session_wire.c): encoded once,
+ * shared by every join with that codec. */
+typedef struct srv_codec {
+  proto_grid2 grid;
+  srv_frame *attributes;     /* positions and UVs on the grid (made on the pool) */
+  srv_frame **targets;       /* one record per target, made when first needed */
+  uint32_t target_cap;
+  int job;                   /* a job is encoding `attributes`; joins wait in `waiting` */
+  srv_conn *waiting;         /* through srv_conn.join_next, each referenced */
+  void (*ready)(srv_conn *c, int status); /* what to tell each waiting join (srv_stream.c) */
+} srv_codec;
+
+/* Subscribers that are sent the same bytes: one codec, one rate (srv_session.c). A class at a
+ * rate (> 0) is paced: changes mark it, and at most `rate` times a second its members get one
+ * coalesced update each (encoded once per distinct version they are at: normally once). */
+typedef struct srv_class {
+  struct srv_class *next;
+  srv_session *session;      /* NULL once the session let go of it (the timer is closing) */
+  uint8_t codec;
+  float rate;
+  uint32_t members;
+  uint64_t last_ms;          /* paced: when members were last sent an update */
+  uv_timer_t *timer;         /* paced: runs while a change waits */
+} srv_class;
 
 typedef struct srv_gesture srv_gesture;
 
@@ -354,10 +669,15 @@ struct srv_session {
   uint64_t *weight_version;  /* target_count: version that last changed it */
   int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
   uint64_t *block_version;   /* per block of 64 vertices */
+  uint64_t *vertex_version;  /* per vertex: what version 2 catch-ups and paced updates send */
   srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */
   srv_frame **target_parts;  /* ... and one per target */
   uint32_t target_cap;
   uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
+  proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
+  srv_frame *triangles2;     /* version 2's triangles piece: the bytes `trav` was built from */
+  srv_codec *codecs[SRV_CODECS]; /* version 2 pieces per codec, made when first joined */
+  srv_class *classes;        /* subscribers by codec and rate */
   srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
   uint32_t subscriber_count;
   uint64_t ops_applied;
@@ -366,9 +686,15 @@ struct srv_session {
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
-  struct stroke_piece *pieces; /* where strokes sent in pieces stand, per author (srv_brush.c) */
+  struct stroke_piece *pieces; /* where strokes sent in pieces stand, per connection (srv_brush.c) */
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
+  struct srv_history *history; /* steps, undo and redo (srv_history.c) */
+  void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
+  int64_t store_id;          /* the store's id (0: not stored) */
+  uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
+  int restoring;             /* replaying the store: on_applied records history, writes nothing */
+  uint64_t retained_version; /* --history-days: history before this was folded (or is being) */
   struct srv_session *next;  /* server's session list */
 };
 
@@ -389,8 +715,10 @@ void srv_state_release(srv_state *st);
 /* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */
 int srv_state_shape(const srv_state *st, float *out);
 
-/* Builds a session around `m` (takes ownership) and its encoded mesh part. Returns 0 or a
- * MESH_E* code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
+/* Builds a session around `m` (takes ownership) and its encoded mesh part: triangles put in
+ * vertex-cache order (and the corner rotation protocol version 2 gives them), the SNAPSHOT
+ * pieces of version 1 and of version 2 at the default grid and lossless. Returns 0 or a MESH_E*
+ * code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
  * shared). */
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen);
 void srv_session_ref(srv_session *s);
@@ -400,32 +728,61 @@ void srv_session_destroy(srv_session *s);
 /* The server's table of sessions. */
 srv_session *srv_session_find(srv_server *srv, const char *name);
 void srv_session_add(srv_server *srv, srv_session *s);
+/* Names of stored sessions that did not restore: a new session may not take one. */
+void srv_session_reserve_name(srv_server *srv, const char *name);
+int srv_session_name_taken(const srv_server *srv, const char *name);
 /* Removes the session from the table: its viewers get BYE(SESSION_CLOSED) and are closed, what
  * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
 void srv_session_close(srv_server *srv, srv_session *s, const char *why);
 
-/* Viewers: a subscribed connection gets every applied op's frame (srv_conn_deliver). */
+/* Viewers: a subscribed connection joins the class of its codec and max_rate; a class at rate 0
+ * gets every applied op's frame (srv_conn_deliver), a paced one coalesced updates. */
 void srv_session_subscribe(srv_session *s, srv_conn *c);
 void srv_session_unsubscribe(srv_conn *c); /* no-op when c is not subscribed */
-/* Hands `f` (NULL: could not be encoded; subscribers fall behind and catch up) at `version` to
- * every subscriber. */
-void srv_session_publish(srv_session *s, srv_frame *f, uint64_t version);
+/* Which codecs' frames an op must be encoded in: bit c set when a class at rate 0 uses codec c. */
+uint32_t srv_session_live_codecs(const srv_session *s);
+/* Hands frames[codec] (NULL: could not be encoded; subscribers fall behind and catch up) at
+ * `version` to every subscriber at rate 0, and marks the paced classes. */
+void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version);
+/* A paced connection drained after lagging: it gets its update with its class's next one. */
+void srv_session_pace(srv_conn *c);
+/* Makes sure codec `codec`'s SNAPSHOT pieces exist, then calls ready(c, 0), at once or after a
+ * job on the pool, or ready(c, SRV_E*) when they cannot be made or the session closed. Holds a
+ * reference to `c` meanwhile. */
+void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_conn *c,
+                            void (*ready)(srv_conn *c, int status));
+
+/* ---- a session on the wire (srv_session_wire.c) ---------------------------------------------- */
 
 /* Target t as the protocol describes it (name, default, range, flags, drivers, deltas). */
 proto_target_desc srv_session_target_desc(const srv_session *s, uint32_t t);
-/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed): after a target is
- * added or its settings change. Returns 0 or a MESH_E* code. */
+/* Encodes target t's SNAPSHOT part into s->target_parts[t] (grown as needed), and drops its
+ * version 2 records (made again when needed): after a target is added or its settings change.
+ * Returns 0 or a MESH_E* code. */
 int srv_session_encode_target(srv_session *s, uint32_t t);
-/* Encodes the frames that bring a receiver from `since` to the current version: a WEIGHTS frame
- * of every target changed since then and a DELTA of every vertex in a block changed since then.
- * Appends to `b` (nothing when since == version). Returns 0 or a PROTO_E* code. */
-int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
-/* The frames a joining viewer is sent as its SNAPSHOT, in order: a per-join head (frame header
- * and mesh counts), the shared body and target pieces (referenced), a per-join state part.
- * *parts is malloc'ed and holds one reference to each frame. Returns 0 or MESH_ENOMEM. */
-int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count);
-/* Encodes the state part of a SNAPSHOT (current weights, non-zero offsets). */
-int srv_session_encode_state(const srv_session *s, proto_buf *b);
+/* The version 1 pieces, the triangles of version 2 and their traversal, for a new session. */
+int srv_session_encode_parts(srv_session *s);
+/* Codec `codec`'s grid and pieces: attributes encoded here (any thread: touches only the
+ * immutable mesh and the traversal's tables). Returns 0, MESH_EINVAL (that grid does not fit
+ * the mesh) or MESH_ENOMEM. */
+int srv_session_codec_init(const srv_session *s, uint8_t codec, srv_codec *out);
+void srv_session_codec_fini(srv_codec *c);
+/* Encodes the frames that bring a receiver from `since` to the current version, in `codec`:
+ * new targets, changed settings, a WEIGHTS frame of every target changed since then and a
+ * DELTA (version 1: every vertex in a 64-vertex block changed since then; version 2: exactly
+ * the vertices changed). Every frame but the last carries MORE. Appends to `b` (nothing when
+ * since == version). Returns 0 or a PROTO_E* code. */
+int srv_session_encode_since(srv_session *s, uint64_t since, uint8_t flags, uint8_t codec, proto_buf *b);
+/* The frames a joining viewer is sent as its SNAPSHOT, in `codec` (whose pieces must exist), in
+ * order: a per-join head (frame header and mesh counts), the shared pieces (referenced), a
+ * per-join state part. *parts is malloc'ed and holds one reference to each frame. Returns 0 or
+ * MESH_ENOMEM. */
+int srv_session_snapshot_parts(srv_session *s, uint8_t codec, srv_frame ***parts, uint32_t *count);
+/* The frames a DELTA of these offsets, or a TARGET of target t, is in `codec`. */
+int srv_session_encode_delta(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t count,
+                             const uint32_t *indices, const int32_t *q, proto_buf *b);
+int srv_session_encode_target_add(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t t,
+                                  proto_buf *b);
 
 /* Validates `op` against the session (indices in range and ordered, values finite and within
  * each target's range). Returns 0 or SRV_ERANGE with a reason; applies nothing on failure. */
@@ -433,15 +790,123 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
 /* Applies a checked op: state updated, version bumped, one frame encoded and fanned out to
  * every subscriber. Returns the new version, or 0 when out of memory (state unchanged). */
 uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op);
+/* Appends one target with its state (weight, range) and SNAPSHOT piece, created at `version`
+ * (used by ADD_TARGET(S) and by restoring a checkpoint). Returns 0 or a MESH_E* code with the
+ * state unchanged (the arrays may have grown). */
+int srv_session_append_target(srv_session *s, const srv_new_target *t, uint64_t version);
 /* Sets the sculpt offsets of `vertices` (NULL: every vertex) back to zero, as one op. Returns 0
  * with the new version and how many vertices changed, or an SRV_E* code with a reason. */
 int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const uint32_t *vertices,
                       uint32_t count, uint64_t *version, uint32_t *reset, char *err, size_t errlen);
 
+/* ---- operation records and checkpoints as bytes (srv_record.c) ------------------------------ */
+
+/* A decoded record: the op and the arrays it points into (owned). */
+typedef struct srv_record_op {
+  srv_op op;
+  uint32_t *indices;
+  float *values;
+  int32_t *q;
+  int16_t *wq;
+  char *name;
+  srv_new_target *added;
+  srv_target meta;
+  uint32_t one_index;
+} srv_record_op;
+
+/* Appends the record of `op` (applied with `before`) to b; *changed says how many vertices or
+ * targets it changed. Returns 0 or SRV_EINTERNAL. */
+int srv_record_encode_op(const srv_session *s, const srv_op *op, const srv_before *before, proto_buf *b,
+                         uint32_t *changed);
+/* Decodes a record against the session's current state (offset records are relative to it).
+ * Returns 0 or SRV_EIO with a reason. */
+int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_record_op *r, char *err,
+                         size_t errlen);
+void srv_record_op_fini(srv_record_op *r);
+/* A session's whole state at its version. Returns 0 or SRV_EINTERNAL. */
+int srv_record_encode_checkpoint(const srv_session *s, proto_buf *b);
+/* Loads a checkpoint into a session fresh from its stored mesh. Returns 0 or SRV_EIO. */
+int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen);
+
+/* ---- history: steps, undo, redo, revert (srv_history.c) ------------------------------------------ */
+
+#define SRV_HISTORY_UNDO_DEPTH 64             /* undoable steps kept per author and session */
+#define SRV_HISTORY_BYTES (16u << 20)         /* ... within this much memory per session (oldest go first) */
+#define SRV_HISTORY_STEPS 100000              /* steps history.list shows from memory, per session */
+#define SRV_CHECKPOINT_OPS 1000               /* a checkpoint after this many logged operations */
+#define SRV_CHECKPOINT_BYTES (4u << 20)       /* ... or this many bytes of records */
+
+typedef struct srv_history srv_history;
+
+/* What an undo, redo or revert did. */
+typedef struct srv_history_result {
+  uint64_t version;          /* the session's version after it */
+  uint64_t step;             /* the step undone or redone */
+  uint64_t step_first_version, step_last_version;
+  int cause;                 /* that step's srv_cause */
+  uint64_t new_step;         /* the step this made */
+  uint32_t restored, skipped; /* vertices and targets set back; left as others changed them */
+} srv_history_result;
+
+/* One step as history.list shows it. */
+typedef struct srv_history_entry {
+  uint64_t step;
+  uint32_t author;
+  int cause;
+  double time;
+  uint64_t first_version, last_version;
+  uint32_t ops, changed, vertices, targets, targets_added;
+  int undone, undoable;
+  uint64_t undo_of;          /* UNDO / REDO: the step; REVERT: the version reverted to */
+  uint32_t skipped;
+} srv_history_entry;
+typedef int (*srv_history_entry_cb)(const srv_history_entry *e, void *arg); /* nonzero stops */
+
+int srv_history_init(srv_session *s);
+void srv_history_fini(srv_session *s);
+/* A step id for operations that belong together (a gesture, a playback, an undo). */
+uint64_t srv_history_new_step_id(srv_session *s);
+/* srv_server.on_applied: records the step and, with a store, the operation's record. */
+void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
+                            const srv_before *before);
+/* Queues a checkpoint of the session's state now (with a store). */
+void srv_history_checkpoint(srv_server *srv, srv_session *s);
+/* Each returns 0 with what it did, or SRV_ERANGE (nothing to undo/redo) / SRV_EINTERNAL with a
+ * reason. */
+int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+/* Brings s to the state `old` holds (the same session restored at an earlier version) as one
+ * new step of `author`. */
+int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, uint32_t author,
+                       srv_history_result *out, char *err, size_t errlen);
+/* Steps whose first version is below before_version, newest first, at most `limit`. Returns 1
+ * when cb stopped it. */
+int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,
+                     void *arg);
+const char *srv_history_cause_name(int cause);
+/* The newest version whose step began before time t (seconds since the epoch); 0 if none. */
+uint64_t srv_history_version_before(const srv_session *s, double t);
+/* Restore: the stored time of the operation replayed next (0 after the replay). */
+void srv_history_set_replay_time(srv_session *s, double t);
+/* Restore: a step found in the store before the replayed tail (summary only, not undoable). */
+int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
+
+/* ---- restoring from the store (srv_restore.c) -------------------------------------------------- */
+
+/* Rebuilds stored session `sid` up to `up_to` (UINT64_MAX: all of it, with its clips) on any
+ * thread: stored mesh, newest checkpoint at or below, the records after it replayed. With
+ * with_history the steps are rebuilt (the replayed ones undoable). Returns 0 with a new
+ * session (one reference, not in any server) or an SRV_E* code with a reason. */
+int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
+                        srv_session **out, char *err, size_t errlen);
+
 /* ---- editing gestures (srv_gesture.c) ------------------------------------------------------- */
 
 typedef struct srv_gesture_spec {
   uint32_t id;            /* 0: the server picks one */
+  uint32_t author;        /* srv_authors id: its operations are one undo step of this author */
   dfm_mode mode;
   int iterations;
   const uint32_t *handle; /* render vertices */
@@ -482,11 +947,13 @@ void srv_gesture_close_all(srv_session *s);
  * an SRV_E* code. */
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
-/* The same for the next piece of a stroke `author` sends as its pointer moves: with `piece`
- * set, the points continue the author's last stroke of the same brush (its path, its dab
- * spacing, its starting shape), or begin a new one when there is none. */
+/* The same for the next piece of a stroke connection `conn` sends as its pointer moves: with
+ * `piece` set, the points continue that connection's last stroke of the same brush (its path,
+ * its dab spacing, its starting shape), or begin a new one when there is none. `author` (an
+ * srv_authors id) owns the resulting operations; `conn` 0 is none. */
 int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
-                           uint32_t count, uint32_t author, int piece, srv_reply reply, char *err, size_t errlen);
+                           uint32_t count, uint32_t author, uint32_t conn, int piece, srv_reply reply, char *err,
+                           size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
 
@@ -550,6 +1017,15 @@ typedef void (*srv_export_cb)(srv_server *s, void *arg, int status, const char *
 int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_export_cb done,
                    void *arg);
 
+/* Rebuilds `session` as it was at `version` from the store, on the pool, once what is applied
+ * now is committed; `done` gets it (borrowed for the call) or an error. With `checkpoint`, that
+ * state is also stored as a checkpoint and the history before it folded into it (compaction).
+ * Returns 0, or SRV_ERANGE / SRV_EINTERNAL with a reason (done is not called). */
+typedef void (*srv_restore_cb)(srv_server *s, void *arg, int status, srv_session *session, const srv_session *old,
+                               const char *err);
+int srv_job_restore_at(srv_server *s, srv_session *session, uint64_t version, int checkpoint, srv_restore_cb done,
+                       void *arg, char *err, size_t errlen);
+
 /* ---- JSON-RPC messages and params (srv_rpc.c) ------------------------------------------------- */
 
 /* A request being answered, possibly later (after a job). */
@@ -564,6 +1040,8 @@ int srv_rpc_code(int srv_code);
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result);
 /* Sends an error object for an SRV_E* code and frees the call. */
 void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Frees a call without answering it (someone else answers: a forwarded request). */
+void srv_rpc_call_free(srv_rpc_call *call);
 /* A reply that answers `call` (for the domain modules' asynchronous answers). */
 srv_reply srv_rpc_reply_to(srv_rpc_call *call);
 /* Writes one error response line with a JSON-RPC `code` (the transport's own -32700/-32600,
@@ -606,6 +1084,14 @@ void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params);
 
+/* srv_history_rpc.c */
+void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_undo(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params);
+void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params);
+
 /* srv_blend_rpc.c */
 void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params);
@@ -627,6 +1113,8 @@ void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params);
 
 extern const srv_conn_ops srv_stream_ops;
 extern const srv_conn_ops srv_rpc_conn_ops;
+/* srv_http.c: the page's files, and the upgrades to /ws/stream and /ws/rpc. */
+extern const srv_conn_ops srv_http_ops;
 
 /* ---- the server (srv_server.c) ------------------------------------------------------------------ */
 

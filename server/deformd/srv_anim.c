@@ -24,7 +24,7 @@ static void free_rec(rec_frame *r, uint32_t n) {
   free(r);
 }
 
-static void clip_free(srv_clip *c) {
+void srv_anim_clip_free(srv_clip *c) {
   free(c->name);
   free_rec(c->rec, c->kind == CLIP_RECORDED ? c->frame_count : 0);
   free(c->rec_targets);
@@ -90,6 +90,8 @@ int srv_anim_init(srv_session *s) {
       c->kind = CLIP_KEYFRAMES;
       c->fps = mc->fps > 0 ? mc->fps : 10.0f;
       c->frame_count = mc->frame_count;
+      c->loop_frames = mc->loop_frames;
+      c->play_once = mc->play_once;
       c->frames = m->frames + 3 * (size_t)m->vertex_count * mc->first_frame;
     }
     srv_anim_add_clip(a, c);
@@ -102,7 +104,7 @@ void srv_anim_fini(srv_session *s) {
   if (!a) return;
   for (srv_clip *c = a->clips, *next; c; c = next) {
     next = c->next;
-    clip_free(c);
+    srv_anim_clip_free(c);
   }
   free(a->rec_name);
   free_rec(a->rec, a->rec_count);

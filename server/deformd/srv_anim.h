@@ -40,6 +40,8 @@ typedef struct srv_clip {
   int kind;
   float fps;              /* frames per second (keyframe and recorded clips) */
   uint32_t frame_count;   /* frames, or keys of a weight clip */
+  uint32_t loop_frames;   /* KEYFRAMES: looping repeats only its last loop_frames frames (0: all) */
+  int play_once;          /* KEYFRAMES: it never loops (Quake III's death animations) */
   const float *frames;    /* KEYFRAMES: into the mesh's frames */
   const mesh_clip *wclip; /* WEIGHTS: the mesh's clip */
   uint32_t wclip_targets; /* WEIGHTS: how many targets its keys cover */
@@ -68,6 +70,7 @@ typedef struct srv_anim {
   double fade_elapsed, fade_duration;
   double speed;
   int loop;
+  uint64_t play_step;   /* the player's frames since anim.play: one history step */
   /* recording */
   int recording;
   char *rec_name;
@@ -83,6 +86,7 @@ typedef struct srv_anim {
 void srv_anim_q_unref(anim_q *q);
 srv_clip *srv_anim_find_clip(const srv_anim *a, const char *name);
 void srv_anim_add_clip(srv_anim *a, srv_clip *c); /* appended; the table owns it */
+void srv_anim_clip_free(srv_clip *c);           /* a clip not (or no longer) in a table */
 double srv_anim_clip_duration(const srv_clip *c);
 /* The frame (or key) shown at time t. */
 uint32_t srv_anim_clip_index(const srv_clip *c, double t);
@@ -115,6 +119,7 @@ typedef struct srv_anim_compress_spec {
   const char *prefix;   /* the new targets' names: "<prefix>.mean", "<prefix>.pc1", ... */
   uint32_t *region_of;  /* per vertex: its region (taken; NULL: one PCA over every vertex) */
   uint32_t region_count;
+  uint32_t author;      /* srv_authors id of who asked */
 } srv_anim_compress_spec;
 
 /* Compresses clip c on the thread pool; `reply` gets the report (docs/json-api.md anim.compress).
@@ -122,5 +127,16 @@ typedef struct srv_anim_compress_spec {
  * spec->region_of was freed). */
 int srv_anim_compress(srv_server *srv, srv_session *s, srv_clip *c, srv_anim_compress_spec *spec, srv_reply reply,
                       char *err, size_t errlen);
+
+/* Queues clip c's record (recorded frames, compressed state) for the store (srv_anim_compress.c). */
+void srv_anim_store_clip(srv_server *srv, srv_session *s, const srv_clip *c);
+
+/* ---- clip records (srv_record.c): what the store keeps of a clip ---------------------------- */
+
+/* A recording's frames and a compression's results. Returns 0 or SRV_EINTERNAL. */
+int srv_record_encode_clip(const srv_session *s, const srv_clip *c, proto_buf *b);
+/* Adds the recorded clip, or sets the compressed state of the session's clip, `name`. Returns 0
+ * or SRV_EIO with a reason. */
+int srv_record_load_clip(srv_session *s, const char *name, const uint8_t *p, size_t n, char *err, size_t errlen);
 
 #endif

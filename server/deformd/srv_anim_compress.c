@@ -25,6 +25,7 @@ typedef struct compress_job {
   srv_clip *clip;
   srv_reply reply;
   char *prefix;
+  uint32_t author;
   pca_options opt;
   double max_error_rel;
   uint32_t *region_of; /* NULL: one PCA over the whole mesh */
@@ -218,7 +219,8 @@ static int add_basis_targets(srv_server *srv, compress_job *j, uint64_t *version
     nt[k] = (srv_new_target){names[k], n, idx[k], del[k], 0.0f, k == 0 ? 0.0f : -1.0f, 1.0f};
   }
   if (rc) snprintf(why, whylen, "out of memory");
-  srv_op op = {.kind = SRV_OP_ADD_TARGETS, .count = K + 1, .added = nt};
+  srv_op op = {.kind = SRV_OP_ADD_TARGETS, .author = j->author, .cause = SRV_CAUSE_ANIM_COMPRESS, .count = K + 1,
+               .added = nt};
   if (rc == 0 && srv_session_check(s, &op, why, whylen) != 0) rc = -2;
   if (rc == 0) {
     j->clip->mean_target = s->mesh->target_count;
@@ -318,6 +320,7 @@ static void compress_done(uv_work_t *req, int status) {
       }
       cJSON_Delete(c->report);
       c->report = cJSON_Duplicate(r, 1);
+      srv_anim_store_clip(srv, s, c);
       srv_log(SRV_LOG_INFO, "session %s: clip %s compressed to %u components (max error %.3g, %.1f× smaller)",
               s->name, c->name, j->K, j->sr.max_error, raw / bytes);
       srv_reply_ok(&j->reply, r);
@@ -368,6 +371,7 @@ int srv_anim_compress(srv_server *srv, srv_session *s, srv_clip *c, srv_anim_com
   j->opt.components = spec->components;
   j->max_error_rel = spec->max_error_rel;
   j->weight_bits = spec->weight_bits;
+  j->author = spec->author;
   /* The targets as they are now (recorded clips bring their own). */
   j->view = *s->mesh;
   j->targets = malloc(sizeof(mesh_target) * (s->mesh->target_count + 1));
@@ -390,4 +394,13 @@ int srv_anim_compress(srv_server *srv, srv_session *s, srv_clip *c, srv_anim_com
   c->busy = 1;
   srv_session_ref(s);
   return 0;
+}
+
+void srv_anim_store_clip(srv_server *srv, srv_session *s, const srv_clip *c) {
+  if (!srv->store || !s->store_id) return;
+  proto_buf b;
+  proto_buf_init(&b);
+  if (srv_record_encode_clip(s, c, &b) != 0 || srv_store_put_clip(srv->store, s->store_id, c->name, b.data, b.len) != 0)
+    srv_log(SRV_LOG_ERROR, "session %s: cannot queue clip %s for the store (out of memory)", s->name, c->name);
+  proto_buf_fini(&b);
 }

@@ -78,7 +78,8 @@ static uint64_t show(srv_server *srv, srv_session *s) {
     uint64_t v = 0;
     if (q && pca_stream_quantize(c->frame_weights + (size_t)i * c->components, c->components, c->frame_narrow[i], q,
                                  &scale) == 0) {
-      srv_op op = {.kind = SRV_OP_SET_WEIGHTS_QRUN, .count = c->components, .first = c->first_component, .wq = q,
+      srv_op op = {.kind = SRV_OP_SET_WEIGHTS_QRUN, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
+                   .step = a->play_step, .count = c->components, .first = c->first_component, .wq = q,
                    .wscale = scale};
       char why[256];
       if (srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
@@ -118,7 +119,8 @@ static uint64_t show(srv_server *srv, srv_session *s) {
       }
       free(pos);
     }
-    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .count = pos ? m : 0, .indices = idx, .values = val};
+    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
+                 .step = a->play_step, .count = pos ? m : 0, .indices = idx, .values = val};
     char why[256];
     if (srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
     else srv_log(SRV_LOG_WARN, "session %s: clip %s frame %u: %s", s->name, c->name, i, why);
@@ -142,7 +144,8 @@ static uint64_t clear_clip(srv_server *srv, srv_session *s, const srv_clip *c) {
       idx[n] = c->mean_target, val[n++] = 0;
       for (uint32_t k = 0; k < c->components; k++) idx[n] = c->first_component + k, val[n++] = 0;
     }
-    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .count = n, .indices = idx, .values = val};
+    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
+                 .step = s->anim->play_step, .count = n, .indices = idx, .values = val};
     char why[256];
     if (n && srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
   }
@@ -160,8 +163,10 @@ static int advance(anim_track *tr, double dt, int loop) {
     return 1;
   }
   if (tr->t < d) return 1;
-  if (loop) {
-    tr->t = fmod(tr->t, d);
+  if (loop && !tr->clip->play_once) {
+    /* A clip whose animation.cfg loops only its last frames starts them again, not itself. */
+    double from = tr->clip->loop_frames ? (tr->clip->frame_count - tr->clip->loop_frames) / (double)tr->clip->fps : 0;
+    tr->t = from + fmod(tr->t - from, d - from);
     return 1;
   }
   tr->t = d;
@@ -274,6 +279,7 @@ void srv_anim_close(srv_session *s) {
 int srv_anim_play(srv_server *srv, srv_session *s, srv_clip *c, double speed, int loop, uint32_t frame, char *err,
                   size_t errlen) {
   srv_anim *a = s->anim;
+  a->play_step = s->history ? srv_history_new_step_id(s) : 0;
   if (a->cur.clip && a->cur.clip != c) clear_clip(srv, s, a->cur.clip);
   if (a->next.clip && a->next.clip != c) clear_clip(srv, s, a->next.clip);
   a->next.clip = NULL;
@@ -283,7 +289,8 @@ int srv_anim_play(srv_server *srv, srv_session *s, srv_clip *c, double speed, in
   a->loop = loop;
   if (c->kind != CLIP_WEIGHTS) { /* the mean at 1, once */
     float one = 1.0f;
-    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .count = 1, .indices = &c->mean_target, .values = &one};
+    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
+                 .step = a->play_step, .count = 1, .indices = &c->mean_target, .values = &one};
     int rc = srv_session_check(s, &op, err, errlen);
     if (rc) return rc;
     srv_session_apply(srv, s, &op);

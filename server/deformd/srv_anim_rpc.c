@@ -78,6 +78,8 @@ void srv_m_anim_list(srv_server *srv, srv_rpc_call *call, cJSON *params) {
     cJSON_AddStringToObject(o, "kind", kind_name(c->kind));
     cJSON_AddNumberToObject(o, c->kind == CLIP_WEIGHTS ? "keys" : "frames", c->frame_count);
     if (c->kind != CLIP_WEIGHTS) cJSON_AddNumberToObject(o, "fps", c->fps);
+    if (c->loop_frames) cJSON_AddNumberToObject(o, "loop_frames", c->loop_frames);
+    if (c->play_once) cJSON_AddBoolToObject(o, "play_once", 1);
     cJSON_AddNumberToObject(o, "duration", srv_anim_clip_duration(c));
     if (c->report) cJSON_AddItemToObject(o, "compressed", cJSON_Duplicate(c->report, 1));
     else cJSON_AddBoolToObject(o, "compressed", 0);
@@ -155,7 +157,8 @@ void srv_m_anim_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"name\" must be a target name prefix of 1 to 200 bytes");
     return;
   }
-  srv_anim_compress_spec spec = {(uint32_t)comps, maxerr, (int)bits, prefix ? prefix->valuestring : c->name, NULL, 0};
+  srv_anim_compress_spec spec = {(uint32_t)comps, maxerr, (int)bits, prefix ? prefix->valuestring : c->name, NULL, 0,
+                                 srv_conn_author(call->conn)};
   if (regions_param(call, s, params, &spec.region_of, &spec.region_count) < 0) return;
   char err[512];
   int rc = srv_anim_compress(srv, s, c, &spec, srv_rpc_reply_to(call), err, sizeof(err));
@@ -294,6 +297,7 @@ void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) 
     srv_rpc_error(call, rc, "%s", err);
     return;
   }
+  srv_anim_store_clip(srv, s, c);
   cJSON *r = cJSON_CreateObject();
   cJSON_AddStringToObject(r, "clip", c->name);
   cJSON_AddNumberToObject(r, "frames", c->frame_count);

@@ -182,7 +182,7 @@ static int srv_code(int blend_rc) {
 /* Applies the solved weights that differ from the current values as one SET_WEIGHTS op. Sets
  * *version (the current one when nothing changed). Returns 0 or an SRV_E* code. */
 static int apply_weights(srv_server *srv, srv_session *s, const uint32_t *solved, uint32_t n, const double *w,
-                         uint32_t author, uint64_t *version, char *err, size_t errlen) {
+                         uint32_t author, uint8_t cause, uint64_t *version, char *err, size_t errlen) {
   uint32_t *idx = malloc(sizeof(uint32_t) * (n + 1));
   float *val = malloc(sizeof(float) * (n + 1));
   int rc = 0;
@@ -200,7 +200,7 @@ static int apply_weights(srv_server *srv, srv_session *s, const uint32_t *solved
   }
   *version = s->version;
   if (k == 0) goto out;
-  srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = author, .count = k, .indices = idx, .values = val};
+  srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = author, .cause = cause, .count = k, .indices = idx, .values = val};
   if (srv_session_check(s, &op, err, errlen) != 0) { /* a range or driver changed during the job */
     rc = SRV_ERANGE;
     goto out;
@@ -341,7 +341,7 @@ static void pins_done(uv_work_t *req, int status) {
     snprintf(why, sizeof(why), "session '%s' was closed before the solve was applied", s->name);
   } else if (!j->status) {
     srv->stats.blend_solves++;
-    code = apply_weights(srv, s, j->solved, j->S, j->w, j->rq.author, &version, why, sizeof(why));
+    code = apply_weights(srv, s, j->solved, j->S, j->w, j->rq.author, SRV_CAUSE_BLEND_SOLVE, &version, why, sizeof(why));
   }
   cJSON *result = NULL;
   if (!code) {
@@ -666,7 +666,9 @@ static void fit_done(uv_work_t *req, int status) {
     snprintf(j->err, sizeof(j->err), "session '%s' was closed before the fit ended", s->name);
   } else if (!j->code) {
     srv->stats.blend_fits++;
-    if (j->apply) j->code = apply_weights(srv, s, j->solved, j->S, j->w, j->author, &version, j->err, sizeof(j->err));
+    if (j->apply)
+      j->code = apply_weights(srv, s, j->solved, j->S, j->w, j->author, SRV_CAUSE_BLEND_FIT, &version, j->err,
+                              sizeof(j->err));
   }
   if (j->code) {
     srv_reply_error(&j->reply, j->code, j->err);

@@ -134,7 +134,7 @@ void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
   spec.targets = targets;
   char err[512];
   srv_reply reply = srv_rpc_reply_to(call);
-  int rc = srv_blend_solve(s, x, &spec, call->conn->id, reply, err, sizeof(err));
+  int rc = srv_blend_solve(s, x, &spec, srv_conn_author(call->conn), reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(vertices);
@@ -162,7 +162,7 @@ void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
   spec.targets = targets;
   char err[512];
   srv_reply reply = srv_rpc_reply_to(call);
-  int rc = srv_blend_fit(s, x, &spec, call->conn->id, reply, err, sizeof(err));
+  int rc = srv_blend_fit(s, x, &spec, srv_conn_author(call->conn), reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
   free(targets);
 }

@@ -10,12 +10,14 @@
  * to every viewer.
  *
  * A stroke may come in pieces as an editor's pointer moves (srv_brush_stroke_piece): the session
- * keeps, per author, where its last stroke stands (dfm_stroke_state: the path's end, the
+ * keeps, per connection, where its last stroke stands (dfm_stroke_state: the path's end, the
  * distance to the next dab, the shape when it began), and a piece continues it, so the pieces
- * place the dabs the whole path would. At most PIECES_KEPT authors are kept per session (the
- * least recently used goes; its next piece starts a new stroke).
+ * place the dabs the whole path would. Pieces are the connection's, not the author's: two
+ * windows of one author stroke at once without joining their paths. At most PIECES_KEPT
+ * connections are kept per session (the least recently used goes; its next piece starts a new
+ * stroke). Each piece is its own SET_OFFSETS operation of the stroke's author.
  *
- * DOES NOT parse requests: srv_methods.c and srv_stream.c call srv_brush_stroke().
+ * DOES NOT parse requests: srv_edit_rpc.c and srv_stream.c call srv_brush_stroke_piece().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +27,9 @@
 
 #define PIECES_KEPT 4
 
-/* Where an author's last stroke stands, between its pieces. */
+/* Where a connection's last stroke stands, between its pieces. */
 typedef struct stroke_piece {
-  uint32_t author;
+  uint32_t conn;        /* srv_conn id */
   dfm_brush_kind kind;
   dfm_stroke_state state;
   struct stroke_piece *next; /* most recently used first */
@@ -40,14 +42,15 @@ typedef struct stroke {
   dfm_brush brush;
   dfm_brush_sample *samples;
   uint32_t count;
-  uint32_t author;
+  uint32_t author;      /* srv_authors id: whose operation the result is */
+  uint32_t conn;        /* srv_conn id (0: none): whose pieces it continues */
   srv_reply reply;
   srv_state shape;      /* captured when the job starts, not when the stroke arrived */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
   int32_t *q;
   uint32_t n;
   uint32_t dabs;        /* result: dabs placed along the path */
-  int piece;            /* continues the author's stroke (when there is one) */
+  int piece;            /* continues the connection's stroke (when there is one) */
   dfm_stroke_state path; /* the stroke so far: taken from the session's pieces when the job
                          * starts, given back when it is done */
   int status;
@@ -117,10 +120,10 @@ out:
 
 static void start_next(srv_server *srv, srv_session *s);
 
-/* Removes and returns the author's piece (NULL when there is none). */
-static stroke_piece *unlink_piece(srv_session *s, uint32_t author) {
+/* Removes and returns the connection's piece (NULL when there is none). */
+static stroke_piece *unlink_piece(srv_session *s, uint32_t conn) {
   for (stroke_piece **pp = &s->pieces; *pp; pp = &(*pp)->next)
-    if ((*pp)->author == author) {
+    if ((*pp)->conn == conn) {
       stroke_piece *x = *pp;
       *pp = x->next;
       return x;
@@ -133,10 +136,12 @@ static void free_piece(stroke_piece *x) {
   free(x);
 }
 
-/* Before a stroke's job: a piece continues where its author's stroke of the same brush stands;
- * anything else starts afresh (and ends the author's previous stroke). */
+/* Before a stroke's job: a piece continues where its connection's stroke of the same brush
+ * stands; anything else starts afresh (and ends the connection's previous stroke). A stroke
+ * with no connection neither continues nor is kept. */
 static void take_piece(srv_session *s, stroke *k) {
-  stroke_piece *x = unlink_piece(s, k->author);
+  if (!k->conn) return;
+  stroke_piece *x = unlink_piece(s, k->conn);
   if (x && k->piece && x->kind == k->brush.kind) {
     k->path = x->state;
     memset(&x->state, 0, sizeof(x->state));
@@ -144,12 +149,13 @@ static void take_piece(srv_session *s, stroke *k) {
   if (x) free_piece(x);
 }
 
-/* After a stroke applied: where it stands is kept for the author's next piece (the least
- * recently used author beyond PIECES_KEPT goes). */
+/* After a stroke applied: where it stands is kept for the connection's next piece (the least
+ * recently used connection beyond PIECES_KEPT goes). */
 static void keep_piece(srv_session *s, stroke *k) {
+  if (!k->conn) return;
   stroke_piece *x = calloc(1, sizeof(*x));
   if (!x) return; /* the next piece starts a new stroke */
-  x->author = k->author;
+  x->conn = k->conn;
   x->kind = k->brush.kind;
   x->state = k->path;
   memset(&k->path, 0, sizeof(k->path));
@@ -190,7 +196,7 @@ static void stroke_done(uv_work_t *req, int status) {
       memmove(k->q + 3 * (size_t)m, k->q + 3 * (size_t)i, sizeof(int32_t) * 3);
       m++;
     }
-    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .count = m, .indices = k->idx, .q = k->q};
+    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .cause = SRV_CAUSE_BRUSH, .count = m, .indices = k->idx, .q = k->q};
     uint64_t version = m ? srv_session_apply(srv, s, &op) : s->version;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "version", (double)version);
@@ -225,11 +231,12 @@ static void start_next(srv_server *srv, srv_session *s) {
 
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen) {
-  return srv_brush_stroke_piece(srv, s, brush, samples, count, author, 0, reply, err, errlen);
+  return srv_brush_stroke_piece(srv, s, brush, samples, count, author, 0, 0, reply, err, errlen);
 }
 
 int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
-                           uint32_t count, uint32_t author, int piece, srv_reply reply, char *err, size_t errlen) {
+                           uint32_t count, uint32_t author, uint32_t conn, int piece, srv_reply reply, char *err,
+                           size_t errlen) {
   if (count == 0) {
     snprintf(err, errlen, "a stroke needs at least one sample");
     return SRV_EPARAMS;
@@ -250,6 +257,7 @@ int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *bru
   k->piece = piece;
   k->brush = *brush;
   k->author = author;
+  k->conn = conn;
   k->reply = reply;
   k->srv = srv;
   k->session = s;

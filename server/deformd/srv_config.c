@@ -2,13 +2,18 @@
  * srv_config.c — deformd's settings: defaults, the JSON config file, sessions to open at start.
  *
  * The config file is one JSON object; every key is optional:
- *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "log_level": "info",
+ *   {"listen": "127.0.0.1", "stream_port": 7450, "rpc_port": 7451, "http_port": 7452 (or "off"),
+ *    "log_level": "info",
  *    "token": "secret", "reserve_mb": -1,
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
- *    "sessions": [{"session": "demo", "mesh": "demo"}]}
+ *    "sessions": [{"session": "demo", "mesh": "demo"}],
+ *    "data": "/var/lib/deformd", "durability": "normal", "history_days": 0,
+ *    "redis": "redis://127.0.0.1:6379/0", "relay": false, "node_id": "a", "advertise": "10.0.0.5",
+ *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000}
+ * (deploy/deformd.json is an example with every key.)
  * Command-line options given after --config override it.
  *
  * DOES NOT read the file on the loop thread: it is read once before the loop starts.
@@ -25,6 +30,7 @@ void srv_config_init(srv_config *c) {
   snprintf(c->listen, sizeof(c->listen), "127.0.0.1");
   c->stream_port = 7450;
   c->rpc_port = 7451;
+  c->http_port = 7452;
   c->log_level = SRV_LOG_INFO;
   c->max_frame = PROTO_DEFAULT_MAX_FRAME;
   c->max_request = 64u << 20;
@@ -38,6 +44,17 @@ void srv_config_init(srv_config *c) {
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
   c->reserve_mb = -1;
+  c->snapshot_every = 100;
+  c->lease_ms = 3000;
+  c->redis_timeout_ms = 5000;
+}
+
+int srv_config_set_string(char **field, const char *value) {
+  char *copy = strdup(value);
+  if (!copy) return SRV_EINTERNAL;
+  free(*field);
+  *field = copy;
+  return 0;
 }
 
 void srv_config_fini(srv_config *c) {
@@ -47,9 +64,37 @@ void srv_config_fini(srv_config *c) {
   }
   free(c->sessions);
   free(c->token);
+  free(c->data_dir);
+  free(c->redis);
+  free(c->node_id);
+  c->redis = c->node_id = NULL;
+  c->data_dir = NULL;
   c->sessions = NULL;
   c->session_count = 0;
   c->token = NULL;
+}
+
+int srv_config_set_data(srv_config *c, const char *dir) {
+  char *copy = strdup(dir);
+  if (!copy) return SRV_EINTERNAL;
+  free(c->data_dir);
+  c->data_dir = copy;
+  return 0;
+}
+
+int srv_config_set_durability(srv_config *c, const char *name) {
+  if (strcmp(name, "normal") == 0) c->durability_full = 0;
+  else if (strcmp(name, "full") == 0) c->durability_full = 1;
+  else return SRV_EPARAMS;
+  return 0;
+}
+
+const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len) {
+  if (c->data_dir) return strcmp(c->data_dir, "none") == 0 ? NULL : c->data_dir;
+  const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/') snprintf(buf, len, "%s/deformd", xdg);
+  else snprintf(buf, len, "%s/.local/share/deformd", home && home[0] ? home : ".");
+  return buf;
 }
 
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
@@ -119,7 +164,7 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     cJSON_Delete(root);
     return SRV_EPARAMS;
   }
-  int rc = -1;
+  int rc = SRV_EPARAMS;
   double v;
   const cJSON *item;
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "listen"))) {
@@ -134,6 +179,13 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   if (r) c->stream_port = (int)v;
   if ((r = get_uint(root, "rpc_port", 65535, &v, err, errlen)) < 0) goto out;
   if (r) c->rpc_port = (int)v;
+  item = cJSON_GetObjectItemCaseSensitive(root, "http_port");
+  if (cJSON_IsString(item) && strcmp(item->valuestring, "off") == 0) {
+    c->http_port = -1;
+  } else if (item) {
+    if ((r = get_uint(root, "http_port", 65535, &v, err, errlen)) < 0) goto out;
+    c->http_port = (int)v;
+  }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "reserve_mb"))) {
     if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) || item->valuedouble < -1 ||
         item->valuedouble > 1048576) {
@@ -156,6 +208,62 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     free(c->token);
     c->token = strdup(item->valuestring);
   }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "data"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 900) {
+      snprintf(err, errlen, "\"data\" must be a directory path, or \"none\" (memory only)");
+      goto out;
+    }
+    if (srv_config_set_data(c, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "durability"))) {
+    if (!cJSON_IsString(item) || srv_config_set_durability(c, item->valuestring)) {
+      snprintf(err, errlen, "\"durability\" must be \"normal\" or \"full\"");
+      goto out;
+    }
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "history_days"))) {
+    if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0) || item->valuedouble > 1e6) {
+      snprintf(err, errlen, "\"history_days\" must be a number of days >= 0 (0 keeps everything)");
+      goto out;
+    }
+    c->history_days = item->valuedouble;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "redis"))) {
+    if (!cJSON_IsString(item) || strncmp(item->valuestring, "redis://", 8) != 0 || strlen(item->valuestring) > 512) {
+      snprintf(err, errlen, "\"redis\" must be an address redis://HOST:PORT[/DB]");
+      goto out;
+    }
+    if (srv_config_set_string(&c->redis, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "relay"))) {
+    if (!cJSON_IsBool(item)) {
+      snprintf(err, errlen, "\"relay\" must be true or false");
+      goto out;
+    }
+    c->relay = cJSON_IsTrue(item);
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "node_id"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 80) {
+      snprintf(err, errlen, "\"node_id\" must be a name of 1 to 80 bytes");
+      goto out;
+    }
+    if (srv_config_set_string(&c->node_id, item->valuestring)) goto out;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "advertise"))) {
+    if (!cJSON_IsString(item) || strlen(item->valuestring) >= sizeof(c->advertise)) {
+      snprintf(err, errlen, "\"advertise\" must be a numeric address");
+      goto out;
+    }
+    snprintf(c->advertise, sizeof(c->advertise), "%s", item->valuestring);
+  }
+  if ((r = get_uint(root, "snapshot_every", 1e6, &v, err, errlen)) < 0) goto out;
+  if (r) c->snapshot_every = v < 1 ? 1 : (uint32_t)v;
+  if ((r = get_uint(root, "stream_maxlen", 1e9, &v, err, errlen)) < 0) goto out;
+  if (r) c->stream_maxlen = (uint32_t)v;
+  if ((r = get_uint(root, "lease_ms", 3600000, &v, err, errlen)) < 0) goto out;
+  if (r) c->lease_ms = v < 300 ? 300 : (uint32_t)v;
+  if ((r = get_uint(root, "redis_timeout_ms", 3600000, &v, err, errlen)) < 0) goto out;
+  if (r) c->redis_timeout_ms = v < 100 ? 100 : (uint32_t)v;
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {

@@ -14,8 +14,13 @@
  * Lagging longer than the slow timeout, or passing the hard limit, gets an ERROR and a close
  * (the tick in srv_server.c).
  *
+ * WebSocket connections (upgraded on the HTTP port) are the same connections with srv_ws.c in
+ * between: received bytes become whole messages for ops->on_message, and every write becomes
+ * WebSocket messages (srv_ws_wrap: a header each, the payload referenced as it is), so the
+ * limits, the slow-reader policy and the fan-out above apply to them unchanged.
+ *
  * DOES NOT parse anything: bytes go to the transport through c->ops (srv_stream.c,
- * srv_rpc_conn.c), which also decides what a closing connection lets go of.
+ * srv_rpc_conn.c, srv_http.c), which also decides what a closing connection lets go of.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,12 +38,14 @@ typedef struct write_req {
   srv_frame **frames; /* the references this write holds (points at inline_frames when few) */
   srv_frame *inline_frames[2];
   uint8_t *copy;      /* for srv_conn_send_copy */
+  uint8_t *ws_headers; /* WebSocket connections: the messages' headers (srv_ws_wrap) */
 } write_req;
 
 static void write_req_free(write_req *w) {
   for (int i = 0; i < w->nframes; i++) srv_frame_unref(w->frames[i]);
   if (w->frames != w->inline_frames) free(w->frames);
   free(w->copy);
+  free(w->ws_headers);
   free(w);
 }
 
@@ -55,6 +62,7 @@ srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops 
   c->ops = ops;
   c->id = ++s->next_conn_id;
   c->refs = 1;
+  c->stat_slot = -1;
   c->accepted_at = uv_now(s->loop);
   uv_tcp_init(s->loop, &c->tcp);
   c->next = s->conns;
@@ -89,9 +97,19 @@ void srv_conn_start(srv_conn *c) {
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
+uint32_t srv_conn_author(srv_conn *c) {
+  if (c->author) return c->author;
+  char name[48];
+  snprintf(name, sizeof(name), "anonymous-%u", c->id);
+  uint32_t id = SRV_AUTHOR_SERVER;
+  if (srv_authors_intern(&c->server->authors, c->server->store, name, &id) == 0) c->author = id;
+  return id;
+}
+
 void srv_conn_ref(srv_conn *c) { c->refs++; }
 
 static void conn_free(srv_conn *c) {
+  srv_ws_destroy(c->ws);
   free(c->rbuf);
   free(c);
 }
@@ -129,6 +147,7 @@ static void on_finished(uv_shutdown_t *req, int status) {
 void srv_conn_finish(srv_conn *c, srv_frame *last) {
   if (c->closing || c->finishing) return;
   if (last) srv_conn_send(c, last);
+  if (c->ws) srv_ws_close(c->ws, 1000, NULL); /* a no-op after a close already sent */
   c->finishing = 1;
   c->finish_deadline = uv_now(c->server->loop) + 2000;
   uv_read_stop((uv_stream_t *)&c->tcp);
@@ -170,7 +189,28 @@ static void on_write(uv_write_t *req, int status) {
   srv_conn_unref(c);
 }
 
+static int submit_raw(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n);
+
+/* Queues a write; on a WebSocket connection its bytes go out as messages (srv_ws_wrap). */
 static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
+  if (!c->ws) return submit_raw(c, w, bufs, n);
+  uv_buf_t *msgs = NULL;
+  unsigned k = 0;
+  int rc = srv_ws_wrap(c->ws, bufs, n, &msgs, &k, &w->ws_headers);
+  if (rc) {
+    write_req_free(w);
+    srv_log(SRV_LOG_ERROR, "connection %u: cannot frame a write as WebSocket messages (%s)", c->id, srv_strerror(rc));
+    srv_conn_close(c);
+    return UV_EINVAL;
+  }
+  w->len = 0;
+  for (unsigned i = 0; i < k; i++) w->len += msgs[i].len;
+  rc = submit_raw(c, w, msgs, k); /* libuv copies the buffer array */
+  free(msgs);
+  return rc;
+}
+
+static int submit_raw(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   srv_server *s = c->server;
   if (c->queued + w->len > s->cfg.hard_limit) {
     /* The pipe is full: nothing more can be said to this peer, not even why. */
@@ -200,8 +240,43 @@ static int submit(srv_conn *c, write_req *w, uv_buf_t *bufs, unsigned n) {
   return 0;
 }
 
+/* ---- what the stream bytes are: by message type and by viewer class ---------------------------- */
+
+int srv_conn_stat_slot(srv_server *s, uint8_t codec, float rate) {
+  srv_stats *st = &s->stats;
+  for (uint32_t i = 0; i < st->class_count; i++)
+    if (st->classes[i].codec == codec && st->classes[i].rate == rate) return (int)i;
+  if (st->class_count == SRV_CLASS_STATS) return SRV_CLASS_STATS - 1; /* bounded: the last slot is shared */
+  srv_class_stat *x = &st->classes[st->class_count];
+  memset(x, 0, sizeof(*x));
+  x->codec = codec;
+  x->rate = rate;
+  return (int)st->class_count++;
+}
+
+/* Counts `n` bytes of whole frames (their headers say their types) queued on a stream
+ * connection; a SNAPSHOT, sent in pieces, counts whole as its first header's type. */
+static void count_out(srv_conn *c, const uint8_t *p, size_t n, int pieces) {
+  srv_stats *st = &c->server->stats;
+  if (c->kind != SRV_CONN_STREAM) return;
+  if (c->stat_slot >= 0) {
+    st->classes[c->stat_slot].bytes += n;
+    st->classes[c->stat_slot].frames++;
+  }
+  for (size_t at = 0; at + PROTO_HEADER_SIZE <= n;) {
+    uint8_t type = p[at + 6];
+    size_t len = pieces ? n : PROTO_HEADER_SIZE + (size_t)proto_load_u32(p + at + 8);
+    if (type <= PROTO_TARGET_META) {
+      st->type_bytes[type] += len < n - at ? len : n - at;
+      st->type_frames[type]++;
+    }
+    at += len;
+  }
+}
+
 int srv_conn_send(srv_conn *c, srv_frame *f) {
   if (c->closing) return UV_ECANCELED;
+  count_out(c, f->data, f->len, 0);
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
   w->frames = w->inline_frames;
@@ -230,13 +305,15 @@ int srv_conn_send_parts(srv_conn *c, srv_frame **parts, int n) {
     bufs[i] = uv_buf_init((char *)parts[i]->data, (unsigned)parts[i]->len);
     w->len += parts[i]->len;
   }
+  if (n > 0) count_out(c, parts[0]->data, w->len, 1);
   c->server->stats.frames_sent++;
   int rc = submit(c, w, bufs, (unsigned)n); /* libuv copies the buffer array */
   free(bufs);
   return rc;
 }
 
-int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) {
+/* A copy of `data`, written as it is (raw) or as a WebSocket message. */
+static int send_copy(srv_conn *c, const void *data, size_t len, int raw) {
   if (c->closing) return UV_ECANCELED;
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
@@ -249,8 +326,10 @@ int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) {
   memcpy(w->copy, data, len);
   w->len = len;
   uv_buf_t buf = uv_buf_init((char *)w->copy, (unsigned)len);
-  return submit(c, w, &buf, 1);
+  return raw ? submit_raw(c, w, &buf, 1) : submit(c, w, &buf, 1);
 }
+
+int srv_conn_send_copy(srv_conn *c, const void *data, size_t len) { return send_copy(c, data, len, 0); }
 
 static srv_frame *error_frame(uint16_t code, uint32_t request_id, const char *message) {
   proto_buf b;
@@ -269,6 +348,12 @@ void srv_conn_fail(srv_conn *c, uint16_t code, const char *message) {
   if (c->closing || c->finishing) return;
   srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer, message);
   srv_frame *f = c->kind == SRV_CONN_STREAM ? error_frame(code, 0, message) : NULL;
+  if (c->ws) { /* the close frame says it too: 4000 + the PROTO_ERR_* code, and why */
+    if (f) srv_conn_send(c, f);
+    srv_ws_close(c->ws, (uint16_t)(4000 + code), message);
+    srv_frame_unref(f);
+    f = NULL;
+  }
   /* Queued behind what the peer has not read yet; a peer that never reads is closed by the
    * tick two seconds later without ever seeing it. */
   srv_conn_finish(c, f);
@@ -306,6 +391,35 @@ void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
   if (srv_conn_send(c, f) == 0) c->sent_version = version;
 }
 
+/* ---- WebSocket connections -------------------------------------------------------------------- */
+
+static void ws_message(void *arg, const uint8_t *p, size_t n) {
+  srv_conn *c = arg;
+  if (c->closing || c->finishing) return;
+  c->ops->on_message(c, p, n);
+}
+
+static void ws_write(void *arg, const uint8_t *p, size_t n) { send_copy(arg, p, n, 1); }
+
+/* Everything read goes through the WebSocket framing; a close or a broken frame ends it. */
+static void feed_ws(srv_conn *c) {
+  int rc = srv_ws_feed(c->ws, c->rbuf, c->rlen);
+  c->rlen = 0;
+  if (rc && !c->closing) srv_conn_finish(c, NULL);
+}
+
+int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops) {
+  static const srv_ws_cbs cbs = {ws_message, ws_write};
+  const srv_config *cfg = &c->server->cfg;
+  uint64_t max = kind == SRV_CONN_STREAM ? (uint64_t)cfg->max_frame + PROTO_HEADER_SIZE : (uint64_t)cfg->max_request;
+  if (!ops->on_message || srv_ws_create(&c->ws, kind == SRV_CONN_RPC, max, &cbs, c) != 0) return SRV_EINTERNAL;
+  c->kind = kind;
+  c->ops = ops;
+  c->accepted_at = uv_now(c->server->loop); /* a stream's HELLO timeout counts from here */
+  if (c->rlen > 0) feed_ws(c);
+  return 0;
+}
+
 /* ---- reads ----------------------------------------------------------------------------------- */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -337,5 +451,6 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
   if (n == 0) return;
   if (c->closing) return;
   c->rlen += (size_t)n;
-  c->ops->on_data(c);
+  if (c->ws) feed_ws(c);
+  else c->ops->on_data(c);
 }

@@ -113,7 +113,7 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
     }
   }
   uint32_t idx = (uint32_t)t;
-  srv_op op = {.kind = SRV_OP_SET_TARGET_META, .author = call->conn->id, .count = 1, .indices = &idx, .meta = &meta};
+  srv_op op = {.kind = SRV_OP_SET_TARGET_META, .author = srv_conn_author(call->conn), .cause = SRV_CAUSE_TARGET_CONFIGURE, .count = 1, .indices = &idx, .meta = &meta};
   uint64_t version = apply_op(s, x, call, &op);
   if (version == 0) return;
   cJSON *r = cJSON_CreateObject();
@@ -137,7 +137,7 @@ void srv_m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *
                   x->name, x->gesture_count);
     return;
   }
-  srv_op op = {.kind = SRV_OP_ADD_TARGET, .author = call->conn->id, .name = name->valuestring};
+  srv_op op = {.kind = SRV_OP_ADD_TARGET, .author = srv_conn_author(call->conn), .cause = SRV_CAUSE_TARGET_CREATE, .name = name->valuestring};
   uint64_t version = apply_op(s, x, call, &op);
   if (version == 0) return;
   uint32_t t = x->mesh->target_count - 1;
@@ -187,7 +187,7 @@ void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     idx[k] = (uint32_t)t;
     val[k++] = v;
   }
-  srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = call->conn->id, .count = k, .indices = idx, .values = val};
+  srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = srv_conn_author(call->conn), .cause = SRV_CAUSE_WEIGHTS_SET, .count = k, .indices = idx, .values = val};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_ERANGE, "%s", why);
@@ -292,7 +292,7 @@ void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     memcpy(q + 3 * (size_t)m, e[i].q, sizeof(e[i].q));
     m++;
   }
-  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = call->conn->id, .count = m, .indices = idx, .q = q};
+  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = srv_conn_author(call->conn), .cause = SRV_CAUSE_SCULPT_SET, .count = m, .indices = idx, .q = q};
   char why[256];
   if (srv_session_check(x, &op, why, sizeof(why)) != 0) {
     srv_rpc_error(call, SRV_ERANGE, "%s", why);
@@ -390,6 +390,7 @@ void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   srv_gesture_spec spec = {0};
+  spec.author = srv_conn_author(call->conn);
   spec.mode = DFM_ARAP;
   spec.iterations = 2;
   spec.pick = -1;
@@ -502,7 +503,7 @@ void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
   uint64_t version;
   uint32_t reset;
   char err[256];
-  int rc = srv_session_reset(s, x, call->conn->id, r ? list : NULL, count, &version, &reset, err, sizeof(err));
+  int rc = srv_session_reset(s, x, srv_conn_author(call->conn), r ? list : NULL, count, &version, &reset, err, sizeof(err));
   free(list);
   if (rc) {
     srv_rpc_error(call, rc, "%s", err);
@@ -587,7 +588,8 @@ void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
-  int rc = srv_brush_stroke_piece(s, x, &brush, samples, (uint32_t)n, call->conn->id, piece, reply, err, sizeof(err));
+  int rc = srv_brush_stroke_piece(s, x, &brush, samples, (uint32_t)n, srv_conn_author(call->conn), call->conn->id, piece,
+                                  reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(samples);

@@ -30,6 +30,8 @@ typedef enum g_state { G_FACTORING, G_READY, G_SOLVING, G_FAILED } g_state;
 struct srv_gesture {
   uint32_t id;
   uint32_t owner;         /* connection that began it */
+  uint32_t author;        /* srv_authors id */
+  uint64_t step;          /* its operations are one undo step */
   srv_session *session;
   g_state state;
   int ended;              /* end requested: finish the pending drag, then free */
@@ -335,6 +337,8 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   }
   g->id = id;
   g->owner = owner;
+  g->author = spec->author;
+  g->step = s->history ? srv_history_new_step_id(s) : 0;
   g->session = s;
   g->state = G_FACTORING;
   g->begin_reply = reply;
@@ -454,7 +458,8 @@ static void solve_done(uv_work_t *req, int status) {
         k++;
       }
       if (k) {
-        srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = g->owner, .count = k, .indices = idx, .q = q};
+        srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = g->author, .cause = SRV_CAUSE_GESTURE, .step = g->step,
+                     .count = k, .indices = idx, .q = q};
         version = srv_session_apply(srv, s, &op);
       }
     } else {

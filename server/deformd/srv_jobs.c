@@ -23,6 +23,9 @@ typedef struct open_job {
   uint32_t max_vertices;
   int64_t reserve_mb;
   srv_session *session;
+  int want_blob;        /* a store keeps the imported mesh */
+  uint8_t *blob;        /* its mesh_blob, made on the pool */
+  size_t blob_len;
   int status;
   char err[MESH_ERR_LEN + 64];
   srv_open_cb done;
@@ -39,7 +42,17 @@ static void open_work(uv_work_t *req) {
     mesh_import_opts opts = {.max_vertices = j->max_vertices};
     j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
   }
+  /* The blob first: the session takes the mesh, and what the store keeps is the mesh as
+   * imported, before any operation. */
+  if (j->status == 0 && j->want_blob && (j->status = mesh_blob_write(m, &j->blob, &j->blob_len)) != 0) {
+    snprintf(j->err, sizeof(j->err), "cannot store the mesh: %s", mesh_strerror(j->status));
+    mesh_destroy(m);
+  }
   if (j->status == 0) j->status = srv_session_create(j->name, m, &j->session, j->err, sizeof(j->err));
+  if (j->status == 0 && srv_history_init(j->session) != 0) {
+    j->status = MESH_ENOMEM;
+    snprintf(j->err, sizeof(j->err), "out of memory");
+  }
 }
 
 /* The heap a session's gestures will use, written once on the pool (server/dfm_memory.c):
@@ -92,7 +105,7 @@ static void open_done(uv_work_t *req, int status) {
     j->session = NULL;
     j->status = SRV_ESHUTDOWN;
     snprintf(j->err, sizeof(j->err), "the server is shutting down");
-  } else if (j->status == 0 && srv_session_find(s, j->name)) {
+  } else if (j->status == 0 && (srv_session_find(s, j->name) || srv_session_name_taken(s, j->name))) {
     srv_session_unref(j->session);
     j->session = NULL;
     j->status = SRV_EEXIST;
@@ -105,12 +118,23 @@ static void open_done(uv_work_t *req, int status) {
   } else if (j->status) {
     j->status = SRV_EMESH; /* the reason says what the importer refused */
   } else {
+    if (s->store) {
+      srv_session *x = j->session;
+      x->store_id = s->next_session_id++;
+      x->base_targets = x->mesh->target_count;
+      uv_timeval64_t now;
+      uv_gettimeofday(&now);
+      if (srv_store_put_session(s->store, x->store_id, x->name, (double)now.tv_sec + now.tv_usec / 1e6, j->blob,
+                                j->blob_len) != 0)
+        srv_log(SRV_LOG_ERROR, "session %s: cannot queue it for the store (out of memory)", x->name);
+    }
     srv_session_add(s, j->session);
     if (j->reserve_mb != 0)
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
   }
   j->done(s, j->arg, j->status, j->session, j->err);
+  free(j->blob);
   free(j->name);
   free(j->path);
   free(j);
@@ -125,6 +149,7 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   j->path = strdup(mesh_path);
   j->max_vertices = s->cfg.max_vertices;
   j->reserve_mb = s->cfg.reserve_mb;
+  j->want_blob = s->store != NULL;
   j->done = done;
   j->arg = arg;
   j->req.data = j;
@@ -207,5 +232,111 @@ int srv_job_export(srv_server *s, srv_session *session, const char *path, srv_ex
     return rc;
   }
   s->pending_jobs++;
+  return 0;
+}
+
+/* ---- an older state from the store ------------------------------------------------------------- */
+
+/* history.revert, session.export {version} and compaction rebuild the session at an older
+ * version on the pool (srv_restore_session): after the store has committed everything applied
+ * so far, so the version asked for is there to be read. */
+typedef struct restore_job {
+  uv_work_t req;
+  srv_server *srv;
+  srv_session *session; /* referenced */
+  char *db_path;
+  int64_t sid;
+  uint64_t version;
+  int checkpoint;       /* compaction: also encode the old state as a checkpoint */
+  uint32_t max_vertices;
+  srv_session *old;     /* result */
+  proto_buf cp;
+  int status;
+  char err[512];
+  srv_restore_cb done;
+  void *arg;
+} restore_job;
+
+static void restore_work(uv_work_t *req) {
+  restore_job *j = req->data;
+  j->status = srv_restore_session(j->db_path, j->sid, j->version, 0, j->max_vertices, &j->old, j->err, sizeof(j->err));
+  if (j->status == 0 && j->checkpoint && srv_record_encode_checkpoint(j->old, &j->cp) != 0) {
+    j->status = SRV_EINTERNAL;
+    snprintf(j->err, sizeof(j->err), "out of memory");
+  }
+}
+
+static void restore_done(uv_work_t *req, int status) {
+  restore_job *j = req->data;
+  j->srv->pending_jobs--;
+  if (status == UV_ECANCELED && j->status == 0) {
+    j->status = SRV_ESHUTDOWN;
+    snprintf(j->err, sizeof(j->err), "the server is shutting down");
+  }
+  if (j->session->closed && j->status == 0) {
+    j->status = SRV_ENOSESSION;
+    snprintf(j->err, sizeof(j->err), "session '%s' was closed meanwhile", j->session->name);
+  }
+  if (j->status == 0 && j->checkpoint && j->srv->store) {
+    srv_store_put_checkpoint(j->srv->store, j->sid, j->version, j->cp.data, j->cp.len);
+    srv_store_compact(j->srv->store, j->sid, j->version);
+  }
+  j->done(j->srv, j->arg, j->status, j->session, j->old, j->err);
+  srv_session_unref(j->old);
+  srv_session_unref(j->session);
+  proto_buf_fini(&j->cp);
+  free(j->db_path);
+  free(j);
+}
+
+static void restore_start(void *arg, int status, const char *err) {
+  restore_job *j = arg;
+  if (status == 0 && uv_queue_work(j->srv->loop, &j->req, restore_work, restore_done) == 0) {
+    j->srv->pending_jobs++;
+    return;
+  }
+  j->status = status ? status : SRV_EINTERNAL;
+  snprintf(j->err, sizeof(j->err), "%s", status ? err : "cannot start the job");
+  j->done(j->srv, j->arg, j->status, j->session, NULL, j->err);
+  srv_session_unref(j->session);
+  free(j->db_path);
+  free(j);
+}
+
+int srv_job_restore_at(srv_server *s, srv_session *session, uint64_t version, int checkpoint, srv_restore_cb done,
+                       void *arg, char *err, size_t errlen) {
+  if (!s->store || !session->store_id) {
+    snprintf(err, errlen, "session '%s' has no stored history (the server runs with --data none)", session->name);
+    return SRV_ERANGE;
+  }
+  if (version > session->version) {
+    snprintf(err, errlen, "version %llu is ahead of session '%s' (at %llu)", (unsigned long long)version,
+             session->name, (unsigned long long)session->version);
+    return SRV_ERANGE;
+  }
+  restore_job *j = calloc(1, sizeof(*j));
+  if (!j || !(j->db_path = strdup(srv_store_path(s->store)))) {
+    free(j);
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
+  j->srv = s;
+  j->session = session;
+  j->sid = session->store_id;
+  j->version = version;
+  j->checkpoint = checkpoint;
+  j->max_vertices = s->cfg.max_vertices;
+  proto_buf_init(&j->cp);
+  j->done = done;
+  j->arg = arg;
+  j->req.data = j;
+  srv_session_ref(session);
+  if (srv_store_after_commit(s->store, restore_start, j) != 0) {
+    srv_session_unref(session);
+    free(j->db_path);
+    free(j);
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
   return 0;
 }

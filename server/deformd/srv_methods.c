@@ -74,6 +74,7 @@ static void m_session_close(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON *r = cJSON_CreateObject();
   cJSON_AddStringToObject(r, "session", x->name);
   cJSON_AddBoolToObject(r, "closed", 1);
+  if (s->store && x->store_id) srv_store_delete_session(s->store, x->store_id);
   srv_session_close(s, x, "closed by a JSON-RPC request");
   srv_rpc_reply(call, r);
 }
@@ -88,12 +89,52 @@ static void on_exported(srv_server *s, void *arg, int status, const char *err) {
   srv_rpc_reply(call, cJSON_CreateTrue());
 }
 
+typedef struct export_at {
+  srv_rpc_call *call;
+  char path[];
+} export_at;
+
+static void on_restored_for_export(srv_server *s, void *arg, int status, srv_session *x, const srv_session *old,
+                                   const char *err) {
+  export_at *e = arg;
+  srv_rpc_call *call = e->call;
+  (void)x;
+  if (status) srv_rpc_error(call, status, "%s", err);
+  else if (srv_job_export(s, (srv_session *)old, e->path, on_exported, call) != 0)
+    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the export");
+  free(e);
+}
+
+/* session.export {session, path, version?} */
 static void m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "path");
   if (!cJSON_IsString(path)) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"path\" must be a file path ending in .obj or .glb");
+    return;
+  }
+  double v = 0;
+  int r = srv_rpc_number(call, params, "version", &v);
+  if (r < 0) return;
+  if (r && (v < 0 || v != (double)(uint64_t)v)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"version\" must be a version (an integer >= 0)");
+    return;
+  }
+  if (r && (uint64_t)v != x->version) { /* an older state, rebuilt from the store first */
+    export_at *e = malloc(sizeof(*e) + strlen(path->valuestring) + 1);
+    if (!e) {
+      srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+      return;
+    }
+    e->call = call;
+    strcpy(e->path, path->valuestring);
+    char err[512];
+    int rc = srv_job_restore_at(s, x, (uint64_t)v, 0, on_restored_for_export, e, err, sizeof(err));
+    if (rc) {
+      free(e);
+      srv_rpc_error(call, rc, "%s", err);
+    }
     return;
   }
   if (srv_job_export(s, x, path->valuestring, on_exported, call) != 0)
@@ -133,6 +174,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "viewers", x->subscriber_count);
   cJSON_AddNumberToObject(r, "editors", editors);
   cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
+  cJSON_AddNumberToObject(r, "gestures", x->gesture_count); /* in progress, from any client */
   srv_rpc_reply(call, r);
 }
 
@@ -148,6 +190,33 @@ static void m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   call->conn->authed = 1;
   srv_rpc_reply(call, cJSON_CreateTrue());
+}
+
+/* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
+static void add_stream_stats(cJSON *r, const srv_stats *st) {
+  static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+  cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
+  cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
+  for (int t = 1; t <= PROTO_TARGET_META; t++) {
+    if (!st->type_frames[t]) continue;
+    cJSON_AddNumberToObject(types, names[t], (double)st->type_bytes[t]);
+    cJSON_AddNumberToObject(frames, names[t], (double)st->type_frames[t]);
+  }
+  cJSON *classes = cJSON_AddArrayToObject(r, "viewer_classes");
+  for (uint32_t i = 0; i < st->class_count; i++) {
+    const srv_class_stat *c = &st->classes[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "protocol", c->codec == SRV_CODEC_V1 ? 1 : 2);
+    cJSON_AddStringToObject(o, "codec", c->codec == SRV_CODEC_V1 ? "raw" : c->codec == SRV_CODEC_LOSSLESS ? "lossless"
+                                                                                                         : "quantised");
+    if (c->codec > SRV_CODEC_LOSSLESS) cJSON_AddNumberToObject(o, "grid_shift", srv_codec_shift(c->codec));
+    cJSON_AddItemToObject(o, "max_rate", srv_json_float(c->rate));
+    cJSON_AddNumberToObject(o, "viewers", c->viewers);
+    cJSON_AddNumberToObject(o, "bytes_sent", (double)c->bytes);
+    cJSON_AddNumberToObject(o, "writes", (double)c->frames);
+    cJSON_AddItemToArray(classes, o);
+  }
 }
 
 static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -180,6 +249,8 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
+  add_stream_stats(r, &s->stats);
+  if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
   srv_rpc_reply(call, r);
 }
 
@@ -187,30 +258,52 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
 
 typedef void (*method_fn)(srv_server *, srv_rpc_call *, cJSON *);
 
+enum { PARAMS = 1, EDITS = 2 }; /* takes an object of params; changes what the store keeps */
+
 static const struct {
   const char *name;
   method_fn fn;
-  int needs_params;
+  int flags;
 } methods[] = {
-    {"session.create", m_session_create, 1}, {"session.list", m_session_list, 0},
-    {"session.close", m_session_close, 1},   {"session.export", m_session_export, 1},
-    {"mesh.info", m_mesh_info, 1},           {"targets.list", srv_m_targets_list, 1},
-    {"weights.set", srv_m_weights_set, 1},       {"weights.get", srv_m_weights_get, 1},
-    {"targets.configure", srv_m_targets_configure, 1},
-    {"sculpt.set", srv_m_sculpt_set, 1},         {"sculpt.get", srv_m_sculpt_get, 1},
-    {"state.get", m_state_get, 1},           {"server.stats", m_server_stats, 0},
-    {"auth", m_auth, 1},
-    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, 1},
-    {"deform.begin", srv_m_deform_begin, 1},     {"deform.drag", srv_m_deform_drag, 1},
-    {"deform.end", srv_m_deform_end, 1},         {"deform.reset", srv_m_deform_reset, 1},
-    {"brush.stroke", srv_m_brush_stroke, 1},
-    {"blend.solve", srv_m_blend_solve, 1}, {"blend.fit", srv_m_blend_fit, 1},
-    {"anim.list", srv_m_anim_list, 1},       {"anim.compress", srv_m_anim_compress, 1},
-    {"anim.play", srv_m_anim_play, 1},       {"anim.pause", srv_m_anim_pause, 1},
-    {"anim.stop", srv_m_anim_stop, 1},       {"anim.seek", srv_m_anim_seek, 1},
-    {"anim.speed", srv_m_anim_speed, 1},     {"anim.loop", srv_m_anim_loop, 1},
-    {"anim.blend", srv_m_anim_blend, 1},     {"anim.record_start", srv_m_anim_record_start, 1},
-    {"anim.record_stop", srv_m_anim_record_stop, 1},
+    {"session.create", m_session_create, PARAMS | EDITS},
+    {"session.list", m_session_list, 0},
+    {"session.close", m_session_close, PARAMS | EDITS},
+    {"session.export", m_session_export, PARAMS},
+    {"mesh.info", m_mesh_info, PARAMS},
+    {"targets.list", srv_m_targets_list, PARAMS},
+    {"weights.set", srv_m_weights_set, PARAMS | EDITS},
+    {"weights.get", srv_m_weights_get, PARAMS},
+    {"targets.configure", srv_m_targets_configure, PARAMS | EDITS},
+    {"sculpt.set", srv_m_sculpt_set, PARAMS | EDITS},
+    {"sculpt.get", srv_m_sculpt_get, PARAMS},
+    {"state.get", m_state_get, PARAMS},
+    {"server.stats", m_server_stats, 0},
+    {"auth", m_auth, PARAMS},
+    {"hello", srv_m_hello, PARAMS},
+    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, PARAMS | EDITS},
+    {"deform.begin", srv_m_deform_begin, PARAMS | EDITS},
+    {"deform.drag", srv_m_deform_drag, PARAMS | EDITS},
+    {"deform.end", srv_m_deform_end, PARAMS}, /* always allowed: it lets go of the gesture */
+    {"deform.reset", srv_m_deform_reset, PARAMS | EDITS},
+    {"brush.stroke", srv_m_brush_stroke, PARAMS | EDITS},
+    {"blend.solve", srv_m_blend_solve, PARAMS | EDITS},
+    {"blend.fit", srv_m_blend_fit, PARAMS | EDITS},
+    {"anim.list", srv_m_anim_list, PARAMS},
+    {"anim.compress", srv_m_anim_compress, PARAMS | EDITS},
+    {"anim.play", srv_m_anim_play, PARAMS | EDITS},
+    {"anim.pause", srv_m_anim_pause, PARAMS},
+    {"anim.stop", srv_m_anim_stop, PARAMS | EDITS},
+    {"anim.seek", srv_m_anim_seek, PARAMS | EDITS},
+    {"anim.speed", srv_m_anim_speed, PARAMS},
+    {"anim.loop", srv_m_anim_loop, PARAMS},
+    {"anim.blend", srv_m_anim_blend, PARAMS | EDITS},
+    {"anim.record_start", srv_m_anim_record_start, PARAMS | EDITS},
+    {"anim.record_stop", srv_m_anim_record_stop, PARAMS | EDITS},
+    {"history.undo", srv_m_history_undo, PARAMS | EDITS},
+    {"history.redo", srv_m_history_redo, PARAMS | EDITS},
+    {"history.list", srv_m_history_list, PARAMS},
+    {"history.revert", srv_m_history_revert, PARAMS | EDITS},
+    {"history.compact", srv_m_history_compact, PARAMS | EDITS},
 };
 
 void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
@@ -218,10 +311,17 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
     srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
     return;
   }
+  if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
   for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
     if (strcmp(methods[i].name, method) != 0) continue;
-    if (methods[i].needs_params && !cJSON_IsObject(params)) {
+    if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
+      return;
+    }
+    char why[256];
+    if ((methods[i].flags & EDITS) && s->store && srv_store_failed(s->store, why, sizeof(why))) {
+      srv_rpc_error(call, SRV_EIO, "the store cannot write (%s): edits are refused until it can; viewers are served",
+                    why);
       return;
     }
     methods[i].fn(s, call, params);

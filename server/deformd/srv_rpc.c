@@ -71,7 +71,9 @@ static void free_call(srv_rpc_call *call) {
   free(call);
 }
 
-void srv_rpc_reply(srv_rpc_call *call, cJSON *result) {
+void srv_rpc_call_free(srv_rpc_call *call) { free_call(call); }
+
+static void send_reply(srv_rpc_call *call, cJSON *result) {
   srv_conn *c = call->conn;
   if (call->id && !c->closing) { /* notifications (no id) get no answer */
     cJSON *o = cJSON_CreateObject();
@@ -86,6 +88,47 @@ void srv_rpc_reply(srv_rpc_call *call, cJSON *result) {
   cJSON_Delete(result);
   free_call(call);
 }
+
+/* An answer waiting for the store to commit what was applied before it. */
+typedef struct held_reply {
+  srv_rpc_call *call;
+  cJSON *result;
+} held_reply;
+
+static void on_committed(void *arg, int status, const char *err) {
+  held_reply *h = arg;
+  if (status == 0) {
+    send_reply(h->call, h->result);
+  } else {
+    cJSON_Delete(h->result);
+    srv_rpc_error(h->call, SRV_EIO, "the change is applied but could not be saved: %s; edits are refused until the "
+                  "store can write again", err);
+  }
+  free(h);
+}
+
+/* Holds the answer until what was applied before it is committed; an edit's answer is held
+ * even while the store fails (it then hears the failure). */
+static void hold(srv_rpc_call *call, cJSON *result, int edit) {
+  srv_store *st = call->conn->server->store;
+  char why[8];
+  if (!st || (!edit && srv_store_failed(st, why, sizeof(why)))) {
+    send_reply(call, result);
+    return;
+  }
+  held_reply *h = malloc(sizeof(*h));
+  if (h) *h = (held_reply){call, result};
+  if (!h || srv_store_after_commit(st, on_committed, h) != 0) {
+    free(h);
+    cJSON_Delete(result);
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+  }
+}
+
+/* With a store, an answer goes out once everything applied before it is committed: nothing a
+ * client is told is done can be lost. Answers keep their order on each connection. While the
+ * store fails, edits are refused, so a direct answer then is a read's and goes out at once. */
+void srv_rpc_reply(srv_rpc_call *call, cJSON *result) { hold(call, result, 0); }
 
 void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) {
   srv_conn *c = call->conn;
@@ -105,7 +148,8 @@ void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) {
 
 /* ---- asynchronous answers -------------------------------------------------------------------- */
 
-static void reply_ok(srv_reply *r, cJSON *result) { srv_rpc_reply(r->to, result); }
+/* The answer of a gesture, stroke, solve or compression that applied something. */
+static void reply_ok(srv_reply *r, cJSON *result) { hold(r->to, result, 1); }
 static void reply_error(srv_reply *r, int srv_code, const char *message) {
   srv_rpc_error(r->to, srv_code, "%s", message);
 }

@@ -6,6 +6,9 @@
  * max_json_depth is refused before cJSON parses it (a pre-scan counts brackets outside
  * strings). Batches are refused with a clear error.
  *
+ * Over a WebSocket (srv_http.c's /ws/rpc) a request is one text message and a response goes out
+ * as one (srv_ws.c drops the line's newline).
+ *
  * DOES NOT implement methods (srv_methods.c) or format answers (srv_rpc.c).
  */
 #include <stdio.h>
@@ -137,4 +140,12 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, NULL, refuse};
+static void on_close(srv_conn *c) {
+  if (c->server->on_conn_closed) c->server->on_conn_closed(c); /* its links to other nodes */
+}
+
+/* A WebSocket text message (the /ws/rpc endpoint of srv_http.c) is one request, newlines and
+ * all; its size was bounded by max_request before it got here. */
+static void on_message(srv_conn *c, const uint8_t *p, size_t n) { handle_line(c, (const char *)p, n); }
+
+const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse, on_message};

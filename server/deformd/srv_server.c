@@ -2,7 +2,8 @@
  * srv_server.c — the top of the service: the listeners and what they accept, the tick that
  * closes silent and slow connections and idle gestures, signals, start and stop.
  *
- * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops); over
+ * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops,
+ * srv_http_ops for the HTTP port, whose WebSockets become stream or JSON-RPC connections); over
  * max_connections, or while stopping, the transport says why and the connection closes.
  *
  * DOES NOT parse anything or hold session logic: it wires the modules below it together.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "srv.h"
+#include "srv_cluster.h"
 
 static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind) {
   srv_server *s = listener->data;
@@ -21,7 +23,9 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     srv_log(SRV_LOG_WARN, "accept: %s", uv_strerror(status));
     return;
   }
-  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops : &srv_rpc_conn_ops);
+  srv_conn *c = srv_conn_create(s, kind, kind == SRV_CONN_STREAM ? &srv_stream_ops
+                                         : kind == SRV_CONN_RPC  ? &srv_rpc_conn_ops
+                                                                 : &srv_http_ops);
   if (!c) {
     srv_log(SRV_LOG_ERROR, "accept: out of memory");
     return;
@@ -40,11 +44,12 @@ static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind)
     return;
   }
   srv_log(SRV_LOG_DEBUG, "connection %u from %s (%s)", c->id, c->peer,
-          kind == SRV_CONN_STREAM ? "stream" : "rpc");
+          kind == SRV_CONN_STREAM ? "stream" : kind == SRV_CONN_RPC ? "rpc" : "http");
 }
 
 static void on_stream_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_STREAM); }
 static void on_rpc_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_RPC); }
+static void on_http_connection(uv_stream_t *l, int status) { on_connection(l, status, SRV_CONN_HTTP); }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
 
@@ -79,25 +84,59 @@ static int listen_on(srv_server *s, uv_tcp_t *l, int port, uv_connection_cb cb, 
   return 0;
 }
 
+static void on_retained(srv_server *s, void *arg, int status, srv_session *x, const srv_session *old,
+                        const char *err) {
+  (void)s, (void)arg;
+  if (status) srv_log(SRV_LOG_WARN, "session %s: the history older than --history-days stays: %s", x->name, err);
+  else srv_log(SRV_LOG_INFO, "session %s: history before version %llu folded into a checkpoint (--history-days)",
+               x->name, (unsigned long long)old->version);
+}
+
+/* --history-days: operations older than that are folded into a checkpoint, at start and then
+ * every minute. */
+static void retention_pass(srv_server *s) {
+  if (!s->store || s->cfg.history_days <= 0) return;
+  s->retention_ms = uv_now(s->loop);
+  uv_timeval64_t now;
+  uv_gettimeofday(&now);
+  double cutoff = (double)now.tv_sec + now.tv_usec / 1e6 - s->cfg.history_days * 86400.0;
+  for (srv_session *x = s->sessions; x; x = x->next) {
+    uint64_t v = srv_history_version_before(x, cutoff);
+    if (v == 0 || v <= x->retained_version) continue;
+    char err[256];
+    if (srv_job_restore_at(s, x, v, 1, on_retained, NULL, err, sizeof(err)) == 0) x->retained_version = v;
+  }
+}
+
 static void on_tick(uv_timer_t *t) {
   srv_server *s = t->data;
   uint64_t now = uv_now(s->loop);
-  if (s->stopping && s->conns == NULL) {
+  if (s->stopping && s->conns == NULL && s->pending_jobs == 0) {
     /* Signal handlers stay until here: a second SIGTERM during the goodbyes is absorbed. */
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, NULL);
     srv_anim_shutdown(s);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
+    if (s->store) { /* a checkpoint per session makes the next start quick; then the last commit */
+      for (srv_session *x = s->sessions; x; x = x->next) srv_history_checkpoint(s, x);
+      srv_store_close(s->store);
+      s->store = NULL;
+    }
     return;
   }
   if (now % 1000 < 100) /* about once a second */
     for (srv_session *x = s->sessions; x; x = x->next) srv_gesture_expire(s, x, s->cfg.gesture_idle_ms);
+  if (now - s->retention_ms >= 60000) retention_pass(s);
   for (srv_conn *c = s->conns, *next; c; c = next) {
     next = c->next;
     if (c->closing) continue;
     if (c->finishing) {
       if (now > c->finish_deadline) srv_conn_close(c);
+      continue;
+    }
+    if (c->kind == SRV_CONN_HTTP && c->queued == 0 && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+      srv_conn_close(c); /* an idle HTTP connection (no request for that long) */
       continue;
     }
     if (c->kind == SRV_CONN_STREAM && !c->hello_done && now - c->accepted_at > s->cfg.hello_timeout_ms) {
@@ -122,16 +161,32 @@ static void on_signal(uv_signal_t *h, int signum) {
   srv_server_stop(s, "server is shutting down");
 }
 
+/* One line on stdout for scripts and tests that asked for port 0, printed once every session
+ * named on the command line is open (or has failed): whoever reads it can use them at once. */
+static void announce_ports(srv_server *s) {
+  if (s->cfg.http_port >= 0)
+    printf("stream_port=%d rpc_port=%d http_port=%d\n", s->stream_port, s->rpc_port, s->http_port);
+  else
+    printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
+  fflush(stdout);
+}
+
 static void on_session_opened(srv_server *s, void *arg, int status, srv_session *session,
                               const char *err) {
   (void)arg;
-  (void)s;
   if (status) {
     srv_log(SRV_LOG_ERROR, "cannot open session: %s", err);
-    return;
+  } else {
+    srv_log(SRV_LOG_INFO, "session %s: %u vertices, %u triangles, %u targets", session->name,
+            session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
   }
-  srv_log(SRV_LOG_INFO, "session %s: %u vertices, %u triangles, %u targets", session->name,
-          session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
+  if (s->opening && --s->opening == 0) announce_ports(s);
+}
+
+/* Every applied operation: the history (and the store), then, with --redis, the stream. */
+static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t version, const srv_before *before) {
+  srv_history_on_applied(s, x, op, version, before);
+  if (s->cluster && !s->cluster->stopping) srv_publish_applied(s->cluster, x, op, version, before);
 }
 
 /* What a closing session stops besides its viewers (srv_session_close). */
@@ -142,26 +197,107 @@ static void close_session_work(srv_session *x) {
   srv_anim_close(x);
 }
 
+/* Every stored session, rebuilt before the server listens (nobody can ask for one that is not
+ * back yet). This is start-up work on the loop thread while it serves no one; a session that
+ * does not rebuild is reported and its name kept from reuse, and its rows stay untouched. */
+static int author_row(const srv_store_row *row, void *arg) {
+  return srv_authors_set(&((srv_server *)arg)->authors, row->op.author, row->name) != 0;
+}
+
+typedef struct restore_list {
+  int64_t *ids;
+  char **names;
+  uint32_t n;
+} restore_list;
+
+static int session_row(const srv_store_row *row, void *arg) {
+  restore_list *l = arg;
+  int64_t *ids = realloc(l->ids, sizeof(int64_t) * (l->n + 1));
+  if (ids) l->ids = ids;
+  char **names = realloc(l->names, sizeof(char *) * (l->n + 1));
+  if (names) l->names = names;
+  if (!ids || !names || !(l->names[l->n] = strdup(row->name))) return 1;
+  l->ids[l->n++] = row->session;
+  return 0;
+}
+
+static int restore_sessions(srv_server *s, char *err, size_t errlen) {
+  srv_store_reader *r = NULL;
+  restore_list l = {0};
+  int rc = srv_store_reader_open(srv_store_path(s->store), &r, err, errlen);
+  if (rc == 0) rc = srv_store_read_authors(r, author_row, s, err, errlen);
+  if (rc == 0) rc = srv_store_read_sessions(r, session_row, &l, err, errlen);
+  srv_store_reader_close(r);
+  for (uint32_t i = 0; rc == 0 && i < l.n; i++) {
+    if (l.ids[i] >= s->next_session_id) s->next_session_id = l.ids[i] + 1;
+    srv_session *x = NULL;
+    char why[512];
+    uint64_t t0 = uv_hrtime();
+    int r2 = srv_restore_session(srv_store_path(s->store), l.ids[i], UINT64_MAX, 1, s->cfg.max_vertices, &x, why,
+                                 sizeof(why));
+    if (r2) {
+      srv_log(SRV_LOG_ERROR, "session %s was not restored: %s; its stored data is left as it is", l.names[i], why);
+      srv_session_reserve_name(s, l.names[i]);
+      continue;
+    }
+    srv_session_add(s, x);
+    srv_log(SRV_LOG_INFO, "session %s restored at version %llu in %.0f ms", x->name, (unsigned long long)x->version,
+            (double)(uv_hrtime() - t0) / 1e6);
+  }
+  for (uint32_t i = 0; i < l.n; i++) free(l.names[i]);
+  free(l.names);
+  free(l.ids);
+  return rc;
+}
+
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->on_session_close = close_session_work;
+  s->on_applied = on_applied;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;
   s->limits.max_vertices = cfg->max_vertices;
   s->started_ms = uv_now(loop);
-  int sp = 0, rp = 0;
-  int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &sp);
+  s->next_session_id = 1;
+  if (srv_authors_init(&s->authors)) return UV_ENOMEM;
+  char dirbuf[1024], err[1024];
+  const char *dir = cfg->relay ? NULL : srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
+  if (cfg->relay) {
+    srv_log(SRV_LOG_INFO, "relay: no data directory (it owns no session)");
+  } else if (dir) {
+    int rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
+    if (rc == 0) rc = restore_sessions(s, err, sizeof(err));
+    if (rc) {
+      srv_log(SRV_LOG_ERROR, "%s", err);
+      return rc;
+    }
+  } else {
+    srv_log(SRV_LOG_INFO, "no data directory (--data none): sessions live in memory only");
+  }
+  int rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
   if (rc) return rc;
-  rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &rp);
+  rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
   if (rc) {
     uv_close((uv_handle_t *)&s->stream_listener, NULL);
     return rc;
   }
-  /* One line on stdout for scripts and tests that asked for port 0. */
-  printf("stream_port=%d rpc_port=%d\n", sp, rp);
-  fflush(stdout);
-  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, sp, rp);
+  if (cfg->http_port >= 0 &&
+      (rc = listen_on(s, &s->http_listener, cfg->http_port, on_http_connection, &s->http_port)) != 0) {
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
+  srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d", cfg->listen, s->stream_port,
+          s->rpc_port);
+  if (cfg->http_port >= 0)
+    srv_log(SRV_LOG_INFO, "the browser viewer is at http://%s:%d/?session=NAME", cfg->listen, s->http_port);
+  if (cfg->redis && (rc = srv_cluster_start(s, s->stream_port, s->rpc_port)) != 0) {
+    if (cfg->http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
+    uv_close((uv_handle_t *)&s->stream_listener, NULL);
+    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    return rc;
+  }
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -170,16 +306,25 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->sigint.data = s->sigterm.data = s;
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-  for (uint32_t i = 0; i < cfg->session_count; i++)
-    srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL);
+  retention_pass(s);
+  for (uint32_t i = 0; i < cfg->session_count; i++) {
+    if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL) == 0)
+      s->opening++;
+    else
+      srv_log(SRV_LOG_ERROR, "cannot open session %s: out of memory", cfg->sessions[i].name);
+  }
+  if (s->opening == 0) announce_ports(s);
   return 0;
 }
 
 void srv_server_stop(srv_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
+  srv_cluster_stop(s);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+  if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);
@@ -193,5 +338,14 @@ void srv_server_stop(srv_server *s, const char *why) {
 }
 
 void srv_server_fini(srv_server *s) {
+  if (s->store) { /* the loop never ran to the end (a failed start) */
+    srv_store_close(s->store);
+    s->store = NULL;
+  }
+  srv_cluster_stop(s); /* a failed start: nothing ran */
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
+  srv_cluster_free(s);
+  for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
+  free(s->reserved);
+  srv_authors_fini(&s->authors);
 }

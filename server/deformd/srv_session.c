@@ -3,9 +3,13 @@
  * the viewers subscribed to it, and the server's table of sessions.
  *
  * What it owns: creation from an imported mesh (the welded topology, the SNAPSHOT pieces that
- * every join shares), the table (find, add, close), subscriptions and the fan-out of applied
- * ops, the catch-up frames for a receiver that fell behind, and copies of the state for jobs.
- * Changes themselves are operation records applied in srv_op.c.
+ * every join shares: srv_session_wire.c encodes them), the table (find, add, close), and the
+ * fan-out of applied ops to viewer classes. A class is the subscribers that get the same bytes:
+ * one codec (protocol version 1, or version 2 on one grid) and one rate. A class at rate 0 gets
+ * each op's frame as it is applied; a paced class gets, at most `rate` times a second, one
+ * coalesced update per member (everything changed since the version it was last sent: the
+ * latest state wins, changed vertex sets merge), from a timer of its own, so a slow link never
+ * delays anyone else. Changes themselves are operation records applied in srv_session_op.c.
  *
  * DOES NOT do I/O or decide how a slow subscriber is treated (srv_conn_deliver does).
  */
@@ -26,11 +30,20 @@ static void free_parts(srv_session *s) {
   free(s->weight_version);
   free(s->offsets);
   free(s->block_version);
+  free(s->vertex_version);
+  proto_trav_fini(&s->trav);
+  srv_frame_unref(s->triangles2);
+  for (int c = 0; c < SRV_CODECS; c++) {
+    if (!s->codecs[c]) continue;
+    srv_session_codec_fini(s->codecs[c]);
+    free(s->codecs[c]);
+  }
   srv_frame_unref(s->mesh_body);
   for (uint32_t t = 0; t < s->target_cap; t++) srv_frame_unref(s->target_parts[t]);
   free(s->target_parts);
   free(s->target_version);
   srv_anim_fini(s);
+  if (s->history_fini) s->history_fini(s);
 }
 
 void srv_session_destroy(srv_session *s) {
@@ -40,6 +53,10 @@ void srv_session_destroy(srv_session *s) {
 }
 
 void srv_session_ref(srv_session *s) { s->refs++; }
+
+void srv_session_unref(srv_session *s) {
+  if (s && --s->refs == 0) srv_session_destroy(s);
+}
 
 /* ---- the server's table ---------------------------------------------------------------------- */
 
@@ -53,6 +70,7 @@ void srv_session_add(srv_server *srv, srv_session *s) {
   s->next = srv->sessions;
   srv->sessions = s;
   srv->session_count++;
+  if (srv->on_session_added) srv->on_session_added(srv, s);
 }
 
 void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
@@ -74,14 +92,77 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
   srv_frame_unref(bye);
   s->closed = 1;
   if (srv->on_session_close) srv->on_session_close(s);
+  if (srv->on_session_removed) srv->on_session_removed(srv, s);
   srv_log(SRV_LOG_INFO, "session %s closed: %s", s->name, why);
   srv_session_unref(s);
 }
 
-/* ---- subscribers ----------------------------------------------------------------------------- */
+void srv_session_reserve_name(srv_server *s, const char *name) {
+  char **g = realloc(s->reserved, sizeof(char *) * (s->reserved_count + 1));
+  if (!g) return;
+  s->reserved = g;
+  if ((g[s->reserved_count] = strdup(name))) s->reserved_count++;
+}
+
+int srv_session_name_taken(const srv_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->reserved_count; i++)
+    if (strcmp(s->reserved[i], name) == 0) return 1;
+  return 0;
+}
+
+/* ---- subscribers and their classes ------------------------------------------------------------ */
+
+static void class_timer_closed(uv_handle_t *h) {
+  srv_class *cls = h->data;
+  free(h);
+  free(cls);
+}
+
+/* The class is empty: out of the session's list; freed once its timer has closed. */
+static void class_drop(srv_session *s, srv_class *cls) {
+  srv_class **pp = &s->classes;
+  while (*pp && *pp != cls) pp = &(*pp)->next;
+  if (*pp) *pp = cls->next;
+  cls->session = NULL;
+  if (cls->timer) {
+    uv_timer_stop(cls->timer);
+    uv_close((uv_handle_t *)cls->timer, class_timer_closed);
+  } else {
+    free(cls);
+  }
+}
+
+static void pace_now(uv_timer_t *t);
+
+/* The class of (codec, rate), made when new. NULL when out of memory. */
+static srv_class *class_for(srv_session *s, srv_conn *c) {
+  for (srv_class *x = s->classes; x; x = x->next)
+    if (x->codec == c->codec && x->rate == c->max_rate) return x;
+  srv_class *cls = calloc(1, sizeof(*cls));
+  if (!cls) return NULL;
+  cls->session = s;
+  cls->codec = c->codec;
+  cls->rate = c->max_rate;
+  if (cls->rate > 0) {
+    cls->timer = malloc(sizeof(*cls->timer));
+    if (!cls->timer) {
+      free(cls);
+      return NULL;
+    }
+    uv_timer_init(c->server->loop, cls->timer);
+    cls->timer->data = cls;
+  }
+  cls->next = s->classes;
+  s->classes = cls;
+  return cls;
+}
 
 void srv_session_subscribe(srv_session *s, srv_conn *c) {
   c->session = s;
+  c->cls = class_for(s, c);
+  if (!c->cls) c->max_rate = 0; /* out of memory for a timer: every change, like a version 1 viewer */
+  if (!c->cls) c->cls = class_for(s, c);
+  if (c->cls) c->cls->members++;
   c->sub_next = s->subscribers;
   s->subscribers = c;
   s->subscriber_count++;
@@ -95,116 +176,160 @@ void srv_session_unsubscribe(srv_conn *c) {
   if (*pp) {
     *pp = c->sub_next;
     s->subscriber_count--;
+    if (c->cls && --c->cls->members == 0) class_drop(s, c->cls);
   }
+  c->cls = NULL;
   c->sub_next = NULL;
   c->session = NULL;
 }
 
-void srv_session_publish(srv_session *s, srv_frame *f, uint64_t version) {
+uint32_t srv_session_live_codecs(const srv_session *s) {
+  uint32_t live = 0;
+  for (const srv_class *x = s->classes; x; x = x->next)
+    if (x->rate == 0) live |= 1u << x->codec;
+  return live;
+}
+
+/* A paced class has a change waiting: its timer fires when a period has passed since its last
+ * update (at once when it has). */
+static void pace(srv_class *cls) {
+  if (!cls->timer || uv_is_active((uv_handle_t *)cls->timer)) return;
+  uint64_t now = uv_now(cls->timer->loop), period = (uint64_t)ceil(1000.0 / cls->rate);
+  uint64_t due = cls->last_ms + period;
+  uv_timer_start(cls->timer, pace_now, due > now ? due - now : 0, 0);
+}
+
+void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version) {
+  for (srv_class *x = s->classes; x; x = x->next)
+    if (x->rate > 0) pace(x);
   for (srv_conn *c = s->subscribers, *next; c; c = next) {
     next = c->sub_next; /* delivering may close c, which unsubscribes it */
-    srv_conn_deliver(c, f, version);
+    if (!c->cls || c->cls->rate == 0) srv_conn_deliver(c, frames[c->codec], version);
   }
 }
 
-/* ---- snapshot pieces ------------------------------------------------------------------------- */
-
-void srv_session_unref(srv_session *s) {
-  if (s && --s->refs == 0) srv_session_destroy(s);
+void srv_session_pace(srv_conn *c) {
+  c->lagging = 0;
+  if (c->cls) pace(c->cls);
 }
 
-static proto_mesh_desc mesh_desc(const srv_session *s) {
-  const mesh *m = s->mesh;
-  proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions,
-                        m->triangles, m->uvs, s->offset_quantum};
-  return md;
+/* A paced class's update: each member not lagging gets everything changed since the version it
+ * was sent last, in one write. Members at the same version share the bytes (normally all of
+ * them; a member that joined or caught up since the last update is at another). */
+static void pace_now(uv_timer_t *t) {
+  srv_class *cls = t->data;
+  srv_session *s = cls->session;
+  if (!s) return;
+  cls->last_ms = uv_now(t->loop);
+  srv_frame *f = NULL;
+  uint64_t f_since = 0;
+  int sent = 0;
+  for (srv_conn *c = s->subscribers, *next; c; c = next) {
+    next = c->sub_next;
+    if (c->cls != cls || c->lagging || c->sent_version >= s->version) continue;
+    if (!f || f_since != c->sent_version) {
+      srv_frame_unref(f);
+      proto_buf b;
+      proto_buf_init(&b);
+      f = NULL;
+      f_since = c->sent_version;
+      if (srv_session_encode_since(s, f_since, 0, cls->codec, &b) == 0) f = srv_frame_from_buf(&b);
+      else proto_buf_fini(&b);
+    }
+    srv_conn_deliver(c, f, s->version); /* NULL: it lags, and catches up once drained */
+    sent = 1;
+  }
+  srv_frame_unref(f);
+  if (sent) srv_log(SRV_LOG_DEBUG, "session %s: paced update at %.3g Hz to version %llu", s->name,
+                    (double)cls->rate, (unsigned long long)s->version);
 }
 
-proto_target_desc srv_session_target_desc(const srv_session *s, uint32_t t) {
-  const mesh_target *mt = &s->mesh->targets[t];
-  const srv_target *st = &s->targets[t];
-  proto_target_desc d = {mt->name,         mt->default_weight, st->min,     st->max,    st->muted ? PROTO_TARGET_MUTED : 0,
-                         st->driver_count, st->drivers,        mt->count,   mt->indices, mt->deltas};
-  return d;
+/* ---- version 2 codecs made on the pool ----------------------------------------------------- */
+
+typedef struct codec_job {
+  uv_work_t req;
+  srv_server *srv;
+  srv_session *session; /* referenced */
+  uint8_t codec;
+  srv_codec made;
+  int status;
+} codec_job;
+
+static void codec_work(uv_work_t *req) {
+  codec_job *j = req->data;
+  j->status = srv_session_codec_init(j->session, j->codec, &j->made);
 }
 
-int srv_session_encode_target(srv_session *s, uint32_t t) {
-  if (t >= s->target_cap) {
-    uint32_t cap = s->target_cap ? 2 * s->target_cap : 16;
-    while (cap <= t) cap *= 2;
-    srv_frame **g = realloc(s->target_parts, sizeof(*g) * cap);
-    if (!g) return MESH_ENOMEM;
-    memset(g + s->target_cap, 0, sizeof(*g) * (cap - s->target_cap));
-    s->target_parts = g;
-    s->target_cap = cap;
+static void codec_done(uv_work_t *req, int status) {
+  codec_job *j = req->data;
+  srv_session *s = j->session;
+  srv_codec *k = s->codecs[j->codec];
+  j->srv->pending_jobs--;
+  /* A grid the mesh does not fit (SRV_ERANGE): the transport offers lossless instead. */
+  int rc = status ? SRV_EINTERNAL : j->status == MESH_EINVAL ? SRV_ERANGE : j->status ? SRV_EINTERNAL
+                                                             : s->closed ? SRV_ENOSESSION : 0;
+  k->job = 0;
+  if (j->status == 0) {
+    srv_codec keep = *k;
+    *k = j->made;
+    k->waiting = keep.waiting;
+    k->ready = keep.ready;
+  } else {
+    srv_session_codec_fini(&j->made);
   }
-  proto_buf b;
-  proto_buf_init(&b);
-  proto_target_desc d = srv_session_target_desc(s, t);
-  int rc = proto_snapshot_target(&b, &d);
-  if (rc) {
-    proto_buf_fini(&b);
-    return rc == PROTO_ENOMEM ? MESH_ENOMEM : MESH_EINVAL;
+  srv_log(rc ? SRV_LOG_WARN : SRV_LOG_DEBUG, "session %s: codec %u %s", s->name, j->codec,
+          rc ? "could not be prepared" : "prepared");
+  while (k->waiting) {
+    srv_conn *c = k->waiting;
+    k->waiting = c->join_next;
+    c->join_next = NULL;
+    if (!c->closing) k->ready(c, rc);
+    srv_conn_unref(c);
   }
-  srv_frame *f = srv_frame_from_buf(&b);
-  if (!f) return MESH_ENOMEM;
-  srv_frame_unref(s->target_parts[t]); /* joins in flight keep their own reference */
-  s->target_parts[t] = f;
-  return 0;
+  if (rc && !s->closed) { /* nothing kept: a later join tries again */
+    srv_session_codec_fini(k);
+    free(k);
+    s->codecs[j->codec] = NULL;
+  }
+  srv_session_unref(s);
+  free(j);
 }
 
-/* The SNAPSHOT mesh part is kept in pieces shared by every join: the body (positions,
- * triangles, UVs) and one piece per target, so adding a target encodes only that target. */
-static int encode_mesh_parts(srv_session *s) {
-  proto_buf b;
-  proto_buf_init(&b);
-  proto_mesh_desc md = mesh_desc(s);
-  int rc = proto_snapshot_mesh_body(&b, &md);
-  if (rc) {
-    proto_buf_fini(&b);
-    return MESH_ENOMEM;
+void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_conn *c,
+                            void (*ready)(srv_conn *c, int status)) {
+  srv_codec *k = s->codecs[codec];
+  if (codec == SRV_CODEC_V1 || (k && k->attributes)) {
+    ready(c, 0);
+    return;
   }
-  s->mesh_body = srv_frame_from_buf(&b);
-  if (!s->mesh_body) return MESH_ENOMEM;
-  for (uint32_t t = 0; t < s->mesh->target_count; t++) {
-    rc = srv_session_encode_target(s, t);
-    if (rc) return rc;
+  if (!k) {
+    k = calloc(1, sizeof(*k));
+    codec_job *j = k ? calloc(1, sizeof(*j)) : NULL;
+    if (!j) {
+      free(k);
+      ready(c, SRV_EINTERNAL);
+      return;
+    }
+    j->srv = srv;
+    j->session = s;
+    j->codec = codec;
+    j->req.data = j;
+    srv_session_ref(s);
+    if (uv_queue_work(srv->loop, &j->req, codec_work, codec_done) != 0) {
+      srv_session_unref(s);
+      free(j);
+      free(k);
+      ready(c, SRV_EINTERNAL);
+      return;
+    }
+    srv->pending_jobs++;
+    k->job = 1;
+    s->codecs[codec] = k;
   }
-  return 0;
-}
-
-int srv_session_snapshot_parts(const srv_session *s, srv_frame ***parts, uint32_t *count) {
-  uint32_t nt = s->mesh->target_count;
-  srv_frame **p = malloc(sizeof(*p) * (nt + 3));
-  proto_buf b, st;
-  proto_buf_init(&b);
-  proto_buf_init(&st);
-  int rc = srv_session_encode_state(s, &st);
-  srv_frame *state = rc == 0 ? srv_frame_from_buf(&st) : NULL;
-  if (rc) proto_buf_fini(&st);
-  size_t mesh_len = 20 + s->mesh_body->len;
-  for (uint32_t t = 0; t < nt; t++) mesh_len += s->target_parts[t]->len;
-  proto_mesh_desc md = mesh_desc(s);
-  srv_frame *head = NULL;
-  if (p && state && proto_encode_snapshot_head(&b, s->version, mesh_len, state->len) == 0 &&
-      proto_snapshot_mesh_head(&b, &md) == 0)
-    head = srv_frame_from_buf(&b);
-  else
-    proto_buf_fini(&b);
-  if (!p || !state || !head) {
-    free(p);
-    srv_frame_unref(state);
-    srv_frame_unref(head);
-    return MESH_ENOMEM;
-  }
-  uint32_t k = 0;
-  p[k++] = head;
-  p[k++] = srv_frame_ref(s->mesh_body);
-  for (uint32_t t = 0; t < nt; t++) p[k++] = srv_frame_ref(s->target_parts[t]);
-  p[k++] = state;
-  *parts = p;
-  *count = k;
-  return 0;
+  k->ready = ready;
+  srv_conn_ref(c);
+  c->join_next = k->waiting;
+  k->waiting = c;
 }
 
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen) {
@@ -244,9 +369,10 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   s->weight_version = calloc(nt + 1, sizeof(uint64_t));
   s->offsets = calloc(3 * (size_t)nv + 1, sizeof(int32_t));
   s->block_version = calloc(nblocks, sizeof(uint64_t));
+  s->vertex_version = calloc(nv + 1, sizeof(uint64_t));
   s->target_version = calloc(nt + 1, sizeof(uint64_t));
   if (!s->name || !s->targets || !s->weights || !s->weight_version || !s->offsets || !s->block_version ||
-      !s->target_version) {
+      !s->vertex_version || !s->target_version) {
     srv_session_destroy(s);
     return MESH_ENOMEM;
   }
@@ -266,11 +392,24 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
    * head): far below what anyone can see, and exactly what every receiver rebuilds. */
   double diag = mesh_bbox_diagonal(m);
   s->offset_quantum = diag > 0.0 ? (float)ldexp(diag, -20) : 1e-6f;
+  /* Triangles in vertex-cache order, as protocol version 2's index codec wants them (the
+   * vertices keep their order: every index clients see is the file's), rotated the way that
+   * codec gives them back; everything that numbers triangles is built after this. */
+  int rc = mesh_optimize_triangle_order(m);
+  if (rc == 0) rc = srv_session_encode_parts(s);
   /* The welded topology and its adjacency are kept: every solve and brush needs them. */
-  int rc = mesh_topology_init(&s->topo, m, NULL, 0.0);
+  if (rc == 0) rc = mesh_topology_init(&s->topo, m, NULL, 0.0);
   if (rc == 0) rc = mesh_compute_stats(m, &s->topo, &s->stats);
   if (rc == 0) rc = mesh_adjacency_init(&s->adj, s->topo.vertex_count, s->topo.triangles, s->topo.triangle_count);
-  if (rc == 0) rc = encode_mesh_parts(s);
+  /* The two version 2 codecs most joins ask for are ready before the first one. */
+  uint8_t ready[2] = {SRV_CODEC_LOSSLESS, 1 + SRV_DEFAULT_SHIFT};
+  for (int i = 0; i < 2 && rc == 0; i++) {
+    srv_codec *k = calloc(1, sizeof(*k));
+    rc = k ? srv_session_codec_init(s, ready[i], k) : MESH_ENOMEM;
+    if (rc == MESH_EINVAL) rc = 0; /* a grid this mesh does not fit: such joins get lossless */
+    if (k && k->attributes) s->codecs[ready[i]] = k;
+    else free(k);
+  }
   if (rc == 0) rc = srv_anim_init(s);
   if (rc) {
     snprintf(err, errlen, "%s", mesh_strerror(rc));
@@ -281,122 +420,3 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   return 0;
 }
 
-static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b);
-
-int srv_session_encode_since(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b) {
-  size_t start = b->len;
-  int rc = encode_since_frames(s, since, flags, b);
-  if (rc || b->failed) return rc ? rc : PROTO_ENOMEM;
-  /* Every frame but the last says "more follow": a receiver reaches the version only with the
-   * last one, and never shows a half-applied catch-up as complete. */
-  size_t at = start, last = (size_t)-1;
-  while (at < b->len) {
-    if (last != (size_t)-1) b->data[last + 7] |= PROTO_FLAG_MORE;
-    last = at;
-    at += PROTO_HEADER_SIZE + proto_load_u32(b->data + at + 8);
-  }
-  return 0;
-}
-
-static int encode_since_frames(const srv_session *s, uint64_t since, uint8_t flags, proto_buf *b) {
-  if (since >= s->version) return 0;
-  const mesh *m = s->mesh;
-  uint32_t nt = m->target_count, changed = 0;
-  int rc = 0;
-  /* Targets created since then come first: the weights and offsets below refer to them. Their
-   * drivers come in the TARGET_META frames below, once every target exists (a driver may be a
-   * target created after the one it drives). */
-  for (uint32_t t = 0; t < nt && rc == 0; t++) {
-    if (s->target_version[t] <= since) continue;
-    proto_target_desc d = srv_session_target_desc(s, t);
-    d.driver_count = 0;
-    size_t at = b->len;
-    rc = proto_encode_target_add(b, s->version, t, s->weights[t], &d);
-    if (rc == 0) b->data[at + 7] |= flags; /* the header's flags byte */
-  }
-  if (rc) return rc;
-  /* Range, mute or drivers changed since then (targets created since then carried theirs). */
-  for (uint32_t t = 0; t < nt && rc == 0; t++) {
-    const srv_target *st = &s->targets[t];
-    int created = s->target_version[t] > since; /* its TARGET frame carried all but the drivers */
-    if (created ? st->driver_count == 0 : st->meta_version <= since) continue;
-    rc = proto_encode_target_meta(b, s->version, flags, t, st->min, st->max, st->muted ? PROTO_TARGET_MUTED : 0,
-                                  st->driver_count, st->drivers);
-  }
-  if (rc) return rc;
-  for (uint32_t t = 0; t < nt; t++) changed += s->weight_version[t] > since;
-  if (changed > nt / 2) {
-    rc = proto_encode_weights(b, s->version, flags, nt, NULL, s->weights);
-  } else if (changed > 0) {
-    uint32_t *idx = malloc(sizeof(uint32_t) * changed);
-    float *val = malloc(sizeof(float) * changed);
-    if (!idx || !val) rc = PROTO_ENOMEM;
-    uint32_t k = 0;
-    for (uint32_t t = 0; rc == 0 && t < nt; t++) {
-      if (s->weight_version[t] <= since) continue;
-      idx[k] = t;
-      val[k++] = s->weights[t];
-    }
-    if (rc == 0) rc = proto_encode_weights(b, s->version, flags, k, idx, val);
-    free(idx);
-    free(val);
-  }
-  if (rc) return rc;
-  /* Every vertex of every block stamped after `since`, with its current (absolute) offset,
-   * zero included: a vertex that went back to rest must be sent too. */
-  uint32_t nv = m->vertex_count, nblocks = (nv >> SRV_BLOCK_SHIFT) + 1, count = 0;
-  for (uint32_t bl = 0; bl < nblocks; bl++) {
-    if (s->block_version[bl] <= since) continue;
-    uint32_t lo = bl << SRV_BLOCK_SHIFT, hi = lo + (1u << SRV_BLOCK_SHIFT);
-    count += (hi > nv ? nv : hi) - lo;
-  }
-  if (count == 0) return 0;
-  uint32_t *idx = malloc(sizeof(uint32_t) * count);
-  int32_t *q = malloc(sizeof(int32_t) * 3 * (size_t)count);
-  if (!idx || !q) {
-    free(idx);
-    free(q);
-    return PROTO_ENOMEM;
-  }
-  uint32_t k = 0;
-  for (uint32_t bl = 0; bl < nblocks; bl++) {
-    if (s->block_version[bl] <= since) continue;
-    uint32_t lo = bl << SRV_BLOCK_SHIFT, hi = lo + (1u << SRV_BLOCK_SHIFT);
-    for (uint32_t v = lo; v < hi && v < nv; v++) {
-      idx[k] = v;
-      memcpy(q + 3 * (size_t)k, s->offsets + 3 * (size_t)v, sizeof(int32_t) * 3);
-      k++;
-    }
-  }
-  rc = proto_encode_delta(b, s->version, flags, k, idx, q);
-  free(idx);
-  free(q);
-  return rc;
-}
-
-int srv_session_encode_state(const srv_session *s, proto_buf *b) {
-  uint32_t nv = s->mesh->vertex_count, count = 0;
-  for (uint32_t v = 0; v < nv; v++) {
-    const int32_t *q = s->offsets + 3 * (size_t)v;
-    count += (q[0] | q[1] | q[2]) != 0;
-  }
-  uint32_t *idx = malloc(sizeof(uint32_t) * (count + 1));
-  int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)count + 1));
-  if (!idx || !q) {
-    free(idx);
-    free(q);
-    return PROTO_ENOMEM;
-  }
-  uint32_t k = 0;
-  for (uint32_t v = 0; v < nv; v++) {
-    const int32_t *o = s->offsets + 3 * (size_t)v;
-    if ((o[0] | o[1] | o[2]) == 0) continue;
-    idx[k] = v;
-    memcpy(q + 3 * (size_t)k, o, sizeof(int32_t) * 3);
-    k++;
-  }
-  int rc = proto_snapshot_state_part(b, s->mesh->target_count, s->weights, k, idx, q);
-  free(idx);
-  free(q);
-  return rc;
-}

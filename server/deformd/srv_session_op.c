@@ -200,7 +200,7 @@ int srv_session_check(const srv_session *s, const srv_op *op, char *err, size_t 
 
 /* Appends one target with its state (weight, range) and SNAPSHOT piece. Returns 0 or
  * MESH_ENOMEM with the state unchanged (the arrays may have grown). */
-static int append_target(srv_session *s, const srv_new_target *t, uint64_t version) {
+int srv_session_append_target(srv_session *s, const srv_new_target *t, uint64_t version) {
   mesh *m = s->mesh;
   uint32_t nt = m->target_count;
   srv_target *tg = realloc(s->targets, sizeof(*tg) * (nt + 1));
@@ -251,12 +251,13 @@ static int add_target_from_sculpt(srv_session *s, const char *name, uint64_t ver
     k++;
   }
   srv_new_target t = {name, k, idx, d, 1.0f, 0.0f, 1.0f};
-  int rc = append_target(s, &t, version);
+  int rc = srv_session_append_target(s, &t, version);
   free(d);
   if (rc == 0)
     for (uint32_t i = 0; i < k; i++) {
       memset(s->offsets + 3 * (size_t)idx[i], 0, sizeof(int32_t) * 3);
       s->block_version[idx[i] >> SRV_BLOCK_SHIFT] = version;
+      s->vertex_version[idx[i]] = version;
     }
   free(idx);
   return rc;
@@ -314,18 +315,22 @@ static int settle_weights(srv_session *s, const uint32_t *first, uint32_t nfirst
   return 0;
 }
 
-/* Encodes the frames that carry what `op` changed, at `version`. */
-static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, const weight_changes *wc,
+/* Whether the frames of `op` differ between codecs (offsets and target deltas do; weights and
+ * settings travel the same way in every version). */
+static int codec_dependent(const srv_op *op) {
+  return op->kind == SRV_OP_SET_OFFSETS || op->kind == SRV_OP_ADD_TARGET || op->kind == SRV_OP_ADD_TARGETS;
+}
+
+/* Encodes the frames that carry what `op` changed, at `version`, in `codec`. */
+static int encode_op(srv_session *s, const srv_op *op, uint64_t version, const weight_changes *wc, uint8_t codec,
                      proto_buf *b) {
   if (op->kind == SRV_OP_ADD_TARGET || op->kind == SRV_OP_ADD_TARGETS) {
     uint32_t n = op->kind == SRV_OP_ADD_TARGET ? 1 : op->count, nt = s->mesh->target_count;
     for (uint32_t t = nt - n; t < nt; t++) {
-      proto_target_desc d = srv_session_target_desc(s, t);
-      size_t at = b->len;
-      int rc = proto_encode_target_add(b, version, t, s->weights[t], &d);
-      if (rc) return rc;
       /* One change: the version comes with the last frame. */
-      if (t + 1 < nt || op->kind == SRV_OP_ADD_TARGET) b->data[at + 7] |= PROTO_FLAG_MORE;
+      int more = t + 1 < nt || op->kind == SRV_OP_ADD_TARGET;
+      int rc = srv_session_encode_target_add(s, codec, version, more ? PROTO_FLAG_MORE : 0, t, b);
+      if (rc) return rc;
     }
     if (op->kind == SRV_OP_ADD_TARGET) {
       /* The sculpt offsets that moved into the target are now zero: a DELTA says so (a TARGET
@@ -333,7 +338,7 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
       const mesh_target *tg = &s->mesh->targets[nt - 1];
       int32_t *zero = calloc(3 * ((size_t)tg->count + 1), sizeof(int32_t));
       if (!zero) return PROTO_ENOMEM;
-      int rc = proto_encode_delta(b, version, 0, tg->count, tg->indices, zero);
+      int rc = srv_session_encode_delta(s, codec, version, 0, tg->count, tg->indices, zero, b);
       free(zero);
       return rc;
     }
@@ -369,10 +374,10 @@ static int encode_op(const srv_session *s, const srv_op *op, uint64_t version, c
     if (wc->count > nt / 2) return proto_encode_weights(b, version, 0, nt, NULL, s->weights);
     return proto_encode_weights(b, version, 0, wc->count, wc->idx, wc->val);
   }
-  return proto_encode_delta(b, version, 0, op->count, op->indices, op->q);
+  return srv_session_encode_delta(s, codec, version, 0, op->count, op->indices, op->q, b);
 }
 
-uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
+static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   uint64_t version = s->version + 1;
   weight_changes wc = {0, NULL, NULL};
   if (op->kind == SRV_OP_ADD_TARGET) {
@@ -380,7 +385,7 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
   } else if (op->kind == SRV_OP_ADD_TARGETS) {
     uint32_t before = s->mesh->target_count;
     for (uint32_t i = 0; i < op->count; i++)
-      if (append_target(s, &op->added[i], version) != 0) {
+      if (srv_session_append_target(s, &op->added[i], version) != 0) {
         while (s->mesh->target_count > before) { /* all or nothing */
           uint32_t t = s->mesh->target_count - 1;
           srv_frame_unref(s->target_parts[t]);
@@ -453,6 +458,7 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
       uint32_t v = op->indices[i];
       memcpy(s->offsets + 3 * (size_t)v, op->q + 3 * (size_t)i, sizeof(int32_t) * 3);
       s->block_version[v >> SRV_BLOCK_SHIFT] = version;
+      s->vertex_version[v] = version;
     }
   }
   s->version = version;
@@ -462,23 +468,35 @@ uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
     free(wc.val);
     return version;
   }
-  proto_buf b;
-  proto_buf_init(&b);
-  int rc = encode_op(s, op, version, &wc, &b);
+  /* One frame per codec a class at full rate uses (invariant 3, per class); weights and
+   * settings are the same bytes in every codec. Paced classes encode their own updates. */
+  srv_frame *frames[SRV_CODECS] = {NULL};
+  uint32_t live = srv_session_live_codecs(s);
+  int rc = 0;
+  for (uint8_t c = 0; c < SRV_CODECS && rc == 0; c++) {
+    if (!(live & (1u << c))) continue;
+    if (!codec_dependent(op)) {
+      for (uint8_t d = 0; d < c && !frames[c]; d++)
+        if (frames[d]) frames[c] = srv_frame_ref(frames[d]);
+      if (frames[c]) continue;
+    }
+    proto_buf b;
+    proto_buf_init(&b);
+    rc = encode_op(s, op, version, &wc, c, &b);
+    frames[c] = rc == 0 ? srv_frame_from_buf(&b) : NULL;
+    if (!frames[c]) {
+      proto_buf_fini(&b);
+      /* The state changed but the frame could not be built: subscribers fall behind and are
+       * caught up from the versions, exactly like a slow reader. */
+      srv_log(SRV_LOG_WARN, "session %s: cannot encode version %llu (%s); viewers will catch up",
+              s->name, (unsigned long long)version, proto_strerror(rc ? rc : PROTO_ENOMEM));
+      rc = 0;
+    }
+  }
   free(wc.idx);
   free(wc.val);
-  srv_frame *f = rc == 0 ? srv_frame_from_buf(&b) : NULL;
-  if (!f) {
-    /* The state changed but the frame could not be built: subscribers fall behind and are
-     * caught up from the versions, exactly like a slow reader. */
-    proto_buf_fini(&b);
-    srv_log(SRV_LOG_WARN, "session %s: cannot encode version %llu (%s); viewers will catch up",
-            s->name, (unsigned long long)version, proto_strerror(rc ? rc : PROTO_ENOMEM));
-    srv_session_publish(s, NULL, version);
-    return version;
-  }
-  srv_session_publish(s, f, version);
-  srv_frame_unref(f);
+  srv_session_publish(s, frames, version);
+  for (uint8_t c = 0; c < SRV_CODECS; c++) srv_frame_unref(frames[c]);
   (void)srv;
   return version;
 }
@@ -509,7 +527,7 @@ int srv_session_reset(srv_server *srv, srv_session *s, uint32_t author, const ui
     if ((pick && !pick[v]) || (o[0] | o[1] | o[2]) == 0) continue;
     idx[k++] = v;
   }
-  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .count = k, .indices = idx, .q = q};
+  srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .cause = SRV_CAUSE_RESET, .count = k, .indices = idx, .q = q};
   *version = k ? srv_session_apply(srv, s, &op) : s->version;
   *reset = k;
 out:
@@ -519,3 +537,59 @@ out:
   return rc;
 }
 
+
+/* What `op` is about to change, as it is now (see srv_before). The arrays live in *mem (one
+ * allocation, freed by the caller). Returns 0 or MESH_ENOMEM. */
+static int capture_before(const srv_session *s, const srv_op *op, srv_before *b, void **mem) {
+  memset(b, 0, sizeof(*b));
+  *mem = NULL;
+  b->target_count = s->mesh->target_count;
+  if (op->kind == SRV_OP_SET_OFFSETS || op->kind == SRV_OP_ADD_TARGET) {
+    uint32_t n = op->count;
+    if (op->kind == SRV_OP_ADD_TARGET) { /* the vertices whose offsets move into the target */
+      n = 0;
+      for (uint32_t v = 0; v < s->mesh->vertex_count; v++) {
+        const int32_t *q = s->offsets + 3 * (size_t)v;
+        n += (q[0] | q[1] | q[2]) != 0;
+      }
+    }
+    int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)n + 1));
+    if (!q) return MESH_ENOMEM;
+    if (op->kind == SRV_OP_SET_OFFSETS) {
+      for (uint32_t i = 0; i < n; i++) memcpy(q + 3 * (size_t)i, s->offsets + 3 * (size_t)op->indices[i], sizeof(int32_t) * 3);
+    } else {
+      uint32_t k = 0;
+      for (uint32_t v = 0; v < s->mesh->vertex_count; v++) {
+        const int32_t *o = s->offsets + 3 * (size_t)v;
+        if ((o[0] | o[1] | o[2]) != 0) memcpy(q + 3 * (size_t)k++, o, sizeof(int32_t) * 3);
+      }
+    }
+    b->q = q;
+    *mem = q;
+  } else if (op->kind == SRV_OP_SET_WEIGHTS || op->kind == SRV_OP_SET_WEIGHTS_QRUN) {
+    float *v = malloc(sizeof(float) * ((size_t)op->count + 1));
+    if (!v) return MESH_ENOMEM;
+    for (uint32_t i = 0; i < op->count; i++)
+      v[i] = s->targets[op->kind == SRV_OP_SET_WEIGHTS ? op->indices[i] : op->first + i].value;
+    b->values = v;
+    *mem = v;
+  } else if (op->kind == SRV_OP_SET_TARGET_META) {
+    srv_target *m = malloc(sizeof(*m));
+    if (!m) return MESH_ENOMEM;
+    *m = s->targets[op->indices[0]];
+    b->meta = m;
+    *mem = m;
+  }
+  return 0;
+}
+
+uint64_t srv_session_apply(srv_server *srv, srv_session *s, const srv_op *op) {
+  int tell = srv && srv->on_applied;
+  srv_before before;
+  void *mem = NULL;
+  if (tell && capture_before(s, op, &before, &mem) != 0) return 0;
+  uint64_t version = apply_state(srv, s, op);
+  if (version && tell) srv->on_applied(srv, s, op, version, &before);
+  free(mem);
+  return version;
+}

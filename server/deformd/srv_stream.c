@@ -1,7 +1,8 @@
 /*
- * srv_stream.c — the binary stream port: HELLO, the SNAPSHOT a joining viewer gets, editors'
- * EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains, and the
- * mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
+ * srv_stream.c — the binary stream port: HELLO (protocol version 1, or 2 with its options: a
+ * codec, a tolerance, a maximum rate), the SNAPSHOT a joining viewer gets in its codec,
+ * editors' EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains,
+ * and the mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
  *
  * Malformed frames: a bad header (magic, version, length over the limit) closes the connection,
  * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
@@ -45,9 +46,13 @@ static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 static void on_drained(srv_conn *c) {
   srv_session *s = c->session;
   if (!c->lagging || !s) return;
+  if (c->cls && c->cls->rate > 0) { /* paced: it catches up with its class's next update */
+    srv_session_pace(c);
+    return;
+  }
   proto_buf b;
   proto_buf_init(&b);
-  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, &b);
+  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, c->codec, &b);
   if (rc) {
     proto_buf_fini(&b);
     c->server->stats.clients_dropped++;
@@ -78,12 +83,19 @@ static int send_join(srv_conn *c, srv_session *s) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
-  proto_encode_welcome(&b, s->version, &w);
+  if (c->protocol == PROTO_VERSION_2) {
+    const srv_codec *k = s->codecs[c->codec];
+    proto_welcome_opts o = {PROTO_VERSION_2, c->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
+                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f};
+    proto_encode_welcome2(&b, s->version, &w, &o);
+  } else {
+    proto_encode_welcome(&b, s->version, &w);
+  }
   srv_frame *welcome = srv_frame_from_buf(&b);
   srv_frame **parts = NULL;
   uint32_t n = 0;
   int rc = -1;
-  if (welcome && srv_session_snapshot_parts(s, &parts, &n) == 0) {
+  if (welcome && srv_session_snapshot_parts(s, c->codec, &parts, &n) == 0) {
     if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, (int)n) == 0) rc = 0;
     for (uint32_t i = 0; i < n; i++) srv_frame_unref(parts[i]);
     free(parts);
@@ -92,20 +104,86 @@ static int send_join(srv_conn *c, srv_session *s) {
   return rc;
 }
 
+/* Rates a viewer may be paced at: a few classes, each encoded once, rather than one per
+ * number asked. A request gets the largest at or below it (0.1 Hz at least). */
+static const float rate_ladder[] = {0.1f, 0.2f, 0.5f, 1, 2, 5, 10, 15, 20, 24, 25, 30, 50, 60, 72, 90, 100, 120, 144, 240};
+
+static float granted_rate(float asked) {
+  if (asked <= 0) return 0;
+  float r = rate_ladder[0];
+  for (size_t i = 0; i < sizeof(rate_ladder) / sizeof(rate_ladder[0]); i++)
+    if (rate_ladder[i] <= asked) r = rate_ladder[i];
+  return r;
+}
+
+/* The codec a HELLO gets: version 1; lossless; or the grid whose half step is the largest
+ * within the tolerance asked, never finer than the default. */
+static uint8_t codec_for(const srv_session *s, const proto_hello *h, const proto_hello_opts *o) {
+  if (h->protocol_version == PROTO_VERSION) return SRV_CODEC_V1;
+  if (o->codec == PROTO_CODEC_LOSSLESS) return SRV_CODEC_LOSSLESS;
+  uint8_t shift = SRV_DEFAULT_SHIFT;
+  if (o->tolerance > 0) shift = proto_grid2_shift_for(s->offset_quantum, o->tolerance, SRV_DEFAULT_SHIFT);
+  return (uint8_t)(1 + shift);
+}
+
+/* The codec's pieces are ready (or could not be made): the join goes on. */
+static void join_ready(srv_conn *c, int status) {
+  srv_session *s = c->session;
+  if (status == SRV_ERANGE && s && c->codec != SRV_CODEC_LOSSLESS) {
+    /* A grid this mesh does not fit: lossless instead, as WELCOME says. */
+    c->codec = SRV_CODEC_LOSSLESS;
+    srv_session_codec_wait(c->server, s, c->codec, c, join_ready);
+    return;
+  }
+  if (status || !s || s->closed) {
+    c->session = NULL;
+    if (status == SRV_ENOSESSION || (s && s->closed)) srv_conn_fail(c, PROTO_ERR_SESSION_CLOSED, "the session is closed");
+    else srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory preparing the snapshot");
+    return;
+  }
+  c->stat_slot = srv_conn_stat_slot(c->server, c->codec, c->max_rate);
+  if (send_join(c, s) != 0) {
+    c->session = NULL;
+    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
+    return;
+  }
+  c->sent_version = s->version;
+  srv_session_subscribe(s, c);
+  c->server->stats.classes[c->stat_slot].viewers++;
+  if (c->server->on_joined) c->server->on_joined(c);
+  srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
+          c->id, c->peer, s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
+          (unsigned long long)s->version, c->protocol, c->codec, (double)c->max_rate);
+}
+
+/* The name this connection's operations are recorded under (HELLO option or EDIT AUTHOR).
+ * -1 for a name with control characters; a name the store cannot intern leaves the old one. */
+static int adopt_author(srv_conn *c, proto_str author) {
+  char name[PROTO_MAX_AUTHOR + 1];
+  if (author.len == 0 || author.len > PROTO_MAX_AUTHOR) return -1;
+  memcpy(name, author.ptr, author.len);
+  name[author.len] = '\0';
+  for (uint32_t i = 0; i < author.len; i++)
+    if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) return -1;
+  uint32_t id;
+  if (srv_authors_intern(&c->server->authors, c->server->store, name, &id) == 0) c->author = id;
+  return 0;
+}
 static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_hello h;
-  int rc = proto_decode_hello(p, n, &h);
-  if (rc) {
+  proto_hello_opts opt;
+  int rc = proto_decode_hello2(p, n, &h, &opt);
+  if (rc == PROTO_EVERSION) {
     char why[128];
-    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
+    snprintf(why, sizeof(why), "protocol version %u is not supported (this server speaks %d to %d)",
+             h.protocol_version, PROTO_VERSION, PROTO_VERSION_MAX);
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
-  if (h.protocol_version != PROTO_VERSION) {
+  if (rc) {
     char why[128];
-    snprintf(why, sizeof(why), "protocol version %u is not supported (this server speaks %d)",
-             h.protocol_version, PROTO_VERSION);
+    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
@@ -136,18 +214,31 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "editing needs the server's token");
     return;
   }
+  if (opt.author.len && adopt_author(c, opt.author) != 0) {
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, "malformed HELLO: an author name may not hold control characters");
+    return;
+  }
   c->role = h.role;
   c->hello_done = 1;
   c->session = s;
-  if (send_join(c, s) != 0) {
-    c->session = NULL;
-    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
+  c->protocol = h.protocol_version;
+  if (h.role == PROTO_ROLE_EDITOR && proto_hello_forward(p, n)) {
+    /* A relay forwards an editor's EDITs here: WELCOME, and nothing else but ERRORs naming
+     * its requests (its viewers get the frames from the relay). */
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
+    proto_encode_welcome(&b, s->version, &w);
+    srv_frame *f = srv_frame_from_buf(&b);
+    if (f) srv_conn_send(c, f);
+    srv_frame_unref(f);
+    c->forward_only = 1;
+    srv_log(SRV_LOG_INFO, "connection %u (%s) forwards edits of session %s from a relay", c->id, c->peer, s->name);
     return;
   }
-  c->sent_version = s->version;
-  srv_session_subscribe(s, c);
-  srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu", c->id, c->peer,
-          s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer", (unsigned long long)s->version);
+  c->codec = codec_for(s, &h, &opt);
+  c->max_rate = granted_rate(opt.max_rate);
+  srv_session_codec_wait(srv, s, c->codec, c, join_ready);
 }
 
 /* Copies a decoded index list into a malloc'ed array (NULL for an empty list). */
@@ -173,8 +264,8 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     const proto_gesture_begin *b = &e->begin;
     int oom = 0;
     uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
-    srv_gesture_spec spec = {.id = b->gesture, .mode = (dfm_mode)b->mode, .iterations = b->iterations,
-                             .handle = h, .handle_count = b->handle.count,
+    srv_gesture_spec spec = {.id = b->gesture, .author = srv_conn_author(c), .mode = (dfm_mode)b->mode,
+                             .iterations = b->iterations, .handle = h, .handle_count = b->handle.count,
                              .pick = b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick,
                              .handle_radius = b->handle_radius, .roi = roi, .roi_count = b->roi.count,
                              .roi_radius = b->roi_radius, .anchors = an, .anchor_count = b->anchors.count};
@@ -205,7 +296,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
       snprintf(why, sizeof(why), "out of memory");
       rc = SRV_EINTERNAL;
     } else {
-      rc = srv_session_reset(srv, s, c->id, list, e->reset.count, &version, &n, why, sizeof(why));
+      rc = srv_session_reset(srv, s, srv_conn_author(c), list, e->reset.count, &version, &n, why, sizeof(why));
     }
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
@@ -233,17 +324,34 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
           smp[i].direction[0] = smp[i].direction[1] = smp[i].direction[2] = 0;
         }
       }
-      rc = srv_brush_stroke_piece(srv, s, &brush, smp, e->brush.count, c->id, (e->brush.flags & PROTO_BRUSH_CONTINUE) != 0,
-                                  reply, why, sizeof(why));
+      rc = srv_brush_stroke_piece(srv, s, &brush, smp, e->brush.count, srv_conn_author(c), c->id,
+                                  (e->brush.flags & PROTO_BRUSH_CONTINUE) != 0, reply, why, sizeof(why));
       free(smp);
     }
   } else if (e->kind == PROTO_EDIT_BLEND_PINS) {
-    rc = srv_blend_solve_edit(srv, s, &e->blend_pins, c->id, reply, why, sizeof(why));
+    rc = srv_blend_solve_edit(srv, s, &e->blend_pins, srv_conn_author(c), reply, why, sizeof(why));
   } else {
     snprintf(why, sizeof(why), "edit kind %u is not supported", e->kind);
     rc = SRV_EPARAMS;
   }
   if (rc) srv_reply_error(&reply, rc, why);
+}
+
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c). Success is seen in
+ * the frames of what was applied; failures are ERRORs naming the request. */
+static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
+  srv_server *srv = c->server;
+  char why[512];
+  if (e->kind == PROTO_EDIT_AUTHOR) {
+    if (adopt_author(c, e->author) != 0)
+      srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
+    return;
+  }
+  srv_history_result res;
+  int rc = !s->history ? SRV_EINTERNAL
+           : e->kind == PROTO_EDIT_UNDO ? srv_history_undo(srv, s, srv_conn_author(c), &res, why, sizeof(why))
+                                        : srv_history_redo(srv, s, srv_conn_author(c), &res, why, sizeof(why));
+  if (rc) srv_conn_send_error(c, stream_code(rc), e->request_id, s->history ? why : "this session keeps no history");
 }
 
 static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
@@ -264,6 +372,17 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
   srv_session *s = c->session;
   if (!s) {
     srv_conn_send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
+    return;
+  }
+  char failed[160];
+  if (srv->store && e.kind != PROTO_EDIT_GESTURE_END && e.kind != PROTO_EDIT_AUTHOR &&
+      srv_store_failed(srv->store, failed, sizeof(failed))) {
+    snprintf(why, sizeof(why), "the store cannot write (%s): edits are refused until it can", failed);
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
+    return;
+  }
+  if (e.kind == PROTO_EDIT_UNDO || e.kind == PROTO_EDIT_REDO || e.kind == PROTO_EDIT_AUTHOR) {
+    on_history_edit(c, s, &e);
     return;
   }
   if (e.kind >= PROTO_EDIT_GESTURE_BEGIN) {
@@ -287,7 +406,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     proto_offsets_begin(&e.offsets, &it);
     while (proto_offsets_next(&it, &idx[k], q + 3 * (size_t)k)) k++;
   }
-  srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = c->id, .count = k, .indices = idx, .values = val, .q = q};
+  srv_op op = {.kind = e.kind == PROTO_EDIT_WEIGHTS ? SRV_OP_SET_WEIGHTS : SRV_OP_SET_OFFSETS, .author = srv_conn_author(c), .cause = SRV_CAUSE_EDIT, .count = k, .indices = idx, .values = val, .q = q};
   if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
     goto out;
@@ -309,6 +428,10 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   }
   switch (h->type) {
     case PROTO_EDIT:
+      /* An editor on a relay: the session's owner applies it (srv_forward.c). */
+      if (c->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
+          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length))
+        break;
       on_edit(c, p, h->length);
       break;
     case PROTO_PING: {
@@ -373,10 +496,33 @@ static void on_data(srv_conn *c) {
 
 /* Closing: the viewer leaves its session and the gestures it began end. */
 static void on_close(srv_conn *c) {
+  if (c->stat_slot >= 0) c->server->stats.classes[c->stat_slot].viewers--;
+  c->stat_slot = -1;
   srv_session_unsubscribe(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
+  if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }
 
 static void refuse(srv_conn *c, int srv_code, const char *why) { srv_conn_fail(c, stream_code(srv_code), why); }
 
-const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse};
+/* A WebSocket message (the /ws/stream endpoint of srv_http.c) is exactly one frame: its header is
+ * checked as on the TCP port, and its length must be the message's. */
+static void on_message(srv_conn *c, const uint8_t *p, size_t n) {
+  proto_header h;
+  char why[160];
+  int rc = n >= PROTO_HEADER_SIZE ? proto_header_decode(p, &c->server->limits, &h) : PROTO_ETRUNCATED;
+  if (rc) {
+    snprintf(why, sizeof(why), "bad frame header: %s", proto_strerror(rc));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  if ((size_t)h.length != n - PROTO_HEADER_SIZE) {
+    snprintf(why, sizeof(why), "a WebSocket message holds exactly one frame: this one has %zu bytes, its header says %u",
+             n, (unsigned)(PROTO_HEADER_SIZE + h.length));
+    srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
+    return;
+  }
+  on_frame(c, &h, p + PROTO_HEADER_SIZE);
+}
+
+const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse, on_message};

@@ -7,8 +7,50 @@
 #ifndef DEFORMD_BENCH_H
 #define DEFORMD_BENCH_H
 
+#include <stdatomic.h>
+#include <sys/types.h>
+
+extern atomic_int g_stop; /* bench_child.c; set on SIGINT/SIGTERM, every bench loop checks it */
+
+/* A deformd child (bench_child.c). */
+typedef struct bench_child {
+  pid_t pid;
+  int stream_port, rpc_port;
+} bench_child;
+
+/* Spawns `path ARGS... --stream-port 0 --rpc-port 0 --log-level warn` and reads its port line
+ * (20 s at most). Returns 0, or -1 with a reason (the child, if any, is reaped). */
+int bench_child_start(const char *path, const char *const *args, bench_child *c, char *err, size_t errlen);
+/* SIGTERM, up to 5 s, then SIGKILL; reaps, and says on stderr how it ended when not cleanly. */
+void bench_child_stop(bench_child *c);
+void bench_child_kill(bench_child *c);
+int bench_child_gone(const bench_child *c); /* 1 when it exited (not reaped yet) */
+double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, or -1 */
+/* The deformd next to this program ("" when it cannot tell), into out. */
+void bench_default_deformd(char *out, size_t len);
+
+/* deform-bench fanout --relays R (bench_cluster.c): redis-server, a primary, R relays. */
+#define BENCH_MAX_RELAYS 8
+typedef struct bench_cluster {
+  pid_t redis_pid;
+  int redis_port;
+  char url[64];
+  char dir[64];
+  bench_child primary;
+  bench_child relays[BENCH_MAX_RELAYS];
+  int relay_count;
+} bench_cluster;
+/* Starts them and waits until every relay has loaded the demo session. Returns 0, or -1 with a
+ * reason (whatever started is stopped). */
+int bench_cluster_start(const char *deformd, const char *redis_server, int relays, bench_cluster *c, char *err,
+                        size_t errlen);
+/* Stops every process it started (also the primary of a single-node run: relay_count 0). */
+void bench_cluster_stop(bench_cluster *c);
+
 int bench_solve_main(int argc, char **argv, const char *cmdline);
 int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
+int bench_durable_main(int argc, char **argv, const char *cmdline);
+int bench_stream_main(int argc, char **argv, const char *cmdline);
 
 #endif

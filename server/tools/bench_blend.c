@@ -266,7 +266,8 @@ int bench_blend_main(int argc, char **argv, const char *cmdline) {
     for (uint32_t k = 0; k < m->clip_count; k++)
       if (m->clips[k].frame_count)
         clip_row(clips[c], m->clips[k].name, m, m->clips[k].first_frame, m->clips[k].frame_count, max_err, json, cmdline);
-    clip_row(clips[c], "(all)", m, 0, m->frame_count, max_err, json, cmdline);
+    if (mesh_find_clip(m, "all") < 0) /* files with several clips have one called "all" already */
+      clip_row(clips[c], "(all)", m, 0, m->frame_count, max_err, json, cmdline);
     mesh_destroy(m);
   }
   return 0;

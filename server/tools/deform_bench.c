@@ -1,7 +1,8 @@
 /*
  * deform_bench.c — deform-bench, deformd's benchmark program.
  *
- *   deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--json] [--deformd PATH]
+ *   deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ] [--json]
+ *                       [--deformd PATH] [--redis-server PATH]
  *
  * fanout: for each N, spawns a fresh `deformd --demo` on free loopback ports, joins N viewers
  * (one thread, epoll over N non-blocking sockets) and waits until every one has its SNAPSHOT,
@@ -16,6 +17,14 @@
  *
  * Output: a table on stdout, or with --json one JSON object per result (one line each). Both
  * carry the exact command line. Progress goes to stderr.
+ *
+ * --relays R: the viewers join R relays (round robin) of one primary through a redis-server of
+ * the bench's own (bench_cluster.c); the editor edits on the primary, so latency is editor →
+ * primary → Redis → relay → viewer, and CPU is reported per process (primary, relays, Redis)
+ * and per delivered frame. --sculpt HZ: a second editor sends a 64-vertex offsets EDIT that
+ * often (DELTA frames to every viewer, counted but not timed).
+ *
+ * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c.)
  *
  * DOES NOT: tune or restart the server, measure anything but loopback, isolate itself from the
  * server (both share the machine's cores), decode meshes (SNAPSHOT payloads are skipped, not
@@ -48,7 +57,7 @@
 #define BENCH_KEEP_MAX (1u << 20) /* largest frame payload a viewer buffers to decode */
 #define BENCH_SEQ_SCALE 1048576.0 /* weight = seq / 2^20, exact in a float for seq < 2^20 */
 
-static atomic_int g_stop; /* set by SIGINT/SIGTERM; read by both threads */
+
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;
@@ -59,130 +68,12 @@ typedef struct bench_opts {
   int runs;
   double rate, seconds;
   int json;
+  int relays;
+  double sculpt;             /* Hz of the sculpt stream, 0: none */
+  char redis_server[4096];
   char deformd[4096];
   char *cmdline; /* owned */
 } bench_opts;
-
-/* ---- the deformd child ------------------------------------------------------------------------ */
-
-typedef struct bench_child {
-  pid_t pid;
-  int stream_port, rpc_port;
-} bench_child;
-
-/* 1 when the child has exited (it is left for child_stop() to reap and report). */
-static int child_gone(const bench_child *c) {
-  siginfo_t si;
-  memset(&si, 0, sizeof(si));
-  return waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->pid;
-}
-
-/* SIGTERM, up to 5 s for a clean exit, then SIGKILL; always reaps. Says on stderr how it ended
- * when that was not a clean exit (a signal before ours means something else killed it). */
-static void child_stop(bench_child *c) {
-  if (c->pid <= 0) return;
-  kill(c->pid, SIGTERM);
-  int st = 0, killed = 0;
-  for (int i = 0;; i++) {
-    pid_t r = waitpid(c->pid, &st, i < 500 ? WNOHANG : 0);
-    if (r == c->pid || (r < 0 && errno != EINTR)) break;
-    if (i == 500) {
-      kill(c->pid, SIGKILL);
-      killed = 1;
-    }
-    if (i < 500) usleep(10000);
-  }
-  if (killed)
-    fprintf(stderr, "deform-bench: warning: deformd ignored SIGTERM for 5 s and was killed\n");
-  else if (WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM)
-    fprintf(stderr, "deform-bench: warning: deformd died of signal %d\n", WTERMSIG(st));
-  else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
-    fprintf(stderr, "deform-bench: warning: deformd exited with status %d\n", WEXITSTATUS(st));
-  c->pid = 0;
-}
-
-/* Spawns deformd and reads its "stream_port=N rpc_port=M" line (20 s at most). Returns 0, or -1
- * with a reason (the child, if any, is already reaped). */
-static int child_start(const char *path, bench_child *c, char *err, size_t errlen) {
-  memset(c, 0, sizeof(*c));
-  if (access(path, X_OK) != 0) {
-    snprintf(err, errlen, "cannot run deformd at %.200s: %s (build it, or pass --deformd PATH)", path,
-             strerror(errno));
-    return -1;
-  }
-  int p[2];
-  if (pipe(p) != 0) {
-    snprintf(err, errlen, "pipe: %s", strerror(errno));
-    return -1;
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    snprintf(err, errlen, "fork: %s", strerror(errno));
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed bench must not leave a server behind */
-    setpgid(0, 0);                    /* ^C reaches the bench, which stops the server itself */
-    dup2(p[1], STDOUT_FILENO);
-    close(p[0]);
-    close(p[1]);
-    execl(path, path, "--demo", "--stream-port", "0", "--rpc-port", "0", "--log-level", "warn",
-          (char *)NULL);
-    fprintf(stderr, "deform-bench: exec %s: %s\n", path, strerror(errno));
-    _exit(127);
-  }
-  close(p[1]);
-  c->pid = pid;
-  char line[256];
-  size_t len = 0;
-  uint64_t deadline = client_now_ns() + 20000000000ull;
-  int rc = -1;
-  snprintf(err, errlen, "deformd did not print its ports within 20 s");
-  while (!g_stop && client_now_ns() < deadline && len + 1 < sizeof(line)) {
-    struct pollfd pfd = {p[0], POLLIN, 0};
-    if (poll(&pfd, 1, 100) <= 0) continue;
-    ssize_t r = read(p[0], line + len, sizeof(line) - 1 - len);
-    if (r <= 0) {
-      int st = 0;
-      waitpid(pid, &st, 0);
-      c->pid = 0;
-      if (WIFEXITED(st))
-        snprintf(err, errlen, "deformd exited with status %d before printing its ports (see its stderr above)",
-                 WEXITSTATUS(st));
-      else
-        snprintf(err, errlen, "deformd died of signal %d before printing its ports", WTERMSIG(st));
-      break;
-    }
-    len += (size_t)r;
-    line[len] = '\0';
-    if (strchr(line, '\n')) {
-      if (sscanf(line, "stream_port=%d rpc_port=%d", &c->stream_port, &c->rpc_port) == 2) rc = 0;
-      else snprintf(err, errlen, "unexpected first line from deformd: %.100s", line);
-      break;
-    }
-  }
-  close(p[0]);
-  if (rc != 0) child_stop(c);
-  return rc;
-}
-
-/* utime + stime of `pid` in seconds, or -1. */
-static double proc_cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
-  unsigned long ut, st;
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* Busy time of the whole machine (every core, every process) in seconds, from /proc/stat: it
  * shows how much of the CPU went to neither deformd nor the bench. */
@@ -238,7 +129,7 @@ typedef struct viewer {
   size_t pay_have, pay_cap;
   int joined, dead;
   uint64_t last_version;
-  uint32_t max_seq, delivered, catchups, order_errors;
+  uint32_t max_seq, delivered, catchups, order_errors, deltas;
   char why[128];
 } viewer;
 
@@ -258,6 +149,11 @@ typedef struct fanout {
   double rate;
   atomic_uint sent;
   atomic_int editor_done;
+  /* the sculpt stream (--sculpt) */
+  client_conn sculptor;
+  double sculpt_rate;
+  atomic_uint sculpt_sent;
+  atomic_int sculptor_done;
   uint64_t start_version;
 } fanout;
 
@@ -319,6 +215,11 @@ static void on_frame(fanout *f, viewer *v, uint64_t now) {
       break;
     case PROTO_WEIGHTS:
       on_weights(f, v, now);
+      break;
+    case PROTO_DELTA: /* the sculpt stream: counted, in order */
+      if (v->h.session_version <= v->last_version) v->order_errors++;
+      v->last_version = v->h.session_version;
+      v->deltas++;
       break;
     case PROTO_ERROR:
     case PROTO_BYE: {
@@ -429,6 +330,38 @@ static void *editor_main(void *arg) {
   return NULL;
 }
 
+/* The sculpt stream: 64 vertices' offsets, absolute values that change with each edit, until
+ * the weights editor is done. */
+static void *sculptor_main(void *arg) {
+  fanout *f = arg;
+  uint64_t period = (uint64_t)(1e9 / f->sculpt_rate), t0 = client_now_ns();
+  proto_buf b;
+  proto_buf_init(&b);
+  uint8_t sink[4096];
+  uint32_t idx[64];
+  int32_t q[3 * 64];
+  for (uint32_t seq = 1; !g_stop && !atomic_load(&f->editor_done); seq++) {
+    uint64_t at = t0 + (uint64_t)(seq - 1) * period;
+    struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !g_stop) {
+    }
+    if (atomic_load(&f->editor_done)) break;
+    for (int k = 0; k < 64; k++) {
+      idx[k] = 20000 + (uint32_t)k;
+      q[3 * k] = (int32_t)(seq % 200) * 10;
+      q[3 * k + 1] = k;
+      q[3 * k + 2] = -(int32_t)(seq % 50);
+    }
+    if (proto_encode_edit_offsets(&b, seq, 64, idx, q) != 0 || client_send_buf(&f->sculptor, &b) != 0) break;
+    atomic_store(&f->sculpt_sent, seq);
+    while (recv(f->sculptor.fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+    }
+  }
+  proto_buf_fini(&b);
+  atomic_store(&f->sculptor_done, 1);
+  return NULL;
+}
+
 /* ---- one fanout run ----------------------------------------------------------------------------- */
 
 typedef struct fanout_result {
@@ -437,6 +370,9 @@ typedef struct fanout_result {
   uint64_t expected, delivered, catchup_frames, coalesced, lost, final_version;
   double fps, min_ms, p50_ms, p99_ms, max_ms, bytes_per_frame, server_cpu_pct, bench_cpu_pct, host_cpu_pct;
   double srv_coalesced, srv_dropped, srv_catchups;
+  int relays;
+  double relay_cpu_pct, relay_cpu_max_pct, redis_cpu_pct, cpu_us_per_delivery;
+  uint64_t sculpt_sent, sculpt_frames;
   int goal_nothing_lost; /* every viewer at the final version and no client dropped */
   char first_error[160];
 } fanout_result;
@@ -453,19 +389,19 @@ static double pct_ms(const uint64_t *s, size_t n, double p) {
 }
 
 /* Connects the editor and waits for its snapshot; learns the session version. */
-static int editor_join(fanout *f, int port, char *err, size_t errlen) {
-  if (client_connect(&f->editor, "127.0.0.1", port, err, errlen) != 0) return -1;
+static int editor_join(fanout *f, client_conn *ed, int port, char *err, size_t errlen) {
+  if (client_connect(ed, "127.0.0.1", port, err, errlen) != 0) return -1;
   /* A server that stops reading must not hang the editor thread forever. */
   struct timeval tv = {10, 0};
-  setsockopt(f->editor.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (client_hello(&f->editor, "demo", PROTO_ROLE_EDITOR, NULL) != 0) {
+  setsockopt(ed->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (client_hello(ed, "demo", PROTO_ROLE_EDITOR, NULL) != 0) {
     snprintf(err, errlen, "editor: cannot send HELLO");
     return -1;
   }
   for (;;) {
     proto_header h;
     const uint8_t *p;
-    int rc = client_read_frame(&f->editor, 30000, &h, &p, err, errlen);
+    int rc = client_read_frame(ed, 30000, &h, &p, err, errlen);
     if (rc) {
       if (rc == CLIENT_ETIMEDOUT) snprintf(err, errlen, "editor: no SNAPSHOT within 30 s");
       return -1;
@@ -476,7 +412,7 @@ static int editor_join(fanout *f, int port, char *err, size_t errlen) {
     }
     if (h.type == PROTO_SNAPSHOT) {
       f->start_version = h.session_version;
-      f->editor.len = f->editor.off = 0; /* drop the 2.5 MB from the buffer */
+      ed->len = ed->off = 0; /* drop the 2.5 MB from the buffer */
       return 0;
     }
   }
@@ -505,26 +441,34 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   res->viewers = n;
   res->rate = o->rate;
   res->seconds = o->seconds;
-  int rc = -1, ep = -1, editor_started = 0;
-  pthread_t editor_thread;
+  int rc = -1, ep = -1, editor_started = 0, sculptor_started = 0;
+  pthread_t editor_thread, sculptor_thread;
   uint8_t *scratch = NULL;
   cJSON *stats0 = NULL, *stats1 = NULL, *state = NULL;
   client_conn rpc = {.fd = -1};
   fanout f;
   memset(&f, 0, sizeof(f));
   f.editor.fd = -1;
+  f.sculptor.fd = -1;
+  f.sculpt_rate = o->sculpt;
   f.n = n;
   f.rate = o->rate;
   f.edits = (uint32_t)llround(o->rate * o->seconds);
-  bench_child child;
-  fprintf(stderr, "deform-bench: fanout %u viewers: starting %s\n", n, o->deformd);
-  if (child_start(o->deformd, &child, err, errlen) != 0) {
+  static const char *const fanout_args[] = {"--demo", "--data", "none", NULL};
+  bench_cluster cluster;
+  memset(&cluster, 0, sizeof(cluster));
+  bench_child *child = &cluster.primary;
+  res->relays = o->relays;
+  fprintf(stderr, "deform-bench: fanout %u viewers: starting %s%s\n", n, o->deformd,
+          o->relays ? " with redis-server and relays" : "");
+  if (o->relays ? bench_cluster_start(o->deformd, o->redis_server, o->relays, &cluster, err, errlen)
+                : bench_child_start(o->deformd, fanout_args, child, err, errlen)) {
     if (g_stop) snprintf(err, errlen, "interrupted");
     return -1;
   }
 
   /* The demo session opens on the server's thread pool after the ports are printed. */
-  if (client_connect(&rpc, "127.0.0.1", child.rpc_port, err, errlen) != 0) goto out;
+  if (client_connect(&rpc, "127.0.0.1", child->rpc_port, err, errlen) != 0) goto out;
   uint64_t deadline = client_now_ns() + 30000000000ull;
   for (int is_err = 1; is_err && !g_stop;) {
     state = rpc_call(&rpc, "state.get", 1, &is_err);
@@ -550,14 +494,16 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
     goto out;
   }
   for (uint32_t i = 0; i < n; i++) f.v[i].fd = -1;
-  if (editor_join(&f, child.stream_port, err, errlen) != 0) goto out;
+  if (editor_join(&f, &f.editor, child->stream_port, err, errlen) != 0) goto out;
+  if (f.sculpt_rate > 0 && editor_join(&f, &f.sculptor, child->stream_port, err, errlen) != 0) goto out;
 
   /* Join every viewer and wait for every snapshot before the clock starts. */
   uint64_t t_join = client_now_ns();
   for (uint32_t i = 0; i < n && !g_stop; i++) {
     viewer *v = &f.v[i];
     client_conn c;
-    if (client_connect(&c, "127.0.0.1", child.stream_port, err, errlen) != 0) goto out;
+    int port = o->relays ? cluster.relays[i % (uint32_t)o->relays].stream_port : child->stream_port;
+    if (client_connect(&c, "127.0.0.1", port, err, errlen) != 0) goto out;
     v->fd = c.fd; /* no read happened yet, so the client_conn owns nothing else */
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = v};
     if (client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
@@ -587,17 +533,26 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
    * nothing arrived for 1 s after the last edit (an overloaded server may still be draining a
    * backlog long after the editor stopped; 60 s at most). */
   stats0 = rpc_call(&rpc, "server.stats", 0, NULL);
-  double cpu0 = proc_cpu_s(child.pid), self0 = self_cpu_s(), host0 = host_busy_s();
+  double cpu0 = bench_proc_cpu_s(child->pid), self0 = self_cpu_s(), host0 = host_busy_s();
+  double rcpu0[BENCH_MAX_RELAYS], redis0 = cluster.redis_pid ? bench_proc_cpu_s(cluster.redis_pid) : 0;
+  for (int i = 0; i < cluster.relay_count; i++) rcpu0[i] = bench_proc_cpu_s(cluster.relays[i].pid);
   uint64_t t0 = client_now_ns(), done_at = 0;
   if (pthread_create(&editor_thread, NULL, editor_main, &f) != 0) {
     snprintf(err, errlen, "cannot start the editor thread");
     goto out;
   }
   editor_started = 1;
+  if (f.sculpt_rate > 0) {
+    if (pthread_create(&sculptor_thread, NULL, sculptor_main, &f) != 0) {
+      snprintf(err, errlen, "cannot start the sculpt thread");
+      goto out;
+    }
+    sculptor_started = 1;
+  }
   while (!g_stop) {
     if (pump(&f, ep, scratch, 1u << 18, 5) != 0) break;
-    if (!atomic_load(&f.editor_done)) continue;
-    uint64_t now = client_now_ns(), final = f.start_version + atomic_load(&f.sent);
+    if (!atomic_load(&f.editor_done) || (sculptor_started && !atomic_load(&f.sculptor_done))) continue;
+    uint64_t now = client_now_ns(), final = f.start_version + atomic_load(&f.sent) + atomic_load(&f.sculpt_sent);
     if (!done_at) done_at = now;
     uint32_t behind = 0;
     for (uint32_t i = 0; i < n; i++) behind += !f.v[i].dead && f.v[i].last_version < final;
@@ -606,14 +561,22 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
       break;
   }
   uint64_t t1 = client_now_ns();
-  double cpu1 = proc_cpu_s(child.pid), self1 = self_cpu_s(), host1 = host_busy_s();
+  double cpu1 = bench_proc_cpu_s(child->pid), self1 = self_cpu_s(), host1 = host_busy_s();
+  double relay_s = 0, redis1 = cluster.redis_pid ? bench_proc_cpu_s(cluster.redis_pid) : 0;
+  for (int i = 0; i < cluster.relay_count; i++) {
+    double d = bench_proc_cpu_s(cluster.relays[i].pid) - rcpu0[i];
+    relay_s += d;
+    if (d > res->relay_cpu_max_pct) res->relay_cpu_max_pct = d; /* seconds, made % below */
+  }
   pthread_join(editor_thread, NULL);
   editor_started = 0;
+  if (sculptor_started) pthread_join(sculptor_thread, NULL);
+  sculptor_started = 0;
   stats1 = rpc_call(&rpc, "server.stats", 0, NULL);
   state = rpc_call(&rpc, "state.get", 1, NULL);
   if (!stats0 || !stats1 || !state) {
     snprintf(err, errlen, "no server.stats / state.get answer after the run%s",
-             child_gone(&child) ? ": deformd is gone" : "");
+             bench_child_gone(child) ? ": deformd is gone" : "");
     goto out;
   }
 
@@ -648,14 +611,23 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   res->srv_coalesced = json_num(stats1, "frames_coalesced") - json_num(stats0, "frames_coalesced");
   res->srv_dropped = json_num(stats1, "clients_dropped") - json_num(stats0, "clients_dropped");
   res->srv_catchups = json_num(stats1, "catchups_sent") - json_num(stats0, "catchups_sent");
+  for (uint32_t i = 0; i < n; i++) res->sculpt_frames += f.v[i].deltas;
+  res->sculpt_sent = atomic_load(&f.sculpt_sent);
+  res->relay_cpu_pct = 100.0 * relay_s / res->elapsed_s;
+  res->relay_cpu_max_pct = 100.0 * res->relay_cpu_max_pct / res->elapsed_s;
+  res->redis_cpu_pct = 100.0 * (redis1 - redis0) / res->elapsed_s;
+  /* What fanning one frame out to one viewer costs: the relays' CPU with relays, else the server's. */
+  double fan_s = o->relays ? relay_s : cpu1 - cpu0;
+  uint64_t frames = res->delivered + res->catchup_frames + res->sculpt_frames;
+  res->cpu_us_per_delivery = frames ? 1e6 * fan_s / (double)frames : 0;
   res->goal_nothing_lost = res->at_final == n && res->viewers_dropped == 0 && res->srv_dropped == 0;
   if (f.oom) snprintf(res->first_error, sizeof(res->first_error), "latency samples incomplete: out of memory");
   rc = g_stop ? -1 : 0;
 out:
-  if (editor_started) {
-    g_stop = 1;
-    pthread_join(editor_thread, NULL);
-  }
+  if (editor_started || sculptor_started) g_stop = 1;
+  if (editor_started) pthread_join(editor_thread, NULL);
+  if (sculptor_started) pthread_join(sculptor_thread, NULL);
+  if (f.sculptor.fd >= 0) client_close(&f.sculptor);
   for (uint32_t i = 0; f.v && i < n; i++) {
     if (f.v[i].fd >= 0) close(f.v[i].fd);
     free(f.v[i].payload);
@@ -670,7 +642,7 @@ out:
   cJSON_Delete(state);
   if (f.editor.fd >= 0) client_close(&f.editor);
   if (rpc.fd >= 0) client_close(&rpc);
-  child_stop(&child);
+  bench_cluster_stop(&cluster);
   if (rc && g_stop) snprintf(err, errlen, "interrupted");
   return rc;
 }
@@ -679,22 +651,25 @@ out:
 
 static void print_table_head(const bench_opts *o) {
   printf("# %s\n", o->cmdline);
-  printf("%7s %5s %8s %9s %9s %7s %7s %7s %7s %7s %7s %8s %9s %9s %6s %5s %7s %s\n", "viewers",
-         "edits", "expected", "delivered", "frames/s", "p50 ms", "p99 ms", "max ms", "B/frame",
-         "srv CPU", "cli CPU", "host CPU", "coalesced", "caught-up", "lost", "drop", "final", "no-loss");
+  printf("%7s %5s %8s %9s %9s %7s %7s %7s %7s %7s %7s %8s %9s %9s %6s %5s %7s %7s %6s %9s %9s %8s %s\n",
+         "viewers", "edits", "expected", "delivered", "frames/s", "p50 ms", "p99 ms", "max ms", "B/frame", "srv CPU",
+         "cli CPU", "host CPU", "coalesced", "caught-up", "lost", "drop", "final", "no-loss", "relays", "relay CPU",
+         "redis CPU", "us/deliv", "sculpt frames");
 }
 
 static void print_result(const bench_opts *o, const fanout_result *r) {
   if (!o->json) {
     char final[32];
     snprintf(final, sizeof(final), "%u/%u", r->at_final, r->viewers);
-    printf("%7u %5u %8llu %9llu %9.0f %7.3f %7.3f %7.3f %7.1f %6.1f%% %6.1f%% %7.1f%% %9llu %9u %6llu %5.0f %7s %s\n",
+    printf("%7u %5u %8llu %9llu %9.0f %7.3f %7.3f %7.3f %7.1f %6.1f%% %6.1f%% %7.1f%% %9llu %9u %6llu %5.0f %7s %7s "
+           "%6d %8.1f%% %8.1f%% %8.2f %llu/%llu\n",
            r->viewers, r->edits_sent, (unsigned long long)r->expected,
            (unsigned long long)r->delivered, r->fps, r->p50_ms, r->p99_ms, r->max_ms,
            r->bytes_per_frame, r->server_cpu_pct, r->bench_cpu_pct, r->host_cpu_pct,
            (unsigned long long)r->coalesced,
            r->viewers_caught_up, (unsigned long long)r->lost, r->srv_dropped, final,
-           r->goal_nothing_lost ? "yes" : "NO");
+           r->goal_nothing_lost ? "yes" : "NO", r->relays, r->relay_cpu_pct, r->redis_cpu_pct, r->cpu_us_per_delivery,
+           (unsigned long long)r->sculpt_frames, (unsigned long long)r->sculpt_sent * r->viewers);
     if (r->first_error[0]) printf("#   first viewer error: %s\n", r->first_error);
     fflush(stdout);
     return;
@@ -717,7 +692,10 @@ static void print_result(const bench_opts *o, const fanout_result *r) {
              {"viewers_caught_up", r->viewers_caught_up}, {"viewers_dropped", r->viewers_dropped},
              {"order_errors", r->order_errors}, {"final_version", (double)r->final_version},
              {"viewers_at_final", r->at_final}, {"frames_coalesced", r->srv_coalesced},
-             {"clients_dropped", r->srv_dropped}, {"catchups_sent", r->srv_catchups}};
+             {"clients_dropped", r->srv_dropped}, {"catchups_sent", r->srv_catchups},
+             {"relays", r->relays}, {"relay_cpu_pct", r->relay_cpu_pct}, {"relay_cpu_max_pct", r->relay_cpu_max_pct},
+             {"redis_cpu_pct", r->redis_cpu_pct}, {"cpu_us_per_delivery", r->cpu_us_per_delivery},
+             {"sculpt_edits", (double)r->sculpt_sent}, {"sculpt_frames", (double)r->sculpt_frames}};
   for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
     cJSON_AddNumberToObject(j, num[i].key, num[i].value);
   cJSON_AddBoolToObject(j, "nothing_lost", r->goal_nothing_lost);
@@ -733,22 +711,34 @@ static void print_result(const bench_opts *o, const fanout_result *r) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--json]\n"
-          "                           [--deformd PATH]\n"
-          "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
+          "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ]\n"
+          "                           [--json] [--deformd PATH] [--redis-server PATH]\n"
+          "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--border smooth|sharp]\n"
+          "                          [--json]\n"
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]\n"
           "                    [--falloff F] [--mirror] [--json]\n"
+          "       deform-bench durable [--editors N] [--rate HZ] [--seconds S] [--ops N] [--modes none,normal,full]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"
+          "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
+          "                           [--seconds S] [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
           "  brush    time per brush sample touching about N vertices (in process)\n"
           "  blend    direct-manipulation weight solve per drag, PCA build time, and bytes per streamed\n"
           "           frame of PCA-compressed MD2/MD3 clips against raw positions (in process)\n"
+          "  durable  editors' answer latency with --data none / --durability normal / full, log bytes per\n"
+          "           operation and per changed vertex, restart time of a session with N operations\n"
           "  (the viewer's frame-time benchmark is deform-view-bench, built with the viewer)\n"
+          "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
+          "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
+          "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
-          "           N viewers on loopback measure delivery, latency and what was coalesced.\n"
+          "           N viewers on loopback measure delivery, latency and what was coalesced;\n"
+          "           --relays R: the viewers join R relays of the primary through a redis-server of\n"
+          "           its own (CPU per process and per delivered frame); --sculpt HZ: a second editor\n"
+          "           sends a 64-vertex sculpt edit that often\n"
           "  --json   one JSON object per result instead of a table\n"
           "  --deformd PATH   server binary (default: deformd next to deform-bench)\n");
 }
@@ -781,14 +771,8 @@ static char *join_argv(int argc, char **argv) {
 static int parse_opts(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof(*o));
   if (argc < 2 || strcmp(argv[1], "fanout") != 0) return -1;
-  char self[4000];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(o->deformd, sizeof(o->deformd), "%s/deformd", self);
-  }
+  bench_default_deformd(o->deformd, sizeof(o->deformd));
+  snprintf(o->redis_server, sizeof(o->redis_server), "redis-server");
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
@@ -812,6 +796,17 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
       if (*end || !(o->seconds > 0 && o->seconds <= 3600)) return -2;
     } else if (strcmp(a, "--deformd") == 0 && val) {
       snprintf(o->deformd, sizeof(o->deformd), "%s", argv[++i]);
+    } else if (strcmp(a, "--redis-server") == 0 && val) {
+      snprintf(o->redis_server, sizeof(o->redis_server), "%s", argv[++i]);
+    } else if (strcmp(a, "--relays") == 0 && val) {
+      o->relays = (int)strtol(argv[++i], &end, 10);
+      if (*end || o->relays < 0 || o->relays > BENCH_MAX_RELAYS) {
+        fprintf(stderr, "deform-bench: --relays takes 0 to %d\n", BENCH_MAX_RELAYS);
+        return -2;
+      }
+    } else if (strcmp(a, "--sculpt") == 0 && val) {
+      o->sculpt = strtod(argv[++i], &end);
+      if (*end || !(o->sculpt >= 0 && o->sculpt <= 1000)) return -2;
     } else {
       fprintf(stderr, "deform-bench: unknown or incomplete option '%s'\n", a);
       return -2;
@@ -829,12 +824,23 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
-  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0)) {
+  if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
+                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
+    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0) { /* they start deformd, which must not outlive ^C */
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = on_signal;
+      sigaction(SIGINT, &sa, NULL);
+      sigaction(SIGTERM, &sa, NULL);
+      signal(SIGPIPE, SIG_IGN);
+    }
     int status = strcmp(argv[1], "solve") == 0   ? bench_solve_main(argc, argv, c)
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
-                                                 : bench_blend_main(argc, argv, c);
+                 : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
+                 : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
+                                                 : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;
   }

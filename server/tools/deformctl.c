@@ -4,7 +4,12 @@
  *   deformctl [--rpc HOST:PORT] call METHOD 'JSON-PARAMS'
  *   deformctl [--rpc HOST:PORT] METHOD [ARGS]          shortcuts, e.g.
  *       deformctl weights.set demo smile_L=0.8 blink_R=1
- *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--dump FILE.obj]
+ *   deformctl [--stream HOST:PORT] watch SESSION [--count N] [--seconds S] [--max-rate HZ]
+ *                                              [--tolerance T | --quantised | --protocol 1] [--dump FILE.obj]
+ *   deformctl undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION V
+ *
+ * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER): undo and redo
+ * act on that author's steps, across runs.
  *
  * Results are printed as one line of JSON (exit 0); errors as the JSON-RPC error object on
  * stdout and a readable line on stderr (exit 1).
@@ -15,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "client_replica.h"
@@ -36,11 +42,24 @@ static void usage(FILE *out) {
           "  session.export NAME FILE        write the current shape (.obj or .glb)\n"
           "  mesh.info | targets.list | weights.get | state.get | sculpt.get NAME\n"
           "  weights.set NAME TARGET=VALUE ...\n"
-          "  watch SESSION [--count N] [--dump FILE.obj]\n"
-          "                                  follow a session like a viewer; one line per frame\n"
+          "  undo NAME | redo NAME          undo or redo your newest step (history.undo / history.redo)\n"
+          "  history NAME [--limit N] [--before V]\n"
+          "                                  the session's steps, newest first (history.list)\n"
+          "  revert NAME VERSION            bring the session back to VERSION, as one undoable step\n"
+          "  watch SESSION [--count N] [--seconds S] [--max-rate HZ] [--tolerance T | --quantised |\n"
+          "                --protocol 1] [--dump FILE.obj]\n"
+          "                                  follow a session like a viewer; one line per frame, and\n"
+          "                                  last the line \"N frames\" (updates received after the\n"
+          "                                  snapshot). Protocol 2 lossless unless asked otherwise:\n"
+          "                                  --quantised (the session's default tolerance) or\n"
+          "                                  --tolerance T (mesh units); --max-rate HZ asks the server\n"
+          "                                  for at most HZ updates a second\n"
           "\n"
           "Defaults: --rpc 127.0.0.1:7451 --stream 127.0.0.1:7450 (or $DEFORMD_RPC, $DEFORMD_STREAM);\n"
-          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token.\n");
+          "each takes several addresses, comma-separated (nodes of a cluster: the first that answers\n"
+          "is used, and watch moves to the next when one goes away);\n"
+          "--token (or $DEFORMD_TOKEN) is sent to servers started with --token;\n"
+          "--author NAME (or $DEFORMD_AUTHOR, else $USER) names you in the session's history.\n");
 }
 
 static int print_outcome(int rc, cJSON *result, cJSON *error) {
@@ -66,19 +85,51 @@ static int print_outcome(int rc, cJSON *result, cJSON *error) {
   return 0;
 }
 
-static const char *token;
+static const char *token, *author;
 
-static int rpc_call(const char *hostport, const char *method, cJSON *params) {
-  char host[256], err[256];
-  int port;
-  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
-    fprintf(stderr, "deformctl: --rpc wants HOST:PORT, not '%s'\n", hostport);
-    cJSON_Delete(params);
+/* --rpc and --stream take one address or several, comma-separated (the nodes of a cluster: any
+ * of them finds a session's owner). Connects to the first that answers, trying them in turn
+ * from `*which`; sets *which to the one reached. Returns 0, or 1 after printing why. */
+static int connect_any(const char *list, const char *opt, int *which, client_conn *c) {
+  char addrs[16][256], err[256] = "";
+  int n = 0;
+  for (const char *p = list; *p && n < 16;) {
+    size_t len = strcspn(p, ",");
+    snprintf(addrs[n], sizeof(addrs[n]), "%.*s", (int)(len < 255 ? len : 255), p);
+    if (len) n++;
+    p += len + (p[len] == ',');
+  }
+  if (n == 0) {
+    fprintf(stderr, "deformctl: %s wants HOST:PORT[,HOST:PORT...]\n", opt);
     return 1;
   }
+  for (int k = 0; k < n; k++) {
+    int i = (*which + k) % n, port;
+    char host[256];
+    if (client_parse_hostport(addrs[i], host, sizeof(host), &port)) {
+      fprintf(stderr, "deformctl: %s wants HOST:PORT, not '%s'\n", opt, addrs[i]);
+      return 1;
+    }
+    if (client_connect(c, host, port, err, sizeof(err)) == 0) {
+      *which = i;
+      return 0;
+    }
+    if (n > 1) fprintf(stderr, "deformctl: %s: %s\n", addrs[i], err);
+  }
+  fprintf(stderr, "deformctl: %s\n", n > 1 ? "no address answered" : err);
+  return 1;
+}
+
+static int address_count(const char *list) {
+  int n = 1;
+  for (const char *p = list; *p; p++) n += *p == ',';
+  return n;
+}
+
+static int rpc_call(const char *hostport, const char *method, cJSON *params) {
   client_conn c;
-  if (client_connect(&c, host, port, err, sizeof(err))) {
-    fprintf(stderr, "deformctl: %s\n", err);
+  int which = 0;
+  if (connect_any(hostport, "--rpc", &which, &c)) {
     cJSON_Delete(params);
     return 1;
   }
@@ -95,6 +146,19 @@ static int rpc_call(const char *hostport, const char *method, cJSON *params) {
       return print_outcome(rc, result, error);
     }
     cJSON_Delete(result);
+  }
+  if (author && author[0]) { /* who did it: the history's author, undo's owner */
+    cJSON *hello = cJSON_CreateObject();
+    cJSON_AddStringToObject(hello, "author", author);
+    rc = client_rpc(&c, "hello", hello, 30000, &result, &error);
+    cJSON_Delete(hello);
+    cJSON_Delete(result);
+    cJSON_Delete(error);
+    if (rc != 0 && rc != CLIENT_ERPC) { /* an older server without hello answers an error: go on */
+      cJSON_Delete(params);
+      client_close(&c);
+      return print_outcome(rc, NULL, NULL);
+    }
   }
   rc = client_rpc(&c, method, params, 600000, &result, &error);
   cJSON_Delete(params);
@@ -151,24 +215,65 @@ static cJSON *shortcut_params(const char *method, int argc, char **argv, int *ok
   return NULL;
 }
 
+/* undo|redo SESSION, history SESSION [--limit N] [--before V], revert SESSION VERSION */
+static int history_command(const char *rpc, const char *cmd, int argc, char **argv) {
+  cJSON *p = cJSON_CreateObject();
+  const char *method = NULL;
+  int ok = argc >= 1;
+  if (ok) cJSON_AddStringToObject(p, "session", argv[0]);
+  if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0) {
+    method = cmd[0] == 'u' ? "history.undo" : "history.redo";
+    ok = ok && argc == 1;
+  } else if (strcmp(cmd, "revert") == 0) {
+    method = "history.revert";
+    char *end = NULL;
+    double v = ok && argc == 2 ? strtod(argv[1], &end) : -1;
+    ok = ok && argc == 2 && end && !*end && v >= 0;
+    if (ok) cJSON_AddNumberToObject(p, "version", v);
+  } else {
+    method = "history.list";
+    for (int i = 1; ok && i < argc; i += 2) {
+      char *end = NULL;
+      double v = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+      ok = i + 1 < argc && end && !*end && v >= 0;
+      if (ok && strcmp(argv[i], "--limit") == 0) cJSON_AddNumberToObject(p, "limit", v);
+      else if (ok && strcmp(argv[i], "--before") == 0) cJSON_AddNumberToObject(p, "before_version", v);
+      else ok = 0;
+    }
+  }
+  if (!ok) {
+    fprintf(stderr, "deformctl: %s SESSION%s\n", cmd,
+            strcmp(cmd, "revert") == 0 ? " VERSION" : strcmp(cmd, "history") == 0 ? " [--limit N] [--before V]" : "");
+    cJSON_Delete(p);
+    return 1;
+  }
+  return rpc_call(rpc, method, p);
+}
+
 static const char *type_name(uint8_t t) {
   static const char *names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA",
                                 "EDIT", "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
   return t <= PROTO_TARGET_META ? names[t] : "?";
 }
 
-static int watch(const char *hostport, const char *session, long count, const char *dump) {
-  char host[256], err[256];
-  int port;
-  if (client_parse_hostport(hostport, host, sizeof(host), &port)) {
-    fprintf(stderr, "deformctl: --stream wants HOST:PORT, not '%s'\n", hostport);
-    return 1;
-  }
+typedef struct watch_opts {
+  long count;       /* updates to wait for, < 0: no limit */
+  double seconds;   /* stop after this long, <= 0: no limit */
+  int protocol;     /* 1 or 2 */
+  proto_hello_opts hello;
+  const char *dump;
+} watch_opts;
+
+/* Follows a session; with several addresses, a connection that ends (a relay that died, a
+ * shutdown, too slow) moves to the next one, and a BYE RESYNC (a relay reloaded the session)
+ * joins again: each time from a new SNAPSHOT. */
+static int watch(const char *hostport, const char *session, const watch_opts *wo) {
+  long count = wo->count;
+  const char *dump = wo->dump;
+  char err[256];
   client_conn c;
-  if (client_connect(&c, host, port, err, sizeof(err))) {
-    fprintf(stderr, "deformctl: %s\n", err);
-    return 1;
-  }
+  int which = 0, rejoins = 0, several = address_count(hostport) > 1;
+  if (connect_any(hostport, "--stream", &which, &c)) return 1;
   signal(SIGINT, on_sigint);
   signal(SIGTERM, on_sigint);
   client_replica r;
@@ -180,12 +285,15 @@ static int watch(const char *hostport, const char *session, long count, const ch
   uint32_t ping_seq = 0;
   proto_buf out;
   proto_buf_init(&out);
-  if (client_hello(&c, session, PROTO_ROLE_VIEWER, token)) {
+  uint64_t stop_at = 0;
+join:
+  if (client_hello2(&c, session, PROTO_ROLE_VIEWER, token, wo->protocol == 2 ? &wo->hello : NULL)) {
     fprintf(stderr, "deformctl: cannot send HELLO\n");
     goto done;
   }
+  if (!stop_at) stop_at = wo->seconds > 0 ? client_now_ns() + (uint64_t)(wo->seconds * 1e9) : 0;
   for (;;) {
-    if (interrupted) {
+    if (interrupted || (stop_at && client_now_ns() >= stop_at)) {
       status = 0;
       break;
     }
@@ -197,11 +305,49 @@ static int watch(const char *hostport, const char *session, long count, const ch
     }
     proto_header h;
     const uint8_t *payload;
-    int rc = client_read_frame(&c, 200, &h, &payload, err, sizeof(err));
+    int wait = 200;
+    if (stop_at) {
+      uint64_t now = client_now_ns();
+      wait = now >= stop_at ? 0 : (stop_at - now) / 1000000 < 200 ? (int)((stop_at - now) / 1000000) + 1 : 200;
+    }
+    int rc = client_read_frame(&c, wait, &h, &payload, err, sizeof(err));
     if (rc == CLIENT_ETIMEDOUT) continue;
+    int again = 0; /* join again: on the same address (RESYNC) or the next */
     if (rc) {
       fprintf(stderr, "deformctl: %s\n", err);
-      break;
+      if (!several) break;
+      again = 2;
+    }
+    if (!again && h.type == PROTO_ERROR) {
+      proto_error e;
+      if (proto_decode_error(payload, h.length, &e) == 0 && e.request_id == 0 &&
+          (e.code == PROTO_ERR_PRIMARY_LOST || e.code == PROTO_ERR_PRIMARY_BACK)) {
+        /* A relay's status: the connection stays, so does the last state. */
+        fprintf(stderr, "deformctl: status: %.*s\n", (int)e.message.len, e.message.ptr);
+        continue;
+      }
+    }
+    if (!again && h.type == PROTO_BYE) {
+      proto_error e;
+      if (proto_decode_error(payload, h.length, &e) == 0 &&
+          (e.code == PROTO_ERR_RESYNC || (several && e.code != PROTO_ERR_SESSION_CLOSED))) {
+        fprintf(stderr, "deformctl: BYE %u: %.*s\n", e.code, (int)e.message.len, e.message.ptr);
+        again = e.code == PROTO_ERR_RESYNC ? 1 : 2;
+      }
+    }
+    if (again) {
+      client_close(&c);
+      client_replica_fini(&r);
+      client_replica_init(&r);
+      latency_ms = -1;
+      for (;;) {
+        if (++rejoins > 100 || interrupted || (stop_at && client_now_ns() >= stop_at)) goto done;
+        if (again == 2) which++;
+        if (connect_any(hostport, "--stream", &which, &c) == 0) break;
+        usleep(250000);
+      }
+      fprintf(stderr, "deformctl: joining again through address %d\n", which + 1);
+      goto join;
     }
     if (h.type == PROTO_PONG) {
       proto_ping p;
@@ -241,6 +387,8 @@ static int watch(const char *hostport, const char *session, long count, const ch
     }
   }
 done:
+  printf("%ld frames\n", live);
+  fflush(stdout);
   if (dump && r.have_snapshot) {
     float *pos = malloc(sizeof(float) * 3 * ((size_t)r.mesh->vertex_count + 1));
     char merr[MESH_ERR_LEN] = "";
@@ -261,11 +409,13 @@ int main(int argc, char **argv) {
   const char *rpc = getenv("DEFORMD_RPC") ? getenv("DEFORMD_RPC") : "127.0.0.1:7451";
   const char *stream = getenv("DEFORMD_STREAM") ? getenv("DEFORMD_STREAM") : "127.0.0.1:7450";
   token = getenv("DEFORMD_TOKEN");
+  author = getenv("DEFORMD_AUTHOR") ? getenv("DEFORMD_AUTHOR") : getenv("USER");
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--rpc") == 0 && i + 1 < argc) rpc = argv[++i];
     else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) stream = argv[++i];
     else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) token = argv[++i];
+    else if (strcmp(argv[i], "--author") == 0 && i + 1 < argc) author = argv[++i];
     else if (strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       return 0;
@@ -297,29 +447,62 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "watch") == 0) {
     if (i >= argc) {
-      fprintf(stderr, "deformctl: watch SESSION [--count N] [--dump FILE.obj]\n");
+      fprintf(stderr, "deformctl: watch SESSION [--count N] [--seconds S] [--max-rate HZ] [--tolerance T | "
+                      "--quantised | --protocol 1] [--dump FILE.obj]\n");
       return 1;
     }
     const char *session = argv[i++];
-    long count = -1;
-    const char *dump = NULL;
+    watch_opts wo = {-1, 0, 2, {.codec = PROTO_CODEC_LOSSLESS}, NULL};
     for (; i < argc; i++) {
-      if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-        char *end = NULL;
-        count = strtol(argv[++i], &end, 10);
-        if (!end || *end || count < 0) {
+      const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+      char *end = NULL;
+      if (strcmp(a, "--count") == 0 && v) {
+        wo.count = strtol(argv[++i], &end, 10);
+        if (!end || *end || wo.count < 0) {
           fprintf(stderr, "deformctl: --count needs a number >= 0\n");
           return 1;
         }
-      } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-        dump = argv[++i];
+      } else if (strcmp(a, "--seconds") == 0 && v) {
+        wo.seconds = strtod(argv[++i], &end);
+        if (!end || *end || !(wo.seconds > 0 && wo.seconds <= 1e6)) {
+          fprintf(stderr, "deformctl: --seconds needs a number of seconds > 0\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--max-rate") == 0 && v) {
+        wo.hello.max_rate = strtof(argv[++i], &end);
+        if (!end || *end || !(wo.hello.max_rate > 0 && wo.hello.max_rate <= 1e6)) {
+          fprintf(stderr, "deformctl: --max-rate needs a rate in Hz > 0\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--tolerance") == 0 && v) {
+        wo.hello.codec = PROTO_CODEC_QUANTISED;
+        wo.hello.tolerance = strtof(argv[++i], &end);
+        if (!end || *end || !(wo.hello.tolerance >= 0 && wo.hello.tolerance < 1e30f)) {
+          fprintf(stderr, "deformctl: --tolerance needs a distance >= 0 in mesh units\n");
+          return 1;
+        }
+      } else if (strcmp(a, "--quantised") == 0) {
+        wo.hello.codec = PROTO_CODEC_QUANTISED;
+      } else if (strcmp(a, "--lossless") == 0) {
+        wo.hello.codec = PROTO_CODEC_LOSSLESS;
+      } else if (strcmp(a, "--protocol") == 0 && v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
+        wo.protocol = atoi(argv[++i]);
+      } else if (strcmp(a, "--dump") == 0 && v) {
+        wo.dump = argv[++i];
       } else {
-        fprintf(stderr, "deformctl: unknown watch option '%s'\n", argv[i]);
+        fprintf(stderr, "deformctl: unknown watch option '%s'\n", a);
         return 1;
       }
     }
-    return watch(stream, session, count, dump);
+    if (wo.protocol == 1 && (wo.hello.max_rate > 0 || wo.hello.codec != PROTO_CODEC_LOSSLESS)) {
+      fprintf(stderr, "deformctl: --max-rate, --tolerance and --quantised need protocol 2\n");
+      return 1;
+    }
+    return watch(stream, session, &wo);
   }
+  if (strcmp(cmd, "undo") == 0 || strcmp(cmd, "redo") == 0 || strcmp(cmd, "history") == 0 ||
+      strcmp(cmd, "revert") == 0)
+    return history_command(rpc, cmd, argc - i, argv + i);
   int ok;
   cJSON *params = shortcut_params(cmd, argc - i, argv + i, &ok);
   if (!ok) return 1;

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "oracle.h"
 #include "test.h"
 
 static const char *const no_args[] = {"--demo", NULL};
@@ -453,5 +455,70 @@ TEST(compressing_a_clip_leaves_the_sculpt_layer_alone_in_every_viewer) {
   client_replica_fini(&lr);
   client_close(&v);
   client_close(&late);
+  harness_stop(&h);
+}
+
+/* A Quake III model's animation.cfg reaches the server's clips: anim.list shows the looping
+ * frames and the animations that play once, and the player keeps to them (a looping clip goes
+ * back to its looping frames, not to its first; a clip that plays once stops on its last). */
+static double player_num(harness *h, const char *key, int *playing) {
+  cJSON *l = harness_rpc_ok(h, "anim.list", "{\"session\":\"q3\"}");
+  const cJSON *p = cJSON_GetObjectItem(l, "player");
+  double v = cJSON_GetObjectItem(p, key)->valuedouble;
+  if (playing) *playing = cJSON_IsTrue(cJSON_GetObjectItem(p, "playing"));
+  cJSON_Delete(l);
+  return v;
+}
+
+TEST(an_md3_with_an_animation_cfg_plays_its_clips_as_the_cfg_says) {
+  static unsigned char buf[16384];
+  const char *names[20];
+  for (int f = 0; f < 20; f++) names[f] = "";
+  size_t len = oracle_write_md3(buf, names, 20);
+  const char *cfg = "sex m\n0\t10\t0\t10\t// BOTH_DEATH1\n10\t10\t4\t20\t// BOTH_DEAD1\n";
+  test_write_file("animation.cfg", cfg, strlen(cfg));
+  const char *path = test_write_file("model.md3", buf, len);
+  harness h;
+  harness_start(&h, "demo", no_args);
+  open_session(&h, "q3", path);
+  cJSON *list = harness_rpc_ok(&h, "anim.list", "{\"session\":\"q3\"}");
+  const cJSON *clips = cJSON_GetObjectItem(list, "clips");
+  const cJSON *death = cJSON_GetArrayItem(clips, 0), *dead = cJSON_GetArrayItem(clips, 1);
+  ASSERT(strcmp(cJSON_GetObjectItem(death, "name")->valuestring, "BOTH_DEATH1") == 0);
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(death, "play_once")));
+  ASSERT(cJSON_GetObjectItem(death, "loop_frames") == NULL);
+  ASSERT(strcmp(cJSON_GetObjectItem(dead, "name")->valuestring, "BOTH_DEAD1") == 0);
+  ASSERT_EQ(cJSON_GetObjectItem(dead, "frames")->valueint, 10);
+  ASSERT_EQ(cJSON_GetObjectItem(dead, "fps")->valueint, 20);
+  ASSERT_EQ(cJSON_GetObjectItem(dead, "loop_frames")->valueint, 4);
+  ASSERT(cJSON_GetObjectItem(dead, "play_once") == NULL);
+  ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(clips, cJSON_GetArraySize(clips) - 1), "name")->valuestring, "all") == 0);
+  cJSON_Delete(list);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"q3\",\"clip\":\"BOTH_DEAD1\",\"max_error\":0.01}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"q3\",\"clip\":\"BOTH_DEATH1\",\"max_error\":0.01}"));
+  /* Looping BOTH_DEAD1: once it has shown its last frame (9), it only ever shows 6..9. */
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"q3\",\"clip\":\"BOTH_DEAD1\",\"loop\":true}"));
+  int seen_last = 0, after = 0, playing;
+  uint64_t deadline = client_now_ns() + 10000000000ull;
+  while (after < 20 && client_now_ns() < deadline) {
+    int frame = (int)player_num(&h, "frame", &playing);
+    ASSERT(playing);
+    if (seen_last) {
+      ASSERT(frame >= 6 && frame <= 9);
+      after++;
+    }
+    seen_last |= frame == 9;
+    usleep(15000);
+  }
+  ASSERT(seen_last && after == 20);
+  /* BOTH_DEATH1 plays once even with loop on: it stops on frame 9. */
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"q3\",\"clip\":\"BOTH_DEATH1\",\"loop\":true}"));
+  deadline = client_now_ns() + 10000000000ull;
+  do {
+    usleep(50000);
+    player_num(&h, "frame", &playing);
+  } while (playing && client_now_ns() < deadline);
+  ASSERT(!playing);
+  ASSERT_EQ((int)player_num(&h, "frame", NULL), 9);
   harness_stop(&h);
 }

@@ -13,7 +13,7 @@ static int run_deformd(const char *args, char *out, size_t outlen, char *errbuf,
   ASSERT(bin != NULL);
   char cmd[4096], errpath[1024];
   snprintf(errpath, sizeof(errpath), "%s/stderr.txt", test_tmpdir());
-  snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", bin, args, errpath);
+  snprintf(cmd, sizeof(cmd), "'%s' --data none %s 2>'%s'", bin, args, errpath);
   FILE *p = popen(cmd, "r");
   ASSERT(p != NULL);
   size_t n = fread(out, 1, outlen - 1, p);

@@ -228,7 +228,7 @@ TEST(config_file_sets_ports_limits_and_sessions) {
   const char bad[] = "{\"stream_port\":\"seven\"}";
   const char *bad_path = test_write_file("bad.json", bad, sizeof(bad) - 1);
   char cmd[2048];
-  snprintf(cmd, sizeof(cmd), "'%s' --config '%s' 2>&1", getenv("DEFORMD_BIN"), bad_path);
+  snprintf(cmd, sizeof(cmd), "'%s' --data none --config '%s' 2>&1", getenv("DEFORMD_BIN"), bad_path);
   FILE *p = popen(cmd, "r");
   char out[512] = "";
   size_t got = fread(out, 1, sizeof(out) - 1, p);
@@ -236,4 +236,21 @@ TEST(config_file_sets_ports_limits_and_sessions) {
   int status = pclose(p);
   ASSERT(status != 0);
   ASSERT_STR_CONTAINS(out, "stream_port");
+}
+
+TEST(the_ports_line_comes_once_the_command_line_sessions_are_open_or_failed) {
+  char cfg[2048];
+  snprintf(cfg, sizeof(cfg),
+           "{\"sessions\":[{\"session\":\"head\",\"mesh\":\"demo\"},{\"session\":\"wuson\",\"mesh\":\"%s\"},"
+           "{\"session\":\"gone\",\"mesh\":\"/nonexistent/none.obj\"}]}",
+           test_assimp_model("OFF/Wuson.off"));
+  const char *path = test_write_file("sessions.json", cfg, strlen(cfg));
+  const char *const args[] = {"--config", path, NULL};
+  harness h;
+  harness_start(&h, NULL, args); /* returns as soon as the ports line is read: no polling */
+  cJSON *r = harness_rpc_ok(&h, "session.list", NULL);
+  ASSERT_EQ(cJSON_GetArraySize(r), 2); /* the two that open; the third failed (and said why in the log) */
+  cJSON_Delete(r);
+  cJSON_Delete(harness_rpc_ok(&h, "weights.get", "{\"session\":\"head\"}"));
+  harness_stop(&h);
 }

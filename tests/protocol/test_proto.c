@@ -337,7 +337,7 @@ TEST(edit_round_trips_and_unknown_kind_is_refused) {
   ASSERT_EQ(e.request_id, 77);
   ASSERT_EQ(e.kind, PROTO_EDIT_WEIGHTS);
   ASSERT_EQ(e.weights.count, 1);
-  b.data[PROTO_HEADER_SIZE + 4] = 9; /* kind */
+  b.data[PROTO_HEADER_SIZE + 4] = 12; /* kind: past AUTHOR (11), the last one */
   ASSERT_EQ(proto_decode_edit(p, h.length, NULL, &e), PROTO_EINVAL);
   proto_buf_fini(&b);
 }
@@ -586,7 +586,9 @@ static void check_weights(const proto_weights_view *w, const uint8_t *p, size_t 
 }
 
 static void check_edit(const proto_edit *e, const uint8_t *p, size_t n) {
-  ASSERT(e->kind >= PROTO_EDIT_WEIGHTS && e->kind <= PROTO_EDIT_BLEND_PINS);
+  ASSERT(e->kind >= PROTO_EDIT_WEIGHTS && e->kind <= PROTO_EDIT_AUTHOR);
+  if (e->kind == PROTO_EDIT_AUTHOR)
+    ASSERT(e->author.len >= 1 && e->author.len <= PROTO_MAX_AUTHOR && inside(p, n, e->author.ptr, e->author.len));
   switch (e->kind) {
     case PROTO_EDIT_WEIGHTS: check_weights(&e->weights, p, n); break;
     case PROTO_EDIT_OFFSETS: check_offsets(&e->offsets, p, n, 0xffffffffu); break;
@@ -932,5 +934,47 @@ TEST(brush_edit_flags_and_kinds_round_trip_byte_by_byte_and_unknown_ones_are_ref
   ASSERT_EQ(proto_encode_edit_brush(&b, 8, 8, 0, 0, 1, &s), PROTO_EINVAL);
   ASSERT_EQ(proto_encode_edit_brush(&b, 8, 0, 0, 0x08, 1, &s), PROTO_EINVAL);
   ASSERT_EQ(b.len, len); /* nothing appended */
+  proto_buf_fini(&b);
+}
+
+TEST(undo_redo_and_author_edits_round_trip_byte_by_byte_and_bad_names_are_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto_encode_edit_history(&b, 7, 0), NULL);
+  static const uint8_t undo[] = {0x07, 0x00, 0x00, 0x00, 0x09};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(undo));
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, undo, sizeof(undo)) == 0);
+  proto_header h;
+  proto_edit e;
+  const uint8_t *p;
+  p = one_frame(&b, &h, PROTO_EDIT); /* (before h.length is read) */
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT(e.request_id == 7 && e.kind == PROTO_EDIT_UNDO);
+  b.len = 0;
+  ASSERT_OK(proto_encode_edit_history(&b, 9, 1), NULL);
+  p = one_frame(&b, &h, PROTO_EDIT); /* (before h.length is read) */
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT(e.kind == PROTO_EDIT_REDO);
+  b.len = 0;
+  ASSERT_OK(proto_encode_edit_author(&b, 8, "ana"), NULL);
+  static const uint8_t author[] = {0x08, 0x00, 0x00, 0x00, 0x0b, 0x03, 0x00, 'a', 'n', 'a'};
+  ASSERT(b.len == PROTO_HEADER_SIZE + sizeof(author) && memcmp(b.data + PROTO_HEADER_SIZE, author, sizeof(author)) == 0);
+  p = one_frame(&b, &h, PROTO_EDIT); /* (before h.length is read) */
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT(e.kind == PROTO_EDIT_AUTHOR && e.author.len == 3 && memcmp(e.author.ptr, "ana", 3) == 0);
+  /* Names of 0 or more than 64 bytes are refused both ways; a body after UNDO is trailing. */
+  b.len = 0;
+  char long_name[80];
+  memset(long_name, 'x', sizeof(long_name) - 1);
+  long_name[79] = '\0';
+  ASSERT_EQ(proto_encode_edit_author(&b, 1, ""), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_author(&b, 1, long_name), PROTO_EINVAL);
+  ASSERT_EQ(b.len, 0);
+  uint8_t empty[] = {1, 0, 0, 0, 0x0b, 0x00, 0x00};
+  ASSERT_EQ(proto_decode_edit(empty, sizeof(empty), NULL, &e), PROTO_EINVAL);
+  uint8_t trailing[] = {1, 0, 0, 0, 0x09, 0x00};
+  ASSERT_EQ(proto_decode_edit(trailing, sizeof(trailing), NULL, &e), PROTO_ETRAILING);
+  uint8_t unknown[] = {1, 0, 0, 0, 0x0c};
+  ASSERT_EQ(proto_decode_edit(unknown, sizeof(unknown), NULL, &e), PROTO_EINVAL);
   proto_buf_fini(&b);
 }

@@ -68,14 +68,16 @@ static void check_md2_clips(const char *rel) {
     fprintf(stderr, " %s[%u+%u]", m->clips[i].name, m->clips[i].first_frame, m->clips[i].frame_count);
   fprintf(stderr, "\n");
   ASSERT_EQ(m->frame_count, 198);
-  ASSERT_EQ(m->clip_count, n);
+  ASSERT(m->clip_count > n);
   uint32_t next = 0;
   for (uint32_t i = 0; i < n; i++) {
     expect_keyframe_clip(m, i, want[i].name, want[i].first, want[i].count);
-    ASSERT_EQ(want[i].first, next); /* clips tile the frames */
+    ASSERT_EQ(want[i].first, next); /* the name groups tile the frames */
     next += want[i].count;
   }
   ASSERT_EQ(next, 198);
+  /* After them: the numbered variants (checked per file below), then the whole file. */
+  expect_keyframe_clip(m, m->clip_count - 1, "all", 0, 198);
   /* Both files use Quake II's player animations, starting with 40 frames of "stand". */
   expect_keyframe_clip(m, 0, "stand", 0, 40);
   expect_keyframe_clip(m, 1, "run", 40, 6);
@@ -87,7 +89,36 @@ static void check_md2_clips(const char *rel) {
 
 TEST(md2_faerie_clips_match_the_frame_names_in_the_file) { check_md2_clips("MD2/faerie.md2"); }
 
-TEST(md2_sydney_clips_match_the_frame_names_in_the_file) { check_md2_clips("MD2/sydney.md2"); }
+TEST(md2_sydney_clips_match_the_frame_names_in_the_file) {
+  check_md2_clips("MD2/sydney.md2");
+  /* Its names number no variants (pain1…pain12, death1…death20, run001…run006): no more clips
+   * than the groups and "all". */
+  oracle_clip *want;
+  uint32_t n = oracle_md2_clips(test_assimp_model("MD2/sydney.md2"), &want);
+  mesh *m = import_ok(test_assimp_model("MD2/sydney.md2"));
+  ASSERT_EQ(m->clip_count, n + 1);
+  free(want);
+  mesh_destroy(m);
+}
+
+/* Quake II's numbered variants, as faerie.md2 names them (pain101…pain104, pain201…, pain301…;
+ * death101…death106, death201…death206, death301…death308): each its own clip, the groups
+ * "pain" and "death" kept. */
+TEST(md2_numbered_variants_like_death101_death201_become_clips_of_their_own) {
+  oracle_clip *want;
+  uint32_t n = oracle_md2_clips(test_assimp_model("MD2/faerie.md2"), &want);
+  mesh *m = import_ok(test_assimp_model("MD2/faerie.md2"));
+  ASSERT_EQ(m->clip_count, n + 6 + 1);
+  expect_keyframe_clip(m, n + 0, "pain1", 54, 4);
+  expect_keyframe_clip(m, n + 1, "pain2", 58, 4);
+  expect_keyframe_clip(m, n + 2, "pain3", 62, 4);
+  expect_keyframe_clip(m, n + 3, "death1", 178, 6);
+  expect_keyframe_clip(m, n + 4, "death2", 184, 6);
+  expect_keyframe_clip(m, n + 5, "death3", 190, 8);
+  ASSERT(mesh_find_clip(m, "pain") >= 0 && mesh_find_clip(m, "death") >= 0);
+  free(want);
+  mesh_destroy(m);
+}
 
 static int32_t get32(const unsigned char *b) {
   return (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
@@ -167,91 +198,21 @@ TEST(md2_clips_stop_at_the_frames_that_were_read) {
   mesh *m = NULL;
   ASSERT_OK(mesh_import(test_assimp_model("MD2/faerie.md2"), &opts, &m, err, sizeof(err)), err);
   ASSERT_EQ(m->frame_count, 43);
-  ASSERT_EQ(m->clip_count, 2);
+  ASSERT_EQ(m->clip_count, 3);
   expect_keyframe_clip(m, 0, "stand", 0, 40);
   expect_keyframe_clip(m, 1, "run", 40, 3);
+  expect_keyframe_clip(m, 2, "all", 0, 43);
   mesh_destroy(m);
 }
 
-/* ---- MD3: a one-surface file written here with the given frame names ------------------------ */
+/* ---- MD3: a one-surface file written here with the given frame names (oracle_write_md3) ---- */
+
+static size_t write_md3(unsigned char *b, const char *const *names, uint32_t nframes) {
+  return oracle_write_md3(b, names, nframes);
+}
 
 static void put32(unsigned char *b, size_t *at, uint32_t v) {
   for (int i = 0; i < 4; i++) b[(*at)++] = (unsigned char)(v >> (8 * i));
-}
-static void putf(unsigned char *b, size_t *at, float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  put32(b, at, u);
-}
-static void putname(unsigned char *b, size_t *at, const char *s, size_t n) {
-  memset(b + *at, 0, n);
-  memcpy(b + *at, s, strlen(s) < n ? strlen(s) : n);
-  *at += n;
-}
-
-/* A tetrahedron moved along x by frame. Returns the file size. */
-static size_t write_md3(unsigned char *b, const char *const *names, uint32_t nframes) {
-  static const int16_t tet[4][3] = {{0, 0, 0}, {256, 0, 0}, {0, 320, 0}, {0, 0, 384}};
-  static const uint32_t tris[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};
-  const uint32_t hdr = 108, frame_sz = 56, nv = 4, nt = 4;
-  size_t at = 0;
-  memcpy(b, "IDP3", 4);
-  at = 4;
-  put32(b, &at, 15);
-  putname(b, &at, "model", 64);
-  put32(b, &at, 0);
-  put32(b, &at, nframes);
-  put32(b, &at, 0); /* tags */
-  put32(b, &at, 1); /* surfaces */
-  put32(b, &at, 0); /* skins */
-  put32(b, &at, hdr);
-  put32(b, &at, hdr + frame_sz * nframes);
-  put32(b, &at, hdr + frame_sz * nframes);
-  size_t eof_at = at;
-  put32(b, &at, 0);
-  for (uint32_t f = 0; f < nframes; f++) {
-    for (int k = 0; k < 6; k++) putf(b, &at, k < 3 ? -20.0f : 20.0f);
-    for (int k = 0; k < 3; k++) putf(b, &at, 0.0f);
-    putf(b, &at, 40.0f);
-    putname(b, &at, names[f], 16);
-  }
-  uint32_t ofs_shader = 108, ofs_tri = ofs_shader + 68, ofs_st = ofs_tri + 12 * nt,
-           ofs_xyz = ofs_st + 8 * nv, ofs_end = ofs_xyz + 8 * nv * nframes;
-  memcpy(b + at, "IDP3", 4);
-  at += 4;
-  putname(b, &at, "body", 64);
-  put32(b, &at, 0);
-  put32(b, &at, nframes);
-  put32(b, &at, 1);
-  put32(b, &at, nv);
-  put32(b, &at, nt);
-  put32(b, &at, ofs_tri);
-  put32(b, &at, ofs_shader);
-  put32(b, &at, ofs_st);
-  put32(b, &at, ofs_xyz);
-  put32(b, &at, ofs_end);
-  putname(b, &at, "skin", 64);
-  put32(b, &at, 0);
-  for (uint32_t t = 0; t < nt; t++)
-    for (int c = 0; c < 3; c++) put32(b, &at, tris[t][c]);
-  for (uint32_t v = 0; v < nv; v++) {
-    putf(b, &at, 0.25f * (float)v);
-    putf(b, &at, 0.5f);
-  }
-  for (uint32_t f = 0; f < nframes; f++)
-    for (uint32_t v = 0; v < nv; v++) {
-      for (int k = 0; k < 3; k++) {
-        int16_t x = (int16_t)(tet[v][k] + (k == 0 ? 32 * (int)f : 0));
-        b[at++] = (unsigned char)((uint16_t)x & 0xff);
-        b[at++] = (unsigned char)((uint16_t)x >> 8);
-      }
-      b[at++] = 0;
-      b[at++] = 0;
-    }
-  size_t end = at;
-  at = eof_at;
-  put32(b, &at, (uint32_t)end);
-  return end;
 }
 
 TEST(md3_frames_are_grouped_into_clips_by_name) {
@@ -261,20 +222,22 @@ TEST(md3_frames_are_grouped_into_clips_by_name) {
   size_t len = write_md3(buf, names, 9);
   mesh *m = import_ok(test_write_file("named.md3", buf, len));
   ASSERT_EQ(m->frame_count, 9);
-  ASSERT_EQ(m->clip_count, 4);
+  ASSERT_EQ(m->clip_count, 5);
   expect_keyframe_clip(m, 0, "idle", 0, 3);
   expect_keyframe_clip(m, 1, "walk", 3, 4);
   expect_keyframe_clip(m, 2, "idle_7", 7, 1);
   expect_keyframe_clip(m, 3, "taunt", 8, 1);
+  expect_keyframe_clip(m, 4, "all", 0, 9);
   mesh_destroy(m);
 
   /* Clips stop where max_frames stopped the frames. */
   mesh_import_opts opts = {.max_frames = 5};
   char err[MESH_ERR_LEN];
   ASSERT_OK(mesh_import(test_write_file("named.md3", buf, len), &opts, &m, err, sizeof(err)), err);
-  ASSERT_EQ(m->clip_count, 2);
+  ASSERT_EQ(m->clip_count, 3);
   expect_keyframe_clip(m, 0, "idle", 0, 3);
   expect_keyframe_clip(m, 1, "walk", 3, 2);
+  expect_keyframe_clip(m, 2, "all", 0, 5);
   mesh_destroy(m);
 }
 
@@ -302,6 +265,118 @@ TEST(md3_whose_frame_table_lies_outside_the_file_is_refused) {
   size_t at = 92;
   put32(buf, &at, (uint32_t)len - 20); /* ofs_frames: two 56-byte frames do not fit there */
   refused(test_write_file("frames.md3", buf, len), MESH_EFORMAT, "outside the file");
+}
+
+/* ---- MD3: Quake III's animation.cfg ------------------------------------------------------ */
+
+/* Sarge's animation.cfg as Quake III ships it (keywords, comments, tabs), trimmed of nothing. */
+static const char sarge_cfg[] =
+    "// animation config file\n\nsex m\n\nheadoffset 0 0 0\nfootsteps normal\n\n"
+    "// first frame, num frames, looping frames, frames per second\n\n"
+    "0\t30\t0\t20\t\t// BOTH_DEATH1\n29\t1\t0\t20\t\t// BOTH_DEAD1\n"
+    "30\t30\t0\t20\t\t// BOTH_DEATH2\n59\t1\t0\t20\t\t// BOTH_DEAD2\n"
+    "60\t30\t0\t20\t\t// BOTH_DEATH3\n89\t1\t0\t20\t\t// BOTH_DEAD3\n\n"
+    "90\t40\t0\t20\t\t// TORSO_GESTURE\n130\t6\t0\t15\t\t// TORSO_ATTACK\n"
+    "136\t6\t0\t15\t\t// TORSO_ATTACK2\n142\t5\t0\t20\t\t// TORSO_DROP\n"
+    "147\t4\t0\t20\t\t// TORSO_RAISE\n151\t1\t0\t15\t\t// TORSO_STAND\n"
+    "152\t1\t0\t15\t\t// TORSO_STAND2\n\n"
+    "153\t8\t8\t20\t\t// LEGS_WALKCR\n161\t12\t12\t20\t\t// LEGS_WALK\n"
+    "173\t11\t11\t21\t\t// LEGS_RUN\n184\t10\t10\t20\t\t// LEGS_BACK\n"
+    "194\t10\t10\t15\t\t// LEGS_SWIM\n204\t10\t0\t15\t\t// LEGS_JUMP\n"
+    "214\t6\t0\t15\t\t// LEGS_LAND\n220\t8\t0\t15\t\t// LEGS_JUMPB\n"
+    "228\t1\t0\t15\t\t// LEGS_LANDB\n229\t10\t10\t15\t\t// LEGS_IDLE\n"
+    "239\t10\t10\t15\t\t// LEGS_IDLECR\n249\t7\t7\t15\t\t// LEGS_TURN\n";
+
+/* The animations as the game numbers them for each part, written out from the table above: the
+ * legs' first frames less 153 - 90 = 63 in lower.md3. */
+typedef struct want_clip {
+  const char *name;
+  uint32_t first, count, loop;
+  float fps;
+  int once;
+} want_clip;
+
+static const want_clip both_clips[] = {{"BOTH_DEATH1", 0, 30, 0, 20, 1}, {"BOTH_DEAD1", 29, 1, 0, 20, 1},
+                                       {"BOTH_DEATH2", 30, 30, 0, 20, 1}, {"BOTH_DEAD2", 59, 1, 0, 20, 1},
+                                       {"BOTH_DEATH3", 60, 30, 0, 20, 1}, {"BOTH_DEAD3", 89, 1, 0, 20, 1}};
+static const want_clip legs_clips[] = {{"LEGS_WALKCR", 90, 8, 0, 20, 0},  {"LEGS_WALK", 98, 12, 0, 20, 0},
+                                       {"LEGS_RUN", 110, 11, 0, 21, 0},   {"LEGS_BACK", 121, 10, 0, 20, 0},
+                                       {"LEGS_SWIM", 131, 10, 0, 15, 0},  {"LEGS_JUMP", 141, 10, 0, 15, 1},
+                                       {"LEGS_LAND", 151, 6, 0, 15, 1},   {"LEGS_JUMPB", 157, 8, 0, 15, 1},
+                                       {"LEGS_LANDB", 165, 1, 0, 15, 1},  {"LEGS_IDLE", 166, 10, 0, 15, 0},
+                                       {"LEGS_IDLECR", 176, 10, 0, 15, 0}, {"LEGS_TURN", 186, 7, 0, 15, 0}};
+static const want_clip torso_clips[] = {{"TORSO_GESTURE", 90, 40, 0, 20, 1}, {"TORSO_ATTACK", 130, 6, 0, 15, 1},
+                                        {"TORSO_ATTACK2", 136, 6, 0, 15, 1}, {"TORSO_DROP", 142, 5, 0, 20, 1},
+                                        {"TORSO_RAISE", 147, 4, 0, 20, 1},   {"TORSO_STAND", 151, 1, 0, 15, 1},
+                                        {"TORSO_STAND2", 152, 1, 0, 15, 1}};
+
+static void expect_cfg_clip(const mesh *m, uint32_t i, const want_clip *w) {
+  ASSERT(i < m->clip_count);
+  const mesh_clip *c = &m->clips[i];
+  if (strcmp(c->name, w->name) != 0) test__fail(__FILE__, __LINE__, "clip %u is '%s', expected '%s'", i, c->name, w->name);
+  ASSERT_EQ(c->first_frame, w->first);
+  ASSERT_EQ(c->frame_count, w->count);
+  ASSERT_EQ(c->loop_frames, w->loop);
+  ASSERT_EQ(c->play_once, w->once);
+  ASSERT_NEAR(c->fps, w->fps, 0);
+}
+
+/* An MD3 of `frames` frames called `name`, with `cfg` beside it. */
+static mesh *import_player_part(const char *name, uint32_t frames, const char *cfg) {
+  static unsigned char buf[1 << 17];
+  const char **names = calloc(frames, sizeof(char *));
+  for (uint32_t f = 0; f < frames; f++) names[f] = "";
+  size_t len = write_md3(buf, names, frames);
+  free(names);
+  test_write_file("animation.cfg", cfg, strlen(cfg));
+  return import_ok(test_write_file(name, buf, len));
+}
+
+TEST(md3_player_legs_get_the_animation_cfg_clips_in_the_games_order) {
+  mesh *m = import_player_part("lower.md3", 193, sarge_cfg);
+  ASSERT_EQ(m->clip_count, 6 + 12 + 1);
+  for (uint32_t i = 0; i < 6; i++) expect_cfg_clip(m, i, &both_clips[i]);
+  for (uint32_t i = 0; i < 12; i++) expect_cfg_clip(m, 6 + i, &legs_clips[i]);
+  expect_keyframe_clip(m, 18, "all", 0, 193); /* the whole file stays a clip */
+  ASSERT_EQ(mesh_find_clip(m, "TORSO_GESTURE"), -1);
+  char err[MESH_ERR_LEN];
+  ASSERT_OK(mesh_validate(m, err, sizeof(err)), err);
+  mesh_destroy(m);
+}
+
+TEST(md3_player_torso_gets_the_both_and_torso_clips_and_others_get_what_their_frames_hold) {
+  mesh *m = import_player_part("upper.md3", 153, sarge_cfg);
+  ASSERT_EQ(m->clip_count, 6 + 7 + 1);
+  for (uint32_t i = 0; i < 6; i++) expect_cfg_clip(m, i, &both_clips[i]);
+  for (uint32_t i = 0; i < 7; i++) expect_cfg_clip(m, 6 + i, &torso_clips[i]);
+  ASSERT_EQ(mesh_find_clip(m, "LEGS_WALK"), -1);
+  mesh_destroy(m);
+  /* Another name: every animation that starts within its 100 frames, cut at the last, no gap
+   * taken out of the legs' numbers. */
+  m = import_player_part("model.md3", 100, sarge_cfg);
+  ASSERT_EQ(m->clip_count, 6 + 1 + 1);
+  want_clip cut = {"TORSO_GESTURE", 90, 10, 0, 20, 1};
+  expect_cfg_clip(m, 6, &cut);
+  mesh_destroy(m);
+}
+
+TEST(md3_animation_cfg_that_does_not_parse_is_refused_naming_its_line) {
+  static unsigned char buf[8192];
+  const char *names[] = {"", "", "", ""};
+  size_t len = write_md3(buf, names, 4);
+  const char *bad = "sex m\n0 2 0 10 // BOTH_DEATH1\n1 x 0 10\n";
+  test_write_file("animation.cfg", bad, strlen(bad));
+  refused(test_write_file("lower.md3", buf, len), MESH_EFORMAT, "animation.cfg line 3: 'x' (BOTH_DEAD1) is not a whole number");
+  const char *cut = "0 2 0 10\n1 1";
+  test_write_file("animation.cfg", cut, strlen(cut));
+  refused(test_write_file("lower.md3", buf, len), MESH_EFORMAT, "BOTH_DEAD1 stops after 2 of its 4 numbers");
+  /* Keywords and comments alone: no animations, the frame names decide. */
+  const char *none = "/* nothing */ sex f\nfootsteps boot\nfixedtorso\n";
+  test_write_file("animation.cfg", none, strlen(none));
+  mesh *m = import_ok(test_write_file("lower.md3", buf, len));
+  ASSERT_EQ(m->clip_count, 1);
+  expect_keyframe_clip(m, 0, "all", 0, 4);
+  mesh_destroy(m);
 }
 
 /* ---- glTF: the Khronos sample, checked against its own sampler ----------------------------- */

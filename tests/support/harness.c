@@ -3,12 +3,15 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +71,10 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   argv[n++] = "0";
   argv[n++] = "--rpc-port";
   argv[n++] = "0";
+  argv[n++] = "--http-port"; /* a free port too: parallel tests never share 7452 */
+  argv[n++] = "0";
+  argv[n++] = "--data"; /* memory only, unless the test gives its own --data (the last one counts) */
+  argv[n++] = "none";
   for (int i = 0; args && args[i] && n < 62; i++) argv[n++] = args[i];
   argv[n] = NULL;
   pid_t pid = fork();
@@ -88,7 +95,7 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   FILE *f = fdopen(out[0], "r");
   char line[256] = "";
   if (!fgets(line, sizeof(line), f) ||
-      sscanf(line, "stream_port=%d rpc_port=%d", &h->stream_port, &h->rpc_port) != 2) {
+      sscanf(line, "stream_port=%d rpc_port=%d http_port=%d", &h->stream_port, &h->rpc_port, &h->http_port) < 2) {
     dump_log(h);
     test__fail(__FILE__, __LINE__, "deformd did not print its ports (got '%s')", line);
   }
@@ -117,6 +124,16 @@ void harness_start(harness *h, const char *wait_session, const char *const *args
   }
   dump_log(h);
   test__fail(__FILE__, __LINE__, "session %s did not appear", wait_session);
+}
+
+void harness_kill(harness *h) {
+  client_close(&h->rpc);
+  if (h->pid <= 0) return;
+  kill(h->pid, SIGKILL);
+  int status = 0;
+  waitpid(h->pid, &status, 0);
+  h->pid = 0;
+  track(h, 0);
 }
 
 void harness_stop(harness *h) {
@@ -180,10 +197,15 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
 
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token) {
+  harness_join2(h, c, r, session, role, token, NULL);
+}
+
+void harness_join2(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
+                   const char *token, const proto_hello_opts *opts) {
   char err[256];
   if (client_connect(c, "127.0.0.1", h->stream_port, err, sizeof(err)) != 0)
     test__fail(__FILE__, __LINE__, "%s", err);
-  ASSERT_OK(client_hello(c, session, role, token), NULL);
+  ASSERT_OK(client_hello2(c, session, role, token, opts), NULL);
   client_replica_init(r);
   for (;;) {
     proto_header hd;
@@ -281,4 +303,18 @@ const char *harness_tool(const char *name) {
   ASSERT(slash != NULL);
   snprintf(slash + 1, sizeof(buf) - (size_t)(slash + 1 - buf), "%s", name);
   return buf;
+}
+
+int harness_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(fd >= 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
 }

@@ -13,7 +13,7 @@
 
 typedef struct harness {
   pid_t pid;
-  int stream_port, rpc_port;
+  int stream_port, rpc_port, http_port;
   char log_path[1024];
   client_conn rpc; /* one JSON-RPC connection kept open */
 } harness;
@@ -21,6 +21,8 @@ typedef struct harness {
 /* Starts `deformd --stream-port 0 --rpc-port 0 ARGS...` (args: NULL-terminated) and waits for
  * its port line. If `wait_session` is not NULL, waits until that session exists. */
 void harness_start(harness *h, const char *wait_session, const char *const *args);
+/* SIGKILL and wait: a crash, as far as the server can tell. */
+void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */
 void harness_stop(harness *h);
 
@@ -33,6 +35,9 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
 /* A stream connection that has sent HELLO and read WELCOME + SNAPSHOT into `r`. */
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token);
+/* The same in protocol version 2 with `opts` (NULL: version 1). */
+void harness_join2(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
+                   const char *token, const proto_hello_opts *opts);
 /* Reads frames into `r` until it reaches `version` (asserts within timeout_ms). Returns the
  * number of frames flagged CATCHUP seen on the way. */
 int harness_follow(client_conn *c, client_replica *r, uint64_t version, int timeout_ms);
@@ -44,6 +49,9 @@ int harness_closed(client_conn *c, int timeout_ms);
 /* The server's current shape of `session`, read back through session.export to an OBJ file:
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
+
+/* A loopback port nobody listens on now (bound to port 0, then released). */
+int harness_free_port(void);
 
 /* Path of a tool built next to deformd (deformctl, deform-bench). Static buffer. */
 const char *harness_tool(const char *name);

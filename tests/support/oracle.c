@@ -643,3 +643,84 @@ void oracle_dihedral_change(const uint32_t *triangles, uint32_t triangle_count, 
   }
   free(e);
 }
+
+/* ---- an MD3 writer ---------------------------------------------------------------------------- */
+
+static void md3_put32(unsigned char *b, size_t *at, uint32_t v) {
+  for (int i = 0; i < 4; i++) b[(*at)++] = (unsigned char)(v >> (8 * i));
+}
+static void md3_putf(unsigned char *b, size_t *at, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  md3_put32(b, at, u);
+}
+static void md3_putname(unsigned char *b, size_t *at, const char *s, size_t n) {
+  memset(b + *at, 0, n);
+  memcpy(b + *at, s, strlen(s) < n ? strlen(s) : n);
+  *at += n;
+}
+
+/* A tetrahedron moved along x by frame. Returns the file size. */
+size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nframes) {
+  static const int16_t tet[4][3] = {{0, 0, 0}, {256, 0, 0}, {0, 320, 0}, {0, 0, 384}};
+  static const uint32_t tris[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};
+  const uint32_t hdr = 108, frame_sz = 56, nv = 4, nt = 4;
+  size_t at = 0;
+  memcpy(b, "IDP3", 4);
+  at = 4;
+  md3_put32(b, &at, 15);
+  md3_putname(b, &at, "model", 64);
+  md3_put32(b, &at, 0);
+  md3_put32(b, &at, nframes);
+  md3_put32(b, &at, 0); /* tags */
+  md3_put32(b, &at, 1); /* surfaces */
+  md3_put32(b, &at, 0); /* skins */
+  md3_put32(b, &at, hdr);
+  md3_put32(b, &at, hdr + frame_sz * nframes);
+  md3_put32(b, &at, hdr + frame_sz * nframes);
+  size_t eof_at = at;
+  md3_put32(b, &at, 0);
+  for (uint32_t f = 0; f < nframes; f++) {
+    for (int k = 0; k < 6; k++) md3_putf(b, &at, k < 3 ? -20.0f : 20.0f);
+    for (int k = 0; k < 3; k++) md3_putf(b, &at, 0.0f);
+    md3_putf(b, &at, 40.0f);
+    md3_putname(b, &at, names[f], 16);
+  }
+  uint32_t ofs_shader = 108, ofs_tri = ofs_shader + 68, ofs_st = ofs_tri + 12 * nt,
+           ofs_xyz = ofs_st + 8 * nv, ofs_end = ofs_xyz + 8 * nv * nframes;
+  memcpy(b + at, "IDP3", 4);
+  at += 4;
+  md3_putname(b, &at, "body", 64);
+  md3_put32(b, &at, 0);
+  md3_put32(b, &at, nframes);
+  md3_put32(b, &at, 1);
+  md3_put32(b, &at, nv);
+  md3_put32(b, &at, nt);
+  md3_put32(b, &at, ofs_tri);
+  md3_put32(b, &at, ofs_shader);
+  md3_put32(b, &at, ofs_st);
+  md3_put32(b, &at, ofs_xyz);
+  md3_put32(b, &at, ofs_end);
+  md3_putname(b, &at, "skin", 64);
+  md3_put32(b, &at, 0);
+  for (uint32_t t = 0; t < nt; t++)
+    for (int c = 0; c < 3; c++) md3_put32(b, &at, tris[t][c]);
+  for (uint32_t v = 0; v < nv; v++) {
+    md3_putf(b, &at, 0.25f * (float)v);
+    md3_putf(b, &at, 0.5f);
+  }
+  for (uint32_t f = 0; f < nframes; f++)
+    for (uint32_t v = 0; v < nv; v++) {
+      for (int k = 0; k < 3; k++) {
+        int16_t x = (int16_t)(tet[v][k] + (k == 0 ? 32 * (int)f : 0));
+        b[at++] = (unsigned char)((uint16_t)x & 0xff);
+        b[at++] = (unsigned char)((uint16_t)x >> 8);
+      }
+      b[at++] = 0;
+      b[at++] = 0;
+    }
+  size_t end = at;
+  at = eof_at;
+  md3_put32(b, &at, (uint32_t)end);
+  return end;
+}

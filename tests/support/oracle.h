@@ -84,4 +84,8 @@ typedef struct oracle_crease {
 void oracle_dihedral_change(const uint32_t *triangles, uint32_t triangle_count, const double *rest,
                             const double *now, double threshold_deg, double min_angle_deg, oracle_crease *out);
 
+/* Writes a one-surface MD3 into b (room for 108 + 56·n + 300 + 32·n bytes): a tetrahedron that
+ * moves 1/2 along x per frame, frames named names[0 .. nframes-1]. Returns the file size. */
+size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nframes);
+
 #endif

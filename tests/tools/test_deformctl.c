@@ -103,10 +103,14 @@ TEST(deformctl_watch_dumps_the_shape_the_server_has) {
   snprintf(path, sizeof(path), "%s/lines.txt", test_tmpdir());
   FILE *f = fopen(path, "r");
   int lines = 0;
-  char line[256];
-  while (f && fgets(line, sizeof(line), f)) lines++;
+  char line[256], last[256] = "";
+  while (f && fgets(line, sizeof(line), f)) {
+    lines++;
+    snprintf(last, sizeof(last), "%s", line);
+  }
   if (f) fclose(f);
-  ASSERT_EQ(lines, 3); /* the snapshot and two live frames */
+  ASSERT_EQ(lines, 4); /* the snapshot, two live frames, and the count */
+  ASSERT(strcmp(last, "2 frames\n") == 0);
   harness_stop(&h);
 }
 
@@ -184,6 +188,65 @@ TEST(ten_deformctl_watchers_and_two_editors_end_with_the_server_shape) {
     free(got);
   }
   free(expect);
+  client_replica_fini(&er);
+  client_close(&ed);
+  harness_stop(&h);
+}
+
+/* `deformctl watch SESSION --max-rate HZ --seconds S`, as the issue names it: beside an editor
+ * at 60 Hz it stops after S seconds, its last line says how many updates came (at most 10 a
+ * second, with room for the last), and its dump is the server's shape. */
+TEST(deformctl_watch_at_a_max_rate_counts_its_frames_and_ends_with_the_server_shape) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char dump[1024], log[1024], cmd[4096];
+  snprintf(dump, sizeof(dump), "%s/paced.obj", test_tmpdir());
+  snprintf(log, sizeof(log), "%s/paced.txt", test_tmpdir());
+  snprintf(cmd, sizeof(cmd), "exec '%s' --stream 127.0.0.1:%d watch demo --max-rate 10 --seconds 3 --dump '%s' > '%s'",
+           harness_tool("deformctl"), h.stream_port, dump, log);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  client_conn ed;
+  client_replica er;
+  harness_join(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  for (int t = 0; t < 200 && !file_has(log, "type=SNAPSHOT"); t++) usleep(50000); /* it has joined */
+  proto_buf b;
+  proto_buf_init(&b);
+  uint64_t start = client_now_ns();
+  for (int e = 0; e < 90; e++) { /* 1.5 s at 60 Hz, well inside the watch's 3 s */
+    uint32_t t = (uint32_t)e % 5, v = 1000u + (uint32_t)e;
+    float w = (float)(e % 10) / 10.0f;
+    int32_t q[3] = {e * 7, -e * 3, e};
+    ASSERT_OK(proto_encode_edit_weights(&b, (uint32_t)e + 1, 1, &t, &w), NULL);
+    ASSERT_OK(proto_encode_edit_offsets(&b, (uint32_t)e + 500, 1, &v, q), NULL);
+    ASSERT_OK(client_send_buf(&ed, &b), NULL);
+    while (client_now_ns() < start + (uint64_t)(e + 1) * 16666667ull) usleep(1000);
+  }
+  proto_buf_fini(&b);
+  harness_follow(&ed, &er, 180, 10000);
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  FILE *f = fopen(log, "r");
+  ASSERT(f != NULL);
+  char line[256], last[256] = "";
+  while (fgets(line, sizeof(line), f)) snprintf(last, sizeof(last), "%s", line);
+  fclose(f);
+  long frames = -1;
+  ASSERT(sscanf(last, "%ld frames", &frames) == 1);
+  fprintf(stderr, "deformctl watch --max-rate 10 --seconds 3 beside 180 changes: \"%s\"\n", strtok(last, "\n"));
+  ASSERT(frames >= 3 && frames <= 36);
+  char server[1024], params[1200];
+  snprintf(server, sizeof(server), "%s/server.obj", test_tmpdir());
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"path\":\"%s\"}", server);
+  cJSON_Delete(harness_rpc_ok(&h, "session.export", params));
+  char *a = v_lines(dump), *s = v_lines(server);
+  ASSERT(strcmp(a, s) == 0);
+  free(a);
+  free(s);
   client_replica_fini(&er);
   client_close(&ed);
   harness_stop(&h);

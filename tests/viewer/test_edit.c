@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "test.h"
 #include "vw_edit.h"
+#include "vw_net.h"
 
 static uint64_t seed = 0x2545f4914f6cdd1dull;
 static double rnd(void) {
@@ -110,66 +111,79 @@ static uint64_t server_version(harness *h) {
   return v;
 }
 
+/* Polls until the server has passed `version` and the viewer has followed it there. */
+static void settle(harness *h, vw_net *n, uint64_t version) {
+  for (int i = 0; i < 500 && server_version(h) < version; i++) {
+    vw_net_changes ch;
+    vw_net_poll(n, 10, &ch);
+  }
+  ASSERT(server_version(h) >= version);
+  poll_to(n, server_version(h));
+}
+
 TEST(undo_and_redo_bring_the_server_back_and_forth_exactly) {
   harness h;
   const char *const args[] = {"--demo", NULL};
   harness_start(&h, "demo", args);
   vw_net n;
   vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_author(&n, "ana");
   poll_to(&n, 0);
   ASSERT(vw_net_can_edit(&n));
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"blink_L\":0.4}}"));
   cJSON_Delete(harness_rpc_ok(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"9\":[0.001,0,0]}}"));
-  poll_to(&n, server_version(&h));
+  settle(&h, &n, 2);
   uint32_t count;
   float *before = harness_server_positions(&h, "demo", &count);
-  vw_edit_undo u;
-  memset(&u, 0, sizeof(u));
-  vw_edit_undo_remember(&u, &n);
-  /* The edit: two weights and three vertices' offsets (one of them back to zero). */
+  /* ana's two edits (two steps): two weights, then three vertices' offsets (one back to zero). */
   uint32_t t[2] = {0, 5}, v[3] = {9, 100, 20400};
   float w[2] = {0.7f, 0.25f};
   int32_t q[9] = {0, 0, 0, 1000, -2000, 3000, 50, 60, 70};
   ASSERT(vw_net_set_weights(&n, 2, t, w) != 0);
+  settle(&h, &n, 3);
+  float *weighted = harness_server_positions(&h, "demo", &count);
   ASSERT(vw_net_set_offsets(&n, 3, v, q) != 0);
-  for (int i = 0; i < 200 && server_version(&h) < 4; i++) {
-    vw_net_changes ch;
-    vw_net_poll(&n, 10, &ch);
-  }
-  poll_to(&n, server_version(&h));
+  settle(&h, &n, 4);
   float *edited = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(before, edited, sizeof(float) * 3 * count) != 0);
-  ASSERT_EQ(vw_edit_undo_step(&u, &n, 0), 1);
-  for (int i = 0; i < 200 && server_version(&h) < 6; i++) {
+  /* Undo: the offsets step, then the weights step. */
+  ASSERT(vw_net_history(&n, 0) != 0);
+  settle(&h, &n, 5);
+  float *undone1 = harness_server_positions(&h, "demo", &count);
+  ASSERT(memcmp(weighted, undone1, sizeof(float) * 3 * count) == 0);
+  /* The undo history is the server's: it survives a new connection under the same author. The
+   * first connection (protocol 1) named ana in an EDIT AUTHOR, this one (protocol 2) in HELLO. */
+  vw_net_fini(&n);
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_protocol(&n, PROTO_VERSION_2, NULL);
+  vw_net_set_author(&n, "ana");
+  poll_to(&n, server_version(&h));
+  ASSERT(vw_net_history(&n, 0) != 0);
+  settle(&h, &n, 6);
+  float *undone2 = harness_server_positions(&h, "demo", &count);
+  ASSERT(memcmp(before, undone2, sizeof(float) * 3 * count) == 0);
+  /* Nothing older of ana's: the server says so. */
+  uint32_t errors = n.errors;
+  ASSERT(vw_net_history(&n, 0) != 0);
+  for (int i = 0; i < 200 && n.errors == errors; i++) {
     vw_net_changes ch;
     vw_net_poll(&n, 10, &ch);
   }
-  poll_to(&n, server_version(&h));
-  float *undone = harness_server_positions(&h, "demo", &count);
-  ASSERT(memcmp(before, undone, sizeof(float) * 3 * count) == 0);
-  ASSERT_EQ(vw_edit_undo_step(&u, &n, 0), 0); /* nothing more to undo */
-  ASSERT_EQ(vw_edit_undo_step(&u, &n, 1), 1);
-  for (int i = 0; i < 200 && server_version(&h) < 8; i++) {
-    vw_net_changes ch;
-    vw_net_poll(&n, 10, &ch);
-  }
-  poll_to(&n, server_version(&h));
+  ASSERT_EQ(n.errors, errors + 1);
+  ASSERT(strstr(n.last_error, "nothing to undo") != NULL);
+  /* Redo twice: the state of the edits again. */
+  ASSERT(vw_net_history(&n, 1) != 0);
+  settle(&h, &n, 7);
+  ASSERT(vw_net_history(&n, 1) != 0);
+  settle(&h, &n, 8);
   float *redone = harness_server_positions(&h, "demo", &count);
   ASSERT(memcmp(edited, redone, sizeof(float) * 3 * count) == 0);
-  /* The stack keeps the newest VW_EDIT_UNDO_DEPTH states. */
-  for (int i = 0; i < VW_EDIT_UNDO_DEPTH + 8; i++) vw_edit_undo_remember(&u, &n);
-  ASSERT_EQ(u.nundo, VW_EDIT_UNDO_DEPTH);
-  ASSERT_EQ(u.nredo, 0);
   /* A viewer-role connection cannot undo. */
   vw_net ro;
   vw_net_init(&ro, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
   poll_to(&ro, server_version(&h));
-  vw_edit_undo u2;
-  memset(&u2, 0, sizeof(u2));
-  vw_edit_undo_remember(&u2, &ro);
-  ASSERT_EQ(u2.nundo, 0);
-  free(before), free(edited), free(undone), free(redone);
-  vw_edit_undo_fini(&u);
+  ASSERT_EQ(vw_net_history(&ro, 0), 0);
+  free(before), free(weighted), free(edited), free(undone1), free(undone2), free(redone);
   vw_net_fini(&ro);
   vw_net_fini(&n);
   harness_stop(&h);

@@ -570,23 +570,9 @@ TEST(net_bye_on_shutdown_marks_the_viewer_down_with_the_reason) {
   vw_net_fini(&n);
 }
 
-/* A loopback port nobody listens on (bound, then released). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(fd >= 0);
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-  socklen_t len = sizeof(a);
-  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
   static harness h;
-  int port = free_port();
+  int port = harness_free_port();
   vw_net n;
   vw_net_init(&n, "127.0.0.1", port, "demo", NULL, PROTO_ROLE_VIEWER);
   uint64_t t0 = vw_net_now_ms();
@@ -678,4 +664,67 @@ TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
   client_close(&peer);
   close(lfd);
   vw_net_fini(&n);
+}
+
+/* Protocol version 2 through the viewer's connection: a lossless one follows the server
+ * exactly and reports exact spans; a quantised one paced at 20 Hz reports what the server
+ * granted and stays within half a grid step of the server's offsets. */
+TEST(net_version_2_viewers_follow_lossless_exactly_and_quantised_within_their_grid) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  vw_net n, q;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  vw_net_init(&q, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS}, paced = {.codec = PROTO_CODEC_QUANTISED, .max_rate = 20.0f, .tolerance = 0};
+  vw_net_set_protocol(&n, 2, &lossless);
+  vw_net_set_protocol(&q, 2, &paced);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 10000);
+  poll_until_state(&q, VW_NET_LIVE, NULL, 10000);
+  ASSERT(n.granted.protocol_version == 2 && n.granted.codec == PROTO_CODEC_LOSSLESS && n.granted.tolerance == 0);
+  ASSERT(q.granted.protocol_version == 2 && q.granted.codec == PROTO_CODEC_QUANTISED && q.granted.max_rate == 20.0f);
+  ASSERT(q.granted.tolerance > 0 && q.granted.tolerance == q.replica.grid.step / 2);
+  same_as_server(&h, &n);
+  rpc_and_follow(&h, &n, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"17\":[0,0.001,0],\"9000\":[0.002,0,-0.001]}}");
+  rpc_and_follow(&h, &n, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}");
+  rpc_and_follow(&h, &n, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
+  rpc_and_follow(&h, &n, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"400\":[0.0031,0.0017,-0.0005]}}");
+  vw_net_changes acc;
+  follow(&q, server_version(&h), &acc);
+  ASSERT(acc.offsets_first <= 17 && acc.offsets_end >= 9001);
+  ASSERT_EQ(q.replica.mesh->target_count, n.replica.mesh->target_count);
+  ASSERT(memcmp(q.replica.weights, n.replica.weights, 4 * (size_t)n.replica.mesh->target_count) == 0);
+  for (size_t i = 0; i < 3 * (size_t)n.replica.mesh->vertex_count; i++)
+    ASSERT_NEAR(q.replica.offsets[i], n.replica.offsets[i], q.granted.tolerance + 1e-9);
+  ASSERT_EQ(n.errors + q.errors, 0);
+  vw_net_fini(&n);
+  vw_net_fini(&q);
+  harness_stop(&h);
+}
+
+TEST(net_viewer_with_several_addresses_moves_to_the_next_when_one_is_lost) {
+  /* Two servers on the same session name (relays of one cluster, as far as a viewer can tell):
+   * the first address answers nothing, the second serves; when it goes away, the next one in
+   * turn (the first, now listening) gets the viewer and a fresh SNAPSHOT. */
+  harness a, b;
+  harness_start(&b, "demo", demo_args);
+  int dead = 1; /* nobody listens on port 1 */
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", dead, "demo", NULL, PROTO_ROLE_VIEWER);
+  ASSERT_OK(vw_net_add_address(&n, "127.0.0.1", b.stream_port), NULL);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 30000);
+  ASSERT_EQ(n.port, b.stream_port);
+  ASSERT_EQ(n.joins, 1);
+  harness_start(&a, "demo", demo_args);
+  snprintf(n.addresses[0].host, sizeof(n.addresses[0].host), "127.0.0.1"); /* the first now answers */
+  n.addresses[0].port = a.stream_port;
+  cJSON_Delete(harness_rpc_ok(&a, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  harness_kill(&b);
+  poll_until_state(&n, VW_NET_DOWN, NULL, 30000);
+  poll_until_state(&n, VW_NET_LIVE, NULL, 30000);
+  ASSERT_EQ(n.port, a.stream_port);
+  ASSERT_EQ(n.joins, 2);
+  ASSERT_EQ(n.replica.version, 1);
+  same_as_server(&a, &n);
+  vw_net_fini(&n);
+  harness_stop(&a);
 }

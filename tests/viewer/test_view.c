@@ -280,3 +280,46 @@ TEST(the_viewer_survives_its_server_dying_and_resynchronises_from_the_next) {
   ASSERT(same_pixels(after, fresh));
   harness_stop(&b);
 }
+
+/* What a user sees through every stream option: the first protocol version and lossless
+ * draw the same pixels; the default grid (half a step 6.3 µm on this 41 cm head) draws a
+ * picture within a couple of levels of it; a coarse grid a viewer asked for (0.2 mm, paced at
+ * 10 Hz) puts the head in the same place (its shading shows the grid as a faint grain). */
+TEST(screenshots_through_every_stream_option_look_like_the_exact_one) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":1,\"jaw_open\":0.4}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "deform.begin",
+                              "{\"session\":\"demo\",\"gesture\":1,\"pick\":20400,\"handle_radius\":0.01,\"roi_radius\":0.05}"));
+  cJSON_Delete(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.01,0.02]}"));
+  cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":1}"));
+  const char *const v1[] = {"--protocol", "1", NULL}, *const exact[] = {"--lossless", NULL},
+                    *const coarse[] = {"--max-rate", "10", "--tolerance", "0.0002", NULL};
+  char *p1 = tmp_png("v1.png"), *pl = tmp_png("lossless.png"), *pq = tmp_png("quantised.png"),
+       *pc = tmp_png("coarse.png");
+  screenshot(h.stream_port, p1, v1);
+  screenshot(h.stream_port, pl, exact);
+  screenshot(h.stream_port, pq, NULL);
+  screenshot(h.stream_port, pc, coarse);
+  ASSERT(same_pixels(p1, pl));
+  image a = load(pl), q = load(pq), c = load(pc);
+  ASSERT(a.w == q.w && a.h == q.h && a.w == c.w && a.h == c.h);
+  uint32_t shade = 0, worst = 0, outline = 0;
+  for (size_t i = 0; i < (size_t)a.w * a.h; i++) {
+    for (int k = 0; k < 3; k++) {
+      uint32_t d = (uint32_t)abs(a.px[4 * i + k] - q.px[4 * i + k]);
+      shade += d > 2;
+      worst = d > worst ? d : worst;
+    }
+    outline += is_background(a.px + 4 * i) != is_background(c.px + 4 * i);
+  }
+  fprintf(stderr, "default grid: %u channel values differ by more than 2 levels (worst %u); coarse grid: %u pixels "
+                  "change between head and background, of %d\n", shade, worst, outline, a.w * a.h);
+  ASSERT(shade <= (uint32_t)(a.w * a.h * 3) / 1000);
+  ASSERT(outline <= (uint32_t)(a.w * a.h) / 200);
+  stbi_image_free(a.px);
+  stbi_image_free(q.px);
+  stbi_image_free(c.px);
+  harness_stop(&h);
+}

@@ -1,0 +1,321 @@
+/*
+ * proto_trav.c — the codecs version 2 bodies are built from (proto2.h): the traversal of a
+ * triangle list (ranks and parallelogram predictors), per-vertex value streams coded as
+ * prediction residuals, and vertex sets as runs of ranks.
+ *
+ * Why a traversal: the meshoptimizer vertex codec predicts each record from the one before it,
+ * which only pays when neighbours in the stream are neighbours on the surface. The mesh's
+ * vertex order is a contract (every index clients see), so instead of reordering vertices the
+ * values travel in the order the triangles first use them, each as its residual from the
+ * parallelogram rule over triangles already seen. On the demo head at the default grid this
+ * takes positions from 170 KB (contract order, meshopt alone) to 84 KB, UVs from 124 KB to 61
+ * KB, target deltas from 106 KB to 56 KB, and a drag's DELTA from 3.3 to 1.9 bytes per vertex
+ * (measurements in docs/performance.md, "deform-bench stream").
+ *
+ * DOES NOT know message layouts (proto_snap2.c does) or do I/O.
+ */
+#include <meshoptimizer.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto2.h"
+#include "proto_internal.h"
+
+/* Triangles remembered to find the neighbour across an edge: the cache-ordered list visits a
+ * vertex's neighbours within a few triangles, so 16 finds it for 99.9 % of the demo head's
+ * vertices while keeping the search a constant cost (no edge map on either side). */
+#define TRAV_FIFO 16
+
+void proto_trav_fini(proto_trav *t) {
+  free(t->order);
+  free(t->rank);
+  free(t->pred);
+  free(t->mark);
+  free(t->slot);
+  memset(t, 0, sizeof(*t));
+}
+
+static void set_pred(uint32_t *p, uint32_t a, uint32_t b, uint32_t c) {
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+}
+
+int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count, uint32_t vertex_count) {
+  memset(t, 0, sizeof(*t));
+  size_t nv = vertex_count;
+  for (size_t i = 0; i < 3 * (size_t)triangle_count; i++)
+    if (tri[i] >= vertex_count) return PROTO_EINVAL;
+  t->vertex_count = vertex_count;
+  t->order = malloc(sizeof(uint32_t) * (nv + 1));
+  t->rank = malloc(sizeof(uint32_t) * (nv + 1));
+  t->pred = malloc(sizeof(uint32_t) * 3 * (nv + 1));
+  t->mark = calloc(nv + 1, sizeof(uint32_t));
+  t->slot = malloc(sizeof(uint32_t) * (nv + 1));
+  if (!t->order || !t->rank || !t->pred || !t->mark || !t->slot) {
+    proto_trav_fini(t);
+    return PROTO_ENOMEM;
+  }
+  for (size_t v = 0; v < nv; v++) t->rank[v] = PROTO_NO_VERTEX;
+  const uint32_t *fifo[TRAV_FIFO];
+  uint32_t nfifo = 0, head = 0, k = 0, prev = PROTO_NO_VERTEX;
+  for (size_t i = 0; i < triangle_count; i++) {
+    const uint32_t *tr = tri + 3 * i;
+    for (int j = 0; j < 3; j++) {
+      uint32_t v = tr[j], a = tr[(j + 1) % 3], b = tr[(j + 2) % 3];
+      if (t->rank[v] != PROTO_NO_VERTEX) continue;
+      uint32_t *p = t->pred + 3 * (size_t)v;
+      int seen_a = t->rank[a] != PROTO_NO_VERTEX, seen_b = t->rank[b] != PROTO_NO_VERTEX;
+      if (seen_a && seen_b) {
+        /* The most recent triangle with the directed edge b -> a lies across edge a -> b. */
+        uint32_t c = a;
+        for (uint32_t f = 0; f < nfifo && c == a; f++) {
+          const uint32_t *u = fifo[(head + TRAV_FIFO - 1 - f) % TRAV_FIFO];
+          for (int e = 0; e < 3; e++)
+            if (u[e] == b && u[(e + 1) % 3] == a) {
+              c = u[(e + 2) % 3];
+              break;
+            }
+        }
+        set_pred(p, a, b, c); /* c == a when none was found: the prediction is p(b) */
+      } else if (seen_a) {
+        set_pred(p, a, a, a);
+      } else if (seen_b) {
+        set_pred(p, b, b, b);
+      } else {
+        set_pred(p, prev, prev, prev);
+      }
+      t->rank[v] = k;
+      t->order[k++] = v;
+      prev = v;
+    }
+    fifo[head] = tr;
+    head = (head + 1) % TRAV_FIFO;
+    if (nfifo < TRAV_FIFO) nfifo++;
+  }
+  for (uint32_t v = 0; v < vertex_count; v++) { /* used by no triangle: last, ascending */
+    if (t->rank[v] != PROTO_NO_VERTEX) continue;
+    set_pred(t->pred + 3 * (size_t)v, prev, prev, prev);
+    t->rank[v] = k;
+    t->order[k++] = v;
+    prev = v;
+  }
+  return 0;
+}
+
+/* ---- subsets: membership by epoch stamps ------------------------------------------------------ */
+
+/* Marks `list` as the current subset, entry i at slot i. */
+static void mark_subset(proto_trav *t, const uint32_t *list, uint32_t count) {
+  if (++t->epoch == 0) { /* wrapped: old stamps could alias the new epoch */
+    memset(t->mark, 0, sizeof(uint32_t) * t->vertex_count);
+    t->epoch = 1;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    t->mark[list[i]] = t->epoch;
+    t->slot[list[i]] = i;
+  }
+}
+
+/* The entry index of the value that predicts entry i (vertex v), for the three predictors, or
+ * -1 for "the previous entry" / 0. Full streams (list NULL) hold every vertex, at its rank. */
+static int predictors(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t s[3]) {
+  const uint32_t *p = t->pred + 3 * (size_t)v;
+  if (p[0] == PROTO_NO_VERTEX) return 0;
+  for (int k = 0; k < 3; k++) {
+    if (list) {
+      if (t->mark[p[k]] != t->epoch) return 0;
+      s[k] = t->slot[p[k]];
+    } else {
+      s[k] = t->rank[p[k]];
+    }
+  }
+  return 1;
+}
+
+static uint32_t zigzag32(uint32_t r) { return (r << 1) ^ (uint32_t)-(int32_t)(r >> 31); }
+static uint32_t unzigzag32(uint32_t z) { return (z >> 1) ^ (uint32_t)-(int32_t)(z & 1); }
+
+/* Residual of entry i, or value from residual, lane by lane, in 32-bit wrapping arithmetic
+ * (exactly invertible, so float bits survive it too). */
+static void predict(const proto_trav *t, const uint32_t *list, uint32_t i, int lanes, const uint32_t *val,
+                    uint32_t *out) {
+  uint32_t v = list ? list[i] : t->order[i], s[3];
+  if (predictors(t, list, v, s)) {
+    for (int l = 0; l < lanes; l++)
+      out[l] = val[(size_t)lanes * s[0] + l] + val[(size_t)lanes * s[1] + l] - val[(size_t)lanes * s[2] + l];
+  } else {
+    for (int l = 0; l < lanes; l++) out[l] = i ? val[(size_t)lanes * (i - 1) + l] : 0;
+  }
+}
+
+/* ---- value streams ------------------------------------------------------------------------------ */
+
+enum { STREAM_VARINT = 0, STREAM_MESHOPT = 1 };
+
+static size_t varint_len(uint32_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+int proto__stream_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
+                      const uint32_t *val) {
+  size_t n = (size_t)count * (size_t)lanes;
+  uint32_t *z = malloc(sizeof(uint32_t) * (n + 1));
+  if (!z) return PROTO_ENOMEM;
+  if (list) mark_subset(t, list, count);
+  size_t vbytes = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t p[4];
+    predict(t, list, i, lanes, val, p);
+    for (int l = 0; l < lanes; l++) {
+      z[(size_t)lanes * i + l] = zigzag32(val[(size_t)lanes * i + l] - p[l]);
+      vbytes += varint_len(z[(size_t)lanes * i + l]);
+    }
+  }
+  size_t stride = 4 * (size_t)lanes, cap = meshopt_encodeVertexBufferBound(count, stride);
+  uint8_t *mo = count ? malloc(cap) : NULL;
+  size_t mbytes = mo ? meshopt_encodeVertexBuffer(mo, cap, z, count, stride) : 0;
+  int use_meshopt = mbytes > 0 && mbytes < vbytes;
+  size_t len = 1 + (use_meshopt ? mbytes : vbytes);
+  int rc = len > UINT32_MAX ? PROTO_ETOOBIG : 0;
+  if (rc == 0) {
+    proto__put_u32(b, (uint32_t)len);
+    proto__put_u8(b, use_meshopt ? STREAM_MESHOPT : STREAM_VARINT);
+    if (use_meshopt) {
+      uint8_t *d = proto__reserve(b, mbytes);
+      if (d) memcpy(d, mo, mbytes);
+    } else {
+      for (size_t i = 0; i < n; i++) proto__put_varint(b, z[i]);
+    }
+    rc = b->failed ? PROTO_ENOMEM : 0;
+  }
+  free(mo);
+  free(z);
+  return rc;
+}
+
+int proto__stream_get(proto_cur *c, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, uint32_t *val) {
+  uint32_t len;
+  uint8_t mode;
+  const uint8_t *bytes;
+  PROTO__CHECK(proto__get_u32(c, &len));
+  if (len < 1) return PROTO_EINVAL;
+  PROTO__CHECK(proto__get(c, len, &bytes));
+  mode = bytes[0];
+  size_t n = (size_t)count * (size_t)lanes, stride = 4 * (size_t)lanes;
+  if (mode == STREAM_MESHOPT) {
+    /* The codec spends at least 2 bits per 16 records per byte lane: a body shorter than that
+     * cannot hold `count` records, so it is refused before anything is decoded. */
+    if (count == 0 || (size_t)(len - 1) < (n * 4) / 64 + 1) return PROTO_ETRUNCATED;
+    if (meshopt_decodeVertexBuffer(val, count, stride, bytes + 1, len - 1) != 0) return PROTO_EINVAL;
+  } else if (mode == STREAM_VARINT) {
+    proto_cur e = {bytes + 1, bytes + len};
+    for (size_t i = 0; i < n; i++) PROTO__CHECK(proto__get_varint(&e, &val[i]));
+    if (e.at != e.end) return PROTO_ETRAILING;
+  } else {
+    return PROTO_EINVAL;
+  }
+  if (list) mark_subset(t, list, count);
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t p[4];
+    for (int l = 0; l < lanes; l++) val[(size_t)lanes * i + l] = unzigzag32(val[(size_t)lanes * i + l]);
+    predict(t, list, i, lanes, val, p);
+    for (int l = 0; l < lanes; l++) val[(size_t)lanes * i + l] += p[l];
+  }
+  return 0;
+}
+
+/* ---- vertex sets as runs of ranks ---------------------------------------------------------- */
+
+typedef struct rank_key {
+  uint32_t rank, at;
+} rank_key;
+
+static int cmp_rank(const void *x, const void *y) {
+  const rank_key *a = x, *b = y;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+int proto__rank_order(const proto_trav *t, const uint32_t *indices, uint32_t count, uint32_t *perm) {
+  rank_key *k = malloc(sizeof(*k) * ((size_t)count + 1));
+  if (!k) return PROTO_ENOMEM;
+  for (uint32_t i = 0; i < count; i++) {
+    if (indices[i] >= t->vertex_count) {
+      free(k);
+      return PROTO_EINVAL;
+    }
+    k[i].rank = t->rank[indices[i]];
+    k[i].at = i;
+  }
+  qsort(k, count, sizeof(*k), cmp_rank);
+  int rc = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (i && k[i].rank == k[i - 1].rank) rc = PROTO_EINVAL; /* a vertex twice */
+    perm[i] = k[i].at;
+  }
+  free(k);
+  return rc;
+}
+
+/* Body: u32 count, u32 nbytes, then varint run count and per run varint gap, varint length - 1.
+ * A run starts `gap` ranks after the end of the previous one (the first at rank `gap`). */
+int proto__ranks_put(proto_buf *b, const proto_trav *t, const uint32_t *list, uint32_t count) {
+  proto__put_u32(b, count);
+  size_t len_at = b->len;
+  proto__put_u32(b, 0);
+  size_t start = b->len;
+  uint32_t runs = 0;
+  for (uint32_t i = 0; i < count; i++)
+    if (i == 0 || t->rank[list[i]] != t->rank[list[i - 1]] + 1) runs++;
+  proto__put_varint(b, runs);
+  uint32_t end = 0;
+  for (uint32_t i = 0; i < count;) {
+    uint32_t j = i, r0 = t->rank[list[i]];
+    while (j + 1 < count && t->rank[list[j + 1]] == t->rank[list[j]] + 1) j++;
+    proto__put_varint(b, r0 - end);
+    proto__put_varint(b, j - i);
+    end = r0 + (j - i) + 1;
+    i = j + 1;
+  }
+  if (b->failed) return PROTO_ENOMEM;
+  if (b->len - start > UINT32_MAX) return PROTO_ETOOBIG;
+  proto__st32(b->data + len_at, (uint32_t)(b->len - start));
+  return 0;
+}
+
+int proto__ranks_get(proto_cur *c, const proto_trav *t, uint32_t *count, uint32_t **list) {
+  uint32_t len, runs;
+  const uint8_t *bytes;
+  *list = NULL;
+  PROTO__CHECK(proto__get_u32(c, count));
+  PROTO__CHECK(proto__get_u32(c, &len));
+  if (*count > t->vertex_count) return PROTO_ETOOBIG;
+  PROTO__CHECK(proto__get(c, len, &bytes));
+  proto_cur e = {bytes, bytes + len};
+  PROTO__CHECK(proto__get_varint(&e, &runs));
+  if (runs > *count || (runs == 0) != (*count == 0)) return PROTO_EINVAL;
+  uint32_t *l = malloc(sizeof(uint32_t) * ((size_t)*count + 1));
+  if (!l) return PROTO_ENOMEM;
+  uint64_t end = 0;
+  uint32_t k = 0;
+  int rc = 0;
+  for (uint32_t r = 0; r < runs && rc == 0; r++) {
+    uint32_t gap = 0, more = 0;
+    rc = proto__get_varint(&e, &gap);
+    if (rc == 0) rc = proto__get_varint(&e, &more);
+    uint64_t first = end + gap, n = (uint64_t)more + 1;
+    if (rc == 0 && (first + n > t->vertex_count || k + n > *count)) rc = PROTO_EINVAL;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) l[k++] = t->order[first + i];
+    end = first + n;
+  }
+  if (rc == 0 && k != *count) rc = PROTO_EINVAL;
+  if (rc == 0 && e.at != e.end) rc = PROTO_ETRAILING;
+  if (rc) {
+    free(l);
+    return rc;
+  }
+  *list = l;
+  return 0;
+}

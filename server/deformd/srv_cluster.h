@@ -1,0 +1,189 @@
+/*
+ * srv_cluster.h — what deformd's files for many machines share: the Redis link (srv_redis.c),
+ * outgoing connections (srv_link.c), lookups in the shared state (srv_cluster.c), a primary's
+ * publishing (srv_publish.c), a relay's
+ * following (srv_relay.c), forwarding to the owner (srv_forward.c), and the node, its lease,
+ * the registry and placement (srv_registry.c), in that order of layers: each file calls only
+ * into the ones listed before it and into srv.h's modules; a lower one hands work back up
+ * through a callback.
+ *
+ * Redis keys (prefix "deformd:"; docs/operations.md lists them for operators):
+ *   nodes                 set of node ids that ever joined
+ *   node:<id>             the node's lease: JSON {stream, rpc, relay, sessions, viewers}, PX lease
+ *   sessions              hash: session name -> owning node id
+ *   s:<name>:meta         hash: epoch, seq (the stream's last sequence), owner, version
+ *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}
+ *   s:<name>:snap         hash: epoch, seq, version, state (a checkpoint, srv_record.c)
+ *   s:<name>:mesh         the session's mesh as imported (mesh_blob), written with each epoch
+ *
+ * DOES NOT hold session state: sessions stay srv_session (srv.h); these files move them.
+ */
+#ifndef DEFORMD_SRV_CLUSTER_H
+#define DEFORMD_SRV_CLUSTER_H
+
+#include <hiredis/hiredis.h>
+
+#include "srv.h"
+
+/* ---- the Redis link (srv_redis.c) ------------------------------------------------------------- */
+
+typedef struct srv_redis srv_redis;
+
+typedef struct srv_redis_url {
+  char host[256];
+  int port;
+  int db;
+  char password[128];
+} srv_redis_url;
+
+typedef struct srv_redis_stats {
+  uint64_t connects, disconnects, stalls, commands, errors;
+} srv_redis_stats;
+
+/* ready: 1 once connected (AUTH and SELECT sent), 0 when the connection is lost. */
+typedef void (*srv_redis_state_cb)(srv_redis *r, int ready, void *arg);
+/* reply: valid during the call; NULL when the connection went away first. */
+typedef void (*srv_redis_reply_cb)(srv_redis *r, redisReply *reply, void *arg);
+
+/* Parses redis://[:PASSWORD@]HOST[:PORT][/DB]. Returns 0 or SRV_EPARAMS with a reason. */
+int srv_redis_parse_url(const char *url, srv_redis_url *out, char *err, size_t errlen);
+/* Starts connecting (and reconnecting, with backoff, for as long as it lives). `name` is for
+ * logs. Returns 0 or SRV_EINTERNAL. */
+int srv_redis_create(uv_loop_t *loop, const srv_redis_url *url, const char *name, srv_redis_state_cb cb, void *arg,
+                     srv_redis **out);
+/* Closes; commands in flight are answered NULL; freed once its handles have closed. */
+void srv_redis_destroy(srv_redis *r);
+/* Sends a command (argv copied). It must be answered within timeout_ms or the watchdog drops
+ * the connection. Returns 0, SRV_EBUSY (not connected) or SRV_ELIMIT / SRV_EINTERNAL. */
+int srv_redis_command(srv_redis *r, uint32_t timeout_ms, srv_redis_reply_cb cb, void *arg, int argc,
+                      const char **argv, const size_t *lens);
+int srv_redis_ready(const srv_redis *r);
+uint32_t srv_redis_in_flight(const srv_redis *r);
+void srv_redis_get_stats(const srv_redis *r, srv_redis_stats *out);
+/* Drops the connection now (it reconnects after the backoff). */
+void srv_redis_drop(srv_redis *r);
+
+/* ---- outgoing connections (srv_link.c) -------------------------------------------------------- */
+
+typedef struct srv_link srv_link;
+
+typedef struct srv_link_ops {
+  void (*on_data)(srv_link *l, const uint8_t *p, size_t n); /* bytes arrived */
+  void (*on_close)(srv_link *l, const char *why);           /* failed or closed; l is freed after */
+} srv_link_ops;
+
+/* Connects to a numeric "HOST:PORT" (never a name: no lookup on the loop). Bytes written
+ * before the connection is up are queued. Returns NULL when the address does not parse or
+ * memory runs out. */
+srv_link *srv_link_open(uv_loop_t *loop, const char *hostport, const srv_link_ops *ops, void *data);
+int srv_link_write(srv_link *l, const void *p, size_t n); /* copies */
+void srv_link_close(srv_link *l);                          /* on_close is not called */
+void *srv_link_data(const srv_link *l);
+
+/* ---- the cluster's state (owned by srv_registry.c) ------------------------------------------- */
+
+#define SRV_NODE_ID_MAX 96
+
+typedef struct srv_node {
+  char id[SRV_NODE_ID_MAX];
+  char stream[96], rpc[96]; /* numeric HOST:PORT */
+  int relay;
+  uint32_t sessions, viewers;
+  int alive;                /* its lease is in Redis */
+} srv_node;
+
+typedef struct srv_owner {
+  char *session;
+  char node[SRV_NODE_ID_MAX];
+} srv_owner;
+
+typedef struct srv_cluster_stats {
+  uint64_t published, publish_failures, snapshots, epochs, applied, reloads, gaps, forwarded_rpc,
+      forwarded_edits, placements;
+} srv_cluster_stats;
+
+typedef struct srv_cluster {
+  srv_server *srv;
+  int relay;
+  char node_id[SRV_NODE_ID_MAX];
+  char stream_addr[96], rpc_addr[96]; /* what other nodes connect to */
+  srv_redis_url url;
+  srv_redis *cmd;            /* commands: publishing, registry, lease, loads */
+  srv_redis *block;          /* relays: XREAD BLOCK */
+  uv_timer_t timer;          /* every 250 ms: lease, registry survey, relay checks */
+  uint64_t last_lease, last_survey;
+  int survey_in_flight;
+  int surveyed;              /* a survey has answered since start */
+  srv_node *nodes;
+  uint32_t node_count;
+  srv_owner *owners;
+  uint32_t owner_count;
+  struct srv_pub *pubs;      /* srv_publish.c */
+  struct srv_follow *follows;/* srv_relay.c */
+  uint64_t block_client_id;  /* CLIENT ID of `block` (to unblock its XREAD) */
+  int reading;               /* an XREAD is in flight */
+  struct srv_fwd *fwds;      /* srv_forward.c */
+  srv_cluster_stats stats;
+  int stopping;
+} srv_cluster;
+
+/* srv_cluster.c. Keys: "deformd:s:<session>:<what>", or "deformd:<what>" without a session,
+ * into buf. Returns its length. */
+size_t srv_cluster_key(char *buf, size_t len, const char *session, const char *what);
+/* The node that owns `session` by the last survey, or NULL. */
+const srv_node *srv_cluster_owner(const srv_cluster *k, const char *session);
+const srv_node *srv_cluster_node(const srv_cluster *k, const char *id);
+
+/* ---- a primary's publishing (srv_publish.c) --------------------------------------------------- */
+
+/* A session of this primary starts being published: a new epoch (its mesh and a snapshot)
+ * once Redis is there, then every applied operation. */
+void srv_publish_attach(srv_cluster *k, srv_session *s);
+/* The session closed: its keys go and the registry forgets it. */
+void srv_publish_detach(srv_cluster *k, srv_session *s);
+/* srv_server.on_applied (after the history's): the operation's record to the stream. */
+void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
+                         const srv_before *before);
+/* Redis came back (or went): every session starts a new epoch when it is back. */
+void srv_publish_redis_state(srv_cluster *k, int ready);
+void srv_publish_tick(srv_cluster *k);
+void srv_publish_fini(srv_cluster *k);
+cJSON *srv_publish_stats(const srv_cluster *k);
+
+/* ---- a relay's following (srv_relay.c) -------------------------------------------------------- */
+
+/* After a survey: follow every session the registry lists, let go of those it no longer does,
+ * and tell viewers when an owner's lease is gone ("primary lost") or back. */
+void srv_relay_sync(srv_cluster *k);
+void srv_relay_redis_state(srv_cluster *k, srv_redis *r, int ready);
+void srv_relay_tick(srv_cluster *k);
+/* A viewer joined a replica: told at once when its primary is lost. */
+void srv_relay_joined(srv_cluster *k, srv_conn *c);
+void srv_relay_fini(srv_cluster *k);
+cJSON *srv_relay_stats(const srv_cluster *k);
+int srv_relay_is_replica(const srv_cluster *k, const srv_session *s);
+
+/* ---- forwarding to the owner (srv_forward.c) ------------------------------------------------- */
+
+/* A JSON-RPC request for `node`: sent over this connection's own link to that node (opened
+ * with auth and the connection's author first); its answer comes back verbatim. Takes `call`. */
+void srv_forward_rpc(srv_cluster *k, const srv_node *node, srv_rpc_call *call, const char *method,
+                     const cJSON *params);
+/* A binary EDIT frame (header included) from an editor on a replica, to the session's owner. */
+void srv_forward_edit(srv_cluster *k, const srv_node *node, srv_conn *c, const uint8_t *frame, size_t len);
+/* The connection closed: its links close. */
+void srv_forward_conn_closed(srv_cluster *k, srv_conn *c);
+/* The author name a connection gave (hello): replayed on its links. */
+void srv_forward_fini(srv_cluster *k);
+
+/* ---- the node, the registry, placement (srv_registry.c) --------------------------------------- */
+
+/* Starts the cluster side of a server started with --redis (after its listeners). Returns 0 or
+ * an SRV_E* code with a reason logged. */
+int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port);
+/* Stops: the lease goes, links and Redis connections close (gracefully: what was sent is
+ * flushed). The state is freed by srv_cluster_free once the loop has ended. */
+void srv_cluster_stop(srv_server *srv);
+void srv_cluster_free(srv_server *srv);
+
+#endif

@@ -1,0 +1,644 @@
+/*
+ * test_relay.c — many machines on one: a redis-server of the test's own (support/redis_harness.c),
+ * a primary (deformd --redis) and relays (deformd --relay --redis), with viewers on the relays.
+ *
+ * The oracle is always the primary: its state read back exactly through session.export
+ * (harness_server_positions) and its version, against each viewer's CPU replica
+ * (client_replica, the reference client). Waits are on versions and conditions with generous
+ * deadlines, never on times.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "redis_harness.h"
+#include "test.h"
+
+#define WAIT_MS 60000
+
+typedef struct viewer {
+  client_conn c;
+  client_replica r;
+  int v2;
+} viewer;
+
+static void start_primary(harness *h, const redis_harness *rd, const char *wait_session, const char *const *extra) {
+  const char *args[24] = {"--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000"};
+  int n = 6;
+  for (int i = 0; extra && extra[i] && n < 22; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  harness_start(h, wait_session, args);
+}
+
+static void start_relay(harness *h, const redis_harness *rd, const char *wait_session) {
+  const char *args[] = {"--relay", "--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000", NULL};
+  harness_start(h, wait_session, args);
+}
+
+/* Waits until `session` answers state.get on h (a node learns of other nodes' sessions from the
+ * registry, twice a second). */
+static void wait_known(harness *h, const char *session) {
+  char params[300];
+  snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *p = cJSON_Parse(params), *result = NULL, *error = NULL;
+    int rc = client_rpc(&h->rpc, "state.get", p, 30000, &result, &error);
+    cJSON_Delete(p);
+    cJSON_Delete(result);
+    cJSON_Delete(error);
+    if (rc == 0) return;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+}
+
+/* A redis-server, a primary (the demo head, with `args` added) and one or two relays that hold
+ * the demo session. */
+static void cluster_up(redis_harness *rd, harness *p, const char *const *args, harness *r1, harness *r2) {
+  const char *all[16] = {"--demo"};
+  int n = 1;
+  for (int i = 0; args && args[i] && n < 15; i++) all[n++] = args[i];
+  all[n] = NULL;
+  redis_harness_start(rd, 0);
+  start_primary(p, rd, "demo", all);
+  start_relay(r1, rd, "demo");
+  if (r2) start_relay(r2, rd, "demo");
+}
+
+/* Stops what is still running: the relays, the primary (each must exit cleanly), Redis. */
+static void cluster_down(redis_harness *rd, harness *p, harness *r1, harness *r2) {
+  if (r1 && r1->pid > 0) harness_stop(r1);
+  if (r2 && r2->pid > 0) harness_stop(r2);
+  harness_stop(p);
+  redis_harness_kill(rd);
+}
+
+static uint64_t version_of(harness *h, const char *session) {
+  char params[300];
+  snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
+  cJSON *r = harness_rpc_ok(h, "state.get", params);
+  uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
+  cJSON_Delete(r);
+  return v;
+}
+
+/* The relay's cluster.sessions entry for `session`, or NULL (caller frees the whole stats). */
+static const cJSON *relay_entry(cJSON *stats, const char *session) {
+  const cJSON *s, *list = cJSON_GetObjectItem(cJSON_GetObjectItem(stats, "cluster"), "sessions");
+  cJSON_ArrayForEach(s, list) {
+    const cJSON *n = cJSON_GetObjectItem(s, "session");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, session) == 0) return s;
+  }
+  return NULL;
+}
+
+/* The relay's cluster.sessions entry for `session`, detached (caller frees; NULL: none). */
+static cJSON *relay_entry_of(harness *relay, const char *session) {
+  cJSON *st = harness_rpc_ok(relay, "server.stats", NULL);
+  const cJSON *e = relay_entry(st, session);
+  cJSON *copy = e ? cJSON_Duplicate(e, 1) : NULL;
+  cJSON_Delete(st);
+  return copy;
+}
+
+/* Waits until the relay's replica of `session` is at `version` (its own server.stats). */
+static void wait_relay_version(harness *relay, const char *session, uint64_t version) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *st = harness_rpc_ok(relay, "server.stats", NULL);
+    const cJSON *e = relay_entry(st, session);
+    uint64_t v = e && cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded")) ? (uint64_t)cJSON_GetObjectItem(e, "version")->valuedouble : 0;
+    int loaded = e && cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded"));
+    cJSON_Delete(st);
+    if (loaded && v == version) return;
+    if (client_now_ns() > deadline)
+      test__fail(__FILE__, __LINE__, "relay stuck at version %llu of %s, want %llu", (unsigned long long)v, session,
+                 (unsigned long long)version);
+    usleep(20000);
+  }
+}
+
+/* A number in the relay's server.stats "cluster" object. */
+static double cluster_stat(harness *h, const char *key) {
+  cJSON *st = harness_rpc_ok(h, "server.stats", NULL);
+  const cJSON *k = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), key);
+  double v = cJSON_IsNumber(k) ? k->valuedouble : -1;
+  cJSON_Delete(st);
+  return v;
+}
+
+static void wait_cluster_stat_at_least(harness *h, const char *key, double want) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (cluster_stat(h, key) < want) {
+    if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "cluster.%s never reached %g", key, want);
+    usleep(20000);
+  }
+}
+
+static void wait_version(harness *h, const char *session, uint64_t want) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (version_of(h, session) != want) {
+    ASSERT(client_now_ns() < deadline);
+    usleep(2000);
+  }
+}
+
+static void wait_cluster_stat(harness *h, const char *key, double want) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (cluster_stat(h, key) != want) {
+    if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "cluster.%s never became %g", key, want);
+    usleep(20000);
+  }
+}
+
+/* Waits until h's registry view has `node` alive at JSON-RPC port `rpc_port`. */
+static void wait_node(harness *h, const char *node, int rpc_port) {
+  char want[64];
+  snprintf(want, sizeof(want), "127.0.0.1:%d", rpc_port);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *st = harness_rpc_ok(h, "server.stats", NULL);
+    const cJSON *n, *nodes = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), "nodes");
+    int ok = 0;
+    cJSON_ArrayForEach(n, nodes) ok |= strcmp(cJSON_GetObjectItem(n, "node")->valuestring, node) == 0 &&
+                                       cJSON_IsTrue(cJSON_GetObjectItem(n, "alive")) &&
+                                       strcmp(cJSON_GetObjectItem(n, "rpc")->valuestring, want) == 0;
+    cJSON_Delete(st);
+    if (ok) return;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+}
+
+static void join(viewer *v, harness *at, int v2) {
+  proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS};
+  v->v2 = v2;
+  harness_join2(at, &v->c, &v->r, "demo", PROTO_ROLE_VIEWER, NULL, v2 ? &lossless : NULL);
+}
+
+static void leave(viewer *v) {
+  client_close(&v->c);
+  client_replica_fini(&v->r);
+}
+
+/* Reads until the replica is at `version`, asserting that every change arrived as its own live
+ * frame, in order: versions go up by one (a frame with MORE is followed by the rest of its
+ * update at the same version), and nothing came as a catch-up. */
+static void follow_in_order(viewer *v, uint64_t version) {
+  char err[256];
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull, last = v->r.version;
+  int in_update = 0;
+  while (v->r.version < version || in_update) {
+    if (client_now_ns() > deadline)
+      test__fail(__FILE__, __LINE__, "viewer stuck at version %llu, want %llu", (unsigned long long)v->r.version,
+                 (unsigned long long)version);
+    proto_header h;
+    const uint8_t *p;
+    int rc = client_read_frame(&v->c, 1000, &h, &p, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) continue;
+    if (rc) test__fail(__FILE__, __LINE__, "viewer: %s", err);
+    if (h.type == PROTO_WEIGHTS || h.type == PROTO_DELTA || h.type == PROTO_TARGET || h.type == PROTO_TARGET_META) {
+      ASSERT(!(h.flags & PROTO_FLAG_CATCHUP));
+      if (in_update) ASSERT_EQ(h.session_version, last);
+      else ASSERT_EQ(h.session_version, last + 1);
+      last = h.session_version;
+      in_update = (h.flags & PROTO_FLAG_MORE) != 0;
+    }
+    ASSERT_OK(client_replica_apply(&v->r, &h, p, err, sizeof(err)), err);
+  }
+  ASSERT_EQ(v->r.version, version);
+}
+
+/* The viewer's shape against the primary's, bit for bit. */
+static void assert_primary_shape(harness *primary, const client_replica *r) {
+  uint32_t n;
+  float *server = harness_server_positions(primary, "demo", &n);
+  ASSERT_EQ(n, r->mesh->vertex_count);
+  float *mine = malloc(sizeof(float) * 3 * n);
+  ASSERT_OK(client_replica_positions(r, mine), NULL);
+  for (uint32_t i = 0; i < 3 * n; i++)
+    if (memcmp(&mine[i], &server[i], sizeof(float)) != 0)
+      test__fail(__FILE__, __LINE__, "coordinate %u differs: %.9g (viewer) vs %.9g (primary)", i, mine[i], server[i]);
+  free(mine);
+  free(server);
+}
+
+/* A mix of what changes a session, through the primary and through a relay (forwarded): weights,
+ * sculpt offsets, a new target from the sculpt, a target's settings. */
+static void edit(harness *primary, harness *relay, int i) {
+  char params[256];
+  harness *via = i % 2 ? relay : primary;
+  if (i % 5 == 0) {
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"offsets\":{\"%d\":[%g,0,%g]}}", 100 + 37 * i,
+             0.0005 * (i % 7), -0.0003 * (i % 3));
+    cJSON_Delete(harness_rpc_ok(via, "sculpt.set", params));
+  } else {
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"%s\":%g}}",
+             i % 3 ? "smile_L" : "jaw_open", 0.01 * (i % 90));
+    cJSON_Delete(harness_rpc_ok(via, "weights.set", params));
+  }
+}
+
+TEST(fifty_viewers_on_two_relays_get_every_edit_in_order_and_end_at_the_primary_state) {
+  redis_harness rd;
+  harness p, r1, r2;
+  cluster_up(&rd, &p, NULL, &r1, &r2);
+  enum { N = 50 };
+  viewer *v = calloc(N, sizeof(viewer));
+  for (int i = 0; i < N; i++) join(&v[i], i % 2 ? &r2 : &r1, i % 4 < 2); /* versions 1 and 2 on each relay */
+  /* An editor on relay 1, named in its HELLO: its binary EDITs go to the primary, under its name. */
+  client_conn ed;
+  client_replica er;
+  proto_hello_opts ana = {.codec = PROTO_CODEC_LOSSLESS, .author = {"ana", 3}};
+  harness_join2(&r1, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL, &ana);
+  for (int i = 0; i < 60; i++) edit(&p, &r2, i);
+  uint64_t want = version_of(&p, "demo") + 1;
+  proto_buf b;
+  proto_buf_init(&b);
+  uint32_t ti[1] = {3};
+  float tv[1] = {0.75f};
+  ASSERT_OK(proto_encode_edit_weights(&b, 7, 1, ti, tv), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
+  proto_buf_fini(&b);
+  wait_version(&p, "demo", want); /* the forwarded EDIT, applied by the primary */
+  cJSON *steps = harness_rpc_ok(&p, "history.list", "{\"session\":\"demo\",\"limit\":1}");
+  ASSERT_STR_CONTAINS(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(steps, "steps"), 0), "author")->valuestring,
+                      "ana");
+  cJSON_Delete(steps);
+  cJSON_Delete(harness_rpc_ok(&r2, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"relayed\"}"));
+  cJSON_Delete(harness_rpc_ok(&p, "targets.configure", "{\"session\":\"demo\",\"target\":\"relayed\",\"max\":2}"));
+  for (int i = 60; i < 100; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  ASSERT(want >= 80); /* (an edit that sets what is already there changes nothing) */
+  for (int i = 0; i < N; i++) follow_in_order(&v[i], want);
+  harness_follow(&ed, &er, want, WAIT_MS);
+  assert_primary_shape(&p, &er);
+  for (int i = 0; i < N; i++) {
+    if (i < 4 || i == N - 1) assert_primary_shape(&p, &v[i].r); /* each kind of viewer, on both relays */
+    ASSERT_EQ(v[i].r.mesh->target_count, er.mesh->target_count);
+    for (uint32_t t = 0; t < er.mesh->target_count; t++) ASSERT(v[i].r.weights[t] == er.weights[t]);
+  }
+  /* The relays forwarded, the primary published, nothing was reloaded. */
+  ASSERT(cluster_stat(&r2, "forwarded_rpc") >= 31); /* the odd edits of the first 60, and the new target */
+  ASSERT(cluster_stat(&r1, "forwarded_rpc") >= 20);
+  ASSERT(cluster_stat(&r1, "forwarded_edits") >= 1);
+  ASSERT(cluster_stat(&p, "frames_published") >= (double)want);
+  ASSERT_EQ(cluster_stat(&r1, "reloads"), 0);
+
+  /* A late joiner on a relay gets the primary's state in its SNAPSHOT. */
+  viewer late;
+  join(&late, &r2, 1);
+  ASSERT_EQ(late.r.version, want);
+  assert_primary_shape(&p, &late.r);
+  viewer late1;
+  join(&late1, &r1, 0);
+  ASSERT_EQ(late1.r.version, want);
+  assert_primary_shape(&p, &late1.r);
+  leave(&late);
+  leave(&late1);
+  for (int i = 0; i < N; i++) leave(&v[i]);
+  free(v);
+  client_close(&ed);
+  client_replica_fini(&er);
+  cluster_down(&rd, &p, &r1, &r2);
+}
+
+TEST(viewers_of_a_relay_that_dies_join_another_and_resynchronise_from_its_snapshot) {
+  redis_harness rd;
+  harness p, r1, r2;
+  cluster_up(&rd, &p, NULL, &r1, &r2);
+  viewer v[6];
+  for (int i = 0; i < 6; i++) join(&v[i], &r1, i % 2);
+  for (int i = 0; i < 20; i++) edit(&p, &p, i);
+  uint64_t want = version_of(&p, "demo");
+  for (int i = 0; i < 6; i++) follow_in_order(&v[i], want);
+  harness_kill(&r1);
+  /* Each viewer sees its connection end, and joins the other relay (what deform-view does
+   * with several addresses). */
+  for (int i = 0; i < 6; i++) {
+    ASSERT(harness_closed(&v[i].c, WAIT_MS));
+    leave(&v[i]);
+  }
+  for (int i = 20; i < 30; i++) edit(&p, &p, i); /* meanwhile */
+  want = version_of(&p, "demo");
+  wait_relay_version(&r2, "demo", want);
+  for (int i = 0; i < 6; i++) {
+    join(&v[i], &r2, i % 2);
+    ASSERT_EQ(v[i].r.version, want);
+  }
+  assert_primary_shape(&p, &v[0].r);
+  assert_primary_shape(&p, &v[1].r);
+  for (int i = 30; i < 40; i++) edit(&p, &r2, i);
+  want = version_of(&p, "demo");
+  for (int i = 0; i < 6; i++) follow_in_order(&v[i], want);
+  assert_primary_shape(&p, &v[5].r);
+  for (int i = 0; i < 6; i++) leave(&v[i]);
+  cluster_down(&rd, &p, &r1, &r2);
+}
+
+/* Reads frames until an ERROR with `code` arrives; fails on a close. */
+static void expect_status(viewer *v, uint16_t code) {
+  uint32_t rid = 99;
+  ASSERT_EQ(harness_expect_error(&v->c, PROTO_ERROR, &rid, WAIT_MS), code);
+  ASSERT_EQ(rid, 0);
+}
+
+TEST(relays_keep_serving_the_last_state_and_report_a_lost_primary_until_a_durable_restart_brings_a_new_epoch) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  char data[1100];
+  snprintf(data, sizeof(data), "%s/primary-data", test_tmpdir());
+  harness p, r1;
+  const char *args[] = {"--demo", "--data", data, "--node-id", "primary-a", NULL};
+  start_primary(&p, &rd, "demo", args);
+  start_relay(&r1, &rd, "demo");
+  viewer v[2];
+  join(&v[0], &r1, 1);
+  join(&v[1], &r1, 0);
+  for (int i = 0; i < 15; i++) edit(&p, &r1, i);
+  uint64_t want = version_of(&p, "demo");
+  for (int i = 0; i < 2; i++) follow_in_order(&v[i], want);
+  uint32_t n;
+  float *before = harness_server_positions(&p, "demo", &n);
+  harness_kill(&p);
+  /* Lost: a status frame, the connection stays, the state stays. */
+  for (int i = 0; i < 2; i++) expect_status(&v[i], PROTO_ERR_PRIMARY_LOST);
+  wait_cluster_stat_at_least(&r1, "primary_lost", 1);
+  ASSERT_EQ(cluster_stat(&r1, "primary_lost"), 1);
+  float *mine = malloc(sizeof(float) * 3 * n);
+  ASSERT_OK(client_replica_positions(&v[0].r, mine), NULL);
+  ASSERT(memcmp(mine, before, sizeof(float) * 3 * n) == 0);
+  /* A late joiner still gets the last state, and hears the status at once. */
+  viewer late;
+  join(&late, &r1, 1);
+  ASSERT_EQ(late.r.version, want);
+  expect_status(&late, PROTO_ERR_PRIMARY_LOST);
+  ASSERT_OK(client_replica_positions(&late.r, mine), NULL);
+  ASSERT(memcmp(mine, before, sizeof(float) * 3 * n) == 0);
+  leave(&late);
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&r1, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":1}}", msg, sizeof(msg)),
+            -32012);
+  ASSERT_STR_CONTAINS(msg, "lost");
+  /* The primary comes back from its store: the relay hears it, loads the new epoch, and its
+   * viewers are told to join again (BYE RESYNC); they get the restored state. */
+  const char *again[] = {"--data", data, "--node-id", "primary-a", NULL};
+  start_primary(&p, &rd, "demo", again);
+  ASSERT_EQ(version_of(&p, "demo"), want);
+  for (int i = 0; i < 2; i++) {
+    expect_status(&v[i], PROTO_ERR_PRIMARY_BACK);
+    ASSERT_EQ(harness_expect_error(&v[i].c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+    leave(&v[i]);
+  }
+  wait_cluster_stat_at_least(&r1, "reloads", 1);
+  wait_cluster_stat(&r1, "primary_lost", 0);
+  wait_node(&r1, "primary-a", p.rpc_port); /* its new address, for what the relay forwards */
+  for (int i = 15; i < 25; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  wait_relay_version(&r1, "demo", want);
+  for (int i = 0; i < 2; i++) {
+    join(&v[i], &r1, i);
+    ASSERT_EQ(v[i].r.version, want);
+  }
+  assert_primary_shape(&p, &v[0].r);
+  assert_primary_shape(&p, &v[1].r);
+  free(mine);
+  free(before);
+  for (int i = 0; i < 2; i++) leave(&v[i]);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+TEST(every_node_reconnects_after_redis_restarts_empty_and_nothing_acknowledged_is_lost) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  viewer v;
+  join(&v, &r1, 1);
+  for (int i = 0; i < 10; i++) edit(&p, &p, i);
+  follow_in_order(&v, version_of(&p, "demo"));
+  int port = rd.port;
+  redis_harness_kill(&rd);
+  /* Acknowledged by the primary while Redis is away. */
+  for (int i = 10; i < 20; i++) edit(&p, &p, i);
+  uint64_t want = version_of(&p, "demo");
+  redis_harness_start(&rd, port); /* empty: it kept nothing */
+  /* The primary starts a new epoch, the relay loads it and tells its viewer to join again. */
+  ASSERT_EQ(harness_expect_error(&v.c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+  leave(&v);
+  wait_relay_version(&r1, "demo", want);
+  join(&v, &r1, 0);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  ASSERT(cluster_stat(&p, "epochs") >= 2);
+  wait_known(&r1, "demo"); /* the registry, refilled by the primary, as the relay sees it */
+  for (int i = 20; i < 30; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  follow_in_order(&v, want);
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+TEST(a_stalled_redis_is_detected_by_the_watchdog_and_every_node_carries_on_when_it_answers_again) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  viewer v;
+  join(&v, &r1, 1);
+  redis_harness_pause(&rd, 1);
+  /* No command is answered: the watchdogs drop their connections and retry. */
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *a = harness_rpc_ok(&p, "server.stats", NULL), *b = harness_rpc_ok(&r1, "server.stats", NULL);
+    double sa = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "cluster"), "redis"), "stalls")->valuedouble;
+    double sb = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "cluster"), "redis"), "stalls")->valuedouble;
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    if (sa >= 1 && sb >= 1) break;
+    ASSERT(client_now_ns() < deadline);
+    usleep(50000);
+  }
+  for (int i = 0; i < 5; i++) edit(&p, &p, i); /* the primary serves on */
+  redis_harness_pause(&rd, 0);
+  for (int i = 5; i < 10; i++) edit(&p, &p, i);
+  uint64_t want = version_of(&p, "demo");
+  wait_relay_version(&r1, "demo", want);
+  /* The viewer either followed along or was told to join again (a new epoch): either way it
+   * ends at the primary's state. */
+  char err[256];
+  while (v.r.version < want) {
+    proto_header h;
+    const uint8_t *pl;
+    int rc = client_read_frame(&v.c, 1000, &h, &pl, err, sizeof(err));
+    if (rc == CLIENT_ETIMEDOUT) continue;
+    if (rc || h.type == PROTO_BYE) {
+      leave(&v);
+      join(&v, &r1, 1);
+      continue;
+    }
+    ASSERT_OK(client_replica_apply(&v.r, &h, pl, err, sizeof(err)), err);
+  }
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  harness p1, p2, r1;
+  const char *a1[] = {"--demo", "--node-id", "busy", NULL};
+  const char *a2[] = {"--node-id", "idle", NULL};
+  start_primary(&p1, &rd, "demo", a1);
+  start_primary(&p2, &rd, NULL, a2);
+  start_relay(&r1, &rd, "demo");
+  /* Both primaries' leases, with their session counts, are in the relay's registry view before
+   * it places anything. */
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *st = harness_rpc_ok(&r1, "server.stats", NULL);
+    const cJSON *n, *nodes = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), "nodes");
+    int alive = 0, busy = 0;
+    cJSON_ArrayForEach(n, nodes) {
+      alive += cJSON_IsTrue(cJSON_GetObjectItem(n, "alive"));
+      busy += strcmp(cJSON_GetObjectItem(n, "node")->valuestring, "busy") == 0 &&
+              cJSON_GetObjectItem(n, "sessions")->valuedouble == 1;
+    }
+    cJSON_Delete(st);
+    if (alive == 3 && busy) break;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+  cJSON *r = harness_rpc_ok(&r1, "session.create", "{\"session\":\"second\",\"mesh\":\"demo\"}");
+  ASSERT_EQ((int)cJSON_GetObjectItem(r, "vertices")->valuedouble, 41077);
+  cJSON_Delete(r);
+  /* It lives on the idle primary, not the busy one; calls on any node reach it. */
+  ASSERT_EQ(version_of(&p2, "second"), 0);
+  ASSERT_EQ(cluster_stat(&r1, "placements"), 1);
+  wait_known(&p1, "second");
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&p1, "session.create", "{\"session\":\"second\",\"mesh\":\"demo\"}", msg, sizeof(msg)),
+            -32005);
+  cJSON_Delete(harness_rpc_ok(&p1, "weights.set", "{\"session\":\"second\",\"weights\":{\"smile_L\":0.5}}"));
+  ASSERT_EQ(version_of(&p2, "second"), 1);
+  wait_known(&r1, "second");
+  ASSERT_EQ(version_of(&r1, "second"), 1); /* forwarded to its owner */
+  /* Closed through the relay: its owner closes it, and the relay's viewers of it hear so. */
+  uint64_t deadline2 = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *e = relay_entry_of(&r1, "second");
+    int loaded = cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded"));
+    cJSON_Delete(e);
+    if (loaded) break;
+    ASSERT(client_now_ns() < deadline2);
+    usleep(20000);
+  }
+  client_conn c;
+  client_replica rr;
+  harness_join(&r1, &c, &rr, "second", PROTO_ROLE_VIEWER, NULL);
+  cJSON_Delete(harness_rpc_ok(&r1, "session.close", "{\"session\":\"second\"}"));
+  ASSERT_EQ(harness_expect_error(&c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_SESSION_CLOSED);
+  ASSERT_EQ(harness_rpc_err(&p2, "state.get", "{\"session\":\"second\"}", msg, sizeof(msg)), -32001);
+  client_close(&c);
+  client_replica_fini(&rr);
+  harness_stop(&r1);
+  harness_stop(&p2);
+  harness_stop(&p1);
+  redis_harness_kill(&rd);
+}
+
+static int relay_viewers(harness *relay) {
+  cJSON *st = harness_rpc_ok(relay, "server.stats", NULL);
+  const cJSON *e = relay_entry(st, "demo");
+  int n = e ? (int)cJSON_GetObjectItem(e, "viewers")->valuedouble : 0;
+  cJSON_Delete(st);
+  return n;
+}
+
+static void wait_relay_viewers(harness *relay, int want) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (relay_viewers(relay) != want) {
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+}
+
+TEST(deformctl_reaches_the_owner_through_any_address_and_watch_moves_to_the_next_relay) {
+  redis_harness rd;
+  harness p, r1, r2;
+  cluster_up(&rd, &p, NULL, &r1, &r2);
+  /* The first address answers nothing (nobody listens on port 1): the second is used. */
+  char cmd[2048], out[4096];
+  snprintf(cmd, sizeof(cmd), "'%s' --rpc 127.0.0.1:1,127.0.0.1:%d weights.set demo smile_L=0.25 2>/dev/null",
+           harness_tool("deformctl"), r1.rpc_port);
+  FILE *f = popen(cmd, "r");
+  ASSERT(f != NULL);
+  size_t n = fread(out, 1, sizeof(out) - 1, f);
+  out[n] = '\0';
+  ASSERT_EQ(pclose(f), 0);
+  ASSERT_EQ(version_of(&p, "demo"), 1); /* applied by the owner */
+  char lines[1100];
+  snprintf(lines, sizeof(lines), "%s/watch-lines.txt", test_tmpdir());
+  snprintf(cmd, sizeof(cmd), "'%s' --stream 127.0.0.1:%d,127.0.0.1:%d watch demo --count 2 --seconds 60 > '%s' 2>&1",
+           harness_tool("deformctl"), r1.stream_port, r2.stream_port, lines);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  wait_relay_viewers(&r1, 1);
+  harness_kill(&r1);
+  wait_relay_viewers(&r2, 1); /* it moved to the other relay */
+  cJSON_Delete(harness_rpc_ok(&p, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  cJSON_Delete(harness_rpc_ok(&p, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}"));
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  FILE *l = fopen(lines, "r");
+  ASSERT(l != NULL);
+  char line[512], last[512] = "";
+  int snapshots = 0;
+  while (fgets(line, sizeof(line), l)) {
+    snapshots += strstr(line, "type=SNAPSHOT") != NULL;
+    snprintf(last, sizeof(last), "%s", line);
+  }
+  fclose(l);
+  ASSERT_EQ(snapshots, 2); /* one from each relay */
+  ASSERT(strcmp(last, "2 frames\n") == 0);
+  cluster_down(&rd, &p, &r1, &r2);
+}
+
+TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_viewers_join_again) {
+  redis_harness rd;
+  harness p, r1;
+  const char *args[] = {"--stream-maxlen", "1000", "--snapshot-every", "50", NULL};
+  cluster_up(&rd, &p, args, &r1, NULL);
+  viewer v;
+  join(&v, &r1, 1);
+  /* The relay stops reading while the stream moves on by more than it keeps. */
+  kill(r1.pid, SIGSTOP);
+  for (int i = 0; i < 1600; i++) {
+    char params[128];
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"smile_L\":%g}}", (i % 2 ? 0.25 : 0.5));
+    cJSON_Delete(harness_rpc_ok(&p, "weights.set", params));
+  }
+  char len[64];
+  redis_harness_command(&rd, "XLEN deformd:s:demo:stream", len, sizeof(len));
+  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed */
+  kill(r1.pid, SIGCONT);
+  uint64_t want = version_of(&p, "demo");
+  ASSERT_EQ(harness_expect_error(&v.c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+  leave(&v);
+  wait_relay_version(&r1, "demo", want);
+  ASSERT(cluster_stat(&r1, "gaps") >= 1);
+  join(&v, &r1, 0);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}

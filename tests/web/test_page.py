@@ -1,0 +1,632 @@
+#!/usr/bin/python3
+"""test_page.py BUILD_DIR TEST — the browser viewer (viewer/web/) in headless Chromium against a
+live deformd on the demo head. Each TEST is one ctest test (tests/CMakeLists.txt); run
+`test_page.py BUILD_DIR --list` for their names.
+
+The oracles: `deformctl watch --dump` (the C replica's positions, the reference of the one formula)
+and the server's own export; the server's weights (weights.get); the same ARAP gesture sent by
+JSON-RPC; normals computed here from the dumped shape (angle-weighted over the welded mesh, as
+shared/mesh_normals.c does); the camera's projection of the vertices a target moves. Every wait is
+on a condition (a version, a flag), bounded by a timeout that only fails the test.
+
+Chromium: Debian's chromium and chromium-driver with python3-selenium; WebGL2 on SwiftShader
+(--use-gl=angle --use-angle=swiftshader --enable-unsafe-swiftshader, --headless=new).
+"""
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+BUILD = None
+TMP = tempfile.mkdtemp(prefix="deformd-web-")
+SHOTS = None
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def wait_for(what, cond, timeout=60.0, every=0.05):
+    """Polls cond() until it is truthy; fails after `timeout` seconds (a bound, never a result)."""
+    end = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.time() > end:
+            fail(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+class Server:
+    def __init__(self, *args):
+        self.log = open(os.path.join(TMP, f"deformd-{time.time_ns()}.log"), "w")
+        self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), "--demo", "--data", "none", "--stream-port", "0",
+                                   "--rpc-port", "0", "--http-port", "0", "--log-level", "warn", *args],
+                                  stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.p.stdout.readline()
+        m = re.match(r"stream_port=(\d+) rpc_port=(\d+) http_port=(\d+)", line)
+        if not m:
+            fail(f"deformd printed {line!r}")
+        self.stream, self.rpc_port, self.http = map(int, m.groups())
+        self.sock = socket.create_connection(("127.0.0.1", self.rpc_port))
+        self.rfile = self.sock.makefile("r")
+        self.id = 0
+        if "--token" in args:
+            self.call("auth", {"token": args[list(args).index("--token") + 1]})
+        wait_for("the demo session", lambda: any(s["session"] == "demo" for s in self.call("session.list")))
+
+    def call(self, method, params=None, ok=True):
+        self.id += 1
+        req = {"jsonrpc": "2.0", "id": self.id, "method": method}
+        if params is not None:
+            req["params"] = params
+        self.sock.sendall((json.dumps(req) + "\n").encode())
+        line = self.rfile.readline()
+        if not line:
+            fail(f"{method}: deformd closed the JSON-RPC connection (exit status {self.p.poll()}); log {self.log.name}")
+        r = json.loads(line)
+        if ok and "error" in r:
+            fail(f"{method} {params}: {r['error']}")
+        return r.get("result") if ok else r
+
+    def version(self):
+        return self.call("state.get", {"session": "demo"})["version"]
+
+    def ctl(self, *args, timeout=60):
+        cmd = [os.path.join(BUILD, "bin", "deformctl"), "--rpc", f"127.0.0.1:{self.rpc_port}", "--stream",
+               f"127.0.0.1:{self.stream}", *args]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            fail(f"{' '.join(cmd)}: {r.stderr}")
+        return r.stdout
+
+    def stop(self):
+        """SIGTERM: deformd must say goodbye and exit 0 (under the sanitizers, with no report)."""
+        self.sock.close()
+        self.p.terminate()
+        try:
+            status = self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            fail(f"deformd did not stop within 30 s of SIGTERM; log {self.log.name}")
+        self.log.flush()
+        if status != 0:
+            with open(self.log.name) as fh:
+                fail(f"deformd exited with status {status}: {fh.read()[-3000:]}")
+
+
+def browser(width=1000, height=750):
+    o = webdriver.ChromeOptions()
+    for a in ["--headless=new", "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+              "--no-sandbox", "--disable-gpu-sandbox", f"--window-size={width},{height}", "--disable-dev-shm-usage",
+              "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+              "--disable-backgrounding-occluded-windows"]:
+        o.add_argument(a)
+    o.binary_location = "/usr/bin/chromium"
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def open_page(d, srv, query="session=demo"):
+    d.get(f"http://127.0.0.1:{srv.http}/?{query}")
+    wait_for("the page's first frame", lambda: d.execute_script("return !!(window.deformView && deformView.firstFrameMs)"))
+
+
+def page_at(d, version, timeout=60):
+    wait_for(f"the page at version {version}",
+             lambda: d.execute_script("return deformView.version === arguments[0] && deformView.drawnVersion === arguments[0]",
+                                      version), timeout)
+
+
+def page_positions(d):
+    return d.execute_script("return Array.from(deformView.positions())")
+
+
+def read_obj(path):
+    v, f = [], []
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("v "):
+                v.append(tuple(float(x) for x in line.split()[1:4]))
+            elif line.startswith("f "):
+                f.append(tuple(int(x.split("/")[0]) - 1 for x in line.split()[1:4]))
+    return v, f
+
+
+def dump(srv, name):
+    """The shape a version 2 viewer on the session's default grid holds (the page's grid), as the
+    C replica evaluates it."""
+    path = os.path.join(TMP, name)
+    srv.ctl("watch", "demo", "--count", "0", "--quantised", "--dump", path)
+    return read_obj(path)
+
+
+def diagonal(v):
+    lo = [min(p[i] for p in v) for i in range(3)]
+    hi = [max(p[i] for p in v) for i in range(3)]
+    return math.dist(lo, hi)
+
+
+def max_error(flat, verts):
+    return max(abs(flat[3 * i + k] - verts[i][k]) for i in range(len(verts)) for k in range(3))
+
+
+def canvas_pixels(d):
+    """The canvas as drawn (preserveDrawingBuffer), without the page's overlays: (w, h, RGBA bytes)."""
+    url = d.execute_script("return document.getElementById('view').toDataURL('image/png')")
+    import base64
+    import zlib
+    png = base64.b64decode(url.split(",", 1)[1])
+    # A minimal PNG reader (8-bit RGBA or RGB, no interlace): Chromium writes exactly that.
+    pos, chunks, w, h, ct = 8, [], 0, 0, 6
+    while pos < len(png):
+        n = int.from_bytes(png[pos:pos + 4], "big")
+        t = png[pos + 4:pos + 8]
+        data = png[pos + 8:pos + 8 + n]
+        if t == b"IHDR":
+            w, h, ct = int.from_bytes(data[0:4], "big"), int.from_bytes(data[4:8], "big"), data[9]
+        elif t == b"IDAT":
+            chunks.append(data)
+        pos += 12 + n
+    raw = zlib.decompress(b"".join(chunks))
+    bpp = 4 if ct == 6 else 3
+    stride = w * bpp
+    out = bytearray(h * stride)
+    prev = bytearray(stride)
+    for y in range(h):
+        ft = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b = prev[x]
+            c = prev[x - bpp] if x >= bpp else 0
+            if ft == 1:
+                line[x] = (line[x] + a) & 255
+            elif ft == 2:
+                line[x] = (line[x] + b) & 255
+            elif ft == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif ft == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out[y * stride:(y + 1) * stride] = line
+        prev = line
+    return w, h, bpp, bytes(out)
+
+
+def click_slider(d, el, frac):
+    """Clicks a range input at `frac` of its width (Selenium's offsets count from the centre)."""
+    ActionChains(d).move_to_element_with_offset(el, int(el.size["width"] * (frac - 0.5)), 0).click().perform()
+
+
+def shot(d, name):
+    if SHOTS:
+        d.save_screenshot(os.path.join(SHOTS, name))
+
+
+# ---- tests --------------------------------------------------------------------------------------
+
+def test_the_page_draws_the_shape_deformctl_watch_computes():
+    """Weights and a sculpt set from JSON-RPC: the positions the page's GPU computed equal the C
+    replica's (deformctl watch --dump) within 1e-5 of the diagonal, and its normals the
+    angle-weighted normals of that shape."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        srv.call("weights.set", {"session": "demo", "weights": {"smile_L": 0.8, "jaw_open": 0.35, "brow_up_R": 1,
+                                                                 "cheek_puff": 0.5, "nose_wide": -0.0}})
+        offsets = {str(v): [0.002 * math.sin(v), 0.003, -0.001 * math.cos(v)] for v in range(20000, 20600, 3)}
+        srv.call("sculpt.set", {"session": "demo", "offsets": offsets})
+        version = srv.version()
+        page_at(d, version)
+        verts, faces = dump(srv, "shape.obj")
+        diag = diagonal(verts)
+        got = page_positions(d)
+        err = max_error(got, verts)
+        print(f"positions: max error {err:.3g} ({err / diag:.3g} of the diagonal {diag:.4f})")
+        if not err <= 1e-5 * diag:
+            fail(f"page positions differ from deformctl watch by {err}")
+        # Normals: angle-weighted over triangles welded by position (the page welds the same way).
+        key = {}
+        topo = [key.setdefault(tuple(round(c, 9) for c in p), len(key)) for p in verts]
+        acc = [[0.0, 0.0, 0.0] for _ in key]
+        for f in faces:
+            q = [verts[i] for i in f]
+            if len({topo[i] for i in f}) < 3:
+                continue
+            e1 = [q[1][k] - q[0][k] for k in range(3)]
+            e2 = [q[2][k] - q[0][k] for k in range(3)]
+            n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]]
+            ln = math.sqrt(sum(x * x for x in n))
+            if ln <= 0:
+                continue
+            for c in range(3):
+                u = [q[(c + 1) % 3][k] - q[c][k] for k in range(3)]
+                w = [q[(c + 2) % 3][k] - q[c][k] for k in range(3)]
+                cr = [u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]]
+                ang = math.atan2(math.sqrt(sum(x * x for x in cr)), sum(u[k] * w[k] for k in range(3)))
+                for k in range(3):
+                    acc[topo[f[c]]][k] += ang * n[k] / ln
+        nrm = d.execute_script("return Array.from(deformView.normals())")
+        worst, bad = 0.0, 0
+        for v in range(len(verts)):
+            a = acc[topo[v]]
+            la = math.sqrt(sum(x * x for x in a))
+            if la == 0:
+                continue
+            dot = sum(a[k] / la * nrm[3 * v + k] for k in range(3))
+            ang = math.degrees(math.acos(max(-1.0, min(1.0, dot))))
+            worst = max(worst, ang)
+            bad += ang > 0.5
+        print(f"normals: worst {worst:.3f} degrees, {bad} of {len(verts)} over 0.5 degrees")
+        if bad > len(verts) // 1000:
+            fail(f"{bad} normals differ from the reference by more than 0.5 degrees")
+        shot(d, "page-smile.png")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_a_slider_move_in_the_page_reaches_deformctl_watch():
+    """A click on jaw_open's slider sends one weights EDIT: a deformctl watch started before it
+    receives that WEIGHTS frame, and the shape it dumps is the page's."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        v0 = srv.version()
+        path = os.path.join(TMP, "slider.obj")
+        watch = subprocess.Popen([os.path.join(BUILD, "bin", "deformctl"), "--stream", f"127.0.0.1:{srv.stream}", "watch",
+                                  "demo", "--count", "1", "--quantised", "--dump", path], stdout=subprocess.PIPE, text=True)
+        wait_for("the watcher joined", lambda: srv.call("state.get", {"session": "demo"})["viewers"] >= 2)
+        sliders = d.find_elements(By.CSS_SELECTOR, "#sliders input[type=range]")
+        jaw = sliders[0]
+        click_slider(d, jaw, 0.3)
+        out, _ = watch.communicate(timeout=60)
+        if watch.returncode != 0 or "type=WEIGHTS" not in out:
+            fail(f"deformctl watch saw no WEIGHTS frame: {out}")
+        w = srv.call("weights.get", {"session": "demo"})
+        jaw_w = w["weights"][0] if isinstance(w["weights"], list) else w["weights"]["jaw_open"]
+        print(f"slider set jaw_open to {jaw_w}; watch: {out.strip().splitlines()[-2]}")
+        if not (0.2 < jaw_w < 0.5):
+            fail(f"jaw_open is {jaw_w} after a click at 30 % of its slider")
+        version = int(re.search(r"version=(\d+) type=WEIGHTS", out).group(1))
+        if version != v0 + 1:
+            fail(f"the slider's edit is version {version}, expected {v0 + 1}")
+        page_at(d, version)
+        verts, _ = dump(srv, "slider-now.obj")
+        watched, _ = read_obj(path)
+        err = max_error(page_positions(d), watched)
+        if not err <= 1e-5 * diagonal(watched):
+            fail(f"the page's shape differs from deformctl watch's by {err}")
+        shown = float(d.execute_script("return document.querySelector('#sliders .val').textContent"))
+        if abs(shown - jaw_w) > 0.006:
+            fail(f"the slider shows {shown}, the server has {jaw_w}")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_weights_set_changes_the_pages_pixels_only_where_the_target_moves():
+    """weights.set jaw_open=1 from deformctl: the canvas changes, and every changed pixel lies near
+    the projection of a vertex the target moves (before or after); none elsewhere."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        before_v, _ = dump(srv, "before.obj")
+        w, h, bpp, a = canvas_pixels(d)
+        srv.ctl("weights.set", "demo", "jaw_open=1")
+        page_at(d, srv.version())
+        after_v, _ = dump(srv, "after.obj")
+        _, _, _, b = canvas_pixels(d)
+        shot(d, "page-jaw.png")
+        cam = d.execute_script("return deformView.camera()")
+        m = cam["mvp"]
+        moved = [i for i in range(len(before_v)) if math.dist(before_v[i], after_v[i]) > 1e-7]
+
+        def px(p):
+            x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
+            y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
+            ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
+            return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+
+        cell = 4  # a grid of the moved vertices' pixels, dilated by `reach`
+        reach = 10
+        near = set()
+        for i in moved:
+            for p in (px(before_v[i]), px(after_v[i])):
+                cx, cy = int(p[0] // cell), int(p[1] // cell)
+                for dx in range(-reach // cell - 1, reach // cell + 2):
+                    for dy in range(-reach // cell - 1, reach // cell + 2):
+                        near.add((cx + dx, cy + dy))
+        changed = far = 0
+        for y in range(h):
+            for x in range(w):
+                o = (y * w + x) * bpp
+                if max(abs(a[o + k] - b[o + k]) for k in range(3)) > 8:
+                    changed += 1
+                    if (x // cell, y // cell) not in near:
+                        far += 1
+        print(f"{len(moved)} vertices moved; {changed} pixels changed, {far} of them away from every moved vertex")
+        if changed < 500:
+            fail(f"only {changed} pixels changed")
+        if far > 0:
+            fail(f"{far} pixels changed where jaw_open moves nothing")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_a_drag_in_the_page_equals_the_same_gesture_by_json_rpc_and_undo_reverts_it():
+    """The mouse drags the nose tip in drag mode: the page runs an ARAP gesture (EDIT). Its result
+    equals the same gesture sent by JSON-RPC (deform.begin/drag/end with the page's parameters,
+    after the page's Undo put the shape back to what it was)."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        base, _ = dump(srv, "base.obj")
+        d.find_element(By.ID, "mode-drag").click()
+        canvas = d.find_element(By.ID, "view")
+        nose = d.execute_script("return deformView.project(20400)")
+        ox = int(nose["x"] - canvas.size["width"] / 2)
+        oy = int(nose["y"] - canvas.size["height"] / 2)
+        # One move: the page sends one drag (ARAP warm-starts each drag from the one before, so the
+        # JSON-RPC replay below must send the same sequence; a user's drag sends one per frame).
+        ActionChains(d).move_to_element_with_offset(canvas, ox, oy).click_and_hold().move_by_offset(24, -30).release().perform()
+        g = wait_for("the page's gesture to end", lambda: d.execute_script(
+            "const g = deformView.lastGesture; return g && g.ended ? g : null"))
+        wait_for("the gesture's last solve", lambda: srv.call("state.get", {"session": "demo"})["gestures"] == 0)
+        v1 = srv.version()
+        page_at(d, v1)
+        dragged, _ = dump(srv, "dragged.obj")
+        diag = diagonal(base)
+        moved = sum(math.dist(p, q) > 1e-6 for p, q in zip(base, dragged))
+        print(f"page gesture: pick {g['pick']}, translate {g['translate']} ({g['drags']} drag), {moved} vertices moved")
+        if g["drags"] != 1:
+            fail(f"the page sent {g['drags']} drags for one move")
+        if moved < 50 or math.dist(dragged[g["pick"]], base[g["pick"]]) < 1e-3 * diag:
+            fail("the drag moved nothing")
+        err = max_error(page_positions(d), dragged)
+        if not err <= 1e-5 * diag:
+            fail(f"the page's shape after the drag differs from deformctl watch's by {err}")
+        shot(d, "page-drag.png")
+        d.find_element(By.ID, "undo").click()
+        wait_for("the undo", lambda: srv.version() > v1)
+        v2 = srv.version()
+        page_at(d, v2)
+        undone, _ = dump(srv, "undone.obj")
+        err = max_error(page_positions(d), base)
+        if max(math.dist(p, q) for p, q in zip(undone, base)) != 0 or err > 1e-5 * diag:
+            fail("undo in the page did not bring the shape back")
+        # The same gesture by JSON-RPC, from the same shape.
+        srv.call("deform.begin", {"session": "demo", "gesture": 777, "mode": "arap", "iterations": g["iterations"],
+                                  "pick": g["pick"], "handle_radius": g["handleRadius"], "roi_radius": g["roiRadius"]})
+        srv.call("deform.drag", {"session": "demo", "gesture": 777, "translate": g["translate"]})
+        srv.call("deform.end", {"session": "demo", "gesture": 777})
+        again, _ = dump(srv, "again.obj")
+        err = max(math.dist(p, q) for p, q in zip(again, dragged))
+        print(f"JSON-RPC gesture vs the page's: max difference {err:.3g} ({err / diag:.3g} of the diagonal)")
+        if not err <= 1e-5 * diag:
+            fail(f"the same gesture by JSON-RPC differs by {err}")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_a_brush_stroke_in_the_page_sculpts_both_sides_with_mirror_x():
+    """Brush mode, inflate, mirror X on: a stroke on the right cheek moves vertices on both sides
+    of x = 0, mirror images of each other, and the page draws the server's result."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        d.find_element(By.ID, "mode-brush").click()
+        d.find_element(By.ID, "mirror").click()
+        canvas = d.find_element(By.ID, "view")
+        nose = d.execute_script("return deformView.project(20400)")
+        ox = int(nose["x"] - canvas.size["width"] / 2) - 45
+        oy = int(nose["y"] - canvas.size["height"] / 2) + 15
+        ActionChains(d).move_to_element_with_offset(canvas, ox, oy).click_and_hold().move_by_offset(-8, 6).release().perform()
+        wait_for("the stroke", lambda: srv.call("state.get", {"session": "demo"})["sculpted_vertices"] > 0)
+        v = srv.version()
+        page_at(d, v)
+        offsets = srv.call("sculpt.get", {"session": "demo"})["offsets"]
+        verts, _ = dump(srv, "brushed.obj")
+        moved = [int(k) for k in offsets]
+        left = sum(verts[i][0] < -0.005 for i in moved)
+        right = sum(verts[i][0] > 0.005 for i in moved)
+        print(f"{len(moved)} vertices sculpted: {left} with x < 0, {right} with x > 0")
+        if left < 10 or right < 10 or abs(left - right) > 0.2 * max(left, right):
+            fail(f"a mirrored stroke moved {left} vertices on one side and {right} on the other")
+        if not max_error(page_positions(d), verts) <= 1e-5 * diagonal(verts):
+            fail("the page does not draw the brushed shape")
+        shot(d, "page-brush.png")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_touch_one_finger_orbits_two_fingers_zoom():
+    """Touch input (W3C touch pointers): one finger dragged across the canvas turns the camera
+    (the projection of a vertex moves sideways), two fingers spreading apart bring it closer (the
+    projected distance between two vertices grows)."""
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.interaction import POINTER_TOUCH
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        canvas = d.find_element(By.ID, "view")
+        r = canvas.rect
+        cx, cy = int(r["x"] + r["width"] / 2 - 150), int(r["y"] + r["height"] / 2)
+        p0 = d.execute_script("return deformView.project(20400)")
+        a = ActionBuilder(d, mouse=PointerInput(POINTER_TOUCH, "f1"))
+        a.pointer_action.move_to_location(cx, cy).pointer_down()
+        for k in range(1, 6):
+            a.pointer_action.move_to_location(cx + 12 * k, cy)
+        a.pointer_action.pointer_up()
+        a.perform()
+        p1 = wait_for("the orbit", lambda: (lambda p: p if abs(p["x"] - p0["x"]) > 5 else None)(
+            d.execute_script("return deformView.project(20400)")), 10)
+        print(f"one finger: the nose tip moved from x {p0['x']:.1f} to {p1['x']:.1f}")
+        spread0 = d.execute_script("const a = deformView.project(20400), b = deformView.project(0);"
+                                   "return Math.hypot(a.x - b.x, a.y - b.y)")
+        f1 = PointerInput(POINTER_TOUCH, "f1")
+        f2 = PointerInput(POINTER_TOUCH, "f2")
+        b = ActionBuilder(d, mouse=f1)
+        b.devices.append(f2)
+        f1.create_pointer_move(x=cx - 20, y=cy)
+        f2.create_pointer_move(x=cx + 20, y=cy)
+        f1.create_pointer_down()
+        f2.create_pointer_down()
+        for k in range(1, 6):
+            f1.create_pointer_move(x=cx - 20 - 15 * k, y=cy)
+            f2.create_pointer_move(x=cx + 20 + 15 * k, y=cy)
+        f1.create_pointer_up(0)
+        f2.create_pointer_up(0)
+        b.perform()
+        spread1 = wait_for("the zoom", lambda: (lambda s: s if s > spread0 * 1.2 else None)(d.execute_script(
+            "const a = deformView.project(20400), b = deformView.project(0); return Math.hypot(a.x - b.x, a.y - b.y)")), 10)
+        print(f"two fingers: two vertices {spread0:.1f} px apart, then {spread1:.1f} px")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_ten_pages_and_two_deform_views_converge_to_the_same_version():
+    """Ten pages (windows) and two deform-views follow one session through twelve edits from JSON-RPC
+    and from a page's slider: all end at the same version, the pages with the same positions,
+    equal to deformctl watch's."""
+    srv = Server()
+    d = browser(420, 320)  # small windows: ten pages draw every change on the CPU (SwiftShader)
+    views = []
+    try:
+        open_page(d, srv)
+        tabs = [d.current_window_handle]
+        for _ in range(9):
+            d.switch_to.new_window("window")  # its own window: a hidden tab gets no animation frames
+            open_page(d, srv)
+            tabs.append(d.current_window_handle)
+        start = srv.version()
+        final = start + 12
+        env = dict(os.environ)
+        for k in range(2):
+            views.append(subprocess.Popen([os.path.join(BUILD, "bin", "deform-view"), "--connect", f"127.0.0.1:{srv.stream}",
+                                           "--session", "demo", "--screenshot", os.path.join(TMP, f"view{k}.png"),
+                                           "--size", "320x240", "--wait-version", str(final), "--timeout", "120"],
+                                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        wait_for("every viewer joined", lambda: srv.call("state.get", {"session": "demo"})["viewers"] >= 12, 60)
+        names = ["jaw_open", "smile_L", "smile_R", "brow_up_L", "blink_R"]
+        for i in range(11):
+            if i % 4 == 3:
+                srv.call("sculpt.set", {"session": "demo", "offsets": {str(20000 + i): [0.001 * i, 0, 0]}})
+            else:
+                srv.call("weights.set", {"session": "demo", "weights": {names[i % 5]: round(0.08 * (i + 1), 2)}})
+        d.switch_to.window(tabs[3])  # the twelfth edit: a slider in one of the pages
+        s = d.find_elements(By.CSS_SELECTOR, "#sliders input[type=range]")[1]
+        click_slider(d, s, 0.25)
+        try:
+            wait_for(f"the slider's edit (version {final})", lambda: srv.version() >= final, 120)
+        except AssertionError:
+            print("page:", d.execute_script("return [deformView.connected, deformView.readOnly, deformView.version, "
+                                            "document.getElementById('status').textContent]"), "server:", srv.version())
+            for e in d.get_log("browser"):
+                print(e)
+            raise
+        final = srv.version()
+        ref, _ = dump(srv, "converged.obj")
+        diag = diagonal(ref)
+        first = None
+        for t in tabs:
+            d.switch_to.window(t)
+            page_at(d, final, 120)
+            p = page_positions(d)
+            first = first or p
+            if p != first:
+                fail("two pages hold different positions at the same version")
+        err = max_error(first, ref)
+        if not err <= 1e-5 * diag:
+            fail(f"the pages' shape differs from deformctl watch's by {err}")
+        for k, v in enumerate(views):
+            _, errs = v.communicate(timeout=120)
+            if v.returncode != 0:
+                fail(f"deform-view {k} did not reach version {final}: {errs}")
+        print(f"10 pages and 2 deform-views at version {final}; pages within {err:.3g} of deformctl watch")
+    finally:
+        for v in views:
+            if v.poll() is None:
+                v.kill()
+        d.quit()
+        srv.stop()
+
+
+def test_a_page_without_the_token_is_read_only():
+    """With --token, a page opened without it joins as a viewer (its editor HELLO is refused with
+    FORBIDDEN) and says so; with ?token= it edits."""
+    srv = Server("--token", "s3cret")
+    d = browser()
+    try:
+        open_page(d, srv)
+        wait_for("read-only", lambda: d.execute_script("return deformView.readOnly"))
+        if "read-only" not in d.find_element(By.ID, "status").text:
+            fail("the status line does not say read-only")
+        open_page(d, srv, "session=demo&token=s3cret")
+        wait_for("an editor", lambda: d.execute_script("return deformView.connected && !deformView.readOnly"))
+        s = d.find_elements(By.CSS_SELECTOR, "#sliders input[type=range]")[1]
+        click_slider(d, s, 0.25)
+        wait_for("the editor's edit", lambda: d.execute_script("return deformView.version") == 1)
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def test_the_page_joins_again_after_the_server_restarts():
+    """The server stops and a new one takes its port: the page reconnects (backoff) and draws the
+    new session's state."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        port = srv.http
+        srv.stop()
+        wait_for("the page to notice", lambda: not d.execute_script("return deformView.connected"))
+        srv = Server("--http-port", str(port))
+        srv.call("weights.set", {"session": "demo", "weights": {"smile_R": 0.9}})
+        page_at(d, srv.version(), 60)
+        verts, _ = dump(srv, "restart.obj")
+        if not max_error(page_positions(d), verts) <= 1e-5 * diagonal(verts):
+            fail("after the reconnect the page does not show the new state")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(TESTS))
+        sys.exit(0)
+    BUILD = sys.argv[1]
+    SHOTS = os.environ.get("WEB_SHOTS")
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+    t0 = time.time()
+    TESTS[sys.argv[2]]()
+    print(f"passed in {time.time() - t0:.1f} s")

@@ -1,0 +1,497 @@
+/*
+ * write_fixtures.c — writes the byte fixtures the JavaScript protocol module is tested on
+ * (tests/web/protocol.test.mjs): `web-fixtures DIR` writes DIR/fixtures.json.
+ *
+ *   streams   frames the C encoders wrote (version 1 and 2 SNAPSHOT, WEIGHTS in every mode,
+ *             DELTA, TARGET, TARGET_META, on a small mesh and on the demo head), and the
+ *             positions the C replica (client_replica, mesh_evaluate) holds after each, as
+ *             float32 bits: the JavaScript replica must hold the same bits.
+ *   cases     payloads for each decoder, valid and malformed (every truncation, single bytes
+ *             replaced, a byte appended), with what the C decoder says: 0 or its PROTO_E* code.
+ *             The JavaScript decoder must say the same.
+ *   encoders  the C encoders' bytes for given arguments: the JavaScript encoders must write them.
+ *
+ * The oracle is the C codec itself (protocol/), which tests/protocol checks against the
+ * documented byte layouts.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_replica.h"
+#include "mesh.h"
+#include "proto.h"
+#include "proto2.h"
+
+static FILE *out;
+
+static void hex(const uint8_t *p, size_t n) {
+  fputc('"', out);
+  for (size_t i = 0; i < n; i++) fprintf(out, "%02x", p[i]);
+  fputc('"', out);
+}
+
+static void item_begin(const char *kind) { fprintf(out, "{\"kind\":\"%s\",", kind); }
+static void item_end(void) { fputs("}\n", out); }
+
+/* ---- decoders by name ---------------------------------------------------------------------------- */
+
+static proto_trav small_trav; /* the traversal of the small version 2 snapshot */
+
+static int c_decode(const char *d, const uint8_t *p, size_t n) {
+  int rc;
+  if (strcmp(d, "header") == 0) {
+    proto_header h;
+    return n < PROTO_HEADER_SIZE ? PROTO_ETRUNCATED : proto_header_decode(p, NULL, &h);
+  }
+  if (strcmp(d, "welcome") == 0) {
+    proto_welcome m;
+    proto_welcome_opts o;
+    return proto_decode_welcome2(p, n, &m, &o);
+  }
+  if (strcmp(d, "error") == 0) {
+    proto_error m;
+    return proto_decode_error(p, n, &m);
+  }
+  if (strcmp(d, "ping") == 0) {
+    proto_ping m;
+    return proto_decode_ping(p, n, &m);
+  }
+  if (strcmp(d, "weights") == 0) {
+    proto_weights_view m;
+    return proto_decode_weights(p, n, NULL, &m);
+  }
+  if (strcmp(d, "delta") == 0) {
+    proto_offsets_view m;
+    return proto_decode_delta(p, n, NULL, &m);
+  }
+  if (strcmp(d, "target_meta") == 0) {
+    proto_target_meta m;
+    return proto_decode_target_meta(p, n, NULL, &m);
+  }
+  if (strcmp(d, "target_add") == 0) {
+    proto_target_add m;
+    return proto_decode_target_add(p, n, NULL, &m);
+  }
+  if (strcmp(d, "snapshot") == 0) {
+    proto_snapshot m;
+    return proto_decode_snapshot(p, n, NULL, &m);
+  }
+  if (strcmp(d, "snapshot2") == 0) {
+    proto_snapshot2 s;
+    proto_trav t;
+    rc = proto_decode_snapshot2(p, n, NULL, &s, &t);
+    if (rc == 0) {
+      proto_snapshot2_free(&s);
+      proto_trav_fini(&t);
+    }
+    return rc;
+  }
+  if (strcmp(d, "delta2") == 0) {
+    proto_offsets2 o;
+    rc = proto_decode_delta2(p, n, &small_trav, &o);
+    if (rc == 0) proto_offsets2_free(&o);
+    return rc;
+  }
+  if (strcmp(d, "target_add2") == 0) {
+    uint32_t index;
+    float weight;
+    proto_target2 t;
+    rc = proto_decode_target_add2(p, n, &small_trav, &index, &weight, &t);
+    if (rc == 0) proto_target2_free(&t);
+    return rc;
+  }
+  fprintf(stderr, "unknown decoder %s\n", d);
+  exit(1);
+}
+
+static void write_case(const char *d, const uint8_t *p, size_t n) {
+  item_begin("case");
+  fprintf(out, "\"decoder\":\"%s\",\"expect\":%d,\"hex\":", d, c_decode(d, p, n));
+  hex(p, n);
+  item_end();
+}
+
+/* The payload as it is, cut at every length, each byte replaced by a few values, one more byte. */
+static void write_cases(const char *d, const uint8_t *p, size_t n, size_t stride) {
+  uint8_t *m = malloc(n + 1);
+  write_case(d, p, n);
+  for (size_t k = 0; k < n; k += (k < 64 ? 1 : stride)) write_case(d, p, k);
+  static const uint8_t repl[] = {0x00, 0xff, 0x7f, 0x80};
+  for (size_t i = 0; i < n; i += (i < 96 ? 1 : stride)) {
+    for (size_t r = 0; r < sizeof(repl) + 2; r++) {
+      memcpy(m, p, n);
+      m[i] = r < sizeof(repl) ? repl[r] : (uint8_t)(p[i] ^ (r == sizeof(repl) ? 0x01 : 0x10));
+      if (m[i] == p[i]) continue;
+      write_case(d, m, n);
+    }
+  }
+  memcpy(m, p, n);
+  m[n] = 0;
+  write_case(d, m, n + 1);
+  free(m);
+}
+
+/* ---- the small mesh: a 5 × 4 grid with UVs and three targets -------------------------------------- */
+
+#define GW 5
+#define GH 4
+#define SV (GW * GH)
+#define ST (2 * (GW - 1) * (GH - 1))
+
+static float spos[3 * SV], suv[2 * SV];
+static uint32_t stri[3 * ST], scanon[3 * ST];
+static const uint32_t t0_idx[4] = {1, 6, 7, 12}, t1_idx[3] = {0, 9, 19}, t2_idx[2] = {3, 4};
+static const float t0_d[12] = {0.01f, 0, 0.02f, 0, -0.03f, 0.001f, 0.5f, 0.25f, -0.125f, 0, 0, 1e-4f};
+static const float t1_d[9] = {1, 2, 3, -1, -2, -3, 0.3f, 0.2f, 0.1f};
+static const float t2_d[6] = {1e6f, 0, 0, 0, 0, -2e-7f}; /* too large for 2^24 steps: float bits */
+static const uint32_t t1_drivers[1] = {0};
+
+static void small_mesh(void) {
+  for (int y = 0; y < GH; y++)
+    for (int x = 0; x < GW; x++) {
+      int v = y * GW + x;
+      spos[3 * v] = 0.1f * (float)x;
+      spos[3 * v + 1] = 0.13f * (float)y;
+      spos[3 * v + 2] = 0.01f * (float)((x * 7 + y * 3) % 5);
+      suv[2 * v] = (float)x / (GW - 1);
+      suv[2 * v + 1] = (float)y / (GH - 1);
+    }
+  int k = 0;
+  for (int y = 0; y + 1 < GH; y++)
+    for (int x = 0; x + 1 < GW; x++) {
+      uint32_t a = (uint32_t)(y * GW + x), b = a + 1, c = a + GW, d = c + 1;
+      stri[k++] = a, stri[k++] = b, stri[k++] = d;
+      stri[k++] = a, stri[k++] = d, stri[k++] = c;
+    }
+}
+
+static proto_target_desc small_target(int i) {
+  proto_target_desc d = {0};
+  if (i == 0) d = (proto_target_desc){"smile", 0, 0, 1, 0, 0, NULL, 4, t0_idx, t0_d};
+  if (i == 1) d = (proto_target_desc){"combo", 0.5f, -1, 2, 0, 1, t1_drivers, 3, t1_idx, t1_d};
+  if (i == 2) d = (proto_target_desc){"far", 0, -10, 10, 1, 0, NULL, 2, t2_idx, t2_d};
+  return d;
+}
+
+/* A whole SNAPSHOT frame of a mesh (version 1, or 2 at `shift`, 0 lossless); for version 2 the
+ * canonical triangles go to `canon` and the traversal to `t`. */
+static void snapshot_frame(proto_buf *f, int v2, uint8_t shift, const proto_mesh_desc *md0, const proto_target_desc *tg,
+                           const float *weights, uint32_t noff, const uint32_t *oidx, const int32_t *oq, uint32_t *canon,
+                           proto_trav *t, uint64_t version) {
+  proto_buf mpart, state;
+  proto_buf_init(&mpart);
+  proto_buf_init(&state);
+  proto_mesh_desc md = *md0;
+  if (v2) {
+    proto_grid2 g;
+    if (proto_grid2_init(&g, &md, shift)) exit(2);
+    proto_buf tris;
+    proto_buf_init(&tris);
+    if (proto_snapshot2_triangles(&tris, md.triangles, md.triangle_count, md.vertex_count, canon)) exit(2);
+    md.triangles = canon;
+    if (proto_trav_init(t, canon, md.triangle_count, md.vertex_count)) exit(2);
+    proto_snapshot2_head(&mpart, &md, &g);
+    memcpy(proto_buf_append(&mpart, tris.len), tris.data, tris.len);
+    proto_buf_fini(&tris);
+    if (proto_snapshot2_attributes(&mpart, &md, &g, t)) exit(2);
+    for (uint32_t i = 0; i < md.target_count; i++)
+      if (proto_snapshot2_target(&mpart, &tg[i], &g, t)) exit(2);
+    if (proto_snapshot2_state(&state, md.target_count, weights, noff, oidx, oq, shift, t)) exit(2);
+    proto_encode_snapshot2_head(f, version, mpart.len, state.len);
+  } else {
+    if (proto_snapshot_mesh_part(&mpart, &md, tg)) exit(2);
+    if (proto_snapshot_state_part(&state, md.target_count, weights, noff, oidx, oq)) exit(2);
+    proto_encode_snapshot_head(f, version, mpart.len, state.len);
+  }
+  memcpy(proto_buf_append(f, mpart.len), mpart.data, mpart.len);
+  memcpy(proto_buf_append(f, state.len), state.data, state.len);
+  proto_buf_fini(&mpart);
+  proto_buf_fini(&state);
+}
+
+/* A stream: frames back to back in `b`; each is applied to a C replica and written with the
+ * replica's positions after it. */
+static void write_stream(const char *name, const proto_buf *b) {
+  item_begin("stream");
+  fprintf(out, "\"name\":\"%s\",\"frames\":[", name);
+  client_replica r;
+  client_replica_init(&r);
+  char err[256];
+  int n = 0;
+  for (size_t at = 0; at < b->len; n++) {
+    proto_header h;
+    if (proto_header_decode(b->data + at, NULL, &h)) exit(3);
+    if (client_replica_apply(&r, &h, b->data + at + PROTO_HEADER_SIZE, err, sizeof(err))) {
+      fprintf(stderr, "%s frame %d: %s\n", name, n, err);
+      exit(3);
+    }
+    float *pos = malloc(sizeof(float) * 3 * (r.mesh->vertex_count + 1));
+    client_replica_positions(&r, pos);
+    fprintf(out, "%s{\"frame\":", n ? "," : "");
+    hex(b->data + at, PROTO_HEADER_SIZE + h.length);
+    fprintf(out, ",\"version\":%llu,\"positions\":", (unsigned long long)r.version);
+    hex((const uint8_t *)pos, 12 * (size_t)r.mesh->vertex_count);
+    fputc('}', out);
+    free(pos);
+    at += PROTO_HEADER_SIZE + h.length;
+  }
+  fputs("]", out);
+  item_end();
+  client_replica_fini(&r);
+}
+
+/* The payload of the frame at `at` of b (with the frame's header type). */
+static const uint8_t *payload(const proto_buf *b, size_t at, uint32_t *len) {
+  *len = proto_load_u32(b->data + at + 8);
+  return b->data + at + PROTO_HEADER_SIZE;
+}
+
+static void small_streams(void) {
+  small_mesh();
+  proto_mesh_desc md = {SV, ST, 3, spos, stri, suv, 1.0f / 4096};
+  proto_target_desc tg[3] = {small_target(0), small_target(1), small_target(2)};
+  float w[3] = {0.25f, 0.125f, 0};
+  uint32_t oidx[3] = {2, 7, 18};
+  int32_t oq[9] = {1000, -2000, 37, 1, 2, 3, -40000, 5, 0};
+  for (int v2 = 0; v2 < 2; v2++)
+    for (int shift = v2 ? 0 : 5; shift <= 5; shift += 5) {
+      proto_buf b;
+      proto_buf_init(&b);
+      proto_trav t;
+      memset(&t, 0, sizeof(t));
+      /* Two targets in the snapshot; the third arrives as TARGET. */
+      md.target_count = 2;
+      snapshot_frame(&b, v2, (uint8_t)shift, &md, tg, w, 3, oidx, oq, scanon, &t, 4);
+      size_t snap_at = 0, delta_at = b.len;
+      uint32_t didx[4] = {0, 7, 11, 19};
+      int32_t dq[12] = {5, 6, 7, 0, 0, 0, 100000, -100000, 3, -1, -1, -1};
+      if (v2) proto_encode_delta2(&b, 5, 0, (uint8_t)shift, 4, didx, dq, &t);
+      else proto_encode_delta(&b, 5, 0, 4, didx, dq);
+      size_t target_at = b.len;
+      if (v2) {
+        proto_grid2 g;
+        proto_mesh_desc m2 = md;
+        m2.triangles = scanon;
+        proto_grid2_init(&g, &m2, (uint8_t)shift);
+        proto_encode_target_add2(&b, 6, PROTO_FLAG_MORE, 2, 0.5f, &tg[2], &g, &t);
+      } else {
+        proto_encode_target_add(&b, 6, 2, 0.5f, &tg[2]);
+      }
+      size_t weights_at = b.len;
+      uint32_t widx[2] = {2, 0};
+      float wv[2] = {-3.5f, 0.75f};
+      proto_encode_weights(&b, 6, 0, 2, widx, wv);
+      size_t meta_at = b.len;
+      uint32_t drv[2] = {0, 2};
+      proto_encode_target_meta(&b, 7, 0, 1, -2, 2, 1, 2, drv);
+      float dense[3] = {0.5f, -1, 2};
+      proto_encode_weights(&b, 8, 0, 3, NULL, dense);
+      int16_t q16[2] = {32767, -16384};
+      proto_encode_weights_qrun(&b, 9, 0, 1, 2, q16, 3.05185094e-05f);
+      int8_t q8[3] = {1, -2, 127};
+      proto_encode_weights_qrun8(&b, 10, 0, 0, 3, q8, 0.5f);
+      char name[64];
+      snprintf(name, sizeof(name), "small-v%d-shift%d", v2 + 1, shift);
+      write_stream(name, &b);
+      if (v2 && shift == 5) small_trav = t; /* the traversal the version 2 cases decode against */
+      if (shift == 5 || !v2) {
+        /* Decoder cases from these frames (the shift-5 version 2 traversal is the one kept). */
+        uint32_t n;
+        const uint8_t *p = payload(&b, snap_at, &n);
+        write_cases(v2 ? "snapshot2" : "snapshot", p, n, 3);
+        p = payload(&b, delta_at, &n);
+        write_cases(v2 ? "delta2" : "delta", p, n, 1);
+        p = payload(&b, target_at, &n);
+        write_cases(v2 ? "target_add2" : "target_add", p, n, 1);
+        if (!v2) {
+          p = payload(&b, weights_at, &n);
+          write_cases("weights", p, n, 1);
+          p = payload(&b, meta_at, &n);
+          write_cases("target_meta", p, n, 1);
+          size_t at = meta_at + PROTO_HEADER_SIZE + n; /* dense, then the two runs */
+          for (int k = 0; k < 3; k++) {
+            p = payload(&b, at, &n);
+            write_cases("weights", p, n, 1);
+            at += PROTO_HEADER_SIZE + n;
+          }
+          for (size_t a = 0; a < b.len;) { /* every header */
+            uint32_t len = proto_load_u32(b.data + a + 8);
+            write_cases("header", b.data + a, PROTO_HEADER_SIZE, 1);
+            a += PROTO_HEADER_SIZE + len;
+          }
+        }
+      }
+      if (!(v2 && shift == 5)) proto_trav_fini(&t);
+      proto_buf_fini(&b);
+    }
+}
+
+/* ---- the demo head: a real mesh, sculpted, on the default grid and lossless ------------------- */
+
+static void demo_streams(void) {
+  mesh *m = NULL;
+  if (mesh_demo_head(&m)) exit(4);
+  proto_target_desc *tg = calloc(m->target_count, sizeof(*tg));
+  float *w = calloc(m->target_count, sizeof(float));
+  for (uint32_t i = 0; i < m->target_count; i++) {
+    const mesh_target *x = &m->targets[i];
+    tg[i] = (proto_target_desc){x->name, 0, 0, 1, 0, 0, NULL, x->count, x->indices, x->deltas};
+    w[i] = (float)(i % 4) * 0.25f;
+  }
+  uint32_t *canon = malloc(sizeof(uint32_t) * 3 * m->triangle_count);
+  uint32_t nsc = 500, *sidx = malloc(sizeof(uint32_t) * nsc);
+  int32_t *sq = malloc(sizeof(int32_t) * 3 * nsc);
+  for (uint32_t i = 0; i < nsc; i++) {
+    sidx[i] = 20000 + 3 * i;
+    for (int c = 0; c < 3; c++) sq[3 * i + c] = (int32_t)((i * 7919u + (uint32_t)c * 104729u) % 20001u) - 10000;
+  }
+  /* The server's quantum: float(bbox diagonal · 2^-20) (srv_session.c). */
+  double lo[3], hi[3];
+  for (int c = 0; c < 3; c++) lo[c] = hi[c] = m->positions[c];
+  for (uint32_t v = 0; v < m->vertex_count; v++)
+    for (int c = 0; c < 3; c++) {
+      double x = m->positions[3 * (size_t)v + c];
+      lo[c] = x < lo[c] ? x : lo[c];
+      hi[c] = x > hi[c] ? x : hi[c];
+    }
+  double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions, m->triangles, m->uvs,
+                        (float)ldexp(diag, -20)};
+  for (int shift = 0; shift <= 5; shift += 5) {
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_trav t;
+    snapshot_frame(&b, 1, (uint8_t)shift, &md, tg, w, nsc, sidx, sq, canon, &t, 12);
+    for (uint32_t i = 0; i < nsc; i++) sq[3 * i] += 977;
+    proto_encode_delta2(&b, 13, 0, (uint8_t)shift, nsc, sidx, sq, &t);
+    char name[64];
+    snprintf(name, sizeof(name), "demo-head-shift%d", shift);
+    write_stream(name, &b);
+    proto_trav_fini(&t);
+    proto_buf_fini(&b);
+  }
+  free(tg), free(w), free(canon), free(sidx), free(sq);
+  mesh_destroy(m);
+}
+
+/* ---- messages a client receives besides the session's: WELCOME, ERROR, BYE, PONG ---------------- */
+
+static void other_cases(void) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_welcome wm = {9, 1, {"demo", 4}};
+  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f};
+  proto_encode_welcome2(&b, 0, &wm, &wo);
+  uint32_t n = proto_load_u32(b.data + 8);
+  write_cases("welcome", b.data + PROTO_HEADER_SIZE, n, 1);
+  b.len = 0;
+  proto_encode_welcome(&b, 3, &wm);
+  write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
+  proto_encode_error(&b, PROTO_ERR_FORBIDDEN, 7, "editing needs the server's token");
+  write_cases("error", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
+  proto_ping pg = {123456789012345ull, 987654321ull, 42};
+  proto_encode_ping(&b, PROTO_PONG, &pg);
+  write_cases("ping", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  proto_buf_fini(&b);
+}
+
+/* ---- encoders: the C bytes for given arguments ----------------------------------------------------- */
+
+static void enc(const char *fn, const char *args, proto_buf *b) {
+  item_begin("encoder");
+  fprintf(out, "\"fn\":\"%s\",\"args\":%s,\"hex\":", fn, args);
+  hex(b->data, b->len);
+  item_end();
+  b->len = 0;
+}
+
+static void encoder_cases(void) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_hello h = {1, 2, {"demo", 4}, {"s3cret", 6}};
+  proto_encode_hello(&b, &h);
+  enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":1}", &b);
+  proto_hello_opts ho = {.codec = 1, .max_rate = 10.0f, .tolerance = 0.001f};
+  proto_encode_hello2(&b, &h, &ho);
+  enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":2,\"codec\":1,\"maxRate\":10,\"tolerance\":0.001}", &b);
+  ho.author = (proto_str){"ana", 3};
+  proto_encode_hello2(&b, &h, &ho);
+  enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":2,\"codec\":1,\"maxRate\":10,\"tolerance\":0.001,\"author\":\"ana\"}", &b);
+  uint32_t wi[2] = {0, 11};
+  float wv[2] = {0.5f, 0.2f};
+  proto_encode_edit_weights(&b, 7, 2, wi, wv);
+  enc("editWeights", "[7,[[0,0.5],[11,0.2]]]", &b);
+  uint32_t oi[2] = {12, 300};
+  int32_t oq[6] = {10, 0, -10, -1, 200, 64};
+  proto_encode_edit_offsets(&b, 8, 2, oi, oq);
+  enc("editOffsets", "[8,[12,300],[10,0,-10,-1,200,64]]", &b);
+  uint32_t handle[2] = {12, 13}, anchors[1] = {40};
+  proto_gesture_begin gb = {2, 0, 1, PROTO_NO_PICK, 0, 0, {2, NULL}, {0, NULL}, {1, NULL}};
+  proto_encode_edit_gesture_begin(&b, 30, &gb, handle, NULL, anchors);
+  enc("gestureBegin", "[30,{\"gesture\":2,\"mode\":0,\"iterations\":1,\"handle\":[12,13],\"anchors\":[40]}]", &b);
+  proto_gesture_begin gp = {1, 1, 2, 20400, 0.01f, 0.04f, {0, NULL}, {0, NULL}, {0, NULL}};
+  proto_encode_edit_gesture_begin(&b, 20, &gp, NULL, NULL, NULL);
+  enc("gestureBegin", "[20,{\"gesture\":1,\"mode\":1,\"iterations\":2,\"pick\":20400,\"handleRadius\":0.01,\"roiRadius\":0.04}]", &b);
+  proto_gesture_drag gd = {1, {0, 0.005f, 0.01f}, {0, 0, 0.0871557f, 0.9961947f}, 1, {0, -0.0156f, 0.1138f}};
+  proto_encode_edit_gesture_drag(&b, 22, &gd);
+  enc("gestureDrag", "[22,{\"gesture\":1,\"translate\":[0,0.005,0.01],\"rotate\":[0,0,0.0871557,0.9961947],\"pivot\":[0,-0.0156,0.1138]}]", &b);
+  proto_gesture_drag gd2 = {1, {0, 0, 0.01f}, {0, 0, 0, 1}, 0, {0, 0, 0}};
+  proto_encode_edit_gesture_drag(&b, 21, &gd2);
+  enc("gestureDrag", "[21,{\"gesture\":1,\"translate\":[0,0,0.01]}]", &b);
+  proto_encode_edit_gesture_end(&b, 23, 1);
+  enc("gestureEnd", "[23,1]", &b);
+  proto_brush_sample bs[2] = {{{0, 0.1f, 0.2f}, {0, 0, 0.001f}, 0.02f, 0.5f}, {{0.01f, 0.1f, 0.2f}, {0, 0, 0}, 0.03f, 0.25f}};
+  proto_encode_edit_brush(&b, 40, 1, 2, 1, 2, bs);
+  enc("brush", "[40,1,2,1,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5},"
+               "{\"center\":[0.01,0.1,0.2],\"direction\":[0,0,0],\"radius\":0.03,\"strength\":0.25}]]", &b);
+  /* Brush kind 7 (layer) with every flag: mirror, front faces only, continue, auto-smoothing 9/15. */
+  proto_encode_edit_brush(&b, 47, 7, 0,
+                          PROTO_BRUSH_MIRROR_X | PROTO_BRUSH_FRONT_ONLY | PROTO_BRUSH_CONTINUE | (9 << PROTO_BRUSH_AUTOSMOOTH_SHIFT),
+                          1, bs);
+  enc("brush", "[47,7,0,151,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5}]]", &b);
+  uint32_t rv[3] = {5, 1, 5};
+  proto_encode_edit_reset(&b, 41, 3, rv);
+  enc("reset", "[41,[5,1,5]]", &b);
+  proto_encode_edit_reset(&b, 42, 0, NULL);
+  enc("reset", "[42,[]]", &b);
+  proto_blend_pin pins[2] = {{100, {0.1f, 0.2f, 0.3f}}, {7, {-1, 0, 1}}};
+  proto_encode_edit_blend_pins(&b, 43, PROTO_BLEND_KEEP_CLOSE, 0.01f, 2, pins);
+  enc("blendPins", "[43,1,0.01,[{\"vertex\":100,\"position\":[0.1,0.2,0.3]},{\"vertex\":7,\"position\":[-1,0,1]}]]", &b);
+  proto_encode_edit_history(&b, 44, 0);
+  enc("history", "[44,false]", &b);
+  proto_encode_edit_history(&b, 45, 1);
+  enc("history", "[45,true]", &b);
+  proto_encode_edit_author(&b, 46, "ana");
+  enc("author", "[46,\"ana\"]", &b);
+  proto_ping pg = {123456789012345ull, 0, 42};
+  proto_encode_ping(&b, PROTO_PING, &pg);
+  enc("ping", "[8,{\"seq\":42,\"t0\":123456789012345}]", &b);
+  proto_encode_bye(&b, PROTO_ERR_NONE, "bye");
+  enc("bye", "[0,\"bye\"]", &b);
+  proto_buf_fini(&b);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: web-fixtures DIR\n");
+    return 1;
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/fixtures.jsonl", argv[1]);
+  out = fopen(path, "w");
+  if (!out) {
+    perror(path);
+    return 1;
+  }
+  small_streams();
+  demo_streams();
+  other_cases();
+  encoder_cases();
+  proto_trav_fini(&small_trav);
+  fclose(out);
+  return 0;
+}

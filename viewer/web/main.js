@@ -1,0 +1,514 @@
+// main.js — the browser viewer: http://HOST:7452/?session=NAME[&token=T][&readonly=1]
+//
+// Wires the connection (net.js), the replica it fills (replica.js), the GPU passes (render.js)
+// and the camera (camera.js) to the page: a frame is computed and drawn only when something
+// changed (a frame, the camera, the canvas size), so an idle tab costs nothing. Input, mouse and
+// touch alike through pointer events:
+//   view mode   drag orbits (one finger), wheel or two fingers zoom
+//   drag mode   drag a vertex: an ARAP gesture on the server (EDIT GESTURE_BEGIN/DRAG/END)
+//   brush mode  stroke the surface with the brush, radius, strength, falloff, mirror, front faces
+//               only and auto-smoothing chosen (the path goes to the server in pieces)
+// Sliders set weights (EDIT WEIGHTS); their range and mute go through targets.configure; undo and
+// redo are history.undo / history.redo over JSON-RPC, as the page's author.
+//
+// window.deformView is the page's API for tests and for scripts that embed it: connected,
+// session, version, vertexCount, readOnly, positions() (as the GPU computed them), normals(),
+// project(vertex), pickAt(x, y), lastGesture, firstFrameMs, frameStats().
+//
+// DOES NOT decode frames (protocol.js) or write GL (render.js).
+
+import { Camera, pick } from './camera.js';
+import { Net } from './net.js';
+import * as P from './protocol.js';
+import { Renderer } from './render.js';
+
+const params = new URLSearchParams(location.search);
+const session = params.get('session') || 'demo';
+const $ = (id) => document.getElementById(id);
+const canvas = $('view');
+const author = params.get('author') || `web-${Math.random().toString(36).slice(2, 8)}`;
+
+const camera = new Camera();
+let dirty = true;    // draw again
+let recompute = true; // morph and normals again
+let mode = 'view';
+let framed = false;
+// Frame times (GPU work included: renderer.sync() after each draw): frameMs for frames that
+// recomputed the shape (upload + morph + normals + draw), drawMs for every drawn frame.
+const stats = { frames: 0, frameMs: [], drawMs: [], first: null };
+const state = { lastGesture: null, gestureSeq: 0, dragging: null, marker: null };
+
+const net = new Net({
+  base: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}`,
+  session,
+  token: params.get('token') || '',
+  readOnly: params.get('readonly') === '1',
+  author,
+  hello: {
+    codec: params.get('lossless') === '1' ? P.CODEC_LOSSLESS : P.CODEC_QUANTISED,
+    tolerance: parseFloat(params.get('tolerance')) || 0,
+    maxRate: parseFloat(params.get('max_rate')) || 0,
+  },
+  onUpdate: () => {
+    recompute = true;
+    schedule();
+  },
+  onStatus: () => showStatus(),
+});
+
+// The WebSocket opens first: the snapshot travels while the shaders compile.
+let renderer;
+try {
+  renderer = new Renderer(canvas);
+} catch (e) {
+  $('status').textContent = `cannot draw: ${e.message}`;
+  throw e;
+}
+
+// ---- frame loop ---------------------------------------------------------------------------------
+
+let scheduled = false;
+function schedule() {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(frame);
+}
+
+function frame() {
+  scheduled = false;
+  const r = net.replica;
+  const w = canvas.clientWidth * devicePixelRatio;
+  const h = canvas.clientHeight * devicePixelRatio;
+  if (canvas.width !== Math.round(w) || canvas.height !== Math.round(h)) {
+    canvas.width = Math.round(w);
+    canvas.height = Math.round(h);
+    dirty = true;
+  }
+  let t0 = null;
+  if (r.ready && recompute) {
+    t0 = performance.now();
+    const c = r.takeChanges();
+    if (c.snapshot) {
+      renderer.load(r);
+      if (net.marks) net.marks.uploaded = performance.now();
+      if (!framed) frameCamera(r.snapshot.positions);
+      buildSliders();
+    } else {
+      if (c.targets) {
+        renderer.loadTargets(r);
+        buildSliders();
+      } else if (c.meta) buildSliders();
+      renderer.uploadSculpt(r, c.first, c.end);
+    }
+    renderer.compute(r.snapshot.weights);
+    recompute = false;
+    dirty = true;
+    updateSliders();
+    stats.version = r.version;
+  }
+  if (dirty) {
+    const t1 = performance.now();
+    camera.update(canvas.width, canvas.height);
+    renderer.draw(camera, state.marker);
+    dirty = false;
+    if (r.ready) {
+      renderer.sync();
+      const t2 = performance.now();
+      stats.drawMs.push(t2 - t1);
+      if (t0 !== null) stats.frameMs.push(t2 - t0);
+      stats.frames++;
+      if (stats.first === null) stats.first = performance.now();
+      stats.drawnVersion = r.version;
+    }
+  }
+  showStatus();
+}
+
+function frameCamera(pos) {
+  const lo = [Infinity, Infinity, Infinity];
+  const hi = [-Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < pos.length; i++) {
+    lo[i % 3] = Math.min(lo[i % 3], pos[i]);
+    hi[i % 3] = Math.max(hi[i % 3], pos[i]);
+  }
+  camera.frame(lo, hi);
+  framed = true;
+}
+
+new ResizeObserver(() => {
+  dirty = true;
+  schedule();
+}).observe(canvas);
+
+// ---- status line --------------------------------------------------------------------------------
+
+function human(n) {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${Math.round(n)} B`;
+}
+
+function showStatus() {
+  const r = net.replica;
+  const parts = [`session ${session}`];
+  parts.push(net.connected ? `version ${r.version}` : 'connecting…');
+  if (net.latencyMs !== null) parts.push(`latency ${net.latencyMs.toFixed(1)} ms`);
+  parts.push(`${human(net.rate)}/s`);
+  if (r.ready) parts.push(`${r.vertexCount} vertices, ${renderer.activeCount || 0} active targets`);
+  if (stats.drawMs.length) parts.push(`frame ${stats.drawMs[stats.drawMs.length - 1].toFixed(1)} ms`);
+  if (net.connected && net.readOnly) parts.push('read-only');
+  if (net.error) parts.push(net.error);
+  $('status').textContent = parts.join(' · ');
+  document.body.classList.toggle('readonly', net.connected && net.readOnly);
+}
+
+// ---- sliders ------------------------------------------------------------------------------------
+
+const sliderEls = [];
+let sliderActive = -1;
+let pendingWeights = new Map();
+
+function buildSliders() {
+  const box = $('sliders');
+  box.textContent = '';
+  sliderEls.length = 0;
+  const s = net.replica.snapshot;
+  s.targets.forEach((t, i) => {
+    const row = document.createElement('div');
+    row.className = 'slider';
+    const combo = t.drivers.length > 0;
+    row.innerHTML = `<label title="${t.name}">${t.name}</label>` +
+      `<input type="range" min="${t.min}" max="${t.max}" step="${(t.max - t.min) / 1000}" ${combo ? 'disabled' : ''}>` +
+      `<span class="val"></span>` +
+      `<input type="checkbox" title="mute" ${t.flags & 1 ? 'checked' : ''}>` +
+      `<input type="number" class="lim" title="min" value="${t.min}" step="0.1">` +
+      `<input type="number" class="lim" title="max" value="${t.max}" step="0.1">`;
+    const [range, mute, lo, hi] = row.querySelectorAll('input');
+    range.addEventListener('pointerdown', () => (sliderActive = i));
+    range.addEventListener('pointerup', () => (sliderActive = -1));
+    range.addEventListener('input', () => setWeight(i, parseFloat(range.value)));
+    mute.addEventListener('change', () => configure(i, { muted: mute.checked }));
+    const limits = () => configure(i, { min: parseFloat(lo.value), max: parseFloat(hi.value) });
+    lo.addEventListener('change', limits);
+    hi.addEventListener('change', limits);
+    box.appendChild(row);
+    sliderEls.push({ range, val: row.querySelector('.val'), mute });
+  });
+  updateSliders();
+}
+
+function updateSliders() {
+  const s = net.replica.snapshot;
+  if (!s) return;
+  sliderEls.forEach((e, i) => {
+    const w = s.weights[i];
+    if (i !== sliderActive && document.activeElement !== e.range) e.range.value = w;
+    e.val.textContent = w.toFixed(2);
+  });
+}
+
+// One EDIT per animation frame at most while a slider moves; the newest value wins.
+function setWeight(target, value) {
+  if (net.readOnly) return;
+  pendingWeights.set(target, value);
+  if (pendingWeights.size === 1) requestAnimationFrame(flushWeights);
+}
+
+function flushWeights() {
+  if (!pendingWeights.size) return;
+  net.sendFrame(P.encodeEditWeights(net.nextRequest(), [...pendingWeights.entries()]));
+  pendingWeights = new Map();
+}
+
+async function configure(target, opts) {
+  const t = net.replica.snapshot.targets[target];
+  try {
+    await net.call('targets.configure', { session, target: t.name, ...opts });
+  } catch (e) {
+    net.error = e.message;
+    showStatus();
+    buildSliders();
+  }
+}
+
+// ---- undo / redo ----------------------------------------------------------------------------------
+
+async function history(redo) {
+  try {
+    return await net.call(redo ? 'history.redo' : 'history.undo', { session });
+  } catch (e) {
+    net.error = e.message;
+    showStatus();
+    return null;
+  }
+}
+$('undo').addEventListener('click', () => history(false));
+$('redo').addEventListener('click', () => history(true));
+addEventListener('keydown', (e) => {
+  if (!(e.ctrlKey || e.metaKey) || e.target.tagName === 'INPUT') return;
+  if (e.key === 'z' || e.key === 'y') {
+    history(e.key === 'y' || e.shiftKey);
+    e.preventDefault();
+  }
+});
+
+// ---- modes and input ----------------------------------------------------------------------------
+
+for (const m of ['view', 'drag', 'brush']) {
+  $(`mode-${m}`).addEventListener('click', () => setMode(m));
+}
+function setMode(m) {
+  mode = m;
+  for (const x of ['view', 'drag', 'brush']) $(`mode-${x}`).classList.toggle('on', x === m);
+  $('brush-panel').hidden = m !== 'brush';
+}
+
+const pointers = new Map();
+let pinch = null;
+
+function pixel(e) {
+  const r = canvas.getBoundingClientRect();
+  return [(e.clientX - r.left) * devicePixelRatio, (e.clientY - r.top) * devicePixelRatio];
+}
+
+// The surface under a canvas pixel (positions read back from the GPU).
+function pickAt(px, py) {
+  const r = net.replica;
+  if (!r.ready) return null;
+  camera.update(canvas.width, canvas.height);
+  return pick(renderer.positions(), r.snapshot.triangles, camera.ray(px, py));
+}
+
+function diag() {
+  return 2 * camera.radius;
+}
+
+// World displacement of a screen move at the depth of point p.
+function screenToWorld(p, dx, dy) {
+  const [sx, sy, sz] = camera.project(p);
+  const q = camera.unproject(sx + dx, sy + dy, sz);
+  return [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+}
+
+canvas.addEventListener('contextmenu', (e) => e.preventDefault());
+canvas.addEventListener('pointerdown', (e) => {
+  canvas.setPointerCapture(e.pointerId);
+  const [x, y] = pixel(e);
+  pointers.set(e.pointerId, { x, y, x0: x, y0: y });
+  if (pointers.size === 2) {
+    const [a, b] = [...pointers.values()];
+    pinch = { d: Math.hypot(a.x - b.x, a.y - b.y), distance: camera.distance };
+    endGesture();
+    return;
+  }
+  if (net.readOnly || mode === 'view' || e.button === 2) return;
+  const hit = pickAt(x, y);
+  if (!hit) return;
+  if (mode === 'drag') beginGesture(hit, x, y);
+  else beginStroke(hit, x, y);
+});
+
+canvas.addEventListener('pointermove', (e) => {
+  const p = pointers.get(e.pointerId);
+  if (!p) return;
+  const [x, y] = pixel(e);
+  const dx = x - p.x;
+  const dy = y - p.y;
+  p.x = x;
+  p.y = y;
+  if (pinch && pointers.size === 2) {
+    const [a, b] = [...pointers.values()];
+    const d = Math.hypot(a.x - b.x, a.y - b.y);
+    camera.distance = pinch.distance * (pinch.d / Math.max(d, 1));
+    dirty = true;
+    schedule();
+    return;
+  }
+  if (state.dragging) {
+    moveGesture(x, y);
+    return;
+  }
+  if (state.stroke) {
+    moveStroke(x, y);
+    return;
+  }
+  camera.yaw -= dx * 0.008;
+  camera.pitch = Math.max(-1.5, Math.min(1.5, camera.pitch + dy * 0.008));
+  dirty = true;
+  schedule();
+});
+
+function release(e) {
+  pointers.delete(e.pointerId);
+  if (pointers.size < 2) pinch = null;
+  endGesture();
+  endStroke();
+}
+canvas.addEventListener('pointerup', release);
+canvas.addEventListener('pointercancel', release);
+canvas.addEventListener('wheel', (e) => {
+  camera.distance *= Math.exp(e.deltaY * 0.001);
+  dirty = true;
+  schedule();
+  e.preventDefault();
+}, { passive: false });
+
+// ---- vertex drags: ARAP gestures --------------------------------------------------------------------
+
+function beginGesture(hit, x, y) {
+  const id = ((net.clientId & 0xfffff) << 12 | (++state.gestureSeq & 0xfff)) >>> 0 || 1;
+  const g = { gesture: id, mode: 1, iterations: 2, pick: hit.vertex, handleRadius: Math.fround(0.02 * diag()), roiRadius: Math.fround(0.15 * diag()) };
+  net.sendFrame(P.encodeGestureBegin(net.nextRequest(), g));
+  const positions = renderer.positions();
+  const at = Array.from(positions.subarray(3 * hit.vertex, 3 * hit.vertex + 3));
+  state.dragging = { g, at, x0: x, y0: y, translate: [0, 0, 0], sent: null, queued: false };
+  state.lastGesture = { ...g, translate: [0, 0, 0], drags: 0, ended: false };
+  state.marker = { at, size: 12 };
+  dirty = true;
+  schedule();
+}
+
+function moveGesture(x, y) {
+  const d = state.dragging;
+  d.translate = screenToWorld(d.at, x - d.x0, y - d.y0).map(Math.fround);
+  if (d.queued) return;
+  d.queued = true;
+  requestAnimationFrame(() => {
+    d.queued = false;
+    if (state.dragging !== d) return;
+    sendDrag(d);
+    state.marker = { at: d.at.map((v, i) => v + d.translate[i]), size: 12 };
+    dirty = true;
+    schedule();
+  });
+}
+
+// A drag the server has not been sent yet: ARAP warm-starts each solve from the one before, so
+// sending the same translate twice would move the result.
+function sendDrag(d) {
+  if (d.sent && d.sent.every((v, i) => v === d.translate[i])) return;
+  net.sendFrame(P.encodeGestureDrag(net.nextRequest(), { gesture: d.g.gesture, translate: d.translate }));
+  d.sent = d.translate.slice();
+  state.lastGesture.translate = d.sent.slice();
+  state.lastGesture.drags++;
+}
+
+function endGesture() {
+  const d = state.dragging;
+  if (!d) return;
+  state.dragging = null;
+  sendDrag(d);
+  net.sendFrame(P.encodeGestureEnd(net.nextRequest(), d.g.gesture));
+  state.lastGesture.ended = true;
+  state.marker = null;
+  dirty = true;
+  schedule();
+}
+
+// ---- brush strokes ------------------------------------------------------------------------------
+
+// A stroke sends the points of its path as the pointer moves: the first as a new stroke, the
+// others continuing it (BRUSH_CONTINUE), and the server places the dabs along the path, so the
+// result does not depend on how many pointer events the browser delivered (docs/protocol.md,
+// EDIT BRUSH). Grab is the exception: each move is a stroke of one point whose direction is the
+// drag, since the surface under it moves away.
+function brushSettings() {
+  const brush = parseInt($('brush').value, 10);
+  const front = $('front').checked && brush !== P.BRUSH.GRAB;
+  return {
+    brush,
+    falloff: parseInt($('falloff').value, 10),
+    flags: ($('mirror').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
+      ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
+    radius: Math.fround(parseFloat($('radius').value) * diag()),
+    strength: Math.fround(parseFloat($('strength').value)),
+  };
+}
+
+function beginStroke(hit, x, y) {
+  const b = brushSettings();
+  // With front faces only every point carries the direction the viewer looks in.
+  const view = b.flags & P.BRUSH_FRONT_ONLY ? camera.ray(x, y).dir : [0, 0, 0];
+  state.stroke = { last: hit.point, x, y, b, view, sent: false };
+  sendSample(hit.point, view);
+}
+
+function moveStroke(x, y) {
+  const st = state.stroke;
+  const hit = pickAt(x, y);
+  if (!hit) return;
+  const dir = st.b.brush === P.BRUSH.GRAB ? screenToWorld(st.last, x - st.x, y - st.y) : st.view;
+  st.x = x;
+  st.y = y;
+  sendSample(hit.point, dir);
+  st.last = hit.point;
+}
+
+function sendSample(center, direction) {
+  const st = state.stroke;
+  const b = st.b;
+  const flags = b.flags | (st.sent && b.brush !== P.BRUSH.GRAB ? P.BRUSH_CONTINUE : 0);
+  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [
+    { center: center.map(Math.fround), direction: direction.map(Math.fround), radius: b.radius, strength: b.strength },
+  ]));
+  st.sent = true;
+}
+
+function endStroke() {
+  state.stroke = null;
+}
+
+// ---- the page's API ---------------------------------------------------------------------------------
+
+function median(a) {
+  if (!a.length) return null;
+  const s = [...a].sort((x, y) => x - y);
+  return s[Math.floor(s.length / 2)];
+}
+
+window.deformView = {
+  get connected() { return net.connected; },
+  get session() { return session; },
+  get version() { return net.replica.version; },
+  get drawnVersion() { return stats.drawnVersion || 0; },
+  get vertexCount() { return net.replica.vertexCount; },
+  get readOnly() { return net.connected && net.readOnly; },
+  get author() { return author; },
+  get lastGesture() { return state.lastGesture; },
+  get firstFrameMs() { return stats.first; },
+  get grant() { return net.grant; },
+  get bytesIn() { return net.bytesIn; },
+  get marks() { return { ...net.marks, firstFrame: stats.first }; },
+  positions: () => renderer.positions(),
+  normals: () => renderer.normals3(),
+  // Canvas pixel (CSS pixels from the canvas's top left) of a vertex as drawn now.
+  project(v) {
+    camera.update(canvas.width, canvas.height);
+    const p = renderer.positions();
+    const [x, y, z] = camera.project([p[3 * v], p[3 * v + 1], p[3 * v + 2]]);
+    return { x: x / devicePixelRatio, y: y / devicePixelRatio, depth: z };
+  },
+  camera: () => ({ mvp: Array.from(camera.mvp), width: canvas.width, height: canvas.height, ratio: devicePixelRatio }),
+  pickAt: (x, y) => pickAt(x * devicePixelRatio, y * devicePixelRatio),
+  setMode,
+  undo: () => history(false),
+  redo: () => history(true),
+  call: (method, p) => net.call(method, p),
+  frameStats() {
+    return { frames: stats.frames, frameMs: median(stats.frameMs), drawMs: median(stats.drawMs), samples: stats.frameMs.length };
+  },
+  resetStats() {
+    stats.frameMs = [];
+    stats.drawMs = [];
+  },
+  // Draws again now and returns the time of the morph + normal passes and the draw (ms): the
+  // benchmark's frame.
+  redraw() {
+    const t0 = performance.now();
+    renderer.compute(net.replica.snapshot.weights);
+    camera.update(canvas.width, canvas.height);
+    renderer.draw(camera, state.marker);
+    renderer.sync();
+    return performance.now() - t0;
+  },
+};
+setMode('view');
+schedule();

@@ -1,0 +1,1034 @@
+// protocol.js — deformd's binary stream protocol in JavaScript (docs/protocol.md): the frame
+// header, decoders of every message a server sends (WELCOME, SNAPSHOT, WEIGHTS, DELTA, ERROR and
+// BYE, PING and PONG, TARGET, TARGET_META) in versions 1 and 2, and encoders of every message a
+// client sends (HELLO, EDIT of every kind, PING, BYE).
+//
+// It mirrors protocol/proto_frame.c, proto_hello.c, proto_msg.c, proto_trav.c and proto_snap2.c
+// check for check, in the same order, so that a frame the C decoder refuses is refused here with
+// the same PROTO_E* code (ProtoError.code), and an encoder writes the C encoder's bytes;
+// tests/web/protocol.test.mjs checks both on fixtures the C code writes. Floats are rebuilt in
+// float32 arithmetic (Math.fround after each operation, as C does), so a version 2 viewer here
+// holds the same bits as one in C.
+//
+// DOES NOT open sockets (net.js), keep a session's state (replica.js) or draw.
+
+import { decodeIndexBuffer, decodeVertexBuffer } from './meshopt.js';
+
+export const MAGIC = 0x444d4644;
+export const HEADER_SIZE = 20;
+export const VERSION_1 = 1;
+export const VERSION_2 = 2;
+export const MAX_NAME = 255;
+export const MAX_TARGETS = 65535;
+export const MAX_DRIVERS = 8;
+export const MAX_SHIFT = 24;
+export const MAX_AUTHOR = 64;
+export const Q_MAX = (1 << 30) - 1;
+export const NO_PICK = 0xffffffff;
+
+export const T = {
+  HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
+  TARGET: 11, TARGET_META: 12,
+};
+export const FLAG_CATCHUP = 1;
+export const FLAG_MORE = 2;
+export const ROLE_VIEWER = 1;
+export const ROLE_EDITOR = 2;
+export const CODEC_QUANTISED = 0;
+export const CODEC_LOSSLESS = 1;
+export const EDIT = {
+  WEIGHTS: 1, OFFSETS: 2, GESTURE_BEGIN: 3, GESTURE_DRAG: 4, GESTURE_END: 5, BRUSH: 6, RESET: 7,
+  BLEND_PINS: 8, UNDO: 9, REDO: 10, AUTHOR: 11,
+};
+// EDIT BRUSH: brush kinds and the flags byte (proto.h PROTO_BRUSH_*).
+export const BRUSH = { GRAB: 0, INFLATE: 1, SMOOTH: 2, FLATTEN: 3, PINCH: 4, DRAW: 5, CREASE: 6, LAYER: 7 };
+export const BRUSH_MIRROR_X = 0x01;
+export const BRUSH_FRONT_ONLY = 0x02;
+export const BRUSH_CONTINUE = 0x04;
+export const BRUSH_AUTOSMOOTH_SHIFT = 4; // bits 4-7: auto-smoothing n/15
+const BRUSH_FLAGS_KNOWN = 0xf7;
+export const ERR = {
+  NONE: 0, MALFORMED: 1, UNKNOWN_SESSION: 2, FORBIDDEN: 3, INVALID: 4, TOO_SLOW: 5, SHUTDOWN: 6,
+  SESSION_CLOSED: 7, OVERLOADED: 8,
+};
+
+// The C decoders' codes (protocol/proto.h).
+export const E = {
+  TRUNCATED: -5001, MAGIC: -5002, VERSION: -5003, TOOBIG: -5004, TYPE: -5005, NONFINITE: -5006,
+  INVAL: -5007, TRAILING: -5008, NOMEM: -5009,
+};
+const E_NAMES = {
+  [-5001]: 'frame truncated: a count promises more bytes than are present',
+  [-5002]: 'bad magic: not a deformd frame', [-5003]: 'unsupported protocol version',
+  [-5004]: 'a length or count is over the limit', [-5005]: 'unknown or misdirected message type',
+  [-5006]: 'NaN or infinity in a float field', [-5007]: 'a field has an invalid value',
+  [-5008]: 'bytes left over after the message', [-5009]: 'out of memory',
+};
+
+export class ProtoError extends Error {
+  constructor(code) {
+    super(E_NAMES[code] || `protocol error ${code}`);
+    this.code = code;
+  }
+}
+const fail = (code) => {
+  throw new ProtoError(code);
+};
+
+const DEFAULT_LIMITS = { maxFrame: 64 * 1024 * 1024, maxVertices: 5000000, maxTriangles: 20000000 };
+function limitsOf(l) {
+  return {
+    maxFrame: (l && l.maxFrame) || DEFAULT_LIMITS.maxFrame,
+    maxVertices: (l && l.maxVertices) || DEFAULT_LIMITS.maxVertices,
+    maxTriangles: (l && l.maxTriangles) || DEFAULT_LIMITS.maxTriangles,
+  };
+}
+
+const f32 = Math.fround;
+const cvtF = new Float32Array(1);
+const cvtU = new Uint32Array(cvtF.buffer);
+export function bitsToFloat(u) {
+  cvtU[0] = u;
+  return cvtF[0];
+}
+export function floatToBits(f) {
+  cvtF[0] = f;
+  return cvtU[0];
+}
+const finite = Number.isFinite;
+
+// ---- reading ------------------------------------------------------------------------------------
+
+// A bounds-checked cursor over bytes (proto_cur).
+export class Cursor {
+  constructor(bytes, at = 0, end = bytes.length) {
+    this.b = bytes;
+    this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.at = at;
+    this.end = end;
+  }
+  need(n) {
+    if (n > this.end - this.at) fail(E.TRUNCATED);
+  }
+  bytes(n) {
+    this.need(n);
+    const s = this.b.subarray(this.at, this.at + n);
+    this.at += n;
+    return s;
+  }
+  u8() {
+    this.need(1);
+    return this.b[this.at++];
+  }
+  u16() {
+    this.need(2);
+    const v = this.dv.getUint16(this.at, true);
+    this.at += 2;
+    return v;
+  }
+  u32() {
+    this.need(4);
+    const v = this.dv.getUint32(this.at, true);
+    this.at += 4;
+    return v;
+  }
+  u64() {
+    this.need(8);
+    const lo = this.dv.getUint32(this.at, true);
+    const hi = this.dv.getUint32(this.at + 4, true);
+    this.at += 8;
+    return hi * 4294967296 + lo; // versions and clocks stay below 2^53
+  }
+  f32raw() {
+    this.need(4);
+    const v = this.dv.getFloat32(this.at, true);
+    this.at += 4;
+    return v;
+  }
+  f32() {
+    const v = this.f32raw();
+    if (!finite(v)) fail(E.NONFINITE);
+    return v;
+  }
+  str() {
+    const n = this.u16();
+    if (n > MAX_NAME) fail(E.TOOBIG);
+    const p = this.bytes(n);
+    if (p.indexOf(0) >= 0) fail(E.INVAL);
+    return new TextDecoder().decode(p);
+  }
+  varint() {
+    let out = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      const byte = this.u8();
+      if (shift === 28 && byte & 0x70) fail(E.INVAL);
+      out = (out | ((byte & 0x7f) << shift)) >>> 0;
+      if (!(byte & 0x80)) return out;
+    }
+    fail(E.INVAL);
+  }
+  finish() {
+    if (this.at !== this.end) fail(E.TRAILING);
+  }
+}
+
+// The 20-byte header (proto_header_decode): magic, version, type, then the length limit.
+export function decodeHeader(bytes, limits) {
+  if (bytes.length < HEADER_SIZE) fail(E.TRUNCATED);
+  const l = limitsOf(limits);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, HEADER_SIZE);
+  const h = {
+    magic: dv.getUint32(0, true), version: dv.getUint16(4, true), type: bytes[6], flags: bytes[7],
+    length: dv.getUint32(8, true),
+    sessionVersion: dv.getUint32(16, true) * 4294967296 + dv.getUint32(12, true),
+  };
+  if (h.magic !== MAGIC) fail(E.MAGIC);
+  if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
+  if (h.type < T.HELLO || h.type > T.TARGET_META) fail(E.TYPE);
+  if (h.length > l.maxFrame) fail(E.TOOBIG);
+  return h;
+}
+
+// One WebSocket message is one frame: its header, and a payload of exactly header.length bytes.
+export function splitFrame(bytes, limits) {
+  const h = decodeHeader(bytes, limits);
+  if (bytes.length - HEADER_SIZE !== h.length) fail(h.length > bytes.length - HEADER_SIZE ? E.TRUNCATED : E.TRAILING);
+  return { header: h, payload: bytes.subarray(HEADER_SIZE) };
+}
+
+// ---- HELLO options, WELCOME, ERROR, PING --------------------------------------------------------
+
+function getOpts(c) {
+  const o = { codec: 0, shift: 0, maxRate: 0, tolerance: 0 };
+  const len = c.u16();
+  const e = new Cursor(c.b, c.at, c.at + len);
+  c.bytes(len);
+  let seen = 0;
+  while (e.at < e.end) {
+    const tag = e.u8();
+    const n = e.u16();
+    const v = e.bytes(n);
+    if (tag < 1 || tag > 4) continue; // a later version's option
+    if (seen & (1 << tag)) fail(E.INVAL);
+    seen |= 1 << tag;
+    const want = tag === 1 || tag === 4 ? 1 : 4;
+    if (n !== want) fail(E.INVAL);
+    if (tag === 1) {
+      o.codec = v[0];
+      if (o.codec > CODEC_LOSSLESS) fail(E.INVAL);
+    } else if (tag === 4) {
+      o.shift = v[0];
+      if (o.shift > MAX_SHIFT) fail(E.INVAL);
+    } else {
+      const f = new DataView(v.buffer, v.byteOffset, 4).getFloat32(0, true);
+      if (!finite(f)) fail(E.NONFINITE);
+      if (f < 0) fail(E.INVAL);
+      if (tag === 2) o.maxRate = f;
+      else o.tolerance = f;
+    }
+  }
+  return o;
+}
+
+export function decodeWelcome(p) {
+  const c = new Cursor(p);
+  const m = { clientId: c.u32(), role: c.u8() };
+  c.u8();
+  m.session = c.str();
+  m.protocolVersion = VERSION_1;
+  m.codec = 0;
+  m.shift = 0;
+  m.maxRate = 0;
+  m.tolerance = 0;
+  if (c.at === c.end) return m;
+  Object.assign(m, getOpts(c));
+  m.protocolVersion = VERSION_2;
+  c.finish();
+  return m;
+}
+
+// ERROR and BYE.
+export function decodeError(p) {
+  const c = new Cursor(p);
+  const m = { code: c.u16(), requestId: c.u32() };
+  const len = c.u16();
+  if (len > 1024) fail(E.TOOBIG);
+  m.message = new TextDecoder().decode(c.bytes(len));
+  c.finish();
+  return m;
+}
+
+// PING and PONG.
+export function decodePing(p) {
+  const c = new Cursor(p);
+  const m = { seq: c.u32(), t0: c.u64(), t1: c.u64() };
+  c.finish();
+  return m;
+}
+
+// ---- weights and offsets (version 1 bodies) ------------------------------------------------------
+
+// A weights body: returns {mode, entries: [[target, value], ...]} in the order they apply.
+function getWeightsBody(c) {
+  const mode = c.u8();
+  if (mode > 3) fail(E.INVAL);
+  const count = c.u32();
+  if (count > MAX_TARGETS) fail(E.TOOBIG);
+  const entries = [];
+  if (mode === 2 || mode === 3) {
+    const first = c.u16();
+    const scale = c.f32raw();
+    if (!finite(scale)) fail(E.NONFINITE);
+    if (scale < 0 || first + count > MAX_TARGETS) fail(E.INVAL);
+    if (!finite(f32(scale * 32768))) fail(E.NONFINITE);
+    const q = c.bytes((mode === 2 ? 2 : 1) * count);
+    const dv = new DataView(q.buffer, q.byteOffset, q.byteLength);
+    for (let i = 0; i < count; i++) {
+      const qi = mode === 2 ? dv.getInt16(2 * i, true) : dv.getInt8(i);
+      entries.push([first + i, f32(qi * scale)]);
+    }
+    return { mode, first, scale, entries };
+  }
+  const each = mode === 0 ? 4 : 6;
+  const b = c.bytes(each * count);
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  for (let i = 0; i < count; i++) {
+    const v = dv.getFloat32(each * i + (mode === 0 ? 0 : 2), true);
+    if (!finite(v)) fail(E.NONFINITE);
+    entries.push([mode === 0 ? i : dv.getUint16(each * i, true), v]);
+  }
+  return { mode, entries };
+}
+
+export function decodeWeights(p) {
+  const c = new Cursor(p);
+  const w = getWeightsBody(c);
+  c.finish();
+  return w;
+}
+
+const unzigzag = (z) => (z >>> 1) ^ -(z & 1);
+
+// An offsets body (version 1): {indices: Uint32Array, q: Int32Array (3 per entry)}.
+function getOffsetsBody(c, vertexLimit) {
+  const count = c.u32();
+  const len = c.u32();
+  if (count > vertexLimit) fail(E.TOOBIG);
+  const bytes = c.bytes(len);
+  const e = new Cursor(bytes);
+  const indices = new Uint32Array(count);
+  const q = new Int32Array(3 * count);
+  let index = 0;
+  for (let i = 0; i < count; i++) {
+    const gap = e.varint();
+    index = i === 0 ? gap : index + 1 + gap;
+    if (index >= vertexLimit) fail(E.INVAL);
+    indices[i] = index;
+    for (let k = 0; k < 3; k++) {
+      const v = unzigzag(e.varint());
+      if (v > Q_MAX || v < -Q_MAX) fail(E.INVAL);
+      q[3 * i + k] = v;
+    }
+  }
+  if (e.at !== e.end) fail(E.TRAILING);
+  return { shift: 0, indices, q };
+}
+
+export function decodeDelta(p, limits) {
+  const c = new Cursor(p);
+  const o = getOffsetsBody(c, limitsOf(limits).maxVertices);
+  c.finish();
+  return o;
+}
+
+// ---- targets (version 1) and TARGET_META ---------------------------------------------------------
+
+function getMeta(c) {
+  const m = { min: c.f32(), max: c.f32() };
+  if (m.min > m.max) fail(E.INVAL);
+  m.flags = c.u8();
+  if (m.flags & ~1) fail(E.INVAL);
+  const nd = c.u16();
+  if (nd > MAX_DRIVERS) fail(E.INVAL);
+  const d = c.bytes(2 * nd);
+  m.drivers = [];
+  for (let i = 0; i < nd; i++) m.drivers.push(d[2 * i] | (d[2 * i + 1] << 8));
+  return m;
+}
+
+function checkDrivers(drivers, self, limit) {
+  for (const d of drivers) if (d >= limit || d === self) fail(E.INVAL);
+}
+
+function getTarget1(c, vertexCount) {
+  const t = { name: c.str(), defaultWeight: c.f32() };
+  Object.assign(t, getMeta(c));
+  const count = c.u32();
+  if (count > vertexCount) fail(E.INVAL);
+  const ib = c.bytes(4 * count);
+  const db = c.bytes(12 * count);
+  t.indices = new Uint32Array(count);
+  t.deltas = new Float32Array(3 * count);
+  const idv = new DataView(ib.buffer, ib.byteOffset, ib.byteLength);
+  const ddv = new DataView(db.buffer, db.byteOffset, db.byteLength);
+  for (let i = 0; i < count; i++) t.indices[i] = idv.getUint32(4 * i, true);
+  for (let i = 0; i < 3 * count; i++) t.deltas[i] = ddv.getFloat32(4 * i, true);
+  return t;
+}
+
+function checkTarget1(t, vertexLimit) {
+  for (let k = 0; k < t.indices.length; k++) {
+    const v = t.indices[k];
+    if (v >= vertexLimit || (k > 0 && v <= t.indices[k - 1])) fail(E.INVAL);
+  }
+  for (let i = 0; i < t.deltas.length; i++) if (!finite(t.deltas[i])) fail(E.NONFINITE);
+}
+
+export function decodeTargetMeta(p) {
+  const c = new Cursor(p);
+  const index = c.u32();
+  if (index >= MAX_TARGETS) fail(E.INVAL);
+  const m = getMeta(c);
+  checkDrivers(m.drivers, index, MAX_TARGETS);
+  c.finish();
+  m.index = index;
+  return m;
+}
+
+export function decodeTargetAdd(p, limits) {
+  const l = limitsOf(limits);
+  const c = new Cursor(p);
+  const index = c.u32();
+  const weight = c.f32();
+  if (index >= MAX_TARGETS) fail(E.INVAL);
+  const t = getTarget1(c, l.maxVertices);
+  checkDrivers(t.drivers, index, index);
+  checkTarget1(t, l.maxVertices);
+  c.finish();
+  return { index, weight, target: t };
+}
+
+// SNAPSHOT, version 1.
+export function decodeSnapshot(p, limits) {
+  const l = limitsOf(limits);
+  const c = new Cursor(p);
+  const s = { vertexCount: c.u32(), triangleCount: c.u32(), targetCount: c.u32(), offsetQuantum: c.f32() };
+  const flags = c.u32();
+  if (s.vertexCount > l.maxVertices || s.triangleCount > l.maxTriangles || s.targetCount > MAX_TARGETS) fail(E.TOOBIG);
+  if (!(s.offsetQuantum > 0) || flags & ~1) fail(E.INVAL);
+  const read = (bytes, n, Type, getter) => {
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const a = new Type(n);
+    for (let i = 0; i < n; i++) a[i] = dv[getter](4 * i, true);
+    return a;
+  };
+  const V = s.vertexCount;
+  s.positions = read(c.bytes(12 * V), 3 * V, Float32Array, 'getFloat32');
+  for (const x of s.positions) if (!finite(x)) fail(E.NONFINITE);
+  s.triangles = read(c.bytes(12 * s.triangleCount), 3 * s.triangleCount, Uint32Array, 'getUint32');
+  for (const v of s.triangles) if (v >= V) fail(E.INVAL);
+  s.uvs = null;
+  if (flags & 1) {
+    s.uvs = read(c.bytes(8 * V), 2 * V, Float32Array, 'getFloat32');
+    for (const x of s.uvs) if (!finite(x)) fail(E.NONFINITE);
+  }
+  s.targets = [];
+  for (let t = 0; t < s.targetCount; t++) {
+    const tg = getTarget1(c, V);
+    checkDrivers(tg.drivers, t, s.targetCount);
+    checkTarget1(tg, V);
+    s.targets.push(tg);
+  }
+  s.weights = read(c.bytes(4 * s.targetCount), s.targetCount, Float32Array, 'getFloat32');
+  for (const w of s.weights) if (!finite(w)) fail(E.NONFINITE);
+  s.offsets = getOffsetsBody(c, V);
+  c.finish();
+  s.protocol = VERSION_1;
+  return s;
+}
+
+// ---- version 2: the traversal, value streams, rank lists ----------------------------------------
+
+const NO_VERTEX = 0xffffffff;
+const TRAV_FIFO = 16;
+
+// proto_trav: ranks and parallelogram predictors from the triangle list (docs/protocol.md §12.3).
+export class Trav {
+  constructor(tri, triangleCount, vertexCount) {
+    for (let i = 0; i < 3 * triangleCount; i++) if (tri[i] >= vertexCount) fail(E.INVAL);
+    const nv = vertexCount;
+    this.vertexCount = nv;
+    this.order = new Uint32Array(nv);
+    this.rank = new Uint32Array(nv).fill(NO_VERTEX);
+    this.pred = new Uint32Array(3 * nv);
+    this.mark = new Uint32Array(nv);
+    this.slot = new Uint32Array(nv);
+    this.epoch = 0;
+    const rank = this.rank;
+    const pred = this.pred;
+    const fifo = new Int32Array(TRAV_FIFO); // triangle indices
+    let nfifo = 0;
+    let head = 0;
+    let k = 0;
+    let prev = NO_VERTEX;
+    const set = (v, a, b, c) => {
+      pred[3 * v] = a;
+      pred[3 * v + 1] = b;
+      pred[3 * v + 2] = c;
+    };
+    for (let i = 0; i < triangleCount; i++) {
+      const o = 3 * i;
+      for (let j = 0; j < 3; j++) {
+        const v = tri[o + j];
+        const a = tri[o + ((j + 1) % 3)];
+        const b = tri[o + ((j + 2) % 3)];
+        if (rank[v] !== NO_VERTEX) continue;
+        const seenA = rank[a] !== NO_VERTEX;
+        const seenB = rank[b] !== NO_VERTEX;
+        if (seenA && seenB) {
+          let c = a;
+          for (let f = 0; f < nfifo && c === a; f++) {
+            const u = 3 * fifo[(head + TRAV_FIFO - 1 - f) % TRAV_FIFO];
+            for (let e = 0; e < 3; e++) {
+              if (tri[u + e] === b && tri[u + ((e + 1) % 3)] === a) {
+                c = tri[u + ((e + 2) % 3)];
+                break;
+              }
+            }
+          }
+          set(v, a, b, c);
+        } else if (seenA) set(v, a, a, a);
+        else if (seenB) set(v, b, b, b);
+        else set(v, prev, prev, prev);
+        rank[v] = k;
+        this.order[k++] = v;
+        prev = v;
+      }
+      fifo[head] = i;
+      head = (head + 1) % TRAV_FIFO;
+      if (nfifo < TRAV_FIFO) nfifo++;
+    }
+    for (let v = 0; v < nv; v++) {
+      if (rank[v] !== NO_VERTEX) continue;
+      set(v, prev, prev, prev);
+      rank[v] = k;
+      this.order[k++] = v;
+      prev = v;
+    }
+  }
+
+  markSubset(list, count) {
+    if (++this.epoch > 0xffffffff) {
+      this.mark.fill(0);
+      this.epoch = 1;
+    }
+    for (let i = 0; i < count; i++) {
+      this.mark[list[i]] = this.epoch;
+      this.slot[list[i]] = i;
+    }
+  }
+
+  // A value stream (proto__stream_get): `count` entries of `lanes` u32 (Uint32Array), entry i
+  // being vertex list[i], or the vertex of rank i when list is null.
+  streamGet(c, list, count, lanes) {
+    const len = c.u32();
+    if (len < 1) fail(E.INVAL);
+    const bytes = c.bytes(len);
+    const mode = bytes[0];
+    const n = count * lanes;
+    const val = new Uint32Array(n);
+    if (mode === 1) {
+      if (count === 0 || len - 1 < Math.floor((n * 4) / 64) + 1) fail(E.TRUNCATED);
+      const raw = new Uint8Array(val.buffer);
+      // Records are little-endian u32 lanes, which a Uint32Array reads as such on every browser
+      // host (all little-endian).
+      if (decodeVertexBuffer(raw, count, 4 * lanes, bytes.subarray(1)) !== 0) fail(E.INVAL);
+    } else if (mode === 0) {
+      const e = new Cursor(bytes, 1, len);
+      for (let i = 0; i < n; i++) val[i] = e.varint();
+      if (e.at !== e.end) fail(E.TRAILING);
+    } else {
+      fail(E.INVAL);
+    }
+    if (list) this.markSubset(list, count);
+    const pred = this.pred;
+    for (let i = 0; i < count; i++) {
+      const o = lanes * i;
+      for (let l = 0; l < lanes; l++) val[o + l] = unzigzag(val[o + l]) >>> 0;
+      const v = list ? list[i] : this.order[i];
+      let s0 = -1;
+      let s1 = -1;
+      let s2 = -1;
+      if (pred[3 * v] !== NO_VERTEX) {
+        const a = pred[3 * v];
+        const b = pred[3 * v + 1];
+        const cc = pred[3 * v + 2];
+        if (list) {
+          if (this.mark[a] === this.epoch && this.mark[b] === this.epoch && this.mark[cc] === this.epoch) {
+            s0 = this.slot[a];
+            s1 = this.slot[b];
+            s2 = this.slot[cc];
+          }
+        } else {
+          s0 = this.rank[a];
+          s1 = this.rank[b];
+          s2 = this.rank[cc];
+        }
+      }
+      for (let l = 0; l < lanes; l++) {
+        let p;
+        if (s0 >= 0) p = (val[lanes * s0 + l] + val[lanes * s1 + l] - val[lanes * s2 + l]) >>> 0;
+        else p = i ? val[o - lanes + l] : 0;
+        val[o + l] = (val[o + l] + p) >>> 0;
+      }
+    }
+    return val;
+  }
+
+  // A vertex set as runs of ranks (proto__ranks_get): the vertices in ascending rank.
+  ranksGet(c) {
+    const count = c.u32();
+    const len = c.u32();
+    if (count > this.vertexCount) fail(E.TOOBIG);
+    const bytes = c.bytes(len);
+    const e = new Cursor(bytes);
+    const runs = e.varint();
+    if (runs > count || (runs === 0) !== (count === 0)) fail(E.INVAL);
+    const l = new Uint32Array(count);
+    let end = 0;
+    let k = 0;
+    for (let r = 0; r < runs; r++) {
+      const gap = e.varint();
+      const more = e.varint();
+      const first = end + gap;
+      const n = more + 1;
+      if (first + n > this.vertexCount || k + n > count) fail(E.INVAL);
+      for (let i = 0; i < n; i++) l[k++] = this.order[first + i];
+      end = first + n;
+    }
+    if (k !== count) fail(E.INVAL);
+    if (e.at !== e.end) fail(E.TRAILING);
+    return l;
+  }
+}
+
+const GRID_MAX = 1 << 24;
+
+function getOffsets2(c, t) {
+  const shift = c.u8();
+  if (shift > MAX_SHIFT) fail(E.INVAL);
+  const indices = t.ranksGet(c);
+  const raw = t.streamGet(c, indices, indices.length, 3);
+  const q = new Int32Array(raw.buffer);
+  const lim = Q_MAX + (shift ? 2 ** (shift - 1) : 0);
+  const mul = 2 ** shift;
+  for (let i = 0; i < q.length; i++) {
+    const v = q[i] * mul;
+    if (v > lim || v < -lim) fail(E.INVAL);
+    q[i] = v;
+  }
+  return { shift, indices, q };
+}
+
+function getTarget2(c, t) {
+  const tg = { name: c.str(), defaultWeight: c.f32() };
+  Object.assign(tg, getMeta(c));
+  const step = c.f32();
+  if (step < 0) fail(E.INVAL);
+  const list = t.ranksGet(c);
+  const k = list.length;
+  const val = t.streamGet(c, list, k, 3);
+  const sval = new Int32Array(val.buffer);
+  const order = Array.from({ length: k }, (_, i) => i).sort((a, b) => list[a] - list[b]);
+  tg.indices = new Uint32Array(k);
+  tg.deltas = new Float32Array(3 * k);
+  for (let i = 0; i < k; i++) {
+    const at = order[i];
+    tg.indices[i] = list[at];
+    for (let a = 0; a < 3; a++) {
+      const d = sval[3 * at + a];
+      if (step > 0 && (d >= GRID_MAX || d <= -GRID_MAX)) fail(E.INVAL);
+      const x = step > 0 ? f32(d * step) : bitsToFloat(val[3 * at + a]);
+      if (!finite(x)) fail(E.NONFINITE);
+      tg.deltas[3 * i + a] = x;
+    }
+  }
+  tg.step = step;
+  return tg;
+}
+
+function getAttribute(c, t, lanes, origin, step, lossless, qmax) {
+  const nv = t.vertexCount;
+  const val = t.streamGet(c, null, nv, lanes);
+  const a = new Float32Array(lanes * nv);
+  for (let i = 0; i < nv; i++) {
+    const v = t.order[i];
+    for (let l = 0; l < lanes; l++) {
+      const u = val[lanes * i + l];
+      if (!lossless && u > qmax) fail(E.INVAL);
+      const x = lossless ? bitsToFloat(u) : f32(origin[l] + f32(u * step[l]));
+      if (!finite(x)) fail(E.NONFINITE);
+      a[lanes * v + l] = x;
+    }
+  }
+  return a;
+}
+
+function getHead2(c, l) {
+  const s = { vertexCount: c.u32(), triangleCount: c.u32(), targetCount: c.u32(), offsetQuantum: c.f32() };
+  const flags = c.u8();
+  const shift = c.u8();
+  const reserved = c.u16();
+  const origin = [c.f32(), c.f32(), c.f32()];
+  const uvOrigin = [c.f32(), c.f32()];
+  const uvStep = [c.f32(), c.f32()];
+  if (s.vertexCount > l.maxVertices || s.triangleCount > l.maxTriangles || s.targetCount > MAX_TARGETS) fail(E.TOOBIG);
+  const lossless = (flags & 2) !== 0;
+  s.hasUvs = (flags & 1) !== 0;
+  if (!(s.offsetQuantum > 0) || flags & ~3 || reserved || shift > MAX_SHIFT || lossless !== (shift === 0)) fail(E.INVAL);
+  const step = shift ? f32(s.offsetQuantum * 2 ** shift) : 0;
+  if (shift && !finite(step)) fail(E.NONFINITE);
+  const uvGrid = s.hasUvs && !lossless;
+  for (let i = 0; i < 3; i++) if (lossless && origin[i] !== 0) fail(E.INVAL);
+  for (let i = 0; i < 2; i++) {
+    if (uvGrid ? !(uvStep[i] > 0) : uvStep[i] !== 0 || uvOrigin[i] !== 0) fail(E.INVAL);
+  }
+  s.grid = { quantum: s.offsetQuantum, shift, step, origin, uvOrigin, uvStep };
+  return s;
+}
+
+// SNAPSHOT, version 2 (docs/protocol.md §12.6). Returns the snapshot with its traversal
+// (s.trav), which later DELTA and TARGET frames of the session need.
+export function decodeSnapshot2(p, limits) {
+  const l = limitsOf(limits);
+  const c = new Cursor(p);
+  const s = getHead2(c, l);
+  const ilen = c.u32();
+  const ib = c.bytes(ilen);
+  const ni = 3 * s.triangleCount;
+  if (ni ? ilen < s.triangleCount + 17 : ilen !== 0) fail(E.TRUNCATED);
+  s.triangles = new Uint32Array(ni);
+  if (ni && decodeIndexBuffer(s.triangles, ni, ib) !== 0) fail(E.INVAL);
+  const t = new Trav(s.triangles, s.triangleCount, s.vertexCount);
+  const g = s.grid;
+  const lossless = g.shift === 0;
+  s.positions = getAttribute(c, t, 3, g.origin, [g.step, g.step, g.step], lossless, GRID_MAX - 1);
+  s.uvs = s.hasUvs ? getAttribute(c, t, 2, g.uvOrigin, g.uvStep, lossless, 65535) : null;
+  s.targets = [];
+  for (let i = 0; i < s.targetCount; i++) {
+    const tg = getTarget2(c, t);
+    checkDrivers(tg.drivers, i, s.targetCount);
+    s.targets.push(tg);
+  }
+  const wb = c.bytes(4 * s.targetCount);
+  const dv = new DataView(wb.buffer, wb.byteOffset, wb.byteLength);
+  s.weights = new Float32Array(s.targetCount);
+  for (let i = 0; i < s.targetCount; i++) {
+    s.weights[i] = dv.getFloat32(4 * i, true);
+    if (!finite(s.weights[i])) fail(E.NONFINITE);
+  }
+  s.offsets = getOffsets2(c, t);
+  c.finish();
+  s.trav = t;
+  s.protocol = VERSION_2;
+  return s;
+}
+
+export function decodeDelta2(p, trav) {
+  const c = new Cursor(p);
+  const o = getOffsets2(c, trav);
+  c.finish();
+  return o;
+}
+
+export function decodeTargetAdd2(p, trav) {
+  const c = new Cursor(p);
+  const index = c.u32();
+  const weight = c.f32();
+  if (index >= MAX_TARGETS) fail(E.INVAL);
+  const t = getTarget2(c, trav);
+  checkDrivers(t.drivers, index, index);
+  c.finish();
+  return { index, weight, target: t };
+}
+
+// ---- writing --------------------------------------------------------------------------------------
+
+// A growable little-endian byte writer (proto_buf).
+export class Writer {
+  constructor(cap = 256) {
+    this.b = new Uint8Array(cap);
+    this.dv = new DataView(this.b.buffer);
+    this.len = 0;
+  }
+  room(n) {
+    if (this.len + n <= this.b.length) return;
+    let cap = this.b.length * 2;
+    while (cap < this.len + n) cap *= 2;
+    const g = new Uint8Array(cap);
+    g.set(this.b.subarray(0, this.len));
+    this.b = g;
+    this.dv = new DataView(g.buffer);
+  }
+  u8(v) {
+    this.room(1);
+    this.b[this.len++] = v & 0xff;
+  }
+  u16(v) {
+    this.room(2);
+    this.dv.setUint16(this.len, v, true);
+    this.len += 2;
+  }
+  u32(v) {
+    this.room(4);
+    this.dv.setUint32(this.len, v >>> 0, true);
+    this.len += 4;
+  }
+  u64(v) {
+    this.u32(v % 4294967296);
+    this.u32(Math.floor(v / 4294967296));
+  }
+  f32(v) {
+    this.room(4);
+    this.dv.setFloat32(this.len, v, true);
+    this.len += 4;
+  }
+  str(bytes) {
+    this.u16(bytes.length);
+    this.room(bytes.length);
+    this.b.set(bytes, this.len);
+    this.len += bytes.length;
+  }
+  varint(v) {
+    v >>>= 0;
+    do {
+      const byte = v & 0x7f;
+      v >>>= 7;
+      this.u8(byte | (v ? 0x80 : 0));
+    } while (v);
+  }
+  // A frame: header (length patched by end()), then the body.
+  begin(type, flags = 0, sessionVersion = 0, version = VERSION_1) {
+    this.frameAt = this.len;
+    this.u32(MAGIC);
+    this.u16(version);
+    this.u8(type);
+    this.u8(flags);
+    this.u32(0);
+    this.u64(sessionVersion);
+    return this;
+  }
+  end() {
+    this.dv.setUint32(this.frameAt + 8, this.len - this.frameAt - HEADER_SIZE, true);
+    return this.b.slice(0, this.len);
+  }
+}
+
+const utf8 = (s) => new TextEncoder().encode(s || '');
+function validName(bytes) {
+  return bytes.length <= MAX_NAME && bytes.indexOf(0) < 0;
+}
+const allFinite = (a) => a.every((x) => finite(x));
+
+// HELLO: version 1, or version 2 with options {codec, maxRate, tolerance, author} (proto_encode_hello2).
+export function encodeHello({ session, role, token = '', protocol = VERSION_2, codec = 0, maxRate = 0, tolerance = 0, author = '' }) {
+  const s = utf8(session);
+  const k = utf8(token);
+  const a = utf8(author);
+  if (!validName(s) || !validName(k) || a.length > MAX_AUTHOR || a.indexOf(0) >= 0) fail(E.INVAL);
+  if (protocol !== VERSION_1 && protocol !== VERSION_2) fail(E.INVAL);
+  if (protocol === VERSION_2 && (codec > CODEC_LOSSLESS || !(finite(maxRate) && maxRate >= 0) || !(finite(tolerance) && tolerance >= 0)))
+    fail(E.INVAL);
+  const w = new Writer().begin(T.HELLO, 0, 0, protocol);
+  w.u16(protocol);
+  w.u8(role);
+  w.u8(0);
+  w.str(s);
+  w.str(k);
+  if (protocol === VERSION_2) {
+    w.u16(18 + (a.length ? 3 + a.length : 0));
+    w.u8(1), w.u16(1), w.u8(codec);
+    w.u8(2), w.u16(4), w.f32(maxRate);
+    w.u8(3), w.u16(4), w.f32(tolerance);
+    if (a.length) w.u8(5), w.str(a); // the author: u16 length + bytes, the entry's own layout
+  }
+  return w.end();
+}
+
+export function encodePing(type, { seq, t0 = 0, t1 = 0 }) {
+  if (type !== T.PING && type !== T.PONG) fail(E.INVAL);
+  const w = new Writer().begin(type);
+  w.u32(seq);
+  w.u64(t0);
+  w.u64(t1);
+  return w.end();
+}
+
+export function encodeBye(code, message) {
+  let m = utf8(message);
+  if (m.length > 1024) m = m.subarray(0, 1024);
+  const w = new Writer().begin(T.BYE);
+  w.u16(code);
+  w.u32(0);
+  w.str(m);
+  return w.end();
+}
+
+function editBegin(requestId, kind) {
+  const w = new Writer().begin(T.EDIT);
+  w.u32(requestId);
+  w.u8(kind);
+  return w;
+}
+
+// EDIT kind 1: `entries` [[target, value], ...] (sparse), or dense when `dense` is set.
+export function encodeEditWeights(requestId, entries, dense = false) {
+  if (entries.length > MAX_TARGETS) fail(E.INVAL);
+  for (const [t, v] of entries) {
+    if (!finite(v) || !finite(f32(v))) fail(E.NONFINITE);
+    if (!dense && t >= MAX_TARGETS) fail(E.INVAL);
+  }
+  const w = editBegin(requestId, EDIT.WEIGHTS);
+  w.u8(dense ? 0 : 1);
+  w.u32(entries.length);
+  for (const [t, v] of entries) {
+    if (!dense) w.u16(t);
+    w.f32(v);
+  }
+  return w.end();
+}
+
+// EDIT kind 2: ascending `indices`, `q` 3 per vertex (session quanta).
+export function encodeEditOffsets(requestId, indices, q) {
+  for (let i = 0; i < indices.length; i++) {
+    if (i > 0 && indices[i] <= indices[i - 1]) fail(E.INVAL);
+    for (let k = 0; k < 3; k++) if (q[3 * i + k] > Q_MAX || q[3 * i + k] < -Q_MAX) fail(E.INVAL);
+  }
+  const w = editBegin(requestId, EDIT.OFFSETS);
+  w.u32(indices.length);
+  const at = w.len;
+  w.u32(0);
+  for (let i = 0; i < indices.length; i++) {
+    w.varint(i === 0 ? indices[0] : indices[i] - indices[i - 1] - 1);
+    for (let k = 0; k < 3; k++) {
+      const v = q[3 * i + k] | 0;
+      w.varint(((v << 1) ^ (v >> 31)) >>> 0);
+    }
+  }
+  w.dv.setUint32(at, w.len - at - 4, true);
+  return w.end();
+}
+
+// EDIT kind 3: {gesture, mode (0 laplacian, 1 arap, 2 biharmonic), iterations, pick, handleRadius,
+// roiRadius, handle, roi, anchors}.
+export function encodeGestureBegin(requestId, g) {
+  const handle = g.handle || [];
+  const roi = g.roi || [];
+  const anchors = g.anchors || [];
+  const pick = g.pick === undefined || g.pick === null ? NO_PICK : g.pick;
+  const hr = g.handleRadius || 0;
+  const rr = g.roiRadius || 0;
+  if (!g.gesture || g.mode > 2 || g.iterations < 1 || g.iterations > 100 || !finite(hr) || !finite(rr) || hr < 0 || rr < 0)
+    fail(E.INVAL);
+  const w = editBegin(requestId, EDIT.GESTURE_BEGIN);
+  w.u32(g.gesture);
+  w.u8(g.mode);
+  w.u8(0);
+  w.u16(g.iterations);
+  w.u32(pick);
+  w.f32(hr);
+  w.f32(rr);
+  for (const list of [handle, roi, anchors]) {
+    w.u32(list.length);
+    for (const v of list) w.u32(v);
+  }
+  return w.end();
+}
+
+// EDIT kind 4: {gesture, translate[3], rotate[4] (quaternion x y z w), pivot[3] or null}.
+export function encodeGestureDrag(requestId, { gesture, translate, rotate = [0, 0, 0, 1], pivot = null }) {
+  const pv = pivot || [0, 0, 0];
+  if (!allFinite(translate) || !allFinite(rotate) || !allFinite(pv)) fail(E.NONFINITE);
+  const w = editBegin(requestId, EDIT.GESTURE_DRAG);
+  w.u32(gesture);
+  for (const x of translate) w.f32(x);
+  for (const x of rotate) w.f32(x);
+  w.u8(pivot ? 1 : 0);
+  for (const x of pv) w.f32(x);
+  return w.end();
+}
+
+export function encodeGestureEnd(requestId, gesture) {
+  const w = editBegin(requestId, EDIT.GESTURE_END);
+  w.u32(gesture);
+  return w.end();
+}
+
+// EDIT kind 6: brush 0 grab … 7 layer (BRUSH), falloff 0 smoothstep … 3 constant, flags
+// BRUSH_* (mirror, front faces only, continue, auto-smoothing), the points of the stroke's path
+// [{center, direction, radius, strength}]: the server places the dabs along them.
+export function encodeBrush(requestId, brush, falloff, flags, samples) {
+  if (!(brush >= 0 && brush <= 7) || !(falloff >= 0 && falloff <= 3) || !(flags >= 0 && flags <= 255) ||
+      flags & ~BRUSH_FLAGS_KNOWN || samples.length > 65536)
+    fail(E.INVAL);
+  for (const s of samples)
+    if (!allFinite(s.center) || !allFinite(s.direction) || !finite(s.radius) || !finite(s.strength)) fail(E.NONFINITE);
+  const w = editBegin(requestId, EDIT.BRUSH);
+  w.u8(brush);
+  w.u8(falloff);
+  w.u8(flags);
+  w.u8(0);
+  w.u32(samples.length);
+  for (const s of samples) {
+    for (const x of s.center) w.f32(x);
+    for (const x of s.direction) w.f32(x);
+    w.f32(s.radius);
+    w.f32(s.strength);
+  }
+  return w.end();
+}
+
+// EDIT kind 7: the vertices to reset ([] = every vertex).
+export function encodeReset(requestId, vertices) {
+  const w = editBegin(requestId, EDIT.RESET);
+  w.u32(vertices.length);
+  for (const v of vertices) w.u32(v);
+  return w.end();
+}
+
+// EDIT kind 8: pins [{vertex, position[3]}], flags 1 = keep close to the current weights.
+export function encodeBlendPins(requestId, flags, regularization, pins) {
+  if (flags & ~1 || !(regularization >= 0) || pins.length === 0 || pins.length > 10000) {
+    if (!finite(regularization)) fail(E.NONFINITE);
+    fail(E.INVAL);
+  }
+  for (const p of pins) if (!allFinite(p.position)) fail(E.NONFINITE);
+  const w = editBegin(requestId, EDIT.BLEND_PINS);
+  w.u8(flags);
+  w.f32(regularization);
+  w.u32(pins.length);
+  for (const p of pins) {
+    w.u32(p.vertex);
+    for (const x of p.position) w.f32(x);
+  }
+  return w.end();
+}
+
+// EDIT kinds 9 and 10.
+export function encodeHistory(requestId, redo) {
+  return editBegin(requestId, redo ? EDIT.REDO : EDIT.UNDO).end();
+}
+
+// EDIT kind 11: the author this connection's edits are recorded under.
+export function encodeAuthor(requestId, author) {
+  const a = utf8(author);
+  if (a.length === 0 || a.length > MAX_AUTHOR) fail(E.INVAL);
+  const w = editBegin(requestId, EDIT.AUTHOR);
+  w.str(a);
+  return w.end();
+}
+
+// Offsets in mesh units from session quanta: (float)q · quantum, in float32 (docs/protocol.md §8.1).
+export function dequantise(q, quantum) {
+  return f32(f32(q) * quantum);
+}
