@@ -950,7 +950,7 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
 /* The same for the next piece of a stroke connection `conn` sends as its pointer moves: with
  * `piece` set, the points continue that connection's last stroke of the same brush (its path,
  * its dab spacing, its starting shape), or begin a new one when there is none. `author` (an
- * srv_authors id) owns the resulting operations; `conn` 0 is none. */
+ * srv_authors id) owns the resulting operations, one undo step per stroke; `conn` 0 is none. */
 int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                            uint32_t count, uint32_t author, uint32_t conn, int piece, srv_reply reply, char *err,
                            size_t errlen);

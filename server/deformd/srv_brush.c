@@ -15,7 +15,8 @@
  * place the dabs the whole path would. Pieces are the connection's, not the author's: two
  * windows of one author stroke at once without joining their paths. At most PIECES_KEPT
  * connections are kept per session (the least recently used goes; its next piece starts a new
- * stroke). Each piece is its own SET_OFFSETS operation of the stroke's author.
+ * stroke). Each piece is its own SET_OFFSETS operation of the stroke's author, and the pieces
+ * of one stroke share an undo step (Ctrl+Z takes back the stroke, not its last frame's piece).
  *
  * DOES NOT parse requests: srv_edit_rpc.c and srv_stream.c call srv_brush_stroke_piece().
  */
@@ -30,6 +31,7 @@
 /* Where a connection's last stroke stands, between its pieces. */
 typedef struct stroke_piece {
   uint32_t conn;        /* srv_conn id */
+  uint64_t step;        /* the undo step its pieces share (srv_history), or 0 */
   dfm_brush_kind kind;
   dfm_stroke_state state;
   struct stroke_piece *next; /* most recently used first */
@@ -44,6 +46,7 @@ typedef struct stroke {
   uint32_t count;
   uint32_t author;      /* srv_authors id: whose operation the result is */
   uint32_t conn;        /* srv_conn id (0: none): whose pieces it continues */
+  uint64_t step;        /* the undo step of the whole stroke (0: one of its own) */
   srv_reply reply;
   srv_state shape;      /* captured when the job starts, not when the stroke arrived */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
@@ -144,6 +147,7 @@ static void take_piece(srv_session *s, stroke *k) {
   stroke_piece *x = unlink_piece(s, k->conn);
   if (x && k->piece && x->kind == k->brush.kind) {
     k->path = x->state;
+    k->step = x->step;
     memset(&x->state, 0, sizeof(x->state));
   }
   if (x) free_piece(x);
@@ -156,6 +160,7 @@ static void keep_piece(srv_session *s, stroke *k) {
   stroke_piece *x = calloc(1, sizeof(*x));
   if (!x) return; /* the next piece starts a new stroke */
   x->conn = k->conn;
+  x->step = k->step;
   x->kind = k->brush.kind;
   x->state = k->path;
   memset(&k->path, 0, sizeof(k->path));
@@ -196,7 +201,12 @@ static void stroke_done(uv_work_t *req, int status) {
       memmove(k->q + 3 * (size_t)m, k->q + 3 * (size_t)i, sizeof(int32_t) * 3);
       m++;
     }
-    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .cause = SRV_CAUSE_BRUSH, .count = m, .indices = k->idx, .q = k->q};
+    /* The pieces of one stroke are one undo step, as a gesture's drags are. The step id is taken
+     * as its first operation applies, so steps stay in the ascending order history looks
+     * them up by. */
+    if (m && k->conn && !k->step && s->history) k->step = srv_history_new_step_id(s);
+    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .cause = SRV_CAUSE_BRUSH, .step = k->step,
+                 .count = m, .indices = k->idx, .q = k->q};
     uint64_t version = m ? srv_session_apply(srv, s, &op) : s->version;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "version", (double)version);

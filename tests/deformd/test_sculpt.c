@@ -228,6 +228,84 @@ TEST(a_stroke_sent_in_pieces_over_the_binary_port_ends_as_the_whole_path_sent_at
   harness_stop(&h);
 }
 
+/* Sends `count` points of a draw stroke on `c` (CONTINUE when `more`), then on `sync` a stroke
+ * the server refuses: strokes run in the order they arrive, so its ERROR says the first one was
+ * applied. (Sent on `c` it would end c's stroke: any stroke but a continuing piece does.) */
+static void stroke_piece_and_wait(client_conn *c, client_conn *sync, const proto_brush_sample *pts, uint32_t count,
+                                  int more, uint32_t request) {
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto_encode_edit_brush(&b, request, 5 /* draw */, 0, more ? PROTO_BRUSH_CONTINUE : 0, count, pts), NULL);
+  ASSERT_OK(client_send_buf(c, &b), NULL);
+  b.len = 0;
+  proto_brush_sample broken = pts[0];
+  broken.radius = -1;
+  ASSERT_OK(proto_encode_edit_brush(&b, request + 1, 5, 0, 0, 1, &broken), NULL);
+  ASSERT_OK(client_send_buf(sync, &b), NULL);
+  uint32_t rid = 0;
+  ASSERT_EQ(harness_expect_error(sync, PROTO_ERROR, &rid, 20000), PROTO_ERR_INVALID);
+  ASSERT_EQ(rid, request + 1);
+  proto_buf_fini(&b);
+}
+
+static int sculpted_vertices(harness *h) {
+  cJSON *r = harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}");
+  int n = cJSON_GetObjectItem(r, "sculpted_vertices")->valueint;
+  cJSON_Delete(r);
+  return n;
+}
+
+/* A stroke sent in pieces is one step of its author's history: history.list shows it once, each
+ * piece an operation, and one history.undo takes the whole stroke back, to the offsets before it
+ * (none: the oracle is the untouched session). Pieces are the connection's, not the author's: a
+ * "continue" piece from a second connection of the same author starts a stroke, and a step, of
+ * its own, which the author's first undo takes back alone. */
+TEST(a_stroke_in_pieces_is_one_undo_step_of_its_author_and_another_connection_does_not_continue_it) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  proto_hello_opts ana = {.author = {"ana", 3}};
+  client_conn ed, ed2, sync;
+  client_replica er, er2, sr;
+  harness_join2(&h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL, &ana);
+  harness_join2(&h, &ed2, &er2, "demo", PROTO_ROLE_EDITOR, NULL, &ana);
+  harness_join(&h, &sync, &sr, "demo", PROTO_ROLE_EDITOR, NULL);
+  proto_brush_sample pts[30];
+  cheek_path(pts, 30);
+  stroke_piece_and_wait(&ed, &sync, pts, 10, 0, 100);
+  stroke_piece_and_wait(&ed, &sync, pts + 10, 10, 1, 110);
+  stroke_piece_and_wait(&ed, &sync, pts + 20, 10, 1, 120);
+  int after_first = sculpted_vertices(&h);
+  ASSERT(after_first > 100);
+  /* The second connection "continues": there is nothing of its own to continue. */
+  proto_brush_sample far[2] = {pts[0], pts[0]};
+  for (int k = 0; k < 2; k++) far[k].center[0] = -0.03f - 0.01f * (float)k; /* the other cheek */
+  stroke_piece_and_wait(&ed2, &sync, far, 2, 1, 200);
+  ASSERT(sculpted_vertices(&h) > after_first);
+  cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\"}");
+  cJSON *steps = cJSON_GetObjectItem(list, "steps");
+  ASSERT_EQ(cJSON_GetArraySize(steps), 2);
+  const int ops[2] = {1, 3}; /* newest first: the second connection's stroke, then the three pieces */
+  for (int i = 0; i < 2; i++) {
+    cJSON *st = cJSON_GetArrayItem(steps, i);
+    ASSERT(strcmp(cJSON_GetObjectItem(st, "author")->valuestring, "ana") == 0);
+    ASSERT(strcmp(cJSON_GetObjectItem(st, "kind")->valuestring, "brush") == 0);
+    ASSERT_EQ(cJSON_GetObjectItem(st, "operations")->valueint, ops[i]);
+  }
+  cJSON_Delete(list);
+  cJSON_Delete(harness_rpc_ok(&h, "hello", "{\"author\":\"ana\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}"));
+  ASSERT_EQ(sculpted_vertices(&h), after_first);
+  cJSON_Delete(harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}"));
+  ASSERT_EQ(sculpted_vertices(&h), 0);
+  client_replica_fini(&sr);
+  client_close(&sync);
+  client_replica_fini(&er2);
+  client_close(&ed2);
+  client_replica_fini(&er);
+  client_close(&ed);
+  harness_stop(&h);
+}
+
 TEST(brush_stroke_refuses_out_of_range_strength_spacing_autosmooth_and_a_blind_front_faces_only) {
   harness h;
   harness_start(&h, "demo", demo_args);
