@@ -59,6 +59,8 @@ typedef struct app {
   int framed, front;       /* front: a front view is asked for (with the next framing) */
   double diag;
   float *weights;          /* replica weights with local overrides applied */
+  uint32_t nweights;       /* ... for this many targets (the replica may have more: its thread
+                            * applies frames the loop has not taken yet) */
   override *overrides;
   int noverrides;
   /* input */
@@ -108,10 +110,14 @@ static const float *current_positions(app *a) {
   return a->cpu_pos;
 }
 
+/* Whether the replica's mesh is the one on the GPU: not when the connection's thread took a
+ * new SNAPSHOT the loop has not uploaded yet (the next frame does). Needs the lock. */
+static int in_sync(app *a) { return a->gpu && a->net.replica.have_snapshot && !vw_pump_snapshot_waiting(&a->pump); }
+
 /* The nearest triangle hit by the ray through the cursor, and its corner nearest the hit.
- * Needs the pump's lock (the replica's triangles). */
+ * Needs the pump's lock (the replica's triangles, indexing the GPU's positions). */
 static int pick(app *a, float hit[3], uint32_t *vertex) {
-  if (!a->gpu || !a->net.replica.have_snapshot) return 0;
+  if (!in_sync(a)) return 0;
   const float *p = current_positions(a);
   if (!p) return 0;
   vec3 o, d;
@@ -259,7 +265,7 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
 /* A click on the slider panel: a group folds or unfolds, a slider starts a weight drag.
  * Returns 1 when the click was the panel's (including on its empty part). Needs the lock. */
 static int panel_click(app *a) {
-  if (!a->sliders || !a->net.replica.have_snapshot || !vw_panel_contains(&a->panel, a->mx, a->my)) return 0;
+  if (!a->sliders || !in_sync(a) || !vw_panel_contains(&a->panel, a->mx, a->my)) return 0;
   uint32_t index;
   double f;
   vw_panel_hit_kind k = vw_panel_hit(&a->panel, a->mx, a->my, &index, &f);
@@ -409,6 +415,7 @@ static void upload_weights(app *a) {
   float *w = realloc(a->weights, sizeof(float) * (m->target_count + 1));
   if (!w) return;
   a->weights = w;
+  a->nweights = m->target_count;
   memcpy(w, a->net.replica.weights, sizeof(float) * m->target_count);
   for (int i = 0; i < a->noverrides; i++) {
     int t = mesh_find_target(m, a->overrides[i].name);
@@ -500,7 +507,7 @@ static void draw_panel(app *a) {
     if (t >= rep->mesh->target_count) continue;
     const client_target_meta *m = &rep->meta[t];
     int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net) || a->net.primary_lost;
-    float wv = a->weights ? a->weights[t] : rep->weights[t];
+    float wv = a->weights && t < a->nweights ? a->weights[t] : rep->weights[t];
     float f = m->max > m->min ? (wv - m->min) / (m->max - m->min) : 0;
     f = f < 0 ? 0 : f > 1 ? 1 : f;
     float x0, bw;
@@ -556,7 +563,7 @@ static void draw_overlay(app *a) {
   else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
   else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
   else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
-  if (a->sliders && rep->have_snapshot) draw_panel(a);
+  if (a->sliders && in_sync(a)) draw_panel(a);
   if (a->help) draw_help(a);
   vw_render_flush_2d(r, a->ctx.width, a->ctx.height);
 }

@@ -153,6 +153,7 @@ static void lose(vw_net *n, int immediate) {
   n->state = VW_NET_DOWN;
   n->ping_sent_ns = 0;
   n->in_update = 0;
+  n->primary_lost = 0; /* a relay's status is the connection's: the next one says it again */
   if (immediate) {
     n->retry_at_ms = now;
     return;

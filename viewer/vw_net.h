@@ -58,7 +58,8 @@ typedef struct vw_net {
    * next one (vw_net_add_address); host/port above is the one in use. */
   struct { char host[256]; int port; } addresses[8];
   int address_count, address_at;
-  int primary_lost;         /* a relay said the session's primary is lost (ERROR PRIMARY_LOST) */
+  int primary_lost;         /* this connection's relay said the session's primary is lost
+                             * (ERROR PRIMARY_LOST; cleared by PRIMARY_BACK or a lost connection) */
   /* state */
   vw_net_state state;
   client_conn conn;

@@ -93,3 +93,5 @@ void vw_pump_take(vw_pump *p, vw_net_changes *out) {
   *out = p->pending;
   memset(&p->pending, 0, sizeof(p->pending));
 }
+
+int vw_pump_snapshot_waiting(const vw_pump *p) { return p->pending.snapshot; }

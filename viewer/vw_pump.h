@@ -36,6 +36,9 @@ void vw_pump_lock(vw_pump *p);
 void vw_pump_unlock(vw_pump *p);
 /* With the lock held: what changed since the last take, in *out; the sum starts again. */
 void vw_pump_take(vw_pump *p, vw_net_changes *out);
+/* With the lock held: 1 when the replica holds a SNAPSHOT not taken yet, so its mesh (vertex
+ * and target counts, triangles) may not be the one the render loop has uploaded. */
+int vw_pump_snapshot_waiting(const vw_pump *p);
 
 /* Adds what one poll changed (ch) to a sum of earlier polls (acc), as if one poll had seen it
  * all: a SNAPSHOT replaces everything before it (the sum keeps only what came after); offset

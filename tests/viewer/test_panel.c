@@ -2,8 +2,9 @@
  * test_panel.c — what deform-view's overlay shows and does, without a window: the slider
  * panel's rows, groups, filter, scrolling and clicks (vw_panel.c) against row arithmetic done
  * here; the status line's four states and its messages (vw_hud.c) against a real deformd in
- * each situation; and the connection's own thread (vw_pump.c), which must read frames and
- * PONGs while nobody polls.
+ * each situation (a relay's lost primary included); and the connection's own thread
+ * (vw_pump.c), which must read frames and PONGs while nobody polls, and carry main's
+ * connection settings (several addresses, an author, the server's undo).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +261,32 @@ TEST(status_of_an_editor_without_the_token_says_read_only_for_want_of_a_token) {
   harness_stop(&h);
 }
 
+/* A relay says its primary is lost (ERROR PRIMARY_LOST, request 0: vw_net sets primary_lost and
+ * keeps the connection, as test_relay.c checks of the wire). The status is then READ-ONLY, with
+ * the reason, even for an editor the server granted, and an edit is held back with the same
+ * reason. The status is the connection's: it goes when the connection goes. */
+TEST(status_of_an_editor_on_a_relay_whose_primary_is_lost_is_read_only_until_the_connection_goes) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  poll_until(&n, VW_NET_LIVE, 500);
+  char why[400];
+  ASSERT_EQ(vw_hud_status(&n, vw_net_now_ms(), why, sizeof(why)), VW_HUD_EDITOR);
+  n.primary_lost = 1;
+  ASSERT(vw_net_can_edit(&n)); /* the role is still the editor's: it is the relay that refuses */
+  ASSERT_EQ(vw_hud_status(&n, vw_net_now_ms(), why, sizeof(why)), VW_HUD_READ_ONLY);
+  ASSERT_STR_CONTAINS(why, "primary lost");
+  ASSERT_STR_CONTAINS(vw_hud_why_no_edit(&n), "primary lost");
+  harness_stop(&h);
+  poll_until(&n, VW_NET_DOWN, 500);
+  ASSERT_EQ(n.primary_lost, 0);
+  ASSERT_EQ(vw_hud_status(&n, vw_net_now_ms(), why, sizeof(why)), VW_HUD_DISCONNECTED);
+  ASSERT(strstr(why, "primary lost") == NULL);
+  vw_net_fini(&n);
+}
+
 TEST(the_key_table_names_each_key_once_and_deform_view_help_prints_it) {
   for (size_t i = 0; i < vw_hud_key_count; i++) {
     ASSERT(vw_hud_keys[i].keys[0] && vw_hud_keys[i].action[0]);
@@ -342,6 +369,71 @@ TEST(pump_reads_frames_and_pongs_while_the_render_thread_does_not_poll) {
   vw_pump_lock(&p);
   ASSERT_NEAR(n.replica.weights[mesh_find_target(n.replica.mesh, "blink_L")], 0.5, 0);
   vw_pump_unlock(&p);
+  vw_pump_stop(&p);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+/* The pump with main's connection settings: an author, two addresses of which the first is
+ * dead. The status names the address tried next; the thread then reaches the second, and edits
+ * and undo sent from this (the render) thread under the lock go out and come back: the weight
+ * set, then undone by the server's history of this author, as the replica the thread fills
+ * shows. */
+TEST(pump_reaches_the_second_address_and_carries_an_edit_and_its_authors_undo) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  int dead = harness_free_port();
+  vw_net n;
+  vw_net_init(&n, "127.0.0.1", dead, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_author(&n, "ana");
+  vw_net_set_protocol(&n, PROTO_VERSION_2, NULL);
+  ASSERT_OK(vw_net_add_address(&n, "127.0.0.1", h.stream_port), NULL);
+  poll_until(&n, VW_NET_DOWN, 500);
+  char why[400], want[64];
+  ASSERT_EQ(vw_hud_status(&n, vw_net_now_ms(), why, sizeof(why)), VW_HUD_DISCONNECTED);
+  snprintf(want, sizeof(want), "retrying 127.0.0.1:%d in", h.stream_port);
+  ASSERT_STR_CONTAINS(why, want);
+  vw_pump p;
+  ASSERT_OK(vw_pump_start(&p, &n), NULL);
+  int live = 0;
+  for (int i = 0; i < 1000 && !live; i++) {
+    usleep(10000);
+    vw_pump_lock(&p);
+    live = n.state == VW_NET_LIVE && vw_net_can_edit(&n);
+    vw_pump_unlock(&p);
+  }
+  ASSERT(live);
+  vw_pump_lock(&p);
+  ASSERT_EQ(n.port, h.stream_port);
+  uint32_t t = (uint32_t)mesh_find_target(n.replica.mesh, "blink_L");
+  float w = 0.75f;
+  ASSERT(vw_net_set_weights(&n, 1, &t, &w) != 0);
+  vw_pump_unlock(&p);
+  float seen = 0;
+  for (int i = 0; i < 1000 && seen != 0.75f; i++) {
+    usleep(10000);
+    vw_pump_lock(&p);
+    seen = n.replica.weights[t];
+    vw_pump_unlock(&p);
+  }
+  ASSERT_NEAR(seen, 0.75, 0);
+  vw_pump_lock(&p);
+  ASSERT(vw_net_history(&n, 0) != 0);
+  vw_pump_unlock(&p);
+  for (int i = 0; i < 1000 && seen != 0.0f; i++) {
+    usleep(10000);
+    vw_pump_lock(&p);
+    seen = n.replica.weights[t];
+    vw_pump_unlock(&p);
+  }
+  ASSERT_NEAR(seen, 0.0, 0);
+  cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\"}");
+  cJSON *steps = cJSON_GetObjectItem(list, "steps");
+  ASSERT_EQ(cJSON_GetArraySize(steps), 2); /* the edit and its undo, both ana's */
+  for (int i = 0; i < 2; i++)
+    ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, i), "author")->valuestring, "ana") == 0);
+  cJSON_Delete(list);
   vw_pump_stop(&p);
   vw_net_fini(&n);
   harness_stop(&h);
