@@ -205,6 +205,40 @@ int mesh_export(const mesh *m, const float *positions, const char *path, mesh_fo
                 char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------------------------
+ * Blobs (mesh_blob.c): a whole mesh as one exact byte string — positions, normals, UVs,
+ * triangles, targets (names, default weights, sparse deltas), keyframes, clips, submeshes and
+ * bounds — little-endian, versioned ("DFMB" + version), ending in a CRC-32. The import worker
+ * sends meshes over a pipe in it; the session store keeps imported meshes in it. A round trip
+ * gives back every value bit for bit.
+ */
+
+/* Exact size in bytes of m's blob. Returns 0, MESH_EINVAL (an array missing for its count) or
+ * MESH_ETOOBIG (does not fit in size_t). */
+int mesh_blob_size(const mesh *m, size_t *len);
+
+/* Writes m's blob into dst, which must be exactly mesh_blob_size() bytes long (`len`).
+ * Returns 0 or MESH_EINVAL / MESH_ETOOBIG; nothing is allocated. */
+int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len);
+
+/* m's blob in a fresh malloc'ed buffer: *out (the caller frees it with free()) of *len bytes.
+ * Returns 0, MESH_EINVAL, MESH_ETOOBIG or MESH_ENOMEM (then *out is NULL). */
+int mesh_blob_write(const mesh *m, uint8_t **out, size_t *len);
+
+/* Reads a blob of `n` bytes. Every count is checked against the bytes present before anything
+ * is allocated for it; a mesh with more than `max_vertices` vertices (0 = MESH_DEFAULT_MAX_VERTICES)
+ * is refused; the result passes mesh_validate(). On success *out is a new mesh the caller frees
+ * with mesh_destroy(). On failure returns MESH_EFORMAT (bad magic or version, truncated, CRC
+ * mismatch, trailing bytes, a name with a NUL), MESH_ETOOBIG, MESH_ENOMEM or what
+ * mesh_validate() found, with a reason in `err`, and leaves *out NULL. Never reads outside
+ * p[0..n). */
+int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out, char *err,
+                   size_t errlen);
+
+/* CRC-32 as zlib and PNG compute it (reflected polynomial 0xEDB88320), used for the blob's
+ * trailer. */
+uint32_t mesh_blob_crc32(const uint8_t *p, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
  * Welding (mesh_weld.c): topology vertices for solves.
  *
  * Render vertices split at UV or normal seams share a position; solves and normals want one
