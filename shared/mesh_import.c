@@ -563,6 +563,14 @@ static int raw_from_ply(const char *path, mesh__ply_info *ply, uint32_t max_vert
   return 0;
 }
 
+/* Prefixes a check's reason with the file's name ("'x.off': ..."), or names the code when the
+ * check gave no reason (out of memory). */
+static void name_reason(const char *path, int rc, char *err, size_t errlen) {
+  char why[MESH_ERR_LEN];
+  snprintf(why, sizeof(why), "%s", err && err[0] ? err : mesh_strerror(rc));
+  mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+}
+
 int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
                 size_t errlen) {
   mesh_import_opts defaults = {0};
@@ -580,6 +588,11 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (!S_ISREG(st.st_mode)) {
     mesh__set_err(err, errlen, "'%s' is not a regular file", path);
     return MESH_ENOENT;
+  }
+  if (opts->max_file_bytes && (uint64_t)st.st_size > opts->max_file_bytes) {
+    mesh__set_err(err, errlen, "'%s' has %llu bytes, more than the limit of %llu", base_name(path),
+                  (unsigned long long)st.st_size, (unsigned long long)opts->max_file_bytes);
+    return MESH_ETOOBIG;
   }
 
   pthread_once(&log_once, attach_log);
@@ -606,9 +619,16 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (kind == KEYFRAMES_MD2) {
     rc = mesh__md2_frame_names(path, &r.frame_names, &r.frame_name_count, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
+      goto done;
+    }
+  }
+
+  /* Header counts against the file size: assimp believes them (mesh_off.c, mesh_md3.c). */
+  if (kind == KEYFRAMES_MD3 || mesh__off_is_off(path)) {
+    rc = kind == KEYFRAMES_MD3 ? mesh__md3_check(path, err, errlen) : mesh__off_check(path, err, errlen);
+    if (rc) {
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }
@@ -617,9 +637,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (is_ply(path)) {
     rc = mesh__ply_check(path, &ply, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }
@@ -628,9 +646,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (is_gltf(path)) {
     rc = mesh__gltf_precheck(path, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }

@@ -6,6 +6,7 @@
  * circle.
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *   the import worker                        srv_import.c
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
  *   sessions, operations, state copies       srv_session.c srv_session_op.c srv_state.c
@@ -103,6 +104,11 @@ typedef struct srv_config {
                               * quarter of the RAM; 0 = none */
   char *token;               /* when set: stream editors present it in HELLO, JSON-RPC
                               * connections call `auth` with it first */
+  uint32_t import_memory_mb; /* the import worker's memory (srv_import.c) */
+  uint32_t import_seconds;   /* ... and time */
+  uint32_t import_workers;   /* ... and how many run at once */
+  uint32_t max_file_mb;      /* mesh files larger than this are refused (0: no limit) */
+  char *import_worker_path;  /* the program run as the import worker (NULL: none, imports fail) */
   srv_session_spec *sessions;
   uint32_t session_count;
 } srv_config;
@@ -115,6 +121,47 @@ void srv_config_fini(srv_config *c);
 int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+
+/* ---- the import worker (srv_import.c): untrusted files parsed in a child process -------------- */
+
+typedef struct srv_import_limits {
+  const char *worker;     /* the program run as `WORKER --import-worker ... -- FILE` (borrowed) */
+  uint32_t memory_mb;     /* what the worker may map beyond what it maps at start; also its
+                           * resident-memory ceiling, watched from here */
+  uint32_t seconds;       /* CPU time, and wall-clock time before it is killed */
+  uint32_t max_vertices;  /* mesh_import_opts.max_vertices */
+  uint32_t max_file_mb;   /* larger files are refused; 0 = no limit */
+  uint32_t max_running;   /* workers at once (0: 4); later imports wait */
+  uint32_t max_waiting;   /* imports waiting (0: 256); more are refused with SRV_ELIMIT */
+} srv_import_limits;
+
+typedef struct srv_import srv_import;
+
+/* The imports of one loop: running children and the queue. Embedded (srv_server.importer). */
+typedef struct srv_importer {
+  uv_loop_t *loop;
+  srv_import_limits limits;
+  srv_import *running, *waiting;
+  uint32_t running_count, waiting_count;
+  int stopping;
+  uint64_t started, failed; /* counters for server.stats */
+} srv_importer;
+
+/* Called on the loop thread once per import: status 0 with `blob` (a mesh_blob, malloc'ed: the
+ * callee owns it and frees it with free()) of `len` bytes, or SRV_EMESH (the file was refused,
+ * the worker crashed or passed a limit), SRV_ESHUTDOWN or SRV_EINTERNAL with a reason. */
+typedef void (*srv_import_cb)(void *arg, int status, uint8_t *blob, size_t len, const char *why);
+
+void srv_importer_init(srv_importer *im, uv_loop_t *loop, const srv_import_limits *limits);
+/* Starts (or queues) the import of `path`. Returns 0 (cb is called later) or SRV_ELIMIT,
+ * SRV_ESHUTDOWN or SRV_EINTERNAL with a reason in err (cb is never called). */
+int srv_import_start(srv_importer *im, const char *path, srv_import_cb cb, void *arg, char *err, size_t errlen);
+/* Stopping: queued imports are answered SRV_ESHUTDOWN now, running workers are killed (and
+ * answered SRV_ESHUTDOWN once they are gone). */
+void srv_import_shutdown(srv_importer *im);
+/* `deformd --import-worker [--import-memory-mb N] [--import-seconds N] [--max-vertices N]
+ * [--max-file-mb N] -- FILE`: the child's side. Never returns on success (it _exits). */
+int srv_import_worker_main(int argc, char **argv);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -158,6 +205,7 @@ struct srv_server {
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;
+  srv_importer importer;     /* import workers (srv_import.c) */
   uv_timer_t anim_timer;     /* playback and recording (srv_anim_play.c), running only while needed */
   int anim_timer_init, anim_timer_on;
   uint64_t anim_last_ms;
@@ -523,12 +571,14 @@ void srv_anim_shutdown(srv_server *srv);
 
 /* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
 
-/* Opens a session from a mesh path or "demo" on the thread pool, then calls `done` on the loop
- * thread with 0 and the new session added to the server, or an SRV_E* code and a reason. */
+/* Opens a session from a mesh path (read by the import worker, decoded on the thread pool) or
+ * "demo" (generated on the pool), then calls `done` on the loop thread with 0 and the new
+ * session added to the server, or an SRV_E* code and a reason. Returns 0, or an SRV_E* code
+ * with a reason in err (then `done` is never called). */
 typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
                             const char *err);
 int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, srv_open_cb done,
-                         void *arg);
+                         void *arg, char *err, size_t errlen);
 
 /* Writes the current shape of a session to a file on the thread pool (the positions are
  * captured now, on the loop thread). `done` gets 0 or SRV_EIO with a reason. */

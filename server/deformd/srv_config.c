@@ -7,7 +7,10 @@
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
- *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64},
+ *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64,
+ *               "max_file_mb": 1024, "import_memory_mb": 4096, "import_seconds": 60,
+ *               "import_workers": 4},
+ *    "import_worker_path": "/usr/bin/deformd",
  *    "sessions": [{"session": "demo", "mesh": "demo"}]}
  * Command-line options given after --config override it.
  *
@@ -38,6 +41,10 @@ void srv_config_init(srv_config *c) {
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
   c->reserve_mb = -1;
+  c->import_memory_mb = 4096;
+  c->import_seconds = 60;
+  c->import_workers = 4;
+  c->max_file_mb = 1024;
 }
 
 void srv_config_fini(srv_config *c) {
@@ -47,9 +54,11 @@ void srv_config_fini(srv_config *c) {
   }
   free(c->sessions);
   free(c->token);
+  free(c->import_worker_path);
   c->sessions = NULL;
   c->session_count = 0;
   c->token = NULL;
+  c->import_worker_path = NULL;
 }
 
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
@@ -156,6 +165,14 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     free(c->token);
     c->token = strdup(item->valuestring);
   }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "import_worker_path"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0]) {
+      snprintf(err, errlen, "\"import_worker_path\" must be the path of a program");
+      goto out;
+    }
+    free(c->import_worker_path);
+    c->import_worker_path = strdup(item->valuestring);
+  }
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {
@@ -184,6 +201,14 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->max_vertices = (uint32_t)v;
     if ((r = get_uint(lim, "max_sessions", 1e6, &v, err, errlen)) < 0) goto out;
     if (r) c->max_sessions = (uint32_t)v;
+    if ((r = get_uint(lim, "max_file_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_file_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "import_memory_mb", 1048576, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_memory_mb = v > 0 ? (uint32_t)v : c->import_memory_mb;
+    if ((r = get_uint(lim, "import_seconds", 86400, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_seconds = v > 0 ? (uint32_t)v : c->import_seconds;
+    if ((r = get_uint(lim, "import_workers", 1024, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_workers = v > 0 ? (uint32_t)v : c->import_workers;
   }
   const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(root, "sessions");
   if (sessions) {

@@ -57,8 +57,9 @@ static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", name->valuestring);
     return;
   }
-  if (srv_job_open_session(s, name->valuestring, path->valuestring, on_created, call) != 0)
-    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the import");
+  char err[256];
+  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, on_created, call, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
 static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {

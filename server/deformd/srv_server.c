@@ -170,14 +170,22 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->sigint.data = s->sigterm.data = s;
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-  for (uint32_t i = 0; i < cfg->session_count; i++)
-    srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL);
+  srv_import_limits il = {cfg->import_worker_path, cfg->import_memory_mb, cfg->import_seconds,
+                          cfg->max_vertices, cfg->max_file_mb, cfg->import_workers, 0};
+  srv_importer_init(&s->importer, loop, &il);
+  for (uint32_t i = 0; i < cfg->session_count; i++) {
+    char err[256];
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, on_session_opened, NULL, err,
+                             sizeof(err)) != 0)
+      srv_log(SRV_LOG_ERROR, "cannot open session %s: %s", cfg->sessions[i].name, err);
+  }
   return 0;
 }
 
 void srv_server_stop(srv_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
+  srv_import_shutdown(&s->importer);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
   proto_buf b;

@@ -45,6 +45,10 @@ int harness_closed(client_conn *c, int timeout_ms);
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
 
+/* A memory figure of the running server from /proc/PID/status, in bytes: `field` is "VmRSS"
+ * (resident now) or "VmHWM" (the most it was resident). Fails the test when it cannot be read. */
+uint64_t harness_server_memory(const harness *h, const char *field);
+
 /* Path of a tool built next to deformd (deformctl, deform-bench). Static buffer. */
 const char *harness_tool(const char *name);
 
