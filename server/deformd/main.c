@@ -39,7 +39,12 @@ static void usage(FILE *out) {
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
           "  --slow-timeout-ms N    a connection lagging this long is dropped (10000)\n"
-          "  --hello-timeout-ms N   a stream connection must send HELLO within this (10000)\n"
+          "  --hello-timeout-ms N   a stream connection must send HELLO within this, and a JSON-RPC\n"
+          "                         one pass auth when there is a token (10000)\n"
+          "  --idle-timeout-ms N    close connections silent this long with nothing in flight\n"
+          "                         (600000; 0: never)\n"
+          "  --max-unauth-input BYTES  unfinished input held before HELLO/auth, and for viewers (65536)\n"
+          "  --max-input-mb N       unfinished input held for all connections together (256)\n"
           "  --max-connections N    further connections are refused with a reason (4096)\n"
           "  --max-request BYTES    largest JSON-RPC request line (64 MiB)\n"
           "  --max-frame BYTES      largest incoming binary frame (64 MiB)\n"
@@ -248,6 +253,15 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--hello-timeout-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
       cfg.hello_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--idle-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.idle_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--max-unauth-input") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e12, &v)) goto out;
+      cfg.max_unauth_input = (size_t)v;
+    } else if (strcmp(a, "--max-input-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 1048576, &v)) goto out;
+      cfg.max_input_total = (size_t)v << 20;
     } else if (strcmp(a, "--max-connections") == 0 && val) {
       if (parse_size(a, argv[++i], 1e6, &v)) goto out;
       cfg.max_connections = (uint32_t)v;

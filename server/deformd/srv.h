@@ -6,6 +6,7 @@
  * circle.
  *
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
+ *                                            srv_json_text.c
  *   the import worker                        srv_import.c
  *   connections (writes, fan-out policy)     srv_conn.c
  *   clips of a session                       srv_anim.c
@@ -94,7 +95,15 @@ typedef struct srv_config {
   size_t soft_limit;         /* per-connection queued bytes before coalescing */
   size_t hard_limit;         /* per-connection queued bytes before dropping */
   uint32_t slow_timeout_ms;  /* lagging longer than this: dropped */
-  uint32_t hello_timeout_ms; /* stream connections must say HELLO within this */
+  uint32_t hello_timeout_ms; /* stream connections must say HELLO within this, and JSON-RPC
+                              * connections pass `auth` when the server has a token */
+  uint32_t idle_timeout_ms;  /* a connection that sends nothing for this long, with nothing in
+                              * flight, is closed (0: never) */
+  size_t max_unauth_input;   /* bytes a connection may hold of an unfinished message before it
+                              * has said HELLO (stream) or passed auth (JSON-RPC with a token),
+                              * and stream viewers always */
+  size_t max_input_total;    /* bytes of unfinished messages held for all connections together,
+                              * beyond the first 64 KiB each */
   uint32_t gesture_idle_ms;  /* gestures not dragged for this long end */
   uint32_t max_connections;
   uint32_t max_vertices;     /* meshes refused above this */
@@ -119,6 +128,9 @@ void srv_config_fini(srv_config *c);
 /* Reads a JSON config file over the current values. Returns 0 or SRV_EPARAMS with a reason in
  * err. */
 int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
+/* The same from text already in memory (text[0..len), exact JSON: srv_json_check). Settings read
+ * before a mistake is found stay set. */
+int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err, size_t errlen);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
 
@@ -202,6 +214,7 @@ struct srv_server {
   uint32_t next_conn_id;
   int pending_jobs;
   int stopping;
+  size_t input_bytes;        /* connections' read buffers beyond 64 KiB each (max_input_total) */
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;
@@ -217,6 +230,41 @@ struct srv_server {
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
 
 #include "srv_json.h"
+
+/* ---- JSON text (srv_json_text.c): exact JSON in, valid UTF-8 out ------------------------------- */
+
+enum { SRV_JSON_ESYNTAX = -1, SRV_JSON_EDEPTH = -2 };
+
+/* What srv_json_check() learned about a request line. */
+typedef struct srv_json_scan {
+  int is_object;        /* the value is an object */
+  const char *id;       /* the raw text of its first "id" member's value (into the checked
+                         * text), or NULL when it has none */
+  size_t id_len;
+  int nul_in_method;    /* an escaped NUL in the "method" member's string */
+  int nul_in_params;    /* an escaped NUL in any string (name or value) under "params" */
+  int nul_anywhere;     /* an escaped NUL in any string at all */
+  int depth;            /* deepest nesting ([ and {, the outer object is 1) */
+  int too_deep;
+} srv_json_scan;
+
+/* Checks that text[0..n) is exactly one JSON value as RFC 8259 defines it, in UTF-8, nested at
+ * most max_depth deep, with blank space around it and nothing else. Returns 0, SRV_JSON_ESYNTAX
+ * or SRV_JSON_EDEPTH with a reason naming the byte in err. */
+int srv_json_check(const char *text, size_t n, int max_depth, srv_json_scan *out, char *err, size_t errlen);
+
+/* Bytes of the UTF-8 character at p (1-4), or 0 when p[0..n) does not start with one. */
+size_t srv_utf8_char(const uint8_t *p, size_t n);
+int srv_utf8_valid(const char *s, size_t n);
+/* A malloc'ed, NUL-terminated copy of s[0..n) in which every byte that is not part of a valid
+ * UTF-8 character is U+FFFD; its length in *out_len (may be NULL). NULL when out of memory. */
+char *srv_json_utf8_fix(const char *s, size_t n, size_t *out_len);
+
+#define SRV_QUOTE_MAX 64                  /* bytes of a user's string an error message echoes */
+#define SRV_QUOTE_BUF (SRV_QUOTE_MAX + 4) /* ... with "…" and the NUL */
+/* `s` as an error message may echo it: itself when it is valid UTF-8 of at most 64 bytes, else
+ * its first whole characters up to 64 bytes followed by "…" (written into buf). */
+const char *srv_json_quote(const char *s, char buf[SRV_QUOTE_BUF]);
 
 /* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
 
@@ -248,6 +296,9 @@ struct srv_conn {
 
   uint8_t *rbuf; /* bytes received and not yet consumed */
   size_t rlen, rcap;
+  size_t rcounted;          /* the part of rcap counted in srv_server.input_bytes */
+  int input_full;           /* the server's input budget ran out while reading this one */
+  uint64_t last_input_ms;   /* uv_now() when bytes last arrived (idle timeout) */
 
   /* stream connections */
   int hello_done;

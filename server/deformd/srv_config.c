@@ -6,7 +6,8 @@
  *    "token": "secret", "reserve_mb": -1,
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
- *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
+ *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000, "idle_timeout_ms": 600000,
+ *               "max_unauth_input": 65536, "max_input_mb": 256,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64,
  *               "max_file_mb": 1024, "import_memory_mb": 4096, "import_seconds": 60,
  *               "import_workers": 4},
@@ -36,6 +37,9 @@ void srv_config_init(srv_config *c) {
   c->hard_limit = 256u << 20;
   c->slow_timeout_ms = 10000;
   c->hello_timeout_ms = 10000;
+  c->idle_timeout_ms = 600000;
+  c->max_unauth_input = 65536;
+  c->max_input_total = 256u << 20;
   c->gesture_idle_ms = 600000;
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
@@ -121,14 +125,32 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   }
   fclose(f);
   text[len] = '\0';
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  char why[256];
+  int rc = srv_config_load_text(c, text, len, why, sizeof(why));
   free(text);
+  if (rc) snprintf(err, errlen, "config file '%s': %s", path, why);
+  return rc;
+}
+
+int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err, size_t errlen) {
+  /* Exact JSON, like every request: one value, UTF-8, RFC 8259 numbers, no NUL in a string. */
+  srv_json_scan scan;
+  char why[160];
+  if (srv_json_check(text, len, 64, &scan, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "not valid JSON: %s", why);
+    return SRV_EPARAMS;
+  }
+  if (scan.nul_anywhere) {
+    snprintf(err, errlen, "a string contains a NUL character (\\u0000)");
+    return SRV_EPARAMS;
+  }
+  cJSON *root = cJSON_ParseWithLength(text, len);
   if (!cJSON_IsObject(root)) {
-    snprintf(err, errlen, "config file '%s' is not a JSON object", path);
+    snprintf(err, errlen, "%s", root ? "not a JSON object" : "out of memory");
     cJSON_Delete(root);
     return SRV_EPARAMS;
   }
-  int rc = -1;
+  int rc = SRV_EPARAMS;
   double v;
   const cJSON *item;
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "listen"))) {
@@ -195,6 +217,12 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->gesture_idle_ms = (uint32_t)v;
     if ((r = get_uint(lim, "hello_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
     if (r) c->hello_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "idle_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->idle_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "max_unauth_input", 1e12, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_unauth_input = (size_t)v;
+    if ((r = get_uint(lim, "max_input_mb", 1048576, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_input_total = (size_t)v << 20;
     if ((r = get_uint(lim, "max_connections", 1e6, &v, err, errlen)) < 0) goto out;
     if (r) c->max_connections = (uint32_t)v;
     if ((r = get_uint(lim, "max_vertices", 4294967295.0, &v, err, errlen)) < 0) goto out;
@@ -220,8 +248,10 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     cJSON_ArrayForEach(s, sessions) {
       const cJSON *name = cJSON_GetObjectItemCaseSensitive(s, "session");
       const cJSON *mesh_path = cJSON_GetObjectItemCaseSensitive(s, "mesh");
-      if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path)) {
-        snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" and \"mesh\" strings");
+      if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path) || !name->valuestring[0] ||
+          strlen(name->valuestring) > PROTO_MAX_NAME) {
+        snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" (a name of 1 to %d bytes) and "
+                 "\"mesh\" strings", PROTO_MAX_NAME);
         goto out;
       }
       if (srv_config_add_session(c, name->valuestring, mesh_path->valuestring)) {

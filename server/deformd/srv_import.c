@@ -7,7 +7,8 @@
  * MD3 with 2^31 tags to 13 GB in 5 s). So an import is a child: `deformd --import-worker`,
  * spawned through libuv (uv_spawn), which limits itself (address space: what it maps at start
  * plus --import-memory-mb; CPU: --import-seconds; no core files, no files written), imports the
- * file with mesh_import() and writes the result to its stdout, a pipe:
+ * file with mesh_import(), makes the names it found valid UTF-8, and writes the result to its
+ * stdout, a pipe:
  *
  *   "DFMI" u32 version=1 i32 status u32 reason_len reason[reason_len]
  *   then, when status is 0: u64 blob_len blob[blob_len]   (mesh_blob.c's format)
@@ -350,6 +351,11 @@ int srv_import_start(srv_importer *im, const char *path, srv_import_cb cb, void 
     snprintf(err, errlen, "no import worker is configured");
     return SRV_EINTERNAL;
   }
+  if (strlen(path) >= 4096) {
+    /* No file system takes it, and no child's argument list could carry it. */
+    snprintf(err, errlen, "the file name is %zu bytes long", strlen(path));
+    return SRV_EMESH;
+  }
   int now = im->running_count < im->limits.max_running;
   if (!now && im->waiting_count >= im->limits.max_waiting) {
     snprintf(err, errlen, "%u imports are already waiting (the limit)", im->waiting_count);
@@ -462,6 +468,26 @@ static int send_reply(int status, const char *reason, const mesh *m) {
   return rc;
 }
 
+/* Names from files reach clients as JSON strings and are how clients address targets and
+ * clips: bytes that are not UTF-8 become U+FFFD here, once, so that the name a client reads is
+ * the name it can send back. 0 or MESH_ENOMEM. */
+static int fix_name(char **name) {
+  if (!*name || srv_utf8_valid(*name, strlen(*name))) return 0;
+  char *fixed = srv_json_utf8_fix(*name, strlen(*name), NULL);
+  if (!fixed) return MESH_ENOMEM;
+  free(*name);
+  *name = fixed;
+  return 0;
+}
+
+static int fix_names(mesh *m) {
+  int rc = 0;
+  for (uint32_t i = 0; i < m->target_count && !rc; i++) rc = fix_name(&m->targets[i].name);
+  for (uint32_t i = 0; i < m->clip_count && !rc; i++) rc = fix_name(&m->clips[i].name);
+  for (uint32_t i = 0; i < m->submesh_count && !rc; i++) rc = fix_name(&m->submeshes[i].name);
+  return rc;
+}
+
 static int parse_u32(const char *s, uint32_t *out) {
   char *end = NULL;
   unsigned long long v = strtoull(s, &end, 10);
@@ -515,6 +541,7 @@ int srv_import_worker_main(int argc, char **argv) {
   char err[MESH_ERR_LEN] = "";
   mesh *m = NULL;
   int rc = mesh_import(path, &opts, &m, err, sizeof(err));
+  if (rc == 0 && (rc = fix_names(m)) != 0) snprintf(err, sizeof(err), "out of memory");
   if (rc == MESH_ENOMEM) {
     size_t n = strlen(err);
     snprintf(err + n, sizeof(err) - n, " (the importer may use %u MiB: --import-memory-mb)", memory_mb);

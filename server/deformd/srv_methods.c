@@ -54,7 +54,8 @@ static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (srv_session_find(s, name->valuestring)) {
-    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", name->valuestring);
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
     return;
   }
   char err[256];
@@ -228,5 +229,6 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
     methods[i].fn(s, call, params);
     return;
   }
-  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", method);
+  char q[SRV_QUOTE_BUF];
+  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
 }
