@@ -49,6 +49,12 @@ static void usage(FILE *out) {
           "  --max-request BYTES    largest JSON-RPC request line (64 MiB)\n"
           "  --max-frame BYTES      largest incoming binary frame (64 MiB)\n"
           "  --max-vertices N       refuse meshes with more vertices (5000000)\n"
+          "  --session-memory-mb N  gestures' estimated memory per session; deform.begin past it\n"
+          "                         is refused (2048)\n"
+          "  --client-memory-mb N   the same per connection that began them (1024)\n"
+          "  --max-brush-work N     a brush stroke's work in touched vertices (samples x vertices\n"
+          "                         each moves, + samples x vertices / 100 for the scans); more is\n"
+          "                         refused (50000000: 5 to 13 s of one core here)\n"
           "  --max-file-mb N        refuse mesh files larger than this (1024; 0: no limit)\n"
           "  --import-memory-mb N   memory the import worker may add to what it maps at start (4096)\n"
           "  --import-seconds N     CPU and wall-clock seconds the import worker may take (60)\n"
@@ -276,6 +282,15 @@ int main(int argc, char **argv) {
       cfg.max_vertices = (uint32_t)v;
     } else if (strcmp(a, "--isolate") == 0) {
       isolate = 1;
+    } else if (strcmp(a, "--session-memory-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.session_memory_mb = (uint32_t)v;
+    } else if (strcmp(a, "--client-memory-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.client_memory_mb = (uint32_t)v;
+    } else if (strcmp(a, "--max-brush-work") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e15, &v)) goto out;
+      cfg.max_brush_work = (uint64_t)v;
     } else if (strcmp(a, "--max-file-mb") == 0 && val) {
       if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
       cfg.max_file_mb = (uint32_t)v;

@@ -108,6 +108,9 @@ typedef struct srv_config {
   uint32_t max_connections;
   uint32_t max_vertices;     /* meshes refused above this */
   uint32_t max_sessions;
+  uint32_t session_memory_mb; /* gestures' estimated memory per session (srv_gesture.c) */
+  uint32_t client_memory_mb;  /* ... per connection that began them */
+  uint64_t max_brush_work;    /* a stroke's srv_brush_cost.work; more is refused */
   int64_t reserve_mb;        /* heap kept faulted in for gestures (dfm_memory_reserve): -1 =
                               * dfm_memory_estimate of each session's mesh, at most 1 GiB or a
                               * quarter of the RAM; 0 = none */
@@ -215,6 +218,8 @@ struct srv_server {
   int pending_jobs;
   int stopping;
   size_t input_bytes;        /* connections' read buffers beyond 64 KiB each (max_input_total) */
+  size_t trim_freed;         /* gesture memory freed since the heap was last trimmed (srv_gesture.c) */
+  int trim_running;
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;
@@ -461,6 +466,7 @@ struct srv_session {
   uint64_t ops_applied;
   srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
   uint32_t gesture_count;
+  size_t gesture_bytes;      /* their estimated memory (the session's budget) */
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
@@ -550,6 +556,7 @@ typedef struct srv_gesture_spec {
   double roi_radius;
   const uint32_t *anchors;
   uint32_t anchor_count;
+  int detached;           /* does not end with the connection that began it (JSON-RPC "detached") */
 } srv_gesture_spec;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
@@ -559,7 +566,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
 int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xform *xf, int pivot_given,
                      srv_reply reply, char *err, size_t errlen);
 int srv_gesture_end(srv_server *srv, srv_session *s, uint32_t id, srv_reply reply, char *err, size_t errlen);
-/* Gestures not dragged for idle_ms end (JSON-RPC gestures have no connection to end with). */
+/* Gestures not dragged for idle_ms end (detached gestures have no connection to end with). */
 void srv_gesture_expire(srv_server *srv, srv_session *s, uint64_t idle_ms);
 /* A connection went away: its gestures end (owner 0 means none: nothing happens). */
 void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner);
@@ -574,6 +581,17 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
+
+/* What a stroke costs, before it runs (srv_brush_budget.c), in touched-vertex units: `touched`
+ * bounds the vertices its samples (and their mirror images) move, `scanned` counts the distance
+ * checks, and `work` = touched + scanned / SRV_BRUSH_SCAN_RATIO is what max_brush_work bounds. */
+#define SRV_BRUSH_SCAN_RATIO 100
+typedef struct srv_brush_cost {
+  uint64_t touched, scanned, work;
+} srv_brush_cost;
+/* The cost of `count` samples over `n` positions (3 doubles each). 0 or SRV_EINTERNAL. */
+int srv_brush_work(const double *positions, uint32_t n, const dfm_brush_sample *samples, uint32_t count,
+                   int mirror_x, srv_brush_cost *out);
 
 /* ---- blendshape weight solves (srv_blend.c) ------------------------------------------------- */
 

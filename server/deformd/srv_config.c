@@ -9,6 +9,7 @@
  *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000, "idle_timeout_ms": 600000,
  *               "max_unauth_input": 65536, "max_input_mb": 256,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64,
+ *               "session_memory_mb": 2048, "client_memory_mb": 1024, "max_brush_work": 50000000,
  *               "max_file_mb": 1024, "import_memory_mb": 4096, "import_seconds": 60,
  *               "import_workers": 4},
  *    "import_worker_path": "/usr/bin/deformd",
@@ -44,6 +45,9 @@ void srv_config_init(srv_config *c) {
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
+  c->session_memory_mb = 2048;
+  c->client_memory_mb = 1024;
+  c->max_brush_work = 50000000;
   c->reserve_mb = -1;
   c->import_memory_mb = 4096;
   c->import_seconds = 60;
@@ -229,6 +233,12 @@ int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err,
     if (r) c->max_vertices = (uint32_t)v;
     if ((r = get_uint(lim, "max_sessions", 1e6, &v, err, errlen)) < 0) goto out;
     if (r) c->max_sessions = (uint32_t)v;
+    if ((r = get_uint(lim, "session_memory_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->session_memory_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "client_memory_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->client_memory_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "max_brush_work", 1e15, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_brush_work = (uint64_t)v;
     if ((r = get_uint(lim, "max_file_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
     if (r) c->max_file_mb = (uint32_t)v;
     if ((r = get_uint(lim, "import_memory_mb", 1048576, &v, err, errlen)) < 0) goto out;

@@ -394,12 +394,14 @@ void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"roi\" is empty; omit it to deform the whole mesh");
     goto out;
   }
+  if (srv_rpc_bool(call, params, "detached", &spec.detached) < 0) goto out;
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
-  /* Owner 0: a JSON-RPC gesture outlives the connection that began it (deformctl opens one
-   * per call); it ends with deform.end, the session, or after being idle too long. */
-  int rc = srv_gesture_begin(s, x, &spec, 0, reply, err, sizeof(err));
+  /* The gesture ends with this connection unless it is detached ("detached": true, for tools
+   * like deformctl that open a connection per call): then with deform.end, the session, or
+   * after being idle too long. Its memory counts against this connection's budget either way. */
+  int rc = srv_gesture_begin(s, x, &spec, call->conn->id, reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(handle);

@@ -181,6 +181,14 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_factorisations", (double)s->stats.blend_factorisations);
   cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
+  size_t gesture_bytes = 0;
+  uint32_t gestures = 0;
+  for (srv_session *x = s->sessions; x; x = x->next) gesture_bytes += x->gesture_bytes, gestures += x->gesture_count;
+  cJSON_AddNumberToObject(r, "gestures", gestures);
+  cJSON_AddNumberToObject(r, "gesture_memory_bytes", (double)gesture_bytes);
+  cJSON_AddNumberToObject(r, "imports_started", (double)s->importer.started);
+  cJSON_AddNumberToObject(r, "imports_failed", (double)s->importer.failed);
+  cJSON_AddNumberToObject(r, "input_buffered_bytes", (double)s->input_bytes);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   srv_rpc_reply(call, r);
 }

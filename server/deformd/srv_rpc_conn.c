@@ -149,4 +149,9 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, NULL, refuse};
+/* Closing: the gestures this connection began end, unless they were begun detached. */
+static void on_close(srv_conn *c) {
+  for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
+}
+
+const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse};
