@@ -5,14 +5,17 @@
 #   make test-asan      the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-builds   Release builds with GCC and with clang, warnings as errors
 #   make test BUILD_TYPE=Release   the suite on an -O3 build (default RelWithDebInfo)
+#   make fuzz FUZZ_SECONDS=N       each libFuzzer target for N seconds (default 60), clang 14,
+#                                  from the seed corpora in tests/fuzz/ (tests/fuzz/README.md)
 
 BUILD_DIR  ?= build
 ASAN_DIR   ?= build-asan
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
 CMAKE_ARGS ?=
 
-.PHONY: all deps build build-werror build-asan test test-asan demo check-builds clean
+.PHONY: all deps build build-werror build-asan test test-asan demo check-builds fuzz clean
 
 all: build
 
@@ -48,5 +51,9 @@ check-builds: deps
 	cmake -S . -B build-check-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DDEFORMD_WERROR=ON $(CMAKE_ARGS)
 	cmake --build build-check-clang -j$(JOBS)
 
+# libFuzzer targets built with clang in build-fuzz, each run for FUZZ_SECONDS.
+fuzz: deps
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang build-fuzz

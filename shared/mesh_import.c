@@ -338,13 +338,18 @@ static int is_gltf(const char *path) {
   return dot && strcasecmp(dot, ".gltf") == 0;
 }
 
+/* A PLY file by its magic, or by its extension: assimp reads a .ply whatever its first line
+ * says (a file starting "ply;" made it loop forever; found by fuzzing), so the check must see
+ * it too. */
 static int is_ply(const char *path) {
   char h[4] = {0};
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   size_t n = fread(h, 1, 4, f);
   fclose(f);
-  return n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r');
+  const char *dot = strrchr(base_name(path), '.');
+  return (n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r')) ||
+         (dot && strcasecmp(dot, ".ply") == 0);
 }
 
 /* FNV-1a over the bytes of one raw vertex's per-frame positions and target deltas, so that the

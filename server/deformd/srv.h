@@ -177,6 +177,15 @@ void srv_import_shutdown(srv_importer *im);
 /* `deformd --import-worker [--import-memory-mb N] [--import-seconds N] [--max-vertices N]
  * [--max-file-mb N] -- FILE`: the child's side. Never returns on success (it _exits). */
 int srv_import_worker_main(int argc, char **argv);
+/* The worker's work without the process (the fuzz target runs it in-process): imports `path`,
+ * names made UTF-8, and returns its reply bytes (malloc'ed, *len bytes), or NULL when out of
+ * memory. */
+uint8_t *srv_import_reply(const char *path, uint32_t max_vertices, uint32_t max_file_mb, uint32_t memory_mb,
+                          size_t *len);
+/* The parent's reading of a reply: 0 with the mesh blob at b[*blob_at .. + *blob_len), or
+ * SRV_EMESH with the reason the worker gave or what is wrong with the reply. */
+int srv_import_parse_reply(const uint8_t *b, size_t n, size_t *blob_at, size_t *blob_len, char *why,
+                           size_t whylen);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 

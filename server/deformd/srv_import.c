@@ -109,11 +109,9 @@ static uint32_t rd32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Reads the child's reply: 0 with the blob's place in x->buf, or SRV_EMESH with a reason. */
-static int parse_reply(srv_import *x, size_t *blob_at, size_t *blob_len, char *why, size_t whylen) {
-  const uint8_t *b = x->buf;
-  size_t n = x->len;
-  if (n < REPLY_HEAD || memcmp(b, REPLY_MAGIC, 4) != 0 || rd32(b + 4) != REPLY_VERSION) {
+int srv_import_parse_reply(const uint8_t *b, size_t n, size_t *blob_at, size_t *blob_len, char *why,
+                           size_t whylen) {
+  if (!b || n < REPLY_HEAD || memcmp(b, REPLY_MAGIC, 4) != 0 || rd32(b + 4) != REPLY_VERSION) {
     snprintf(why, whylen, "the importer's reply is malformed (%zu bytes)", n);
     return SRV_EMESH;
   }
@@ -181,7 +179,7 @@ static void finish(srv_import *x) {
       } else if (x->exit_status != 0) {
         snprintf(why, sizeof(why), "the importer failed (exit status %lld)", (long long)x->exit_status);
       } else {
-        status = parse_reply(x, &at, &blen, why, sizeof(why));
+        status = srv_import_parse_reply(x->buf, x->len, &at, &blen, why, sizeof(why));
       }
       break;
   }
@@ -334,7 +332,7 @@ static void start_waiting(srv_importer *im) {
     if (rc) {
       char why[160];
       snprintf(why, sizeof(why), "cannot start the importer: %s", uv_strerror(rc));
-      srv_log(SRV_LOG_ERROR, "import of %s: %s", x->path, why);
+      srv_log(SRV_LOG_WARN, "import of %s: %s", x->path, why);
       answer(x, SRV_EINTERNAL, NULL, 0, why);
       if (x->open_handles == 0) import_free(x);
     }
@@ -375,7 +373,7 @@ int srv_import_start(srv_importer *im, const char *path, srv_import_cb cb, void 
     int rc = spawn(x);
     if (rc) {
       snprintf(err, errlen, "cannot start the importer: %s", uv_strerror(rc));
-      srv_log(SRV_LOG_ERROR, "import of %s: %s", path, err);
+      srv_log(SRV_LOG_WARN, "import of %s: %s", path, err);
       x->answered = 1; /* freed by the close callbacks; the caller answers */
       return SRV_EINTERNAL;
     }
@@ -430,8 +428,15 @@ static void put32(uint8_t *p, uint32_t x) {
   for (int k = 0; k < 4; k++) p[k] = (uint8_t)(x >> (8 * k));
 }
 
-/* Writes the reply for `status` (and the mesh when 0) to stdout. */
-static int send_reply(int status, const char *reason, const mesh *m) {
+static void put_head(uint8_t *b, int status, uint32_t rlen) {
+  memcpy(b, REPLY_MAGIC, 4);
+  put32(b + 4, REPLY_VERSION);
+  put32(b + 8, (uint32_t)status);
+  put32(b + 12, rlen);
+}
+
+/* The reply for `status` (and the mesh when 0), malloc'ed; NULL when out of memory. */
+static uint8_t *build_reply(int status, const char *reason, const mesh *m, size_t *len) {
   size_t rlen = reason ? strlen(reason) : 0;
   if (rlen > 4096) rlen = 4096;
   size_t blen = 0;
@@ -441,18 +446,8 @@ static int send_reply(int status, const char *reason, const mesh *m) {
   }
   size_t total = REPLY_HEAD + rlen + (status == 0 ? 8 + blen : 0);
   uint8_t *b = malloc(total);
-  if (!b) {
-    uint8_t head[REPLY_HEAD];
-    memcpy(head, REPLY_MAGIC, 4);
-    put32(head + 4, REPLY_VERSION);
-    put32(head + 8, (uint32_t)MESH_ENOMEM);
-    put32(head + 12, 0);
-    return write_all(1, head, sizeof(head));
-  }
-  memcpy(b, REPLY_MAGIC, 4);
-  put32(b + 4, REPLY_VERSION);
-  put32(b + 8, (uint32_t)status);
-  put32(b + 12, (uint32_t)rlen);
+  if (!b) return NULL;
+  put_head(b, status, (uint32_t)rlen);
   if (rlen) memcpy(b + REPLY_HEAD, reason, rlen);
   if (status == 0) {
     uint8_t *p = b + REPLY_HEAD + rlen;
@@ -460,12 +455,11 @@ static int send_reply(int status, const char *reason, const mesh *m) {
     put32(p + 4, (uint32_t)((uint64_t)blen >> 32));
     if (mesh_blob_encode(m, p + 8, blen) != 0) {
       free(b);
-      return send_reply(MESH_EINVAL, "the mesh could not be written", NULL);
+      return build_reply(MESH_EINVAL, "the mesh could not be written", NULL, len);
     }
   }
-  int rc = write_all(1, b, total);
-  free(b);
-  return rc;
+  *len = total;
+  return b;
 }
 
 /* Names from files reach clients as JSON strings and are how clients address targets and
@@ -486,6 +480,22 @@ static int fix_names(mesh *m) {
   for (uint32_t i = 0; i < m->clip_count && !rc; i++) rc = fix_name(&m->clips[i].name);
   for (uint32_t i = 0; i < m->submesh_count && !rc; i++) rc = fix_name(&m->submeshes[i].name);
   return rc;
+}
+
+uint8_t *srv_import_reply(const char *path, uint32_t max_vertices, uint32_t max_file_mb, uint32_t memory_mb,
+                          size_t *len) {
+  mesh_import_opts opts = {.max_vertices = max_vertices, .max_file_bytes = (uint64_t)max_file_mb << 20};
+  char err[MESH_ERR_LEN] = "";
+  mesh *m = NULL;
+  int rc = mesh_import(path, &opts, &m, err, sizeof(err));
+  if (rc == 0 && (rc = fix_names(m)) != 0) snprintf(err, sizeof(err), "out of memory");
+  if (rc == MESH_ENOMEM) {
+    size_t n = strlen(err);
+    snprintf(err + n, sizeof(err) - n, " (the importer may use %u MiB: --import-memory-mb)", memory_mb);
+  }
+  uint8_t *b = build_reply(rc, rc ? err : NULL, m, len);
+  mesh_destroy(m);
+  return b;
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -537,16 +547,16 @@ int srv_import_worker_main(int argc, char **argv) {
 #else
   (void)mapped_bytes;
 #endif
-  mesh_import_opts opts = {.max_vertices = max_vertices, .max_file_bytes = (uint64_t)max_file_mb << 20};
-  char err[MESH_ERR_LEN] = "";
-  mesh *m = NULL;
-  int rc = mesh_import(path, &opts, &m, err, sizeof(err));
-  if (rc == 0 && (rc = fix_names(m)) != 0) snprintf(err, sizeof(err), "out of memory");
-  if (rc == MESH_ENOMEM) {
-    size_t n = strlen(err);
-    snprintf(err + n, sizeof(err) - n, " (the importer may use %u MiB: --import-memory-mb)", memory_mb);
+  size_t len = 0;
+  uint8_t *reply = srv_import_reply(path, max_vertices, max_file_mb, memory_mb, &len);
+  int wrc;
+  if (reply) {
+    wrc = write_all(1, reply, len);
+  } else {
+    uint8_t head[REPLY_HEAD];
+    put_head(head, MESH_ENOMEM, 0);
+    wrc = write_all(1, head, sizeof(head));
   }
-  int wrc = send_reply(rc, rc ? err : NULL, m);
   /* _exit: nothing to flush, and no exit handlers (a sanitizer's leak scan would change the
    * status after the reply is out). */
   _exit(wrc == 0 ? 0 : 3);
