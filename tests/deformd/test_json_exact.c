@@ -11,24 +11,7 @@
 
 #include "harness.h"
 #include "test.h"
-
-/* Whether s[0..n) is UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF). */
-static int utf8_ok(const unsigned char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    unsigned c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || i + len > n) return 0;
-    unsigned long cp = len == 1 ? c : len == 2 ? (c & 31u) : len == 3 ? (c & 15u) : (c & 7u);
-    for (size_t k = 1; k < len; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return 0;
-      cp = cp << 6 | (s[i + k] & 63u);
-    }
-    static const unsigned long min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    i += len;
-  }
-  return 1;
-}
+#include "utf8_oracle.h"
 
 typedef struct reply {
   char *line; /* the raw reply line, without its newline (malloc'ed) */
@@ -64,7 +47,7 @@ static void send_line(client_conn *c, const char *line, size_t n, reply *r) {
     r->line[r->len++] = ch;
   }
   r->line[r->len] = '\0';
-  if (!utf8_ok((const unsigned char *)r->line, r->len))
+  if (!oracle_utf8_valid((const unsigned char *)r->line, r->len))
     test__fail(__FILE__, __LINE__, "reply is not UTF-8: %.200s", r->line);
   r->json = cJSON_ParseWithLength(r->line, r->len);
   if (!r->json) test__fail(__FILE__, __LINE__, "reply is not JSON: %.200s", r->line);
@@ -79,6 +62,14 @@ static void send_line(client_conn *c, const char *line, size_t n, reply *r) {
   }
 }
 
+/* A server (with the demo session when `demo`) and a raw JSON-RPC connection to it. */
+static void start(harness *h, client_conn *c, int demo) {
+  static const char *const args[] = {"--demo", NULL};
+  harness_start(h, demo ? "demo" : NULL, demo ? args : NULL);
+  char err[256];
+  ASSERT_OK(client_connect(c, "127.0.0.1", h->rpc_port, err, sizeof(err)), err);
+}
+
 static int code_of(client_conn *c, const char *line) {
   reply r;
   send_line(c, line, strlen(line), &r);
@@ -90,11 +81,8 @@ static int code_of(client_conn *c, const char *line) {
 
 TEST(numbers_trailing_values_and_invalid_utf8_are_parse_errors) {
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   client_conn c;
-  char err[256];
-  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  start(&h, &c, 1);
   ASSERT_EQ(code_of(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\"}"), 0);
   const char *bad[] = {
       "{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"session.list\"}",
@@ -138,10 +126,8 @@ TEST(numbers_trailing_values_and_invalid_utf8_are_parse_errors) {
 
 TEST(ids_are_echoed_byte_for_byte_as_sent) {
   harness h;
-  harness_start(&h, NULL, NULL);
   client_conn c;
-  char err[256];
-  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  start(&h, &c, 0);
   const char *ids[] = {"1e400", "18446744073709551616", "-0", "1.50", "1E+2", "123456789012345678901234567890",
                        "\"\\u0041\\ud83d\\ude00\"", "\"caf\xc3\xa9\"", "\"a\\\"b\\\\c\\/d\"", "null", "-1.0e-400"};
   for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -165,11 +151,8 @@ TEST(ids_are_echoed_byte_for_byte_as_sent) {
 
 TEST(names_with_nul_are_refused_not_cut) {
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   client_conn c;
-  char err[256];
-  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  start(&h, &c, 1);
   /* "session.list\u0000x" once ran session.list. */
   ASSERT_EQ(code_of(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.list\\u0000x\"}"), -32600);
   /* A session "a\u0000b" once became "a"; a target, a clip, a path likewise. */
@@ -198,11 +181,8 @@ TEST(names_with_nul_are_refused_not_cut) {
  * reply must be valid JSON that echoes at most 64 bytes of it. */
 TEST(replies_are_valid_json_for_every_string_thrown_at_them) {
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   client_conn c;
-  char err[256];
-  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  start(&h, &c, 1);
   size_t big = 10u << 20;
   char *huge = malloc(big + 1);
   for (size_t i = 0; i < big; i++) huge[i] = (char)('a' + i % 26);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "utf8_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -102,25 +103,8 @@ static void run_until_quiet(void) {
   for (int i = 0; i < 8; i++) uv_run(loop, UV_RUN_NOWAIT);
 }
 
-static int utf8_ok(const unsigned char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    unsigned c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || i + len > n) return 0;
-    unsigned long cp = len == 1 ? c : len == 2 ? (c & 31u) : len == 3 ? (c & 15u) : (c & 7u);
-    for (size_t k = 1; k < len; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return 0;
-      cp = cp << 6 | (s[i + k] & 63u);
-    }
-    static const unsigned long min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    i += len;
-  }
-  return 1;
-}
-
 static void check_line(const char *line, size_t n) {
-  if (!utf8_ok((const unsigned char *)line, n)) abort();
+  if (!oracle_utf8_valid((const unsigned char *)line, n)) abort();
   cJSON *o = cJSON_ParseWithLength(line, n);
   if (!o || !cJSON_IsObject(o)) abort();
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "jsonrpc");
