@@ -23,6 +23,7 @@ typedef struct stroke {
   dfm_brush_sample *samples;
   uint32_t count;
   uint32_t author;
+  uint64_t max_work;    /* the server's max_brush_work when the stroke arrived */
   srv_reply reply;
   srv_state state;      /* captured when the job starts, not when the stroke arrived */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
@@ -60,6 +61,23 @@ static void stroke_work(uv_work_t *req) {
     for (int c = 0; c < 3; c++) p[3 * (size_t)v + c] = shape[3 * (size_t)t->topo_render[t->topo_offsets[v]] + c];
   memcpy(p0, p, sizeof(double) * 3 * nt);
   for (uint32_t v = 0; v < nt; v++) names[v] = t->topo_render[t->topo_offsets[v]];
+  /* The work budget first: a stroke whose samples would touch too much is refused before it
+   * moves a vertex, with the figures (srv_brush_budget.c). */
+  srv_brush_cost cost;
+  if (srv_brush_work(p, nt, k->samples, k->count, k->brush.mirror_x, &cost) != 0) {
+    snprintf(k->err, sizeof(k->err), "out of memory");
+    goto out;
+  }
+  if (cost.work > k->max_work) {
+    k->status = SRV_ELIMIT;
+    snprintf(k->err, sizeof(k->err),
+             "stroke refused: %u samples would touch up to %llu vertices in all (about %llu per sample) and scan "
+             "%llu, %llu units of work; the budget is %llu (--max-brush-work): send fewer samples or a smaller "
+             "radius", k->count, (unsigned long long)cost.touched,
+             (unsigned long long)(cost.touched / (k->count ? k->count : 1)), (unsigned long long)cost.scanned,
+             (unsigned long long)cost.work, (unsigned long long)k->max_work);
+    goto out;
+  }
   k->brush.vertex_names = names;
   k->status = dfm_brush_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p,
                               moved, k->err, sizeof(k->err));
@@ -105,7 +123,8 @@ static void stroke_done(uv_work_t *req, int status) {
     snprintf(k->err, sizeof(k->err), "cancelled");
   }
   if (k->status) {
-    srv_reply_error(&k->reply, k->status == DFM_EINVAL ? SRV_EPARAMS : SRV_ESOLVER, k->err);
+    srv_reply_error(&k->reply, k->status == SRV_ELIMIT ? SRV_ELIMIT : k->status == DFM_EINVAL ? SRV_EPARAMS : SRV_ESOLVER,
+                    k->err);
   } else if (s->closed) {
     srv_reply_error(&k->reply, SRV_ENOSESSION, "the session was closed");
   } else {
@@ -166,6 +185,7 @@ int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, co
   }
   memcpy(k->samples, samples, sizeof(dfm_brush_sample) * count);
   k->count = count;
+  k->max_work = srv->cfg.max_brush_work;
   k->brush = *brush;
   k->author = author;
   k->reply = reply;

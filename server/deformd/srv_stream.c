@@ -254,7 +254,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
     srv_gesture_spec spec = {b->gesture, srv_conn_author(c), (dfm_mode)b->mode, b->iterations, h, b->handle.count,
                              b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick, b->handle_radius,
-                             roi, b->roi.count, b->roi_radius, an, b->anchors.count};
+                             roi, b->roi.count, b->roi_radius, an, b->anchors.count, 0};
     if (oom) {
       snprintf(why, sizeof(why), "out of memory");
       rc = SRV_EINTERNAL;
