@@ -29,7 +29,7 @@ shot smile
 "${ctl[@]}" weights.set demo smile_L=0 smile_R=0 jaw_open=0 >/dev/null
 # Vertex 20400 is the generated head's nose tip (its largest z; the head is the same every run).
 nose=20400
-"${ctl[@]}" call deform.begin '{"session":"demo","gesture":1,"mode":"arap","pick":'"$nose"',"handle_radius":0.012,"roi_radius":0.06}' >/dev/null
+"${ctl[@]}" call deform.begin '{"session":"demo","gesture":1,"mode":"arap","pick":'"$nose"',"handle_radius":0.012,"roi_radius":0.06,"detached":true}' >/dev/null
 "${ctl[@]}" call deform.drag '{"session":"demo","gesture":1,"translate":[0,-0.01,0.025]}' >/dev/null
 "${ctl[@]}" call deform.end '{"session":"demo","gesture":1}' >/dev/null
 shot sculpt

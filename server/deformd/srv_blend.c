@@ -575,6 +575,8 @@ typedef struct fit_job {
   srv_session *session;  /* referenced */
   srv_state state;       /* weights, offsets and targets when the request arrived */
   char *path;            /* NULL: the session's own shape ("sculpt") */
+  uint8_t *blob;         /* the file's mesh as the import worker sent it (srv_import.c) */
+  size_t blob_len;
   uint32_t max_vertices;
   uint8_t *flags;
   uint32_t *solved;
@@ -592,6 +594,7 @@ typedef struct fit_job {
 static void fit_job_free(fit_job *j) {
   srv_state_release(&j->state);
   free(j->path);
+  free(j->blob);
   free(j->flags);
   free(j->solved);
   free(j->lo);
@@ -615,11 +618,10 @@ static void fit_work(uv_work_t *req) {
   }
   for (size_t i = 0; i < 3 * (size_t)V; i++) acc[i] = proto_dequantize(j->state.offsets[i], j->state.quantum);
   if (j->path) {
-    mesh_import_opts opts = {.max_vertices = j->max_vertices};
     char why[MESH_ERR_LEN];
-    if (mesh_import(j->path, &opts, &file, why, sizeof(why)) != 0) {
+    if (mesh_blob_read(j->blob, j->blob_len, j->max_vertices, &file, why, sizeof(why)) != 0) {
       j->code = SRV_EMESH;
-      snprintf(j->err, sizeof(j->err), "mesh refused: %s", why);
+      snprintf(j->err, sizeof(j->err), "mesh refused: the importer's mesh is invalid: %s", why);
       goto out;
     }
     if (file->vertex_count != V) {
@@ -688,6 +690,21 @@ static void fit_done(uv_work_t *req, int status) {
   srv_session_unref(s);
 }
 
+/* The import worker is done with the fit's file: fit on the pool, or answer why not. */
+static void fit_imported(void *arg, int status, uint8_t *blob, size_t len, const char *why) {
+  fit_job *j = arg;
+  if (status == 0) {
+    j->blob = blob;
+    j->blob_len = len;
+    if (uv_queue_work(j->srv->loop, &j->req, fit_work, fit_done) == 0) return;
+    status = SRV_EINTERNAL;
+    why = "cannot start the fit";
+  }
+  j->code = status;
+  snprintf(j->err, sizeof(j->err), "%s%s", status == SRV_EMESH ? "mesh refused: " : "", why);
+  fit_done(&j->req, 0);
+}
+
 int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spec, uint32_t author,
                   srv_reply reply, char *err, size_t errlen) {
   if (!spec->shape || !spec->shape[0]) {
@@ -749,7 +766,10 @@ int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spe
   j->reply = reply;
   j->req.data = j;
   snprintf(err, errlen, "cannot start the fit");
-  if (uv_queue_work(srv->loop, &j->req, fit_work, fit_done) != 0) goto fail;
+  /* A file is read by the import worker first; "sculpt" goes straight to the pool. */
+  if (j->path) rc = srv_import_start(&srv->importer, j->path, fit_imported, j, err, errlen);
+  else rc = uv_queue_work(srv->loop, &j->req, fit_work, fit_done) == 0 ? 0 : SRV_EINTERNAL;
+  if (rc) goto fail;
   srv->pending_jobs++;
   sb->fits++;
   srv_session_ref(s);

@@ -47,6 +47,7 @@ typedef struct stroke {
   uint32_t author;      /* srv_authors id: whose operation the result is */
   uint32_t conn;        /* srv_conn id (0: none): whose pieces it continues */
   uint64_t step;        /* the undo step of the whole stroke (0: one of its own) */
+  uint64_t max_work;    /* the server's max_brush_work when the stroke arrived */
   srv_reply reply;
   srv_state shape;      /* captured when the job starts, not when the stroke arrived */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
@@ -89,6 +90,31 @@ static void stroke_work(uv_work_t *req) {
     for (int c = 0; c < 3; c++) p[3 * (size_t)v + c] = shape[3 * (size_t)t->topo_render[t->topo_offsets[v]] + c];
   memcpy(p0, p, sizeof(double) * 3 * nt);
   for (uint32_t v = 0; v < nt; v++) names[v] = t->topo_render[t->topo_offsets[v]];
+  /* The work budget first: a stroke whose dabs would touch too much is refused before it moves
+   * a vertex, with the figures (srv_brush_budget.c). The dabs, not the points of the path: two
+   * points far apart place many dabs, a hundred points on one spot place one. */
+  dfm_brush_sample *dabs = NULL;
+  uint32_t ndabs = 0;
+  k->status = dfm_stroke_dabs(&k->brush, k->samples, k->count, &k->path, &dabs, &ndabs, NULL, k->err, sizeof(k->err));
+  if (k->status) goto out;
+  srv_brush_cost cost;
+  int rc = srv_brush_work(p, nt, dabs, ndabs, k->brush.mirror_x, &cost);
+  free(dabs);
+  if (rc != 0) {
+    k->status = DFM_ENOMEM;
+    snprintf(k->err, sizeof(k->err), "out of memory");
+    goto out;
+  }
+  if (cost.work > k->max_work) {
+    k->status = SRV_ELIMIT;
+    snprintf(k->err, sizeof(k->err),
+             "stroke refused: %u dabs along its %u points would touch up to %llu vertices in all (about %llu per dab) "
+             "and scan %llu, %llu units of work; the budget is %llu (--max-brush-work): send a shorter stroke or a "
+             "smaller radius", ndabs, k->count, (unsigned long long)cost.touched,
+             (unsigned long long)(cost.touched / (ndabs ? ndabs : 1)), (unsigned long long)cost.scanned,
+             (unsigned long long)cost.work, (unsigned long long)k->max_work);
+    goto out;
+  }
   k->brush.vertex_names = names;
   k->status = dfm_stroke_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p, moved,
                                &k->path, &k->dabs, k->err, sizeof(k->err));
@@ -189,7 +215,8 @@ static void stroke_done(uv_work_t *req, int status) {
     snprintf(k->err, sizeof(k->err), "cancelled");
   }
   if (k->status) {
-    srv_reply_error(&k->reply, k->status == DFM_EINVAL ? SRV_EPARAMS : SRV_ESOLVER, k->err);
+    srv_reply_error(&k->reply, k->status == SRV_ELIMIT ? SRV_ELIMIT : k->status == DFM_EINVAL ? SRV_EPARAMS : SRV_ESOLVER,
+                    k->err);
   } else if (s->closed) {
     srv_reply_error(&k->reply, SRV_ENOSESSION, "the session was closed");
   } else {
@@ -265,6 +292,7 @@ int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *bru
   memcpy(k->samples, samples, sizeof(dfm_brush_sample) * count);
   k->count = count;
   k->piece = piece;
+  k->max_work = srv->cfg.max_brush_work;
   k->brush = *brush;
   k->author = author;
   k->conn = conn;

@@ -66,7 +66,8 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   int t = mesh_find_target(x->mesh, name->valuestring);
   if (t < 0) {
-    srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", name->valuestring, x->name);
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", srv_json_quote(name->valuestring, q), x->name);
     return;
   }
   srv_target meta = x->targets[t];
@@ -106,7 +107,8 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
       }
       int di = mesh_find_target(x->mesh, d->valuestring);
       if (di < 0) {
-        srv_rpc_error(call, SRV_ENOTARGET, "unknown driver '%s' in session '%s'", d->valuestring, x->name);
+        char q[SRV_QUOTE_BUF];
+        srv_rpc_error(call, SRV_ENOTARGET, "unknown driver '%s' in session '%s'", srv_json_quote(d->valuestring, q), x->name);
         return;
       }
       meta.drivers[meta.driver_count++] = (uint32_t)di;
@@ -171,17 +173,20 @@ void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_ArrayForEach(item, w) {
     int t = mesh_find_target(x->mesh, item->string);
     if (t < 0) {
-      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", item->string, x->name);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", srv_json_quote(item->string, q), x->name);
       goto out;
     }
     if (!cJSON_IsNumber(item)) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: weight of '%s' must be a number", item->string);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: weight of '%s' must be a number", srv_json_quote(item->string, q));
       goto out;
     }
     /* cJSON reads 1e999 as inf; a float that overflows is not finite either. */
     float v = (float)item->valuedouble;
     if (!isfinite(item->valuedouble) || !isfinite(v)) {
-      srv_rpc_error(call, SRV_ENOTFINITE, "weight of '%s' is not a finite number", item->string);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_ENOTFINITE, "weight of '%s' is not a finite number", srv_json_quote(item->string, q));
       goto out;
     }
     idx[k] = (uint32_t)t;
@@ -249,7 +254,8 @@ void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     int digits = klen > 0 && klen <= 10;
     for (size_t i = 0; digits && i < klen; i++) digits = key[i] >= '0' && key[i] <= '9';
     if (!digits) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: offset keys are vertex indices, not '%s'", key);
+      char kq[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: offset keys are vertex indices, not '%s'", srv_json_quote(key, kq));
       goto out;
     }
     unsigned long v = strtoul(key, NULL, 10);
@@ -444,12 +450,14 @@ void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"roi\" is empty; omit it to deform the whole mesh");
     goto out;
   }
+  if (srv_rpc_bool(call, params, "detached", &spec.detached) < 0) goto out;
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
-  /* Owner 0: a JSON-RPC gesture outlives the connection that began it (deformctl opens one
-   * per call); it ends with deform.end, the session, or after being idle too long. */
-  int rc = srv_gesture_begin(s, x, &spec, 0, reply, err, sizeof(err));
+  /* The gesture ends with this connection unless it is detached ("detached": true, for tools
+   * like deformctl that open a connection per call): then with deform.end, the session, or
+   * after being idle too long. Its memory counts against this connection's budget either way. */
+  int rc = srv_gesture_begin(s, x, &spec, call->conn->id, reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(handle);

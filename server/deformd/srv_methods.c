@@ -54,11 +54,13 @@ static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (srv_session_find(s, name->valuestring)) {
-    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", name->valuestring);
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
     return;
   }
-  if (srv_job_open_session(s, name->valuestring, path->valuestring, on_created, call) != 0)
-    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the import");
+  char err[256];
+  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, on_created, call, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
 static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -248,6 +250,14 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_factorisations", (double)s->stats.blend_factorisations);
   cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
+  size_t gesture_bytes = 0;
+  uint32_t gestures = 0;
+  for (srv_session *x = s->sessions; x; x = x->next) gesture_bytes += x->gesture_bytes, gestures += x->gesture_count;
+  cJSON_AddNumberToObject(r, "gestures", gestures);
+  cJSON_AddNumberToObject(r, "gesture_memory_bytes", (double)gesture_bytes);
+  cJSON_AddNumberToObject(r, "imports_started", (double)s->importer.started);
+  cJSON_AddNumberToObject(r, "imports_failed", (double)s->importer.failed);
+  cJSON_AddNumberToObject(r, "input_buffered_bytes", (double)s->input_bytes);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   add_stream_stats(r, &s->stats);
   if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
@@ -327,5 +337,6 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
     methods[i].fn(s, call, params);
     return;
   }
-  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", method);
+  char q[SRV_QUOTE_BUF];
+  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
 }

@@ -54,6 +54,12 @@ void dfm_memory_init(void);
  * workers spin after each call on cores the solvers' threads need; dfm_pool.c). */
 void dfm_init(void);
 size_t dfm_memory_estimate(uint32_t vertices);
+/* The bytes one gesture's system over `unknowns` free vertices takes (the measurement behind
+ * dfm_memory_estimate, without its cap): what a memory budget counts. */
+size_t dfm_memory_gesture_bytes(uint32_t unknowns);
+/* Gives the heap's free pages back to the system, keeping the reserve (dfm_memory_reserve). Walks
+ * the heap: call it off any latency path. */
+void dfm_memory_trim(void);
 double dfm_memory_reserve(size_t bytes);
 size_t dfm_memory_reserved(void);
 
