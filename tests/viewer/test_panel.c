@@ -6,6 +6,7 @@
  * (vw_pump.c), which must read frames and PONGs while nobody polls, and carry main's
  * connection settings (several addresses, an author, the server's undo).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,20 @@ TEST(pump_reads_frames_and_pongs_while_the_render_thread_does_not_poll) {
   harness_stop(&h);
 }
 
+/* The weight of target `name` in the replica the pump's thread fills, once it reads `want`
+ * (10 s at most; NAN while not live), looked at under the lock as the render loop does. */
+static float pumped_weight(vw_pump *p, const vw_net *n, const char *name, float want) {
+  float seen = NAN;
+  for (int i = 0; i < 1000 && seen != want; i++) {
+    usleep(10000);
+    vw_pump_lock(p);
+    int t = n->state == VW_NET_LIVE ? mesh_find_target(n->replica.mesh, name) : -1;
+    seen = t >= 0 ? n->replica.weights[t] : NAN;
+    vw_pump_unlock(p);
+  }
+  return seen;
+}
+
 /* The pump with main's connection settings: an author, two addresses of which the first is
  * dead. The status names the address tried next; the thread then reaches the second, and edits
  * and undo sent from this (the render) thread under the lock go out and come back: the weight
@@ -396,38 +411,20 @@ TEST(pump_reaches_the_second_address_and_carries_an_edit_and_its_authors_undo) {
   ASSERT_STR_CONTAINS(why, want);
   vw_pump p;
   ASSERT_OK(vw_pump_start(&p, &n), NULL);
-  int live = 0;
-  for (int i = 0; i < 1000 && !live; i++) {
-    usleep(10000);
-    vw_pump_lock(&p);
-    live = n.state == VW_NET_LIVE && vw_net_can_edit(&n);
-    vw_pump_unlock(&p);
-  }
-  ASSERT(live);
+  /* blink_L starts at 0: once the thread reads that, the replica is the second address's. */
+  ASSERT_NEAR(pumped_weight(&p, &n, "blink_L", 0.0f), 0.0, 0);
   vw_pump_lock(&p);
+  ASSERT(vw_net_can_edit(&n));
   ASSERT_EQ(n.port, h.stream_port);
   uint32_t t = (uint32_t)mesh_find_target(n.replica.mesh, "blink_L");
   float w = 0.75f;
   ASSERT(vw_net_set_weights(&n, 1, &t, &w) != 0);
   vw_pump_unlock(&p);
-  float seen = 0;
-  for (int i = 0; i < 1000 && seen != 0.75f; i++) {
-    usleep(10000);
-    vw_pump_lock(&p);
-    seen = n.replica.weights[t];
-    vw_pump_unlock(&p);
-  }
-  ASSERT_NEAR(seen, 0.75, 0);
+  ASSERT_NEAR(pumped_weight(&p, &n, "blink_L", 0.75f), 0.75, 0);
   vw_pump_lock(&p);
   ASSERT(vw_net_history(&n, 0) != 0);
   vw_pump_unlock(&p);
-  for (int i = 0; i < 1000 && seen != 0.0f; i++) {
-    usleep(10000);
-    vw_pump_lock(&p);
-    seen = n.replica.weights[t];
-    vw_pump_unlock(&p);
-  }
-  ASSERT_NEAR(seen, 0.0, 0);
+  ASSERT_NEAR(pumped_weight(&p, &n, "blink_L", 0.0f), 0.0, 0);
   cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\"}");
   cJSON *steps = cJSON_GetObjectItem(list, "steps");
   ASSERT_EQ(cJSON_GetArraySize(steps), 2); /* the edit and its undo, both ana's */
