@@ -475,7 +475,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   g->client = owner;
   g->srv = srv;
   g->author = spec->author;
-  g->step = s->history ? srv_history_new_step_id(s) : 0;
+  g->step = 0; /* taken when its first drag applies: step ids follow the versions */
   g->session = s;
   g->state = G_FACTORING;
   g->begin_reply = reply;
@@ -588,6 +588,7 @@ static void solve_done(uv_work_t *req, int status) {
         k++;
       }
       if (k) {
+        if (!g->step && s->history) g->step = srv_history_new_step_id(s);
         srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = g->author, .cause = SRV_CAUSE_GESTURE, .step = g->step,
                      .count = k, .indices = idx, .q = q};
         version = srv_session_apply(srv, s, &op);

@@ -142,7 +142,13 @@ static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t 
     h->steps = g;
     h->cap = cap;
   }
-  srv_step *st = &h->steps[h->count++];
+  /* Ids are taken as a step's first operation applies, so a new step is nearly always the
+   * newest; one that is not still goes where its id sorts (find_step searches by id). */
+  uint32_t at = h->count;
+  while (at > 0 && h->steps[at - 1].id > id) at--;
+  memmove(h->steps + at + 1, h->steps + at, sizeof(srv_step) * (h->count - at));
+  h->count++;
+  srv_step *st = &h->steps[at];
   memset(st, 0, sizeof(*st));
   st->id = id;
   st->author = author;

@@ -730,3 +730,50 @@ TEST(history_older_than_history_days_is_folded_into_a_checkpoint) {
   harness_stop(&h);
   seen_fini(&before), seen_fini(&after);
 }
+
+/* A gesture begun before someone else's step and dragged after it: its step comes after that
+ * one (steps follow the versions), it is one step however many drags, and undo takes it back
+ * whole. Step ids used to be taken at begin, which sorted the gesture's step out of place and
+ * split it in two. */
+TEST(a_gesture_dragged_after_another_authors_step_is_one_step_in_version_order) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  client_conn ana, bob;
+  as_author(&h, &ana, "ana");
+  as_author(&h, &bob, "bob");
+  int code;
+  cJSON_Delete(call(&ana, "deform.begin",
+                    "{\"session\":\"demo\",\"gesture\":1,\"pick\":20400,\"handle_radius\":0.01,\"roi_radius\":0.05}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&bob, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.01,0]}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0.002,0.012,0]}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":1}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\"}");
+  const cJSON *steps = cJSON_GetObjectItem(list, "steps");
+  ASSERT_EQ(cJSON_GetArraySize(steps), 2);
+  const cJSON *newest = cJSON_GetArrayItem(steps, 0), *older = cJSON_GetArrayItem(steps, 1);
+  ASSERT(strcmp(cJSON_GetObjectItem(newest, "author")->valuestring, "ana") == 0);
+  ASSERT_EQ(cJSON_GetObjectItem(newest, "operations")->valueint, 2);
+  ASSERT(strcmp(cJSON_GetObjectItem(older, "author")->valuestring, "bob") == 0);
+  ASSERT(cJSON_GetObjectItem(newest, "first_version")->valuedouble > cJSON_GetObjectItem(older, "version")->valuedouble);
+  ASSERT(cJSON_GetObjectItem(newest, "step")->valuedouble > cJSON_GetObjectItem(older, "step")->valuedouble);
+  cJSON_Delete(list);
+  /* ana's undo takes the whole gesture back: no offsets left, bob's weight stays. */
+  cJSON_Delete(call(&ana, "history.undo", "{\"session\":\"demo\"}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON *sc = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "offsets")), 0);
+  cJSON_Delete(sc);
+  cJSON *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+  ASSERT((float)cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "smile_L")->valuedouble == 0.5f);
+  cJSON_Delete(w);
+  client_close(&ana);
+  client_close(&bob);
+  harness_stop(&h);
+}
