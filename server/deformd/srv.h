@@ -318,6 +318,9 @@ struct srv_server {
    * for undo and the store): set by srv_server.c, called by srv_session_apply. */
   void (*on_applied)(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
                      const srv_before *before);
+  /* A stroke or a drag of the session was applied (or failed): undo and redo that waited for
+   * their author's edits may run now (srv_history_rpc.c). Set by srv_server.c. */
+  void (*on_edits_settled)(srv_server *srv, srv_session *s);
   srv_store *store;          /* NULL: memory only (--data none) */
   srv_authors authors;
   int64_t next_session_id;   /* the store's session ids */
@@ -803,6 +806,8 @@ struct srv_session {
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
+  uint32_t brush_author;     /* whose stroke runs, while brush_running */
+  struct history_wait *history_waiting; /* undo/redo waiting for their author's edits (srv_history_rpc.c) */
   struct stroke_piece *pieces; /* where strokes sent in pieces stand, per connection (srv_brush.c) */
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
@@ -1057,6 +1062,8 @@ void srv_gesture_expire(srv_server *srv, srv_session *s, uint64_t idle_ms);
 void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner);
 /* The session is closing: every gesture ends (those with a job running when it finishes). */
 void srv_gesture_close_all(srv_session *s);
+/* 1 when a drag of `author`'s is solving or waiting to be applied in the session. */
+int srv_gesture_busy(const srv_session *s, uint32_t author);
 
 /* ---- brush strokes (srv_brush.c) -------------------------------------------------------------- */
 
@@ -1074,6 +1081,8 @@ int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *bru
                            size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
+/* 1 when a stroke of `author`'s is queued or running in the session. */
+int srv_brush_busy(const srv_session *s, uint32_t author);
 
 /* What a stroke costs, before it runs (srv_brush_budget.c), in touched-vertex units: `touched`
  * bounds the vertices its dabs (and their mirror images) move, `scanned` counts the distance
@@ -1223,6 +1232,14 @@ void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params);
+/* Undo (redo = 0) or redo for `author`, answered through `reply` ({version, author, step, ...}
+ * or an error). It runs once the author's strokes and drags already sent to the session have
+ * applied, so an undo right after a stroke takes the stroke back, all of it. */
+void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply);
+/* on_edits_settled: runs what waited and may run now. */
+void srv_history_settled(srv_server *s, srv_session *x);
+/* The session is closing: what waited is answered with an error. */
+void srv_history_close_waiting(srv_session *x);
 
 /* srv_blend_rpc.c */
 void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);

@@ -244,6 +244,7 @@ static void stroke_done(uv_work_t *req, int status) {
   }
   stroke_free(k);
   if (!s->closed) start_next(srv, s);
+  if (!s->closed && srv->on_edits_settled) srv->on_edits_settled(srv, s);
   srv_session_unref(s);
 }
 
@@ -259,11 +260,20 @@ static void start_next(srv_server *srv, srv_session *s) {
       srv_reply_error(&k->reply, SRV_EINTERNAL, "cannot start the stroke");
       srv_session_unref(s);
       stroke_free(k);
+      if (srv->on_edits_settled) srv->on_edits_settled(srv, s);
       continue;
     }
     srv->pending_jobs++;
     s->brush_running = 1;
+    s->brush_author = k->author;
   }
+}
+
+int srv_brush_busy(const srv_session *s, uint32_t author) {
+  if (s->brush_running && s->brush_author == author) return 1;
+  for (const stroke *k = s->strokes; k; k = k->next)
+    if (k->author == author) return 1;
+  return 0;
 }
 
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,

@@ -406,8 +406,12 @@ static void begin_done(uv_work_t *req, int status) {
     srv_reply_ok(&g->begin_reply, r);
   }
   begin_job_free(j);
-  if (g->state == G_READY && g->has_pending && !g->session->closed) start_solve(srv, g);
+  srv_session *s = g->session;
+  if (g->state == G_READY && g->has_pending && !s->closed) start_solve(srv, g);
+  srv_session_ref(s); /* maybe_finish may let go of the gesture's reference */
   maybe_finish(g);
+  if (!s->closed && srv->on_edits_settled) srv->on_edits_settled(srv, s); /* a failed begin drops its drags */
+  srv_session_unref(s);
 }
 
 static uint32_t *copy_u32(const uint32_t *a, uint32_t n) {
@@ -613,7 +617,16 @@ static void solve_done(uv_work_t *req, int status) {
   free(j->q);
   free(j);
   if (g->has_pending && !s->closed) start_solve(srv, g);
+  srv_session_ref(s); /* maybe_finish may let go of the gesture's reference */
   maybe_finish(g);
+  if (!s->closed && srv->on_edits_settled) srv->on_edits_settled(srv, s);
+  srv_session_unref(s);
+}
+
+int srv_gesture_busy(const srv_session *s, uint32_t author) {
+  for (const srv_gesture *g = s->gestures; g; g = g->next)
+    if (g->author == author && (g->state == G_SOLVING || g->has_pending)) return 1;
+  return 0;
 }
 
 static void start_solve(srv_server *srv, srv_gesture *g) {

@@ -208,6 +208,7 @@ static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t
 
 /* What a closing session stops besides its viewers (srv_session_close). */
 static void close_session_work(srv_session *x) {
+  srv_history_close_waiting(x);
   srv_gesture_close_all(x);
   srv_brush_close_all(x);
   srv_blend_close_all(x);
@@ -297,6 +298,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->on_session_close = close_session_work;
   s->on_applied = on_applied;
+  s->on_edits_settled = srv_history_settled;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;

@@ -337,21 +337,19 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (rc) srv_reply_error(&reply, rc, why);
 }
 
-/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c). Success is seen in
- * the frames of what was applied; failures are ERRORs naming the request. */
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c), in order with
+ * the strokes and drags it sent before. Success is seen in the frames of what was applied;
+ * failures are ERRORs naming the request. */
 static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   srv_server *srv = c->server;
-  char why[512];
   if (e->kind == PROTO_EDIT_AUTHOR) {
     if (adopt_author(c, e->author) != 0)
       srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
     return;
   }
-  srv_history_result res;
-  int rc = !s->history ? SRV_EINTERNAL
-           : e->kind == PROTO_EDIT_UNDO ? srv_history_undo(srv, s, srv_conn_author(c), &res, why, sizeof(why))
-                                        : srv_history_redo(srv, s, srv_conn_author(c), &res, why, sizeof(why));
-  if (rc) srv_conn_send_error(c, stream_code(rc), e->request_id, s->history ? why : "this session keeps no history");
+  srv_conn_ref(c);
+  srv_reply reply = {&stream_reply_ops, c, e->request_id};
+  srv_history_ask(srv, s, srv_conn_author(c), e->kind == PROTO_EDIT_REDO, reply);
 }
 
 static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {

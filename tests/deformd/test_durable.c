@@ -777,3 +777,61 @@ TEST(a_gesture_dragged_after_another_authors_step_is_one_step_in_version_order) 
   client_close(&bob);
   harness_stop(&h);
 }
+
+/* One JSON-RPC answer line from a raw connection (parsed; the caller deletes it). */
+static cJSON *read_answer(client_conn *c) {
+  char line[65536];
+  size_t n = 0;
+  for (;;) {
+    char ch;
+    if (read(c->fd, &ch, 1) != 1) test__fail(__FILE__, __LINE__, "the connection ended before an answer");
+    if (ch == '\n') break;
+    ASSERT(n + 1 < sizeof(line));
+    line[n++] = ch;
+  }
+  line[n] = '\0';
+  cJSON *j = cJSON_Parse(line);
+  ASSERT(j != NULL);
+  return j;
+}
+
+/* An undo sent right behind a stroke (the stroke still queued or running on the pool) waits for
+ * it and takes it back: the author's requests apply in the order they were sent. It used to run
+ * at once and find nothing to undo, and the stroke then applied after it. */
+TEST(an_undo_sent_right_behind_a_stroke_waits_for_it_and_takes_it_back) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  uint32_t count;
+  float *pos = harness_server_positions(&h, "demo", &count);
+  const float *p = pos + 3 * 20400;
+  char req[1024];
+  int len = snprintf(req, sizeof(req),
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"brush.stroke\",\"params\":{\"session\":\"demo\","
+                     "\"brush\":\"inflate\",\"samples\":[{\"center\":[%.9g,%.9g,%.9g],\"radius\":0.05,\"strength\":0.5}]}}\n"
+                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"history.undo\",\"params\":{\"session\":\"demo\"}}\n",
+                     p[0], p[1], p[2]);
+  free(pos);
+  client_conn c;
+  char err[256];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_send(&c, req, (size_t)len), "send"); /* both in one write: one read on the server */
+  cJSON *a = read_answer(&c), *b = read_answer(&c);
+  if (cJSON_GetObjectItem(a, "id")->valueint == 2) {
+    cJSON *t = a;
+    a = b, b = t;
+  }
+  const cJSON *stroke = cJSON_GetObjectItem(a, "result"), *undo = cJSON_GetObjectItem(b, "result");
+  if (!undo) test__fail(__FILE__, __LINE__, "the undo failed: %s", cJSON_PrintUnformatted(b));
+  ASSERT(stroke && cJSON_GetObjectItem(stroke, "moved_vertices")->valueint > 0);
+  if (strcmp(cJSON_GetObjectItem(undo, "kind")->valuestring, "brush") != 0) test__fail(__FILE__, __LINE__, "%s", cJSON_PrintUnformatted(undo));
+  ASSERT(cJSON_GetObjectItem(undo, "step_last_version")->valuedouble == cJSON_GetObjectItem(stroke, "version")->valuedouble);
+  ASSERT(cJSON_GetObjectItem(undo, "version")->valuedouble > cJSON_GetObjectItem(stroke, "version")->valuedouble);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  cJSON *sc = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "offsets")), 0);
+  cJSON_Delete(sc);
+  client_close(&c);
+  harness_stop(&h);
+}
