@@ -7,6 +7,7 @@
  * (client_replica, the reference client). Waits are on versions and conditions with generous
  * deadlines, never on times.
  */
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -640,5 +641,60 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
   ASSERT_EQ(v.r.version, want);
   assert_primary_shape(&p, &v.r);
   leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* One line from a JSON-RPC connection read byte by byte (no buffering beyond it), into buf. */
+static void read_line(client_conn *c, char *buf, size_t cap) {
+  size_t n = 0;
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    if (poll(&pfd, 1, 1000) <= 0) {
+      if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "no answer line within %d ms", WAIT_MS);
+      continue;
+    }
+    char ch;
+    ssize_t k = read(c->fd, &ch, 1);
+    if (k <= 0) test__fail(__FILE__, __LINE__, "the connection closed before a whole line");
+    if (ch == '\n') break;
+    if (n + 1 < cap) buf[n++] = ch;
+  }
+  buf[n] = '\0';
+}
+
+/* Sends a request line as written (its id text exactly as given). */
+static void send_line(client_conn *c, const char *line) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof(buf), "%s\n", line);
+  ASSERT_OK(client_send(c, buf, (size_t)n), NULL);
+}
+
+TEST(a_call_forwarded_through_a_relay_is_answered_once_even_when_its_primary_goes_away) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  client_conn c;
+  char err[256], line[65536];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", r1.rpc_port, err, sizeof(err)), err);
+  /* Three ids that differ only as text: each answer names its own call, as the client wrote it. */
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"weights.get\",\"params\":{\"session\":\"demo\"}}");
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1.0,\"method\":\"state.get\",\"params\":{\"session\":\"demo\"}}");
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"method\":\"targets.list\",\"params\":{\"session\":\"demo\"}}");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":1,\"result\":{\"version\":0,\"weights\"");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":1.0,\"result\":{\"session\":\"demo\"");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":\"1\",\"result\":[");
+  ASSERT_EQ(cluster_stat(&r1, "forwarded_rpc"), 3);
+  /* The primary goes away: the relay owes this client nothing, so it sends nothing more than
+   * the answer to the next call. */
+  harness_kill(&p);
+  wait_cluster_stat_at_least(&r1, "primary_lost", 1);
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"session.list\"}");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":99,");
+  client_close(&c);
   cluster_down(&rd, &p, &r1, NULL);
 }
