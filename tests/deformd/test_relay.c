@@ -21,6 +21,12 @@
 
 #define WAIT_MS 60000
 
+#define ASSERT_STR_EQ(a, b)                                                                 \
+  do {                                                                                      \
+    const char *a_ = (a), *b_ = (b);                                                        \
+    if (strcmp(a_, b_) != 0) test__fail(__FILE__, __LINE__, "%s == %s: '%s' != '%s'", #a, #b, a_, b_); \
+  } while (0)
+
 typedef struct viewer {
   client_conn c;
   client_replica r;
@@ -215,10 +221,10 @@ static void follow_in_order(viewer *v, uint64_t version) {
   ASSERT_EQ(v->r.version, version);
 }
 
-/* The viewer's shape against the primary's, bit for bit. */
-static void assert_primary_shape(harness *primary, const client_replica *r) {
+/* The viewer's shape of `session` against the primary's, bit for bit. */
+static void assert_shape(harness *primary, const char *session, const client_replica *r) {
   uint32_t n;
-  float *server = harness_server_positions(primary, "demo", &n);
+  float *server = harness_server_positions(primary, session, &n);
   ASSERT_EQ(n, r->mesh->vertex_count);
   float *mine = malloc(sizeof(float) * 3 * n);
   ASSERT_OK(client_replica_positions(r, mine), NULL);
@@ -228,6 +234,8 @@ static void assert_primary_shape(harness *primary, const client_replica *r) {
   free(mine);
   free(server);
 }
+
+static void assert_primary_shape(harness *primary, const client_replica *r) { assert_shape(primary, "demo", r); }
 
 /* A mix of what changes a session, through the primary and through a relay (forwarded): weights,
  * sculpt offsets, a new target from the sculpt, a target's settings. */
@@ -697,4 +705,162 @@ TEST(a_call_forwarded_through_a_relay_is_answered_once_even_when_its_primary_goe
   ASSERT_STR_CONTAINS(line, "\"id\":99,");
   client_close(&c);
   cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* The registry's owner of `session` and its meta's owner, as Redis holds them now. */
+static void assert_owner_in_redis(const redis_harness *rd, const char *session, const char *node) {
+  char cmd[256], out[256];
+  snprintf(cmd, sizeof(cmd), "HGET deformd:sessions %s", session);
+  redis_harness_command(rd, cmd, out, sizeof(out));
+  ASSERT_STR_EQ(out, node);
+  snprintf(cmd, sizeof(cmd), "HGET deformd:s:%s:meta owner", session);
+  redis_harness_command(rd, cmd, out, sizeof(out));
+  ASSERT_STR_EQ(out, node);
+}
+
+/* Whether h's session.list (the sessions it holds itself) names `session`. */
+static int holds(harness *h, const char *session) {
+  cJSON *list = harness_rpc_ok(h, "session.list", NULL), *e;
+  int found = 0;
+  cJSON_ArrayForEach(e, list) found |= strcmp(cJSON_GetObjectItem(e, "session")->valuestring, session) == 0;
+  cJSON_Delete(list);
+  return found;
+}
+
+/* Waits until h's registry view has `node` without a lease. */
+static void wait_node_lost(harness *h, const char *node) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *st = harness_rpc_ok(h, "server.stats", NULL);
+    const cJSON *n, *nodes = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), "nodes");
+    int lost = 0;
+    cJSON_ArrayForEach(n, nodes) lost |= strcmp(cJSON_GetObjectItem(n, "node")->valuestring, node) == 0 &&
+                                         !cJSON_IsTrue(cJSON_GetObjectItem(n, "alive"));
+    cJSON_Delete(st);
+    if (lost) return;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+}
+
+TEST(two_primaries_given_the_same_session_create_at_once_agree_on_one_owner_and_relays_follow_it) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  harness p[2], r1;
+  const char *a1[] = {"--node-id", "p1", NULL}, *a2[] = {"--node-id", "p2", NULL};
+  start_primary(&p[0], &rd, NULL, a1);
+  start_primary(&p[1], &rd, NULL, a2);
+  start_relay(&r1, &rd, NULL);
+  wait_node(&p[0], "p2", p[1].rpc_port);
+  wait_node(&p[1], "p1", p[0].rpc_port);
+  /* Each primary is told to open "race" itself, and both requests are out before either answer
+   * is read: neither registry survey can know of the other's session yet. */
+  client_conn c[2];
+  char err[256], line[2][4096];
+  for (int i = 0; i < 2; i++) ASSERT_OK(client_connect(&c[i], "127.0.0.1", p[i].rpc_port, err, sizeof(err)), err);
+  send_line(&c[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\",\"params\":{\"session\":\"race\",\"mesh\":\"demo\",\"node\":\"p1\"}}");
+  send_line(&c[1], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\",\"params\":{\"session\":\"race\",\"mesh\":\"demo\",\"node\":\"p2\"}}");
+  for (int i = 0; i < 2; i++) {
+    read_line(&c[i], line[i], sizeof(line[i]));
+    fprintf(stderr, "p%d: %s\n", i + 1, line[i]);
+    client_close(&c[i]);
+  }
+  int won[2];
+  for (int i = 0; i < 2; i++) won[i] = strstr(line[i], "\"result\":{\"session\":\"race\"") != NULL;
+  ASSERT_EQ(won[0] + won[1], 1);
+  int w = won[0] ? 0 : 1;
+  const char *winner = w == 0 ? "p1" : "p2";
+  char want[128];
+  snprintf(want, sizeof(want), "\"code\":-32005,\"message\":\"a session called 'race' already exists (on node %s)\"", winner);
+  ASSERT_STR_CONTAINS(line[1 - w], want);
+  /* The registry names the winner; the loser holds nothing of that name. */
+  assert_owner_in_redis(&rd, "race", winner);
+  ASSERT(holds(&p[w], "race"));
+  ASSERT(!holds(&p[1 - w], "race"));
+  ASSERT_EQ(cluster_stat(&p[1 - w], "claims_refused"), 1);
+  /* Calls for it on the loser and on the relay reach the winner; the relay follows the winner. */
+  wait_known(&p[1 - w], "race");
+  cJSON_Delete(harness_rpc_ok(&p[1 - w], "weights.set", "{\"session\":\"race\",\"weights\":{\"smile_L\":0.5}}"));
+  ASSERT_EQ(version_of(&p[w], "race"), 1);
+  wait_relay_version(&r1, "race", 1);
+  cJSON *e = relay_entry_of(&r1, "race");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(e, "primary")->valuestring, winner);
+  cJSON_Delete(e);
+  client_conn vc;
+  client_replica vr;
+  harness_join(&r1, &vc, &vr, "race", PROTO_ROLE_VIEWER, NULL);
+  cJSON_Delete(harness_rpc_ok(&r1, "weights.set", "{\"session\":\"race\",\"weights\":{\"jaw_open\":0.25}}"));
+  harness_follow(&vc, &vr, 2, WAIT_MS);
+  assert_shape(&p[w], "race", &vr);
+  client_close(&vc);
+  client_replica_fini(&vr);
+  /* A create that does not open lets go of its name: the registry forgets it, and another node
+   * may take it at once. */
+  char params[256], msg[256], out[64];
+  snprintf(params, sizeof(params), "{\"session\":\"broken\",\"mesh\":\"%s/no-such-mesh.obj\",\"node\":\"%s\"}",
+           test_tmpdir(), w == 0 ? "p2" : "p1");
+  ASSERT_EQ(harness_rpc_err(&p[1 - w], "session.create", params, msg, sizeof(msg)), -32004);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) { /* the node sends the release before its answer; Redis may get it a moment after */
+    redis_harness_command(&rd, "HEXISTS deformd:sessions broken", out, sizeof(out));
+    if (strcmp(out, ":0") == 0) break;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+  snprintf(params, sizeof(params), "{\"session\":\"broken\",\"mesh\":\"demo\",\"node\":\"%s\"}", winner);
+  cJSON_Delete(harness_rpc_ok(&p[w], "session.create", params));
+  assert_owner_in_redis(&rd, "broken", winner);
+  harness_stop(&r1);
+  harness_stop(&p[1]);
+  harness_stop(&p[0]);
+  redis_harness_kill(&rd);
+}
+
+TEST(a_session_whose_primary_is_lost_can_be_created_again_and_the_old_primary_gives_it_up_when_it_returns) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  char data[1100];
+  snprintf(data, sizeof(data), "%s/primary-a-data", test_tmpdir());
+  harness a, b, r1;
+  const char *aa[] = {"--demo", "--data", data, "--node-id", "a", NULL}, *ba[] = {"--node-id", "b", NULL};
+  start_primary(&a, &rd, "demo", aa);
+  start_primary(&b, &rd, NULL, ba);
+  start_relay(&r1, &rd, "demo");
+  for (int i = 0; i < 5; i++) edit(&a, &a, i);
+  harness_kill(&a);
+  wait_node_lost(&b, "a");
+  /* Its primary is lost: the name may be taken, and b takes it. */
+  cJSON *r = harness_rpc_ok(&b, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetObjectItem(r, "version")->valuedouble, 0);
+  cJSON_Delete(r);
+  cJSON_Delete(harness_rpc_ok(&b, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  assert_owner_in_redis(&rd, "demo", "b");
+  wait_relay_version(&r1, "demo", 1);
+  viewer v;
+  join(&v, &r1, 1);
+  ASSERT_EQ(v.r.version, 1);
+  assert_primary_shape(&b, &v.r);
+  double reloads = cluster_stat(&r1, "reloads");
+  /* a comes back with its stored "demo": b's lease is alive, so a gives the name up. */
+  const char *again[] = {"--data", data, "--node-id", "a", NULL};
+  start_primary(&a, &rd, NULL, again);
+  wait_cluster_stat_at_least(&a, "epochs_refused", 1);
+  ASSERT(!holds(&a, "demo"));
+  assert_owner_in_redis(&rd, "demo", "b");
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&a, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\",\"node\":\"a\"}", msg, sizeof(msg)),
+            -32005);
+  /* Calls on a reach b's session; the relay's viewer keeps following b, with no new epoch. */
+  wait_known(&a, "demo");
+  cJSON_Delete(harness_rpc_ok(&a, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.75}}"));
+  ASSERT_EQ(version_of(&b, "demo"), 2);
+  follow_in_order(&v, 2);
+  assert_primary_shape(&b, &v.r);
+  ASSERT_EQ(cluster_stat(&r1, "reloads"), reloads);
+  ASSERT_EQ(cluster_stat(&b, "epochs_refused"), 0);
+  leave(&v);
+  harness_stop(&r1);
+  harness_stop(&b);
+  harness_stop(&a);
+  redis_harness_kill(&rd);
 }

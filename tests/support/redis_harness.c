@@ -49,6 +49,17 @@ void redis_harness_command(const redis_harness *r, const char *command, char *ou
     buf[n] = '\0';
     if (n && buf[n - 1] == '\r') buf[n - 1] = '\0';
     snprintf(out, outlen, "%s", buf);
+    if (buf[0] == '$' && atoi(buf + 1) >= 0) { /* a bulk string: its value is the next line */
+      n = 0;
+      while (n < sizeof(buf) - 1) {
+        ssize_t k = read(c.fd, buf + n, 1);
+        if (k <= 0 || buf[n] == '\n') break;
+        n++;
+      }
+      buf[n] = '\0';
+      if (n && buf[n - 1] == '\r') buf[n - 1] = '\0';
+      snprintf(out, outlen, "%s", buf);
+    }
   }
   client_close(&c);
 }
