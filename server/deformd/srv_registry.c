@@ -398,6 +398,21 @@ static int place(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
   return 1;
 }
 
+/* Calls a relay answers from its replica when the session's primary cannot answer (its lease is
+ * gone, or the registry does not list it now): what they read is the session's state, which the
+ * replica holds at the primary's versions (operation records and snapshots carry all of it), so
+ * the answer is the primary's last one. While the primary is alive they go to it, so that a
+ * client reads its own writes at once. Not here: history.list (steps, authors and times live in
+ * the primary's store), anim.list (clips recorded or compressed after import, and the player,
+ * are not in the records), session.export (a file on the primary's disk, or a version from its
+ * store). */
+static int replica_read(const char *method) {
+  static const char *const reads[] = {"state.get", "weights.get", "targets.list", "mesh.info", "sculpt.get"};
+  for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+    if (strcmp(method, reads[i]) == 0) return 1;
+  return 0;
+}
+
 static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
   srv_cluster *k = s->cluster;
   if (!cJSON_IsObject(params) || call == k->local_call) return 0;
@@ -410,6 +425,7 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   const srv_node *owner = srv_cluster_owner(k, name->valuestring);
   if (!owner) {
     if (!k->relay) return 0; /* unknown: the method says so */
+    if (x && replica_read(method)) return 0;
     if (x) /* a replica the registry does not list now: Redis lost it and its primary is re-registering */
       rpc_refuse(call, SRV_EBUSY, "the registry does not list session '%s' now (Redis came back empty?): try again%s",
                  name->valuestring, "");
@@ -419,6 +435,7 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   }
   if (strcmp(owner->id, k->node_id) == 0) return 0;
   if (!owner->alive) {
+    if (k->relay && x && replica_read(method)) return 0; /* the primary's last state */
     rpc_refuse(call, SRV_EBUSY, "the primary of session '%s' (%s) is lost: try again when it is back",
                name->valuestring, owner->id);
     return 1;

@@ -864,3 +864,47 @@ TEST(a_session_whose_primary_is_lost_can_be_created_again_and_the_old_primary_gi
   harness_stop(&a);
   redis_harness_kill(&rd);
 }
+
+TEST(a_relay_answers_read_calls_from_its_replica_while_the_primary_is_lost_and_still_refuses_edits) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  /* Every kind of state a read shows: weights, offsets, a target made from the sculpt and its
+   * settings, more offsets on top. */
+  for (int i = 0; i < 12; i++) edit(&p, &r1, i);
+  cJSON_Delete(harness_rpc_ok(&p, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"kept\"}"));
+  cJSON_Delete(harness_rpc_ok(&r1, "targets.configure", "{\"session\":\"demo\",\"target\":\"kept\",\"max\":2,\"muted\":true}"));
+  cJSON_Delete(harness_rpc_ok(&r1, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"7\":[0.001,0.002,-0.003]}}"));
+  /* While the primary is alive a read on the relay is the primary's: a client reads its own
+   * write at once. */
+  cJSON_Delete(harness_rpc_ok(&r1, "weights.set", "{\"session\":\"demo\",\"weights\":{\"brow_up_L\":0.625}}"));
+  cJSON *w = harness_rpc_ok(&r1, "weights.get", "{\"session\":\"demo\"}");
+  ASSERT(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "brow_up_L")->valuedouble == 0.625);
+  cJSON_Delete(w);
+  uint64_t want = version_of(&p, "demo");
+  wait_relay_version(&r1, "demo", want);
+  static const char *const reads[] = {"state.get", "weights.get", "targets.list", "mesh.info", "sculpt.get"};
+  enum { NREADS = sizeof(reads) / sizeof(reads[0]) };
+  cJSON *before[NREADS];
+  for (int i = 0; i < NREADS; i++) before[i] = harness_rpc_ok(&p, reads[i], "{\"session\":\"demo\"}");
+  harness_kill(&p);
+  wait_cluster_stat_at_least(&r1, "primary_lost", 1);
+  /* The relay answers each read as the primary did just before it died. */
+  for (int i = 0; i < NREADS; i++) {
+    cJSON *now = harness_rpc_ok(&r1, reads[i], "{\"session\":\"demo\"}");
+    if (!cJSON_Compare(before[i], now, 1)) {
+      char *a = cJSON_PrintUnformatted(before[i]), *b = cJSON_PrintUnformatted(now);
+      test__fail(__FILE__, __LINE__, "%s: the relay answers %.300s, the primary answered %.300s", reads[i], b, a);
+    }
+    cJSON_Delete(now);
+    cJSON_Delete(before[i]);
+  }
+  /* Edits, and what only the primary knows, are refused with the reason. */
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&r1, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":1}}", msg, sizeof(msg)),
+            -32012);
+  ASSERT_STR_CONTAINS(msg, "is lost");
+  ASSERT_EQ(harness_rpc_err(&r1, "history.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
+  ASSERT_EQ(harness_rpc_err(&r1, "anim.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
+  cluster_down(&rd, &p, &r1, NULL);
+}
