@@ -99,7 +99,7 @@ typedef struct srv_owner {
 
 typedef struct srv_cluster_stats {
   uint64_t published, publish_failures, snapshots, epochs, applied, reloads, gaps, forwarded_rpc,
-      forwarded_edits, placements, claims_refused, epochs_refused;
+      forwarded_edits, placements, claims_refused, epochs_refused, replicas_dropped;
 } srv_cluster_stats;
 
 /* Lua, shared by the claim of a name (srv_registry.c) and a new epoch (srv_publish.c): refuses
@@ -138,6 +138,7 @@ typedef struct srv_cluster {
   struct srv_fwd *fwds;      /* srv_forward.c */
   struct srv_claim *claims;  /* srv_registry.c: names claimed for a session.create not open yet */
   struct srv_rpc_call *local_call; /* being dispatched again to run here (route_rpc lets it by) */
+  srv_conn *resuming;        /* srv_relay.c: its HELLO runs again now that the session is loaded */
   srv_cluster_stats stats;
   int stopping;
 } srv_cluster;
@@ -171,13 +172,29 @@ cJSON *srv_publish_stats(const srv_cluster *k);
 
 /* ---- a relay's following (srv_relay.c) -------------------------------------------------------- */
 
-/* After a survey: follow every session the registry lists, let go of those it no longer does,
- * and tell viewers when an owner's lease is gone ("primary lost") or back. */
+/* After a survey: know every session the registry lists (a replica is loaded when a viewer asks
+ * for it), let go of those it no longer does, and tell viewers when an owner's lease is gone
+ * ("primary lost") or back. */
 void srv_relay_sync(srv_cluster *k);
 void srv_relay_redis_state(srv_cluster *k, srv_redis *r, int ready);
 void srv_relay_tick(srv_cluster *k);
 /* A viewer joined a replica: told at once when its primary is lost. */
 void srv_relay_joined(srv_cluster *k, srv_conn *c);
+/* srv_server.route_join on a relay: a HELLO for a session the registry lists and this relay
+ * has not loaded waits while it loads and catches up with its stream, then runs again through
+ * `again`; or the connection is failed with the reason. Returns 0 for a session the relay does
+ * not know (the HELLO answers "unknown session"). */
+int srv_relay_join(srv_cluster *k, srv_conn *c, const char *name, const uint8_t *hello, size_t n,
+                   void (*again)(srv_conn *c, const uint8_t *hello, size_t n));
+/* A read for a session whose primary cannot answer it: 0 when the replica answers now (the
+ * caller lets the method run), 1 when the call waits for the replica to load (it is taken and
+ * dispatched again once loaded, or answered with the reason), -1 when the relay does not follow
+ * the session. */
+int srv_relay_read(srv_cluster *k, srv_rpc_call *call, const char *method, const cJSON *params, const char *name);
+/* A connection closed: the join or reads it was waiting for are let go. */
+void srv_relay_conn_closed(srv_cluster *k, srv_conn *c);
+/* Stopping: every waiting join and read is answered. */
+void srv_relay_stop(srv_cluster *k);
 void srv_relay_fini(srv_cluster *k);
 cJSON *srv_relay_stats(const srv_cluster *k);
 int srv_relay_is_replica(const srv_cluster *k, const srv_session *s);

@@ -423,9 +423,12 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   srv_session *x = srv_session_find(s, name->valuestring);
   if (x && !k->relay) return 0; /* this primary's own */
   const srv_node *owner = srv_cluster_owner(k, name->valuestring);
+  if (k->relay && replica_read(method) && (!owner || !owner->alive)) {
+    int r = srv_relay_read(k, call, method, params, name->valuestring); /* the primary's last state */
+    if (r >= 0) return r;
+  }
   if (!owner) {
     if (!k->relay) return 0; /* unknown: the method says so */
-    if (x && replica_read(method)) return 0;
     if (x) /* a replica the registry does not list now: Redis lost it and its primary is re-registering */
       rpc_refuse(call, SRV_EBUSY, "the registry does not list session '%s' now (Redis came back empty?): try again%s",
                  name->valuestring, "");
@@ -435,7 +438,6 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   }
   if (strcmp(owner->id, k->node_id) == 0) return 0;
   if (!owner->alive) {
-    if (k->relay && x && replica_read(method)) return 0; /* the primary's last state */
     rpc_refuse(call, SRV_EBUSY, "the primary of session '%s' (%s) is lost: try again when it is back",
                name->valuestring, owner->id);
     return 1;
@@ -473,7 +475,15 @@ static void on_session_removed(srv_server *s, srv_session *x) {
   s->cluster->last_lease = 0;
 }
 
-static void on_conn_closed(srv_conn *c) { srv_forward_conn_closed(c->server->cluster, c); }
+static void on_conn_closed(srv_conn *c) {
+  srv_forward_conn_closed(c->server->cluster, c);
+  if (c->server->cluster->relay) srv_relay_conn_closed(c->server->cluster, c);
+}
+
+static int route_join(srv_conn *c, const char *session, const uint8_t *hello, size_t n,
+                      void (*again)(srv_conn *c, const uint8_t *hello, size_t n)) {
+  return srv_relay_join(c->server->cluster, c, session, hello, n, again);
+}
 
 static void on_joined(srv_conn *c) {
   if (c->server->cluster->relay) srv_relay_joined(c->server->cluster, c);
@@ -511,11 +521,16 @@ static void stats_extra(srv_server *s, cJSON *r) {
   cJSON_AddNumberToObject(o, "placements", (double)st->placements);
   cJSON_AddNumberToObject(o, "claims_refused", (double)st->claims_refused);
   cJSON_AddNumberToObject(o, "epochs_refused", (double)st->epochs_refused);
-  uint32_t lost = 0;
+  cJSON_AddNumberToObject(o, "replicas_dropped", (double)st->replicas_dropped);
+  uint32_t lost = 0, loaded = 0;
   cJSON *sessions = k->relay ? srv_relay_stats(k) : srv_publish_stats(k);
   const cJSON *e;
-  cJSON_ArrayForEach(e, sessions) lost += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "primary_lost"));
+  cJSON_ArrayForEach(e, sessions) {
+    lost += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "primary_lost"));
+    loaded += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "loaded"));
+  }
   cJSON_AddNumberToObject(o, "primary_lost", lost);
+  if (k->relay) cJSON_AddNumberToObject(o, "replicas_loaded", loaded);
   cJSON_AddItemToObject(o, "sessions", sessions);
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
   for (uint32_t i = 0; i < k->node_count; i++) {
@@ -583,6 +598,7 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   uv_timer_start(&k->timer, on_tick, TICK_MS, TICK_MS);
   srv->route_rpc = route_rpc;
   srv->route_edit = route_edit;
+  if (k->relay) srv->route_join = route_join;
   srv->on_session_added = on_session_added;
   srv->on_session_removed = on_session_removed;
   srv->on_conn_closed = on_conn_closed;
@@ -616,10 +632,12 @@ void srv_cluster_stop(srv_server *srv) {
   k->stopping = 1;
   srv->route_rpc = NULL;
   srv->route_edit = NULL;
+  srv->route_join = NULL;
   srv->on_session_added = NULL;
   srv->on_session_removed = NULL;
   srv->on_joined = NULL;
   srv->on_open_failed = NULL;
+  srv_relay_stop(k);
   srv_forward_fini(k);
   srv->on_conn_closed = NULL;
   if (uv_is_active((uv_handle_t *)&k->timer) || k->timer.data) {

@@ -41,9 +41,23 @@ static void start_primary(harness *h, const redis_harness *rd, const char *wait_
   harness_start(h, wait_session, args);
 }
 
+static void wait_listed(harness *relay, const char *session);
+
+/* A relay (with `extra` args); with wait_session, waits until its registry lists that session
+ * (it loads a session when a viewer asks for it). A join waits for that load: half the HELLO
+ * timeout, here 30 s, however slow a sanitizer build is. */
+static void start_relay_with(harness *h, const redis_harness *rd, const char *wait_session, const char *const *extra) {
+  const char *args[24] = {"--relay", "--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000",
+                          "--hello-timeout-ms", "60000"};
+  int n = 9;
+  for (int i = 0; extra && extra[i] && n < 22; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  harness_start(h, NULL, args);
+  if (wait_session) wait_listed(h, wait_session);
+}
+
 static void start_relay(harness *h, const redis_harness *rd, const char *wait_session) {
-  const char *args[] = {"--relay", "--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000", NULL};
-  harness_start(h, wait_session, args);
+  start_relay_with(h, rd, wait_session, NULL);
 }
 
 /* Waits until `session` answers state.get on h (a node learns of other nodes' sessions from the
@@ -111,6 +125,32 @@ static cJSON *relay_entry_of(harness *relay, const char *session) {
   cJSON *copy = e ? cJSON_Duplicate(e, 1) : NULL;
   cJSON_Delete(st);
   return copy;
+}
+
+static void wait_listed(harness *relay, const char *session) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *e = relay_entry_of(relay, session);
+    cJSON_Delete(e);
+    if (e) return;
+    if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "the relay's registry never listed %s", session);
+    usleep(20000);
+  }
+}
+
+/* Waits until Redis holds `session` at `version` (the primary has published it: a relay that
+ * loads it now gets that state). */
+static void wait_published(const redis_harness *rd, const char *session, uint64_t version) {
+  char cmd[256], out[64];
+  snprintf(cmd, sizeof(cmd), "HGET deformd:s:%s:meta version", session);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    redis_harness_command(rd, cmd, out, sizeof(out));
+    if (strtoull(out, NULL, 10) == version && out[0] != '$') return;
+    if (client_now_ns() > deadline)
+      test__fail(__FILE__, __LINE__, "Redis holds %s at '%s', want %llu", session, out, (unsigned long long)version);
+    usleep(20000);
+  }
 }
 
 /* Waits until the relay's replica of `session` is at `version` (its own server.stats). */
@@ -335,7 +375,7 @@ TEST(viewers_of_a_relay_that_dies_join_another_and_resynchronise_from_its_snapsh
   }
   for (int i = 20; i < 30; i++) edit(&p, &p, i); /* meanwhile */
   want = version_of(&p, "demo");
-  wait_relay_version(&r2, "demo", want);
+  wait_published(&rd, "demo", want); /* relay 2 loads it as the first viewer joins */
   for (int i = 0; i < 6; i++) {
     join(&v[i], &r2, i % 2);
     ASSERT_EQ(v[i].r.version, want);
@@ -538,15 +578,6 @@ TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
   wait_known(&r1, "second");
   ASSERT_EQ(version_of(&r1, "second"), 1); /* forwarded to its owner */
   /* Closed through the relay: its owner closes it, and the relay's viewers of it hear so. */
-  uint64_t deadline2 = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
-  for (;;) {
-    cJSON *e = relay_entry_of(&r1, "second");
-    int loaded = cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded"));
-    cJSON_Delete(e);
-    if (loaded) break;
-    ASSERT(client_now_ns() < deadline2);
-    usleep(20000);
-  }
   client_conn c;
   client_replica rr;
   harness_join(&r1, &c, &rr, "second", PROTO_ROLE_VIEWER, NULL);
@@ -782,13 +813,15 @@ TEST(two_primaries_given_the_same_session_create_at_once_agree_on_one_owner_and_
   wait_known(&p[1 - w], "race");
   cJSON_Delete(harness_rpc_ok(&p[1 - w], "weights.set", "{\"session\":\"race\",\"weights\":{\"smile_L\":0.5}}"));
   ASSERT_EQ(version_of(&p[w], "race"), 1);
-  wait_relay_version(&r1, "race", 1);
-  cJSON *e = relay_entry_of(&r1, "race");
-  ASSERT_STR_EQ(cJSON_GetObjectItem(e, "primary")->valuestring, winner);
-  cJSON_Delete(e);
+  wait_listed(&r1, "race");
+  wait_published(&rd, "race", 1);
   client_conn vc;
   client_replica vr;
   harness_join(&r1, &vc, &vr, "race", PROTO_ROLE_VIEWER, NULL);
+  ASSERT_EQ(vr.version, 1);
+  cJSON *e = relay_entry_of(&r1, "race");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(e, "primary")->valuestring, winner);
+  cJSON_Delete(e);
   cJSON_Delete(harness_rpc_ok(&r1, "weights.set", "{\"session\":\"race\",\"weights\":{\"jaw_open\":0.25}}"));
   harness_follow(&vc, &vr, 2, WAIT_MS);
   assert_shape(&p[w], "race", &vr);
@@ -835,7 +868,7 @@ TEST(a_session_whose_primary_is_lost_can_be_created_again_and_the_old_primary_gi
   cJSON_Delete(r);
   cJSON_Delete(harness_rpc_ok(&b, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
   assert_owner_in_redis(&rd, "demo", "b");
-  wait_relay_version(&r1, "demo", 1);
+  wait_published(&rd, "demo", 1);
   viewer v;
   join(&v, &r1, 1);
   ASSERT_EQ(v.r.version, 1);
@@ -882,7 +915,8 @@ TEST(a_relay_answers_read_calls_from_its_replica_while_the_primary_is_lost_and_s
   ASSERT(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "brow_up_L")->valuedouble == 0.625);
   cJSON_Delete(w);
   uint64_t want = version_of(&p, "demo");
-  wait_relay_version(&r1, "demo", want);
+  wait_published(&rd, "demo", want);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 0); /* nobody watches it there: the first read loads it */
   static const char *const reads[] = {"state.get", "weights.get", "targets.list", "mesh.info", "sculpt.get"};
   enum { NREADS = sizeof(reads) / sizeof(reads[0]) };
   cJSON *before[NREADS];
@@ -906,5 +940,54 @@ TEST(a_relay_answers_read_calls_from_its_replica_while_the_primary_is_lost_and_s
   ASSERT_STR_CONTAINS(msg, "is lost");
   ASSERT_EQ(harness_rpc_err(&r1, "history.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
   ASSERT_EQ(harness_rpc_err(&r1, "anim.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+TEST(a_relay_loads_a_session_when_its_first_viewer_joins_and_drops_it_once_the_last_has_gone) {
+  redis_harness rd;
+  harness p, r1;
+  redis_harness_start(&rd, 0);
+  const char *pargs[] = {"--demo", NULL};
+  start_primary(&p, &rd, "demo", pargs);
+  cJSON_Delete(harness_rpc_ok(&p, "session.create", "{\"session\":\"other\",\"mesh\":\"demo\"}"));
+  const char *idle[] = {"--replica-idle-ms", "300", NULL};
+  start_relay_with(&r1, &rd, "demo", idle);
+  wait_listed(&r1, "other");
+  /* Known from the registry, held by nobody: nothing loaded. */
+  for (int i = 0; i < 10; i++) edit(&p, &p, i);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 0);
+  ASSERT(!holds(&r1, "demo") && !holds(&r1, "other"));
+  /* The first viewer's join loads it, caught up with everything Redis holds. */
+  uint64_t want = version_of(&p, "demo");
+  wait_published(&rd, "demo", want);
+  viewer v;
+  join(&v, &r1, 1);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  cJSON *e = relay_entry_of(&r1, "other");
+  ASSERT(!cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded")));
+  cJSON_Delete(e);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 1);
+  for (int i = 10; i < 20; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  follow_in_order(&v, want);
+  assert_primary_shape(&p, &v.r);
+  /* The last viewer leaves: after replica_idle_ms the replica goes. */
+  leave(&v);
+  wait_cluster_stat(&r1, "replicas_loaded", 0);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_dropped"), 1);
+  ASSERT(!holds(&r1, "demo"));
+  /* Edits meanwhile; the next viewer loads it again, at the primary's state. */
+  for (int i = 20; i < 30; i++) edit(&p, &p, i);
+  want = version_of(&p, "demo");
+  wait_published(&rd, "demo", want);
+  join(&v, &r1, 0);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  for (int i = 30; i < 35; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  follow_in_order(&v, want);
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
   cluster_down(&rd, &p, &r1, NULL);
 }
