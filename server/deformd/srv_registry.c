@@ -258,17 +258,26 @@ static void on_claimed(srv_redis *r, redisReply *reply, void *arg) {
     srv_rpc_error(call, SRV_EBUSY, "Redis refused the claim of '%s': %s", c->name, reply->str);
   } else {
     /* The name is this node's: the method opens the session (on_session_added or
-     * on_open_failed ends the claim). */
+     * on_open_failed ends the claim). An open that starts is a pending job; if none started
+     * and the claim is still here, the call was refused before opening (by a check of the
+     * dispatch's own): the name goes back. */
+    int jobs = k->srv->pending_jobs;
     k->local_call = call;
     srv_methods_dispatch(k->srv, call, "session.create", c->params);
     k->local_call = NULL;
+    int listed = 0; /* by address: a claim a failed open released is freed */
+    for (const srv_claim *x = k->claims; x && !listed; x = x->next) listed = x == c;
+    if (listed && k->srv->pending_jobs == jobs) {
+      srv_publish_release(k, c->name);
+      free_claim(k, c);
+    }
     return;
   }
   free_claim(k, c);
 }
 
 /* session.create, to be opened here: the name is claimed first. Returns 0 when the method
- * should answer now (what it refuses by itself, or the call already claimed), 1 when taken. */
+ * should answer now (what it refuses without opening anything), 1 when taken. */
 static int claim(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
   srv_server *srv = k->srv;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
