@@ -60,6 +60,9 @@ static void usage(FILE *out) {
           "                         long is 'lost' to relays\n"
           "  --redis-timeout-ms N   a Redis command unanswered this long means Redis stalled: the\n"
           "                         connection is dropped and made again (5000)\n"
+          "  --replica-idle-ms N    a relay loads a session when a viewer (or, with its primary\n"
+          "                         lost, a read) first asks for it, and drops it once it has\n"
+          "                         had no viewer this long (60000; 0: keeps it)\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
@@ -309,6 +312,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--lease-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 3600000, &v) || v < 300) goto out;
       cfg.lease_ms = (uint32_t)v;
+    } else if (strcmp(a, "--replica-idle-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 86400000, &v)) goto out;
+      cfg.replica_idle_ms = (uint32_t)v;
     } else if (strcmp(a, "--redis-timeout-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 3600000, &v) || v < 100) goto out;
       cfg.redis_timeout_ms = (uint32_t)v;

@@ -147,6 +147,7 @@ typedef struct srv_config {
   uint32_t snapshot_every;   /* a snapshot after this many frames of a session (100) */
   uint32_t stream_maxlen;    /* stream entries kept per session (about; 10 x snapshot_every) */
   uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
+  uint32_t replica_idle_ms;  /* a relay drops a replica with no viewer for this long (60000; 0: keeps it) */
   uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
 } srv_config;
 
@@ -336,10 +337,15 @@ struct srv_server {
   /* srv_stream.c: an EDIT frame (header included) on a connection whose session this node
    * does not own; nonzero when taken. */
   int (*route_edit)(srv_conn *c, const uint8_t *frame, size_t len);
+  /* srv_stream.c: a HELLO for a session this node does not hold; nonzero when taken (a relay
+   * loads the session, then calls `again` with the same HELLO, or fails the connection). */
+  int (*route_join)(srv_conn *c, const char *session, const uint8_t *hello, size_t n,
+                    void (*again)(srv_conn *c, const uint8_t *hello, size_t n));
   void (*on_session_added)(srv_server *s, srv_session *x); /* srv_session_add */
   void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
   void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
   void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
+  void (*on_open_failed)(srv_server *s, const char *name); /* srv_jobs.c: a session did not open */
   void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
 };
 

@@ -17,7 +17,8 @@
  *    "sessions": [{"session": "demo", "mesh": "demo"}],
  *    "data": "/var/lib/deformd", "durability": "normal", "history_days": 0,
  *    "redis": "redis://127.0.0.1:6379/0", "relay": false, "node_id": "a", "advertise": "10.0.0.5",
- *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000}
+ *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000,
+ *    "replica_idle_ms": 60000}
  * (deploy/deformd.json is an example with every key.)
  * Command-line options given after --config override it.
  *
@@ -61,6 +62,7 @@ void srv_config_init(srv_config *c) {
   c->max_file_mb = 1024;
   c->snapshot_every = 100;
   c->lease_ms = 3000;
+  c->replica_idle_ms = 60000;
   c->redis_timeout_ms = 5000;
 }
 
@@ -300,6 +302,8 @@ int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err,
   if (r) c->lease_ms = v < 300 ? 300 : (uint32_t)v;
   if ((r = get_uint(root, "redis_timeout_ms", 3600000, &v, err, errlen)) < 0) goto out;
   if (r) c->redis_timeout_ms = v < 100 ? 100 : (uint32_t)v;
+  if ((r = get_uint(root, "replica_idle_ms", 86400000, &v, err, errlen)) < 0) goto out;
+  if (r) c->replica_idle_ms = (uint32_t)v;
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "import_worker_path"))) {
     if (!cJSON_IsString(item) || !item->valuestring[0]) {
       snprintf(err, errlen, "\"import_worker_path\" must be the path of a program");

@@ -191,6 +191,7 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   memcpy(name, h.session.ptr, h.session.len);
   name[h.session.len] = '\0';
   srv_session *s = srv_session_find(srv, name);
+  if (!s && srv->route_join && srv->route_join(c, name, p, n, on_hello)) return; /* a relay loads it */
   if (!s) {
     /* Name the sessions there are, so that a viewer can say what to join instead (the ERROR
      * message holds 1024 bytes: what does not fit is counted). */
