@@ -7,18 +7,21 @@
 #   make install        after `make`: programs, systemd units, example configs and docs under
 #                       $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default; docs/operations.md)
 #   make test BUILD_TYPE=Release   the suite on an -O3 build (default RelWithDebInfo)
+#   make fuzz FUZZ_SECONDS=N       each libFuzzer target for N seconds (default 60), clang 14,
+#                                  from the seed corpora in tests/fuzz/ (tests/fuzz/README.md)
 
 BUILD_DIR  ?= build
 ASAN_DIR   ?= build-asan
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
 CMAKE_ARGS ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 BINDIR     := $(PREFIX)/bin
 UNITDIR    := $(PREFIX)/lib/systemd/system
 
-.PHONY: all deps build build-werror build-asan test test-asan demo check-builds clean install
+.PHONY: all deps build build-werror build-asan test test-asan demo check-builds fuzz clean install
 
 all: build
 
@@ -68,5 +71,9 @@ install:
 	install -m 0644 deploy/deformd.json deploy/relay.json $(DESTDIR)$(PREFIX)/share/deformd/examples/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/deformd/
 
+# libFuzzer targets built with clang in build-fuzz, each run for FUZZ_SECONDS.
+fuzz: deps
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-check-gcc build-check-clang build-fuzz

@@ -19,7 +19,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git python3
-  clang
+  clang libclang-rt-14-dev llvm
   libuv1-dev libcjson-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev
   libglfw3-dev libepoxy-dev libcglm-dev libgl-dev libgl1-mesa-dri

@@ -1,8 +1,10 @@
-# deploy/xvfb.sh — sourced by tests/run.sh and deploy/demo.sh: start_xvfb starts Xvfb on the
-# first free display number from 99 and exports DISPLAY once its socket is there; stop_xvfb
-# kills it. A number is free when neither its lock file nor its socket exists; if another
-# server wins the race for it, Xvfb exits and the next number is tried. Xvfb comes from the
-# Debian package xvfb (deploy/deps.sh); Mesa's llvmpipe then gives an OpenGL 4.5 core context.
+# deploy/xvfb.sh — sourced by tests/run.sh, deploy/demo.sh and deploy/screenshots.sh: start_xvfb
+# starts an Xvfb of this run's own and exports DISPLAY once it accepts clients; stop_xvfb kills
+# it. Xvfb picks the display number itself (-displayfd: the first one free, claimed through its
+# lock file) and writes it once it listens, so two runs started at the same moment never end up
+# on one server — guessing a free number from the lock files and sockets could hand a run the
+# socket of another run's server, which then disappears under it. Xvfb comes from the Debian
+# package xvfb (deploy/deps.sh); Mesa's llvmpipe then gives an OpenGL 4.5 core context.
 
 xvfb_pid=
 stop_xvfb() {
@@ -19,21 +21,24 @@ start_xvfb() {
     echo "Xvfb is not installed (deploy/deps.sh installs the xvfb package)" >&2
     return 1
   fi
-  local n i
-  for n in $(seq 99 160); do
-    [ -e "/tmp/.X$n-lock" ] || [ -e "/tmp/.X11-unix/X$n" ] && continue
-    Xvfb ":$n" -screen 0 1280x1024x24 -nolisten tcp >/dev/null 2>&1 &
-    xvfb_pid=$!
-    for i in $(seq 1 100); do # up to 10 s
-      if [ -S "/tmp/.X11-unix/X$n" ]; then
-        export DISPLAY=":$n"
-        return 0
-      fi
-      kill -0 "$xvfb_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    stop_xvfb
+  local tmp_dir n i
+  tmp_dir=$(mktemp -d)
+  Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$tmp_dir/display" >/dev/null 2>&1 &
+  xvfb_pid=$!
+  for i in $(seq 1 200); do # up to 20 s
+    n=
+    # the number and a newline, written once it listens
+    [ "$(wc -l <"$tmp_dir/display" 2>/dev/null || echo 0)" -ge 1 ] && n=$(tr -dc '0-9' <"$tmp_dir/display")
+    if [ -n "$n" ] && [ -S "/tmp/.X11-unix/X$n" ]; then
+      rm -rf "$tmp_dir"
+      export DISPLAY=":$n"
+      return 0
+    fi
+    kill -0 "$xvfb_pid" 2>/dev/null || break
+    sleep 0.1
   done
-  echo "could not start Xvfb on displays :99-:160" >&2
+  stop_xvfb
+  rm -rf "$tmp_dir"
+  echo "could not start Xvfb (it exited or did not say which display it took)" >&2
   return 1
 }

@@ -224,7 +224,7 @@ typedef enum proto_edit_kind {
   PROTO_EDIT_GESTURE_BEGIN = 3, /* start a Laplacian / ARAP / biharmonic drag gesture */
   PROTO_EDIT_GESTURE_DRAG = 4,  /* move a gesture's handle (rigid transform) */
   PROTO_EDIT_GESTURE_END = 5,
-  PROTO_EDIT_BRUSH = 6,         /* a brush stroke: samples applied in order */
+  PROTO_EDIT_BRUSH = 6,         /* a brush stroke: the points of its path (the server places the dabs) */
   PROTO_EDIT_RESET = 7,         /* sculpt offsets back to zero (listed vertices, or all) */
   PROTO_EDIT_BLEND_PINS = 8,    /* direct manipulation: target weights that put pinned vertices where asked */
   PROTO_EDIT_UNDO = 9,          /* undo this editor's author's newest step (history.undo) */
@@ -262,12 +262,20 @@ typedef struct proto_brush_sample {
 } proto_brush_sample;
 
 typedef struct proto_brush {
-  uint8_t brush;          /* 0 grab, 1 inflate, 2 smooth, 3 flatten, 4 pinch */
+  uint8_t brush;          /* 0 grab, 1 inflate, 2 smooth, 3 flatten, 4 pinch, 5 draw, 6 crease, 7 layer */
   uint8_t falloff;        /* 0 smoothstep, 1 linear, 2 gaussian, 3 constant */
-  uint8_t mirror_x;
+  uint8_t flags;          /* PROTO_BRUSH_*; other bits must be 0 */
   uint32_t count;
   const uint8_t *samples; /* count × 8 float32: center, direction, radius, strength */
 } proto_brush;
+
+#define PROTO_BRUSH_MIRROR_X 0x01      /* also apply the stroke mirrored across x = 0 */
+#define PROTO_BRUSH_FRONT_ONLY 0x02    /* leave vertices facing away: each sample's direction
+                                        * is then the direction the viewer looks in */
+#define PROTO_BRUSH_CONTINUE 0x04      /* the next piece of this connection's last stroke */
+#define PROTO_BRUSH_AUTOSMOOTH_SHIFT 4 /* bits 4–7: auto-smoothing n/15 */
+#define PROTO_BRUSH_FLAGS_KNOWN 0xF7
+#define PROTO_MAX_BRUSH_KIND 7
 
 #define PROTO_MAX_BRUSH_SAMPLES 65536
 
@@ -434,8 +442,9 @@ int proto_encode_edit_gesture_begin(proto_buf *b, uint32_t request_id, const pro
                                     const uint32_t *handle, const uint32_t *roi, const uint32_t *anchors);
 int proto_encode_edit_gesture_drag(proto_buf *b, uint32_t request_id, const proto_gesture_drag *m);
 int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t gesture);
+/* BRUSH: `flags` PROTO_BRUSH_* (1 alone is mirror_x, as before). */
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
-                            uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples);
+                            uint8_t flags, uint32_t count, const proto_brush_sample *samples);
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
 /* UNDO / REDO (no body) and AUTHOR (a name of 1 to PROTO_MAX_AUTHOR bytes; PROTO_EINVAL
  * otherwise, nothing appended). */

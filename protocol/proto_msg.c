@@ -438,8 +438,9 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 }
 
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
-                            uint8_t mirror_x, uint32_t count, const proto_brush_sample *samples) {
-  if (brush > 4 || falloff > 3 || count > PROTO_MAX_BRUSH_SAMPLES) return PROTO_EINVAL;
+                            uint8_t flags, uint32_t count, const proto_brush_sample *samples) {
+  if (brush > PROTO_MAX_BRUSH_KIND || falloff > 3 || (flags & ~PROTO_BRUSH_FLAGS_KNOWN) || count > PROTO_MAX_BRUSH_SAMPLES)
+    return PROTO_EINVAL;
   for (uint32_t i = 0; i < count; i++) {
     const proto_brush_sample *x = &samples[i];
     if (!all_finite_f(x->center, 3) || !all_finite_f(x->direction, 3) || !isfinite(x->radius) ||
@@ -451,7 +452,7 @@ int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, ui
   proto__put_u8(b, PROTO_EDIT_BRUSH);
   proto__put_u8(b, brush);
   proto__put_u8(b, falloff);
-  proto__put_u8(b, mirror_x ? 1 : 0);
+  proto__put_u8(b, flags);
   proto__put_u8(b, 0);
   proto__put_u32(b, count);
   for (uint32_t i = 0; i < count; i++) {
@@ -551,10 +552,10 @@ static int get_brush(proto_cur *c, proto_brush *m) {
   uint8_t reserved;
   CHECK(proto__get_u8(c, &m->brush));
   CHECK(proto__get_u8(c, &m->falloff));
-  CHECK(proto__get_u8(c, &m->mirror_x));
+  CHECK(proto__get_u8(c, &m->flags));
   CHECK(proto__get_u8(c, &reserved));
   CHECK(proto__get_u32(c, &m->count));
-  if (m->brush > 4 || m->falloff > 3 || m->mirror_x > 1) return PROTO_EINVAL;
+  if (m->brush > PROTO_MAX_BRUSH_KIND || m->falloff > 3 || (m->flags & ~PROTO_BRUSH_FLAGS_KNOWN)) return PROTO_EINVAL;
   if (m->count > PROTO_MAX_BRUSH_SAMPLES) return PROTO_ETOOBIG;
   CHECK(proto__get(c, 32 * (size_t)m->count, &m->samples));
   for (size_t i = 0; i < 8 * (size_t)m->count; i++)

@@ -194,6 +194,7 @@ typedef struct mesh_import_opts {
   int redact;               /* non-zero: error messages echo nothing read from the file (names
                              * in it become '…', assimp's own messages are reduced to the
                              * format and a reason) */
+  uint64_t max_file_bytes;  /* refuse larger files (MESH_ETOOBIG); 0 = no limit */
 } mesh_import_opts;
 
 #define MESH_DEFAULT_MAX_VERTICES 5000000u
@@ -204,6 +205,8 @@ typedef struct mesh_import_opts {
  * assimp reads. Polygons are triangulated, points and lines dropped, every mesh of the file
  * placed by its node transform and joined into one mesh with submesh ranges, render vertices
  * that are identical in every attribute merged, unreferenced ones dropped.
+ * Before assimp reads a file, the counts its header declares are checked against the file's
+ * size wherever the format has them (OFF, PLY, MD2, MD3), and a lying header is refused.
  * `opts` may be NULL. On success *out is a new mesh the caller frees with mesh_destroy().
  * On failure returns a MESH_E* code, writes the reason into `err`, and leaves *out NULL.
  * Thread-safe: imports may run concurrently on different threads. */

@@ -9,13 +9,14 @@
  *
  * Layout (all integers u32, all floats IEEE-754 binary32, little-endian):
  *
- *   "DFMB" version=1 flags(bit0 normals, bit1 uvs)
+ *   "DFMB" version=2 flags(bit0 normals, bit1 uvs)
  *   vertex_count triangle_count target_count frame_count frame_rate clip_count submesh_count
  *   bbox_min[3] bbox_max[3]
  *   positions[3V] normals[3V]? uvs[2V]? triangles[3T]
  *   target × target_count:  name_len name[name_len] default_weight count indices[count] deltas[3·count]
  *   frames[3V·F]
  *   clip × clip_count:      name_len name fps first_frame frame_count key_count target_count
+ *                           loop_frames clip_flags(bit0 play_once)
  *                           times[key_count] weights[key_count·target_count]
  *   submesh × submesh_count: name_len name first_triangle triangle_count first_vertex vertex_count
  *   crc32 of every byte before it (the zlib / PNG polynomial)
@@ -24,8 +25,11 @@
  * are left before it allocates, so a lying header costs nothing, and finishes with
  * mesh_validate(), so what it returns meets every invariant the rest of the system relies on.
  *
+ * Version 1 (stored by builds before clips had loop_frames and play_once) has no loop_frames
+ * and clip_flags; it still reads, with both 0. A new layout gets a new version and a reader
+ * branch: stores keep old blobs.
+ *
  * DOES NOT compress (the store and the pipe see few meshes, and imports dominate their cost),
- * read older versions (there are none yet: a new layout gets a new version and a reader branch),
  * or touch files and sockets; the caller moves the bytes.
  */
 #include <pthread.h>
@@ -35,7 +39,8 @@
 #include "mesh.h"
 #include "mesh_internal.h"
 
-#define BLOB_VERSION 1u
+#define BLOB_VERSION 2u
+#define CLIP_PLAY_ONCE 1u
 #define FLAG_NORMALS 1u
 #define FLAG_UVS 2u
 /* magic, version, flags, 7 counts, 6 bbox floats */
@@ -106,7 +111,7 @@ int mesh_blob_size(const mesh *m, size_t *len) {
     const mesh_clip *c = &m->clips[i];
     uint64_t w = (uint64_t)c->key_count * c->target_count;
     if ((c->key_count && !c->times) || (w && !c->weights)) return MESH_EINVAL;
-    rc = add_name(&t, c->name, 24 + 4 * (uint64_t)c->key_count);
+    rc = add_name(&t, c->name, 32 + 4 * (uint64_t)c->key_count);
     rc = rc ? rc : add_size(&t, 4 * w);
   }
   for (uint32_t i = 0; i < m->submesh_count && !rc; i++)
@@ -188,6 +193,8 @@ int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len) {
     put_u32(&w, c->frame_count);
     put_u32(&w, c->key_count);
     put_u32(&w, c->target_count);
+    put_u32(&w, c->loop_frames);
+    put_u32(&w, c->play_once ? CLIP_PLAY_ONCE : 0);
     put_f32s(&w, c->times, c->key_count);
     put_f32s(&w, c->weights, (size_t)c->key_count * c->target_count);
   }
@@ -229,6 +236,7 @@ typedef struct reader {
   size_t left;      /* bytes before the CRC */
   char *err;
   size_t errlen;
+  uint32_t version; /* the blob's layout (1 or 2) */
 } reader;
 
 static uint32_t get_u32(reader *r) {
@@ -325,7 +333,8 @@ static int read_targets(reader *r, mesh *m, uint32_t count) {
 }
 
 static int read_clips(reader *r, mesh *m, uint32_t count) {
-  int rc = need(r, count, 24, "clips");
+  uint32_t header = r->version >= 2 ? 7 : 5; /* u32 fields after the name */
+  int rc = need(r, count, 4 + 4 * header, "clips");
   if (rc) return rc;
   m->clips = calloc((size_t)count + 1, sizeof(*m->clips));
   if (m->clips == NULL) return MESH_ENOMEM;
@@ -333,12 +342,21 @@ static int read_clips(reader *r, mesh *m, uint32_t count) {
     mesh_clip *c = &m->clips[i];
     m->clip_count = i + 1;
     if ((rc = get_name(r, &c->name, "clip", i))) return rc;
-    if ((rc = need(r, 5, 4, "clip header"))) return rc;
+    if ((rc = need(r, header, 4, "clip header"))) return rc;
     c->fps = get_f32(r);
     c->first_frame = get_u32(r);
     c->frame_count = get_u32(r);
     c->key_count = get_u32(r);
     c->target_count = get_u32(r);
+    if (r->version >= 2) {
+      c->loop_frames = get_u32(r);
+      uint32_t flags = get_u32(r);
+      if (flags & ~CLIP_PLAY_ONCE) {
+        mesh__set_err(r->err, r->errlen, "clip %u of the mesh blob has unknown flags 0x%x", i, flags);
+        return MESH_EFORMAT;
+      }
+      c->play_once = (flags & CLIP_PLAY_ONCE) != 0;
+    }
     uint64_t w = (uint64_t)c->key_count * c->target_count;
     if (c->key_count > 0) {
       if ((rc = get_floats(r, c->key_count, &c->times, "clip times"))) return rc;
@@ -412,12 +430,13 @@ int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out
     mesh__set_err(err, errlen, "not a mesh blob (bad magic)");
     return MESH_EFORMAT;
   }
-  reader r = {p + 4, n - 8, err, errlen};
+  reader r = {p + 4, n - 8, err, errlen, 0};
   uint32_t stored = (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 | (uint32_t)p[n - 2] << 16 |
                     (uint32_t)p[n - 1] << 24;
   uint32_t version = get_u32(&r);
-  if (version != BLOB_VERSION) {
-    mesh__set_err(err, errlen, "mesh blob version %u; this build reads version %u", version,
+  r.version = version;
+  if (version != 1 && version != BLOB_VERSION) {
+    mesh__set_err(err, errlen, "mesh blob version %u; this build reads versions 1 to %u", version,
                   BLOB_VERSION);
     return MESH_EFORMAT;
   }

@@ -341,13 +341,18 @@ static int is_gltf(const char *path) {
   return dot && strcasecmp(dot, ".gltf") == 0;
 }
 
+/* A PLY file by its magic, or by its extension: assimp reads a .ply whatever its first line
+ * says (a file starting "ply;" made it loop forever; found by fuzzing), so the check must see
+ * it too. */
 static int is_ply(const char *path) {
   char h[4] = {0};
   FILE *f = mesh__fopen(path);
   if (!f) return 0;
   size_t n = fread(h, 1, 4, f);
   fclose(f);
-  return n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r');
+  const char *dot = strrchr(base_name(path), '.');
+  return (n == 4 && memcmp(h, "ply", 3) == 0 && (h[3] == '\n' || h[3] == '\r')) ||
+         (dot && strcasecmp(dot, ".ply") == 0);
 }
 
 /* FNV-1a over the bytes of one raw vertex's per-frame positions and target deltas, so that the
@@ -628,6 +633,14 @@ static void unfound(const char *path, char *err, size_t errlen) {
                 "one of them)", shown);
 }
 
+/* Prefixes a check's reason with the file's name ("'x.off': ..."), or names the code when the
+ * check gave no reason (out of memory). */
+static void name_reason(const char *path, int rc, char *err, size_t errlen) {
+  char why[MESH_ERR_LEN];
+  snprintf(why, sizeof(why), "%s", err && err[0] ? err : mesh_strerror(rc));
+  mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+}
+
 int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
                 size_t errlen) {
   mesh_import_opts defaults = {0};
@@ -656,6 +669,12 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     }
     mesh__confine_begin(-1, opts->redact);
   }
+  if (opts->max_file_bytes && (uint64_t)st.st_size > opts->max_file_bytes) {
+    mesh__set_err(err, errlen, "'%s' has %llu bytes, more than the limit of %llu", base_name(path),
+                  (unsigned long long)st.st_size, (unsigned long long)opts->max_file_bytes);
+    mesh__confine_end();
+    return MESH_ETOOBIG;
+  }
 
   pthread_once(&log_once, attach_log);
   import_log log;
@@ -681,9 +700,16 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (kind == KEYFRAMES_MD2) {
     rc = mesh__md2_frame_names(path, &r.frame_names, &r.frame_name_count, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
+      goto done;
+    }
+  }
+
+  /* Header counts against the file size: assimp believes them (mesh_off.c, mesh_md3.c). */
+  if (kind == KEYFRAMES_MD3 || mesh__off_is_off(path)) {
+    rc = kind == KEYFRAMES_MD3 ? mesh__md3_check(path, err, errlen) : mesh__off_check(path, err, errlen);
+    if (rc) {
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }
@@ -692,9 +718,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (is_ply(path)) {
     rc = mesh__ply_check(path, &ply, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }
@@ -703,9 +727,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   if (is_gltf(path)) {
     rc = mesh__gltf_precheck(path, err, errlen);
     if (rc) {
-      char why[MESH_ERR_LEN];
-      snprintf(why, sizeof(why), "%s", err ? err : "");
-      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      name_reason(path, rc, err, errlen);
       goto done;
     }
   }

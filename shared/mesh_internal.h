@@ -160,6 +160,17 @@ void mesh__scene_point(const mesh__mat4d *xf, const struct aiVector3D *v, double
  * factor (the 3x3 itself when singular). */
 void mesh__scene_normal_matrix(const mesh__mat4d *xf, double n[3][3]);
 
+/* ---- header counts against the file size, before assimp reads a file ---- */
+
+/* Whether `path` is an OFF file: by its extension, or a [ST][C][N][4][n]OFF keyword at its start. */
+int mesh__off_is_off(const char *path);
+/* Refuses (MESH_EFORMAT, with both figures) an OFF file whose header declares more vertices and
+ * faces than its bytes can hold (mesh_off.c). 0 or a MESH_E* code. */
+int mesh__off_check(const char *path, char *err, size_t errlen);
+/* Refuses an MD3 file whose frame, tag or surface counts or offsets lie outside it, or whose
+ * triangles name vertices it does not have (mesh_md3.c). 0 or a MESH_E* code with a reason. */
+int mesh__md3_check(const char *path, char *err, size_t errlen);
+
 /* ---- keyframe files (mesh_md2.c, mesh_md3.c) ---- */
 
 /* MD2 frame names. Checks the header, the frame table and the declared file end against the

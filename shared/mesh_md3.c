@@ -9,6 +9,10 @@
  * trusted, then placed by that mesh's node transform. The frame headers' names ("idle01",
  * "walk01", …) are returned too: they become the mesh's clips (mesh_clip.c).
  *
+ * The same walk over the file, every count and offset checked against its size, runs before
+ * assimp sees an MD3 (mesh__md3_check), so a file that lies is refused with a reason instead of
+ * sending assimp's reader past its buffer or into a 13 GB allocation.
+ *
  * DOES NOT read tags, shaders or skins, or import anything through assimp itself (mesh_import.c
  * passes in its scene of frame 0).
  */
@@ -76,10 +80,22 @@ static int md3_load(const char *path, md3_file *f, char *err, size_t errlen) {
   const unsigned char *h = f->data;
   if (memcmp(h, "IDP3", 4) != 0) goto bad;
   f->frame_count = rd32(h + 76);
-  uint32_t nsurf = rd32(h + 84), ofs_frames = rd32(h + 92), ofs_surf = rd32(h + 100);
-  if (f->frame_count == 0 || nsurf > 4096 || ofs_surf > f->size) goto bad;
+  uint32_t ntags = rd32(h + 80), nsurf = rd32(h + 84), ofs_frames = rd32(h + 92);
+  uint32_t ofs_tags = rd32(h + 96), ofs_surf = rd32(h + 100), ofs_eof = rd32(h + 104);
+  if (nsurf > 4096) {
+    mesh__set_err(err, errlen, "MD3: %u surfaces, more than 4096", nsurf);
+    goto fail;
+  }
+  if (f->frame_count == 0 || ofs_surf > f->size || ofs_eof > f->size) goto bad;
   /* Frame headers: min_bounds[3], max_bounds[3], local_origin[3], radius, name[16]. */
   if ((uint64_t)ofs_frames + 56ull * f->frame_count > f->size) goto bad;
+  /* Tags: 112 bytes (name[64], origin[3], axis[9]) per tag and frame. assimp sizes its tag
+   * arrays from these counts before reading: 2^31 tags took it past 13 GB. */
+  if ((uint64_t)ofs_tags + 112ull * ntags * f->frame_count > f->size) {
+    mesh__set_err(err, errlen, "MD3: %u tags × %u frames of 112 bytes at byte %u lie outside the "
+                  "file of %zu bytes", ntags, f->frame_count, ofs_tags, f->size);
+    goto fail;
+  }
   f->frame_headers = f->data + ofs_frames;
   f->surfaces = calloc(nsurf + 1, sizeof(*f->surfaces));
   if (!f->surfaces) {
@@ -90,8 +106,9 @@ static int md3_load(const char *path, md3_file *f, char *err, size_t errlen) {
   for (uint32_t s = 0; s < nsurf; s++) {
     if (at + 108 > f->size) goto bad;
     const unsigned char *sh = f->data + at;
-    uint32_t frames = rd32(sh + 72), nv = rd32(sh + 80), nt = rd32(sh + 84);
-    uint32_t ofs_tri = rd32(sh + 88), ofs_xyz = rd32(sh + 100), ofs_end = rd32(sh + 104);
+    uint32_t frames = rd32(sh + 72), nshaders = rd32(sh + 76), nv = rd32(sh + 80), nt = rd32(sh + 84);
+    uint32_t ofs_tri = rd32(sh + 88), ofs_shaders = rd32(sh + 92), ofs_st = rd32(sh + 96);
+    uint32_t ofs_xyz = rd32(sh + 100), ofs_end = rd32(sh + 104);
     if (frames != f->frame_count) {
       mesh__set_err(err, errlen, "MD3 surface %u has %u frames, the header %u", s, frames,
                     f->frame_count);
@@ -101,7 +118,8 @@ static int md3_load(const char *path, md3_file *f, char *err, size_t errlen) {
     /* 64-bit arithmetic: no count can wrap the bounds checks. */
     if ((uint64_t)at + ofs_tri + 12ull * nt > f->size ||
         (uint64_t)at + ofs_xyz + 8ull * nv * frames > f->size || ofs_end == 0 ||
-        (uint64_t)at + ofs_end > f->size)
+        (uint64_t)at + ofs_end > f->size || (uint64_t)at + ofs_shaders + 68ull * nshaders > f->size ||
+        (uint64_t)at + ofs_st + 8ull * nv > f->size)
       goto bad;
     md3_surface *out = &f->surfaces[f->surface_count++];
     out->vertex_count = nv;
@@ -125,6 +143,13 @@ bad:
 fail:
   if (fp) fclose(fp);
   md3_fini(f);
+  return rc;
+}
+
+int mesh__md3_check(const char *path, char *err, size_t errlen) {
+  md3_file f;
+  int rc = md3_load(path, &f, err, errlen);
+  if (rc == 0) md3_fini(&f);
   return rc;
 }
 

@@ -87,7 +87,10 @@ static int parse_header(const char *buf, size_t len, ply_header *h, char *err, s
     memcpy(line, buf + pos, n);
     line[n] = '\0';
     if (n > 0 && line[n - 1] == '\r') line[n - 1] = '\0';
-    pos = end + 1;
+    /* The last line may have no newline: the data then starts at the end, not past it (a
+     * header ending the file in "end_header" sent the data reader past the buffer; found by
+     * fuzzing). */
+    pos = end < len ? end + 1 : len;
     char a[64], b[64], c[64], d[64];
     int k = sscanf(line, "%63s %63s %63s %63s", a, b, c, d);
     if (k <= 0) continue;
@@ -110,6 +113,13 @@ static int parse_header(const char *buf, size_t len, ply_header *h, char *err, s
         mesh__set_err(err, errlen, "PLY: more than %d elements", PLY_MAX_ELEMENTS);
         return MESH_EFORMAT;
       }
+      /* Two elements of one name: assimp reads one of them, this walk another (fuzzing found
+       * assimp aborting on such a file). */
+      for (int i = 0; i < h->element_count; i++)
+        if (strcmp(h->elements[i].name, b) == 0) {
+          mesh__set_err(err, errlen, "PLY: element '%s' is declared twice", b);
+          return MESH_EFORMAT;
+        }
       ply_element *e = &h->elements[h->element_count++];
       snprintf(e->name, sizeof(e->name), "%s", b);
       char *stop = NULL;
@@ -143,6 +153,11 @@ static int parse_header(const char *buf, size_t len, ply_header *h, char *err, s
         mesh__set_err(err, errlen, "PLY: bad property line '%s'", line);
         return MESH_EFORMAT;
       }
+    } else if (strcmp(a, "property") == 0) {
+      /* A property of no element: assimp looped forever on such a header (found by fuzzing).
+       * Other unknown lines are skipped, as assimp does (Blender 2.47 wrote one). */
+      mesh__set_err(err, errlen, "PLY: a property before any element: '%.60s'", line);
+      return MESH_EFORMAT;
     }
   }
   mesh__set_err(err, errlen, "PLY: header has no end_header or no format line");
@@ -154,6 +169,7 @@ typedef struct ply_reader {
   const char *buf;
   size_t len, pos;
   ply_format format;
+  int bad_number; /* an ASCII token that is not wholly a number */
 } ply_reader;
 
 static int read_number(ply_reader *r, int size, int is_float, int is_signed, double *out) {
@@ -170,9 +186,16 @@ static int read_number(ply_reader *r, int size, int is_float, int is_signed, dou
     tmp[n] = '\0';
     char *stop = NULL;
     *out = strtod(tmp, &stop);
-    return (stop == tmp) ? -1 : 0;
+    /* The whole token, or it is not a number: "-1.00.000000" read as -1.00 here but as two
+     * numbers by assimp, which then took a coordinate for a face's corner count and aborted
+     * (found by fuzzing). */
+    if (stop == tmp || *stop != '\0') {
+      r->bad_number = 1;
+      return -1;
+    }
+    return 0;
   }
-  if (r->len - r->pos < (size_t)size) return -1;
+  if (r->pos > r->len || r->len - r->pos < (size_t)size) return -1;
   unsigned char b[8];
   memcpy(b, r->buf + r->pos, (size_t)size);
   r->pos += (size_t)size;
@@ -317,7 +340,7 @@ int mesh__ply_check(const char *path, mesh__ply_info *info, char *err, size_t er
     }
   }
 
-  ply_reader rd = {buf, len, h->data_offset, h->format};
+  ply_reader rd = {buf, len, h->data_offset, h->format, 0};
   for (int ei = 0; ei < h->element_count; ei++) {
     const ply_element *e = &h->elements[ei];
     int is_face = strcmp(e->name, "face") == 0, is_strip = strcmp(e->name, "tristrips") == 0;
@@ -342,6 +365,13 @@ int mesh__ply_check(const char *path, mesh__ply_info *info, char *err, size_t er
         if (!(cnt >= 0) || cnt > (double)(len - rd.pos)) goto truncated;
         size_t n = (size_t)cnt;
         int indices = (is_face || is_strip) && is_index_list(p);
+        if (indices && is_face && n == 0) {
+          /* assimp 5.2 aborts on a face without vertices (an assert in its post-processing;
+           * found by fuzzing). */
+          mesh__set_err(err, errlen, "PLY face %llu has no vertices", (unsigned long long)inst);
+          rc = MESH_EFORMAT;
+          goto out;
+        }
         if (indices && is_strip && n > strip_cap) {
           free(strip);
           strip_cap = n;
@@ -387,7 +417,10 @@ int mesh__ply_check(const char *path, mesh__ply_info *info, char *err, size_t er
   goto out;
 
 truncated:
-  mesh__set_err(err, errlen, "PLY: the data ends before the counts in the header are read (truncated file?)");
+  if (rd.bad_number)
+    mesh__set_err(err, errlen, "PLY: a value near byte %zu of the data is not a number", rd.pos);
+  else
+    mesh__set_err(err, errlen, "PLY: the data ends before the counts in the header are read (truncated file?)");
   rc = MESH_EFORMAT;
 out:
   if (rc) mesh__ply_info_fini(info);

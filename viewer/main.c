@@ -1,10 +1,12 @@
 /*
  * main.c — deform-view: watch and sculpt a deformd session.
  *
- *   deform-view [--connect HOST:PORT] [--session NAME | --open FILE [--rpc HOST:PORT]]
+ *   deform-view [--connect HOST:PORT[,HOST:PORT...]] [--session NAME | --open FILE [--rpc HOST:PORT]]
  *               [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]
+ *               [--author NAME]
  *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
- *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]
+ *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
+ *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
  *
  * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
@@ -15,7 +17,8 @@
  * the stream port + 1 on the same host) and opens a session on it. --tls speaks TLS on both
  * and verifies the server's certificate. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
- * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh).
+ * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh). --help also
+ * lists every key (vw_hud.c's table, the one the H overlay shows).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include "client.h"
 #include "vw_app.h"
 #include "vw_open.h"
+#include "vw_hud.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -31,8 +35,14 @@ static void usage(FILE *out) {
           "                   [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]\n"
           "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
-          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]]\n"
+          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
+          "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
+}
+
+static void keys(FILE *out) {
+  fprintf(out, "\nkeys and mouse (H or ? shows them in the window):\n");
+  for (size_t i = 0; i < vw_hud_key_count; i++) fprintf(out, "  %-32s %s\n", vw_hud_keys[i].keys, vw_hud_keys[i].action);
 }
 
 static int parse_one(const char *s, size_t len, char *host, size_t hostlen, int *port) {
@@ -89,12 +99,16 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
+      keys(stdout);
       return 0;
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
       continue;
     } else if (strcmp(a, "--tls") == 0) {
       o.tls = 1;
+      continue;
+    } else if (strcmp(a, "--overlay") == 0) {
+      o.overlay = 1;
       continue;
     } else if (strcmp(a, "--lossless") == 0) {
       o.stream.codec = PROTO_CODEC_LOSSLESS;

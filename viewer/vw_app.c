@@ -1,13 +1,17 @@
 /*
  * vw_app.c — deform-view's loop, input and sculpting UI (see vw_app.h).
  *
- * Keys: W wireframe · F frame the mesh · T blendshape sliders · V view · G drag (grab a handle
- * and move it: an ARAP gesture on the server) · B brush (1 grab, 2 inflate, 3 smooth, 4 flatten,
- * 5 pinch; [ ] radius, - = strength, Shift reverses, M mirror) · Ctrl+Z undo · Ctrl+Y redo ·
- * Esc quit. Mouse: left drag orbits in view mode (acts in drag and brush modes), right drag
- * orbits, middle drag (or Shift+right) pans, wheel zooms.
+ * The keys are vw_hud.c's table (H or ? shows it; --help prints it). The connection runs on
+ * its own thread (vw_pump.c): every use of a->net here is between vw_pump_lock and
+ * vw_pump_unlock. The slider panel's rows, filter and hit tests are vw_panel.c's, the status
+ * line's words vw_hud.c's, picking vw_edit.c's: all tested without a window. Undo and redo
+ * are the server's per-author history (vw_net_history: EDIT UNDO/REDO).
  *
- * Picking lives in vw_edit.c (tested without a window); undo/redo is the server's history.
+ * A brush stroke sends the points of its path as the pointer moves, once per frame, the first
+ * batch as a new stroke and the others continuing it (PROTO_BRUSH_CONTINUE): the server places
+ * the dabs, so the result is the path's, whatever the frame rate or the rate of mouse events.
+ *
+ * DOES NOT decode frames, morph, compute normals, or solve.
  */
 #include "vw_app.h"
 
@@ -25,10 +29,19 @@
 #include "vw_edit.h"
 #include "vw_gl.h"
 #include "vw_gpu.h"
+#include "vw_hud.h"
 #include "vw_net.h"
+#include "vw_panel.h"
+#include "vw_pump.h"
 #include "vw_render.h"
 
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2 } app_mode;
+
+/* Keys 1-8 and the protocol's brush numbers (proto_brush.brush). */
+static const char *const brush_names[8] = {"draw", "grab", "inflate", "smooth", "flatten", "pinch", "crease", "layer"};
+static const uint8_t brush_ids[8] = {5, 0, 1, 2, 3, 4, 6, 7};
+#define BRUSH_GRAB 1
+#define PATH_MAX_POINTS 512
 
 typedef struct override {
   char name[256];
@@ -39,45 +52,48 @@ typedef struct app {
   const vw_app_opts *o;
   vw_context ctx;
   vw_net net;
+  vw_pump pump;
   vw_gpu *gpu;
   vw_render *render;
   vw_camera cam;
-  int framed;
-  mesh_topology topo;
-  int have_topo;
+  int framed, front;       /* front: a front view is asked for (with the next framing) */
   double diag;
   float *weights;          /* replica weights with local overrides applied */
+  uint32_t nweights;       /* ... for this many targets (the replica may have more: its thread
+                            * applies frames the loop has not taken yet) */
   override *overrides;
   int noverrides;
   /* input */
   app_mode mode;
-  int wireframe, sliders;
-  double mx, my, press_x, press_y;
+  int wireframe, sliders, help;
+  double mx, my;
   int lmb, rmb, mmb, shift, ctrl;
   /* drag gesture */
   int dragging;
   uint32_t gesture, next_gesture;
   float grab[3], plane_n[3];
   /* brush */
-  int brushing, brush_kind, mirror;
+  int brushing, brush_kind, mirror, front_only, autosmooth;
+  int stroke_sent;         /* a batch of this stroke went out: the next ones continue it */
   float brush_radius, brush_strength; /* radius as a fraction of the diagonal */
-  float last_hit[3];
+  float view_dir[3];       /* where the viewer looked when the stroke began */
   int have_hover;
-  float hover[3];
-  proto_brush_sample pending[256];
-  uint32_t npending;
+  float hover[3], last_point[3];
+  proto_brush_sample path[PATH_MAX_POINTS];
+  uint32_t npath;
   /* sliders */
+  vw_panel panel;
+  int panel_dirty;
   int slider_target;       /* target being dragged, -1 */
-  float panel_x, row_h;
   int pending_weight;
   float pending_value;
   /* CPU copy of the morphed positions for picking (read back on demand) */
   float *cpu_pos;
   uint64_t cpu_pos_at;
+  vw_hud hud;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
-  char status[256];
 } app;
 
 /* ---- picking -------------------------------------------------------------------------------- */
@@ -94,9 +110,14 @@ static const float *current_positions(app *a) {
   return a->cpu_pos;
 }
 
-/* The nearest triangle hit by the ray through the cursor, and its corner nearest the hit. */
+/* Whether the replica's mesh is the one on the GPU: not when the connection's thread took a
+ * new SNAPSHOT the loop has not uploaded yet (the next frame does). Needs the lock. */
+static int in_sync(app *a) { return a->gpu && a->net.replica.have_snapshot && !vw_pump_snapshot_waiting(&a->pump); }
+
+/* The nearest triangle hit by the ray through the cursor, and its corner nearest the hit.
+ * Needs the pump's lock (the replica's triangles, indexing the GPU's positions). */
 static int pick(app *a, float hit[3], uint32_t *vertex) {
-  if (!a->gpu) return 0;
+  if (!in_sync(a)) return 0;
   const float *p = current_positions(a);
   if (!p) return 0;
   vec3 o, d;
@@ -117,24 +138,73 @@ static int on_drag_plane(app *a, float out[3]) {
   return 1;
 }
 
-/* ---- sliders --------------------------------------------------------------------------------- */
+static void face_camera_plane(app *a, const float p[3]) {
+  memcpy(a->grab, p, sizeof(a->grab));
+  vec3 eye;
+  vw_camera_eye(&a->cam, eye);
+  glm_vec3_sub(eye, a->grab, a->plane_n);
+  glm_vec3_normalize(a->plane_n);
+}
 
-static int slider_at(app *a, double x, double y, float *value) {
-  const client_replica *r = &a->net.replica;
-  if (!a->sliders || !r->have_snapshot || x < a->panel_x) return -1;
-  int row = (int)((y - 40.0) / a->row_h);
-  if (row < 0 || (uint32_t)row >= r->mesh->target_count) return -1;
-  const client_target_meta *m = &r->meta[row];
-  float x0 = a->panel_x + 8, w = (float)a->ctx.width - a->panel_x - 16;
-  float f = (float)((x - x0) / w);
-  f = f < 0 ? 0 : f > 1 ? 1 : f;
-  *value = m->min + f * (m->max - m->min);
-  return row;
+/* Whether an edit can go out now; if not, says why on the overlay. Needs the lock. */
+static int may_edit(app *a) {
+  const char *why = vw_hud_why_no_edit(&a->net);
+  if (why) vw_hud_flash(&a->hud, vw_net_now_ms(), "%s", why);
+  return why == NULL;
+}
+
+/* ---- brush strokes --------------------------------------------------------------------------- */
+
+/* Adds the point under the cursor to the stroke's path: on the surface, or for grab on the
+ * plane through the stroke's start facing the camera (the surface under grab moves away). */
+static void add_path_point(app *a) {
+  float p[3];
+  uint32_t vertex;
+  if (a->brush_kind == BRUSH_GRAB ? !on_drag_plane(a, p) : !pick(a, p, &vertex)) return;
+  if (a->npath == PATH_MAX_POINTS) return; /* sent each frame: only a very slow frame fills it */
+  float dx = p[0] - a->last_point[0], dy = p[1] - a->last_point[1], dz = p[2] - a->last_point[2];
+  if (a->npath + a->stroke_sent > 0 && dx * dx + dy * dy + dz * dz < 1e-14f * (float)(a->diag * a->diag)) return;
+  proto_brush_sample *s = &a->path[a->npath++];
+  memcpy(s->center, p, sizeof(p));
+  memcpy(s->direction, a->view_dir, sizeof(s->direction)); /* the view, for front faces only */
+  s->radius = (float)(a->brush_radius * a->diag);
+  s->strength = a->shift ? -a->brush_strength : a->brush_strength;
+  memcpy(a->last_point, p, sizeof(p));
+}
+
+/* Sends the points gathered since the last batch. Needs the lock. */
+static void send_path(app *a) {
+  if (a->npath == 0) return;
+  uint8_t flags = (uint8_t)((a->mirror ? PROTO_BRUSH_MIRROR_X : 0) | (a->front_only ? PROTO_BRUSH_FRONT_ONLY : 0) |
+                            (a->stroke_sent ? PROTO_BRUSH_CONTINUE : 0) |
+                            (a->autosmooth ? 8 << PROTO_BRUSH_AUTOSMOOTH_SHIFT : 0));
+  if (vw_net_brush(&a->net, brush_ids[a->brush_kind], 0, flags, a->npath, a->path) == 0) {
+    const char *why = vw_hud_why_no_edit(&a->net);
+    vw_hud_flash(&a->hud, vw_net_now_ms(), "stroke not sent: %s", why ? why : a->net.last_error);
+  }
+  a->stroke_sent = 1;
+  a->npath = 0;
 }
 
 /* ---- GLFW callbacks ---------------------------------------------------------------------------- */
 
 static app *app_of(GLFWwindow *w) { return glfwGetWindowUserPointer(w); }
+
+static void set_mode(app *a, app_mode m) {
+  /* A read-only viewer stays in view mode and says why, rather than dropping edits silently. */
+  if (m != MODE_VIEW && !may_edit(a)) return;
+  a->mode = m;
+}
+
+static void on_char(GLFWwindow *w, unsigned int codepoint) {
+  app *a = app_of(w);
+  if (a->panel.editing && vw_panel_edit_char(&a->panel, codepoint)) a->panel_dirty = 1;
+}
+
+static void filter_key(app *a, int key) {
+  if (key == GLFW_KEY_BACKSPACE && vw_panel_edit_backspace(&a->panel)) a->panel_dirty = 1;
+  if (key == GLFW_KEY_ENTER || key == GLFW_KEY_KP_ENTER || key == GLFW_KEY_ESCAPE) vw_panel_edit_end(&a->panel);
+}
 
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   (void)scancode;
@@ -142,31 +212,114 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   a->shift = (mods & GLFW_MOD_SHIFT) != 0;
   a->ctrl = (mods & GLFW_MOD_CONTROL) != 0;
   if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
+  if (a->panel.editing) { /* typing a filter: letters are text, not commands */
+    filter_key(a, key);
+    return;
+  }
+  vw_pump_lock(&a->pump);
   switch (key) {
-    case GLFW_KEY_ESCAPE: glfwSetWindowShouldClose(w, 1); break;
+    case GLFW_KEY_ESCAPE:
+      if (a->help) a->help = 0;
+      else glfwSetWindowShouldClose(w, 1);
+      break;
+    case GLFW_KEY_H: a->help = !a->help; break;
+    case GLFW_KEY_SLASH:
+      if (a->shift) { /* '?' */
+        a->help = !a->help;
+      } else {
+        a->sliders = 1;
+        vw_panel_edit_begin(&a->panel);
+      }
+      break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;
     case GLFW_KEY_F: a->framed = 0; break;
+    case GLFW_KEY_HOME: case GLFW_KEY_KP_1: a->framed = 0, a->front = 1; break;
     case GLFW_KEY_T: a->sliders = !a->sliders; break;
-    case GLFW_KEY_V: a->mode = MODE_VIEW; break;
-    case GLFW_KEY_G: a->mode = MODE_DRAG; break;
-    case GLFW_KEY_B: a->mode = MODE_BRUSH; break;
+    case GLFW_KEY_V: set_mode(a, MODE_VIEW); break;
+    case GLFW_KEY_G: set_mode(a, MODE_DRAG); break;
+    case GLFW_KEY_B: set_mode(a, MODE_BRUSH); break;
     case GLFW_KEY_M: a->mirror = !a->mirror; break;
-    case GLFW_KEY_1: case GLFW_KEY_2: case GLFW_KEY_3: case GLFW_KEY_4: case GLFW_KEY_5:
+    case GLFW_KEY_A: a->autosmooth = !a->autosmooth; break;
+    case GLFW_KEY_N: a->front_only = !a->front_only; break;
+    case GLFW_KEY_1: case GLFW_KEY_2: case GLFW_KEY_3: case GLFW_KEY_4:
+    case GLFW_KEY_5: case GLFW_KEY_6: case GLFW_KEY_7: case GLFW_KEY_8:
       a->brush_kind = key - GLFW_KEY_1;
-      a->mode = MODE_BRUSH;
+      set_mode(a, MODE_BRUSH);
       break;
     case GLFW_KEY_LEFT_BRACKET: a->brush_radius *= 0.8f; break;
     case GLFW_KEY_RIGHT_BRACKET: a->brush_radius *= 1.25f; break;
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
-    case GLFW_KEY_EQUAL: a->brush_strength *= 1.25f; break;
+    case GLFW_KEY_EQUAL: a->brush_strength = fminf(1.0f, a->brush_strength * 1.25f); break;
     case GLFW_KEY_Z: /* the server's history: per author, across reconnects and clients */
-      if (a->ctrl && vw_net_history(&a->net, a->shift)) snprintf(a->status, sizeof(a->status), a->shift ? "redo" : "undo");
+      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, a->shift))
+        vw_hud_flash(&a->hud, vw_net_now_ms(), a->shift ? "redo" : "undo");
       break;
     case GLFW_KEY_Y:
-      if (a->ctrl && vw_net_history(&a->net, 1)) snprintf(a->status, sizeof(a->status), "redo");
+      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, 1)) vw_hud_flash(&a->hud, vw_net_now_ms(), "redo");
       break;
     default: break;
   }
+  vw_pump_unlock(&a->pump);
+}
+
+/* A click on the slider panel: a group folds or unfolds, a slider starts a weight drag.
+ * Returns 1 when the click was the panel's (including on its empty part). Needs the lock. */
+static int panel_click(app *a) {
+  if (!a->sliders || !in_sync(a) || !vw_panel_contains(&a->panel, a->mx, a->my)) return 0;
+  uint32_t index;
+  double f;
+  vw_panel_hit_kind k = vw_panel_hit(&a->panel, a->mx, a->my, &index, &f);
+  if (k == VW_PANEL_HIT_GROUP) {
+    vw_panel_toggle(&a->panel, index);
+    a->panel_dirty = 1;
+  } else if (k == VW_PANEL_HIT_TARGET && index < a->net.replica.mesh->target_count) {
+    const client_target_meta *m = &a->net.replica.meta[index];
+    if (m->driver_count) {
+      vw_hud_flash(&a->hud, vw_net_now_ms(), "'%s' is a combination target: its weight follows its drivers'",
+                   a->net.replica.mesh->targets[index].name);
+    } else if (may_edit(a)) {
+      a->slider_target = (int)index;
+      a->pending_weight = 1, a->pending_value = (float)(m->min + f * (m->max - m->min));
+    }
+  }
+  return 1;
+}
+
+static void press(app *a) {
+  if (panel_click(a)) return;
+  if (a->mode == MODE_VIEW) return;
+  if (!may_edit(a)) return;
+  float hit[3];
+  uint32_t vertex;
+  if (!pick(a, hit, &vertex)) {
+    vw_hud_flash(&a->hud, vw_net_now_ms(), "nothing under the cursor: click on the mesh to %s",
+                 a->mode == MODE_DRAG ? "grab a handle" : "start a stroke");
+    return;
+  }
+  if (a->mode == MODE_DRAG) {
+    proto_gesture_begin g;
+    memset(&g, 0, sizeof(g));
+    g.gesture = a->gesture = a->next_gesture++;
+    g.mode = 1; /* arap */
+    g.iterations = 1;
+    g.pick = vertex;
+    g.handle_radius = (float)(0.02 * a->diag);
+    g.roi_radius = (float)(0.15 * a->diag);
+    if (vw_net_gesture_begin(&a->net, &g, NULL, NULL, NULL)) {
+      a->dragging = 1;
+      face_camera_plane(a, hit);
+    }
+    return;
+  }
+  /* A stroke: its path starts here. */
+  vec3 o, d;
+  vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)a->mx, (float)a->my, o, d);
+  memcpy(a->view_dir, d, sizeof(a->view_dir));
+  face_camera_plane(a, hit);
+  a->brushing = 1;
+  a->stroke_sent = 0;
+  a->npath = 0;
+  add_path_point(a);
 }
 
 static void on_button(GLFWwindow *w, int button, int action, int mods) {
@@ -177,46 +330,17 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
   if (button == GLFW_MOUSE_BUTTON_MIDDLE) a->mmb = down;
   if (button != GLFW_MOUSE_BUTTON_LEFT) return;
   a->lmb = down;
-  a->press_x = a->mx, a->press_y = a->my;
+  vw_pump_lock(&a->pump);
   if (down) {
-    float v;
-    int t = slider_at(a, a->mx, a->my, &v);
-    if (t >= 0) {
-      if (vw_net_can_edit(&a->net) && !a->net.replica.meta[t].driver_count) {
-        a->slider_target = t;
-        a->pending_weight = 1, a->pending_value = v;
-      }
-      return;
-    }
-    float hit[3];
-    uint32_t vertex;
-    if (a->mode == MODE_DRAG && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      proto_gesture_begin g;
-      memset(&g, 0, sizeof(g));
-      g.gesture = a->gesture = a->next_gesture++;
-      g.mode = 1; /* arap */
-      g.iterations = 1;
-      g.pick = vertex;
-      g.handle_radius = (float)(0.02 * a->diag);
-      g.roi_radius = (float)(0.15 * a->diag);
-      if (vw_net_gesture_begin(&a->net, &g, NULL, NULL, NULL)) {
-        a->dragging = 1;
-        memcpy(a->grab, hit, sizeof(hit));
-        vec3 eye;
-        vw_camera_eye(&a->cam, eye);
-        glm_vec3_sub(eye, a->grab, a->plane_n);
-        glm_vec3_normalize(a->plane_n);
-      }
-    } else if (a->mode == MODE_BRUSH && vw_net_can_edit(&a->net) && pick(a, hit, &vertex)) {
-      a->brushing = 1;
-      memcpy(a->last_hit, hit, sizeof(hit));
-    }
+    press(a);
   } else {
     if (a->dragging) vw_net_gesture_end(&a->net, a->gesture);
+    if (a->brushing) send_path(a);
     a->dragging = 0;
     a->brushing = 0;
     a->slider_target = -1;
   }
+  vw_pump_unlock(&a->pump);
 }
 
 static void on_cursor(GLFWwindow *w, double x, double y) {
@@ -224,14 +348,18 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
   double dx = x - a->mx, dy = y - a->my;
   a->mx = x, a->my = y;
   int orbit = a->rmb && !a->shift, pan = a->mmb || (a->rmb && a->shift);
-  if (a->lmb && a->mode == MODE_VIEW && a->slider_target < 0) orbit = 1;
+  if (a->lmb && a->mode == MODE_VIEW && a->slider_target < 0 && !(a->sliders && vw_panel_contains(&a->panel, x, y)))
+    orbit = 1;
   if (orbit) vw_camera_orbit(&a->cam, (float)(-dx * 0.008), (float)(dy * 0.008));
   if (pan) vw_camera_pan(&a->cam, a->ctx.width, a->ctx.height, (float)dx, (float)dy);
-  if (a->slider_target >= 0) {
-    float v;
-    double sx = x < a->panel_x + 8 ? a->panel_x + 8 : x;
-    if (slider_at(a, sx, 40.0 + (a->slider_target + 0.5) * a->row_h, &v) == a->slider_target)
-      a->pending_weight = 1, a->pending_value = v;
+  vw_pump_lock(&a->pump);
+  if (a->slider_target >= 0 && a->net.replica.have_snapshot &&
+      (uint32_t)a->slider_target < a->net.replica.mesh->target_count) {
+    double f = vw_panel_fraction(&a->panel, (uint32_t)a->slider_target, x);
+    if (f >= 0) {
+      const client_target_meta *m = &a->net.replica.meta[a->slider_target];
+      a->pending_weight = 1, a->pending_value = (float)(m->min + f * (m->max - m->min));
+    }
   }
   if (a->dragging) {
     float now[3];
@@ -249,20 +377,17 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
     float hit[3];
     a->have_hover = pick(a, hit, &vertex);
     if (a->have_hover) memcpy(a->hover, hit, sizeof(hit));
-    if (a->brushing && a->have_hover && a->npending < 256) {
-      proto_brush_sample *s = &a->pending[a->npending++];
-      memcpy(s->center, hit, sizeof(hit));
-      for (int k = 0; k < 3; k++) s->direction[k] = hit[k] - a->last_hit[k];
-      s->radius = (float)(a->brush_radius * a->diag);
-      s->strength = a->shift ? -a->brush_strength : a->brush_strength;
-      memcpy(a->last_hit, hit, sizeof(hit));
-    }
+    if (a->brushing) add_path_point(a);
   }
+  vw_pump_unlock(&a->pump);
 }
 
 static void on_scroll(GLFWwindow *w, double dx, double dy) {
   (void)dx;
-  vw_camera_zoom(&app_of(w)->cam, (float)pow(0.9, dy));
+  app *a = app_of(w);
+  /* Over the panel the wheel scrolls its rows; elsewhere it zooms. */
+  if (a->sliders && vw_panel_contains(&a->panel, a->mx, a->my)) vw_panel_scroll(&a->panel, dy > 0 ? -3 : 3);
+  else vw_camera_zoom(&a->cam, (float)pow(0.9, dy));
 }
 
 /* ---- applying what the network changed -------------------------------------------------------- */
@@ -290,6 +415,7 @@ static void upload_weights(app *a) {
   float *w = realloc(a->weights, sizeof(float) * (m->target_count + 1));
   if (!w) return;
   a->weights = w;
+  a->nweights = m->target_count;
   memcpy(w, a->net.replica.weights, sizeof(float) * m->target_count);
   for (int i = 0; i < a->noverrides; i++) {
     int t = mesh_find_target(m, a->overrides[i].name);
@@ -298,22 +424,33 @@ static void upload_weights(app *a) {
   vw_gpu_set_weights(a->gpu, w, m->target_count);
 }
 
+/* The panel's rows from the replica's target names. Needs the lock. */
+static void rebuild_panel(app *a) {
+  const mesh *m = a->net.replica.mesh;
+  const char **names = malloc(sizeof(char *) * (m->target_count + 1));
+  if (!names) return;
+  for (uint32_t t = 0; t < m->target_count; t++) names[t] = m->targets[t].name;
+  vw_panel_build(&a->panel, names, m->target_count);
+  free(names);
+  a->panel_dirty = 0;
+}
+
 static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t errlen) {
   const client_replica *r = &a->net.replica;
+  if (ch->snapshot || ch->new_targets) a->panel_dirty = 1;
   if (ch->snapshot) {
     /* A new snapshot: everything is uploaded again (the mesh may be another one). */
     vw_gpu_destroy(a->gpu);
     a->gpu = NULL;
-    if (a->have_topo) mesh_topology_fini(&a->topo);
-    a->have_topo = 0;
-    int rc = mesh_topology_init(&a->topo, r->mesh, NULL, 0);
+    mesh_topology topo;
+    int rc = mesh_topology_init(&topo, r->mesh, NULL, 0);
     if (rc) {
       snprintf(err, errlen, "welding the mesh: %s", mesh_strerror(rc));
       return rc;
     }
-    a->have_topo = 1;
     a->diag = mesh_bbox_diagonal(r->mesh);
-    rc = vw_gpu_create(r->mesh, &a->topo, 1e-6 * a->diag, &a->gpu, err, errlen);
+    rc = vw_gpu_create(r->mesh, &topo, 1e-6 * a->diag, &a->gpu, err, errlen);
+    mesh_topology_fini(&topo);
     if (rc) return rc;
     vw_gpu_set_offsets(a->gpu, 0, r->mesh->vertex_count, r->offsets);
     upload_weights(a);
@@ -334,74 +471,100 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
 
 /* ---- overlay ------------------------------------------------------------------------------------ */
 
+static const float white[4] = {0.92f, 0.92f, 0.92f, 1}, grey[4] = {0.6f, 0.6f, 0.62f, 1},
+                   warn[4] = {1, 0.55f, 0.3f, 1}, good[4] = {0.45f, 0.85f, 0.5f, 1},
+                   panel_bg[4] = {0.08f, 0.08f, 0.09f, 0.85f}, bar[4] = {0.35f, 0.55f, 0.85f, 1},
+                   bar_off[4] = {0.4f, 0.4f, 0.42f, 1}, mark[4] = {1, 0.85f, 0.2f, 1};
+
+static void draw_panel(app *a) {
+  vw_render *r = a->render;
+  const client_replica *rep = &a->net.replica;
+  vw_panel *p = &a->panel;
+  float pw = 280, top = 30, h = (float)a->ctx.height - 60;
+  vw_panel_layout(p, (float)a->ctx.width - pw, top, pw, h, 22);
+  if (a->panel_dirty) rebuild_panel(a);
+  vw_render_rect(r, p->x, p->y, p->w, p->h, panel_bg);
+  char line[320];
+  uint32_t first, n = vw_panel_visible(p, &first);
+  if (p->editing) snprintf(line, sizeof(line), "filter: %s_", p->filter);
+  else if (p->filter[0]) snprintf(line, sizeof(line), "filter: %s   (/ to change)", p->filter);
+  else snprintf(line, sizeof(line), "/ to filter");
+  vw_render_text(r, p->x + 8, p->y + 6, 1.0f, p->editing ? white : grey, line);
+  if (p->nrows > n) {
+    snprintf(line, sizeof(line), "%u-%u of %u", n ? first + 1 : 0, first + n, p->nrows);
+    vw_render_text(r, p->x + p->w - 8 - 6.0f * (float)strlen(line), p->y + 6, 1.0f, grey, line);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const vw_panel_row *row = &p->rows[first + i];
+    float y = p->y + p->row_h * (float)(1 + i);
+    if (row->kind == VW_PANEL_GROUP) {
+      snprintf(line, sizeof(line), "%s %s (%u)", p->collapsed[row->index] && !p->filter[0] ? "+" : "-",
+               p->group_name[row->index], row->count);
+      vw_render_text(r, p->x + 8, y + 5, 1.0f, white, line);
+      continue;
+    }
+    uint32_t t = row->index;
+    if (t >= rep->mesh->target_count) continue;
+    const client_target_meta *m = &rep->meta[t];
+    int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net) || a->net.primary_lost;
+    float wv = a->weights && t < a->nweights ? a->weights[t] : rep->weights[t];
+    float f = m->max > m->min ? (wv - m->min) / (m->max - m->min) : 0;
+    f = f < 0 ? 0 : f > 1 ? 1 : f;
+    float x0, bw;
+    vw_panel_slider(p, first + i, &x0, &bw);
+    vw_render_rect(r, x0, y + 12, bw, 4, bar_off);
+    vw_render_rect(r, x0, y + 12, bw * f, 4, fixed ? grey : bar);
+    snprintf(line, sizeof(line), "%s %.2f%s%s", rep->mesh->targets[t].name, wv,
+             (m->flags & PROTO_TARGET_MUTED) ? " (muted)" : "", m->driver_count ? " (combination)" : "");
+    vw_render_text(r, x0, y, 1.0f, fixed ? grey : white, line);
+  }
+}
+
+static void draw_help(app *a) {
+  vw_render *r = a->render;
+  float w = 640, h = 36 + 16.0f * (float)vw_hud_key_count, x = 40, y = 40;
+  vw_render_rect(r, x, y, w, h, panel_bg);
+  vw_render_text(r, x + 12, y + 10, 1.2f, white, "deform-view keys (H or ? to close)");
+  for (size_t i = 0; i < vw_hud_key_count; i++) {
+    vw_render_text(r, x + 12, y + 32 + 16.0f * (float)i, 1.0f, mark, vw_hud_keys[i].keys);
+    vw_render_text(r, x + 200, y + 32 + 16.0f * (float)i, 1.0f, white, vw_hud_keys[i].action);
+  }
+}
+
+/* The overlay; needs the lock (it reads the connection and the replica). */
 static void draw_overlay(app *a) {
   vw_render *r = a->render;
   const client_replica *rep = &a->net.replica;
-  static const float white[4] = {0.92f, 0.92f, 0.92f, 1}, grey[4] = {0.6f, 0.6f, 0.62f, 1},
-                     warn[4] = {1, 0.55f, 0.3f, 1}, panel[4] = {0.08f, 0.08f, 0.09f, 0.8f},
-                     bar[4] = {0.35f, 0.55f, 0.85f, 1}, bar_off[4] = {0.4f, 0.4f, 0.42f, 1},
-                     mark[4] = {1, 0.85f, 0.2f, 1};
-  char line[512];
-  const char *modes[3] = {"view", "drag", "brush"}, *brushes[5] = {"grab", "inflate", "smooth", "flatten", "pinch"};
-  snprintf(line, sizeof(line), "%s  v%llu  %.0f fps  %.1f KB/s  latency %s  %s  mode: %s", a->net.session,
-           (unsigned long long)rep->version, a->fps, a->net.bytes_per_s / 1024.0,
-           a->net.latency_ms >= 0 ? "" : "-", vw_net_can_edit(&a->net) ? "editor" : "READ-ONLY", modes[a->mode]);
-  if (a->net.latency_ms >= 0) {
-    char lat[32];
-    snprintf(lat, sizeof(lat), "%.2f ms", a->net.latency_ms);
-    char *at = strstr(line, "latency ");
-    if (at) {
-      char rest[512];
-      snprintf(rest, sizeof(rest), "%s", at + 8);
-      snprintf(at + 8, sizeof(line) - (size_t)(at + 8 - line), "%s%s", lat, rest);
-    }
-  }
-  vw_render_rect(r, 0, 0, (float)a->ctx.width, 24, panel);
-  vw_render_text(r, 8, 6, 1.5f, white, line);
+  uint64_t now = vw_net_now_ms();
+  vw_hud_watch(&a->hud, &a->net, now);
+  char line[640], why[400], rtt[32] = "-";
+  vw_hud_state st = vw_hud_status(&a->net, now, why, sizeof(why));
+  const char *modes[3] = {"view", "drag", "brush"};
+  if (a->net.latency_ms >= 0) snprintf(rtt, sizeof(rtt), "%.2f ms", 2.0 * a->net.latency_ms);
+  snprintf(line, sizeof(line), "%s  v%llu  %.0f fps  %.1f KB/s  round trip %s  mode: %s", a->net.session,
+           (unsigned long long)rep->version, a->fps, a->net.bytes_per_s / 1024.0, rtt, modes[a->mode]);
+  vw_render_rect(r, 0, 0, (float)a->ctx.width, 24, panel_bg);
+  const float *state_colour = st == VW_HUD_EDITOR ? good : st == VW_HUD_READ_ONLY ? grey : warn;
+  vw_render_text(r, 8, 6, 1.5f, state_colour, vw_hud_state_name(st));
+  vw_render_text(r, 8 + 9.0f * (float)strlen(vw_hud_state_name(st)) + 12, 6, 1.5f, white, line);
   if (a->mode == MODE_BRUSH) {
-    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.3f%s  (1-5 [ ] - = M)", brushes[a->brush_kind],
-             a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "");
+    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s  (1-8 [ ] - = M A N, H for help)",
+             brush_names[a->brush_kind], a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "",
+             a->front_only ? "  front faces" : "  all faces", a->autosmooth ? "  autosmooth" : "");
     vw_render_text(r, 8, 30, 1.5f, grey, line);
     if (a->have_hover)
       vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), mark);
   }
   if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, mark);
-  if (a->net.state != VW_NET_LIVE) {
-    if (a->net.state == VW_NET_DOWN) {
-      double left = ((double)a->net.retry_at_ms - (double)vw_net_now_ms()) / 1000.0;
-      snprintf(line, sizeof(line), "server gone (%s): showing the last shape, reconnecting in %.1f s",
-               a->net.last_error[0] ? a->net.last_error : "connection lost", left > 0 ? left : 0);
-    } else {
-      snprintf(line, sizeof(line), "connecting to %s:%d ...", a->net.host, a->net.port);
-    }
-    vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, line);
-  } else if (a->net.primary_lost) { /* a relay keeps the last shape while the primary is away */
-    vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, "primary lost: showing its last state (edits refused)");
-  } else if (a->net.last_error[0]) {
-    vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, a->net.last_error);
-  } else if (a->status[0]) {
-    vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, a->status);
-  }
-  if (a->sliders && rep->have_snapshot) {
-    a->panel_x = (float)a->ctx.width - 260;
-    a->row_h = 22;
-    vw_render_rect(r, a->panel_x, 30, 260, (float)(a->ctx.height - 60), panel);
-    for (uint32_t t = 0; t < rep->mesh->target_count; t++) {
-      float y = 40 + (float)t * a->row_h;
-      if (y + a->row_h > (float)a->ctx.height - 30) break;
-      const client_target_meta *m = &rep->meta[t];
-      int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net);
-      float w = a->weights ? a->weights[t] : rep->weights[t];
-      float f = m->max > m->min ? (w - m->min) / (m->max - m->min) : 0;
-      f = f < 0 ? 0 : f > 1 ? 1 : f;
-      float x0 = a->panel_x + 8, bw = 260 - 16;
-      vw_render_rect(r, x0, y + 12, bw, 4, bar_off);
-      vw_render_rect(r, x0, y + 12, bw * f, 4, fixed ? grey : bar);
-      snprintf(line, sizeof(line), "%s %.2f%s%s", rep->mesh->targets[t].name, w,
-               (m->flags & PROTO_TARGET_MUTED) ? " (muted)" : "", m->driver_count ? " (combination)" : "");
-      vw_render_text(r, x0, y, 1.0f, fixed ? grey : white, line);
-    }
-  }
+  /* The bottom line: why the status is what it is, else a flashing message. */
+  const char *flash = vw_hud_message(&a->hud, now);
+  int urgent = why[0] && (st != VW_HUD_READ_ONLY || a->net.primary_lost);
+  if (urgent) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, why);
+  else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
+  else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
+  else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
+  if (a->sliders && in_sync(a)) draw_panel(a);
+  if (a->help) draw_help(a);
   vw_render_flush_2d(r, a->ctx.width, a->ctx.height);
 }
 
@@ -431,6 +594,34 @@ static void report(int rc, const char *err) {
   fprintf(stderr, "deform-view: %s\n", err[0] ? err : vw_strerror(rc));
 }
 
+/* One frame's work with the connection: what changed goes to the GPU, a dragged slider's value
+ * and the stroke's new points go out, the camera is framed on a new mesh. Under the lock. */
+static int frame_net(app *a, int shot, char *err, size_t errlen) {
+  vw_net_changes ch;
+  if (a->pump.running) vw_pump_take(&a->pump, &ch);
+  else vw_net_poll(&a->net, a->gpu ? 0 : 10, &ch);
+  int rc = apply_changes(a, &ch, err, errlen);
+  if (rc) return rc;
+  if (a->pending_weight && a->slider_target >= 0) {
+    uint32_t t = (uint32_t)a->slider_target;
+    vw_net_set_weights(&a->net, 1, &t, &a->pending_value);
+    a->pending_weight = 0;
+  }
+  if (a->brushing) send_path(a);
+  if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
+  if (a->gpu && !a->framed) {
+    vw_camera_frame(&a->cam, a->net.replica.mesh->bbox_min, a->net.replica.mesh->bbox_max);
+    if (a->front) a->cam.yaw = a->cam.pitch = 0, a->front = 0;
+    else if (a->o->has_camera) {
+      a->cam.yaw = glm_rad(a->o->yaw_deg);
+      a->cam.pitch = glm_rad(a->o->pitch_deg);
+      if (a->o->dist > 0) a->cam.dist = a->o->dist;
+    }
+    a->framed = 1;
+  }
+  return 0;
+}
+
 int vw_app_run(const vw_app_opts *o) {
   app *a = calloc(1, sizeof(*a));
   if (!a) return 1;
@@ -439,9 +630,11 @@ int vw_app_run(const vw_app_opts *o) {
   a->sliders = 1;
   a->wireframe = o->wireframe;
   a->brush_radius = 0.04f;
-  a->brush_strength = 0.3f;
+  a->brush_strength = 0.5f;
+  a->front_only = 1;
   a->next_gesture = 1;
   a->cam.fov = glm_rad(40.0f);
+  vw_panel_init(&a->panel);
   parse_overrides(a);
   int shot = o->screenshot != NULL, status = 1, rc;
   char err[1024] = "";
@@ -457,8 +650,9 @@ int vw_app_run(const vw_app_opts *o) {
     goto out;
   }
   if (shot) {
-    /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. */
-    a->sliders = 0;
+    /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. The
+     * overlay only with --overlay. */
+    a->sliders = o->overlay;
     const vw__gl_framebuffer_desc fd = {
         .width = a->ctx.width, .height = a->ctx.height, .label = "off-screen framebuffer"};
     if ((rc = vw__gl_framebuffer_make(&fb, &fd, err, sizeof(err))) != 0) {
@@ -469,6 +663,7 @@ int vw_app_run(const vw_app_opts *o) {
   }
   glfwSetWindowUserPointer(a->ctx.window, a);
   glfwSetKeyCallback(a->ctx.window, on_key);
+  glfwSetCharCallback(a->ctx.window, on_char);
   glfwSetMouseButtonCallback(a->ctx.window, on_button);
   glfwSetCursorPosCallback(a->ctx.window, on_cursor);
   glfwSetScrollCallback(a->ctx.window, on_scroll);
@@ -477,43 +672,30 @@ int vw_app_run(const vw_app_opts *o) {
   if (o->author) vw_net_set_author(&a->net, o->author);
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
+  /* The settings above are made before the connection's thread starts: from here on every use
+   * of a->net is under the pump's lock. */
+  if (vw_pump_start(&a->pump, &a->net) != 0)
+    fprintf(stderr, "deform-view: no thread for the connection; it is polled once per frame\n");
   uint64_t start = vw_net_now_ms();
   int frames_ready = 0;
   a->fps_t0 = glfwGetTime();
   while (!glfwWindowShouldClose(a->ctx.window)) {
-    vw_net_changes ch;
-    vw_net_poll(&a->net, a->gpu ? 0 : 10, &ch);
-    if ((rc = apply_changes(a, &ch, err, sizeof(err))) != 0) {
+    vw_pump_lock(&a->pump);
+    rc = frame_net(a, shot, err, sizeof(err));
+    int live = a->net.state == VW_NET_LIVE, ready = a->gpu && live && a->net.replica.version >= o->wait_version;
+    vw_pump_unlock(&a->pump);
+    if (rc == 0 && a->gpu) rc = vw_gpu_update(a->gpu, err, sizeof(err)); /* the passes need no lock */
+    if (rc) {
       report(rc, err);
       goto out;
     }
-    if (a->pending_weight && a->slider_target >= 0) {
-      uint32_t t = (uint32_t)a->slider_target;
-      vw_net_set_weights(&a->net, 1, &t, &a->pending_value);
-      a->pending_weight = 0;
-    }
-    if (a->npending) {
-      vw_net_brush(&a->net, (uint8_t)a->brush_kind, 0, (uint8_t)a->mirror, a->npending, a->pending);
-      a->npending = 0;
-    }
-    if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
-    if (a->gpu) {
-      if ((rc = vw_gpu_update(a->gpu, err, sizeof(err))) != 0) {
-        report(rc, err);
-        goto out;
-      }
-      if (!a->framed) {
-        vw_camera_frame(&a->cam, a->net.replica.mesh->bbox_min, a->net.replica.mesh->bbox_max);
-        if (o->has_camera) {
-          a->cam.yaw = glm_rad(o->yaw_deg);
-          a->cam.pitch = glm_rad(o->pitch_deg);
-          if (o->dist > 0) a->cam.dist = o->dist;
-        }
-        a->framed = 1;
-      }
-    }
+    if (!a->gpu && a->pump.running) glfwWaitEventsTimeout(0.01); /* nothing to draw yet */
     vw_render_scene(a->render, a->gpu, &a->cam, a->ctx.width, a->ctx.height, a->wireframe);
-    if (!shot) draw_overlay(a);
+    if (!shot || o->overlay) {
+      vw_pump_lock(&a->pump);
+      draw_overlay(a);
+      vw_pump_unlock(&a->pump);
+    }
     a->fps_frames++;
     double now = glfwGetTime();
     if (now - a->fps_t0 >= 0.5) {
@@ -523,7 +705,6 @@ int vw_app_run(const vw_app_opts *o) {
     }
     if (shot) {
       /* Off-screen: the picture is taken once the state is there and a few frames have run. */
-      int ready = a->gpu && a->net.state == VW_NET_LIVE && a->net.replica.version >= o->wait_version;
       frames_ready = ready ? frames_ready + 1 : 0;
       if (frames_ready >= (o->frames > 0 ? o->frames : 3)) {
         glFinish();
@@ -535,10 +716,12 @@ int vw_app_run(const vw_app_opts *o) {
         break;
       }
       if ((double)(vw_net_now_ms() - start) > (o->timeout_s > 0 ? o->timeout_s : 60.0) * 1000.0) {
+        vw_pump_lock(&a->pump);
         fprintf(stderr, "deform-view: no screenshot after %.0f s: %s\n", o->timeout_s > 0 ? o->timeout_s : 60.0,
                 a->net.state == VW_NET_LIVE ? "the session did not reach the version asked for"
                 : a->net.last_error[0]      ? a->net.last_error
                                             : "cannot reach the server");
+        vw_pump_unlock(&a->pump);
         goto out;
       }
     } else {
@@ -548,12 +731,13 @@ int vw_app_run(const vw_app_opts *o) {
   }
   if (!shot) status = 0;
 out:
+  vw_pump_stop(&a->pump);
   vw__gl_framebuffer_free(&fb);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_render_destroy(a->render);
-  if (a->have_topo) mesh_topology_fini(&a->topo);
   vw_context_fini(&a->ctx);
+  vw_panel_fini(&a->panel);
   free(a->weights);
   free(a->overrides);
   free(a->cpu_pos);

@@ -1,9 +1,10 @@
 /*
  * vw_app.h — deform-view: the window, the render loop, input and the sculpting UI.
  *
- * Each frame: poll the connection (vw_net), give the GPU only what changed (vw_gpu), run the
- * morph and normal passes if needed, draw (vw_render) and the overlay. Interactive mode shows
- * a window; screenshot mode renders off-screen in a hidden window and writes a PNG.
+ * Each frame: take what the connection's thread (vw_pump) received, give the GPU only what
+ * changed (vw_gpu), run the morph and normal passes if needed, draw (vw_render) and the overlay.
+ * Interactive mode shows a window; screenshot mode renders off-screen in a hidden window and
+ * writes a PNG.
  *
  * DOES NOT decode frames, morph, or compute normals itself.
  */
@@ -30,6 +31,7 @@ typedef struct vw_app_opts {
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
   int wireframe;
   double timeout_s;        /* screenshot: give up after this long (default 60) */
+  int overlay;             /* screenshot: draw the status line and the slider panel too */
   int protocol;            /* 1 or 2 (0: 2) */
   proto_hello_opts stream; /* version 2: codec, max rate (Hz), tolerance asked of the server */
   int more_count;          /* --connect A,B,...: the addresses after the first (tried in turn) */

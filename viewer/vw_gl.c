@@ -149,7 +149,7 @@ static int compile(GLenum type, const char *src, const char *label, GLuint *out,
     size_t n = strlen(log);
     while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = '\0';
     snprintf(err, errlen, "%s %s shader did not compile: %s", label,
-             type == GL_VERTEX_SHADER ? "vertex" : "fragment", n ? log : "(empty info log)");
+             type == GL_VERTEX_SHADER ? "vertex" : type == GL_GEOMETRY_SHADER ? "geometry" : "fragment", n ? log : "(empty info log)");
     fprintf(stderr, "deform-view: %s\n", err);
     glDeleteShader(s);
     return VW_ESHADER;
@@ -160,7 +160,7 @@ static int compile(GLenum type, const char *src, const char *label, GLuint *out,
 
 int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *err, size_t errlen) {
   const char *label = d->label ? d->label : "program";
-  GLuint vs = 0, fs = 0, prog = 0;
+  GLuint vs = 0, fs = 0, gs = 0, prog = 0;
   int rc;
   memset(p, 0, sizeof(*p));
   if (d->vs == NULL) {
@@ -169,6 +169,7 @@ int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *e
   }
   if ((rc = compile(GL_VERTEX_SHADER, d->vs, label, &vs, err, errlen)) != 0) goto fail_vs;
   if (d->fs && (rc = compile(GL_FRAGMENT_SHADER, d->fs, label, &fs, err, errlen)) != 0) goto fail_fs;
+  if (d->gs && (rc = compile(GL_GEOMETRY_SHADER, d->gs, label, &gs, err, errlen)) != 0) goto fail_gs;
   prog = glCreateProgram();
   if (prog == 0) {
     snprintf(err, errlen, "%s: glCreateProgram failed", label);
@@ -177,6 +178,7 @@ int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *e
   }
   glAttachShader(prog, vs);
   if (fs) glAttachShader(prog, fs);
+  if (gs) glAttachShader(prog, gs);
   if (d->feedback_count > 0)
     glTransformFeedbackVaryings(prog, d->feedback_count, (const GLchar *const *)d->feedback,
                                 GL_INTERLEAVED_ATTRIBS);
@@ -197,7 +199,9 @@ int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *e
   /* The program keeps what it needs; the shader objects can go now. */
   glDetachShader(prog, vs);
   if (fs) glDetachShader(prog, fs);
+  if (gs) glDetachShader(prog, gs);
   if (fs) glDeleteShader(fs);
+  if (gs) glDeleteShader(gs);
   glDeleteShader(vs);
   p->id = prog;
   return 0;
@@ -205,6 +209,8 @@ int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *e
 fail_link:
   glDeleteProgram(prog);
 fail_prog:
+  if (gs) glDeleteShader(gs);
+fail_gs:
   if (fs) glDeleteShader(fs);
 fail_fs:
   glDeleteShader(vs);

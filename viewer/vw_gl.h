@@ -70,6 +70,7 @@ typedef struct vw__gl_program_desc {
   const char *label;              /* names the program in error messages */
   const char *vs;                 /* vertex shader source (required) */
   const char *fs;                 /* fragment shader source; NULL for transform-feedback-only */
+  const char *gs;                 /* geometry shader source, or NULL */
   const char *const *feedback;    /* transform feedback varyings, interleaved into buffer 0 */
   int feedback_count;
 } vw__gl_program_desc;

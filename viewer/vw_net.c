@@ -158,6 +158,7 @@ static void lose(vw_net *n, int immediate) {
   n->state = VW_NET_DOWN;
   n->ping_sent_ns = 0;
   n->in_update = 0;
+  n->primary_lost = 0; /* a relay's status is the connection's: the next one says it again */
   if (immediate) {
     n->retry_at_ms = now;
     return;
@@ -582,10 +583,10 @@ uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture) {
   return id ? edit_end(n, id, proto_encode_edit_gesture_end(&n->out, id, gesture)) : 0;
 }
 
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
                       const proto_brush_sample *samples) {
   uint32_t id = edit_begin(n);
-  return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, mirror_x, count, samples)) : 0;
+  return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, flags, count, samples)) : 0;
 }
 
 uint32_t vw_net_history(vw_net *n, int redo) {

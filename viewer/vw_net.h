@@ -60,7 +60,8 @@ typedef struct vw_net {
    * next one (vw_net_add_address); host/port above is the one in use. */
   struct { char host[256]; int port; } addresses[8];
   int address_count, address_at;
-  int primary_lost;         /* a relay said the session's primary is lost (ERROR PRIMARY_LOST) */
+  int primary_lost;         /* this connection's relay said the session's primary is lost
+                             * (ERROR PRIMARY_LOST; cleared by PRIMARY_BACK or a lost connection) */
   /* state */
   vw_net_state state;
   client_conn conn;
@@ -132,7 +133,9 @@ uint32_t vw_net_gesture_begin(vw_net *n, const proto_gesture_begin *g, const uin
                               const uint32_t *roi, const uint32_t *anchors);
 uint32_t vw_net_gesture_drag(vw_net *n, const proto_gesture_drag *d);
 uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture);
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t mirror_x, uint32_t count,
+/* A brush stroke or a piece of one: `flags` PROTO_BRUSH_* (mirror, front faces only, continue,
+ * auto-smooth), as in proto_encode_edit_brush. */
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
                       const proto_brush_sample *samples);
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices); /* count 0: every vertex */
 /* Undo (or redo) this author's newest step on the server (its history: survives reconnects and

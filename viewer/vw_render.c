@@ -4,7 +4,10 @@
  * The mesh is lit with a key light, a fill light and a hemispheric ambient term, which shows
  * form without textures; each vertex takes the normal of its welded vertex from the GPU normal
  * pass (a buffer texture lookup through the render→welded map), so UV seams do not crease.
- * The wireframe overlay is the same mesh drawn as lines over a polygon-offset fill.
+ * The wireframe is drawn in the same pass as the surface by a program with a geometry shader
+ * (vw_shaders.c): lines within a pixel of each edge, faded where triangles are under a few
+ * pixels on screen, so a dense mesh at the default zoom stays readable instead of turning into
+ * solid lines, and one pass costs less than a fill plus a GL_LINE pass on a software rasteriser.
  */
 #include "vw_render.h"
 
@@ -30,9 +33,26 @@ typedef struct ui_vertex {
   float rgba[4];
 } ui_vertex;
 
+/* The uniforms of a program that draws the lit mesh (-1 where it has none). */
+typedef struct mesh_uniforms {
+  GLint viewproj, eye, color, flat, r2t, normals, line, viewport;
+} mesh_uniforms;
+
+static void find_uniforms(GLuint prog, mesh_uniforms *u) {
+  u->viewproj = glGetUniformLocation(prog, "uViewProj");
+  u->eye = glGetUniformLocation(prog, "uEye");
+  u->color = glGetUniformLocation(prog, "uColor");
+  u->flat = glGetUniformLocation(prog, "uFlat");
+  u->r2t = glGetUniformLocation(prog, "uRenderToTopo");
+  u->normals = glGetUniformLocation(prog, "uNormals");
+  u->line = glGetUniformLocation(prog, "uLine");
+  u->viewport = glGetUniformLocation(prog, "uViewport");
+}
+
 struct vw_render {
-  vw__gl_program mesh_prog, ui_prog;
-  GLint u_viewproj, u_eye, u_color, u_flat, u_r2t, u_normals, u_size;
+  vw__gl_program mesh_prog, wire_prog, ui_prog;
+  mesh_uniforms mesh_u, wire_u;
+  GLint u_size;
   GLuint mesh_vao;
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
@@ -50,18 +70,14 @@ int vw_render_create(vw_render **out, char *err, size_t errlen) {
   int rc;
   const vw__gl_buffer_desc ui_desc = {.usage = GL_STREAM_DRAW, .label = "overlay vertices"};
   if ((rc = vw__gl_program_make(&r->mesh_prog, &vw__shaders_mesh, err, errlen)) != 0 ||
+      (rc = vw__gl_program_make(&r->wire_prog, &vw__shaders_wire, err, errlen)) != 0 ||
       (rc = vw__gl_program_make(&r->ui_prog, &vw__shaders_overlay, err, errlen)) != 0 ||
       (rc = vw__gl_buffer_make(&r->ui_vbo, &ui_desc, err, errlen)) != 0) {
     vw_render_destroy(r);
     return rc;
   }
-  GLuint mp = r->mesh_prog.id;
-  r->u_viewproj = glGetUniformLocation(mp, "uViewProj");
-  r->u_eye = glGetUniformLocation(mp, "uEye");
-  r->u_color = glGetUniformLocation(mp, "uColor");
-  r->u_flat = glGetUniformLocation(mp, "uFlat");
-  r->u_r2t = glGetUniformLocation(mp, "uRenderToTopo");
-  r->u_normals = glGetUniformLocation(mp, "uNormals");
+  find_uniforms(r->mesh_prog.id, &r->mesh_u);
+  find_uniforms(r->wire_prog.id, &r->wire_u);
   r->u_size = glGetUniformLocation(r->ui_prog.id, "uSize");
   glGenVertexArrays(1, &r->mesh_vao);
   glGenVertexArrays(1, &r->ui_vao);
@@ -83,6 +99,7 @@ int vw_render_create(vw_render **out, char *err, size_t errlen) {
 void vw_render_destroy(vw_render *r) {
   if (!r) return;
   vw__gl_program_free(&r->mesh_prog);
+  vw__gl_program_free(&r->wire_prog);
   vw__gl_program_free(&r->ui_prog);
   if (r->mesh_vao) glDeleteVertexArrays(1, &r->mesh_vao);
   if (r->ui_vao) glDeleteVertexArrays(1, &r->ui_vao);
@@ -112,32 +129,23 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   vec3 eye;
   vw_camera_eye(cam, eye);
   glEnable(GL_DEPTH_TEST);
-  glUseProgram(r->mesh_prog.id);
-  glUniformMatrix4fv(r->u_viewproj, 1, GL_FALSE, (const float *)vp);
-  glUniform3fv(r->u_eye, 1, eye);
-  glUniform1i(r->u_r2t, 0);
-  glUniform1i(r->u_normals, 1);
+  const mesh_uniforms *u = wireframe ? &r->wire_u : &r->mesh_u;
+  glUseProgram(wireframe ? r->wire_prog.id : r->mesh_prog.id);
+  glUniformMatrix4fv(u->viewproj, 1, GL_FALSE, (const float *)vp);
+  glUniform3fv(u->eye, 1, eye);
+  glUniform1i(u->r2t, 0);
+  glUniform1i(u->normals, 1);
+  glUniform4f(u->color, 0.78f, 0.72f, 0.66f, 1.0f);
+  glUniform1i(u->flat, 0); /* (-1 locations are ignored by GL) */
+  glUniform4f(u->line, 0.08f, 0.09f, 0.12f, 0.85f);
+  glUniform2f(u->viewport, (float)width, (float)height);
   glActiveTexture(GL_TEXTURE0);
   glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_render_to_topo_texture(g));
   glActiveTexture(GL_TEXTURE1);
   glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_normals_texture(g));
   bind_mesh(r, g);
   GLsizei n = (GLsizei)(3 * vw_gpu_triangle_count(g));
-  glUniform4f(r->u_color, 0.78f, 0.72f, 0.66f, 1.0f);
-  glUniform1i(r->u_flat, 0);
-  if (wireframe) {
-    glEnable(GL_POLYGON_OFFSET_FILL);
-    glPolygonOffset(1.0f, 1.0f);
-  }
   glDrawElements(GL_TRIANGLES, n, GL_UNSIGNED_INT, (void *)0);
-  if (wireframe) {
-    glDisable(GL_POLYGON_OFFSET_FILL);
-    glPolygonMode(GL_FRONT_AND_BACK, GL_LINE);
-    glUniform1i(r->u_flat, 1);
-    glUniform4f(r->u_color, 0.1f, 0.1f, 0.12f, 1.0f);
-    glDrawElements(GL_TRIANGLES, n, GL_UNSIGNED_INT, (void *)0);
-    glPolygonMode(GL_FRONT_AND_BACK, GL_FILL);
-  }
   glBindVertexArray(0);
   glDisable(GL_DEPTH_TEST);
 }

@@ -130,6 +130,23 @@ static const char render_mesh_vs[] =
     "  gl_Position = uViewProj * vec4(aPos, 1.0);\n"
     "}\n";
 
+/* Key, fill and hemispheric light, linear colour (the mesh and the wireframe share it). */
+#define SHADE_FN                                                                      \
+  "vec3 shade(vec3 normal, vec3 pos, vec3 eye, vec3 base) {\n"                        \
+  "  vec3 n = normalize(normal);\n"                                                   \
+  "  vec3 v = normalize(eye - pos);\n"                                                \
+  "  if (dot(n, v) < 0.0) n = -n;\n"                                                  \
+  "  vec3 key = normalize(vec3(0.5, 0.8, 0.6)), fill = normalize(vec3(-0.7, 0.2, 0.4));\n" \
+  "  float hemi = 0.5 + 0.5 * n.y;\n"                                                 \
+  "  vec3 c = base * (0.18 + 0.12 * hemi);\n"                                         \
+  "  c += base * 0.75 * max(dot(n, key), 0.0);\n"                                     \
+  "  c += base * 0.25 * max(dot(n, fill), 0.0);\n"                                    \
+  "  vec3 h = normalize(key + v);\n"                                                  \
+  "  c += vec3(0.25) * pow(max(dot(n, h), 0.0), 48.0);\n"                             \
+  "  c += vec3(0.08) * pow(1.0 - max(dot(n, v), 0.0), 3.0);\n"                        \
+  "  return c;\n"                                                                     \
+  "}\n"
+
 static const char render_mesh_fs[] =
     "#version 330 core\n"
     "in vec3 vNormal;\n"
@@ -138,20 +155,63 @@ static const char render_mesh_fs[] =
     "uniform vec4 uColor;\n"
     "uniform int uFlat;\n"
     "out vec4 fragColor;\n"
+    SHADE_FN
     "void main() {\n"
     "  if (uFlat != 0) { fragColor = uColor; return; }\n"
-    "  vec3 n = normalize(vNormal);\n"
-    "  vec3 v = normalize(uEye - vPos);\n"
-    "  if (dot(n, v) < 0.0) n = -n;\n"
-    "  vec3 key = normalize(vec3(0.5, 0.8, 0.6)), fill = normalize(vec3(-0.7, 0.2, 0.4));\n"
-    "  float hemi = 0.5 + 0.5 * n.y;\n"
-    "  vec3 base = uColor.rgb;\n"
-    "  vec3 c = base * (0.18 + 0.12 * hemi);\n"
-    "  c += base * 0.75 * max(dot(n, key), 0.0);\n"
-    "  c += base * 0.25 * max(dot(n, fill), 0.0);\n"
-    "  vec3 h = normalize(key + v);\n"
-    "  c += vec3(0.25) * pow(max(dot(n, h), 0.0), 48.0);\n"
-    "  c += vec3(0.08) * pow(1.0 - max(dot(n, v), 0.0), 3.0);\n"
+    "  fragColor = vec4(pow(shade(vNormal, vPos, uEye, uColor.rgb), vec3(1.0 / 2.2)), 1.0);\n"
+    "}\n";
+
+/* The wireframe, drawn in the same pass as the surface: each triangle carries barycentric
+ * coordinates (interpolated in screen space) and how many pixels its shortest altitude spans
+ * on screen. A fragment within about a pixel of an edge takes the line colour, faded out where
+ * triangles are under a few pixels tall: at the default zoom a dense mesh would otherwise be
+ * solid lines (a black blob), where now the lines show only where they can be told apart. */
+static const char render_wire_gs[] =
+    "#version 330 core\n"
+    "layout(triangles) in;\n"
+    "layout(triangle_strip, max_vertices = 3) out;\n"
+    "in vec3 vNormal[];\n"
+    "in vec3 vPos[];\n"
+    "uniform vec2 uViewport;\n"
+    "out vec3 gNormal;\n"
+    "out vec3 gPos;\n"
+    "noperspective out vec3 gBary;\n"
+    "flat out float gFade;\n"
+    "void main() {\n"
+    "  vec2 s[3];\n"
+    "  for (int i = 0; i < 3; i++) s[i] = gl_in[i].gl_Position.xy / max(gl_in[i].gl_Position.w, 1e-6) * 0.5 * uViewport;\n"
+    "  vec2 e0 = s[1] - s[0], e1 = s[2] - s[1], e2 = s[0] - s[2];\n"
+    "  float area2 = abs(e0.x * e2.y - e0.y * e2.x);\n"
+    "  float longest = max(max(length(e0), length(e1)), length(e2));\n"
+    "  float altitude = longest > 0.0 ? area2 / longest : 0.0;\n"
+    "  float fade = smoothstep(2.5, 8.0, altitude);\n"
+    "  for (int i = 0; i < 3; i++) {\n"
+    "    gNormal = vNormal[i];\n"
+    "    gPos = vPos[i];\n"
+    "    gBary = vec3(i == 0, i == 1, i == 2);\n"
+    "    gFade = fade;\n"
+    "    gl_Position = gl_in[i].gl_Position;\n"
+    "    EmitVertex();\n"
+    "  }\n"
+    "  EndPrimitive();\n"
+    "}\n";
+
+static const char render_wire_fs[] =
+    "#version 330 core\n"
+    "in vec3 gNormal;\n"
+    "in vec3 gPos;\n"
+    "noperspective in vec3 gBary;\n"
+    "flat in float gFade;\n"
+    "uniform vec3 uEye;\n"
+    "uniform vec4 uColor;\n"
+    "uniform vec4 uLine;\n"
+    "out vec4 fragColor;\n"
+    SHADE_FN
+    "void main() {\n"
+    "  vec3 c = shade(gNormal, gPos, uEye, uColor.rgb);\n"
+    "  vec3 px = gBary / max(fwidth(gBary), vec3(1e-6));\n" /* distance to each edge in pixels */
+    "  float edge = 1.0 - smoothstep(0.4, 1.4, min(min(px.x, px.y), px.z));\n"
+    "  c = mix(c, uLine.rgb, edge * gFade * uLine.a);\n"
     "  fragColor = vec4(pow(c, vec3(1.0 / 2.2)), 1.0);\n"
     "}\n";
 
@@ -174,6 +234,8 @@ static const char render_ui_fs[] =
     "void main() { fragColor = vColor; }\n";
 
 const vw__gl_program_desc vw__shaders_mesh = {.label = "mesh", .vs = render_mesh_vs, .fs = render_mesh_fs};
+const vw__gl_program_desc vw__shaders_wire = {
+    .label = "wireframe mesh", .vs = render_mesh_vs, .gs = render_wire_gs, .fs = render_wire_fs};
 const vw__gl_program_desc vw__shaders_overlay = {.label = "overlay", .vs = render_ui_vs, .fs = render_ui_fs};
 
 /* ---- the benchmark's tutorial path (bench_view.c) ------------------------------------------ */

@@ -21,8 +21,10 @@ typedef enum vw__shaders_pass {
 
 extern const vw__gl_program_desc vw__shaders_passes[VW__SHADERS_PASS_COUNT];
 
-/* vw_render.c: the lit mesh and the 2D overlay. */
+/* vw_render.c: the lit mesh, the lit mesh with its wireframe (one pass, lines fading where
+ * triangles are small on screen) and the 2D overlay. */
 extern const vw__gl_program_desc vw__shaders_mesh;
+extern const vw__gl_program_desc vw__shaders_wire;
 extern const vw__gl_program_desc vw__shaders_overlay;
 
 /* bench_view.c: the tutorial path it measures against (CPU-morphed positions and normals). */

@@ -3,7 +3,9 @@
  *
  *   deformd [options]              run the service (see usage())
  *   deformd --check-mesh FILE      import FILE, print its mesh_stats as one JSON object
+ *                                  (--isolate: in the import worker, with its limits)
  *   deformd --write-demo OUT.glb   write the bundled demo head
+ *   deformd --import-worker ...    the child the server parses untrusted files in (srv_import.c)
  *
  * DOES NOT contain logic of its own: each mode is a call into shared/ or server/.
  */
@@ -21,7 +23,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: deformd [options]            run the server\n"
-          "       deformd --check-mesh FILE     print a mesh's statistics as JSON (exit 2 if refused)\n"
+          "       deformd --check-mesh FILE [--isolate]  print a mesh's statistics as JSON (exit 2\n"
+          "                             if refused); --isolate parses it in the import worker\n"
           "       deformd --write-demo OUT.glb  write the bundled demo head (GLB or OBJ)\n"
           "\n"
           "server options:\n"
@@ -69,15 +72,34 @@ static void usage(FILE *out) {
           "                         long is 'lost' to relays\n"
           "  --redis-timeout-ms N   a Redis command unanswered this long means Redis stalled: the\n"
           "                         connection is dropped and made again (5000)\n"
+          "  --replica-idle-ms N    a relay loads a session when a viewer (or, with its primary\n"
+          "                         lost, a read) first asks for it, and drops it once it has\n"
+          "                         had no viewer this long (60000; 0: keeps it)\n"
           "  --log-level L          error, warn, info (default) or debug\n"
           "  --soft-limit BYTES     per-connection unsent bytes before frames coalesce (1 MiB)\n"
           "  --hard-limit BYTES     per-connection unsent bytes before a drop (256 MiB)\n"
           "  --slow-timeout-ms N    a connection lagging this long is dropped (10000)\n"
-          "  --hello-timeout-ms N   a stream connection must send HELLO within this (10000)\n"
+          "  --hello-timeout-ms N   a stream connection must send HELLO within this, and a JSON-RPC\n"
+          "                         one pass auth when there is a token (10000)\n"
+          "  --idle-timeout-ms N    close connections silent this long with nothing in flight\n"
+          "                         (600000; 0: never)\n"
+          "  --max-unauth-input BYTES  unfinished input held before HELLO/auth, and for viewers (65536)\n"
+          "  --max-input-mb N       unfinished input held for all connections together (256)\n"
           "  --max-connections N    further connections are refused with a reason (4096)\n"
           "  --max-request BYTES    largest JSON-RPC request line (64 MiB)\n"
           "  --max-frame BYTES      largest incoming binary frame (64 MiB)\n"
           "  --max-vertices N       refuse meshes with more vertices (5000000)\n"
+          "  --session-memory-mb N  gestures' estimated memory per session; deform.begin past it\n"
+          "                         is refused (2048)\n"
+          "  --client-memory-mb N   the same per connection that began them (1024)\n"
+          "  --max-brush-work N     a brush stroke's work in touched vertices (samples x vertices\n"
+          "                         each moves, + samples x vertices / 100 for the scans); more is\n"
+          "                         refused (50000000: 5 to 13 s of one core here)\n"
+          "  --max-file-mb N        refuse mesh files larger than this (1024; 0: no limit)\n"
+          "  --import-memory-mb N   memory the import worker may add to what it maps at start (4096)\n"
+          "  --import-seconds N     CPU and wall-clock seconds the import worker may take (60)\n"
+          "  --import-workers N     import workers running at once; later imports wait (4)\n"
+          "  --import-worker-path P the program run as the import worker (default: this deformd)\n"
           "  --reserve-mb N|auto    heap kept written for gestures, so that a gesture's first\n"
           "                         touch of memory does not fault (auto: ~2.5 KiB per vertex of\n"
           "                         the largest session, at most 1 GiB; 0: none)\n"
@@ -127,12 +149,50 @@ static int refuse(const char *path, const char *why) {
   return 2;
 }
 
-static int check_mesh(const char *path, uint32_t max_vertices) {
+/* What an isolated --check-mesh got back from its import worker. */
+typedef struct checked {
+  int status;
+  uint8_t *blob;
+  size_t len;
+  char why[MESH_ERR_LEN + 128];
+} checked;
+
+static void on_checked(void *arg, int status, uint8_t *blob, size_t len, const char *why) {
+  checked *c = arg;
+  c->status = status;
+  c->blob = blob;
+  c->len = len;
+  snprintf(c->why, sizeof(c->why), "%s", why ? why : "");
+}
+
+/* Imports `path` in an import worker (srv_import.c) on a private loop. 0 with *out, or exit 2. */
+static int import_isolated(const char *path, const srv_config *cfg, mesh **out) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  srv_importer im;
+  srv_import_limits il = {cfg->import_worker_path, cfg->import_memory_mb, cfg->import_seconds, cfg->max_vertices,
+                          cfg->max_file_mb, 1, 1};
+  srv_importer_init(&im, &loop, &il);
+  checked c = {SRV_EINTERNAL, NULL, 0, ""};
+  int rc = srv_import_start(&im, path, NULL, 0, on_checked, &c, c.why, sizeof(c.why));
+  if (rc == 0) uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  if (rc || c.status) {
+    free(c.blob);
+    return refuse(path, c.why);
+  }
+  char err[MESH_ERR_LEN];
+  rc = mesh_blob_read(c.blob, c.len, cfg->max_vertices, out, err, sizeof(err));
+  free(c.blob);
+  return rc ? refuse(path, err) : 0;
+}
+
+static int check_mesh(const char *path, const srv_config *cfg, int isolate) {
   char err[MESH_ERR_LEN];
   mesh *m = NULL;
-  mesh_import_opts opts = {.max_vertices = max_vertices};
-  int rc = mesh_import(path, &opts, &m, err, sizeof(err));
-  if (rc) return refuse(path, err);
+  mesh_import_opts opts = {.max_vertices = cfg->max_vertices, .max_file_bytes = (uint64_t)cfg->max_file_mb << 20};
+  int rc = isolate ? import_isolated(path, cfg, &m) : mesh_import(path, &opts, &m, err, sizeof(err));
+  if (rc) return isolate ? rc : refuse(path, err);
   mesh_topology t;
   mesh_stats s;
   rc = mesh_topology_init(&t, m, NULL, 0.0);
@@ -167,9 +227,11 @@ static int write_demo(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  /* The import worker is a child of the server: it needs none of the server's set-up. */
+  if (argc > 1 && strcmp(argv[1], "--import-worker") == 0) return srv_import_worker_main(argc, argv);
   dfm_init(); /* before any thread: one heap that keeps the gestures' pages, BLAS on one thread */
   const char *check = NULL, *demo_out = NULL, *pending_mesh = NULL;
-  uint32_t max_vertices = 0;
+  int isolate = 0;
   srv_config cfg;
   srv_config_init(&cfg);
   int rc = 1;
@@ -186,6 +248,10 @@ int main(int argc, char **argv) {
   }
   if (env_token) explicit_bzero((char *)env_token, strlen(env_token)); /* /proc/PID/environ too */
   unsetenv("DEFORMD_ADMIN_TOKEN");
+  /* The worker is this program unless the command line or the config names another. */
+  char exe[4096];
+  size_t exe_len = sizeof(exe);
+  if (uv_exepath(exe, &exe_len) == 0) cfg.import_worker_path = strdup(exe);
   /* --config first, so that the other options override what it says. */
   for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "--config") == 0) {
@@ -290,6 +356,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--lease-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 3600000, &v) || v < 300) goto out;
       cfg.lease_ms = (uint32_t)v;
+    } else if (strcmp(a, "--replica-idle-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 86400000, &v)) goto out;
+      cfg.replica_idle_ms = (uint32_t)v;
     } else if (strcmp(a, "--redis-timeout-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 3600000, &v) || v < 100) goto out;
       cfg.redis_timeout_ms = (uint32_t)v;
@@ -310,6 +379,15 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--hello-timeout-ms") == 0 && val) {
       if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
       cfg.hello_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--idle-timeout-ms") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.idle_timeout_ms = (uint32_t)v;
+    } else if (strcmp(a, "--max-unauth-input") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e12, &v)) goto out;
+      cfg.max_unauth_input = (size_t)v;
+    } else if (strcmp(a, "--max-input-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 1048576, &v)) goto out;
+      cfg.max_input_total = (size_t)v << 20;
     } else if (strcmp(a, "--max-connections") == 0 && val) {
       if (parse_size(a, argv[++i], 1e6, &v)) goto out;
       cfg.max_connections = (uint32_t)v;
@@ -321,8 +399,33 @@ int main(int argc, char **argv) {
       cfg.max_frame = (uint32_t)v;
     } else if (strcmp(a, "--max-vertices") == 0 && val) {
       if (parse_size(a, argv[++i], 4294967295.0, &v) || v == 0) goto out;
-      max_vertices = (uint32_t)v;
       cfg.max_vertices = (uint32_t)v;
+    } else if (strcmp(a, "--isolate") == 0) {
+      isolate = 1;
+    } else if (strcmp(a, "--session-memory-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.session_memory_mb = (uint32_t)v;
+    } else if (strcmp(a, "--client-memory-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.client_memory_mb = (uint32_t)v;
+    } else if (strcmp(a, "--max-brush-work") == 0 && val) {
+      if (parse_size(a, argv[++i], 1e15, &v)) goto out;
+      cfg.max_brush_work = (uint64_t)v;
+    } else if (strcmp(a, "--max-file-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 4294967295.0, &v)) goto out;
+      cfg.max_file_mb = (uint32_t)v;
+    } else if (strcmp(a, "--import-memory-mb") == 0 && val) {
+      if (parse_size(a, argv[++i], 1048576, &v) || v == 0) goto out;
+      cfg.import_memory_mb = (uint32_t)v;
+    } else if (strcmp(a, "--import-seconds") == 0 && val) {
+      if (parse_size(a, argv[++i], 86400, &v) || v == 0) goto out;
+      cfg.import_seconds = (uint32_t)v;
+    } else if (strcmp(a, "--import-workers") == 0 && val) {
+      if (parse_size(a, argv[++i], 1024, &v) || v == 0) goto out;
+      cfg.import_workers = (uint32_t)v;
+    } else if (strcmp(a, "--import-worker-path") == 0 && val) {
+      free(cfg.import_worker_path);
+      cfg.import_worker_path = strdup(argv[++i]);
     } else if (strcmp(a, "--reserve-mb") == 0 && val) {
       if (strcmp(argv[++i], "auto") == 0) cfg.reserve_mb = -1;
       else if (parse_size(a, argv[i], 1048576, &v)) goto out;
@@ -353,7 +456,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "deformd: --tls-cert and --tls-key go together\n");
     goto out;
   }
-  if (check) rc = check_mesh(check, max_vertices);
+  if (check) rc = check_mesh(check, &cfg, isolate);
   else if (demo_out) rc = write_demo(demo_out);
   else rc = run_server(&cfg);
 out:

@@ -8,6 +8,8 @@
  *   errors, log, config, frames, JSON        srv_error.c srv_log.c srv_config.c srv_frame.c srv_json.c
  *   TLS over memory BIOs, the data folders   srv_tls.c srv_data.c
  *   WebSocket framing (wslay), the page      srv_ws.c srv_web_assets.c (generated from viewer/web/)
+ *                                            srv_json_text.c
+ *   the import worker                        srv_import.c
  *   connections (writes, fan-out policy)     srv_conn.c
  *   access: tokens, roles, the decision      srv_access.c
  *   clips of a session                       srv_anim.c
@@ -49,6 +51,7 @@
 
 #include "dfm.h"
 #include "dfm_brush.h"
+#include "dfm_stroke.h"
 #include "mesh.h"
 #include "proto.h"
 #include "proto2.h"
@@ -106,11 +109,22 @@ typedef struct srv_config {
   size_t soft_limit;         /* per-connection queued bytes before coalescing */
   size_t hard_limit;         /* per-connection queued bytes before dropping */
   uint32_t slow_timeout_ms;  /* lagging longer than this: dropped */
-  uint32_t hello_timeout_ms; /* stream connections must say HELLO within this */
+  uint32_t hello_timeout_ms; /* stream connections must say HELLO within this, and JSON-RPC
+                              * connections pass `auth` when the server has a token */
+  uint32_t idle_timeout_ms;  /* a connection that sends nothing for this long, with nothing in
+                              * flight, is closed (0: never) */
+  size_t max_unauth_input;   /* bytes a connection may hold of an unfinished message before it
+                              * has said HELLO (stream) or passed auth (JSON-RPC with a token),
+                              * and stream viewers always */
+  size_t max_input_total;    /* bytes of unfinished messages held for all connections together,
+                              * beyond the first 64 KiB each */
   uint32_t gesture_idle_ms;  /* gestures not dragged for this long end */
   uint32_t max_connections;
   uint32_t max_vertices;     /* meshes refused above this */
   uint32_t max_sessions;
+  uint32_t session_memory_mb; /* gestures' estimated memory per session (srv_gesture.c) */
+  uint32_t client_memory_mb;  /* ... per connection that began them */
+  uint64_t max_brush_work;    /* a stroke's srv_brush_cost.work; more is refused */
   int64_t reserve_mb;        /* heap kept faulted in for gestures (dfm_memory_reserve): -1 =
                               * dfm_memory_estimate of each session's mesh, at most 1 GiB or a
                               * quarter of the RAM; 0 = none */
@@ -126,6 +140,11 @@ typedef struct srv_config {
                               * "none": memory only */
   int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
   double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
+  uint32_t import_memory_mb; /* the import worker's memory (srv_import.c) */
+  uint32_t import_seconds;   /* ... and time */
+  uint32_t import_workers;   /* ... and how many run at once */
+  uint32_t max_file_mb;      /* mesh files larger than this are refused (0: no limit) */
+  char *import_worker_path;  /* the program run as the import worker (NULL: none, imports fail) */
   srv_session_spec *sessions;
   uint32_t session_count;
   /* Many machines (docs/operations.md): */
@@ -137,6 +156,7 @@ typedef struct srv_config {
   uint32_t snapshot_every;   /* a snapshot after this many frames of a session (100) */
   uint32_t stream_maxlen;    /* stream entries kept per session (about; 10 x snapshot_every) */
   uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
+  uint32_t replica_idle_ms;  /* a relay drops a replica with no viewer for this long (60000; 0: keeps it) */
   uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
 } srv_config;
 
@@ -152,6 +172,9 @@ int srv_config_set_durability(srv_config *c, const char *name);
 /* The store's directory: --data, else $XDG_DATA_HOME/deformd, else ~/.local/share/deformd;
  * NULL for "none". `buf` holds a default that is built. */
 const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
+/* The same from text already in memory (text[0..len), exact JSON: srv_json_check). Settings read
+ * before a mistake is found stay set. */
+int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err, size_t errlen);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
 /* --mesh-dir PATH (copied). 0 or SRV_EINTERNAL. */
@@ -222,6 +245,61 @@ int srv_data_write(int dir_fd, const char *name, const char *folder, const void 
                    size_t errlen);
 /* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
 int srv_config_set_string(char **field, const char *value);
+
+/* ---- the import worker (srv_import.c): untrusted files parsed in a child process -------------- */
+
+typedef struct srv_import_limits {
+  const char *worker;     /* the program run as `WORKER --import-worker ... -- FILE` (borrowed) */
+  uint32_t memory_mb;     /* what the worker may map beyond what it maps at start; also its
+                           * resident-memory ceiling, watched from here */
+  uint32_t seconds;       /* CPU time, and wall-clock time before it is killed */
+  uint32_t max_vertices;  /* mesh_import_opts.max_vertices */
+  uint32_t max_file_mb;   /* larger files are refused; 0 = no limit */
+  uint32_t max_running;   /* workers at once (0: 4); later imports wait */
+  uint32_t max_waiting;   /* imports waiting (0: 256); more are refused with SRV_ELIMIT */
+} srv_import_limits;
+
+typedef struct srv_import srv_import;
+
+/* The imports of one loop: running children and the queue. Embedded (srv_server.importer). */
+typedef struct srv_importer {
+  uv_loop_t *loop;
+  srv_import_limits limits;
+  srv_import *running, *waiting;
+  uint32_t running_count, waiting_count;
+  int stopping;
+  uint64_t started, failed; /* counters for server.stats */
+} srv_importer;
+
+/* Called on the loop thread once per import: status 0 with `blob` (a mesh_blob, malloc'ed: the
+ * callee owns it and frees it with free()) of `len` bytes, or SRV_EMESH (the file was refused,
+ * the worker crashed or passed a limit), SRV_ESHUTDOWN or SRV_EINTERNAL with a reason. */
+typedef void (*srv_import_cb)(void *arg, int status, uint8_t *blob, size_t len, const char *why);
+
+void srv_importer_init(srv_importer *im, uv_loop_t *loop, const srv_import_limits *limits);
+/* Starts (or queues) the import of `path`. With root_count > 0 (a client's name), `path` is a
+ * relative name looked up beneath those folders (open descriptors: the worker inherits them and
+ * opens nothing else, mesh_open_beneath) and the reasons quote nothing of the file; with 0 it
+ * is the operator's path, as it is. Returns 0 (cb is called later) or SRV_ELIMIT, SRV_ESHUTDOWN
+ * or SRV_EINTERNAL with a reason in err (cb is never called). */
+int srv_import_start(srv_importer *im, const char *path, const int *roots, uint32_t root_count, srv_import_cb cb,
+                     void *arg, char *err, size_t errlen);
+/* Stopping: queued imports are answered SRV_ESHUTDOWN now, running workers are killed (and
+ * answered SRV_ESHUTDOWN once they are gone). */
+void srv_import_shutdown(srv_importer *im);
+/* `deformd --import-worker [--import-memory-mb N] [--import-seconds N] [--max-vertices N]
+ * [--max-file-mb N] [--roots K] -- FILE`: the child's side; with --roots, FILE is a name beneath
+ * the folders open on descriptors 3 .. 3+K-1. Never returns on success (it _exits). */
+int srv_import_worker_main(int argc, char **argv);
+/* The worker's work without the process (the fuzz target runs it in-process): imports `path`
+ * (beneath `roots` when root_count > 0, as srv_import_start), names made UTF-8, and returns its
+ * reply bytes (malloc'ed, *len bytes), or NULL when out of memory. */
+uint8_t *srv_import_reply(const char *path, const int *roots, uint32_t root_count, uint32_t max_vertices,
+                          uint32_t max_file_mb, uint32_t memory_mb, size_t *len);
+/* The parent's reading of a reply: 0 with the mesh blob at b[*blob_at .. + *blob_len), or
+ * SRV_EMESH with the reason the worker gave or what is wrong with the reply. */
+int srv_import_parse_reply(const uint8_t *b, size_t n, size_t *blob_at, size_t *blob_len, char *why,
+                           size_t whylen);
 
 /* ---- frames (srv_frame.c): encoded once, shared by reference --------------------------------- */
 
@@ -353,9 +431,13 @@ struct srv_server {
   uint32_t next_conn_id;
   int pending_jobs;
   int stopping;
+  size_t input_bytes;        /* connections' read buffers beyond 64 KiB each (max_input_total) */
+  size_t trim_freed;         /* gesture memory freed since the heap was last trimmed (srv_gesture.c) */
+  int trim_running;
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;
+  srv_importer importer;     /* import workers (srv_import.c) */
   uv_timer_t anim_timer;     /* playback and recording (srv_anim_play.c), running only while needed */
   int anim_timer_init, anim_timer_on;
   uint64_t anim_last_ms;
@@ -366,6 +448,9 @@ struct srv_server {
    * for undo and the store): set by srv_server.c, called by srv_session_apply. */
   void (*on_applied)(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
                      const srv_before *before);
+  /* A stroke or a drag of the session was applied (or failed): undo and redo that waited for
+   * their author's edits may run now (srv_history_rpc.c). Set by srv_server.c. */
+  void (*on_edits_settled)(srv_server *srv, srv_session *s);
   srv_store *store;          /* NULL: memory only (--data none) */
   srv_authors authors;
   int64_t next_session_id;   /* the store's session ids */
@@ -386,10 +471,15 @@ struct srv_server {
   /* srv_stream.c: an EDIT frame (header included) on a connection whose session this node
    * does not own; nonzero when taken. */
   int (*route_edit)(srv_conn *c, const uint8_t *frame, size_t len);
+  /* srv_stream.c: a HELLO for a session this node does not hold; nonzero when taken (a relay
+   * loads the session, then calls `again` with the same HELLO, or fails the connection). */
+  int (*route_join)(srv_conn *c, const char *session, const uint8_t *hello, size_t n,
+                    void (*again)(srv_conn *c, const uint8_t *hello, size_t n));
   void (*on_session_added)(srv_server *s, srv_session *x); /* srv_session_add */
   void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
   void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
   void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
+  void (*on_open_failed)(srv_server *s, const char *name); /* srv_jobs.c: a session did not open */
   void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
 };
 
@@ -420,6 +510,9 @@ void srv_ws_destroy(srv_ws *ws);
 int srv_ws_feed(srv_ws *ws, const uint8_t *p, size_t n);
 /* Sends a close frame (once) with a code and a reason (cut to 123 bytes). */
 void srv_ws_close(srv_ws *ws, uint16_t code, const char *reason);
+/* The most an unfinished message may hold from now on (the connection's input limit, which
+ * grows once HELLO or auth has been accepted). */
+void srv_ws_set_max_message(srv_ws *ws, uint64_t max_message);
 /* Rewrites one write of `n` buffers as WebSocket messages without copying them: binary, one
  * message per protocol frame (a buffer may hold several frames, a frame span several buffers);
  * text, one message of everything less a trailing newline. *out and *headers are malloc'ed (the
@@ -438,6 +531,41 @@ typedef struct srv_web_asset {
   size_t len;
 } srv_web_asset;
 const srv_web_asset *srv_web_asset_find(const char *name, size_t len);
+
+/* ---- JSON text (srv_json_text.c): exact JSON in, valid UTF-8 out ------------------------------- */
+
+enum { SRV_JSON_ESYNTAX = -1, SRV_JSON_EDEPTH = -2 };
+
+/* What srv_json_check() learned about a request line. */
+typedef struct srv_json_scan {
+  int is_object;        /* the value is an object */
+  const char *id;       /* the raw text of its first "id" member's value (into the checked
+                         * text), or NULL when it has none */
+  size_t id_len;
+  int nul_in_method;    /* an escaped NUL in the "method" member's string */
+  int nul_in_params;    /* an escaped NUL in any string (name or value) under "params" */
+  int nul_anywhere;     /* an escaped NUL in any string at all */
+  int depth;            /* deepest nesting ([ and {, the outer object is 1) */
+  int too_deep;
+} srv_json_scan;
+
+/* Checks that text[0..n) is exactly one JSON value as RFC 8259 defines it, in UTF-8, nested at
+ * most max_depth deep, with blank space around it and nothing else. Returns 0, SRV_JSON_ESYNTAX
+ * or SRV_JSON_EDEPTH with a reason naming the byte in err. */
+int srv_json_check(const char *text, size_t n, int max_depth, srv_json_scan *out, char *err, size_t errlen);
+
+/* Bytes of the UTF-8 character at p (1-4), or 0 when p[0..n) does not start with one. */
+size_t srv_utf8_char(const uint8_t *p, size_t n);
+int srv_utf8_valid(const char *s, size_t n);
+/* A malloc'ed, NUL-terminated copy of s[0..n) in which every byte that is not part of a valid
+ * UTF-8 character is U+FFFD; its length in *out_len (may be NULL). NULL when out of memory. */
+char *srv_json_utf8_fix(const char *s, size_t n, size_t *out_len);
+
+#define SRV_QUOTE_MAX 64                  /* bytes of a user's string an error message echoes */
+#define SRV_QUOTE_BUF (SRV_QUOTE_MAX + 4) /* ... with "…" and the NUL */
+/* `s` as an error message may echo it: itself when it is valid UTF-8 of at most 64 bytes, else
+ * its first whole characters up to 64 bytes followed by "…" (written into buf). */
+const char *srv_json_quote(const char *s, char buf[SRV_QUOTE_BUF]);
 
 /* ---- connections (srv_conn.c) ------------------------------------------------------------------ */
 
@@ -481,6 +609,9 @@ struct srv_conn {
 
   uint8_t *rbuf; /* bytes received and not yet consumed */
   size_t rlen, rcap;
+  size_t rcounted;          /* the part of rcap counted in srv_server.input_bytes */
+  int input_full;           /* the server's input budget ran out while reading this one */
+  uint64_t last_input_ms;   /* uv_now() when bytes last arrived (idle timeout) */
 
   /* stream connections */
   int hello_done;
@@ -857,9 +988,13 @@ struct srv_session {
   uint64_t ops_applied;
   srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
   uint32_t gesture_count;
+  size_t gesture_bytes;      /* their estimated memory (the session's budget) */
   struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
   uint32_t stroke_count;
   int brush_running;
+  uint32_t brush_author;     /* whose stroke runs, while brush_running */
+  struct history_wait *history_waiting; /* undo/redo waiting for their author's edits (srv_history_rpc.c) */
+  struct stroke_piece *pieces; /* where strokes sent in pieces stand, per connection (srv_brush.c) */
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
   struct srv_history *history; /* steps, undo and redo (srv_history.c) */
@@ -1091,6 +1226,13 @@ typedef struct srv_gesture_spec {
   double roi_radius;
   const uint32_t *anchors;
   uint32_t anchor_count;
+  /* Soft constraints: render vertex, weight (>= 0, relative to an edge), and where it is pulled
+   * (3 per vertex; NAN: where it is at begin). soft_position may be NULL: all NAN. */
+  const uint32_t *soft;
+  const double *soft_weight, *soft_position;
+  uint32_t soft_count;
+  int sharp_border;       /* the plain solve: a kink where the region meets what holds it */
+  int detached;           /* does not end with the connection that began it (JSON-RPC "detached") */
 } srv_gesture_spec;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
@@ -1100,21 +1242,45 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
 int srv_gesture_drag(srv_server *srv, srv_session *s, uint32_t id, const dfm_xform *xf, int pivot_given,
                      srv_reply reply, char *err, size_t errlen);
 int srv_gesture_end(srv_server *srv, srv_session *s, uint32_t id, srv_reply reply, char *err, size_t errlen);
-/* Gestures not dragged for idle_ms end (JSON-RPC gestures have no connection to end with). */
+/* Gestures not dragged for idle_ms end (detached gestures have no connection to end with). */
 void srv_gesture_expire(srv_server *srv, srv_session *s, uint64_t idle_ms);
 /* A connection went away: its gestures end (owner 0 means none: nothing happens). */
 void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner);
 /* The session is closing: every gesture ends (those with a job running when it finishes). */
 void srv_gesture_close_all(srv_session *s);
+/* 1 when a drag of `author`'s is solving or waiting to be applied in the session. */
+int srv_gesture_busy(const srv_session *s, uint32_t author);
 
 /* ---- brush strokes (srv_brush.c) -------------------------------------------------------------- */
 
-/* Queues a stroke (copied) behind the session's other strokes; answers `reply` with
- * {"version", "moved_vertices"} once applied. Returns 0 or an SRV_E* code. */
+/* Queues a stroke (copied: `samples` are the points of its path) behind the session's other
+ * strokes; answers `reply` with {"version", "moved_vertices", "dabs"} once applied, or with
+ * SRV_ELIMIT when its dabs' work is over max_brush_work. Returns 0 or an SRV_E* code. */
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);
+/* The same for the next piece of a stroke connection `conn` sends as its pointer moves: with
+ * `piece` set, the points continue that connection's last stroke of the same brush (its path,
+ * its dab spacing, its starting shape), or begin a new one when there is none. `author` (an
+ * srv_authors id) owns the resulting operations, one undo step per stroke; `conn` 0 is none. */
+int srv_brush_stroke_piece(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
+                           uint32_t count, uint32_t author, uint32_t conn, int piece, srv_reply reply, char *err,
+                           size_t errlen);
 /* The session is closing: waiting strokes are answered with an error. */
 void srv_brush_close_all(srv_session *s);
+/* 1 when a stroke of `author`'s is queued or running in the session. */
+int srv_brush_busy(const srv_session *s, uint32_t author);
+
+/* What a stroke costs, before it runs (srv_brush_budget.c), in touched-vertex units: `touched`
+ * bounds the vertices its dabs (and their mirror images) move, `scanned` counts the distance
+ * checks, and `work` = touched + scanned / SRV_BRUSH_SCAN_RATIO is what max_brush_work bounds.
+ * srv_brush.c passes the dabs a stroke's path places (dfm_stroke_dabs), not its points. */
+#define SRV_BRUSH_SCAN_RATIO 100
+typedef struct srv_brush_cost {
+  uint64_t touched, scanned, work;
+} srv_brush_cost;
+/* The cost of `count` dabs over `n` positions (3 doubles each). 0 or SRV_EINTERNAL. */
+int srv_brush_work(const double *positions, uint32_t n, const dfm_brush_sample *samples, uint32_t count,
+                   int mirror_x, srv_brush_cost *out);
 
 /* ---- blendshape weight solves (srv_blend.c) ------------------------------------------------- */
 
@@ -1163,14 +1329,16 @@ void srv_anim_shutdown(srv_server *srv);
 
 /* ---- background jobs (srv_jobs.c) ----------------------------------------------------------------- */
 
-/* Opens a session from a mesh or "demo" on the thread pool, then calls `done` on the loop
- * thread with 0 and the new session added to the server, or an SRV_E* code and a reason. With
- * `confined` (a client's request) mesh_path is a name looked up beneath the mesh folders
- * (srv_data) and the reasons quote nothing of the file; without, it is the operator's path. */
+/* Opens a session from a mesh file (read by the import worker, decoded on the thread pool) or
+ * "demo" (generated on the pool), then calls `done` on the loop thread with 0 and the new
+ * session added to the server, or an SRV_E* code and a reason. With `confined` (a client's
+ * request) mesh_path is a name looked up beneath the mesh folders (srv_data) and the reasons
+ * quote nothing of the file; without, it is the operator's path. Returns 0, or an SRV_E* code
+ * with a reason in err (then `done` is never called). */
 typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
                             const char *err);
 int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
-                         void *arg);
+                         void *arg, char *err, size_t errlen);
 
 /* The current shape of a session as a file in `format` (OBJ or GLB), made on the thread pool
  * (the positions are captured now, on the loop thread): written as `name` beneath dir_fd
@@ -1272,6 +1440,14 @@ void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params);
+/* Undo (redo = 0) or redo for `author`, answered through `reply` ({version, author, step, ...}
+ * or an error). It runs once the author's strokes and drags already sent to the session have
+ * applied, so an undo right after a stroke takes the stroke back, all of it. */
+void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply);
+/* on_edits_settled: runs what waited and may run now. */
+void srv_history_settled(srv_server *s, srv_session *x);
+/* The session is closing: what waited is answered with an error. */
+void srv_history_close_waiting(srv_session *x);
 
 /* srv_blend_rpc.c */
 void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);

@@ -22,6 +22,14 @@
 
 /* ---- the timer -------------------------------------------------------------------------------- */
 
+
+/* The history step of the playback now running: taken when its first operation applies, so
+ * that step ids follow the versions (a step reserved earlier would sort before steps applied
+ * in between). */
+static uint64_t play_step(srv_session *s) {
+  if (!s->anim->play_step && s->history) s->anim->play_step = srv_history_new_step_id(s);
+  return s->anim->play_step;
+}
 static void on_anim_tick(uv_timer_t *t);
 
 static void kick(srv_server *srv) {
@@ -79,7 +87,7 @@ static uint64_t show(srv_server *srv, srv_session *s) {
     if (q && pca_stream_quantize(c->frame_weights + (size_t)i * c->components, c->components, c->frame_narrow[i], q,
                                  &scale) == 0) {
       srv_op op = {.kind = SRV_OP_SET_WEIGHTS_QRUN, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
-                   .step = a->play_step, .count = c->components, .first = c->first_component, .wq = q,
+                   .step = play_step(s), .count = c->components, .first = c->first_component, .wq = q,
                    .wscale = scale};
       char why[256];
       if (srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
@@ -120,7 +128,7 @@ static uint64_t show(srv_server *srv, srv_session *s) {
       free(pos);
     }
     srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
-                 .step = a->play_step, .count = pos ? m : 0, .indices = idx, .values = val};
+                 .step = play_step(s), .count = pos ? m : 0, .indices = idx, .values = val};
     char why[256];
     if (srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
     else srv_log(SRV_LOG_WARN, "session %s: clip %s frame %u: %s", s->name, c->name, i, why);
@@ -145,7 +153,7 @@ static uint64_t clear_clip(srv_server *srv, srv_session *s, const srv_clip *c) {
       for (uint32_t k = 0; k < c->components; k++) idx[n] = c->first_component + k, val[n++] = 0;
     }
     srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
-                 .step = s->anim->play_step, .count = n, .indices = idx, .values = val};
+                 .step = play_step(s), .count = n, .indices = idx, .values = val};
     char why[256];
     if (n && srv_session_check(s, &op, why, sizeof(why)) == 0) v = srv_session_apply(srv, s, &op);
   }
@@ -279,7 +287,7 @@ void srv_anim_close(srv_session *s) {
 int srv_anim_play(srv_server *srv, srv_session *s, srv_clip *c, double speed, int loop, uint32_t frame, char *err,
                   size_t errlen) {
   srv_anim *a = s->anim;
-  a->play_step = s->history ? srv_history_new_step_id(s) : 0;
+  a->play_step = 0; /* taken by the first operation the playback applies (play_step()) */
   if (a->cur.clip && a->cur.clip != c) clear_clip(srv, s, a->cur.clip);
   if (a->next.clip && a->next.clip != c) clear_clip(srv, s, a->next.clip);
   a->next.clip = NULL;
@@ -290,7 +298,7 @@ int srv_anim_play(srv_server *srv, srv_session *s, srv_clip *c, double speed, in
   if (c->kind != CLIP_WEIGHTS) { /* the mean at 1, once */
     float one = 1.0f;
     srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = SRV_AUTHOR_PLAYER, .cause = SRV_CAUSE_ANIM_PLAY,
-                 .step = a->play_step, .count = 1, .indices = &c->mean_target, .values = &one};
+                 .step = play_step(s), .count = 1, .indices = &c->mean_target, .values = &one};
     int rc = srv_session_check(s, &op, err, errlen);
     if (rc) return rc;
     srv_session_apply(srv, s, &op);

@@ -18,8 +18,9 @@ static srv_clip *want_clip(srv_session *s, srv_rpc_call *call, cJSON *params, co
     return NULL;
   }
   srv_clip *c = srv_anim_find_clip(s->anim, n->valuestring);
+  char q[SRV_QUOTE_BUF];
   if (!c) srv_rpc_error(call, SRV_ENOCLIP, "unknown clip '%s' in session '%s' (anim.list shows them)",
-                        n->valuestring, s->name);
+                        srv_json_quote(n->valuestring, q), s->name);
   return c;
 }
 

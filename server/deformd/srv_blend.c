@@ -575,8 +575,8 @@ typedef struct fit_job {
   srv_session *session;  /* referenced */
   srv_state state;       /* weights, offsets and targets when the request arrived */
   char *path;            /* NULL: the session's own shape ("sculpt"); else a name beneath the mesh folders */
-  int roots[SRV_MAX_MESH_DIRS + 1];
-  uint32_t root_count;
+  uint8_t *blob;         /* the file's mesh as the import worker sent it (srv_import.c) */
+  size_t blob_len;
   uint32_t max_vertices;
   uint8_t *flags;
   uint32_t *solved;
@@ -594,6 +594,7 @@ typedef struct fit_job {
 static void fit_job_free(fit_job *j) {
   srv_state_release(&j->state);
   free(j->path);
+  free(j->blob);
   free(j->flags);
   free(j->solved);
   free(j->lo);
@@ -617,12 +618,10 @@ static void fit_work(uv_work_t *req) {
   }
   for (size_t i = 0; i < 3 * (size_t)V; i++) acc[i] = proto_dequantize(j->state.offsets[i], j->state.quantum);
   if (j->path) {
-    mesh_import_opts opts = {.max_vertices = j->max_vertices, .roots = j->roots, .root_count = j->root_count,
-                             .redact = 1};
-    char why[MESH_ERR_LEN] = "this server has no mesh folders (--data none and no --mesh-dir)";
-    if (j->root_count == 0 || mesh_import(j->path, &opts, &file, why, sizeof(why)) != 0) {
+    char why[MESH_ERR_LEN];
+    if (mesh_blob_read(j->blob, j->blob_len, j->max_vertices, &file, why, sizeof(why)) != 0) {
       j->code = SRV_EMESH;
-      snprintf(j->err, sizeof(j->err), "mesh refused: %s", why);
+      snprintf(j->err, sizeof(j->err), "mesh refused: the importer's mesh is invalid: %s", why);
       goto out;
     }
     if (file->vertex_count != V) {
@@ -691,6 +690,21 @@ static void fit_done(uv_work_t *req, int status) {
   srv_session_unref(s);
 }
 
+/* The import worker is done with the fit's file: fit on the pool, or answer why not. */
+static void fit_imported(void *arg, int status, uint8_t *blob, size_t len, const char *why) {
+  fit_job *j = arg;
+  if (status == 0) {
+    j->blob = blob;
+    j->blob_len = len;
+    if (uv_queue_work(j->srv->loop, &j->req, fit_work, fit_done) == 0) return;
+    status = SRV_EINTERNAL;
+    why = "cannot start the fit";
+  }
+  j->code = status;
+  snprintf(j->err, sizeof(j->err), "%s%s", status == SRV_EMESH ? "mesh refused: " : "", why);
+  fit_done(&j->req, 0);
+}
+
 int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spec, uint32_t author,
                   srv_reply reply, char *err, size_t errlen) {
   if (!spec->shape || !spec->shape[0]) {
@@ -724,8 +738,6 @@ int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spe
   j->solved = malloc(sizeof(uint32_t) * (nt + 1));
   j->lo = malloc(sizeof(double) * 4 * ((size_t)nt + 1));
   j->path = strcmp(spec->shape, "sculpt") == 0 ? NULL : strdup(spec->shape);
-  memcpy(j->roots, srv->data.roots, sizeof(j->roots));
-  j->root_count = srv->data.root_count;
   int rc = SRV_EINTERNAL;
   snprintf(err, errlen, "out of memory");
   if (!j->flags || !j->solved || !j->lo || (strcmp(spec->shape, "sculpt") != 0 && !j->path)) goto fail;
@@ -754,7 +766,16 @@ int srv_blend_fit(srv_server *srv, srv_session *s, const srv_blend_fit_spec *spe
   j->reply = reply;
   j->req.data = j;
   snprintf(err, errlen, "cannot start the fit");
-  if (uv_queue_work(srv->loop, &j->req, fit_work, fit_done) != 0) goto fail;
+  /* A file is read by the import worker first; "sculpt" goes straight to the pool. */
+  if (j->path && srv->data.root_count == 0) {
+    rc = SRV_EMESH;
+    snprintf(err, errlen, "mesh refused: this server has no mesh folders (--data none and no --mesh-dir)");
+  } else if (j->path) {
+    /* A client's name: looked up beneath the mesh folders, nothing of the file quoted. */
+    rc = srv_import_start(&srv->importer, j->path, srv->data.roots, srv->data.root_count, fit_imported, j, err,
+                          errlen);
+  } else rc = uv_queue_work(srv->loop, &j->req, fit_work, fit_done) == 0 ? 0 : SRV_EINTERNAL;
+  if (rc) goto fail;
   srv->pending_jobs++;
   sb->fits++;
   srv_session_ref(s);

@@ -62,7 +62,8 @@ static int target_list(srv_rpc_call *call, const srv_session *x, cJSON *params, 
     }
     int i = mesh_find_target(x->mesh, t->valuestring);
     if (i < 0) {
-      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", t->valuestring, x->name);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", srv_json_quote(t->valuestring, q), x->name);
       goto fail;
     }
     if (!seen[i]) (*out)[(*count)++] = (uint32_t)i;

@@ -99,8 +99,21 @@ typedef struct srv_owner {
 
 typedef struct srv_cluster_stats {
   uint64_t published, publish_failures, snapshots, epochs, applied, reloads, gaps, forwarded_rpc,
-      forwarded_edits, placements;
+      forwarded_edits, placements, claims_refused, epochs_refused, replicas_dropped;
 } srv_cluster_stats;
+
+/* Lua, shared by the claim of a name (srv_registry.c) and a new epoch (srv_publish.c): refuses
+ * with "OWNED <node>" when another node owns the session — by its meta's `owner` or the
+ * registry — and that node's lease is alive, unless the session is closed (a tombstone).
+ * KEYS[1] is the meta, KEYS[5] the registry; ARGV[1] this node, ARGV[2] the session,
+ * ARGV[3] the lease keys' prefix ("deformd:node:"). */
+#define SRV_LUA_OWNED_CHECK                                                                        \
+  "local m = redis.call('HMGET', KEYS[1], 'owner', 'closed')\n"                                   \
+  "for _, o in ipairs({m[1], redis.call('HGET', KEYS[5], ARGV[2])}) do\n"                         \
+  "  if o and o ~= ARGV[1] and m[2] ~= '1' and redis.call('EXISTS', ARGV[3] .. o) == 1 then\n"    \
+  "    return redis.error_reply('OWNED ' .. o)\n"                                                 \
+  "  end\n"                                                                                       \
+  "end\n"
 
 typedef struct srv_cluster {
   srv_server *srv;
@@ -123,6 +136,9 @@ typedef struct srv_cluster {
   uint64_t block_client_id;  /* CLIENT ID of `block` (to unblock its XREAD) */
   int reading;               /* an XREAD is in flight */
   struct srv_fwd *fwds;      /* srv_forward.c */
+  struct srv_claim *claims;  /* srv_registry.c: names claimed for a session.create not open yet */
+  struct srv_rpc_call *local_call; /* being dispatched again to run here (route_rpc lets it by) */
+  srv_conn *resuming;        /* srv_relay.c: its HELLO runs again now that the session is loaded */
   srv_cluster_stats stats;
   int stopping;
 } srv_cluster;
@@ -141,6 +157,10 @@ const srv_node *srv_cluster_node(const srv_cluster *k, const char *id);
 void srv_publish_attach(srv_cluster *k, srv_session *s);
 /* The session closed: its keys go and the registry forgets it. */
 void srv_publish_detach(srv_cluster *k, srv_session *s);
+/* `name` leaves Redis if this node owns it there: its stream, snapshot and mesh go, the registry
+ * forgets it, and its meta is a tombstone for a minute (relays close their replica). Nothing
+ * happens when another node owns it. */
+void srv_publish_release(srv_cluster *k, const char *name);
 /* srv_server.on_applied (after the history's): the operation's record to the stream. */
 void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
                          const srv_before *before);
@@ -152,13 +172,29 @@ cJSON *srv_publish_stats(const srv_cluster *k);
 
 /* ---- a relay's following (srv_relay.c) -------------------------------------------------------- */
 
-/* After a survey: follow every session the registry lists, let go of those it no longer does,
- * and tell viewers when an owner's lease is gone ("primary lost") or back. */
+/* After a survey: know every session the registry lists (a replica is loaded when a viewer asks
+ * for it), let go of those it no longer does, and tell viewers when an owner's lease is gone
+ * ("primary lost") or back. */
 void srv_relay_sync(srv_cluster *k);
 void srv_relay_redis_state(srv_cluster *k, srv_redis *r, int ready);
 void srv_relay_tick(srv_cluster *k);
 /* A viewer joined a replica: told at once when its primary is lost. */
 void srv_relay_joined(srv_cluster *k, srv_conn *c);
+/* srv_server.route_join on a relay: a HELLO for a session the registry lists and this relay
+ * has not loaded waits while it loads and catches up with its stream, then runs again through
+ * `again`; or the connection is failed with the reason. Returns 0 for a session the relay does
+ * not know (the HELLO answers "unknown session"). */
+int srv_relay_join(srv_cluster *k, srv_conn *c, const char *name, const uint8_t *hello, size_t n,
+                   void (*again)(srv_conn *c, const uint8_t *hello, size_t n));
+/* A read for a session whose primary cannot answer it: 0 when the replica answers now (the
+ * caller lets the method run), 1 when the call waits for the replica to load (it is taken and
+ * dispatched again once loaded, or answered with the reason), -1 when the relay does not follow
+ * the session. */
+int srv_relay_read(srv_cluster *k, srv_rpc_call *call, const char *method, const cJSON *params, const char *name);
+/* A connection closed: the join or reads it was waiting for are let go. */
+void srv_relay_conn_closed(srv_cluster *k, srv_conn *c);
+/* Stopping: every waiting join and read is answered. */
+void srv_relay_stop(srv_cluster *k);
 void srv_relay_fini(srv_cluster *k);
 cJSON *srv_relay_stats(const srv_cluster *k);
 int srv_relay_is_replica(const srv_cluster *k, const srv_session *s);

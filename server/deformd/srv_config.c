@@ -8,13 +8,18 @@
  *    "tls_cert": "cert.pem", "tls_key": "key.pem", "mesh_dirs": ["/usr/share/assimp/models"],
  *    "limits": {"max_frame": 67108864, "max_request": 67108864, "max_json_depth": 64,
  *               "soft_limit": 1048576, "hard_limit": 268435456, "slow_timeout_ms": 10000,
- *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000,
+ *               "hello_timeout_ms": 10000, "gesture_idle_ms": 600000, "idle_timeout_ms": 600000,
+ *               "max_unauth_input": 65536, "max_input_mb": 256,
  *               "max_connections": 4096, "max_vertices": 5000000, "max_sessions": 64,
- *               "max_upload_mb": 512},
+ *               "session_memory_mb": 2048, "client_memory_mb": 1024, "max_brush_work": 50000000,
+ *               "max_file_mb": 1024, "import_memory_mb": 4096, "import_seconds": 60,
+ *               "import_workers": 4, "max_upload_mb": 512},
+ *    "import_worker_path": "/usr/bin/deformd",
  *    "sessions": [{"session": "demo", "mesh": "demo"}],
  *    "data": "/var/lib/deformd", "durability": "normal", "history_days": 0,
  *    "redis": "redis://127.0.0.1:6379/0", "relay": false, "node_id": "a", "advertise": "10.0.0.5",
- *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000}
+ *    "snapshot_every": 100, "stream_maxlen": 1000, "lease_ms": 3000, "redis_timeout_ms": 5000,
+ *    "replica_idle_ms": 60000}
  * (deploy/deformd.json is an example with every key.)
  * Command-line options given after --config override it. A token is never a command-line
  * option (every user of the machine can read /proc/PID/cmdline): the administrator's comes
@@ -44,14 +49,25 @@ void srv_config_init(srv_config *c) {
   c->hard_limit = 256u << 20;
   c->slow_timeout_ms = 10000;
   c->hello_timeout_ms = 10000;
+  c->idle_timeout_ms = 600000;
+  c->max_unauth_input = 65536;
+  c->max_input_total = 256u << 20;
   c->gesture_idle_ms = 600000;
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
   c->max_sessions = 64;
+  c->session_memory_mb = 2048;
+  c->client_memory_mb = 1024;
+  c->max_brush_work = 50000000;
   c->reserve_mb = -1;
   c->max_upload_mb = 512;
+  c->import_memory_mb = 4096;
+  c->import_seconds = 60;
+  c->import_workers = 4;
+  c->max_file_mb = 1024;
   c->snapshot_every = 100;
   c->lease_ms = 3000;
+  c->replica_idle_ms = 60000;
   c->redis_timeout_ms = 5000;
 }
 
@@ -83,6 +99,8 @@ void srv_config_fini(srv_config *c) {
   free(c->node_id);
   c->redis = c->node_id = NULL;
   c->data_dir = NULL;
+  free(c->import_worker_path);
+  c->import_worker_path = NULL;
   c->sessions = NULL;
   c->session_count = 0;
   c->admin_token = NULL;
@@ -232,10 +250,28 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   }
   fclose(f);
   text[len] = '\0';
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  char why[256];
+  int rc = srv_config_load_text(c, text, len, why, sizeof(why));
   free(text);
+  if (rc) snprintf(err, errlen, "config file '%s': %s", path, why);
+  return rc;
+}
+
+int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err, size_t errlen) {
+  /* Exact JSON, like every request: one value, UTF-8, RFC 8259 numbers, no NUL in a string. */
+  srv_json_scan scan;
+  char why[160];
+  if (srv_json_check(text, len, 64, &scan, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "not valid JSON: %s", why);
+    return SRV_EPARAMS;
+  }
+  if (scan.nul_anywhere) {
+    snprintf(err, errlen, "a string contains a NUL character (\\u0000)");
+    return SRV_EPARAMS;
+  }
+  cJSON *root = cJSON_ParseWithLength(text, len);
   if (!cJSON_IsObject(root)) {
-    snprintf(err, errlen, "config file '%s' is not a JSON object", path);
+    snprintf(err, errlen, "%s", root ? "not a JSON object" : "out of memory");
     cJSON_Delete(root);
     return SRV_EPARAMS;
   }
@@ -358,6 +394,16 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
   if (r) c->lease_ms = v < 300 ? 300 : (uint32_t)v;
   if ((r = get_uint(root, "redis_timeout_ms", 3600000, &v, err, errlen)) < 0) goto out;
   if (r) c->redis_timeout_ms = v < 100 ? 100 : (uint32_t)v;
+  if ((r = get_uint(root, "replica_idle_ms", 86400000, &v, err, errlen)) < 0) goto out;
+  if (r) c->replica_idle_ms = (uint32_t)v;
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "import_worker_path"))) {
+    if (!cJSON_IsString(item) || !item->valuestring[0]) {
+      snprintf(err, errlen, "\"import_worker_path\" must be the path of a program");
+      goto out;
+    }
+    free(c->import_worker_path);
+    c->import_worker_path = strdup(item->valuestring);
+  }
   const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
   if (lim) {
     if (!cJSON_IsObject(lim)) {
@@ -380,6 +426,12 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->gesture_idle_ms = (uint32_t)v;
     if ((r = get_uint(lim, "hello_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
     if (r) c->hello_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "idle_timeout_ms", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->idle_timeout_ms = (uint32_t)v;
+    if ((r = get_uint(lim, "max_unauth_input", 1e12, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_unauth_input = (size_t)v;
+    if ((r = get_uint(lim, "max_input_mb", 1048576, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_input_total = (size_t)v << 20;
     if ((r = get_uint(lim, "max_connections", 1e6, &v, err, errlen)) < 0) goto out;
     if (r) c->max_connections = (uint32_t)v;
     if ((r = get_uint(lim, "max_vertices", 4294967295.0, &v, err, errlen)) < 0) goto out;
@@ -388,6 +440,20 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     if (r) c->max_sessions = (uint32_t)v;
     if ((r = get_uint(lim, "max_upload_mb", 1048576, &v, err, errlen)) < 0) goto out;
     if (r) c->max_upload_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "session_memory_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->session_memory_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "client_memory_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->client_memory_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "max_brush_work", 1e15, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_brush_work = (uint64_t)v;
+    if ((r = get_uint(lim, "max_file_mb", 4294967295.0, &v, err, errlen)) < 0) goto out;
+    if (r) c->max_file_mb = (uint32_t)v;
+    if ((r = get_uint(lim, "import_memory_mb", 1048576, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_memory_mb = v > 0 ? (uint32_t)v : c->import_memory_mb;
+    if ((r = get_uint(lim, "import_seconds", 86400, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_seconds = v > 0 ? (uint32_t)v : c->import_seconds;
+    if ((r = get_uint(lim, "import_workers", 1024, &v, err, errlen)) < 0) goto out;
+    if (r) c->import_workers = v > 0 ? (uint32_t)v : c->import_workers;
   }
   const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(root, "sessions");
   if (sessions) {
@@ -399,8 +465,10 @@ int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen) {
     cJSON_ArrayForEach(s, sessions) {
       const cJSON *name = cJSON_GetObjectItemCaseSensitive(s, "session");
       const cJSON *mesh_path = cJSON_GetObjectItemCaseSensitive(s, "mesh");
-      if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path)) {
-        snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" and \"mesh\" strings");
+      if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path) || !name->valuestring[0] ||
+          strlen(name->valuestring) > PROTO_MAX_NAME) {
+        snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" (a name of 1 to %d bytes) and "
+                 "\"mesh\" strings", PROTO_MAX_NAME);
         goto out;
       }
       if (srv_config_add_session(c, name->valuestring, mesh_path->valuestring)) {

@@ -23,6 +23,10 @@
  * WebSocket messages (srv_ws_wrap: a header each, the payload referenced as it is), so the
  * limits, the slow-reader policy and the fan-out above apply to them unchanged.
  *
+ * Input policy: a connection holds at most input_limit() bytes of a message it has not received
+ * whole (small before HELLO or auth, and for viewers); buffers beyond 64 KiB per connection
+ * count against the server's max_input_total; over either, the transport says why and closes.
+ *
  * DOES NOT parse anything: bytes go to the transport through c->ops (srv_stream.c,
  * srv_rpc_conn.c, srv_http.c), which also decides what a closing connection lets go of.
  */
@@ -67,7 +71,7 @@ srv_conn *srv_conn_create(srv_server *s, srv_conn_kind kind, const srv_conn_ops 
   c->id = ++s->next_conn_id;
   c->refs = 1;
   c->stat_slot = -1;
-  c->accepted_at = uv_now(s->loop);
+  c->accepted_at = c->last_input_ms = uv_now(s->loop);
   uv_tcp_init(s->loop, &c->tcp);
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
@@ -112,9 +116,18 @@ uint32_t srv_conn_author(srv_conn *c) {
 
 void srv_conn_ref(srv_conn *c) { c->refs++; }
 
+/* Frees the read buffer and gives its share of the server's input budget back. */
+static void drop_input(srv_conn *c) {
+  c->server->input_bytes -= c->rcounted;
+  c->rcounted = 0;
+  free(c->rbuf);
+  c->rbuf = NULL;
+  c->rlen = c->rcap = 0;
+}
+
 static void conn_free(srv_conn *c) {
   srv_ws_destroy(c->ws);
-  free(c->rbuf);
+  drop_input(c);
   free(c->tls_in);
   srv_tls_destroy(c->tls);
   free(c);
@@ -127,6 +140,8 @@ void srv_conn_unref(srv_conn *c) {
 static void on_conn_closed(uv_handle_t *h) {
   srv_conn *c = (srv_conn *)h;
   srv_server *s = c->server;
+  /* No read comes after the close: the buffer goes now, not when the last job lets go. */
+  drop_input(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -479,16 +494,46 @@ int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops) {
 
 /* ---- reads ----------------------------------------------------------------------------------- */
 
-/* Room for 64 KiB more in the read buffer (grown in 64 KiB steps). 0 or UV_ENOMEM. */
-static int grow_rbuf(srv_conn *c) {
-  if (c->rcap - c->rlen >= 65536) return 0;
-  size_t cap = c->rcap ? c->rcap : 65536;
-  while (cap - c->rlen < 65536) cap *= 2;
+/* Every connection reads into a buffer of its own; the first 64 KiB of it are not counted
+ * against the server's input budget (max_connections bounds them), what grows beyond is. */
+#define READ_STEP ((size_t)65536)
+
+static int resize_input(srv_conn *c, size_t cap) {
+  srv_server *s = c->server;
+  size_t counted = cap > READ_STEP ? cap - READ_STEP : 0;
+  if (counted > c->rcounted && s->input_bytes + (counted - c->rcounted) > s->cfg.max_input_total) {
+    c->input_full = 1;
+    return -1;
+  }
   uint8_t *g = realloc(c->rbuf, cap);
-  if (!g) return UV_ENOMEM;
+  if (!g) return -1;
+  s->input_bytes = s->input_bytes - c->rcounted + counted;
+  c->rcounted = counted;
   c->rbuf = g;
   c->rcap = cap;
   return 0;
+}
+
+/* The most a connection may hold of a message it has not received whole: a frame or a request
+ * line once it is trusted (an editor after HELLO; a JSON-RPC connection after auth, or on a
+ * server without a token), and max_unauth_input before that, or ever for a stream viewer, which
+ * sends only small frames. */
+static size_t input_limit(const srv_conn *c) {
+  const srv_config *cfg = &c->server->cfg;
+  if (c->kind == SRV_CONN_STREAM)
+    return c->hello_done && c->role == PROTO_ROLE_EDITOR ? (size_t)PROTO_HEADER_SIZE + cfg->max_frame
+                                                         : cfg->max_unauth_input;
+  int trusted = !c->server->access.enabled || c->grant.role != SRV_ROLE_NONE;
+  return trusted ? cfg->max_request : cfg->max_unauth_input;
+}
+
+/* Room for 64 KiB more in the read buffer (grown in 64 KiB steps). 0, or -1 (out of memory,
+ * or the server's input budget is spent: c->input_full). */
+static int grow_rbuf(srv_conn *c) {
+  if (c->rcap - c->rlen >= READ_STEP) return 0;
+  size_t cap = c->rcap ? c->rcap : READ_STEP;
+  while (cap - c->rlen < READ_STEP) cap *= 2;
+  return resize_input(c, cap);
 }
 
 #define TLS_IN 65536 /* ciphertext read per callback on a TLS connection */
@@ -503,10 +548,23 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   }
   /* Read straight into the connection's buffer. */
   if (grow_rbuf(c) != 0) {
-    *buf = uv_buf_init(NULL, 0);
+    *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS */
     return;
   }
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+static void refuse_input(srv_conn *c, const char *why) {
+  srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer, why);
+  c->ops->refuse(c, SRV_ELIMIT, why);
+}
+
+/* The server's budget for unfinished requests (max_input_mb) is spent. */
+static void refuse_input_full(srv_conn *c) {
+  char why[160];
+  snprintf(why, sizeof(why), "the server holds %zu MiB of unfinished requests, its limit: closing",
+           c->server->cfg.max_input_total >> 20);
+  refuse_input(c, why);
 }
 
 /* Ciphertext in, plaintext appended to rbuf; what TLS wants to say (handshake) goes out.
@@ -520,9 +578,13 @@ static int decrypt_in(srv_conn *c, size_t n) {
   }
   flush_tls(c);
   if (rc == 0) return 0;
+  if (rc == -1 && c->input_full) {
+    refuse_input_full(c);
+    return rc;
+  }
   if (rc != SRV_ESHUTDOWN)
     srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer,
-            rc == UV_ENOMEM ? "out of memory" : srv_tls_error(c->tls));
+            rc == -1 ? "out of memory" : srv_tls_error(c->tls));
   srv_conn_close(c);
   return rc;
 }
@@ -530,6 +592,10 @@ static int decrypt_in(srv_conn *c, size_t n) {
 static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
   srv_conn *c = (srv_conn *)stream;
   (void)buf;
+  if (n == UV_ENOBUFS && c->input_full && !c->closing && !c->finishing) {
+    refuse_input_full(c);
+    return;
+  }
   if (n < 0) {
     if (n != UV_EOF) srv_log(SRV_LOG_DEBUG, "connection %u: read: %s", c->id, uv_strerror((int)n));
     srv_conn_close(c);
@@ -543,6 +609,34 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
   } else {
     c->rlen += (size_t)n;
   }
-  if (c->ws) feed_ws(c);
-  else c->ops->on_data(c);
+  c->last_input_ms = uv_now(c->server->loop);
+  if (c->ws) {
+    /* The same bound on an unfinished message as on a plain connection, kept by wslay (a
+     * message past it closes the WebSocket with 1009). */
+    const srv_config *cfg = &c->server->cfg;
+    size_t most = c->kind == SRV_CONN_STREAM ? (size_t)cfg->max_frame + PROTO_HEADER_SIZE : cfg->max_request;
+    size_t limit = input_limit(c);
+    srv_ws_set_max_message(c->ws, limit < most ? limit : most);
+    feed_ws(c);
+  } else {
+    c->ops->on_data(c);
+  }
+  if (c->closing || c->finishing) return;
+  size_t limit = input_limit(c);
+  if (c->rlen > limit) {
+    char why[160];
+    snprintf(why, sizeof(why), "more than %zu bytes of an unfinished %s%s: closing", limit,
+             c->kind == SRV_CONN_STREAM ? "frame" : "request",
+             limit == c->server->cfg.max_unauth_input ? (c->kind == SRV_CONN_STREAM && c->hello_done ? " from a viewer"
+                                                                                                      : " before HELLO or auth")
+                                                      : "");
+    refuse_input(c, why);
+    return;
+  }
+  /* A large message has gone: keep at most four times what is left (and 64 KiB). */
+  if (c->rcap > 4 * READ_STEP && c->rlen < c->rcap / 4) {
+    size_t cap = READ_STEP;
+    while (cap < 2 * c->rlen) cap *= 2;
+    if (cap < c->rcap) resize_input(c, cap);
+  }
 }

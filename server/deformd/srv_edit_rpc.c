@@ -66,7 +66,8 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   int t = mesh_find_target(x->mesh, name->valuestring);
   if (t < 0) {
-    srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", name->valuestring, x->name);
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", srv_json_quote(name->valuestring, q), x->name);
     return;
   }
   srv_target meta = x->targets[t];
@@ -106,7 +107,8 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
       }
       int di = mesh_find_target(x->mesh, d->valuestring);
       if (di < 0) {
-        srv_rpc_error(call, SRV_ENOTARGET, "unknown driver '%s' in session '%s'", d->valuestring, x->name);
+        char q[SRV_QUOTE_BUF];
+        srv_rpc_error(call, SRV_ENOTARGET, "unknown driver '%s' in session '%s'", srv_json_quote(d->valuestring, q), x->name);
         return;
       }
       meta.drivers[meta.driver_count++] = (uint32_t)di;
@@ -171,17 +173,20 @@ void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_ArrayForEach(item, w) {
     int t = mesh_find_target(x->mesh, item->string);
     if (t < 0) {
-      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", item->string, x->name);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_ENOTARGET, "unknown target '%s' in session '%s'", srv_json_quote(item->string, q), x->name);
       goto out;
     }
     if (!cJSON_IsNumber(item)) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: weight of '%s' must be a number", item->string);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: weight of '%s' must be a number", srv_json_quote(item->string, q));
       goto out;
     }
     /* cJSON reads 1e999 as inf; a float that overflows is not finite either. */
     float v = (float)item->valuedouble;
     if (!isfinite(item->valuedouble) || !isfinite(v)) {
-      srv_rpc_error(call, SRV_ENOTFINITE, "weight of '%s' is not a finite number", item->string);
+      char q[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_ENOTFINITE, "weight of '%s' is not a finite number", srv_json_quote(item->string, q));
       goto out;
     }
     idx[k] = (uint32_t)t;
@@ -249,7 +254,8 @@ void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
     int digits = klen > 0 && klen <= 10;
     for (size_t i = 0; digits && i < klen; i++) digits = key[i] >= '0' && key[i] <= '9';
     if (!digits) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: offset keys are vertex indices, not '%s'", key);
+      char kq[SRV_QUOTE_BUF];
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: offset keys are vertex indices, not '%s'", srv_json_quote(key, kq));
       goto out;
     }
     unsigned long v = strtoul(key, NULL, 10);
@@ -340,6 +346,52 @@ static int gesture_id(srv_rpc_call *call, cJSON *params, uint32_t *id) {
   return 0;
 }
 
+/* "soft": [{"vertex", "weight", "position"?}, ...] into three arrays (malloc'ed; NAN positions
+ * where none is given). Returns 0 (absent), 1, or -1 (answered). */
+static int soft_constraints(srv_rpc_call *call, const cJSON *params, uint32_t limit, uint32_t **vertex, double **weight,
+                            double **position, uint32_t *count) {
+  *vertex = NULL, *weight = *position = NULL, *count = 0;
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "soft");
+  if (!list) return 0;
+  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+  if (n < 0) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"soft\" must be an array of {\"vertex\", \"weight\", \"position\"?}");
+    return -1;
+  }
+  if ((uint32_t)n > limit) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: %d soft constraints for %u vertices", n, limit);
+    return -1;
+  }
+  *vertex = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  *weight = malloc(sizeof(double) * ((size_t)n + 1));
+  *position = malloc(sizeof(double) * 3 * ((size_t)n + 1));
+  if (!*vertex || !*weight || !*position) {
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return -1;
+  }
+  const cJSON *c;
+  cJSON_ArrayForEach(c, list) {
+    uint32_t i = (*count)++;
+    double v = -1, w = -1, *at = *position + 3 * (size_t)i;
+    int r = cJSON_IsObject(c) ? srv_rpc_number(call, c, "vertex", &v) : 0;
+    if (r < 0) return -1;
+    if (r == 0 || v < 0 || v > 4294967295.0 || v != (double)(uint32_t)v) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: soft constraint %u needs \"vertex\": a vertex index", i);
+      return -1;
+    }
+    if ((r = srv_rpc_number(call, c, "weight", &w)) < 0) return -1;
+    if (r == 0 || w < 0) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: soft constraint %u needs \"weight\": a number >= 0", i);
+      return -1;
+    }
+    if ((r = srv_rpc_numbers(call, c, "position", 3, at)) < 0) return -1;
+    if (r == 0) at[0] = at[1] = at[2] = NAN;
+    (*vertex)[i] = (uint32_t)v;
+    (*weight)[i] = w;
+  }
+  return 1;
+}
+
 void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
@@ -348,7 +400,14 @@ void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   spec.mode = DFM_ARAP;
   spec.iterations = 2;
   spec.pick = -1;
-  uint32_t *handle = NULL, *roi = NULL, *anchors = NULL;
+  uint32_t *handle = NULL, *roi = NULL, *anchors = NULL, *soft = NULL;
+  double *soft_w = NULL, *soft_p = NULL;
+  const cJSON *border = cJSON_GetObjectItemCaseSensitive(params, "border");
+  if (border && (!cJSON_IsString(border) || (strcmp(border->valuestring, "smooth") && strcmp(border->valuestring, "sharp")))) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"border\" must be \"smooth\" or \"sharp\"");
+    return;
+  }
+  spec.sharp_border = border && strcmp(border->valuestring, "sharp") == 0;
   const cJSON *mode = cJSON_GetObjectItemCaseSensitive(params, "mode");
   if (mode && (!cJSON_IsString(mode) || dfm_mode_parse(mode->valuestring, &spec.mode) != 0)) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mode\" must be \"laplacian\", \"arap\" or \"biharmonic\"");
@@ -385,21 +444,28 @@ void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (srv_rpc_vertices(call, params, "handle", &handle, &spec.handle_count) < 0) return;
   if (srv_rpc_vertices(call, params, "roi", &roi, &spec.roi_count) < 0) goto out;
   if (srv_rpc_vertices(call, params, "anchors", &anchors, &spec.anchor_count) < 0) goto out;
+  if (soft_constraints(call, params, x->mesh->vertex_count, &soft, &soft_w, &soft_p, &spec.soft_count) < 0) goto out;
+  spec.soft = soft, spec.soft_weight = soft_w, spec.soft_position = soft_p;
   if (roi && spec.roi_count == 0) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"roi\" is empty; omit it to deform the whole mesh");
     goto out;
   }
+  if (srv_rpc_bool(call, params, "detached", &spec.detached) < 0) goto out;
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
-  /* Owner 0: a JSON-RPC gesture outlives the connection that began it (deformctl opens one
-   * per call); it ends with deform.end, the session, or after being idle too long. */
-  int rc = srv_gesture_begin(s, x, &spec, 0, reply, err, sizeof(err));
+  /* The gesture ends with this connection unless it is detached ("detached": true, for tools
+   * like deformctl that open a connection per call): then with deform.end, the session, or
+   * after being idle too long. Its memory counts against this connection's budget either way. */
+  int rc = srv_gesture_begin(s, x, &spec, call->conn->id, reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(handle);
   free(roi);
   free(anchors);
+  free(soft);
+  free(soft_w);
+  free(soft_p);
 }
 
 void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -457,13 +523,24 @@ void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, res);
 }
 
+/* Reads a number in [lo, hi] (answers and returns -1 when it is not one). */
+static int number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out) {
+  int r = srv_rpc_number(call, params, key, out);
+  if (r > 0 && !(*out >= lo && *out <= hi)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be between %g and %g (got %g)", key, lo, hi, *out);
+    return -1;
+  }
+  return r;
+}
+
 void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
-  dfm_brush brush = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, NULL};
+  dfm_brush brush = {.kind = DFM_BRUSH_GRAB, .falloff = DFM_FALLOFF_SMOOTHSTEP};
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(params, "brush");
   if (!cJSON_IsString(kind) || dfm_brush_parse(kind->valuestring, &brush.kind) != 0) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"brush\" must be grab, inflate, smooth, flatten or pinch");
+    srv_rpc_error(call, SRV_EPARAMS,
+                  "invalid params: \"brush\" must be draw, grab, inflate, smooth, flatten, pinch, crease or layer");
     return;
   }
   const cJSON *falloff = cJSON_GetObjectItemCaseSensitive(params, "falloff");
@@ -471,18 +548,27 @@ void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"falloff\" must be smoothstep, linear, gaussian or constant");
     return;
   }
-  const cJSON *mirror = cJSON_GetObjectItemCaseSensitive(params, "mirror_x");
-  if (mirror && !cJSON_IsBool(mirror)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mirror_x\" must be true or false");
+  int piece = 0;
+  if (srv_rpc_bool(call, params, "mirror_x", &brush.mirror_x) < 0 || srv_rpc_bool(call, params, "continue", &piece) < 0 ||
+      srv_rpc_bool(call, params, "front_faces_only", &brush.front_only) < 0 ||
+      number_in(call, params, "spacing", 0.01, 1.0, &brush.spacing) < 0 ||
+      number_in(call, params, "autosmooth", 0.0, 1.0, &brush.autosmooth) < 0 ||
+      number_in(call, params, "height", 0.0, 1e30, &brush.height) < 0)
+    return;
+  int view = srv_rpc_numbers(call, params, "view", 3, brush.view);
+  if (view < 0) return;
+  if (brush.front_only && (!view || (brush.view[0] == 0 && brush.view[1] == 0 && brush.view[2] == 0))) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"front_faces_only\" needs \"view\": [x, y, z], the direction the viewer looks in");
     return;
   }
-  brush.mirror_x = cJSON_IsTrue(mirror);
-  double radius = -1, strength = 0.5;
-  if (srv_rpc_number(call, params, "radius", &radius) < 0 || srv_rpc_number(call, params, "strength", &strength) < 0) return;
+  /* Grab's strength is how much of the path the surface follows: all of it by default. */
+  double radius = -1, strength = brush.kind == DFM_BRUSH_GRAB ? 1.0 : 0.5;
+  if (srv_rpc_number(call, params, "radius", &radius) < 0 || number_in(call, params, "strength", -1.0, 1.0, &strength) < 0)
+    return;
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "samples");
   int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
   if (n < 1 || n > 65536) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 samples");
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 points of the stroke's path");
     return;
   }
   dfm_brush_sample *samples = calloc((size_t)n, sizeof(*samples));
@@ -502,7 +588,7 @@ void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
       goto out;
     }
     if (srv_rpc_numbers(call, smp, "direction", 3, d->direction) < 0) goto out;
-    if (srv_rpc_number(call, smp, "radius", &d->radius) < 0 || srv_rpc_number(call, smp, "strength", &d->strength) < 0) goto out;
+    if (srv_rpc_number(call, smp, "radius", &d->radius) < 0 || number_in(call, smp, "strength", -1.0, 1.0, &d->strength) < 0) goto out;
     if (!(d->radius > 0)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d has no positive \"radius\" (give one per stroke or per sample)", i - 1);
       goto out;
@@ -510,9 +596,9 @@ void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
-  int rc = srv_brush_stroke(s, x, &brush, samples, (uint32_t)n, srv_conn_author(call->conn), reply, err, sizeof(err));
+  int rc = srv_brush_stroke_piece(s, x, &brush, samples, (uint32_t)n, srv_conn_author(call->conn), call->conn->id, piece,
+                                  reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 out:
   free(samples);
 }
-

@@ -78,10 +78,17 @@ static cJSON *request(const char *id, const char *method, cJSON *params) {
 
 /* ---- answers from the owner --------------------------------------------------------------------- */
 
-static int same_id(const cJSON *a, const cJSON *b) {
-  if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) return a->valuedouble == b->valuedouble;
-  if (cJSON_IsString(a) && cJSON_IsString(b)) return strcmp(a->valuestring, b->valuestring) == 0;
-  return cJSON_IsNull(a) && cJSON_IsNull(b);
+/* Whether an answer's id (its raw text, as the owner echoed it byte for byte) is the id a
+ * call was forwarded with. A call's id is the raw text the client sent (srv_rpc_conn.c keeps it
+ * as a cJSON raw value), so texts are compared, never parsed values: "1e2" and "100" are two
+ * ids. */
+static int same_id(const cJSON *id, const char *text, size_t len) {
+  if (!id || !text) return 0;
+  char *mine = cJSON_IsRaw(id) ? NULL : cJSON_PrintUnformatted(id);
+  const char *t = cJSON_IsRaw(id) ? id->valuestring : mine;
+  int same = t && strlen(t) == len && memcmp(t, text, len) == 0;
+  free(mine);
+  return same;
 }
 
 static void rpc_line(srv_fwd *f, const char *line, size_t n) {
@@ -97,8 +104,11 @@ static void rpc_line(srv_fwd *f, const char *line, size_t n) {
     cJSON_Delete(o);
     return;
   }
-  for (fwd_call **pp = &f->calls; id && *pp; pp = &(*pp)->next)
-    if (same_id((*pp)->id, id)) {
+  srv_json_scan scan;
+  char why[128];
+  if (srv_json_check(line, n, f->k->srv->cfg.max_json_depth, &scan, why, sizeof(why)) != 0) scan.id = NULL;
+  for (fwd_call **pp = &f->calls; scan.id && *pp; pp = &(*pp)->next)
+    if (same_id((*pp)->id, scan.id, scan.id_len)) {
       fwd_call *c = *pp;
       *pp = c->next;
       cJSON_Delete(c->id);
@@ -250,11 +260,13 @@ void srv_forward_rpc(srv_cluster *k, const srv_node *node, srv_rpc_call *call, c
   if (call->id) {
     cJSON_AddItemToObject(o, "id", cJSON_Duplicate(call->id, 1));
     fwd_call *fc = malloc(sizeof(*fc));
-    if (fc) {
+    if (fc) { /* at the tail: answered in the order sent if the link fails */
+      fwd_call **tail = &f->calls;
+      while (*tail) tail = &(*tail)->next;
       fc->id = call->id;
+      fc->next = NULL;
       call->id = NULL;
-      fc->next = f->calls;
-      f->calls = fc;
+      *tail = fc;
     }
   }
   send_line(f->link, o);

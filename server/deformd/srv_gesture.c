@@ -4,7 +4,9 @@
  * A gesture is a handle owned by its session: mode, region, handle set and one factorised
  * dfm_system. Its lifecycle on the loop thread:
  *
- *   begin  -> job: evaluate the current shape, build the region, factorise   -> READY / FAILED
+ *   begin  -> job: evaluate the current shape, build the region
+ *          -> on the loop: estimate the memory, refuse past the session's or the client's budget
+ *          -> job: factorise                                                -> READY / FAILED
  *   drag   -> stored as the pending transform; if no job runs, a solve job starts
  *   solve  -> job: back-substitute, turn the result into sculpt offsets
  *          -> on the loop: one SET_OFFSETS op (only vertices whose offset changed), answered to
@@ -14,6 +16,9 @@
  * At most one job runs per gesture, so its dfm_system is never shared between threads; drags
  * that arrive meanwhile collapse to the newest (invariant 6). The sculpt layer keeps what the
  * gesture did: new offset = offset at begin + (solved position - position at begin).
+ *
+ * A gesture ends with the connection that began it unless it was begun detached (JSON-RPC
+ * "detached": true), and its memory is then given back to the system (give_back).
  *
  * DOES NOT parse requests: srv_methods.c and srv_stream.c call in here.
  */
@@ -29,12 +34,16 @@ typedef enum g_state { G_FACTORING, G_READY, G_SOLVING, G_FAILED } g_state;
 
 struct srv_gesture {
   uint32_t id;
-  uint32_t owner;         /* connection that began it */
+  uint32_t owner;         /* the connection it ends with (0: detached, or none) */
+  uint32_t client;        /* the connection that began it: whose memory budget it counts in */
+  size_t charge;          /* its estimated memory, counted in session->gesture_bytes */
+  srv_server *srv;
   uint32_t author;        /* srv_authors id */
   uint64_t step;          /* its operations are one undo step */
   srv_session *session;
   g_state state;
   int ended;              /* end requested: finish the pending drag, then free */
+  int dropped;            /* its connection went away */
   int job_running;
   dfm_system *sys;        /* touched by at most one job at a time */
   double *rest;           /* 3 × topology vertices: the shape at begin */
@@ -64,6 +73,42 @@ static cJSON *version_result(uint64_t v) {
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
+/* ---- memory given back ---------------------------------------------------------------------- */
+
+/* Once gestures have freed at least this much, the heap's free pages go back to the system. */
+#define TRIM_AFTER ((size_t)32 << 20)
+
+static void trim_work(uv_work_t *req) {
+  (void)req;
+  dfm_memory_trim();
+}
+
+static void trim_done(uv_work_t *req, int status) {
+  srv_server *srv = req->data;
+  (void)status;
+  srv->pending_jobs--;
+  srv->trim_running = 0;
+  free(req);
+}
+
+/* A factorisation's blocks under 32 MiB come from the heap (dfm_memory.c), which keeps them after
+ * free: 64 gestures left 5 GB resident once they had ended. malloc_trim hands the free pages back
+ * (what the heap reserve keeps stays); it walks the heap, so it runs on the pool, one at a time. */
+static void give_back(srv_server *srv, size_t freed) {
+  srv->trim_freed += freed;
+  if (srv->trim_running || srv->trim_freed < TRIM_AFTER) return;
+  uv_work_t *req = malloc(sizeof(*req));
+  if (!req) return;
+  req->data = srv;
+  if (uv_queue_work(srv->loop, req, trim_work, trim_done) != 0) {
+    free(req);
+    return;
+  }
+  srv->pending_jobs++;
+  srv->trim_running = 1;
+  srv->trim_freed = 0;
+}
+
 static void gesture_free(srv_gesture *g) {
   for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ENOGESTURE, "the gesture ended");
   free(g->waiting);
@@ -74,6 +119,8 @@ static void gesture_free(srv_gesture *g) {
   free(g->out);
   free(g->region);
   free(g->region_q0);
+  g->session->gesture_bytes -= g->charge;
+  give_back(g->srv, g->charge);
   free(g);
 }
 
@@ -110,12 +157,34 @@ typedef struct begin_job {
   srv_gesture *g;
   srv_state state;
   dfm_params params;  /* owns the index arrays below (render indices until the job maps them) */
-  uint32_t *handle, *roi, *anchors;
+  uint32_t *handle, *roi, *anchors, *soft;
+  double *soft_weight, *soft_position; /* per soft constraint; positions NAN: where it is at begin */
   int64_t pick;
   double handle_radius, roi_radius;
+  /* The region step's result, in topology vertices (the factorisation step reads them); the
+   * soft constraints' vertices and where they pull (given, or where the vertex is at begin). */
+  uint32_t *h, nh, *troi, nr, *an, na, *tsoft;
+  double *tsoft_position;
+  int region_done;      /* the first step ran: the second factorises */
   int status;
   char err[256];
 } begin_job;
+
+static void begin_job_free(begin_job *j) {
+  srv_state_release(&j->state);
+  free(j->handle);
+  free(j->roi);
+  free(j->anchors);
+  free(j->soft);
+  free(j->soft_weight);
+  free(j->soft_position);
+  free(j->h);
+  free(j->troi);
+  free(j->an);
+  free(j->tsoft);
+  free(j->tsoft_position);
+  free(j);
+}
 
 /* Render vertex indices -> distinct topology vertices. */
 static uint32_t *to_topo(const mesh_topology *t, const uint32_t *render, uint32_t count, uint32_t *out_count) {
@@ -132,7 +201,10 @@ static uint32_t *to_topo(const mesh_topology *t, const uint32_t *render, uint32_
   return out;
 }
 
-static void begin_work(uv_work_t *req) {
+/* The first step of a begin, on the pool: the shape at begin, the handle, the region and the
+ * anchors in topology vertices. Cheap next to the factorisation, and what the memory estimate
+ * needs (srv_gesture_begin's budget check runs between the two steps, on the loop). */
+static void region_work(uv_work_t *req) {
   begin_job *j = req->data;
   srv_gesture *g = j->g;
   const srv_session *s = g->session;
@@ -141,7 +213,6 @@ static void begin_work(uv_work_t *req) {
   float *shape = malloc(sizeof(float) * (3 * (size_t)nv + 1));
   g->rest = malloc(sizeof(double) * (3 * (size_t)nt + 1));
   g->out = malloc(sizeof(double) * (3 * (size_t)nt + 1));
-  uint32_t *h = NULL, nh = 0, *roi = NULL, nr = 0, *an = NULL, na = 0;
   j->status = DFM_ENOMEM;
   if (!shape || !g->rest || !g->out || srv_state_shape(&j->state, shape) != 0) goto out;
   for (uint32_t v = 0; v < nt; v++)
@@ -149,36 +220,65 @@ static void begin_work(uv_work_t *req) {
   /* Handle: the given vertices, or the picked one and what lies within handle_radius of it. */
   if (j->pick >= 0) {
     uint32_t seed = t->render_to_topo[(uint32_t)j->pick];
-    if (dfm_geodesic_region(&s->adj, g->rest, &seed, 1, j->handle_radius, 0, &h, &nh) != 0) goto out;
+    if (dfm_geodesic_region(&s->adj, g->rest, &seed, 1, j->handle_radius, 0, &j->h, &j->nh) != 0) goto out;
   } else {
-    h = to_topo(t, j->handle, j->params.handle_count, &nh);
-    if (!h) goto out;
+    j->h = to_topo(t, j->handle, j->params.handle_count, &j->nh);
+    if (!j->h) goto out;
   }
   if (j->roi) {
-    roi = to_topo(t, j->roi, j->params.roi_count, &nr);
-    if (!roi) goto out;
+    j->troi = to_topo(t, j->roi, j->params.roi_count, &j->nr);
+    if (!j->troi) goto out;
   } else if (j->roi_radius > 0) {
-    if (dfm_geodesic_region(&s->adj, g->rest, h, nh, j->roi_radius, 0, &roi, &nr) != 0) goto out;
+    if (dfm_geodesic_region(&s->adj, g->rest, j->h, j->nh, j->roi_radius, 0, &j->troi, &j->nr) != 0) goto out;
   }
   if (j->anchors) {
-    an = to_topo(t, j->anchors, j->params.anchor_count, &na);
-    if (!an) goto out;
+    j->an = to_topo(t, j->anchors, j->params.anchor_count, &j->na);
+    if (!j->an) goto out;
   }
+  /* Soft constraints on the welded vertices (every seam copy of a vertex pulls it), at the
+   * position given or where the vertex is now. */
+  uint32_t ns = j->params.soft_count;
+  j->tsoft = malloc(sizeof(uint32_t) * ((size_t)ns + 1));
+  j->tsoft_position = malloc(sizeof(double) * 3 * ((size_t)ns + 1));
+  if (!j->tsoft || !j->tsoft_position) goto out;
+  for (uint32_t i = 0; i < ns; i++) {
+    uint32_t v = j->tsoft[i] = t->render_to_topo[j->soft[i]];
+    for (int k = 0; k < 3; k++) {
+      double at = j->soft_position[3 * (size_t)i + k];
+      j->tsoft_position[3 * (size_t)i + k] = isnan(at) ? g->rest[3 * (size_t)v + k] : at;
+    }
+  }
+  j->status = 0;
+out:
+  if (j->status == DFM_ENOMEM && !j->err[0]) snprintf(j->err, sizeof(j->err), "out of memory");
+  free(shape);
+}
+
+/* The second step, on the pool: the factorised system and the render vertices it moves. */
+static void factor_work(uv_work_t *req) {
+  begin_job *j = req->data;
+  srv_gesture *g = j->g;
+  const srv_session *s = g->session;
+  const mesh_topology *t = &s->topo;
+  uint32_t nv = s->mesh->vertex_count, nt = t->vertex_count;
+  uint32_t *h = j->h, nh = j->nh, *roi = j->troi, nr = j->nr;
   for (int k = 0; k < 3; k++) g->pivot[k] = 0;
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) g->pivot[k] += g->rest[3 * (size_t)h[i] + k] / nh;
   dfm_params p = j->params;
   p.handle = h, p.handle_count = nh;
   p.roi = roi, p.roi_count = roi ? nr : 0;
-  p.anchors = an, p.anchor_count = na;
+  p.anchors = j->an, p.anchor_count = j->na;
+  p.soft = j->tsoft, p.soft_weight = j->soft_weight, p.soft_position = j->tsoft_position;
   j->status = dfm_system_create(t, &s->adj, g->rest, &p, &g->sys, j->err, sizeof(j->err));
-  if (j->status) goto out;
+  if (j->status) return;
   dfm_system_info(g->sys, &g->info);
   /* The render vertices that can move: those of region topology vertices. */
   uint8_t *in = calloc(nt + 1, 1);
   if (!in) {
     j->status = DFM_ENOMEM;
-    goto out;
+    snprintf(j->err, sizeof(j->err), "out of memory");
+    return;
   }
   if (roi)
     for (uint32_t i = 0; i < nr; i++) in[roi[i]] = 1;
@@ -192,7 +292,8 @@ static void begin_work(uv_work_t *req) {
   if (!g->region || !g->region_q0) {
     free(in);
     j->status = DFM_ENOMEM;
-    goto out;
+    snprintf(j->err, sizeof(j->err), "out of memory");
+    return;
   }
   for (uint32_t r = 0; r < nv; r++) {
     if (!in[t->render_to_topo[r]]) continue;
@@ -202,15 +303,50 @@ static void begin_work(uv_work_t *req) {
   }
   free(in);
   j->status = 0;
-out:
-  if (j->status == DFM_ENOMEM && !j->err[0]) snprintf(j->err, sizeof(j->err), "out of memory");
-  free(shape);
-  free(h);
-  free(roi);
-  free(an);
 }
 
 static void start_solve(srv_server *srv, srv_gesture *g);
+
+/* Bytes of gestures begun by connection `client`, in every session. */
+static size_t client_bytes(const srv_server *srv, uint32_t client) {
+  size_t sum = 0;
+  for (const srv_session *x = srv->sessions; x; x = x->next)
+    for (const srv_gesture *g = x->gestures; g; g = g->next)
+      if (g->client == client) sum += g->charge;
+  return sum;
+}
+
+/* Charges the gesture's estimated memory to its session, or refuses it (SRV_ELIMIT with the
+ * figures in j->err) when the session's or the client's gestures would pass their budget. The
+ * estimate: the factorisation's measured ~2.5 KiB per unknown (dfm_memory_gesture_bytes; the
+ * region, or the whole mesh without one, is the most the system can have) and the gesture's
+ * own arrays (the shape at begin and the solver's output, 48 bytes per topology vertex). */
+static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
+  srv_session *s = g->session;
+  uint32_t nt = s->topo.vertex_count;
+  uint64_t unknowns = j->troi ? (uint64_t)j->nr + j->nh : nt;
+  if (unknowns > nt) unknowns = nt;
+  size_t bytes = dfm_memory_gesture_bytes((uint32_t)unknowns) + 48 * (size_t)nt;
+  size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
+  size_t held = client_bytes(srv, g->client);
+  if (s->gesture_bytes + bytes > session_budget) {
+    snprintf(j->err, sizeof(j->err),
+             "this gesture needs about %zu MiB (%llu unknowns); session '%s' already holds %zu MiB of gestures and "
+             "may hold %u MiB (--session-memory-mb): end a gesture or use a smaller region",
+             bytes >> 20, (unsigned long long)unknowns, s->name, s->gesture_bytes >> 20, srv->cfg.session_memory_mb);
+    return SRV_ELIMIT;
+  }
+  if (held + bytes > client_budget) {
+    snprintf(j->err, sizeof(j->err),
+             "this gesture needs about %zu MiB (%llu unknowns); this client's gestures already hold %zu MiB and may "
+             "hold %u MiB (--client-memory-mb): end a gesture or use a smaller region",
+             bytes >> 20, (unsigned long long)unknowns, held >> 20, srv->cfg.client_memory_mb);
+    return SRV_ELIMIT;
+  }
+  g->charge = bytes;
+  s->gesture_bytes += bytes;
+  return 0;
+}
 
 static void begin_done(uv_work_t *req, int status) {
   begin_job *j = req->data;
@@ -218,16 +354,38 @@ static void begin_done(uv_work_t *req, int status) {
   srv_server *srv = j->srv;
   srv->pending_jobs--;
   g->job_running = 0;
+  int code = SRV_ESOLVER;
   if (status == UV_ECANCELED && !j->status) {
     j->status = DFM_ESOLVER;
     snprintf(j->err, sizeof(j->err), "cancelled");
+  }
+  if (!j->status && !j->region_done) {
+    /* Between the two steps, on the loop: the memory the factorisation will take, against the
+     * session's and the client's budgets; then the factorisation. */
+    if (g->session->closed || (g->dropped && !g->has_pending)) {
+      /* Nobody is left to drag it: no factorisation. */
+      j->status = DFM_ESOLVER;
+      snprintf(j->err, sizeof(j->err), "the gesture ended before it was factorised");
+    } else if ((code = charge(srv, g, j)) != 0) {
+      j->status = DFM_EINVAL;
+    } else {
+      j->region_done = 1;
+      if (uv_queue_work(srv->loop, &j->req, factor_work, begin_done) == 0) {
+        srv->pending_jobs++;
+        g->job_running = 1;
+        return;
+      }
+      code = SRV_EINTERNAL;
+      j->status = DFM_ESOLVER;
+      snprintf(j->err, sizeof(j->err), "cannot start the factorisation");
+    }
   }
   if (j->status) {
     g->state = G_FAILED;
     snprintf(g->error, sizeof(g->error), "%s", j->err);
     srv_log(SRV_LOG_INFO, "session %s: gesture %u failed: %s", g->session->name, g->id, j->err);
-    srv_reply_error(&g->begin_reply, SRV_ESOLVER, j->err);
-    for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ESOLVER, j->err);
+    srv_reply_error(&g->begin_reply, code, j->err);
+    for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], code, j->err);
     g->nwaiting = 0;
     g->has_pending = 0;
     g->ended = 1;
@@ -238,6 +396,7 @@ static void begin_done(uv_work_t *req, int status) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "gesture", g->id);
     cJSON_AddStringToObject(r, "mode", dfm_mode_name(j->params.mode));
+    cJSON_AddStringToObject(r, "border", j->params.smooth_border || j->params.mode == DFM_BIHARMONIC ? "smooth" : "sharp");
     cJSON_AddNumberToObject(r, "region_vertices", g->region_count);
     cJSON_AddNumberToObject(r, "free", g->info.free);
     cJSON_AddNumberToObject(r, "pinned", g->info.pinned);
@@ -246,13 +405,13 @@ static void begin_done(uv_work_t *req, int status) {
     for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)g->pivot[k]));
     srv_reply_ok(&g->begin_reply, r);
   }
-  srv_state_release(&j->state);
-  free(j->handle);
-  free(j->roi);
-  free(j->anchors);
-  free(j);
-  if (g->state == G_READY && g->has_pending && !g->session->closed) start_solve(srv, g);
+  begin_job_free(j);
+  srv_session *s = g->session;
+  if (g->state == G_READY && g->has_pending && !s->closed) start_solve(srv, g);
+  srv_session_ref(s); /* maybe_finish may let go of the gesture's reference */
   maybe_finish(g);
+  if (!s->closed && srv->on_edits_settled) srv->on_edits_settled(srv, s); /* a failed begin drops its drags */
+  srv_session_unref(s);
 }
 
 static uint32_t *copy_u32(const uint32_t *a, uint32_t n) {
@@ -270,8 +429,8 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     uint32_t n;
     const char *what;
   } lists[] = {{spec->handle, spec->handle_count, "handle"}, {spec->roi, spec->roi_count, "region"},
-               {spec->anchors, spec->anchor_count, "anchor"}};
-  for (size_t l = 0; l < 3; l++)
+               {spec->anchors, spec->anchor_count, "anchor"}, {spec->soft, spec->soft_count, "soft constraint"}};
+  for (size_t l = 0; l < 4; l++)
     for (uint32_t i = 0; i < lists[l].n; i++)
       if (lists[l].v[i] >= nv) {
         snprintf(err, errlen, "%s vertex %u is out of range (the mesh has %u vertices)", lists[l].what, lists[l].v[i], nv);
@@ -316,9 +475,11 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
     return SRV_EINTERNAL;
   }
   g->id = id;
-  g->owner = owner;
+  g->owner = spec->detached ? 0 : owner;
+  g->client = owner;
+  g->srv = srv;
   g->author = spec->author;
-  g->step = s->history ? srv_history_new_step_id(s) : 0;
+  g->step = 0; /* taken when its first drag applies: step ids follow the versions */
   g->session = s;
   g->state = G_FACTORING;
   g->begin_reply = reply;
@@ -330,20 +491,27 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.handle_count = spec->handle_count;
   j->params.roi_count = spec->roi_count;
   j->params.anchor_count = spec->anchor_count;
+  j->params.soft_count = spec->soft_count;
+  j->params.smooth_border = !spec->sharp_border;
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);
+  j->soft = copy_u32(spec->soft, spec->soft_count);
+  j->soft_weight = malloc(sizeof(double) * ((size_t)spec->soft_count + 1));
+  j->soft_position = malloc(sizeof(double) * 3 * ((size_t)spec->soft_count + 1));
+  for (uint32_t i = 0; j->soft_weight && j->soft_position && i < spec->soft_count; i++) {
+    j->soft_weight[i] = spec->soft_weight[i];
+    for (int k = 0; k < 3; k++)
+      j->soft_position[3 * (size_t)i + k] = spec->soft_position ? spec->soft_position[3 * (size_t)i + k] : NAN;
+  }
   j->pick = spec->pick;
   j->handle_radius = spec->handle_radius;
   j->roi_radius = spec->roi_radius;
   j->req.data = j;
   if ((spec->handle && !j->handle) || (spec->roi && !j->roi) || (spec->anchors && !j->anchors) ||
-      uv_queue_work(srv->loop, &j->req, begin_work, begin_done) != 0) {
-    srv_state_release(&j->state);
-    free(j->handle);
-    free(j->roi);
-    free(j->anchors);
-    free(j);
+      (spec->soft && !j->soft) || !j->soft_weight || !j->soft_position ||
+      uv_queue_work(srv->loop, &j->req, region_work, begin_done) != 0) {
+    begin_job_free(j);
     free(g);
     snprintf(err, errlen, "cannot start the factorisation");
     return SRV_EINTERNAL;
@@ -424,6 +592,7 @@ static void solve_done(uv_work_t *req, int status) {
         k++;
       }
       if (k) {
+        if (!g->step && s->history) g->step = srv_history_new_step_id(s);
         srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = g->author, .cause = SRV_CAUSE_GESTURE, .step = g->step,
                      .count = k, .indices = idx, .q = q};
         version = srv_session_apply(srv, s, &op);
@@ -448,7 +617,16 @@ static void solve_done(uv_work_t *req, int status) {
   free(j->q);
   free(j);
   if (g->has_pending && !s->closed) start_solve(srv, g);
+  srv_session_ref(s); /* maybe_finish may let go of the gesture's reference */
   maybe_finish(g);
+  if (!s->closed && srv->on_edits_settled) srv->on_edits_settled(srv, s);
+  srv_session_unref(s);
+}
+
+int srv_gesture_busy(const srv_session *s, uint32_t author) {
+  for (const srv_gesture *g = s->gestures; g; g = g->next)
+    if (g->author == author && (g->state == G_SOLVING || g->has_pending)) return 1;
+  return 0;
 }
 
 static void start_solve(srv_server *srv, srv_gesture *g) {
@@ -534,6 +712,7 @@ void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner) {
     next = g->next;
     if (owner == 0 || g->owner != owner || g->ended) continue;
     g->ended = 1;
+    g->dropped = 1;
     maybe_finish(g);
   }
 }

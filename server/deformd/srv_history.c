@@ -142,7 +142,13 @@ static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t 
     h->steps = g;
     h->cap = cap;
   }
-  srv_step *st = &h->steps[h->count++];
+  /* Ids are taken as a step's first operation applies, so a new step is nearly always the
+   * newest; one that is not still goes where its id sorts (find_step searches by id). */
+  uint32_t at = h->count;
+  while (at > 0 && h->steps[at - 1].id > id) at--;
+  memmove(h->steps + at + 1, h->steps + at, sizeof(srv_step) * (h->count - at));
+  h->count++;
+  srv_step *st = &h->steps[at];
   memset(st, 0, sizeof(*st));
   st->id = id;
   st->author = author;
@@ -496,6 +502,26 @@ static void fill_result(srv_history_result *r, const srv_session *s, const srv_s
   r->skipped = skipped;
 }
 
+/* Applies `target`'s payload again, backwards (undo) or forwards (redo), as a new step of
+ * `author` that names it; *made is that step (NULL when out of memory: the change stands). The
+ * pointer `target` may be stale afterwards (the history can grow or drop its oldest). */
+static int replay(srv_server *srv, srv_session *s, const srv_step *target, int forward, uint32_t author, int cause,
+                  srv_step **made, uint32_t *restored, uint32_t *skipped, char *err, size_t errlen) {
+  srv_history *h = s->history;
+  uint64_t id = target->id, step = srv_history_new_step_id(s);
+  hist_offsets o = target->off;
+  hist_targets g = target->tg;
+  int rc = apply_restore(srv, s, &o, &g, forward, 1, author, cause, step, restored, skipped, err, errlen);
+  if (rc) return rc;
+  *made = find_step(h, step);
+  if (!*made) *made = new_step(h, step, author, cause); /* nothing was left to change */
+  if (*made) {
+    (*made)->undo_of = id;
+    (*made)->skipped = *skipped;
+  }
+  return 0;
+}
+
 int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
                      size_t errlen) {
   srv_history *h = s->history;
@@ -519,18 +545,10 @@ int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     return SRV_ERANGE;
   }
   uint64_t id = target->id;
-  uint64_t step = srv_history_new_step_id(s);
   uint32_t restored, skipped;
-  hist_offsets o = target->off;
-  hist_targets g = target->tg;
-  int rc = apply_restore(srv, s, &o, &g, 0, 1, author, SRV_CAUSE_UNDO, step, &restored, &skipped, err, errlen);
+  srv_step *made;
+  int rc = replay(srv, s, target, 0, author, SRV_CAUSE_UNDO, &made, &restored, &skipped, err, errlen);
   if (rc) return rc;
-  srv_step *made = find_step(h, step);
-  if (!made) made = new_step(h, step, author, SRV_CAUSE_UNDO); /* nothing was left to change */
-  if (made) {
-    made->undo_of = id;
-    made->skipped = skipped;
-  }
   target = find_step(h, id); /* the history may have moved (grown, or dropped its oldest) */
   if (target) target->undone = 1;
   struct redo *r = redo_of(h, author, 1);
@@ -540,7 +558,7 @@ int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     if (g2) r->ids = g2, r->cap = cap;
   }
   if (r && r->n < r->cap) r->ids[r->n++] = id;
-  fill_result(out, s, target, find_step(h, step), restored, skipped);
+  fill_result(out, s, target, made, restored, skipped);
   return 0;
 }
 
@@ -558,18 +576,10 @@ int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     return SRV_ERANGE;
   }
   uint64_t id = target->id;
-  uint64_t step = srv_history_new_step_id(s);
   uint32_t restored, skipped;
-  hist_offsets o = target->off;
-  hist_targets g = target->tg;
-  int rc = apply_restore(srv, s, &o, &g, 1, 1, author, SRV_CAUSE_REDO, step, &restored, &skipped, err, errlen);
+  srv_step *made;
+  int rc = replay(srv, s, target, 1, author, SRV_CAUSE_REDO, &made, &restored, &skipped, err, errlen);
   if (rc) return rc;
-  srv_step *made = find_step(h, step);
-  if (!made) made = new_step(h, step, author, SRV_CAUSE_REDO);
-  if (made) {
-    made->undo_of = id;
-    made->skipped = skipped;
-  }
   target = find_step(h, id);
   if (target) target->undone = 0;
   r = redo_of(h, author, 0);

@@ -56,24 +56,90 @@ static cJSON *result_json(srv_server *s, const srv_history_result *res, uint32_t
   return r;
 }
 
-static void undo_or_redo(srv_server *s, srv_rpc_call *call, cJSON *params, int redo) {
-  srv_session *x = srv_rpc_want_session(s, call, params);
-  if (!x) return;
-  if (!x->history) {
-    srv_rpc_error(call, SRV_EINTERNAL, "session '%s' keeps no history", x->name);
-    return;
-  }
-  /* A gesture in progress is a step not finished yet: undo after deform.end. */
-  uint32_t author = srv_conn_author(call->conn);
+/* ---- undo and redo, in order with the author's edits ---------------------------------------- */
+
+/* An undo or redo that came while its author's strokes or drags were still queued or solving:
+ * it runs once they have applied, in the order requests came (per session). */
+struct history_wait {
+  struct history_wait *next;
+  uint32_t author;
+  int redo;
+  srv_reply reply;
+};
+
+static void run_now(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply *reply) {
   srv_history_result res;
   char err[512];
   int rc = redo ? srv_history_redo(s, x, author, &res, err, sizeof(err))
                 : srv_history_undo(s, x, author, &res, err, sizeof(err));
-  if (rc) {
-    srv_rpc_error(call, rc, "%s", err);
+  if (rc) srv_reply_error(reply, rc, err);
+  else srv_reply_ok(reply, result_json(s, &res, author));
+}
+
+static int author_busy(const srv_session *x, uint32_t author) {
+  return srv_brush_busy(x, author) || srv_gesture_busy(x, author);
+}
+
+void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply) {
+  if (!x->history) {
+    char why[PROTO_MAX_NAME + 64];
+    snprintf(why, sizeof(why), "session '%s' keeps no history", x->name);
+    srv_reply_error(&reply, SRV_EINTERNAL, why);
     return;
   }
-  srv_rpc_reply(call, result_json(s, &res, author));
+  /* A gesture in progress is a step not finished yet: what it has applied is undone, its next
+   * drag starts a new step. Strokes and drags already sent come first. */
+  int queued = 0;
+  for (const struct history_wait *w = x->history_waiting; w; w = w->next) queued |= w->author == author;
+  if (!queued && !author_busy(x, author)) {
+    run_now(s, x, author, redo, &reply);
+    return;
+  }
+  struct history_wait *w = calloc(1, sizeof(*w));
+  if (!w) {
+    srv_reply_error(&reply, SRV_EINTERNAL, "out of memory");
+    return;
+  }
+  w->author = author;
+  w->redo = redo;
+  w->reply = reply;
+  struct history_wait **pp = &x->history_waiting;
+  while (*pp) pp = &(*pp)->next;
+  *pp = w;
+}
+
+void srv_history_settled(srv_server *s, srv_session *x) {
+  /* Each author's first waiting request, if the author has nothing left in flight; a later one
+   * of the same author waits for the earlier. */
+  for (int ran = 1; ran && x->history_waiting && !x->closed;) {
+    ran = 0;
+    for (struct history_wait **pp = &x->history_waiting; *pp; pp = &(*pp)->next) {
+      struct history_wait *w = *pp;
+      int earlier = 0;
+      for (const struct history_wait *v = x->history_waiting; v != w; v = v->next) earlier |= v->author == w->author;
+      if (earlier || author_busy(x, w->author)) continue;
+      *pp = w->next;
+      run_now(s, x, w->author, w->redo, &w->reply);
+      free(w);
+      ran = 1; /* the list changed: look again from the start */
+      break;
+    }
+  }
+}
+
+void srv_history_close_waiting(srv_session *x) {
+  while (x->history_waiting) {
+    struct history_wait *w = x->history_waiting;
+    x->history_waiting = w->next;
+    srv_reply_error(&w->reply, SRV_ENOSESSION, "the session was closed");
+    free(w);
+  }
+}
+
+static void undo_or_redo(srv_server *s, srv_rpc_call *call, cJSON *params, int redo) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  srv_history_ask(s, x, srv_conn_author(call->conn), redo, srv_rpc_reply_to(call));
 }
 
 void srv_m_history_undo(srv_server *s, srv_rpc_call *call, cJSON *params) { undo_or_redo(s, call, params, 0); }

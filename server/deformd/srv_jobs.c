@@ -1,6 +1,7 @@
 /*
- * srv_jobs.c — work that must not run on the loop thread: importing a mesh (or generating the
- * demo head) into a new session, then keeping enough heap written for its gestures
+ * srv_jobs.c — work that must not run on the loop thread: opening a session on a mesh file
+ * (read by the import worker, srv_import.c, then decoded here on the pool) or on the generated
+ * demo head, then keeping enough heap written for its gestures
  * (dfm_memory_reserve, after the session is open: session.create does not wait for it), and
  * a session's shape as a file (beneath exports/, or in memory for a download).
  *
@@ -24,11 +25,12 @@ typedef struct open_job {
   uint32_t root_count;              /* 0: the operator's path (the command line), as it is */
   uint32_t max_vertices;
   int64_t reserve_mb;
+  uint8_t *blob;        /* the import worker's mesh (mesh_blob.c), decoded on the pool; then,
+                         * when a store keeps the imported mesh, the same bytes for it */
+  size_t blob_len;
   srv_session *session;
   int confined;         /* a client's name, not the operator's path */
   int want_blob;        /* a store keeps the imported mesh */
-  uint8_t *blob;        /* its mesh_blob, made on the pool */
-  size_t blob_len;
   int status;
   char err[MESH_ERR_LEN + 64];
   srv_open_cb done;
@@ -38,24 +40,22 @@ typedef struct open_job {
 static void open_work(uv_work_t *req) {
   open_job *j = req->data;
   mesh *m = NULL;
-  if (strcmp(j->path, "demo") == 0) {
+  if (!j->blob) {
     j->status = mesh_demo_head(&m);
     if (j->status) snprintf(j->err, sizeof(j->err), "cannot build the demo head: %s", mesh_strerror(j->status));
   } else {
-    /* A client's name: beneath the mesh folders, messages that quote nothing of the file. */
-    mesh_import_opts opts = {.max_vertices = j->max_vertices, .roots = j->roots, .root_count = j->root_count,
-                             .redact = j->root_count > 0};
-    if (j->root_count == 0 && j->confined) {
-      j->status = MESH_ENOENT;
-      snprintf(j->err, sizeof(j->err), "no mesh called '%s': this server has no mesh folders (give it --data DIR or "
-               "--mesh-dir PATH)", j->path);
-    } else {
-      j->status = mesh_import(j->path, &opts, &m, j->err, sizeof(j->err));
+    /* The worker is no more trusted than the file it read: every count is checked again. */
+    char why[MESH_ERR_LEN];
+    j->status = mesh_blob_read(j->blob, j->blob_len, j->max_vertices, &m, why, sizeof(why));
+    if (j->status) snprintf(j->err, sizeof(j->err), "the importer's mesh is invalid: %s", why);
+    if (j->status || !j->want_blob) { /* else the store keeps these very bytes: they read back to m */
+      free(j->blob);
+      j->blob = NULL;
     }
   }
-  /* The blob first: the session takes the mesh, and what the store keeps is the mesh as
-   * imported, before any operation. */
-  if (j->status == 0 && j->want_blob && (j->status = mesh_blob_write(m, &j->blob, &j->blob_len)) != 0) {
+  /* What the store keeps is the mesh as imported, before the session takes it (and before any
+   * operation): the worker's blob, or for the demo head one made here. */
+  if (j->status == 0 && j->want_blob && !j->blob && (j->status = mesh_blob_write(m, &j->blob, &j->blob_len)) != 0) {
     snprintf(j->err, sizeof(j->err), "cannot store the mesh: %s", mesh_strerror(j->status));
     mesh_destroy(m);
   }
@@ -107,6 +107,13 @@ static void start_reserve(srv_server *s, const char *name, size_t bytes) {
   s->pending_jobs++;
 }
 
+static void open_job_free(open_job *j) {
+  free(j->blob);
+  free(j->name);
+  free(j->path);
+  free(j);
+}
+
 static void open_done(uv_work_t *req, int status) {
   open_job *j = req->data;
   srv_server *s = j->srv;
@@ -144,17 +151,36 @@ static void open_done(uv_work_t *req, int status) {
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
   }
+  if (j->status && s->on_open_failed) s->on_open_failed(s, j->name);
   j->done(s, j->arg, j->status, j->session, j->err);
-  free(j->blob);
-  free(j->name);
-  free(j->path);
-  free(j);
+  open_job_free(j);
+}
+
+/* The worker is done with the file: decode its mesh on the pool, or say why there is none. */
+static void on_imported(void *arg, int status, uint8_t *blob, size_t len, const char *why) {
+  open_job *j = arg;
+  srv_server *s = j->srv;
+  if (status == 0) {
+    j->blob = blob;
+    j->blob_len = len;
+    if (uv_queue_work(s->loop, &j->req, open_work, open_done) == 0) return;
+    status = SRV_EINTERNAL;
+    why = "cannot start decoding the mesh";
+  }
+  s->pending_jobs--;
+  snprintf(j->err, sizeof(j->err), "%s", why);
+  if (s->on_open_failed) s->on_open_failed(s, j->name);
+  j->done(s, j->arg, status, NULL, j->err);
+  open_job_free(j);
 }
 
 int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
-                         void *arg) {
+                         void *arg, char *err, size_t errlen) {
   open_job *j = calloc(1, sizeof(*j));
-  if (!j) return UV_ENOMEM;
+  if (!j) {
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
   j->srv = s;
   j->confined = confined && strcmp(mesh_path, "demo") != 0;
   if (j->confined) {
@@ -169,11 +195,26 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   j->done = done;
   j->arg = arg;
   j->req.data = j;
-  int rc = (j->name && j->path) ? uv_queue_work(s->loop, &j->req, open_work, open_done) : UV_ENOMEM;
+  int rc = SRV_EINTERNAL;
+  snprintf(err, errlen, "out of memory");
+  if (j->name && j->path) {
+    /* "demo" is generated here; a file is read by the import worker (srv_import.c). */
+    if (strcmp(mesh_path, "demo") == 0) {
+      snprintf(err, errlen, "cannot start the import");
+      rc = uv_queue_work(s->loop, &j->req, open_work, open_done) == 0 ? 0 : SRV_EINTERNAL;
+    } else if (j->confined && j->root_count == 0) {
+      snprintf(err, errlen, "no mesh called '%s': this server has no mesh folders (give it --data DIR or --mesh-dir PATH)",
+               mesh_path);
+      rc = SRV_EMESH;
+    } else {
+      /* A client's name is looked up beneath the mesh folders by the worker (srv_import.c); the
+       * operator's path (root_count 0) as it is. */
+      rc = srv_import_start(&s->importer, mesh_path, j->roots, j->root_count, on_imported, j, err, errlen);
+    }
+  }
   if (rc) {
-    free(j->name);
-    free(j->path);
-    free(j);
+    open_job_free(j);
+    if (s->on_open_failed) s->on_open_failed(s, name);
     return rc;
   }
   s->pending_jobs++;

@@ -60,11 +60,13 @@ static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   if (srv_session_find(s, name->valuestring)) {
-    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", name->valuestring);
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
     return;
   }
-  if (srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call) != 0)
-    srv_rpc_error(call, SRV_EINTERNAL, "cannot start the import");
+  char err[256];
+  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
 /* The sessions this connection may view (a token for one session sees that one). */
@@ -183,6 +185,14 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
   cJSON_AddNumberToObject(r, "auth_failures", (double)s->access.failures);
   cJSON_AddNumberToObject(r, "auth_refused", (double)s->access.refused);
+  size_t gesture_bytes = 0;
+  uint32_t gestures = 0;
+  for (srv_session *x = s->sessions; x; x = x->next) gesture_bytes += x->gesture_bytes, gestures += x->gesture_count;
+  cJSON_AddNumberToObject(r, "gestures", gestures);
+  cJSON_AddNumberToObject(r, "gesture_memory_bytes", (double)gesture_bytes);
+  cJSON_AddNumberToObject(r, "imports_started", (double)s->importer.started);
+  cJSON_AddNumberToObject(r, "imports_failed", (double)s->importer.failed);
+  cJSON_AddNumberToObject(r, "input_buffered_bytes", (double)s->input_bytes);
   cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
   add_stream_stats(r, &s->stats);
   if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
@@ -289,5 +299,6 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
     srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
     return;
   }
-  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", method);
+  char q[SRV_QUOTE_BUF];
+  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
 }

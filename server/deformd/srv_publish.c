@@ -23,6 +23,11 @@
  * the state at the sequence Redis has now — the one of the last XADD, since commands on one
  * connection run in order.
  *
+ * Ownership. A new epoch is refused while another node whose lease is alive owns the session
+ * (it claimed the name while this node was lost, srv_registry.c): this node then gives its copy
+ * up rather than take the session back, so two primaries never fight over one name (each
+ * refused XADD would otherwise start an epoch that takes the owner back).
+ *
  * DOES NOT read the stream (srv_relay.c) or decide which node owns what (srv_registry.c).
  */
 #include <stdio.h>
@@ -45,8 +50,13 @@ typedef struct srv_pub {
   uint64_t published;
 } srv_pub;
 
+/* A new epoch: refused while another live node owns the session (SRV_LUA_OWNED_CHECK), so a
+ * primary never takes a session from another that holds it; else the owner, the mesh and a
+ * snapshot, the sequence carried on. ARGV: node, session, lease prefix, epoch, version, state,
+ * mesh. */
 static const char *LUA_EPOCH =
-    "redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'owner', ARGV[2], 'version', ARGV[3])\n"
+    SRV_LUA_OWNED_CHECK
+    "redis.call('HSET', KEYS[1], 'epoch', ARGV[4], 'owner', ARGV[1], 'version', ARGV[5])\n"
     "redis.call('HDEL', KEYS[1], 'closed')\n"
     "redis.call('PERSIST', KEYS[1])\n"
     "local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') or 0\n"
@@ -56,10 +66,10 @@ static const char *LUA_EPOCH =
     "  if top > seq then seq = top end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'seq', seq)\n"
-    "redis.call('SET', KEYS[4], ARGV[5])\n"
+    "redis.call('SET', KEYS[4], ARGV[7])\n"
     "redis.call('DEL', KEYS[3])\n"
-    "redis.call('HSET', KEYS[3], 'epoch', ARGV[1], 'seq', seq, 'version', ARGV[3], 'state', ARGV[4])\n"
-    "redis.call('HSET', KEYS[5], ARGV[6], ARGV[2])\n"
+    "redis.call('HSET', KEYS[3], 'epoch', ARGV[4], 'seq', seq, 'version', ARGV[5], 'state', ARGV[6])\n"
+    "redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])\n"
     "return seq\n";
 
 static const char *LUA_PUBLISH =
@@ -145,6 +155,25 @@ static void new_epoch_name(char *buf, size_t len) {
 
 /* ---- epochs -------------------------------------------------------------------------------------- */
 
+/* Another node whose lease is alive owns the session in Redis: it claimed the name while this
+ * node was lost to the cluster (or Redis came back empty and it was first). The registry is the
+ * cluster's one answer to "who owns it", so this node does not fight it: it stops publishing
+ * the session and closes its copy — its viewers get BYE SESSION_CLOSED naming the owner, and
+ * calls for the name go to the owner from now on. A durable copy's history stays in this node's
+ * store, under a name this node keeps from reuse (as for a session that does not restore). */
+static void give_up(srv_pub *p, const char *owner) {
+  srv_cluster *k = p->k;
+  srv_session *s = p->s;
+  char why[PROTO_MAX_NAME + SRV_NODE_ID_MAX + 96];
+  snprintf(why, sizeof(why), "node %s owns session '%s' in the cluster now: this node's copy is closed", owner,
+           s->name);
+  srv_log(SRV_LOG_ERROR, "session %s: node %s owns it now (its lease is alive): this node stops publishing it and "
+          "closes its copy%s", s->name, owner, k->srv->store && s->store_id ? "; its history stays in the store" : "");
+  k->stats.epochs_refused++;
+  if (k->srv->store && s->store_id) srv_session_reserve_name(k->srv, s->name);
+  srv_session_close(k->srv, s, why); /* detaches p (srv_publish_detach frees it) */
+}
+
 static void on_epoch_reply(srv_redis *r, redisReply *reply, void *arg) {
   srv_pub *p = arg;
   (void)r;
@@ -153,6 +182,10 @@ static void on_epoch_reply(srv_redis *r, redisReply *reply, void *arg) {
     return;
   }
   p->starting = 0;
+  if (reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "OWNED ", 6) == 0) {
+    give_up(p, reply->str + 6);
+    return;
+  }
   if (!reply || reply->type == REDIS_REPLY_ERROR) {
     srv_log(SRV_LOG_WARN, "session %s: a new epoch was not stored in Redis: %s", p->s->name,
             reply ? reply->str : "the connection went away");
@@ -180,10 +213,12 @@ static void send_epoch(srv_pub *p) {
   new_epoch_name(epoch, sizeof(epoch));
   snprintf(version, sizeof(version), "%llu", (unsigned long long)s->version);
   static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
-  const char *args[] = {epoch, k->node_id, version, (const char *)cp.data, (const char *)p->blob, s->name};
-  size_t lens[] = {strlen(epoch), strlen(k->node_id), strlen(version), cp.len, p->blob_len, strlen(s->name)};
+  char prefix[32];
+  const char *args[] = {k->node_id, s->name, prefix, epoch, version, (const char *)cp.data, (const char *)p->blob};
+  size_t lens[] = {strlen(k->node_id), strlen(s->name), srv_cluster_key(prefix, sizeof(prefix), NULL, "node:"),
+                   strlen(epoch), strlen(version), cp.len, p->blob_len};
   p->starting = 1;
-  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 5, args, lens, 6) == 0) {
+  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 5, args, lens, 7) == 0) {
     snprintf(p->epoch, sizeof(p->epoch), "%s", epoch);
     p->need_epoch = 0;
     p->since_snapshot = 0;
@@ -288,14 +323,18 @@ static void on_closed_reply(srv_redis *r, redisReply *reply, void *arg) {
     srv_log(SRV_LOG_WARN, "a closed session's keys stay in Redis: %s", reply ? reply->str : "the connection went away");
 }
 
+void srv_publish_release(srv_cluster *k, const char *name) {
+  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
+  const char *args[] = {k->node_id, name};
+  size_t lens[] = {strlen(k->node_id), strlen(name)};
+  eval(k, on_closed_reply, NULL, LUA_CLOSE, name, what, 5, args, lens, 2);
+}
+
 void srv_publish_detach(srv_cluster *k, srv_session *s) {
   srv_pub *p = find(k, s);
   if (!p) return;
   unlink_pub(k, p);
-  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
-  const char *args[] = {k->node_id, s->name};
-  size_t lens[] = {strlen(k->node_id), strlen(s->name)};
-  eval(k, on_closed_reply, NULL, LUA_CLOSE, s->name, what, 5, args, lens, 2);
+  srv_publish_release(k, s->name);
   p->dead = 1;
   if (!p->starting) free_pub(p); /* else the job or the reply frees it */
 }

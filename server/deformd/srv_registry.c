@@ -10,7 +10,9 @@
  * every third of it. A node whose lease is gone is lost: its sessions stay registered (a
  * durable primary comes back with them) and relays report "primary lost" to their viewers.
  * Placement reads the leases: the alive primary with the fewest sessions, then the fewest
- * viewers, then the smallest id.
+ * viewers, then the smallest id. The survey may be half a second old, so the primary that opens
+ * a session first claims its name in Redis (one script: refused while another live node owns
+ * it); a create that does not open releases it.
  *
  * The hooks it sets on the server (srv.h) are how the lower layers hand it work; with no
  * --redis none is set and a node behaves as it always did.
@@ -110,19 +112,18 @@ static void free_owners(srv_cluster *k) {
   k->owner_count = 0;
 }
 
-static void on_closed_stale(srv_redis *r, redisReply *reply, void *arg) { (void)r, (void)reply, (void)arg; }
+static int claiming(const srv_cluster *k, const char *name);
 
-/* A primary that came back without its data (--data none) forgets the sessions the registry
- * still gives it: they cannot come back, and relays close them. */
+/* Sessions the registry gives this primary that it neither holds nor is opening: a primary that
+ * came back without its data (--data none), or a claim whose session did not open and whose
+ * release was lost with Redis. They leave the registry (only while this node still owns them
+ * there), and relays close them. */
 static void forget_stale(srv_cluster *k) {
   for (uint32_t i = 0; i < k->owner_count; i++) {
     const srv_owner *o = &k->owners[i];
-    if (strcmp(o->node, k->node_id) != 0 || srv_session_find(k->srv, o->session)) continue;
+    if (strcmp(o->node, k->node_id) != 0 || srv_session_find(k->srv, o->session) || claiming(k, o->session)) continue;
     srv_log(SRV_LOG_INFO, "registry: session %s was this node's and is gone: removed from the registry", o->session);
-    char key[32];
-    const char *argv[] = {"HDEL", key, o->session};
-    size_t lens[] = {4, srv_cluster_key(key, sizeof(key), NULL, "sessions"), strlen(o->session)};
-    srv_redis_command(k->cmd, k->srv->cfg.redis_timeout_ms, on_closed_stale, NULL, 3, argv, lens);
+    srv_publish_release(k, o->session);
   }
 }
 
@@ -155,7 +156,7 @@ static void on_survey(srv_redis *r, redisReply *reply, void *arg) {
   k->node_count = n;
   k->owners = oo;
   k->owner_count = m;
-  if (!k->surveyed && !k->relay) forget_stale(k);
+  if (!k->relay) forget_stale(k);
   k->surveyed = 1;
   if (k->relay) srv_relay_sync(k);
 }
@@ -198,6 +199,140 @@ static void on_redis_state(srv_redis *r, int ready, void *arg) {
   if (!ready && r == k->cmd) k->survey_in_flight = 0;
 }
 
+/* ---- claims: a name is this node's in Redis before it opens a session of that name ------------ */
+
+/* Placement reads a survey up to half a second old, so two nodes may both decide to open the
+ * same name; the claim settles it in one atomic step. What a previous owner (gone, or closed)
+ * left under the name is removed, so relays never load it as the new session. KEYS: meta,
+ * stream, snap, mesh, registry; ARGV: node, session, lease prefix. */
+static const char *LUA_CLAIM =
+    SRV_LUA_OWNED_CHECK
+    "redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+    "redis.call('HDEL', KEYS[1], 'epoch', 'closed')\n"
+    "redis.call('HSET', KEYS[1], 'owner', ARGV[1])\n"
+    "redis.call('PERSIST', KEYS[1])\n"
+    "redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])\n"
+    "return 1\n";
+
+typedef struct srv_claim {
+  struct srv_claim *next;
+  srv_cluster *k;
+  char *name;
+  srv_rpc_call *call; /* until the claim is answered; then the method answers it */
+  cJSON *params;
+} srv_claim;
+
+static srv_claim *find_claim(const srv_cluster *k, const char *name) {
+  for (srv_claim *c = k->claims; c; c = c->next)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+static int claiming(const srv_cluster *k, const char *name) { return find_claim(k, name) != NULL; }
+
+static void free_claim(srv_cluster *k, srv_claim *c) {
+  srv_claim **pp = &k->claims;
+  while (*pp && *pp != c) pp = &(*pp)->next;
+  if (*pp) *pp = c->next;
+  if (c->call) srv_rpc_call_free(c->call);
+  cJSON_Delete(c->params);
+  free(c->name);
+  free(c);
+}
+
+static void on_claimed(srv_redis *r, redisReply *reply, void *arg) {
+  srv_claim *c = arg;
+  srv_cluster *k = c->k;
+  srv_rpc_call *call = c->call;
+  (void)r;
+  c->call = NULL;
+  if (k->stopping) {
+    srv_rpc_error(call, SRV_ESHUTDOWN, "the server is shutting down");
+  } else if (!reply) {
+    /* It may have landed: the next survey releases a name this node holds and is not opening. */
+    srv_rpc_error(call, SRV_EBUSY, "Redis went away before the name '%s' was claimed: try again", c->name);
+  } else if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "OWNED ", 6) == 0) {
+    k->stats.claims_refused++;
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists (on node %s)", c->name, reply->str + 6);
+  } else if (reply->type == REDIS_REPLY_ERROR) {
+    srv_rpc_error(call, SRV_EBUSY, "Redis refused the claim of '%s': %s", c->name, reply->str);
+  } else {
+    /* The name is this node's: the method opens the session (on_session_added or
+     * on_open_failed ends the claim). An open that starts is a pending job; if none started
+     * and the claim is still here, the call was refused before opening (by a check of the
+     * dispatch's own): the name goes back. */
+    int jobs = k->srv->pending_jobs;
+    k->local_call = call;
+    srv_methods_dispatch(k->srv, call, "session.create", c->params);
+    k->local_call = NULL;
+    int listed = 0; /* by address: a claim a failed open released is freed */
+    for (const srv_claim *x = k->claims; x && !listed; x = x->next) listed = x == c;
+    if (listed && k->srv->pending_jobs == jobs) {
+      srv_publish_release(k, c->name);
+      free_claim(k, c);
+    }
+    return;
+  }
+  free_claim(k, c);
+}
+
+/* session.create, to be opened here: the name is claimed first. Returns 0 when the method
+ * should answer now (what it refuses without opening anything), 1 when taken. */
+static int claim(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
+  srv_server *srv = k->srv;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
+  char why[256];
+  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' ||
+      strlen(name->valuestring) > PROTO_MAX_NAME || !cJSON_IsString(path) || srv_session_find(srv, name->valuestring) ||
+      (srv->store && srv_store_failed(srv->store, why, sizeof(why))))
+    return 0;
+  if (find_claim(k, name->valuestring) || srv_session_name_taken(srv, name->valuestring)) {
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' is being created or kept on this node (%s)",
+                  name->valuestring, k->node_id);
+    return 1;
+  }
+  srv_claim *c = calloc(1, sizeof(*c));
+  if (!c || !(c->name = strdup(name->valuestring)) || !(c->params = cJSON_Duplicate(params, 1))) {
+    if (c) free(c->name);
+    free(c);
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return 1;
+  }
+  c->k = k;
+  char keys[5][PROTO_MAX_NAME + 64], prefix[32];
+  static const char *const what[] = {"meta", "stream", "snap", "mesh"};
+  const char *argv[11] = {"EVAL", LUA_CLAIM, "5"};
+  size_t lens[11] = {4, strlen(LUA_CLAIM), 1};
+  for (int i = 0; i < 5; i++) {
+    lens[3 + i] = i < 4 ? srv_cluster_key(keys[i], sizeof(keys[i]), c->name, what[i])
+                        : srv_cluster_key(keys[i], sizeof(keys[i]), NULL, "sessions");
+    argv[3 + i] = keys[i];
+  }
+  argv[8] = k->node_id, lens[8] = strlen(k->node_id);
+  argv[9] = c->name, lens[9] = strlen(c->name);
+  argv[10] = prefix, lens[10] = srv_cluster_key(prefix, sizeof(prefix), NULL, "node:");
+  if (srv_redis_command(k->cmd, srv->cfg.redis_timeout_ms, on_claimed, c, 11, argv, lens) != 0) {
+    free_claim(k, c);
+    srv_rpc_error(call, SRV_EBUSY, "Redis is not reachable: a session's name is claimed there before the session is "
+                  "opened; try again");
+    return 1;
+  }
+  c->call = call;
+  c->next = k->claims;
+  k->claims = c;
+  return 1;
+}
+
+/* srv_jobs.c: a session.create did not open. Its name is released. */
+static void on_open_failed(srv_server *s, const char *name) {
+  srv_cluster *k = s->cluster;
+  srv_claim *c = find_claim(k, name);
+  if (!c || c->call) return; /* not a claimed create, or still being claimed */
+  srv_publish_release(k, name);
+  free_claim(k, c);
+}
+
 /* ---- routing ------------------------------------------------------------------------------------- */
 
 static void rpc_refuse(srv_rpc_call *call, int code, const char *fmt, const char *a, const char *b) {
@@ -216,7 +351,7 @@ static int place(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
       return 1;
     }
     if (strcmp(node->valuestring, k->node_id) == 0) {
-      if (!k->relay) return 0;
+      if (!k->relay) return claim(k, call, params);
       srv_rpc_error(call, SRV_EPARAMS, "node %s is a relay: it owns no session", k->node_id);
       return 1;
     }
@@ -228,8 +363,9 @@ static int place(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
     srv_forward_rpc(k, n, call, "session.create", params);
     return 1;
   }
+  /* What the last survey knows (the claim decides): a name whose owner is lost may be taken. */
   const srv_node *owner = srv_cluster_owner(k, name->valuestring);
-  if (owner) {
+  if (owner && owner->alive && strcmp(owner->id, k->node_id) != 0) {
     rpc_refuse(call, SRV_EEXIST, "a session called '%s' already exists (on node %s)", name->valuestring, owner->id);
     return 1;
   }
@@ -257,7 +393,7 @@ static int place(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
       best_viewers = n->viewers;
     }
   }
-  if (mine) return 0;
+  if (mine) return claim(k, call, params);
   if (!best) {
     srv_rpc_error(call, SRV_ELIMIT, "no primary is alive to place session '%s' on", name->valuestring);
     return 1;
@@ -271,9 +407,24 @@ static int place(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
   return 1;
 }
 
+/* Calls a relay answers from its replica when the session's primary cannot answer (its lease is
+ * gone, or the registry does not list it now): what they read is the session's state, which the
+ * replica holds at the primary's versions (operation records and snapshots carry all of it), so
+ * the answer is the primary's last one. While the primary is alive they go to it, so that a
+ * client reads its own writes at once. Not here: history.list (steps, authors and times live in
+ * the primary's store), anim.list (clips recorded or compressed after import, and the player,
+ * are not in the records), session.export (a file on the primary's disk, or a version from its
+ * store). */
+static int replica_read(const char *method) {
+  static const char *const reads[] = {"state.get", "weights.get", "targets.list", "mesh.info", "sculpt.get"};
+  for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+    if (strcmp(method, reads[i]) == 0) return 1;
+  return 0;
+}
+
 static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
   srv_cluster *k = s->cluster;
-  if (!cJSON_IsObject(params)) return 0;
+  if (!cJSON_IsObject(params) || call == k->local_call) return 0;
   if (strcmp(method, "session.create") == 0) return place(k, call, params);
   if (strcmp(method, "hello") == 0 || strcmp(method, "auth") == 0) return 0;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
@@ -281,6 +432,10 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
   srv_session *x = srv_session_find(s, name->valuestring);
   if (x && !k->relay) return 0; /* this primary's own */
   const srv_node *owner = srv_cluster_owner(k, name->valuestring);
+  if (k->relay && replica_read(method) && (!owner || !owner->alive)) {
+    int r = srv_relay_read(k, call, method, params, name->valuestring); /* the primary's last state */
+    if (r >= 0) return r;
+  }
   if (!owner) {
     if (!k->relay) return 0; /* unknown: the method says so */
     if (x) /* a replica the registry does not list now: Redis lost it and its primary is re-registering */
@@ -318,6 +473,8 @@ static int route_edit(srv_conn *c, const uint8_t *frame, size_t len) {
 
 /* A session more or less: the lease says so at the next tick (placement reads it). */
 static void on_session_added(srv_server *s, srv_session *x) {
+  srv_claim *c = find_claim(s->cluster, x->name);
+  if (c && !c->call) free_claim(s->cluster, c); /* opened under its claim */
   if (!s->cluster->relay) srv_publish_attach(s->cluster, x);
   s->cluster->last_lease = 0;
 }
@@ -327,7 +484,15 @@ static void on_session_removed(srv_server *s, srv_session *x) {
   s->cluster->last_lease = 0;
 }
 
-static void on_conn_closed(srv_conn *c) { srv_forward_conn_closed(c->server->cluster, c); }
+static void on_conn_closed(srv_conn *c) {
+  srv_forward_conn_closed(c->server->cluster, c);
+  if (c->server->cluster->relay) srv_relay_conn_closed(c->server->cluster, c);
+}
+
+static int route_join(srv_conn *c, const char *session, const uint8_t *hello, size_t n,
+                      void (*again)(srv_conn *c, const uint8_t *hello, size_t n)) {
+  return srv_relay_join(c->server->cluster, c, session, hello, n, again);
+}
 
 static void on_joined(srv_conn *c) {
   if (c->server->cluster->relay) srv_relay_joined(c->server->cluster, c);
@@ -363,11 +528,18 @@ static void stats_extra(srv_server *s, cJSON *r) {
   cJSON_AddNumberToObject(o, "forwarded_rpc", (double)st->forwarded_rpc);
   cJSON_AddNumberToObject(o, "forwarded_edits", (double)st->forwarded_edits);
   cJSON_AddNumberToObject(o, "placements", (double)st->placements);
-  uint32_t lost = 0;
+  cJSON_AddNumberToObject(o, "claims_refused", (double)st->claims_refused);
+  cJSON_AddNumberToObject(o, "epochs_refused", (double)st->epochs_refused);
+  cJSON_AddNumberToObject(o, "replicas_dropped", (double)st->replicas_dropped);
+  uint32_t lost = 0, loaded = 0;
   cJSON *sessions = k->relay ? srv_relay_stats(k) : srv_publish_stats(k);
   const cJSON *e;
-  cJSON_ArrayForEach(e, sessions) lost += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "primary_lost"));
+  cJSON_ArrayForEach(e, sessions) {
+    lost += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "primary_lost"));
+    loaded += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "loaded"));
+  }
   cJSON_AddNumberToObject(o, "primary_lost", lost);
+  if (k->relay) cJSON_AddNumberToObject(o, "replicas_loaded", loaded);
   cJSON_AddItemToObject(o, "sessions", sessions);
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
   for (uint32_t i = 0; i < k->node_count; i++) {
@@ -435,10 +607,12 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   uv_timer_start(&k->timer, on_tick, TICK_MS, TICK_MS);
   srv->route_rpc = route_rpc;
   srv->route_edit = route_edit;
+  if (k->relay) srv->route_join = route_join;
   srv->on_session_added = on_session_added;
   srv->on_session_removed = on_session_removed;
   srv->on_conn_closed = on_conn_closed;
   srv->on_joined = on_joined;
+  srv->on_open_failed = on_open_failed;
   srv->stats_extra = stats_extra;
   if (!k->relay)
     for (srv_session *x = srv->sessions; x; x = x->next) srv_publish_attach(k, x); /* restored ones */
@@ -467,9 +641,12 @@ void srv_cluster_stop(srv_server *srv) {
   k->stopping = 1;
   srv->route_rpc = NULL;
   srv->route_edit = NULL;
+  srv->route_join = NULL;
   srv->on_session_added = NULL;
   srv->on_session_removed = NULL;
   srv->on_joined = NULL;
+  srv->on_open_failed = NULL;
+  srv_relay_stop(k);
   srv_forward_fini(k);
   srv->on_conn_closed = NULL;
   if (uv_is_active((uv_handle_t *)&k->timer) || k->timer.data) {
@@ -487,6 +664,7 @@ void srv_cluster_free(srv_server *srv) {
   if (!k) return;
   srv_cluster_stop(srv);
   srv_relay_fini(k);
+  while (k->claims) free_claim(k, k->claims); /* opening when the server stopped */
   free(k->nodes);
   free_owners(k);
   srv->stats_extra = NULL;

@@ -24,6 +24,16 @@
  * Status: when the owner's lease is gone, viewers keep the last state and get an ERROR
  * PRIMARY_LOST (a status: the connection stays open), then PRIMARY_BACK when it returns.
  *
+ * On demand. A replica costs memory (13.8 MiB for the 41k-vertex demo head, docs/operations.md
+ * §10), so a relay knows every session of the registry but loads one only when a viewer joins it
+ * (or, while its primary is lost, a read asks for it), and drops it once it has had no viewer
+ * for replica_idle_ms. This is sound with the catch-up rules because nothing a viewer relies on
+ * outlives its connection: a join always starts from a SNAPSHOT, and a load always starts from a
+ * snapshot of the primary's and applies the stream after it. The HELLOs and reads that asked
+ * wait while the session loads and then catches up with what its stream holds (XRANGE), so the
+ * first SNAPSHOT is as current as Redis is; they are answered with the reason if it does not
+ * load within half the HELLO timeout.
+ *
  * DOES NOT change a replica except by applying the primary's records; edits and JSON-RPC calls
  * on a relay go to the owner (srv_forward.c).
  */
@@ -36,6 +46,19 @@
 #define XREAD_BLOCK_MS 2000
 #define XREAD_COUNT 1000
 
+/* A HELLO or a read waiting for its session to load. */
+typedef struct relay_wait {
+  struct relay_wait *next;
+  srv_conn *conn;           /* a join's connection (referenced) */
+  uint8_t *hello;           /* a join: its HELLO, run again once the session is loaded */
+  size_t n;
+  void (*again)(srv_conn *c, const uint8_t *hello, size_t n);
+  srv_rpc_call *call;       /* a read: dispatched again once loaded */
+  char *method;
+  cJSON *params;
+  uint64_t since;           /* uv_now() when it started waiting */
+} relay_wait;
+
 typedef struct srv_follow {
   struct srv_follow *next;
   srv_cluster *k;
@@ -46,11 +69,15 @@ typedef struct srv_follow {
   int loading;               /* a load is in flight (Redis or the pool) */
   int want_load;             /* load (again) when possible */
   int polling;               /* its meta is being read */
+  int catching;              /* loaded: reading what its stream holds after the snapshot */
   int lost;                  /* its primary's lease is gone (viewers were told) */
   int dead;                  /* no longer followed: freed when nothing refers to it */
   uint64_t missing_since;    /* uv_now() since the registry stopped listing it (0: listed) */
-  uint64_t loaded_at;        /* uv_now() when its epoch was loaded */
+  uint64_t loaded_at;        /* uv_now() when a new epoch of it was loaded */
+  uint64_t last_used;        /* uv_now() when it last had a viewer or served a read */
   uint64_t applied, reloads;
+  relay_wait *waiters;       /* joins and reads waiting for it to load */
+  char why[512];             /* why the last load did not succeed */
   char owner[SRV_NODE_ID_MAX];
 } srv_follow;
 
@@ -107,11 +134,176 @@ static void free_follow(srv_follow *f) {
 }
 
 static void maybe_free(srv_cluster *k, srv_follow *f) {
-  if (!f->dead || f->loading || f->polling) return;
+  if (!f->dead || f->loading || f->polling || f->catching || f->waiters) return;
   srv_follow **pp = &k->follows;
   while (*pp && *pp != f) pp = &(*pp)->next;
   if (*pp) *pp = f->next;
   free_follow(f);
+}
+
+/* ---- joins and reads waiting for a load ------------------------------------------------------ */
+
+static void free_wait(relay_wait *w) {
+  if (w->call) srv_rpc_call_free(w->call);
+  if (w->conn) srv_conn_unref(w->conn);
+  free(w->hello);
+  free(w->method);
+  cJSON_Delete(w->params);
+  free(w);
+}
+
+/* Answers one waiter: with `why` (it will not load: a join fails with `code`, a read with
+ * `srv_code`), or, with why NULL, by running its HELLO or its call again on the loaded replica. */
+static void answer(srv_cluster *k, relay_wait *w, const char *why, uint16_t code, int srv_code) {
+  if (w->call) {
+    srv_rpc_call *call = w->call;
+    w->call = NULL;
+    if (why) {
+      srv_rpc_error(call, srv_code, "%s", why);
+    } else {
+      k->local_call = call;
+      srv_methods_dispatch(k->srv, call, w->method, w->params);
+      k->local_call = NULL;
+    }
+  } else if (!w->conn->closing) {
+    if (why) {
+      srv_conn_fail(w->conn, code, why);
+    } else {
+      k->resuming = w->conn;
+      w->again(w->conn, w->hello, w->n);
+      k->resuming = NULL;
+    }
+  }
+  free_wait(w);
+}
+
+static void answer_all(srv_follow *f, const char *why, uint16_t code, int srv_code) {
+  relay_wait *list = f->waiters;
+  f->waiters = NULL; /* what an answer does (a join that fails, a connection that closes) finds none */
+  if (!why) f->last_used = uv_now(f->k->srv->loop);
+  while (list) {
+    relay_wait *w = list;
+    list = w->next;
+    answer(f->k, w, why, code, srv_code);
+  }
+}
+
+/* The longest a join or a read waits for a load: half the HELLO timeout, so that a viewer hears
+ * why before the server closes a connection that has not finished its HELLO. */
+static uint64_t wait_limit(const srv_cluster *k) {
+  uint64_t ms = k->srv->cfg.hello_timeout_ms / 2;
+  return ms < 1000 ? 1000 : ms;
+}
+
+static void expire_waiters(srv_follow *f, uint64_t now) {
+  srv_cluster *k = f->k;
+  for (relay_wait **pp = &f->waiters; *pp;) {
+    relay_wait *w = *pp;
+    if (now - w->since < wait_limit(k)) {
+      pp = &w->next;
+      continue;
+    }
+    *pp = w->next;
+    char why[PROTO_MAX_NAME + 640];
+    snprintf(why, sizeof(why), "session '%s' did not load on this relay within %llu ms (%s): try again", f->name,
+             (unsigned long long)wait_limit(k), f->why[0] ? f->why : "Redis did not answer");
+    answer(k, w, why, PROTO_ERR_OVERLOADED, SRV_EBUSY);
+  }
+}
+
+static void start_load(srv_follow *f);
+
+/* Someone asked for the session: load it unless that is under way. */
+static void want(srv_follow *f, relay_wait *w) {
+  relay_wait **tail = &f->waiters;
+  while (*tail) tail = &(*tail)->next;
+  w->since = uv_now(f->k->srv->loop);
+  *tail = w;
+  if (!f->s && !f->loading) {
+    f->want_load = 1;
+    start_load(f);
+  }
+}
+
+int srv_relay_join(srv_cluster *k, srv_conn *c, const char *name, const uint8_t *hello, size_t n,
+                   void (*again)(srv_conn *c, const uint8_t *hello, size_t n)) {
+  srv_follow *f = find_follow(k, name);
+  if (!k->relay || c == k->resuming || !f) return 0;
+  for (srv_follow *g = k->follows; g; g = g->next)
+    for (relay_wait *w = g->waiters; w; w = w->next)
+      if (w->conn == c) {
+        srv_conn_fail(c, PROTO_ERR_MALFORMED, "a second HELLO before the first was answered");
+        return 1;
+      }
+  relay_wait *w = calloc(1, sizeof(*w));
+  if (!w || !(w->hello = malloc(n ? n : 1))) {
+    free(w);
+    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory");
+    return 1;
+  }
+  memcpy(w->hello, hello, n);
+  w->n = n;
+  w->again = again;
+  w->conn = c;
+  srv_conn_ref(c);
+  srv_log(SRV_LOG_DEBUG, "relay: connection %u waits for session %s to load", c->id, name);
+  want(f, w);
+  return 1;
+}
+
+int srv_relay_read(srv_cluster *k, srv_rpc_call *call, const char *method, const cJSON *params, const char *name) {
+  srv_follow *f = find_follow(k, name);
+  if (!f) return -1;
+  if (f->s && !f->catching && !f->loading) {
+    f->last_used = uv_now(k->srv->loop);
+    return 0;
+  }
+  relay_wait *w = calloc(1, sizeof(*w));
+  if (!w || !(w->method = strdup(method)) || !(w->params = cJSON_Duplicate(params, 1))) {
+    if (w) free(w->method);
+    free(w);
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return 1;
+  }
+  w->call = call;
+  want(f, w);
+  return 1;
+}
+
+void srv_relay_conn_closed(srv_cluster *k, srv_conn *c) {
+  for (srv_follow *f = k->follows; f; f = f->next)
+    for (relay_wait **pp = &f->waiters; *pp;) {
+      relay_wait *w = *pp;
+      if (w->conn == c || (w->call && w->call->conn == c)) {
+        *pp = w->next;
+        free_wait(w); /* nobody to answer */
+      } else {
+        pp = &w->next;
+      }
+    }
+}
+
+void srv_relay_stop(srv_cluster *k) {
+  for (srv_follow *f = k->follows; f; f = f->next)
+    answer_all(f, "the server is shutting down", PROTO_ERR_SHUTDOWN, SRV_ESHUTDOWN);
+}
+
+/* A replica that has had no viewer (nor a connection joining it, nor a read) for
+ * replica_idle_ms is dropped; the next join loads it again. */
+static void drop_idle(srv_follow *f, uint64_t now) {
+  srv_cluster *k = f->k;
+  srv_session *s = f->s;
+  uint32_t idle = k->srv->cfg.replica_idle_ms;
+  if (!s || !idle || f->loading || f->catching || f->waiters) return;
+  int busy = s->subscriber_count > 0;
+  for (srv_conn *c = k->srv->conns; c && !busy; c = c->next) busy = c->session == s;
+  if (busy || !f->last_used) f->last_used = now;
+  if (now - f->last_used < idle) return;
+  srv_log(SRV_LOG_INFO, "relay: session %s has had no viewer for %u ms: its replica is dropped until one joins", f->name,
+          idle);
+  f->s = NULL;
+  k->stats.replicas_dropped++;
+  srv_session_close(k->srv, s, "no viewer");
 }
 
 /* ---- reading the streams ------------------------------------------------------------------------ */
@@ -129,8 +321,6 @@ static void unblock(srv_cluster *k) {
   size_t lens[] = {6, 7, strlen(id)};
   srv_redis_command(k->cmd, k->srv->cfg.redis_timeout_ms, on_unblocked, NULL, 3, argv, lens);
 }
-
-static void start_load(srv_follow *f);
 
 static void reload(srv_follow *f, const char *why) {
   srv_log(SRV_LOG_INFO, "relay: session %s loads its snapshot again: %s", f->name, why);
@@ -288,6 +478,30 @@ void srv_relay_redis_state(srv_cluster *k, srv_redis *r, int ready) {
 
 /* ---- loading a snapshot ------------------------------------------------------------------------- */
 
+/* What the stream holds after the snapshot, applied before the joins and reads that asked for
+ * the session are answered (XREAD may bring some of it too: entries apply once). */
+static void on_caught_up(srv_redis *r, redisReply *reply, void *arg) {
+  srv_follow *f = arg;
+  (void)r;
+  f->catching = 0;
+  if (!f->dead && f->s && !f->loading && reply && reply->type == REDIS_REPLY_ARRAY)
+    for (size_t i = 0; i < reply->elements; i++)
+      if (apply_entry(f, reply->element[i]) != 0) break;
+  if (!f->dead && f->s && !f->loading) answer_all(f, NULL, 0, 0); /* else after the reload */
+  maybe_free(f->k, f);
+}
+
+static void catch_up(srv_follow *f) {
+  srv_cluster *k = f->k;
+  char key[PROTO_MAX_NAME + 64], from[32], count[16];
+  snprintf(from, sizeof(from), "%llu-0", (unsigned long long)f->seq + 1);
+  snprintf(count, sizeof(count), "%d", XREAD_COUNT);
+  const char *argv[] = {"XRANGE", key, from, "+", "COUNT", count};
+  size_t lens[] = {6, srv_cluster_key(key, sizeof(key), f->name, "stream"), strlen(from), 1, 5, strlen(count)};
+  if (srv_redis_command(k->cmd, k->srv->cfg.redis_timeout_ms, on_caught_up, f, 6, argv, lens) == 0) f->catching = 1;
+  else answer_all(f, NULL, 0, 0);
+}
+
 typedef struct load_job {
   uv_work_t req;
   srv_follow *f;
@@ -333,28 +547,33 @@ static void load_done(uv_work_t *req, int status) {
   if (status || j->rc || f->dead || k->stopping) {
     if (!f->dead && !k->stopping) {
       srv_log(SRV_LOG_WARN, "relay: session %s does not load: %s", f->name, status ? "cancelled" : j->err);
+      snprintf(f->why, sizeof(f->why), "%s", status ? "cancelled" : j->err);
       f->want_load = 1; /* tried again by the tick */
     }
     srv_session_unref(j->s);
   } else {
     int again = f->s != NULL;
     /* A new epoch comes from a live primary: viewers hear it is back before they are asked to
-     * join again, whether or not the registry's survey has seen its lease yet. */
-    if (f->lost) set_lost(f, 0);
+     * join again, whether or not the registry's survey has seen its lease yet. (Loading the
+     * epoch it had, on demand, says nothing about the primary.) */
+    int fresh = f->epoch[0] && strcmp(f->epoch, j->epoch) != 0;
+    if (fresh && f->lost) set_lost(f, 0);
     if (again) {
       f->reloads++;
       k->stats.reloads++;
       drop_replica(k, f, PROTO_ERR_RESYNC, "the session's history was replaced (a new epoch): join again");
     }
     snprintf(f->epoch, sizeof(f->epoch), "%s", j->epoch);
-    f->loaded_at = uv_now(k->srv->loop);
+    if (fresh) f->loaded_at = uv_now(k->srv->loop);
     f->seq = j->seq;
     f->s = j->s;
+    f->why[0] = '\0';
     srv_session_add(k->srv, j->s);
     srv_log(SRV_LOG_INFO, "relay: session %s %sloaded at version %llu (epoch %s, stream sequence %llu)", f->name,
             again ? "re" : "", (unsigned long long)j->version, f->epoch, (unsigned long long)f->seq);
     unblock(k);
     read_streams(k);
+    catch_up(f);
   }
   free(j->state);
   free(j->blob);
@@ -375,6 +594,8 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
   (void)r;
   if (f->dead || k->stopping || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
     if (reply && reply->type == REDIS_REPLY_ERROR) srv_log(SRV_LOG_WARN, "relay: loading %s: %s", f->name, reply->str);
+    snprintf(f->why, sizeof(f->why), "%s", !reply ? "Redis went away" : reply->type == REDIS_REPLY_ERROR ? reply->str
+                                                                        : "its primary has published no snapshot yet");
     f->loading = 0;
     if (!f->dead) f->want_load = 1; /* no snapshot yet, or Redis went away: the tick tries again */
     maybe_free(k, f);
@@ -387,6 +608,7 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
       return;
     }
   if (reply->element[4]->len == 0) { /* no mesh yet */
+    snprintf(f->why, sizeof(f->why), "its primary has published no mesh yet");
     f->loading = 0;
     f->want_load = 1;
     return;
@@ -465,8 +687,7 @@ void srv_relay_sync(srv_cluster *k) {
         continue;
       }
       f->k = k;
-      f->want_load = 1;
-      f->next = k->follows;
+      f->next = k->follows; /* loaded when a viewer asks for it */
       k->follows = f;
       srv_log(SRV_LOG_INFO, "relay: following session %s (owner %s)", f->name, o->node);
     }
@@ -489,6 +710,7 @@ void srv_relay_sync(srv_cluster *k) {
     if (!f->missing_since) f->missing_since = now;
     if (now - f->missing_since < 2 * (uint64_t)k->srv->cfg.lease_ms + 10000) continue;
     srv_log(SRV_LOG_INFO, "relay: session %s is no longer in the registry: closed", f->name);
+    answer_all(f, "the session was closed on its primary", PROTO_ERR_SESSION_CLOSED, SRV_ENOSESSION);
     if (f->s) {
       srv_session *s = f->s;
       f->s = NULL;
@@ -512,6 +734,7 @@ static void on_meta(srv_redis *r, redisReply *reply, void *arg) {
     const redisReply *e = reply->element[0], *closed = reply->element[2];
     if (closed->type == REDIS_REPLY_STRING && strcmp(closed->str, "1") == 0) {
       srv_log(SRV_LOG_INFO, "relay: session %s was closed on its primary", f->name);
+      answer_all(f, "the session was closed on its primary", PROTO_ERR_SESSION_CLOSED, SRV_ENOSESSION);
       srv_session *s = f->s;
       f->s = NULL;
       srv_session_close(f->k->srv, s, "the session was closed on its primary");
@@ -524,6 +747,13 @@ static void on_meta(srv_redis *r, redisReply *reply, void *arg) {
 }
 
 void srv_relay_tick(srv_cluster *k) {
+  uint64_t now = uv_now(k->srv->loop);
+  for (srv_follow *f = k->follows; f; f = f->next) {
+    if (f->dead) continue;
+    expire_waiters(f, now);
+    if (f->want_load && !f->s && !f->waiters) f->want_load = 0; /* nobody waits for it any more */
+    drop_idle(f, now);
+  }
   if (!srv_redis_ready(k->cmd)) return;
   for (srv_follow *f = k->follows; f; f = f->next) {
     if (f->dead) continue;
@@ -553,6 +783,11 @@ void srv_relay_fini(srv_cluster *k) {
   while (k->follows) {
     srv_follow *f = k->follows;
     k->follows = f->next;
+    while (f->waiters) { /* answered at stop; none are left */
+      relay_wait *w = f->waiters;
+      f->waiters = w->next;
+      free_wait(w);
+    }
     free_follow(f);
   }
 }
@@ -572,6 +807,9 @@ cJSON *srv_relay_stats(const srv_cluster *k) {
     cJSON_AddNumberToObject(o, "frames_applied", (double)f->applied);
     cJSON_AddNumberToObject(o, "reloads", (double)f->reloads);
     cJSON_AddBoolToObject(o, "loaded", f->s != NULL);
+    uint32_t waiting = 0;
+    for (const relay_wait *w = f->waiters; w; w = w->next) waiting++;
+    cJSON_AddNumberToObject(o, "waiting", waiting);
     cJSON_AddItemToArray(a, o);
   }
   return a;

@@ -43,6 +43,14 @@ static void send_json(srv_conn *c, cJSON *o) {
   char *text = cJSON_PrintUnformatted(o);
   if (!text) return;
   size_t n = strlen(text);
+  /* cJSON copies a string's bytes as they are: a name read from a file, or a message cut at
+   * its buffer's end inside a character, would make the line invalid JSON. */
+  if (!srv_utf8_valid(text, n)) {
+    char *fixed = srv_json_utf8_fix(text, n, &n);
+    free(text);
+    if (!fixed) return;
+    text = fixed;
+  }
   char *line = malloc(n + 2);
   if (line) {
     memcpy(line, text, n);
@@ -169,7 +177,8 @@ srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, const cJSON
     return NULL;
   }
   srv_session *x = srv_session_find(s, name->valuestring);
-  if (!x) srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", name->valuestring);
+  char q[SRV_QUOTE_BUF];
+  if (!x) srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", srv_json_quote(name->valuestring, q));
   return x;
 }
 

@@ -2,9 +2,10 @@
  * srv_rpc_conn.c — the JSON-RPC port: newline-delimited requests in, one response line out.
  *
  * Bounds: a request line longer than max_request bytes is answered with an error and the rest
- * of it is discarded as it arrives (never buffered whole); a request nested deeper than
- * max_json_depth is refused before cJSON parses it (a pre-scan counts brackets outside
- * strings). Batches are refused with a clear error.
+ * of it is discarded as it arrives (never buffered whole); every line is checked as exact JSON
+ * (srv_json_text.c: one value, RFC 8259 numbers, UTF-8, nested at most max_json_depth deep)
+ * before cJSON parses it; the id is kept as the text it was sent as. Batches are refused with a
+ * clear error.
  *
  * Over a WebSocket (srv_http.c's /ws/rpc) a request is one text message and a response goes out
  * as one (srv_ws.c drops the line's newline).
@@ -17,42 +18,6 @@
 
 #include "srv.h"
 
-/* Deepest nesting of [ and { outside strings. */
-static int json_depth(const char *s, size_t n) {
-  int depth = 0, worst = 0, in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (in_str) {
-      if (ch == '\\') i++;
-      else if (ch == '"') in_str = 0;
-      continue;
-    }
-    if (ch == '"') in_str = 1;
-    else if (ch == '[' || ch == '{') {
-      if (++depth > worst) worst = depth;
-    } else if (ch == ']' || ch == '}') depth--;
-  }
-  return worst;
-}
-
-/* Whether a string in the request holds an escaped NUL (\u0000): every string a method takes
- * names something (a token, a session, a file), and a C string would stop at it. */
-static int has_nul(const char *s, size_t n) {
-  int in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!in_str) {
-      in_str = s[i] == '"';
-      continue;
-    }
-    if (s[i] == '"') in_str = 0;
-    else if (s[i] == '\\' && i + 1 < n) {
-      if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0) return 1;
-      i++;
-    }
-  }
-  return 0;
-}
-
 static void handle_line(srv_conn *c, const char *line, size_t n) {
   srv_server *s = c->server;
   while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
@@ -60,15 +25,23 @@ static void handle_line(srv_conn *c, const char *line, size_t n) {
   while (start < n && (line[start] == ' ' || line[start] == '\t')) start++;
   if (start == n) return; /* blank line */
   s->stats.rpc_requests++;
-  if (json_depth(line + start, n - start) > s->cfg.max_json_depth) {
-    char msg[96];
+  /* Exact JSON first (srv_json_text.c): cJSON would take what RFC 8259 and UTF-8 do not. */
+  srv_json_scan scan;
+  char why[160], msg[224];
+  int rc = srv_json_check(line + start, n - start, s->cfg.max_json_depth, &scan, why, sizeof(why));
+  if (rc == SRV_JSON_EDEPTH) {
     snprintf(msg, sizeof(msg), "request nested deeper than %d levels", s->cfg.max_json_depth);
     srv_rpc_send_error(c, NULL, -32600, msg);
     return;
   }
+  if (rc) {
+    snprintf(msg, sizeof(msg), "parse error: the request is not valid JSON: %s", why);
+    srv_rpc_send_error(c, NULL, -32700, msg);
+    return;
+  }
   cJSON *req = cJSON_ParseWithLength(line + start, n - start);
   if (!req) {
-    srv_rpc_send_error(c, NULL, -32700, "parse error: the request is not valid JSON");
+    srv_rpc_send_error(c, NULL, -32000, "out of memory parsing the request");
     return;
   }
   if (cJSON_IsArray(req)) {
@@ -84,20 +57,36 @@ static void handle_line(srv_conn *c, const char *line, size_t n) {
       cJSON_Delete(req);
       return;
     }
-    idcopy = cJSON_Duplicate(id, 1);
+    /* Echoed byte for byte as sent: a number cJSON would round (2^64, 1e400) comes back as
+     * written, and the text was checked above, so it is valid JSON. */
+    char *raw = malloc(scan.id_len + 1);
+    if (raw) {
+      memcpy(raw, scan.id, scan.id_len);
+      raw[scan.id_len] = '\0';
+      idcopy = cJSON_CreateRaw(raw);
+      free(raw);
+    }
+    if (!idcopy) {
+      srv_rpc_send_error(c, NULL, -32000, "out of memory");
+      cJSON_Delete(req);
+      return;
+    }
   }
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(req, "jsonrpc");
   const cJSON *method = cJSON_GetObjectItemCaseSensitive(req, "method");
   cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "params");
   const char *bad = NULL;
+  int code = -32600;
   if (!cJSON_IsObject(req)) bad = "invalid request: expected a JSON object";
   else if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) bad = "invalid request: \"jsonrpc\" must be \"2.0\"";
   else if (!cJSON_IsString(method)) bad = "invalid request: \"method\" must be a string";
+  else if (scan.nul_in_method) bad = "invalid request: \"method\" contains a NUL character (\\u0000)";
   else if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) bad = "invalid request: \"params\" must be an object or an array";
-  int code = -32600;
-  if (!bad && has_nul(line + start, n - start)) {
+  else if (scan.nul_in_params) {
+    /* Every string a method takes names something (a session, a target, a file): a NUL would
+     * silently cut the name, so it is refused. */
     bad = "invalid params: strings must not contain a NUL character (\\u0000)";
-    code = srv_rpc_code(SRV_EPARAMS);
+    code = -32602;
   }
   if (bad) {
     srv_rpc_send_error(c, idcopy, code, bad);
@@ -163,15 +152,16 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-/* Closing: an upload it left unfinished goes, a download it kept is freed, its links to other
- * nodes close. */
+/* Closing: an upload it left unfinished goes, a download it kept is freed, the gestures it
+ * began end (unless they were begun detached); with --redis, its links to other nodes close. */
 static void on_close(srv_conn *c) {
   srv_transfer_release(c);
+  for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }
 
 /* A WebSocket text message (the /ws/rpc endpoint of srv_http.c) is one request, newlines and
- * all; its size was bounded by max_request before it got here. */
+ * all; its size was bounded by the connection's input limit before it got here. */
 static void on_message(srv_conn *c, const uint8_t *p, size_t n) { handle_line(c, (const char *)p, n); }
 
 const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse, on_message};

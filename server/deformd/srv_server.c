@@ -1,6 +1,7 @@
 /*
  * srv_server.c — the top of the service: the listeners and what they accept, the tick that
- * closes silent and slow connections and idle gestures, signals, start and stop.
+ * closes silent, unauthenticated, idle and slow connections and idle gestures, the file
+ * descriptor limit, signals, start and stop.
  *
  * An accepted connection is handed to its transport (srv_stream_ops, srv_rpc_conn_ops,
  * srv_http_ops for the HTTP port, whose WebSockets become stream or JSON-RPC connections); over
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "srv.h"
 #include "srv_cluster.h"
@@ -150,6 +152,21 @@ static void on_tick(uv_timer_t *t) {
       srv_conn_fail(c, PROTO_ERR_MALFORMED, "no HELLO within the time allowed");
       continue;
     }
+    if (c->kind == SRV_CONN_RPC && s->access.enabled && c->grant.role == SRV_ROLE_NONE && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+      char why[96];
+      snprintf(why, sizeof(why), "no auth within %u ms: closing", s->cfg.hello_timeout_ms);
+      srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer, why);
+      c->ops->refuse(c, SRV_EACCES, why);
+      continue;
+    }
+    /* Silent, with nothing queued and no request in flight (a job's reference): gone. */
+    if (s->cfg.idle_timeout_ms && now - c->last_input_ms > s->cfg.idle_timeout_ms && c->queued == 0 && c->refs == 1) {
+      char why[96];
+      snprintf(why, sizeof(why), "idle for more than %u ms: closing", s->cfg.idle_timeout_ms);
+      srv_log(SRV_LOG_INFO, "connection %u (%s) closed: %s", c->id, c->peer, why);
+      c->ops->refuse(c, SRV_ELIMIT, why);
+      continue;
+    }
     if (c->kind != SRV_CONN_STREAM || !c->lagging) continue;
     if (now - c->lagging_since > s->cfg.slow_timeout_ms) {
       s->stats.clients_dropped++;
@@ -198,6 +215,7 @@ static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t
 
 /* What a closing session stops besides its viewers (srv_session_close). */
 static void close_session_work(srv_session *x) {
+  srv_history_close_waiting(x);
   srv_gesture_close_all(x);
   srv_brush_close_all(x);
   srv_blend_close_all(x);
@@ -304,11 +322,38 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
   return rc;
 }
 
+/* Every connection is a file descriptor: raise the soft RLIMIT_NOFILE to the hard one, and
+ * hold max_connections to what it allows after what the server needs besides (listeners, the
+ * loop's own, import workers' pipes, files), so that a connection over the limit is refused
+ * with a reason instead of failing to be accepted. */
+static void fit_fd_limit(srv_server *s) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  rlim_t was = r.rlim_cur;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0) r.rlim_cur = was;
+  }
+  uint64_t reserve = 32 + 2 * (uint64_t)s->cfg.import_workers;
+  uint64_t fds = r.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)r.rlim_cur;
+  uint64_t allowed = fds > reserve + 1 ? fds - reserve : 1;
+  if (r.rlim_cur != was)
+    srv_log(SRV_LOG_INFO, "file descriptors: soft limit raised from %llu to %llu", (unsigned long long)was,
+            (unsigned long long)fds);
+  if (s->cfg.max_connections > allowed) {
+    srv_log(SRV_LOG_WARN, "max_connections %u lowered to %llu: the file descriptor limit is %llu (%llu kept for "
+            "the server itself)", s->cfg.max_connections, (unsigned long long)allowed, (unsigned long long)fds,
+            (unsigned long long)reserve);
+    s->cfg.max_connections = (uint32_t)allowed;
+  }
+}
+
 int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   memset(s, 0, sizeof(*s));
   s->data.meshes = s->data.exports = -1; /* nothing open yet (srv_server_fini may run after a failed start) */
   s->on_session_close = close_session_work;
   s->on_applied = on_applied;
+  s->on_edits_settled = srv_history_settled;
   s->loop = loop;
   s->cfg = *cfg;
   s->limits.max_frame = cfg->max_frame;
@@ -338,6 +383,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
     srv_log(SRV_LOG_ERROR, "%s", err);
     return rc;
   }
+  fit_fd_limit(s);
   rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
   if (rc) return rc;
   rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
@@ -371,12 +417,17 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   retention_pass(s);
+  srv_import_limits il = {cfg->import_worker_path, cfg->import_memory_mb, cfg->import_seconds,
+                          cfg->max_vertices, cfg->max_file_mb, cfg->import_workers, 0};
+  srv_importer_init(&s->importer, loop, &il);
   for (uint32_t i = 0; i < cfg->session_count; i++) {
+    char why[256];
     if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
-    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, on_session_opened, NULL) == 0)
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, on_session_opened, NULL, why,
+                             sizeof(why)) == 0)
       s->opening++;
     else
-      srv_log(SRV_LOG_ERROR, "cannot open session %s: out of memory", cfg->sessions[i].name);
+      srv_log(SRV_LOG_ERROR, "cannot open session %s: %s", cfg->sessions[i].name, why);
   }
   if (s->opening == 0) announce_ports(s);
   return 0;
@@ -386,6 +437,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
   srv_cluster_stop(s);
+  srv_import_shutdown(&s->importer);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
   if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);

@@ -211,9 +211,23 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
     return;
   }
   srv_session *s = srv_session_find(srv, name);
+  if (!s && srv->route_join && srv->route_join(c, name, p, n, on_hello)) return; /* a relay loads it */
   if (!s) {
-    snprintf(why, sizeof(why), "unknown session '%s'", name);
-    srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, why);
+    /* Name the sessions there are that this connection may watch, so that a viewer can say what
+     * to join instead (the ERROR message holds 1024 bytes: what does not fit is counted). */
+    char list[1000];
+    size_t len = (size_t)snprintf(list, sizeof(list), "unknown session '%s'; this server has ", name);
+    uint32_t listed = 0, left = 0;
+    for (srv_session *x = srv->sessions; x; x = x->next) {
+      if (x->closed || !srv_access_allows(srv, &c->grant, SRV_ROLE_VIEWER, x->name)) continue;
+      if (len + strlen(x->name) + 40 < sizeof(list))
+        len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%s'", listed++ ? ", " : "", x->name);
+      else
+        left++;
+    }
+    if (!listed && !left) snprintf(list + len, sizeof(list) - len, "no session");
+    else if (left) snprintf(list + len, sizeof(list) - len, " and %u more", left);
+    srv_conn_fail(c, PROTO_ERR_UNKNOWN_SESSION, list);
     return;
   }
   if (opt.author.len && adopt_author(c, opt.author) != 0) {
@@ -266,9 +280,11 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     const proto_gesture_begin *b = &e->begin;
     int oom = 0;
     uint32_t *h = index_array(&b->handle, &oom), *roi = index_array(&b->roi, &oom), *an = index_array(&b->anchors, &oom);
-    srv_gesture_spec spec = {b->gesture, srv_conn_author(c), (dfm_mode)b->mode, b->iterations, h, b->handle.count,
-                             b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick, b->handle_radius,
-                             roi, b->roi.count, b->roi_radius, an, b->anchors.count};
+    srv_gesture_spec spec = {.id = b->gesture, .author = srv_conn_author(c), .mode = (dfm_mode)b->mode,
+                             .iterations = b->iterations, .handle = h, .handle_count = b->handle.count,
+                             .pick = b->pick == PROTO_NO_PICK ? -1 : (int64_t)b->pick,
+                             .handle_radius = b->handle_radius, .roi = roi, .roi_count = b->roi.count,
+                             .roi_radius = b->roi_radius, .anchors = an, .anchor_count = b->anchors.count};
     if (oom) {
       snprintf(why, sizeof(why), "out of memory");
       rc = SRV_EINTERNAL;
@@ -301,7 +317,10 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     free(list);
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
   } else if (e->kind == PROTO_EDIT_BRUSH) {
-    dfm_brush brush = {(dfm_brush_kind)e->brush.brush, (dfm_falloff)e->brush.falloff, e->brush.mirror_x, NULL};
+    dfm_brush brush = {.kind = (dfm_brush_kind)e->brush.brush, .falloff = (dfm_falloff)e->brush.falloff,
+                       .mirror_x = (e->brush.flags & PROTO_BRUSH_MIRROR_X) != 0};
+    brush.front_only = (e->brush.flags & PROTO_BRUSH_FRONT_ONLY) != 0;
+    brush.autosmooth = (double)(e->brush.flags >> PROTO_BRUSH_AUTOSMOOTH_SHIFT) / 15.0;
     dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));
     if (!smp) {
       snprintf(why, sizeof(why), "out of memory");
@@ -313,8 +332,16 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
         for (int k = 0; k < 3; k++) smp[i].center[k] = b.center[k], smp[i].direction[k] = b.direction[k];
         smp[i].radius = b.radius;
         smp[i].strength = b.strength;
+        /* With FRONT_ONLY the directions are the viewer's: the first one is the stroke's view,
+         * and grab drags along the path alone. */
+        if (brush.front_only) {
+          if (i == 0)
+            for (int k = 0; k < 3; k++) brush.view[k] = smp[0].direction[k];
+          smp[i].direction[0] = smp[i].direction[1] = smp[i].direction[2] = 0;
+        }
       }
-      rc = srv_brush_stroke(srv, s, &brush, smp, e->brush.count, srv_conn_author(c), reply, why, sizeof(why));
+      rc = srv_brush_stroke_piece(srv, s, &brush, smp, e->brush.count, srv_conn_author(c), c->id,
+                                  (e->brush.flags & PROTO_BRUSH_CONTINUE) != 0, reply, why, sizeof(why));
       free(smp);
     }
   } else if (e->kind == PROTO_EDIT_BLEND_PINS) {
@@ -326,21 +353,19 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (rc) srv_reply_error(&reply, rc, why);
 }
 
-/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c). Success is seen in
- * the frames of what was applied; failures are ERRORs naming the request. */
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c), in order with
+ * the strokes and drags it sent before. Success is seen in the frames of what was applied;
+ * failures are ERRORs naming the request. */
 static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   srv_server *srv = c->server;
-  char why[512];
   if (e->kind == PROTO_EDIT_AUTHOR) {
     if (adopt_author(c, e->author) != 0)
       srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
     return;
   }
-  srv_history_result res;
-  int rc = !s->history ? SRV_EINTERNAL
-           : e->kind == PROTO_EDIT_UNDO ? srv_history_undo(srv, s, srv_conn_author(c), &res, why, sizeof(why))
-                                        : srv_history_redo(srv, s, srv_conn_author(c), &res, why, sizeof(why));
-  if (rc) srv_conn_send_error(c, stream_code(rc), e->request_id, s->history ? why : "this session keeps no history");
+  srv_conn_ref(c);
+  srv_reply reply = {&stream_reply_ops, c, e->request_id};
+  srv_history_ask(srv, s, srv_conn_author(c), e->kind == PROTO_EDIT_REDO, reply);
 }
 
 static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {

@@ -142,6 +142,10 @@ fail_ev:
   return SRV_EINTERNAL;
 }
 
+void srv_ws_set_max_message(srv_ws *ws, uint64_t max_message) {
+  wslay_event_config_set_max_recv_msg_length(ws->ev, max_message);
+}
+
 void srv_ws_destroy(srv_ws *ws) {
   if (!ws) return;
   wslay_frame_context_free(ws->out);

@@ -54,6 +54,12 @@ void dfm_memory_init(void);
  * workers spin after each call on cores the solvers' threads need; dfm_pool.c). */
 void dfm_init(void);
 size_t dfm_memory_estimate(uint32_t vertices);
+/* The bytes one gesture's system over `unknowns` free vertices takes (the measurement behind
+ * dfm_memory_estimate, without its cap): what a memory budget counts. */
+size_t dfm_memory_gesture_bytes(uint32_t unknowns);
+/* Gives the heap's free pages back to the system, keeping the reserve (dfm_memory_reserve). Walks
+ * the heap: call it off any latency path. */
+void dfm_memory_trim(void);
 double dfm_memory_reserve(size_t bytes);
 size_t dfm_memory_reserved(void);
 
@@ -87,9 +93,12 @@ typedef struct dfm_params {
   uint32_t handle_count;
   const uint32_t *anchors;      /* held at rest (hard) */
   uint32_t anchor_count;
-  const uint32_t *soft;         /* pulled towards their transformed rest position ... */
+  const uint32_t *soft;         /* pulled towards a position (see soft_position) ... */
   const double *soft_weight;    /* ... with these weights (relative to the mean edge weight) */
+  const double *soft_position;  /* 3 per soft vertex: a fixed target; NULL: each soft vertex's
+                                 * rest position moved by the drag's transform */
   uint32_t soft_count;
+  int smooth_border;            /* C1 where the region meets what holds it (dfm_system_create) */
   int iterations;               /* ARAP local/global iterations per drag (>= 1) */
   dfm_factor factor;            /* DFM_FACTOR_AUTO (0): CHOLMOD chooses from the predicted fill */
   int whole_mesh;               /* build on the whole mesh even for a small region (tests

@@ -101,7 +101,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   const arap_tris *a = &s->tri;
   uint32_t *vt_off = calloc((size_t)s->n + 2, sizeof(uint32_t));
   uint32_t *vt = malloc(sizeof(uint32_t) * 3 * ((size_t)s->ntris + 1));
-  s->local.off = calloc((size_t)s->nrot + 1, sizeof(uint32_t));
+  s->local.off = calloc((size_t)s->nrot_fit + 1, sizeof(uint32_t));
   s->global.off = calloc((size_t)s->nf + 1, sizeof(uint32_t));
   if (!vt_off || !vt || !s->local.off || !s->global.off) {
     free(vt_off);
@@ -115,7 +115,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
     for (int c = 0; c < 3; c++) vt[vt_off[a->v[3 * (size_t)t + c] + 1]++] = t;
   /* A star is the vertex and all its neighbours, in adjacency order; a neighbour that shares no
    * active triangle with it keeps a zero vector. */
-  for (uint32_t r = 0; r < s->nrot; r++) {
+  for (uint32_t r = 0; r < s->nrot_fit; r++) {
     uint32_t v = s->rot_vertex[r];
     s->local.off[r + 1] = s->local.off[r] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
   }
@@ -123,7 +123,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
     uint32_t v = s->free_vertex[k];
     s->global.off[k + 1] = s->global.off[k] + 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
   }
-  size_t nl = s->local.off[s->nrot], ng = s->global.off[s->nf];
+  size_t nl = s->local.off[s->nrot_fit], ng = s->global.off[s->nf];
   s->local.idx = malloc(sizeof(uint32_t) * (nl + 1));
   s->local.vec = calloc(3 * (nl + 1), sizeof(double));
   s->global.idx = malloc(sizeof(uint32_t) * (ng + 1));
@@ -135,7 +135,7 @@ static int build_stars(dfm_system *s, const mesh_adjacency *adj) {
   }
   /* Local: the edge (a, b) opposite corner c adds -c e_c to k_{r,a} and +c e_c to k_{r,b}. */
   local_stars_job ljob = {s, adj, vt_off, vt};
-  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_stars_range, &ljob);
+  dfm_parallel_for(s->nrot_fit, dfm__grain(s->nrot_fit), local_stars_range, &ljob);
   /* Global: the triangle adds ⅓ g_{t,j} to h_{j,u} for each of its corners u. Every triangle
    * around a free vertex is active, so all its neighbours have rotations. */
   global_stars_job gjob = {s, adj, vt_off, vt};
@@ -172,6 +172,13 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     return DFM_ENOMEM;
   }
   memset(s->rot_slot, 0xff, sizeof(int32_t) * n);
+  /* With a smooth border the free vertices' rotations come first: only those are fitted, and
+   * the constrained vertices' rotations after them are prescribed by the drag. (Plain ARAP
+   * numbers them as its triangles meet them, which keeps a star's rotations close in memory.) */
+  for (uint32_t k = 0; k < s->nf && s->p.smooth_border; k++) {
+    s->rot_slot[s->free_vertex[k]] = (int32_t)s->nrot;
+    s->rot_vertex[s->nrot++] = s->free_vertex[k];
+  }
   for (uint32_t i = 0; i < count; i++) {
     const uint32_t *t = topo->triangles + 3 * (size_t)list[i];
     uint32_t ti = s->ntris++;
@@ -190,10 +197,30 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     }
   }
   free(list);
+  s->nrot_fit = s->p.smooth_border ? s->nf : s->nrot;
   int rc = build_stars(s, adj);
   if (rc) return rc;
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
   if (!s->R) return DFM_ENOMEM;
+  if (s->p.smooth_border) {
+    /* The rotation term's scale: an edge's squared length, so that bend is a pure number. */
+    double l2 = 0;
+    for (uint32_t t = 0; t < s->ntris; t++)
+      for (int c = 0; c < 3; c++) {
+        double e[3];
+        rest_edge(s->rest, s->tri.v + 3 * (size_t)t, c, e);
+        l2 += e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+      }
+    s->bend = s->ntris ? DFM_ARAP_BEND * l2 / (3.0 * s->ntris) : 0;
+    /* The neighbours' rotations summed, per fitted slot (= free column): at first all are
+     * the identity, so each sum is its degree times it. */
+    s->Rsum = calloc(9 * ((size_t)s->nf + 1), sizeof(double));
+    if (!s->Rsum) return DFM_ENOMEM;
+    for (uint32_t k = 0; k < s->nf; k++) {
+      double deg = (double)(s->global.off[k + 1] - s->global.off[k] - 1);
+      s->Rsum[9 * (size_t)k] = s->Rsum[9 * (size_t)k + 4] = s->Rsum[9 * (size_t)k + 8] = deg;
+    }
+  }
   for (uint32_t r = 0; r < s->nrot; r++) {
     static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(s->R + 9 * (size_t)r, id, sizeof(id));
@@ -225,6 +252,13 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
         m3 += x[1] * k[0], m4 += x[1] * k[1], m5 += x[1] * k[2];
         m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
       }
+      if (s->bend > 0) {
+        /* Smooth rotations: + bend · Σ_j R_j over the neighbours, as the last right-hand side
+         * pass summed them (slot r is free column r with a smooth border). */
+        const double *S = s->Rsum + 9 * (size_t)(r + l), b = s->bend;
+        m0 += b * S[0], m1 += b * S[1], m2 += b * S[2], m3 += b * S[3], m4 += b * S[4], m5 += b * S[5];
+        m6 += b * S[6], m7 += b * S[7], m8 += b * S[8];
+      }
       double *m = M + 9 * l;
       m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
       R[l] = s->R + 9 * (size_t)(r + l);
@@ -237,10 +271,11 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-/* Local step: one rotation per vertex of an active triangle, fitted to the current shape. */
+/* Local step: one rotation per vertex of an active triangle (per free vertex with a smooth
+ * border), fitted to the current shape. */
 void dfm__arap_local_step(dfm_system *s, const double *p) {
   local_job job = {s, p};
-  dfm_parallel_for(s->nrot, dfm__grain(s->nrot), local_range, &job);
+  dfm_parallel_for(s->nrot_fit, dfm__grain(s->nrot_fit), local_range, &job);
 }
 
 typedef struct rotation_rhs_job {
@@ -253,13 +288,35 @@ static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
   double *b = s->B->x;
   uint32_t nf = s->nf;
   const arap_star *st = &s->global;
-  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    double acc[3] = {0, 0, 0};
-    for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
-      const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
-      for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
+  if (!s->Rsum) {
+    for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
+      double acc[3] = {0, 0, 0};
+      for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
+        const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
+        for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
+      }
+      for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
     }
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
+    return;
+  }
+  /* With a smooth border the same pass sums the neighbours' rotations, already loaded, for the
+   * next local step's smoothness term (the star's first entry is the vertex itself). */
+  for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
+    uint32_t e = st->off[k];
+    const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
+    double a0 = R[0] * h[0] + R[1] * h[1] + R[2] * h[2], a1 = R[3] * h[0] + R[4] * h[1] + R[5] * h[2],
+           a2 = R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0, s8 = 0;
+    for (e++; e < st->off[k + 1]; e++) {
+      R = s->R + 9 * (size_t)st->idx[e], h = st->vec + 3 * (size_t)e;
+      a0 += R[0] * h[0] + R[1] * h[1] + R[2] * h[2];
+      a1 += R[3] * h[0] + R[4] * h[1] + R[5] * h[2];
+      a2 += R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
+      s0 += R[0], s1 += R[1], s2 += R[2], s3 += R[3], s4 += R[4], s5 += R[5], s6 += R[6], s7 += R[7], s8 += R[8];
+    }
+    b[k] += a0, b[k + (size_t)nf] += a1, b[k + 2 * (size_t)nf] += a2;
+    double *S = s->Rsum + 9 * (size_t)k;
+    S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7, S[8] = s8;
   }
 }
 

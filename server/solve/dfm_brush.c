@@ -1,15 +1,17 @@
 /*
- * dfm_brush.c — sculpt brushes (grab, inflate, smooth, flatten, pinch) with radial falloffs and
- * x-mirror symmetry, applied sample by sample to a shape in place.
+ * dfm_brush.c — sculpt brush dabs (grab, inflate, smooth, flatten, pinch, draw, crease, layer)
+ * with radial falloffs, x-mirror symmetry, auto-smoothing and a front-faces-only filter,
+ * applied dab by dab to a shape in place.
  *
- * Per sample: one linear scan finds the touched vertices (and, with mirror_x, the mirror
- * sample's, in the same pass); angle-weighted normals are computed for those vertices only,
- * from their incident triangles; every displacement is computed from the pre-sample shape into
- * a scratch list, checked for finiteness, then added. An undo log of the previous samples of
- * the call lets a late failure restore everything, so a call is all or nothing.
+ * Per dab: one linear scan finds the touched vertices (and, with mirror_x, the mirror dab's, in
+ * the same pass); angle-weighted normals are computed for those vertices only, from their
+ * incident triangles; every displacement is computed from the pre-dab shape into a scratch
+ * list, checked for finiteness, then added. An undo log of the previous dabs of the call lets a
+ * late failure restore everything, so a call is all or nothing.
  *
  * DOES NOT: compute normals or neighbourhoods of untouched vertices, keep state between calls,
- * or know about stroke spacing (the caller decides where samples are).
+ * or know about stroke spacing and strength calibration (dfm_stroke.c decides where dabs are
+ * and how strong).
  */
 #include "dfm_brush.h"
 #include "dfm.h"
@@ -18,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const brush_names[] = {"grab", "inflate", "smooth", "flatten", "pinch"};
+static const char *const brush_names[] = {"grab", "inflate", "smooth", "flatten", "pinch", "draw", "crease", "layer"};
 static const char *const falloff_names[] = {"smoothstep", "linear", "gaussian", "constant"};
 
 #define N_BRUSHES (sizeof(brush_names) / sizeof(brush_names[0]))
@@ -95,9 +97,22 @@ typedef struct scratch {
   double *disp;      /* 3 per vertex */
   undo_entry *log;
   size_t log_len, log_cap;
+  /* The fold guard (guard_folds), allocated on its first use in a call: */
+  int32_t *slot;     /* per vertex: its place in idx during the current dab, -1 otherwise */
+  uint32_t *stamp;   /* per triangle: the last guard pass that looked at it */
+  uint32_t stamp_now;
+  uint32_t *queue;   /* vertices frozen in the current guard pass */
+  float *onormal;    /* per triangle: its unit normal in the stroke's starting shape, and 1
+                      * (0: degenerate there), once ohave says it is computed */
+  uint8_t *ohave;
 } scratch;
 
 static void scratch_fini(scratch *s) {
+  free(s->onormal);
+  free(s->ohave);
+  free(s->slot);
+  free(s->stamp);
+  free(s->queue);
   free(s->idx);
   free(s->f);
   free(s->normal);
@@ -216,6 +231,134 @@ static plane fit_plane(const scratch *s, const double *positions, int pass) {
   return pl;
 }
 
+/* ---- the fold guard ------------------------------------------------------------------------- */
+
+/* A dab of a brush that moves vertices along normals can fold a triangle over where the surface
+ * is concave: the normals on either side of a crease point at each other and their vertices
+ * cross (an inflate stroke over the demo head's eye turned 104 edges by more than 90°). With
+ * the stroke's starting shape at hand, no dab may turn a triangle by more than 45° from how it
+ * was then: the vertices of a triangle that would turn further stay where they are for this
+ * dab, and the triangles around them are checked again, until none would (holding every vertex
+ * still satisfies it, since the shape before the dab did). */
+#define GUARD_COS2 0.5 /* cos² 45°: two neighbours can then turn apart by 90° at most */
+
+static int guard_wanted(const dfm_brush *b) {
+  return b->origin && (b->kind == DFM_BRUSH_INFLATE || b->kind == DFM_BRUSH_DRAW || b->kind == DFM_BRUSH_CREASE ||
+                       b->kind == DFM_BRUSH_LAYER);
+}
+
+static void cross_of(const double *a, const double *b, const double *c, double n[3]) {
+  double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+  n[0] = u[1] * v[2] - u[2] * v[1], n[1] = u[2] * v[0] - u[0] * v[2], n[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+/* Whether triangle t, with the current dab's displacements, turns more than the guard allows:
+ * cos(turn) > cos 45° is n0·n1 > 0 and 2 (n0·n1)² > |n0|²|n1|², no square root. The starting
+ * shape's normal is computed once per call and kept. */
+static int turns_too_far(const dfm_brush *b, const uint32_t *triangles, uint32_t t, const double *positions,
+                         scratch *s, int with_dab) {
+  const uint32_t *tri = triangles + 3 * (size_t)t;
+  float *o = s->onormal + 4 * (size_t)t;
+  if (!s->ohave[t]) {
+    s->ohave[t] = 1;
+    double n0[3];
+    cross_of(b->origin + 3 * (size_t)tri[0], b->origin + 3 * (size_t)tri[1], b->origin + 3 * (size_t)tri[2], n0);
+    double l0 = n0[0] * n0[0] + n0[1] * n0[1] + n0[2] * n0[2];
+    /* Scaled to unit length in float: only the direction matters, and the unit vector keeps it
+     * to ~1e-7 whatever the triangle's size. */
+    double inv = l0 > 0.0 ? 1.0 / sqrt(l0) : 0.0;
+    o[0] = (float)(n0[0] * inv), o[1] = (float)(n0[1] * inv), o[2] = (float)(n0[2] * inv), o[3] = l0 > 0.0 ? 1.0f : 0.0f;
+  }
+  if (o[3] == 0.0f) return 0; /* degenerate at the start: no orientation to keep */
+  double q[3][3];
+  for (int c = 0; c < 3; c++) {
+    const double *p = positions + 3 * (size_t)tri[c];
+    int32_t i = with_dab ? s->slot[tri[c]] : -1;
+    for (int k = 0; k < 3; k++) q[c][k] = p[k] + (i >= 0 ? s->disp[3 * (size_t)i + k] : 0.0);
+  }
+  double n1[3];
+  cross_of(q[0], q[1], q[2], n1);
+  double l1 = n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2];
+  double dot = o[0] * n1[0] + o[1] * n1[1] + o[2] * n1[2];
+  return !(dot > 0.0 && dot * dot > GUARD_COS2 * l1);
+}
+
+/* The starting shape's normals, for the check after the call (ohave: 0 not computed yet, 1
+ * computed, 2 checked in that pass). Written only where a triangle is looked at, so the pages
+ * of a large mesh's other triangles are never touched. */
+static int normals_alloc(uint32_t triangle_count, scratch *s) {
+  if (s->onormal) return 0;
+  s->onormal = malloc(sizeof(float) * 4 * ((size_t)triangle_count + 1));
+  s->ohave = calloc((size_t)triangle_count + 1, 1);
+  return s->onormal && s->ohave ? 0 : DFM_ENOMEM;
+}
+
+/* What the guard after each dab needs besides: where each touched vertex is in the dab's
+ * lists, which triangles a pass has looked at, the vertices it froze. */
+static int guard_alloc(const mesh_adjacency *adj, uint32_t triangle_count, scratch *s) {
+  uint32_t nv = adj->vertex_count;
+  if (normals_alloc(triangle_count, s)) return DFM_ENOMEM;
+  if (!s->slot) {
+    s->slot = malloc(sizeof(int32_t) * ((size_t)nv + 1));
+    s->stamp = calloc((size_t)triangle_count + 1, sizeof(uint32_t));
+    s->queue = malloc(sizeof(uint32_t) * (2 * (size_t)nv + 1)); /* the moved vertices, then each frozen once */
+    if (!s->slot || !s->stamp || !s->queue) return DFM_ENOMEM;
+    memset(s->slot, 0xff, sizeof(int32_t) * nv);
+  }
+  return 0;
+}
+
+static int guard_folds(const dfm_brush *b, const mesh_adjacency *adj, const uint32_t *triangles,
+                       uint32_t triangle_count, const double *positions, scratch *s) {
+  int rc = guard_alloc(adj, triangle_count, s);
+  if (rc) return rc;
+  for (uint32_t i = 0; i < s->n; i++) s->slot[s->idx[i]] = (int32_t)i;
+  /* First every triangle around a moved vertex, then those around each vertex frozen since. */
+  uint32_t head = 0, tail = 0;
+  for (uint32_t i = 0; i < s->n; i++) s->queue[tail++] = s->idx[i];
+  uint32_t first = tail;
+  s->stamp_now++;
+  while (head < tail) {
+    if (head == first) s->stamp_now++, first = tail; /* a new round: look at triangles again */
+    uint32_t v = s->queue[head++];
+    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1]; e++) {
+      uint32_t t = adj->vt[e];
+      if (s->stamp[t] == s->stamp_now) continue;
+      s->stamp[t] = s->stamp_now;
+      if (!turns_too_far(b, triangles, t, positions, s, 1)) continue;
+      for (int c = 0; c < 3; c++) {
+        int32_t i = s->slot[triangles[3 * (size_t)t + c]];
+        if (i < 0) continue;
+        double *d = s->disp + 3 * (size_t)i;
+        if (d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0) continue;
+        d[0] = d[1] = d[2] = 0.0;
+        s->queue[tail++] = triangles[3 * (size_t)t + c];
+      }
+    }
+  }
+  for (uint32_t i = 0; i < s->n; i++) s->slot[s->idx[i]] = -1;
+  return 0;
+}
+
+/* Whether any triangle around a vertex the call moved (the undo log's) turns by more than the
+ * guard allows: checking once, after all the dabs, costs a fraction of checking after each. */
+static int guard_exceeded(const dfm_brush *b, const mesh_adjacency *adj, const uint32_t *triangles,
+                          uint32_t triangle_count, const double *positions, scratch *s, int *over) {
+  *over = 0;
+  int rc = normals_alloc(triangle_count, s);
+  if (rc) return rc;
+  for (size_t i = 0; i < s->log_len && !*over; i++) {
+    uint32_t v = s->log[i].v;
+    for (uint32_t e = adj->vt_offsets[v]; e < adj->vt_offsets[v + 1] && !*over; e++) {
+      uint32_t t = adj->vt[e];
+      if (s->ohave[t] == 2) continue;
+      *over = turns_too_far(b, triangles, t, positions, s, 0);
+      s->ohave[t] = 2;
+    }
+  }
+  return 0;
+}
+
 /* ---- one sample ----------------------------------------------------------------------------- */
 
 /* Collects the vertices strictly inside either pass's sphere, with each pass's falloff. One scan
@@ -251,8 +394,29 @@ static int find_touched(scratch *s, const dfm_brush *brush, const dfm_brush_samp
   return 0;
 }
 
+/* w · (mean of v's neighbours - p): the smooth brush and auto-smoothing. */
+static void add_smoothing(const mesh_adjacency *adj, const double *positions, uint32_t v, double w, double d[3]) {
+  const double *p = positions + 3 * (size_t)v;
+  uint32_t lo = adj->vv_offsets[v], hi = adj->vv_offsets[v + 1];
+  if (lo == hi) return;
+  double m[3] = {0, 0, 0};
+  for (uint32_t e = lo; e < hi; e++) {
+    const double *q = positions + 3 * (size_t)adj->vv[e];
+    m[0] += q[0], m[1] += q[1], m[2] += q[2];
+  }
+  double inv = 1.0 / (double)(hi - lo);
+  for (int k = 0; k < 3; k++) d[k] += w * (m[k] * inv - p[k]);
+}
+
+/* w · (center - p) without its part along the vertex normal n: pinch, and crease's pull. */
+static void add_pinch(const double *center, const double *p, const double *n, double w, double d[3]) {
+  double u[3] = {center[0] - p[0], center[1] - p[1], center[2] - p[2]};
+  double un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
+  for (int k = 0; k < 3; k++) d[k] += w * (u[k] - un * n[k]);
+}
+
 /* Adds the displacement of touched vertex i under one pass, with weight w = strength · falloff,
- * into d. */
+ * into d. `pl` is the pass's plane: its normal is the area normal. */
 static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp, const plane *pl,
                              const mesh_adjacency *adj, const double *positions, const scratch *s,
                              uint32_t i, double w, double d[3]) {
@@ -268,18 +432,18 @@ static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp
       for (int k = 0; k < 3; k++) d[k] += a * n[k];
       break;
     }
-    case DFM_BRUSH_SMOOTH: {
-      uint32_t lo = adj->vv_offsets[v], hi = adj->vv_offsets[v + 1];
-      if (lo == hi) break;
-      double m[3] = {0, 0, 0};
-      for (uint32_t e = lo; e < hi; e++) {
-        const double *q = positions + 3 * (size_t)adj->vv[e];
-        m[0] += q[0], m[1] += q[1], m[2] += q[2];
-      }
-      double inv = 1.0 / (double)(hi - lo);
-      for (int k = 0; k < 3; k++) d[k] += w * (m[k] * inv - p[k]);
+    case DFM_BRUSH_DRAW:
+    case DFM_BRUSH_LAYER:
+    case DFM_BRUSH_CREASE: {
+      if (!pl->ok) break;
+      double a = (brush->kind == DFM_BRUSH_CREASE ? -w : w) * smp->radius;
+      for (int k = 0; k < 3; k++) d[k] += a * pl->n[k];
+      if (brush->kind == DFM_BRUSH_CREASE) add_pinch(smp->center, p, n, fabs(w), d);
       break;
     }
+    case DFM_BRUSH_SMOOTH:
+      add_smoothing(adj, positions, v, w, d);
+      break;
     case DFM_BRUSH_FLATTEN: {
       if (!pl->ok) break;
       double h = (p[0] - pl->c[0]) * pl->n[0] + (p[1] - pl->c[1]) * pl->n[1] +
@@ -287,12 +451,35 @@ static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp
       for (int k = 0; k < 3; k++) d[k] -= w * h * pl->n[k];
       break;
     }
-    case DFM_BRUSH_PINCH: {
-      double u[3] = {smp->center[0] - p[0], smp->center[1] - p[1], smp->center[2] - p[2]};
-      double un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
-      for (int k = 0; k < 3; k++) d[k] += w * (u[k] - un * n[k]);
+    case DFM_BRUSH_PINCH:
+      add_pinch(smp->center, p, n, w, d);
       break;
-    }
+  }
+}
+
+/* Layer: holds q within `limit` of the stroke's origin o (along the line from o to q). */
+static void hold_within(const double *o, double limit, double q[3]) {
+  double e[3] = {q[0] - o[0], q[1] - o[1], q[2] - o[2]};
+  double len = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  if (!(len > limit)) return;
+  double f = limit / len;
+  for (int k = 0; k < 3; k++) q[k] = o[k] + f * e[k];
+}
+
+/* What options add to touched vertex i's displacement d, kept out of the plain brushes' loop:
+ * auto-smoothing by the dab's falloff, and the layer's hold within its height of the origin. */
+static __attribute__((noinline)) void add_extras(const dfm_brush *brush, const dfm_brush_sample *smp,
+                                                 const mesh_adjacency *adj, const double *positions,
+                                                 const scratch *s, uint32_t i, int passes, double d[3]) {
+  uint32_t v = s->idx[i];
+  double fsum = 0.0;
+  for (int k = 0; k < passes; k++) fsum += s->f[2 * i + k] > 0.0 ? s->f[2 * i + k] : 0.0;
+  if (brush->autosmooth > 0.0 && fsum > 0.0) add_smoothing(adj, positions, v, brush->autosmooth * (fsum > 1.0 ? 1.0 : fsum), d);
+  if (brush->kind == DFM_BRUSH_LAYER && brush->origin) {
+    const double *p = positions + 3 * (size_t)v;
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    hold_within(brush->origin + 3 * (size_t)v, brush->height > 0 ? brush->height : 0.25 * smp->radius, q);
+    for (int k = 0; k < 3; k++) d[k] = q[k] - p[k];
   }
 }
 
@@ -300,8 +487,8 @@ static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp
  * the undo log first. Returns 0, DFM_ENONFINITE (nothing of this sample applied) or
  * DFM_ENOMEM. */
 static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
-                        const uint32_t *triangles, const dfm_brush_sample *smp,
-                        double *positions, uint8_t *moved, scratch *s, int logged,
+                        const uint32_t *triangles, uint32_t triangle_count, const dfm_brush_sample *smp,
+                        double *positions, uint8_t *moved, scratch *s, int logged, int guarded,
                         uint32_t *bad_vertex) {
   dfm_brush_sample pass[2] = {*smp, *smp};
   int passes = brush->mirror_x ? 2 : 1;
@@ -312,25 +499,36 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
   if (rc) return rc;
   if (s->n == 0) return 0;
 
-  if (brush->kind == DFM_BRUSH_INFLATE || brush->kind == DFM_BRUSH_FLATTEN ||
-      brush->kind == DFM_BRUSH_PINCH)
+  int area = brush->kind == DFM_BRUSH_FLATTEN || brush->kind == DFM_BRUSH_DRAW || brush->kind == DFM_BRUSH_CREASE ||
+             brush->kind == DFM_BRUSH_LAYER;
+  if (area || brush->kind == DFM_BRUSH_INFLATE || brush->kind == DFM_BRUSH_PINCH || brush->front_only)
     for (uint32_t i = 0; i < s->n; i++)
       vertex_normal(adj, triangles, positions, s->idx[i], s->normal + 3 * (size_t)i);
+  if (brush->front_only) {
+    /* A vertex facing away from the viewer (the mirror pass looks through the mirror) is left
+     * alone, like the back of a thin part under the brush. */
+    for (uint32_t i = 0; i < s->n; i++) {
+      const double *n = s->normal + 3 * (size_t)i;
+      if (n[0] * brush->view[0] + n[1] * brush->view[1] + n[2] * brush->view[2] >= 0) s->f[2 * i] = 0;
+      if (-n[0] * brush->view[0] + n[1] * brush->view[1] + n[2] * brush->view[2] >= 0) s->f[2 * i + 1] = 0;
+    }
+  }
 
   plane planes[2] = {{{0, 0, 0}, {0, 0, 0}, 0}, {{0, 0, 0}, {0, 0, 0}, 0}};
-  if (brush->kind == DFM_BRUSH_FLATTEN)
+  if (area)
     for (int k = 0; k < passes; k++) planes[k] = fit_plane(s, positions, k);
 
   /* Both passes read the pre-sample shape; a vertex inside both gets the sum, which is the
    * same two terms in either order for a vertex and its twin, so the sum stays symmetric. */
+  int extras = brush->autosmooth > 0.0 || (brush->kind == DFM_BRUSH_LAYER && brush->origin);
   for (uint32_t i = 0; i < s->n; i++) {
     double *d = s->disp + 3 * (size_t)i;
     d[0] = d[1] = d[2] = 0.0;
     for (int k = 0; k < passes; k++) {
       double f = s->f[2 * i + k];
-      if (f > 0.0)
-        add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
+      if (f > 0.0) add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
     }
+    if (extras) add_extras(brush, smp, adj, positions, s, i, passes, d);
     const double *p = positions + 3 * (size_t)s->idx[i];
     double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
     if (!finite3(q)) {
@@ -339,6 +537,7 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
     }
   }
 
+  if (guarded && (rc = guard_folds(brush, adj, triangles, triangle_count, positions, s)) != 0) return rc;
   if (logged) {
     rc = log_reserve(s, s->n);
     if (rc) return rc;
@@ -361,6 +560,28 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
   return 0;
 }
 
+int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, double max_strength, const char *what,
+                            char *err, size_t errlen) {
+  for (uint32_t i = 0; i < count; i++) {
+    const dfm_brush_sample *smp = &samples[i];
+    if (!finite3(smp->center) || !finite3(smp->direction)) {
+      dfm_set_err(err, errlen, "%s %u: center and direction must be finite", what, i);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
+      dfm_set_err(err, errlen, "%s %u: radius must be finite and > 0 (got %g)", what, i, smp->radius);
+      return DFM_EINVAL;
+    }
+    if (!isfinite(smp->strength) || !(fabs(smp->strength) <= max_strength)) {
+      if (isinf(max_strength)) dfm_set_err(err, errlen, "%s %u: strength must be finite (got %g)", what, i, smp->strength);
+      else dfm_set_err(err, errlen, "%s %u: strength must be between %g and %g (got %g)", what, i, -max_strength, max_strength,
+                       smp->strength);
+      return DFM_EINVAL;
+    }
+  }
+  return 0;
+}
+
 int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uint32_t *triangles,
                     uint32_t triangle_count, const dfm_brush_sample *samples, uint32_t count,
                     double *positions, uint8_t *moved, char *err, size_t errlen) {
@@ -374,6 +595,18 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
             (int)brush->falloff);
     return DFM_EINVAL;
   }
+  if (!(brush->autosmooth >= 0.0 && brush->autosmooth <= 1.0)) {
+    dfm_set_err(err, errlen, "autosmooth must be between 0 and 1 (got %g)", brush->autosmooth);
+    return DFM_EINVAL;
+  }
+  if (!(brush->height >= 0.0) || !isfinite(brush->height)) {
+    dfm_set_err(err, errlen, "height must be finite and >= 0 (got %g)", brush->height);
+    return DFM_EINVAL;
+  }
+  if (brush->front_only && (!finite3(brush->view) || (brush->view[0] == 0 && brush->view[1] == 0 && brush->view[2] == 0))) {
+    dfm_set_err(err, errlen, "front faces only needs a finite, non-zero view direction");
+    return DFM_EINVAL;
+  }
   /* Cheap consistency check: the vertex -> triangle lists must refer to these triangles. */
   if (adj->vertex_count && adj->vt_offsets[adj->vertex_count] > 3 * (uint64_t)triangle_count) {
     dfm_set_err(err, errlen, "adjacency lists %u triangle corners, but only %u triangles were given",
@@ -381,29 +614,22 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
     return DFM_EINVAL;
   }
   /* Validate every sample before touching anything: a call is all or nothing. */
-  for (uint32_t i = 0; i < count; i++) {
-    const dfm_brush_sample *smp = &samples[i];
-    if (!finite3(smp->center) || !finite3(smp->direction)) {
-      dfm_set_err(err, errlen, "sample %u: center and direction must be finite", i);
-      return DFM_EINVAL;
-    }
-    if (!isfinite(smp->radius) || !(smp->radius > 0.0)) {
-      dfm_set_err(err, errlen, "sample %u: radius must be finite and > 0 (got %g)", i, smp->radius);
-      return DFM_EINVAL;
-    }
-    if (!isfinite(smp->strength)) {
-      dfm_set_err(err, errlen, "sample %u: strength must be finite (got %g)", i, smp->strength);
-      return DFM_EINVAL;
-    }
-  }
+  int rc = dfm_brush_check_samples(samples, count, INFINITY, "sample", err, errlen);
+  if (rc) return rc;
 
   scratch s;
   memset(&s, 0, sizeof(s));
-  int rc = 0;
+  /* With the fold guard the dabs first run unguarded, every one logged; if the result turns a
+   * triangle too far (rare: a concave crease under inflate), the call is undone and run again
+   * with the guard after each dab. */
+  int guard = guard_wanted(brush), guarded = 0;
+again:
   for (uint32_t i = 0; i < count; i++) {
     uint32_t bad = 0;
-    /* The last sample checks its result before writing, so it never needs undoing. */
-    rc = apply_sample(brush, adj, triangles, &samples[i], positions, moved, &s, i + 1 < count, &bad);
+    /* The last sample checks its result before writing, so it never needs undoing (unless the
+     * guard may have to undo the call). */
+    rc = apply_sample(brush, adj, triangles, triangle_count, &samples[i], positions, moved, &s,
+                      i + 1 < count || (guard && !guarded), guarded, &bad);
     if (rc == DFM_ENONFINITE) {
       dfm_set_err(err, errlen, "sample %u (%s) would move vertex %u to a non-finite position", i,
               dfm_brush_name(brush->kind), brush->vertex_names ? brush->vertex_names[bad] : bad);
@@ -413,6 +639,19 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
     if (rc) {
       log_rollback(&s, positions, moved);
       break;
+    }
+  }
+  if (rc == 0 && guard && !guarded) {
+    int over = 0;
+    rc = guard_exceeded(brush, adj, triangles, triangle_count, positions, &s, &over);
+    if (rc == DFM_ENOMEM) {
+      dfm_set_err(err, errlen, "out of memory for the brush's fold guard");
+      log_rollback(&s, positions, moved);
+    } else if (over) {
+      log_rollback(&s, positions, moved);
+      s.log_len = 0;
+      guarded = 1;
+      goto again;
     }
   }
   scratch_fini(&s);

@@ -7,8 +7,10 @@
  *   dfm_arap.c     the ARAP tables (stars) and each iteration's local step and rotation terms
  *   dfm_sweep.c    the supernodal three-column solve and its two-thread plan
  *   dfm_region.c   the sub-mesh a small region is solved on (and geodesic regions)
+ *   dfm_roles.c    the parameters checked, each vertex's role, the soft constraints' targets
+ *   dfm_border.c   what a smooth border does to a solve
  *
- * Calls go one way: dfm_system.c calls the other three, they call only dfm_pool.c and
+ * Calls go one way: dfm_system.c calls the other five, they call only dfm_pool.c and
  * dfm_rotation.c, and nothing calls back up, so no files call each other in a circle.
  *
  * DOES NOT declare anything for programs or the service (dfm.h does); include it only from
@@ -23,6 +25,9 @@
 #include <cholmod.h>
 
 #include "dfm.h"
+
+/* What each vertex of a gesture is (dfm_system.role). */
+enum { DFM__ROLE_FREE = 0, DFM__ROLE_OUTSIDE = 1, DFM__ROLE_HANDLE = 2, DFM__ROLE_ANCHOR = 3, DFM__ROLE_PINNED = 4 };
 
 /* How the supernodal sweeps are split over two threads (dfm_sweep.c; opaque elsewhere). */
 typedef struct solve_plan solve_plan;
@@ -67,13 +72,22 @@ struct dfm_system {
   uint32_t ntris;
   uint32_t *rot_vertex;  /* vertices that need a rotation (corners of active triangles) */
   uint32_t nrot;
-  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
+  uint32_t nrot_fit;     /* rotations the local step fits: slots [0, nrot_fit) are those of free
+                          * vertices; the rest are prescribed (smooth border) or fitted too */  int32_t *rot_slot;     /* n: slot in rot_vertex, -1 */
   arap_star local;       /* per rotation slot */
   arap_star global;      /* per free column */
   double *R;             /* 9 per rotation slot */
+  double *Rsum;          /* smooth border: per free column, its neighbours' rotations summed
+                          * by the last right-hand side pass (9 each) */
+  double bend;           /* smooth border: weight of the rotations' smoothness term (0: none) */
   double *current;       /* 3n: last solution (ARAP warm start) */
   double *disp;          /* 3n: the knowns' displacements (zero except at handles) */
-  double *soft_t;        /* 3 nf: soft targets, NULL without soft constraints */
+  double *soft_p;        /* 3 nf: soft targets as positions, NULL without soft constraints */
+  double *soft_d;        /* 3 nf: the same as displacements from rest */
+  double *u;             /* nf: a smooth border's handle weight (smooth_fields), else NULL */
+  int rigid;             /* smooth ARAP with u = 1 everywhere: a drag is a rigid motion */
+  double *f;             /* 3 nf: with u, the displacement the soft targets alone cause; NULL
+                          * when every soft target is where its vertex is */
   int have_current;
   /* CHOLMOD */
   cholmod_common cc;
@@ -96,6 +110,14 @@ struct dfm_system {
   double *sub_io;        /* 3 ns: the sub-system's positions */
   double sub_ms;         /* creating the sub-system */
 };
+
+/* With a smooth border the local step also pulls each rotation towards its neighbours' (the
+ * smooth-rotation ARAP of Levi & Gotsman 2015): the energy gains
+ *     bend · ℓ² · Σ_edges |R_i − R_j|²_F      (ℓ² the mean squared rest edge length)
+ * and each fit maximises tr(Rᵀ (M_i + bend ℓ² Σ_j R_j)), the neighbours' rotations of the
+ * previous iteration (summed by the right-hand side pass, which reads them anyway). Without it ARAP's rotations jump from ring to ring where a small handle
+ * pulls the surface out of its plane, and repeated drags converge to a creased cone. */
+#define DFM_ARAP_BEND 8.0
 
 /* dfm_arap.c: the ARAP tables and what each iteration does with them.
  * dfm__arap_prepare: the active triangles of s's free vertices, their corners' rotation slots,
@@ -127,6 +149,29 @@ typedef struct dfm__region {
 int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                      const dfm_params *params);
 void dfm__region_fini(dfm__region *r);
+
+/* dfm_roles.c.
+ * dfm__roles_check: the parameters against a mesh of n vertices: 0, or DFM_EINVAL with a reason.
+ * dfm__roles_assign: s->role from the checked parameters.
+ * dfm__roles_pin_unconstrained: every free part of the mesh that no constraint reaches (no known
+ * vertex next to it, no soft constraint in it: is_soft, per vertex) becomes PINNED, held still.
+ * dfm__roles_soft_targets: s->soft_p and s->soft_d once s->soft_w is summed (mean_w: the mean
+ * edge weight the soft weights are relative to). Each returns 0 or DFM_ENOMEM. */
+int dfm__roles_check(const dfm_params *p, uint32_t n, char *err, size_t errlen);
+void dfm__roles_assign(dfm_system *s);
+int dfm__roles_pin_unconstrained(dfm_system *s, const mesh_adjacency *adj, const uint8_t *is_soft);
+int dfm__roles_soft_targets(dfm_system *s, double mean_w);
+
+/* dfm_border.c, for a system whose u is set (a smooth border).
+ * dfm__border_shape_harmonic: the harmonic solution in s->x (displacements) shaped by u.
+ * dfm__border_prescribe_rotations: after a local step, the constrained vertices' rotations
+ * (slots nrot_fit .. nrot) set to the drag's on the handle, the identity elsewhere.
+ * dfm__border_arap_start: ARAP's first iterate in p (3 per vertex, the knowns already placed).
+ * dfm__border_blend_arap: the drag's result in out from ARAP's iterate p (free vertices). */
+void dfm__border_shape_harmonic(dfm_system *s);
+void dfm__border_prescribe_rotations(dfm_system *s, const dfm_xform *xf);
+void dfm__border_arap_start(const dfm_system *s, const dfm_xform *xf, double *p);
+void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const double *p, double *out);
 
 /* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
 typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));

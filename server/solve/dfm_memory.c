@@ -45,11 +45,15 @@ void dfm_memory_init(void) {
   mallopt(M_MMAP_THRESHOLD, MMAP_CEILING);
 }
 
-size_t dfm_memory_estimate(uint32_t vertices) {
+size_t dfm_memory_gesture_bytes(uint32_t unknowns) {
   /* Measured ARAP gestures: 2.2 KiB per vertex at 41k (whole), 1.9 KiB per vertex of a 16k
-   * region in a 164k mesh, 2.3 KiB at 164k (whole); the solver's peak, not counting the mesh.
-   * Held to 1 GiB and a quarter of the RAM: the reserve stays with the process. */
-  size_t bytes = (size_t)vertices * 2560, cap = (size_t)1 << 30;
+   * region in a 164k mesh, 2.3 KiB at 164k (whole); the solver's peak, not counting the mesh. */
+  return (size_t)unknowns * 2560;
+}
+
+size_t dfm_memory_estimate(uint32_t vertices) {
+  /* Held to 1 GiB and a quarter of the RAM: the reserve stays with the process. */
+  size_t bytes = dfm_memory_gesture_bytes(vertices), cap = (size_t)1 << 30;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0 && (size_t)pages / 4 * (size_t)page < cap) cap = (size_t)pages / 4 * (size_t)page;
   return bytes < cap ? bytes : cap;
@@ -79,6 +83,12 @@ double dfm_memory_reserve(size_t bytes) {
   pthread_mutex_unlock(&reserve_lock);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+void dfm_memory_trim(void) {
+  /* malloc_trim returns every whole free page of the heap (madvise), not only its top; the pad
+   * keeps the reserve at the top. */
+  malloc_trim(dfm_memory_reserved());
 }
 
 size_t dfm_memory_reserved(void) {

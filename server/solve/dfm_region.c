@@ -139,7 +139,7 @@ int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjac
   uint32_t n = topo->vertex_count, ns = 0, nring = 0, ring_cap = 0, nt = 0, *ring = NULL;
   uint32_t *map = calloc((size_t)n + 1, sizeof(uint32_t)); /* local index + 1, 0: not in */
   uint32_t *vertex = NULL, *tris = NULL, *lroi = NULL, *lhandle = NULL, *lanchor = NULL, *lsoft = NULL;
-  double *lrest = NULL, *lsoft_w = NULL;
+  double *lrest = NULL, *lsoft_w = NULL, *lsoft_p = NULL;
   mesh_adjacency la = {0};
   int rc = DFM_ENOMEM;
   if (!map) goto out;
@@ -193,7 +193,8 @@ int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjac
   lanchor = malloc(sizeof(uint32_t) * ((size_t)params->anchor_count + 1));
   lsoft = malloc(sizeof(uint32_t) * ((size_t)params->soft_count + 1));
   lsoft_w = malloc(sizeof(double) * ((size_t)params->soft_count + 1));
-  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w) goto out;
+  if (params->soft_position) lsoft_p = malloc(sizeof(double) * 3 * ((size_t)params->soft_count + 1));
+  if (!lroi || !lhandle || !lanchor || !lsoft || !lsoft_w || (params->soft_position && !lsoft_p)) goto out;
   for (uint32_t i = 0; i < params->roi_count; i++) lroi[i] = map[params->roi[i]] - 1;
   for (uint32_t i = 0; i < params->handle_count; i++) lhandle[i] = map[params->handle[i]] - 1;
   lp.anchor_count = lp.soft_count = 0;
@@ -202,9 +203,11 @@ int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjac
   for (uint32_t i = 0; i < params->soft_count; i++)
     if (map[params->soft[i]]) {
       lsoft[lp.soft_count] = map[params->soft[i]] - 1;
+      if (lsoft_p) memcpy(lsoft_p + 3 * (size_t)lp.soft_count, params->soft_position + 3 * (size_t)i, sizeof(double) * 3);
       lsoft_w[lp.soft_count++] = params->soft_weight[i];
     }
   lp.roi = lroi, lp.handle = lhandle, lp.anchors = lanchor, lp.soft = lsoft, lp.soft_weight = lsoft_w;
+  lp.soft_position = lsoft_p;
   /* Everything built is the caller's now (dfm__region_fini). */
   r->n = ns;
   r->vertex = vertex;
@@ -213,7 +216,7 @@ int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjac
   r->adj = la;
   r->params = lp;
   vertex = tris = lroi = lhandle = lanchor = lsoft = NULL;
-  lrest = lsoft_w = NULL;
+  lrest = lsoft_w = lsoft_p = NULL;
   memset(&la, 0, sizeof(la));
   rc = 0;
 out:
@@ -227,6 +230,7 @@ out:
   free(lanchor);
   free(lsoft);
   free(lsoft_w);
+  free(lsoft_p);
   mesh_adjacency_fini(&la);
   return rc;
 }
@@ -241,5 +245,6 @@ void dfm__region_fini(dfm__region *r) {
   free((void *)r->params.anchors);
   free((void *)r->params.soft);
   free((void *)r->params.soft_weight);
+  free((void *)r->params.soft_position);
   memset(r, 0, sizeof(*r));
 }

@@ -18,10 +18,11 @@
  * degenerate triangle. The parallel loops (ARAP local step, right-hand sides, setup) and the two
  * halves of the triangular sweeps run on dfm_pool.c's workers.
  *
- * This file creates a system (roles, edge weights, assembly, factorisation), holds the module's
- * error strings, modes and rigid transforms, and runs the drags; it calls on dfm_arap.c (the
- * ARAP tables, local step and rotation terms), dfm_sweep.c (the supernodal solve) and
- * dfm_region.c (a small region's sub-mesh), which never call back (dfm_internal.h).
+ * This file creates a system (roles, edge weights, assembly, factorisation, the smooth border's
+ * handle weight), holds the module's error strings, modes and rigid transforms, and runs the
+ * drags; it calls on dfm_arap.c (the ARAP tables, local step and rotation terms), dfm_sweep.c
+ * (the supernodal solve), dfm_region.c (a small region's sub-mesh) and dfm_border.c (what a
+ * smooth border does to a solve), which never call back (dfm_internal.h).
  *
  * DOES NOT know about sessions, render vertices or the network.
  */
@@ -37,7 +38,13 @@
 
 #include "dfm_internal.h"
 
-enum { ROLE_FREE = 0, ROLE_OUTSIDE = 1, ROLE_HANDLE = 2, ROLE_ANCHOR = 3, ROLE_PINNED = 4 };
+enum {
+  ROLE_FREE = DFM__ROLE_FREE,
+  ROLE_OUTSIDE = DFM__ROLE_OUTSIDE,
+  ROLE_HANDLE = DFM__ROLE_HANDLE,
+  ROLE_ANCHOR = DFM__ROLE_ANCHOR,
+  ROLE_PINNED = DFM__ROLE_PINNED
+};
 
 const char *dfm_strerror(int code) {
   switch (code) {
@@ -125,14 +132,19 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->global.idx);
   free(s->global.vec);
   free(s->R);
+  free(s->Rsum);
   free(s->current);
   free(s->disp);
-  free(s->soft_t);
+  free(s->soft_p);
+  free(s->soft_d);
+  free(s->u);
+  free(s->f);
   free((void *)s->p.roi);
   free((void *)s->p.handle);
   free((void *)s->p.anchors);
   free((void *)s->p.soft);
   free((void *)s->p.soft_weight);
+  free((void *)s->p.soft_position);
   free(s);
 }
 
@@ -228,83 +240,6 @@ static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, co
   }
   *out = w;
   *floor_out = floor;
-  return 0;
-}
-
-/* Checks a gesture's parameters against a mesh of n vertices: DFM_EINVAL with a reason. */
-static int check_params(const dfm_params *p, uint32_t n, char *err, size_t errlen) {
-  static const char *what[3] = {"region", "anchor", "handle"};
-  const uint32_t *lists[3] = {p->roi, p->anchors, p->handle};
-  uint32_t counts[3] = {p->roi_count, p->anchor_count, p->handle_count};
-  for (int l = 0; l < 3; l++)
-    for (uint32_t i = 0; i < counts[l]; i++)
-      if (lists[l][i] >= n) {
-        snprintf(err, errlen, "%s vertex %u is out of range (%u topology vertices)", what[l], lists[l][i], n);
-        return DFM_EINVAL;
-      }
-  for (uint32_t i = 0; i < p->soft_count; i++) {
-    if (p->soft[i] >= n || !(p->soft_weight[i] >= 0) || !isfinite(p->soft_weight[i])) {
-      snprintf(err, errlen, "soft constraint %u: vertex out of range or weight not a finite number >= 0", i);
-      return DFM_EINVAL;
-    }
-  }
-  if (p->handle_count == 0 && p->soft_count == 0) {
-    snprintf(err, errlen, "a gesture needs at least one handle vertex");
-    return DFM_EINVAL;
-  }
-  return 0;
-}
-
-/* Marks roles (the parameters were checked). */
-static void assign_roles(dfm_system *s) {
-  const dfm_params *p = &s->p;
-  memset(s->role, p->roi ? ROLE_OUTSIDE : ROLE_FREE, s->n);
-  for (uint32_t i = 0; i < p->roi_count; i++) s->role[p->roi[i]] = ROLE_FREE;
-  for (uint32_t i = 0; i < p->anchor_count; i++) s->role[p->anchors[i]] = ROLE_ANCHOR;
-  for (uint32_t i = 0; i < p->handle_count; i++) s->role[p->handle[i]] = ROLE_HANDLE;
-}
-
-/* Holds still every free part of the mesh that no constraint reaches (breadth-first search over
- * free vertices; a part is reached when one of its vertices touches a known vertex or carries a
- * soft constraint). */
-static int pin_unconstrained(dfm_system *s, const mesh_adjacency *adj, const uint8_t *is_soft) {
-  uint32_t *queue = malloc(sizeof(uint32_t) * (s->n + 1));
-  uint32_t *comp = malloc(sizeof(uint32_t) * (s->n + 1));
-  uint8_t *seen = calloc(s->n + 1, 1);
-  if (!queue || !comp || !seen) {
-    free(queue);
-    free(comp);
-    free(seen);
-    return DFM_ENOMEM;
-  }
-  for (uint32_t start = 0; start < s->n; start++) {
-    if (s->role[start] != ROLE_FREE || seen[start]) continue;
-    uint32_t head = 0, tail = 0, nc = 0;
-    int reached = 0;
-    queue[tail++] = start;
-    seen[start] = 1;
-    while (head < tail) {
-      uint32_t v = queue[head++];
-      comp[nc++] = v;
-      reached |= is_soft[v];
-      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
-        uint32_t u = adj->vv[e];
-        if (s->role[u] != ROLE_FREE) {
-          reached = 1;
-        } else if (!seen[u]) {
-          seen[u] = 1;
-          queue[tail++] = u;
-        }
-      }
-    }
-    if (!reached) {
-      for (uint32_t k = 0; k < nc; k++) s->role[comp[k]] = ROLE_PINNED;
-      s->pinned += nc;
-    }
-  }
-  free(queue);
-  free(comp);
-  free(seen);
   return 0;
 }
 
@@ -626,6 +561,58 @@ static void weights_and_order(void *ctx, size_t lo, size_t hi) {
   }
 }
 
+static int solve_columns(dfm_system *s, char *err, size_t errlen);
+static void known_rhs(dfm_system *s, const double *x, const double *soft_target);
+
+/* Solves with the gesture's own factor for the knowns' values `x` (3 per vertex) and soft
+ * targets `soft` (3 per column, or NULL), into `dst` (3 per column, interleaved). */
+static int solve_field(dfm_system *s, const double *x, const double *soft, double *dst, char *err, size_t errlen) {
+  known_rhs(s, x, soft);
+  int rc = solve_columns(s, err, errlen);
+  if (rc) return rc;
+  uint32_t nf = s->nf;
+  for (uint32_t k = 0; k < nf; k++)
+    for (int d = 0; d < 3; d++) dst[3 * (size_t)k + d] = s->x[k + (size_t)d * nf];
+  return 0;
+}
+
+/* What a smooth border needs, once per gesture (a solve or two with the gesture's factor): the
+ * handle's harmonic weight u of every free vertex — 1 on the handle, 0 on every other
+ * constrained vertex and as the soft targets, harmonic in between — and, when some soft target
+ * is not where its vertex is, f: the harmonic displacement those targets alone cause, which the
+ * smooth border leaves as it is (dfm_border.c). */
+static int smooth_fields(dfm_system *s, char *err, size_t errlen) {
+  uint32_t n = s->n, nf = s->nf;
+  double *x = calloc(3 * ((size_t)n + 1), sizeof(double));
+  double *u3 = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
+  s->u = malloc(sizeof(double) * ((size_t)nf + 1));
+  int rc = DFM_ENOMEM;
+  if (!x || !u3 || !s->u) goto out;
+  for (uint32_t i = 0; i < s->p.handle_count; i++) x[3 * (size_t)s->p.handle[i]] = 1.0;
+  if ((rc = solve_field(s, x, NULL, u3, err, errlen)) != 0) goto out;
+  for (uint32_t k = 0; k < nf; k++) {
+    double u = u3[3 * (size_t)k];
+    s->u[k] = u < 0 ? 0 : u > 1 ? 1 : u; /* the maximum principle, up to rounding */
+  }
+  int moved = 0;
+  for (size_t i = 0; s->soft_d && i < 3 * (size_t)nf; i++) moved |= s->soft_d[i] != 0.0;
+  /* No border reachable (no anchor, no region's edge, no soft target): ARAP's blend is then
+   * the handle's rigid motion all over. */
+  s->rigid = s->p.mode == DFM_ARAP && !moved;
+  for (uint32_t k = 0; k < nf && s->rigid; k++) s->rigid = s->u[k] >= 1.0 - 1e-9;
+  if (moved) {
+    rc = DFM_ENOMEM;
+    s->f = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
+    if (!s->f) goto out;
+    memset(x, 0, sizeof(double) * 3 * n);
+    if ((rc = solve_field(s, x, s->soft_d, s->f, err, errlen)) != 0) goto out;
+  }
+out:
+  free(x);
+  free(u3);
+  return rc;
+}
+
 /* The system on the whole of topo (parameters checked); error messages name vertex v as
  * ids[v] when ids is not NULL. */
 static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
@@ -641,6 +628,7 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   s->p.anchors = dup_array(params->anchors, sizeof(uint32_t) * params->anchor_count);
   s->p.soft = dup_array(params->soft, sizeof(uint32_t) * params->soft_count);
   s->p.soft_weight = dup_array(params->soft_weight, sizeof(double) * params->soft_count);
+  s->p.soft_position = dup_array(params->soft_position, sizeof(double) * 3 * params->soft_count);
   if (s->p.iterations < 1) s->p.iterations = 1;
   s->n = topo->vertex_count;
   uint32_t n = s->n;
@@ -653,14 +641,15 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   int rc = DFM_ENOMEM;
   if (!s->rest || !s->role || !s->col || !s->current || !is_soft ||
       (params->roi_count && !s->p.roi) || (params->handle_count && !s->p.handle) ||
-      (params->anchor_count && !s->p.anchors) || (params->soft_count && (!s->p.soft || !s->p.soft_weight)))
+      (params->anchor_count && !s->p.anchors) || (params->soft_count && (!s->p.soft || !s->p.soft_weight)) ||
+      (params->soft_count && params->soft_position && !s->p.soft_position))
     goto fail;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  assign_roles(s);
+  dfm__roles_assign(s);
   for (uint32_t i = 0; i < s->p.soft_count; i++)
     if (s->role[s->p.soft[i]] == ROLE_FREE) is_soft[s->p.soft[i]] = 1;
-  rc = pin_unconstrained(s, adj, is_soft);
+  rc = dfm__roles_pin_unconstrained(s, adj, is_soft);
   if (rc) goto fail;
   s->free_vertex = malloc(sizeof(uint32_t) * (n + 1));
   if (!s->free_vertex) {
@@ -718,11 +707,7 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   }
   for (uint32_t k = 0; k < s->nf; k++)
     if (s->soft_w[k] != 0.0) {
-      s->soft_t = calloc(3 * ((size_t)s->nf + 1), sizeof(double));
-      if (!s->soft_t) {
-        rc = DFM_ENOMEM;
-        goto fail;
-      }
+      if ((rc = dfm__roles_soft_targets(s, mean_w)) != 0) goto fail;
       break;
     }
   /* The factorisation and the ARAP tables touch different fields: they run side by side. */
@@ -731,6 +716,7 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   rc = jobs[0].rc ? jobs[0].rc : jobs[1].rc;
   if (rc == DFM_ENOMEM && jobs[1].rc && err && !err[0]) snprintf(err, errlen, "out of memory building the ARAP tables");
   if (rc) goto fail;
+  if (s->p.smooth_border && s->p.mode != DFM_BIHARMONIC && s->nf && (rc = smooth_fields(s, err, errlen)) != 0) goto fail;
   free(w);
   free(is_soft);
   *out = s;
@@ -774,7 +760,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
     snprintf(err, errlen, "adjacency has %u vertices, topology %u", adj->vertex_count, topo->vertex_count);
     return DFM_EINVAL;
   }
-  int rc = check_params(params, topo->vertex_count, err, errlen);
+  int rc = dfm__roles_check(params, topo->vertex_count, err, errlen);
   if (rc) return rc;
   /* A region under half the mesh is solved on its own sub-mesh (create_region). */
   if (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count)
@@ -786,7 +772,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   s->n = topo->vertex_count;
   s->p = *params; /* mode and counts only: the arrays are the sub-system's */
   s->p.roi = s->p.handle = s->p.anchors = s->p.soft = NULL;
-  s->p.soft_weight = NULL;
+  s->p.soft_weight = s->p.soft_position = NULL;
   rc = create_region(topo, adj, rest, params, s, err, errlen);
   if (rc) {
     if (rc == DFM_ENOMEM && err && !err[0]) snprintf(err, errlen, "out of memory building the system");
@@ -879,25 +865,10 @@ static int scatter(dfm_system *s, double *p, int displacement) {
   return 0;
 }
 
-/* Soft targets per column: the transformed rest position (or displacement); NULL when the
- * system has no soft constraints. Buffers live in the system so a drag allocates nothing (a
- * fresh page costs ~8 µs to fault in on the VMs we measured, docs/performance.md). */
-static const double *soft_targets(dfm_system *s, const dfm_xform *xf, int displacement) {
-  double *t = s->soft_t;
-  if (!t) return NULL;
-  for (uint32_t k = 0; k < s->nf; k++) {
-    if (s->soft_w[k] == 0.0) continue;
-    const double *r = s->rest + 3 * (size_t)s->free_vertex[k];
-    dfm_xform_apply(xf, r, t + 3 * (size_t)k);
-    if (displacement)
-      for (int d = 0; d < 3; d++) t[3 * (size_t)k + d] -= r[d];
-  }
-  return t;
-}
-
-static int arap_iteration(dfm_system *s, const double *soft_t, double *p, char *err, size_t errlen) {
+static int arap_iteration(dfm_system *s, const dfm_xform *xf, double *p, char *err, size_t errlen) {
   dfm__arap_local_step(s, p);
-  known_rhs(s, p, soft_t);
+  if (s->nrot_fit < s->nrot) dfm__border_prescribe_rotations(s, xf);
+  known_rhs(s, p, s->soft_p);
   dfm__arap_add_rotation_rhs(s);
   int rc = solve_columns(s, err, errlen);
   if (rc) return rc;
@@ -908,8 +879,7 @@ static int arap_iteration(dfm_system *s, const double *soft_t, double *p, char *
 
 /* Harmonic displacement of the free vertices for the knowns' motion (the Laplacian mode's
  * solve; ARAP's matrix is the same L, so it also gives ARAP its first starting point). */
-static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, double *out, char *err,
-                    size_t errlen) {
+static int harmonic(dfm_system *s, const dfm_xform *xf, int smooth, double *out, char *err, size_t errlen) {
   uint32_t n = s->n;
   double *d = s->disp;
   for (uint32_t i = 0; i < s->p.handle_count; i++) {
@@ -922,8 +892,9 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, const double *soft_t, do
   place_known(s, xf, out);
   int rc = 0;
   if (s->nf) {
-    known_rhs(s, d, soft_t);
+    known_rhs(s, d, s->soft_d);
     rc = solve_columns(s, err, errlen);
+    if (rc == 0 && smooth) dfm__border_shape_harmonic(s);
     if (rc == 0) rc = scatter(s, out, 1);
     if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the %s solve produced non-finite positions", dfm_mode_name(s->p.mode));
   }
@@ -937,23 +908,36 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
     return rc;
   }
   uint32_t n = s->n;
-  int displacement = s->p.mode != DFM_ARAP;
-  /* Soft targets as displacements for the linear modes and for ARAP's first guess. */
-  const double *soft_d = soft_targets(s, xf, 1);
-  int rc;
-  if (displacement) return harmonic(s, xf, soft_d, out, err, errlen);
+  if (s->p.mode != DFM_ARAP) return harmonic(s, xf, s->u != NULL, out, err, errlen);
+  if (s->rigid) {
+    /* Every free vertex has u = 1: the smooth border's result is the handle's rigid motion
+     * whatever ARAP would say, so nothing is solved. */
+    memcpy(out, s->rest, sizeof(double) * 3 * n);
+    place_known(s, xf, out);
+    for (uint32_t k = 0; k < s->nf; k++) dfm_xform_apply(xf, s->rest + 3 * (size_t)s->free_vertex[k], out + 3 * (size_t)s->free_vertex[k]);
+    return 0;
+  }
   /* ARAP warm-starts from the previous drag; the first drag starts from the harmonic
-   * deformation, which is already exact for a pure translation of every constraint. */
+   * deformation, which is already exact for a pure translation of every constraint (with a
+   * smooth border it is at hand without a solve). */
   double *p = s->current;
-  rc = 0;
-  if (!s->have_current) rc = harmonic(s, xf, soft_d, p, err, errlen);
+  int rc = 0;
+  if (!s->have_current) {
+    if (s->u) {
+      memcpy(p, s->rest, sizeof(double) * 3 * n);
+      place_known(s, xf, p);
+      dfm__border_arap_start(s, xf, p);
+    } else {
+      rc = harmonic(s, xf, 0, p, err, errlen);
+    }
+  }
   if (rc) return rc;
-  const double *soft_t = soft_targets(s, xf, 0);
   place_handles(s, xf, p); /* the other knowns are at rest in `current` since the harmonic start */
-  for (int it = 0; rc == 0 && s->nf && it < s->p.iterations; it++) rc = arap_iteration(s, soft_t, p, err, errlen);
+  for (int it = 0; rc == 0 && s->nf && it < s->p.iterations; it++) rc = arap_iteration(s, xf, p, err, errlen);
   if (rc == 0) {
     s->have_current = 1;
     memcpy(out, p, sizeof(double) * 3 * n);
+    if (s->u) dfm__border_blend_arap(s, xf, p, out);
   } else {
     s->have_current = 0; /* do not warm-start from a failed solve */
   }
@@ -968,9 +952,8 @@ int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char
     if (rc == 0) sub_scatter(s, io);
     return rc;
   }
-  const double *soft_t = soft_targets(s, xf, 0);
   place_known(s, xf, io);
-  return s->nf ? arap_iteration(s, soft_t, io, err, errlen) : 0;
+  return s->nf ? arap_iteration(s, xf, io, err, errlen) : 0;
 }
 
 double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotations) {

@@ -90,7 +90,8 @@ static int start_redis(const char *bin, bench_cluster *c, char *err, size_t errl
   return -1;
 }
 
-/* Waits until the relay lists the demo session (it has loaded its snapshot). */
+/* Waits until the relay knows the demo session from the registry (it loads it when the first
+ * viewer joins). */
 static int relay_ready(const bench_child *r, char *err, size_t errlen) {
   client_conn rpc;
   if (client_connect(&rpc, "127.0.0.1", r->rpc_port, err, errlen) != 0) return -1;
@@ -98,14 +99,16 @@ static int relay_ready(const bench_child *r, char *err, size_t errlen) {
   int rc = -1;
   while (!g_stop && client_now_ns() < deadline) {
     cJSON *result = NULL, *error = NULL;
-    if (client_rpc(&rpc, "session.list", NULL, 30000, &result, &error) == 0 && cJSON_GetArraySize(result) > 0) rc = 0;
+    if (client_rpc(&rpc, "server.stats", NULL, 30000, &result, &error) == 0 &&
+        cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(result, "cluster"), "sessions")) > 0)
+      rc = 0;
     cJSON_Delete(result);
     cJSON_Delete(error);
     if (rc == 0) break;
     usleep(50000);
   }
   client_close(&rpc);
-  if (rc) snprintf(err, errlen, "a relay did not load the demo session within 60 s");
+  if (rc) snprintf(err, errlen, "a relay did not learn of the demo session within 60 s");
   return rc;
 }
 

@@ -4,8 +4,9 @@
  *
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
- *                      [--json]
- *   deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]
+ *                      [--border smooth|sharp] [--json]
+ *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
+ *                      [--falloff F] [--mirror] [--json]
  *
  * MESH is a file (anything mesh_import reads) or a generated shape: icosphere:LEVEL
  * (10·4^LEVEL + 2 vertices) or grid:N (an (N+1)² vertex plane).
@@ -16,12 +17,19 @@
  * G gestures in a row, the median of the later ones as "prefactor_next" and the parts of the
  * last) and D drags
  * (each a translation plus a small rotation of the handle; ARAP does K local/global iterations
- * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss).
+ * per drag, warm-started from the previous one), and reports peak memory (ru_maxrss) and the
+ * crease the last drag leaves: the largest change of the angle between the two triangles of
+ * any edge, from the rest shape to the result. --border sharp solves without the smooth border
+ * that deformd uses by default (dfm_params.smooth_border).
  * Before the first gesture it does what deformd does once a session is open:
  * dfm_memory_reserve(dfm_memory_estimate(V)), or R MiB with --reserve-mb (0: none, the cold
  * heap of a server started without it), and reports its time ("reserve_ms").
- * brush: S samples along a short path, each with the radius that touches about N vertices at
- * its start; reports the time per sample and the vertices it moved.
+ * brush: S dabs along a short path (round a small circle, again and again), each with the radius
+ * that touches about N vertices at its start and the weight W (0.2), one call each; reports the
+ * time per dab and the vertices it moved. With --guard each call is given the shape before it as
+ * its stroke's starting shape, so inflate, draw, crease and layer check for folds after it;
+ * --per-call K applies K dabs per call, as a stroke (or a piece of one) does, and reports each
+ * call's time divided by K (samples and moved then count calls).
  *
  * DOES NOT start a server: `deform-bench fanout` measures the network side.
  */
@@ -134,11 +142,47 @@ static void shape_fini(shape *s) {
   mesh_destroy(s->m);
 }
 
+/* The crease a deformation leaves: the largest change, in degrees, of the angle between the
+ * unit normals of two triangles that share an edge (each triangle's edges found through the
+ * adjacency; degenerate triangles skipped). */
+static double triangle_normal(const double *p, const uint32_t *t, double n[3]) {
+  const double *a = p + 3 * (size_t)t[0], *b = p + 3 * (size_t)t[1], *c = p + 3 * (size_t)t[2];
+  double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+  n[0] = u[1] * v[2] - u[2] * v[1], n[1] = u[2] * v[0] - u[0] * v[2], n[2] = u[0] * v[1] - u[1] * v[0];
+  double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  if (l > 0) n[0] /= l, n[1] /= l, n[2] /= l;
+  return l;
+}
+
+static double worst_crease(const shape *s, const double *now) {
+  const mesh_adjacency *a = &s->a;
+  const uint32_t *tris = s->t.triangles;
+  double worst = 0;
+  for (uint32_t v = 0; v < a->vertex_count; v++)
+    for (uint32_t i = a->vt_offsets[v]; i < a->vt_offsets[v + 1]; i++)
+      for (uint32_t j = i + 1; j < a->vt_offsets[v + 1]; j++) {
+        const uint32_t *t1 = tris + 3 * (size_t)a->vt[i], *t2 = tris + 3 * (size_t)a->vt[j];
+        /* Shared edge (v, w) with w > v, counted once from its lower end. */
+        int shared = 0;
+        for (int x = 0; x < 3; x++)
+          for (int y = 0; y < 3; y++) shared += t1[x] == t2[y] && t1[x] > v;
+        if (shared != 1) continue;
+        double n1[3], n2[3], m1[3], m2[3];
+        if (!(triangle_normal(s->t.positions, t1, n1) > 0) || !(triangle_normal(s->t.positions, t2, n2) > 0) ||
+            !(triangle_normal(now, t1, m1) > 0) || !(triangle_normal(now, t2, m2) > 0))
+          continue;
+        double c0 = n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2], c1 = m1[0] * m2[0] + m1[1] * m2[1] + m1[2] * m2[2];
+        double d = fabs(acos(c1 > 1 ? 1 : c1 < -1 ? -1 : c1) - acos(c0 > 1 ? 1 : c0 < -1 ? -1 : c0)) * 180.0 / M_PI;
+        if (d > worst) worst = d;
+      }
+  return worst;
+}
+
 typedef struct solve_opts {
   const char *mesh;
   dfm_mode mode;
   uint32_t roi, handle;
-  int iters, drags, json, gestures;
+  int iters, drags, json, gestures, sharp;
   dfm_factor factor;
   long reserve_mb; /* -1: dfm_memory_estimate(V), as deformd */
 } solve_opts;
@@ -152,7 +196,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, DFM_FACTOR_AUTO, -1};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, DFM_FACTOR_AUTO, -1};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -165,6 +209,8 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--drags") == 0 && val && parse_uint(val, 100000, &v) == 0 && v > 0) o.drags = (int)v, i++;
     else if (strcmp(a, "--gestures") == 0 && val && parse_uint(val, 1000, &v) == 0 && v > 0) o.gestures = (int)v, i++;
     else if (strcmp(a, "--reserve-mb") == 0 && val && parse_uint(val, 1 << 20, &v) == 0) o.reserve_mb = v, i++;
+    else if (strcmp(a, "--border") == 0 && val && (strcmp(val, "smooth") == 0 || strcmp(val, "sharp") == 0))
+      o.sharp = strcmp(argv[++i], "sharp") == 0;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "auto") == 0) o.factor = DFM_FACTOR_AUTO, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "simplicial") == 0) o.factor = DFM_FACTOR_SIMPLICIAL, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "supernodal") == 0) o.factor = DFM_FACTOR_SUPERNODAL, i++;
@@ -175,7 +221,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -194,7 +240,8 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   double pivot[3] = {0, 0, 0};
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) pivot[k] += s.t.positions[3 * handle[i] + k] / nh;
-  dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters, .factor = o.factor};
+  dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters,
+                  .factor = o.factor, .smooth_border = !o.sharp};
   /* G gestures one after another, as a server sees them: the first pays for fresh memory
    * (page faults), the later ones reuse what the previous gesture freed. The last one is
    * dragged. */
@@ -223,6 +270,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   dfm_info info;
   dfm_system_info(sys, &info);
   double *out = malloc(sizeof(double) * 3 * s.t.vertex_count);
+  if (out) memcpy(out, s.t.positions, sizeof(double) * 3 * s.t.vertex_count); /* a solve writes what can move */
   double *ms = malloc(sizeof(double) * (size_t)o.drags);
   for (int d = 0; d < o.drags && out && ms; d++) {
     /* A handle dragged up and turning slowly, as a hand would. */
@@ -242,27 +290,27 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (rc == 0 && out && ms) {
-    double first = ms[0];
+    double first = ms[0], crease = worst_crease(&s, out);
     double p50 = percentile(ms, o.drags, 0.5), p95 = percentile(ms, o.drags, 0.95);
     if (o.json) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
              "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,\"order_ms\":%.3f,"
              "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,"
-             "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld}\n",
+             "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld,\"border\":\"%s\",\"crease_deg\":%.2f}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
              info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms, info.assemble_ms,
              info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads, first,
-             p50, p95, peak_kb());
+             p50, p95, peak_kb(), o.sharp ? "sharp" : "smooth", crease);
     } else {
       printf("# %s\n", cmdline);
       printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
       if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
-      printf("%-22s %8s %8s %-10s %8s %5s %12s %10s %9s %9s %9s %10s\n", "mesh", "vertices", "region", "mode",
-             "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB");
-      printf("%-22s %8u %8u %-10s %8u %5d %12.1f %10zu %9.2f %9.2f %9.2f %10.1f\n", o.mesh, s.t.vertex_count,
-             nr ? nr : s.t.vertex_count, dfm_mode_name(o.mode), info.free, o.iters, prefactor, info.factor_nnz, p50,
-             p95, first, peak_kb() / 1024.0);
+      printf("%-22s %8s %8s %-10s %-6s %8s %5s %12s %10s %9s %9s %9s %10s %8s\n", "mesh", "vertices", "region", "mode",
+             "border", "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB", "crease");
+      printf("%-22s %8u %8u %-10s %-6s %8u %5d %12.1f %10zu %9.2f %9.2f %9.2f %10.1f %7.1f°\n", o.mesh, s.t.vertex_count,
+             nr ? nr : s.t.vertex_count, dfm_mode_name(o.mode), o.sharp ? "sharp" : "smooth", info.free, o.iters, prefactor,
+             info.factor_nnz, p50, p95, first, peak_kb() / 1024.0, crease);
     }
   }
   free(out);
@@ -276,17 +324,21 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
 
 int bench_brush_main(int argc, char **argv, const char *cmdline) {
   const char *spec = NULL;
-  dfm_brush brush = {DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 0, NULL};
-  long touch = 2000, samples = 200;
-  int json = 0;
+  dfm_brush brush = {.kind = DFM_BRUSH_INFLATE, .falloff = DFM_FALLOFF_SMOOTHSTEP};
+  long touch = 2000, samples = 200, per_call = 1;
+  double strength = 0.2;
+  int json = 0, guard = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) json = 1;
     else if (strcmp(a, "--mirror") == 0) brush.mirror_x = 1;
+    else if (strcmp(a, "--guard") == 0) guard = 1;
+    else if (strcmp(a, "--per-call") == 0 && val && parse_uint(val, 65536, &per_call) == 0 && per_call > 0) i++;
     else if (strcmp(a, "--brush") == 0 && val && dfm_brush_parse(val, &brush.kind) == 0) i++;
     else if (strcmp(a, "--falloff") == 0 && val && dfm_falloff_parse(val, &brush.falloff) == 0) i++;
     else if (strcmp(a, "--touch") == 0 && val && parse_uint(val, 100000000, &touch) == 0 && touch > 0) i++;
     else if (strcmp(a, "--samples") == 0 && val && parse_uint(val, 1000000, &samples) == 0 && samples > 0) i++;
+    else if (strcmp(a, "--strength") == 0 && val && isfinite(strtod(val, NULL))) strength = strtod(argv[++i], NULL);
     else if (a[0] != '-' && !spec) spec = a;
     else {
       fprintf(stderr, "deform-bench brush: bad or incomplete option '%s'\n", a);
@@ -294,7 +346,7 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!spec) {
-    fprintf(stderr, "usage: deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n");
+    fprintf(stderr, "usage: deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K] [--falloff F] [--mirror] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -316,33 +368,45 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
   double radius = sqrt(d2[(uint32_t)touch < nt ? (uint32_t)touch : nt - 1]);
   free(d2);
   double *pos = malloc(sizeof(double) * 3 * nt), *ms = malloc(sizeof(double) * (size_t)samples);
+  dfm_brush_sample *smp = malloc(sizeof(*smp) * (size_t)per_call);
   uint8_t *moved = malloc(nt);
   memcpy(pos, s.t.positions, sizeof(double) * 3 * nt);
+  /* With --guard each dab is a stroke of its own: its starting shape is the shape before it. */
+  double *origin = guard ? malloc(sizeof(double) * 3 * nt) : NULL;
+  brush.origin = origin;
   double moved_sum = 0;
   int rc = 0;
-  for (long i = 0; i < samples && rc == 0; i++) {
-    /* Along a short arc so that successive samples overlap, as in a stroke. */
-    dfm_brush_sample smp = {{c0[0] + 0.2 * radius * sin(0.1 * i), c0[1], c0[2] + 0.2 * radius * cos(0.1 * i)},
-                            {0, 0.01 * radius, 0},
-                            radius,
-                            0.2};
+  long calls = (samples + per_call - 1) / per_call;
+  for (long c = 0; c < calls && rc == 0; c++) {
+    uint32_t k = 0;
+    for (long i = c * per_call; i < samples && i < (c + 1) * per_call; i++, k++) {
+      /* Along a short arc so that successive samples overlap, as in a stroke. */
+      dfm_brush_sample one = {{c0[0] + 0.2 * radius * sin(0.1 * i), c0[1], c0[2] + 0.2 * radius * cos(0.1 * i)},
+                              {0, 0.01 * radius, 0},
+                              radius,
+                              strength};
+      smp[k] = one;
+    }
     memset(moved, 0, nt);
+    if (origin) memcpy(origin, pos, sizeof(double) * 3 * nt);
     double t0 = now_ms();
-    rc = dfm_brush_apply(&brush, &s.a, s.t.triangles, s.t.triangle_count, &smp, 1, pos, moved, err, sizeof(err));
-    ms[i] = now_ms() - t0;
+    rc = dfm_brush_apply(&brush, &s.a, s.t.triangles, s.t.triangle_count, smp, k, pos, moved, err, sizeof(err));
+    ms[c] = (now_ms() - t0) / k;
     uint32_t m = 0;
     for (uint32_t v = 0; v < nt; v++) m += moved[v];
-    moved_sum += m;
+    moved_sum += m; /* vertices a call moved (with --per-call K, the union over its K dabs) */
   }
+  samples = calls; /* the percentiles are over calls */
   if (rc) fprintf(stderr, "deform-bench brush: %s\n", err);
   else {
     double p50 = percentile(ms, (int)samples, 0.5), p95 = percentile(ms, (int)samples, 0.95);
     if (json)
       printf("{\"bench\":\"brush\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"brush\":\"%s\","
              "\"falloff\":\"%s\",\"mirror_x\":%s,\"samples\":%ld,\"radius\":%.6g,\"moved_per_sample\":%.1f,"
-             "\"sample_p50_ms\":%.4f,\"sample_p95_ms\":%.4f}\n",
+             "\"sample_p50_ms\":%.4f,\"sample_p95_ms\":%.4f,\"strength\":%g,\"guard\":%s,\"per_call\":%ld}\n",
              cmdline, spec, nt, dfm_brush_name(brush.kind), dfm_falloff_name(brush.falloff),
-             brush.mirror_x ? "true" : "false", samples, radius, moved_sum / samples, p50, p95);
+             brush.mirror_x ? "true" : "false", samples, radius, moved_sum / samples, p50, p95, strength,
+             guard ? "true" : "false", per_call);
     else {
       printf("# %s\n", cmdline);
       printf("%-22s %8s %-8s %-10s %6s %8s %10s %12s %12s\n", "mesh", "vertices", "brush", "falloff", "mirror",
@@ -352,6 +416,8 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
     }
   }
   free(pos);
+  free(smp);
+  free(origin);
   free(ms);
   free(moved);
   shape_fini(&s);

@@ -713,8 +713,10 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ]\n"
           "                           [--json] [--deformd PATH] [--redis-server PATH]\n"
-          "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--json]\n"
-          "       deform-bench brush MESH --brush KIND --touch N --samples S [--falloff F] [--mirror] [--json]\n"
+          "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--border smooth|sharp]\n"
+          "                          [--json]\n"
+          "       deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]\n"
+          "                    [--falloff F] [--mirror] [--json]\n"
           "       deform-bench durable [--editors N] [--rate HZ] [--seconds S] [--ops N] [--modes none,normal,full]\n"
           "       deform-bench blend [--targets T] [--pins P] [--drags D] [--frames F] [--vertices V]\n"
           "                          [--max-error E] [--clips FILE...] [--json]\n"

@@ -8,13 +8,15 @@
 
 #include "dfm.h"
 #include "dfm_brush.h"
+#include "dfm_stroke.h"
 #include "harness.h"
 #include "test.h"
 
 static const char *const demo_args[] = {"--demo", NULL};
 
-/* The solver run directly, as the server runs it for this gesture (pick + radii, no anchors):
- * the expected quantised offsets of every render vertex after the given drags. */
+/* The solver run directly, as the server runs it for this gesture (pick + radii, no anchors,
+ * the smooth border by default): the expected quantised offsets of every render vertex after
+ * the given drags. */
 static int32_t *expected_offsets(dfm_mode mode, uint32_t pick, double handle_r, double roi_r, int iterations,
                                  const dfm_xform *drags, int ndrags, float quantum) {
   mesh *m = NULL;
@@ -29,7 +31,8 @@ static int32_t *expected_offsets(dfm_mode mode, uint32_t pick, double handle_r, 
   double pivot[3] = {0, 0, 0};
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) pivot[k] += t.positions[3 * h[i] + k] / nh;
-  dfm_params p = {.mode = mode, .roi = roi, .roi_count = nr, .handle = h, .handle_count = nh, .iterations = iterations};
+  dfm_params p = {.mode = mode, .roi = roi, .roi_count = nr, .handle = h, .handle_count = nh, .iterations = iterations,
+                  .smooth_border = 1};
   dfm_system *s = NULL;
   char err[256];
   ASSERT_OK(dfm_system_create(&t, &a, t.positions, &p, &s, err, sizeof(err)), err);
@@ -377,7 +380,7 @@ TEST(gesture_requests_with_bad_parameters_are_refused) {
 }
 
 /* The brush oracle: the demo head at rest (no weights, no offsets), the strokes applied with
- * dfm_brush_apply directly, displacements quantised like the server does. */
+ * dfm_stroke_apply directly (the same path, dabs placed the same way), displacements quantised like the server does. */
 static int32_t *expected_brush_offsets(const dfm_brush *brushes, const dfm_brush_sample *const *samples,
                                        const uint32_t *counts, int nstrokes, float quantum) {
   mesh *m = NULL;
@@ -398,7 +401,9 @@ static int32_t *expected_brush_offsets(const dfm_brush *brushes, const dfm_brush
     memcpy(p0, p, sizeof(double) * 3 * t.vertex_count);
     memset(moved, 0, t.vertex_count);
     char err[256];
-    ASSERT_OK(dfm_brush_apply(&brushes[k], &a, t.triangles, t.triangle_count, samples[k], counts[k], p, moved, err, sizeof(err)), err);
+    ASSERT_OK(dfm_stroke_apply(&brushes[k], &a, t.triangles, t.triangle_count, samples[k], counts[k], p, moved, NULL, NULL, err,
+                               sizeof(err)),
+              err);
     for (uint32_t r = 0; r < m->vertex_count; r++) {
       uint32_t v = t.render_to_topo[r];
       if (!moved[v]) continue;
@@ -449,7 +454,8 @@ TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order
     usleep(50000);
   }
   harness_follow(&v, &r, 2, 20000);
-  dfm_brush brushes[2] = {{DFM_BRUSH_INFLATE, DFM_FALLOFF_SMOOTHSTEP, 1, NULL}, {DFM_BRUSH_GRAB, DFM_FALLOFF_GAUSSIAN, 0, NULL}};
+  dfm_brush brushes[2] = {{.kind = DFM_BRUSH_INFLATE, .falloff = DFM_FALLOFF_SMOOTHSTEP, .mirror_x = 1},
+                          {.kind = DFM_BRUSH_GRAB, .falloff = DFM_FALLOFF_GAUSSIAN}};
   dfm_brush_sample s1[2] = {{{0.03, 0.02, 0.09}, {0, 0, 0}, 0.02, 0.3}, {{0.035, 0.025, 0.088}, {0, 0, 0}, 0.02, 0.3}};
   dfm_brush_sample s2[1] = {{{0.03, 0.02, 0.09}, {0, 0.004, 0.002}, 0.025, 1}};
   const dfm_brush_sample *samples[2] = {s1, s2};

@@ -730,3 +730,108 @@ TEST(history_older_than_history_days_is_folded_into_a_checkpoint) {
   harness_stop(&h);
   seen_fini(&before), seen_fini(&after);
 }
+
+/* A gesture begun before someone else's step and dragged after it: its step comes after that
+ * one (steps follow the versions), it is one step however many drags, and undo takes it back
+ * whole. Step ids used to be taken at begin, which sorted the gesture's step out of place and
+ * split it in two. */
+TEST(a_gesture_dragged_after_another_authors_step_is_one_step_in_version_order) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  client_conn ana, bob;
+  as_author(&h, &ana, "ana");
+  as_author(&h, &bob, "bob");
+  int code;
+  cJSON_Delete(call(&ana, "deform.begin",
+                    "{\"session\":\"demo\",\"gesture\":1,\"pick\":20400,\"handle_radius\":0.01,\"roi_radius\":0.05}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&bob, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.01,0]}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0.002,0.012,0]}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON_Delete(call(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":1}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\"}");
+  const cJSON *steps = cJSON_GetObjectItem(list, "steps");
+  ASSERT_EQ(cJSON_GetArraySize(steps), 2);
+  const cJSON *newest = cJSON_GetArrayItem(steps, 0), *older = cJSON_GetArrayItem(steps, 1);
+  ASSERT(strcmp(cJSON_GetObjectItem(newest, "author")->valuestring, "ana") == 0);
+  ASSERT_EQ(cJSON_GetObjectItem(newest, "operations")->valueint, 2);
+  ASSERT(strcmp(cJSON_GetObjectItem(older, "author")->valuestring, "bob") == 0);
+  ASSERT(cJSON_GetObjectItem(newest, "first_version")->valuedouble > cJSON_GetObjectItem(older, "version")->valuedouble);
+  ASSERT(cJSON_GetObjectItem(newest, "step")->valuedouble > cJSON_GetObjectItem(older, "step")->valuedouble);
+  cJSON_Delete(list);
+  /* ana's undo takes the whole gesture back: no offsets left, bob's weight stays. */
+  cJSON_Delete(call(&ana, "history.undo", "{\"session\":\"demo\"}", &code));
+  ASSERT_EQ(code, 0);
+  cJSON *sc = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "offsets")), 0);
+  cJSON_Delete(sc);
+  cJSON *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+  ASSERT((float)cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "smile_L")->valuedouble == 0.5f);
+  cJSON_Delete(w);
+  client_close(&ana);
+  client_close(&bob);
+  harness_stop(&h);
+}
+
+/* One JSON-RPC answer line from a raw connection (parsed; the caller deletes it). */
+static cJSON *read_answer(client_conn *c) {
+  char line[65536];
+  size_t n = 0;
+  for (;;) {
+    char ch;
+    if (read(c->fd, &ch, 1) != 1) test__fail(__FILE__, __LINE__, "the connection ended before an answer");
+    if (ch == '\n') break;
+    ASSERT(n + 1 < sizeof(line));
+    line[n++] = ch;
+  }
+  line[n] = '\0';
+  cJSON *j = cJSON_Parse(line);
+  ASSERT(j != NULL);
+  return j;
+}
+
+/* An undo sent right behind a stroke (the stroke still queued or running on the pool) waits for
+ * it and takes it back: the author's requests apply in the order they were sent. It used to run
+ * at once and find nothing to undo, and the stroke then applied after it. */
+TEST(an_undo_sent_right_behind_a_stroke_waits_for_it_and_takes_it_back) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  uint32_t count;
+  float *pos = harness_server_positions(&h, "demo", &count);
+  const float *p = pos + 3 * 20400;
+  char req[1024];
+  int len = snprintf(req, sizeof(req),
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"brush.stroke\",\"params\":{\"session\":\"demo\","
+                     "\"brush\":\"inflate\",\"samples\":[{\"center\":[%.9g,%.9g,%.9g],\"radius\":0.05,\"strength\":0.5}]}}\n"
+                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"history.undo\",\"params\":{\"session\":\"demo\"}}\n",
+                     p[0], p[1], p[2]);
+  free(pos);
+  client_conn c;
+  char err[256];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
+  ASSERT_OK(client_send(&c, req, (size_t)len), "send"); /* both in one write: one read on the server */
+  cJSON *a = read_answer(&c), *b = read_answer(&c);
+  if (cJSON_GetObjectItem(a, "id")->valueint == 2) {
+    cJSON *t = a;
+    a = b, b = t;
+  }
+  const cJSON *stroke = cJSON_GetObjectItem(a, "result"), *undo = cJSON_GetObjectItem(b, "result");
+  if (!undo) test__fail(__FILE__, __LINE__, "the undo failed: %s", cJSON_PrintUnformatted(b));
+  ASSERT(stroke && cJSON_GetObjectItem(stroke, "moved_vertices")->valueint > 0);
+  if (strcmp(cJSON_GetObjectItem(undo, "kind")->valuestring, "brush") != 0) test__fail(__FILE__, __LINE__, "%s", cJSON_PrintUnformatted(undo));
+  ASSERT(cJSON_GetObjectItem(undo, "step_last_version")->valuedouble == cJSON_GetObjectItem(stroke, "version")->valuedouble);
+  ASSERT(cJSON_GetObjectItem(undo, "version")->valuedouble > cJSON_GetObjectItem(stroke, "version")->valuedouble);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  cJSON *sc = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "offsets")), 0);
+  cJSON_Delete(sc);
+  client_close(&c);
+  harness_stop(&h);
+}

@@ -7,6 +7,7 @@
  * (client_replica, the reference client). Waits are on versions and conditions with generous
  * deadlines, never on times.
  */
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -19,6 +20,12 @@
 #include "test.h"
 
 #define WAIT_MS 60000
+
+#define ASSERT_STR_EQ(a, b)                                                                 \
+  do {                                                                                      \
+    const char *a_ = (a), *b_ = (b);                                                        \
+    if (strcmp(a_, b_) != 0) test__fail(__FILE__, __LINE__, "%s == %s: '%s' != '%s'", #a, #b, a_, b_); \
+  } while (0)
 
 typedef struct viewer {
   client_conn c;
@@ -34,20 +41,35 @@ static void start_primary(harness *h, const redis_harness *rd, const char *wait_
   harness_start(h, wait_session, args);
 }
 
-static void start_relay(harness *h, const redis_harness *rd, const char *wait_session) {
-  const char *args[] = {"--relay", "--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000", NULL};
-  harness_start(h, wait_session, args);
+static void wait_listed(harness *relay, const char *session);
+
+/* A relay (with `extra` args); with wait_session, waits until its registry lists that session
+ * (it loads a session when a viewer asks for it). A join waits for that load: half the HELLO
+ * timeout, here 30 s, however slow a sanitizer build is. */
+static void start_relay_with(harness *h, const redis_harness *rd, const char *wait_session, const char *const *extra) {
+  const char *args[24] = {"--relay", "--redis", rd->url, "--lease-ms", "1000", "--redis-timeout-ms", "1000",
+                          "--hello-timeout-ms", "60000"};
+  int n = 9;
+  for (int i = 0; extra && extra[i] && n < 22; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  harness_start(h, NULL, args);
+  if (wait_session) wait_listed(h, wait_session);
 }
 
-/* Waits until `session` answers state.get on h (a node learns of other nodes' sessions from the
- * registry, twice a second). */
+static void start_relay(harness *h, const redis_harness *rd, const char *wait_session) {
+  start_relay_with(h, rd, wait_session, NULL);
+}
+
+/* Waits until calls for `session` on h reach its owner (a node learns of other nodes' sessions
+ * from the registry, twice a second). history.list, because a relay answers state.get from its
+ * replica even when the registry does not list the session. */
 static void wait_known(harness *h, const char *session) {
   char params[300];
-  snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
+  snprintf(params, sizeof(params), "{\"session\":\"%s\",\"limit\":1}", session);
   uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
   for (;;) {
     cJSON *p = cJSON_Parse(params), *result = NULL, *error = NULL;
-    int rc = client_rpc(&h->rpc, "state.get", p, 30000, &result, &error);
+    int rc = client_rpc(&h->rpc, "history.list", p, 30000, &result, &error);
     cJSON_Delete(p);
     cJSON_Delete(result);
     cJSON_Delete(error);
@@ -106,6 +128,32 @@ static cJSON *relay_entry_of(harness *relay, const char *session) {
   return copy;
 }
 
+static void wait_listed(harness *relay, const char *session) {
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    cJSON *e = relay_entry_of(relay, session);
+    cJSON_Delete(e);
+    if (e) return;
+    if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "the relay's registry never listed %s", session);
+    usleep(20000);
+  }
+}
+
+/* Waits until Redis holds `session` at `version` (the primary has published it: a relay that
+ * loads it now gets that state). */
+static void wait_published(const redis_harness *rd, const char *session, uint64_t version) {
+  char cmd[256], out[64];
+  snprintf(cmd, sizeof(cmd), "HGET deformd:s:%s:meta version", session);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    redis_harness_command(rd, cmd, out, sizeof(out));
+    if (strtoull(out, NULL, 10) == version && out[0] != '$') return;
+    if (client_now_ns() > deadline)
+      test__fail(__FILE__, __LINE__, "Redis holds %s at '%s', want %llu", session, out, (unsigned long long)version);
+    usleep(20000);
+  }
+}
+
 /* Waits until the relay's replica of `session` is at `version` (its own server.stats). */
 static void wait_relay_version(harness *relay, const char *session, uint64_t version) {
   uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
@@ -156,8 +204,9 @@ static void wait_cluster_stat(harness *h, const char *key, double want) {
   }
 }
 
-/* Waits until h's registry view has `node` alive at JSON-RPC port `rpc_port`. */
-static void wait_node(harness *h, const char *node, int rpc_port) {
+/* Waits until h's registry view has `node` alive at JSON-RPC port `rpc_port` (alive), or
+ * without a lease (!alive: the port is not looked at). */
+static void wait_node_state(harness *h, const char *node, int rpc_port, int alive) {
   char want[64];
   snprintf(want, sizeof(want), "127.0.0.1:%d", rpc_port);
   uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
@@ -166,14 +215,16 @@ static void wait_node(harness *h, const char *node, int rpc_port) {
     const cJSON *n, *nodes = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), "nodes");
     int ok = 0;
     cJSON_ArrayForEach(n, nodes) ok |= strcmp(cJSON_GetObjectItem(n, "node")->valuestring, node) == 0 &&
-                                       cJSON_IsTrue(cJSON_GetObjectItem(n, "alive")) &&
-                                       strcmp(cJSON_GetObjectItem(n, "rpc")->valuestring, want) == 0;
+                                       cJSON_IsTrue(cJSON_GetObjectItem(n, "alive")) == alive &&
+                                       (!alive || strcmp(cJSON_GetObjectItem(n, "rpc")->valuestring, want) == 0);
     cJSON_Delete(st);
     if (ok) return;
     ASSERT(client_now_ns() < deadline);
     usleep(20000);
   }
 }
+
+static void wait_node(harness *h, const char *node, int rpc_port) { wait_node_state(h, node, rpc_port, 1); }
 
 static void join(viewer *v, harness *at, int v2) {
   proto_hello_opts lossless = {.codec = PROTO_CODEC_LOSSLESS};
@@ -214,10 +265,10 @@ static void follow_in_order(viewer *v, uint64_t version) {
   ASSERT_EQ(v->r.version, version);
 }
 
-/* The viewer's shape against the primary's, bit for bit. */
-static void assert_primary_shape(harness *primary, const client_replica *r) {
+/* The viewer's shape of `session` against the primary's, bit for bit. */
+static void assert_shape(harness *primary, const char *session, const client_replica *r) {
   uint32_t n;
-  float *server = harness_server_positions(primary, "demo", &n);
+  float *server = harness_server_positions(primary, session, &n);
   ASSERT_EQ(n, r->mesh->vertex_count);
   float *mine = malloc(sizeof(float) * 3 * n);
   ASSERT_OK(client_replica_positions(r, mine), NULL);
@@ -227,6 +278,8 @@ static void assert_primary_shape(harness *primary, const client_replica *r) {
   free(mine);
   free(server);
 }
+
+static void assert_primary_shape(harness *primary, const client_replica *r) { assert_shape(primary, "demo", r); }
 
 /* A mix of what changes a session, through the primary and through a relay (forwarded): weights,
  * sculpt offsets, a new target from the sculpt, a target's settings. */
@@ -326,7 +379,7 @@ TEST(viewers_of_a_relay_that_dies_join_another_and_resynchronise_from_its_snapsh
   }
   for (int i = 20; i < 30; i++) edit(&p, &p, i); /* meanwhile */
   want = version_of(&p, "demo");
-  wait_relay_version(&r2, "demo", want);
+  wait_published(&rd, "demo", want); /* relay 2 loads it as the first viewer joins */
   for (int i = 0; i < 6; i++) {
     join(&v[i], &r2, i % 2);
     ASSERT_EQ(v[i].r.version, want);
@@ -529,15 +582,6 @@ TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
   wait_known(&r1, "second");
   ASSERT_EQ(version_of(&r1, "second"), 1); /* forwarded to its owner */
   /* Closed through the relay: its owner closes it, and the relay's viewers of it hear so. */
-  uint64_t deadline2 = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
-  for (;;) {
-    cJSON *e = relay_entry_of(&r1, "second");
-    int loaded = cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded"));
-    cJSON_Delete(e);
-    if (loaded) break;
-    ASSERT(client_now_ns() < deadline2);
-    usleep(20000);
-  }
   client_conn c;
   client_replica rr;
   harness_join(&r1, &c, &rr, "second", PROTO_ROLE_VIEWER, NULL);
@@ -638,6 +682,299 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
   ASSERT(cluster_stat(&r1, "gaps") >= 1);
   join(&v, &r1, 0);
   ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* One line from a JSON-RPC connection read byte by byte (no buffering beyond it), into buf. */
+static void read_line(client_conn *c, char *buf, size_t cap) {
+  size_t n = 0;
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) {
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    if (poll(&pfd, 1, 1000) <= 0) {
+      if (client_now_ns() > deadline) test__fail(__FILE__, __LINE__, "no answer line within %d ms", WAIT_MS);
+      continue;
+    }
+    char ch;
+    ssize_t k = read(c->fd, &ch, 1);
+    if (k <= 0) test__fail(__FILE__, __LINE__, "the connection closed before a whole line");
+    if (ch == '\n') break;
+    if (n + 1 < cap) buf[n++] = ch;
+  }
+  buf[n] = '\0';
+}
+
+/* Sends a request line as written (its id text exactly as given). */
+static void send_line(client_conn *c, const char *line) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof(buf), "%s\n", line);
+  ASSERT_OK(client_send(c, buf, (size_t)n), NULL);
+}
+
+TEST(a_call_forwarded_through_a_relay_is_answered_once_even_when_its_primary_goes_away) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  client_conn c;
+  char err[256], line[65536];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", r1.rpc_port, err, sizeof(err)), err);
+  /* Three ids that differ only as text: each answer names its own call, as the client wrote it. */
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"weights.get\",\"params\":{\"session\":\"demo\"}}");
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1.0,\"method\":\"state.get\",\"params\":{\"session\":\"demo\"}}");
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"method\":\"targets.list\",\"params\":{\"session\":\"demo\"}}");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":1,\"result\":{\"version\":0,\"weights\"");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":1.0,\"result\":{\"session\":\"demo\"");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":\"1\",\"result\":[");
+  ASSERT_EQ(cluster_stat(&r1, "forwarded_rpc"), 3);
+  /* The primary goes away: the relay owes this client nothing, so it sends nothing more than
+   * the answer to the next call. */
+  harness_kill(&p);
+  wait_cluster_stat_at_least(&r1, "primary_lost", 1);
+  send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"session.list\"}");
+  read_line(&c, line, sizeof(line));
+  ASSERT_STR_CONTAINS(line, "\"id\":99,");
+  client_close(&c);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* The registry's owner of `session` and its meta's owner, as Redis holds them now. */
+static void assert_owner_in_redis(const redis_harness *rd, const char *session, const char *node) {
+  char cmd[256], out[256];
+  snprintf(cmd, sizeof(cmd), "HGET deformd:sessions %s", session);
+  redis_harness_command(rd, cmd, out, sizeof(out));
+  ASSERT_STR_EQ(out, node);
+  snprintf(cmd, sizeof(cmd), "HGET deformd:s:%s:meta owner", session);
+  redis_harness_command(rd, cmd, out, sizeof(out));
+  ASSERT_STR_EQ(out, node);
+}
+
+/* Whether h's session.list (the sessions it holds itself) names `session`. */
+static int holds(harness *h, const char *session) {
+  cJSON *list = harness_rpc_ok(h, "session.list", NULL), *e;
+  int found = 0;
+  cJSON_ArrayForEach(e, list) found |= strcmp(cJSON_GetObjectItem(e, "session")->valuestring, session) == 0;
+  cJSON_Delete(list);
+  return found;
+}
+
+TEST(two_primaries_given_the_same_session_create_at_once_agree_on_one_owner_and_relays_follow_it) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  harness p[2], r1;
+  const char *a1[] = {"--node-id", "p1", NULL}, *a2[] = {"--node-id", "p2", NULL};
+  start_primary(&p[0], &rd, NULL, a1);
+  start_primary(&p[1], &rd, NULL, a2);
+  start_relay(&r1, &rd, NULL);
+  wait_node(&p[0], "p2", p[1].rpc_port);
+  wait_node(&p[1], "p1", p[0].rpc_port);
+  /* Each primary is told to open "race" itself, and both requests are out before either answer
+   * is read: neither registry survey can know of the other's session yet. */
+  client_conn c[2];
+  char err[256], line[2][4096];
+  for (int i = 0; i < 2; i++) ASSERT_OK(client_connect(&c[i], "127.0.0.1", p[i].rpc_port, err, sizeof(err)), err);
+  send_line(&c[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\",\"params\":{\"session\":\"race\",\"mesh\":\"demo\",\"node\":\"p1\"}}");
+  send_line(&c[1], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.create\",\"params\":{\"session\":\"race\",\"mesh\":\"demo\",\"node\":\"p2\"}}");
+  for (int i = 0; i < 2; i++) {
+    read_line(&c[i], line[i], sizeof(line[i]));
+    fprintf(stderr, "p%d: %s\n", i + 1, line[i]);
+    client_close(&c[i]);
+  }
+  int won[2];
+  for (int i = 0; i < 2; i++) won[i] = strstr(line[i], "\"result\":{\"session\":\"race\"") != NULL;
+  ASSERT_EQ(won[0] + won[1], 1);
+  int w = won[0] ? 0 : 1;
+  const char *winner = w == 0 ? "p1" : "p2";
+  char want[128];
+  snprintf(want, sizeof(want), "\"code\":-32005,\"message\":\"a session called 'race' already exists (on node %s)\"", winner);
+  ASSERT_STR_CONTAINS(line[1 - w], want);
+  /* The registry names the winner; the loser holds nothing of that name. */
+  assert_owner_in_redis(&rd, "race", winner);
+  ASSERT(holds(&p[w], "race"));
+  ASSERT(!holds(&p[1 - w], "race"));
+  ASSERT_EQ(cluster_stat(&p[1 - w], "claims_refused"), 1);
+  /* Calls for it on the loser and on the relay reach the winner; the relay follows the winner. */
+  wait_known(&p[1 - w], "race");
+  cJSON_Delete(harness_rpc_ok(&p[1 - w], "weights.set", "{\"session\":\"race\",\"weights\":{\"smile_L\":0.5}}"));
+  ASSERT_EQ(version_of(&p[w], "race"), 1);
+  wait_listed(&r1, "race");
+  wait_published(&rd, "race", 1);
+  client_conn vc;
+  client_replica vr;
+  harness_join(&r1, &vc, &vr, "race", PROTO_ROLE_VIEWER, NULL);
+  ASSERT_EQ(vr.version, 1);
+  cJSON *e = relay_entry_of(&r1, "race");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(e, "primary")->valuestring, winner);
+  cJSON_Delete(e);
+  cJSON_Delete(harness_rpc_ok(&r1, "weights.set", "{\"session\":\"race\",\"weights\":{\"jaw_open\":0.25}}"));
+  harness_follow(&vc, &vr, 2, WAIT_MS);
+  assert_shape(&p[w], "race", &vr);
+  client_close(&vc);
+  client_replica_fini(&vr);
+  /* A create that does not open lets go of its name: the registry forgets it, and another node
+   * may take it at once. */
+  char params[256], msg[256], out[64];
+  snprintf(params, sizeof(params), "{\"session\":\"broken\",\"mesh\":\"%s/no-such-mesh.obj\",\"node\":\"%s\"}",
+           test_tmpdir(), w == 0 ? "p2" : "p1");
+  ASSERT_EQ(harness_rpc_err(&p[1 - w], "session.create", params, msg, sizeof(msg)), -32004);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  for (;;) { /* the node sends the release before its answer; Redis may get it a moment after */
+    redis_harness_command(&rd, "HEXISTS deformd:sessions broken", out, sizeof(out));
+    if (strcmp(out, ":0") == 0) break;
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+  snprintf(params, sizeof(params), "{\"session\":\"broken\",\"mesh\":\"demo\",\"node\":\"%s\"}", winner);
+  cJSON_Delete(harness_rpc_ok(&p[w], "session.create", params));
+  assert_owner_in_redis(&rd, "broken", winner);
+  harness_stop(&r1);
+  harness_stop(&p[1]);
+  harness_stop(&p[0]);
+  redis_harness_kill(&rd);
+}
+
+TEST(a_session_whose_primary_is_lost_can_be_created_again_and_the_old_primary_gives_it_up_when_it_returns) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  char data[1100];
+  snprintf(data, sizeof(data), "%s/primary-a-data", test_tmpdir());
+  harness a, b, r1;
+  const char *aa[] = {"--demo", "--data", data, "--node-id", "a", NULL}, *ba[] = {"--node-id", "b", NULL};
+  start_primary(&a, &rd, "demo", aa);
+  start_primary(&b, &rd, NULL, ba);
+  start_relay(&r1, &rd, "demo");
+  for (int i = 0; i < 5; i++) edit(&a, &a, i);
+  harness_kill(&a);
+  wait_node_state(&b, "a", 0, 0);
+  /* Its primary is lost: the name may be taken, and b takes it. */
+  cJSON *r = harness_rpc_ok(&b, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetObjectItem(r, "version")->valuedouble, 0);
+  cJSON_Delete(r);
+  cJSON_Delete(harness_rpc_ok(&b, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}"));
+  assert_owner_in_redis(&rd, "demo", "b");
+  wait_published(&rd, "demo", 1);
+  viewer v;
+  join(&v, &r1, 1);
+  ASSERT_EQ(v.r.version, 1);
+  assert_primary_shape(&b, &v.r);
+  double reloads = cluster_stat(&r1, "reloads");
+  /* a comes back with its stored "demo": b's lease is alive, so a gives the name up. */
+  const char *again[] = {"--data", data, "--node-id", "a", NULL};
+  start_primary(&a, &rd, NULL, again);
+  wait_cluster_stat_at_least(&a, "epochs_refused", 1);
+  ASSERT(!holds(&a, "demo"));
+  assert_owner_in_redis(&rd, "demo", "b");
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&a, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\",\"node\":\"a\"}", msg, sizeof(msg)),
+            -32005);
+  /* Calls on a reach b's session; the relay's viewer keeps following b, with no new epoch. */
+  wait_known(&a, "demo");
+  cJSON_Delete(harness_rpc_ok(&a, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.75}}"));
+  ASSERT_EQ(version_of(&b, "demo"), 2);
+  follow_in_order(&v, 2);
+  assert_primary_shape(&b, &v.r);
+  ASSERT_EQ(cluster_stat(&r1, "reloads"), reloads);
+  ASSERT_EQ(cluster_stat(&b, "epochs_refused"), 0);
+  leave(&v);
+  harness_stop(&r1);
+  harness_stop(&b);
+  harness_stop(&a);
+  redis_harness_kill(&rd);
+}
+
+TEST(a_relay_answers_read_calls_from_its_replica_while_the_primary_is_lost_and_still_refuses_edits) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  /* Every kind of state a read shows: weights, offsets, a target made from the sculpt and its
+   * settings, more offsets on top. */
+  for (int i = 0; i < 12; i++) edit(&p, &r1, i);
+  cJSON_Delete(harness_rpc_ok(&p, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"kept\"}"));
+  cJSON_Delete(harness_rpc_ok(&r1, "targets.configure", "{\"session\":\"demo\",\"target\":\"kept\",\"max\":2,\"muted\":true}"));
+  cJSON_Delete(harness_rpc_ok(&r1, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"7\":[0.001,0.002,-0.003]}}"));
+  /* While the primary is alive a read on the relay is the primary's: a client reads its own
+   * write at once. */
+  cJSON_Delete(harness_rpc_ok(&r1, "weights.set", "{\"session\":\"demo\",\"weights\":{\"brow_up_L\":0.625}}"));
+  cJSON *w = harness_rpc_ok(&r1, "weights.get", "{\"session\":\"demo\"}");
+  ASSERT(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "brow_up_L")->valuedouble == 0.625);
+  cJSON_Delete(w);
+  uint64_t want = version_of(&p, "demo");
+  wait_published(&rd, "demo", want);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 0); /* nobody watches it there: the first read loads it */
+  static const char *const reads[] = {"state.get", "weights.get", "targets.list", "mesh.info", "sculpt.get"};
+  enum { NREADS = sizeof(reads) / sizeof(reads[0]) };
+  cJSON *before[NREADS];
+  for (int i = 0; i < NREADS; i++) before[i] = harness_rpc_ok(&p, reads[i], "{\"session\":\"demo\"}");
+  harness_kill(&p);
+  wait_cluster_stat_at_least(&r1, "primary_lost", 1);
+  /* The relay answers each read as the primary did just before it died. */
+  for (int i = 0; i < NREADS; i++) {
+    cJSON *now = harness_rpc_ok(&r1, reads[i], "{\"session\":\"demo\"}");
+    if (!cJSON_Compare(before[i], now, 1)) {
+      char *a = cJSON_PrintUnformatted(before[i]), *b = cJSON_PrintUnformatted(now);
+      test__fail(__FILE__, __LINE__, "%s: the relay answers %.300s, the primary answered %.300s", reads[i], b, a);
+    }
+    cJSON_Delete(now);
+    cJSON_Delete(before[i]);
+  }
+  /* Edits, and what only the primary knows, are refused with the reason. */
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&r1, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":1}}", msg, sizeof(msg)),
+            -32012);
+  ASSERT_STR_CONTAINS(msg, "is lost");
+  ASSERT_EQ(harness_rpc_err(&r1, "history.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
+  ASSERT_EQ(harness_rpc_err(&r1, "anim.list", "{\"session\":\"demo\"}", msg, sizeof(msg)), -32012);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+TEST(a_relay_loads_a_session_when_its_first_viewer_joins_and_drops_it_once_the_last_has_gone) {
+  redis_harness rd;
+  harness p, r1;
+  redis_harness_start(&rd, 0);
+  const char *pargs[] = {"--demo", NULL};
+  start_primary(&p, &rd, "demo", pargs);
+  cJSON_Delete(harness_rpc_ok(&p, "session.create", "{\"session\":\"other\",\"mesh\":\"demo\"}"));
+  const char *idle[] = {"--replica-idle-ms", "300", NULL};
+  start_relay_with(&r1, &rd, "demo", idle);
+  wait_listed(&r1, "other");
+  /* Known from the registry, held by nobody: nothing loaded. */
+  for (int i = 0; i < 10; i++) edit(&p, &p, i);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 0);
+  ASSERT(!holds(&r1, "demo") && !holds(&r1, "other"));
+  /* The first viewer's join loads it, caught up with everything Redis holds. */
+  uint64_t want = version_of(&p, "demo");
+  wait_published(&rd, "demo", want);
+  viewer v;
+  join(&v, &r1, 1);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  cJSON *e = relay_entry_of(&r1, "other");
+  ASSERT(!cJSON_IsTrue(cJSON_GetObjectItem(e, "loaded")));
+  cJSON_Delete(e);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_loaded"), 1);
+  for (int i = 10; i < 20; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  follow_in_order(&v, want);
+  assert_primary_shape(&p, &v.r);
+  /* The last viewer leaves: after replica_idle_ms the replica goes. */
+  leave(&v);
+  wait_cluster_stat(&r1, "replicas_loaded", 0);
+  ASSERT_EQ(cluster_stat(&r1, "replicas_dropped"), 1);
+  ASSERT(!holds(&r1, "demo"));
+  /* Edits meanwhile; the next viewer loads it again, at the primary's state. */
+  for (int i = 20; i < 30; i++) edit(&p, &p, i);
+  want = version_of(&p, "demo");
+  wait_published(&rd, "demo", want);
+  join(&v, &r1, 0);
+  ASSERT_EQ(v.r.version, want);
+  assert_primary_shape(&p, &v.r);
+  for (int i = 30; i < 35; i++) edit(&p, &r1, i);
+  want = version_of(&p, "demo");
+  follow_in_order(&v, want);
   assert_primary_shape(&p, &v.r);
   leave(&v);
   cluster_down(&rd, &p, &r1, NULL);

@@ -902,6 +902,41 @@ TEST(blend_pins_edit_round_trips_byte_by_byte_and_bad_values_are_refused) {
   proto_buf_fini(&b);
 }
 
+TEST(brush_edit_flags_and_kinds_round_trip_byte_by_byte_and_unknown_ones_are_refused) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_brush_sample s = {{0.5f, 0, 0}, {0, 0, -1}, 0.25f, -0.5f};
+  uint8_t flags = PROTO_BRUSH_MIRROR_X | PROTO_BRUSH_FRONT_ONLY | PROTO_BRUSH_CONTINUE | (9 << PROTO_BRUSH_AUTOSMOOTH_SHIFT);
+  ASSERT_OK(proto_encode_edit_brush(&b, 7, 7 /* layer */, 2 /* gaussian */, flags, 1, &s), NULL);
+  /* u32 request id, u8 kind 6, u8 brush, u8 falloff, u8 flags, u8 reserved, u32 count, 8 × f32 */
+  static const uint8_t head[] = {0x07, 0x00, 0x00, 0x00, 0x06, 0x07, 0x02, 0x97, 0x00, 0x01, 0x00, 0x00, 0x00};
+  ASSERT_EQ(b.len, PROTO_HEADER_SIZE + sizeof(head) + 32);
+  ASSERT(memcmp(b.data + PROTO_HEADER_SIZE, head, sizeof(head)) == 0);
+  proto_header h;
+  const uint8_t *p = one_frame(&b, &h, PROTO_EDIT);
+  proto_edit e;
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT_EQ(e.brush.brush, 7);
+  ASSERT_EQ(e.brush.falloff, 2);
+  ASSERT_EQ(e.brush.flags, flags);
+  ASSERT_EQ(e.brush.flags >> PROTO_BRUSH_AUTOSMOOTH_SHIFT, 9);
+  proto_brush_sample got;
+  proto_brush_sample_at(&e.brush, 0, &got);
+  ASSERT(memcmp(&got, &s, sizeof(s)) == 0);
+  /* Brush 8 and flag bit 3 are refused by both ends. */
+  uint8_t bad[sizeof(head) + 32];
+  memcpy(bad, p, sizeof(bad));
+  bad[5] = 8;
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(bad), NULL, &e), PROTO_EINVAL);
+  bad[5] = 7, bad[7] = 0x08;
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(bad), NULL, &e), PROTO_EINVAL);
+  size_t len = b.len;
+  ASSERT_EQ(proto_encode_edit_brush(&b, 8, 8, 0, 0, 1, &s), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_brush(&b, 8, 0, 0, 0x08, 1, &s), PROTO_EINVAL);
+  ASSERT_EQ(b.len, len); /* nothing appended */
+  proto_buf_fini(&b);
+}
+
 TEST(undo_redo_and_author_edits_round_trip_byte_by_byte_and_bad_names_are_refused) {
   proto_buf b;
   proto_buf_init(&b);

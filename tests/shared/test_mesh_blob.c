@@ -76,6 +76,8 @@ static void assert_same_mesh(const mesh *a, const mesh *b) {
     ASSERT_EQ(x->frame_count, y->frame_count);
     ASSERT_EQ(x->key_count, y->key_count);
     ASSERT_EQ(x->target_count, y->target_count);
+    ASSERT_EQ(x->loop_frames, y->loop_frames);
+    ASSERT_EQ(x->play_once, y->play_once);
     same_bits(x->times, y->times, 4 * (size_t)x->key_count, "clip times");
     same_bits(x->weights, y->weights, 4 * (size_t)x->key_count * x->target_count, "clip weights");
   }
@@ -167,6 +169,53 @@ TEST(blob_round_trip_of_an_md2_keeps_every_frame_and_clip) {
   mesh_destroy(m);
 }
 
+TEST(blob_round_trip_keeps_looping_frames_and_clips_that_play_once) {
+  mesh *m = import_ok(test_assimp_model("MD2/faerie.md2"));
+  ASSERT(m->clip_count > 2 && m->clips[0].frame_count > 3);
+  m->clips[0].loop_frames = 3; /* as a Quake III animation.cfg says */
+  m->clips[1].play_once = 1;
+  size_t n;
+  free(round_trip(m, &n));
+  mesh_destroy(m);
+}
+
+/* A version 1 blob (what stores written before loop_frames and play_once hold), assembled here
+ * byte by byte from the layout: a triangle, one frame, one clip. It reads, with both fields 0;
+ * the same bytes called version 2 are refused (the clip header is two fields short). */
+TEST(blob_of_version_1_still_reads) {
+  uint8_t b[512];
+  size_t n = 0;
+#define U32(x) (put_le32(b + n, (uint32_t)(x)), n += 4)
+#define F32(x) do { float f_ = (x); uint32_t u_; memcpy(&u_, &f_, 4); U32(u_); } while (0)
+  memcpy(b, "DFMB", 4);
+  n = 4;
+  U32(1); U32(0);                                   /* version, flags */
+  U32(3); U32(1); U32(0); U32(1); F32(10.0f); U32(1); U32(1); /* V T targets frames rate clips submeshes */
+  F32(0); F32(0); F32(0); F32(1); F32(1); F32(0);   /* bbox */
+  const float pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  for (int k = 0; k < 9; k++) F32(pos[k]);
+  U32(0); U32(1); U32(2);                           /* the triangle */
+  for (int k = 0; k < 9; k++) F32(pos[k]);          /* frame 0 */
+  U32(4); memcpy(b + n, "idle", 4); n += 4;         /* clip: name, fps, first, count, keys, targets */
+  F32(10.0f); U32(0); U32(1); U32(0); U32(0);
+  U32(0); U32(0); U32(1); U32(0); U32(3);           /* submesh "": triangles 0+1, vertices 0+3 */
+  U32(0);
+  fix_crc(b, n);
+#undef U32
+#undef F32
+  char err[MESH_ERR_LEN];
+  mesh *m = NULL;
+  ASSERT_OK(mesh_blob_read(b, n, 0, &m, err, sizeof(err)), err);
+  ASSERT(m->vertex_count == 3 && m->triangle_count == 1 && m->frame_count == 1 && m->clip_count == 1);
+  ASSERT(strcmp(m->clips[0].name, "idle") == 0 && m->clips[0].frame_count == 1);
+  ASSERT(m->clips[0].loop_frames == 0 && m->clips[0].play_once == 0);
+  ASSERT(memcmp(m->positions, pos, sizeof(pos)) == 0);
+  mesh_destroy(m);
+  put_le32(b + 4, 2); /* the version field */
+  fix_crc(b, n);
+  refused(b, n, 0, MESH_EFORMAT);
+}
+
 TEST(blob_round_trip_of_a_gltf_keeps_targets_and_weight_clips) {
   mesh *m = import_ok(morph_cube());
   ASSERT_EQ(m->target_count, 2);
@@ -239,7 +288,7 @@ TEST(blob_whose_counts_lie_is_refused_before_allocating) {
   uint8_t *b = round_trip(m, &n);
   ASSERT_EQ(get_le32(b + OFF_V), m->vertex_count);
   ASSERT_EQ(get_le32(b + OFF_FRAMES), 198);
-  lie(b, n, OFF_VERSION, 2, 0, MESH_EFORMAT);
+  lie(b, n, OFF_VERSION, 3, 0, MESH_EFORMAT);
   lie(b, n, OFF_FLAGS, 4, 0, MESH_EFORMAT);
   lie(b, n, OFF_V, 0xFFFFFFFFu, 0, MESH_ETOOBIG);
   lie(b, n, OFF_V, m->vertex_count, m->vertex_count - 1, MESH_ETOOBIG);

@@ -52,7 +52,7 @@ static void fixture_fini(fixture *f) {
 
 static int apply(fixture *f, dfm_brush_kind kind, dfm_falloff falloff, int mirror,
                  const dfm_brush_sample *s, uint32_t count, char *err) {
-  dfm_brush b = {kind, falloff, mirror, NULL};
+  dfm_brush b = {.kind = kind, .falloff = falloff, .mirror_x = mirror};
   return dfm_brush_apply(&b, &f->a, f->t.triangles, f->t.triangle_count, s, count, f->p, f->moved,
                          err, 256);
 }
@@ -514,7 +514,7 @@ TEST(brush_refuses_invalid_samples_and_applies_nothing_of_the_call) {
     }
   }
   /* An unknown brush kind or falloff is refused too. */
-  dfm_brush b = {(dfm_brush_kind)17, DFM_FALLOFF_LINEAR, 0, NULL};
+  dfm_brush b = {.kind = (dfm_brush_kind)17, .falloff = DFM_FALLOFF_LINEAR};
   char err[256];
   ASSERT_EQ(dfm_brush_apply(&b, &f.a, f.t.triangles, f.t.triangle_count, &good, 1, f.p, NULL, err, sizeof(err)),
             DFM_EINVAL);
@@ -545,7 +545,7 @@ TEST(brush_sample_that_would_overflow_rolls_back_the_whole_call) {
   uint32_t *names = malloc(sizeof(uint32_t) * f.t.vertex_count);
   ASSERT(names != NULL);
   for (uint32_t v = 0; v < f.t.vertex_count; v++) names[v] = 5000 + 7 * v;
-  dfm_brush b = {DFM_BRUSH_GRAB, DFM_FALLOFF_SMOOTHSTEP, 0, names};
+  dfm_brush b = {.kind = DFM_BRUSH_GRAB, .falloff = DFM_FALLOFF_SMOOTHSTEP, .vertex_names = names};
   ASSERT_EQ(dfm_brush_apply(&b, &f.a, f.t.triangles, f.t.triangle_count, s + 2, 1, f.p, f.moved, err, sizeof(err)),
             DFM_ENONFINITE);
   const char *at = strstr(err, "vertex ");

@@ -237,12 +237,16 @@ TEST(soft_constraints_pull_with_their_weights_and_become_hard_in_the_limit) {
   char err[256];
   dfm_xform x;
   dfm_xform_identity(&x);
-  x.translate[2] = 0.5; /* handles and soft targets: up by 0.5 */
+  x.translate[2] = 0.5; /* handles up by 0.5, soft targets too */
+  double target[6];
+  for (int k = 0; k < 2; k++)
+    for (int d = 0; d < 3; d++) target[3 * k + d] = f.t.positions[3 * soft[k] + d] + (d == 2 ? 0.5 : 0.0);
   double W[2];
   for (int pass = 0; pass < 2; pass++) {
     double weight[2] = {pass ? 1e9 : 1.0, pass ? 1e9 : 2.0};
     dfm_params p = {.mode = DFM_LAPLACIAN, .handle = handle, .handle_count = nh, .anchors = anchors,
-                    .anchor_count = na, .soft = soft, .soft_weight = weight, .soft_count = 2, .iterations = 1};
+                    .anchor_count = na, .soft = soft, .soft_weight = weight, .soft_position = target,
+                    .soft_count = 2, .iterations = 1};
     dfm_system *s = NULL;
     ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
     ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);

@@ -420,3 +420,18 @@ int harness_free_port(void) {
   close(fd);
   return ntohs(a.sin_port);
 }
+
+uint64_t harness_server_memory(const harness *h, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)h->pid);
+  FILE *f = fopen(path, "r");
+  ASSERT(f != NULL);
+  size_t flen = strlen(field);
+  unsigned long long kb = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof(line), f))
+    found = strncmp(line, field, flen) == 0 && line[flen] == ':' && sscanf(line + flen + 1, "%llu", &kb) == 1;
+  fclose(f);
+  if (!found) test__fail(__FILE__, __LINE__, "no %s in %s", field, path);
+  return (uint64_t)kb * 1024;
+}

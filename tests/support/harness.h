@@ -84,6 +84,9 @@ float *harness_server_positions(harness *h, const char *session, uint32_t *verte
 
 /* A loopback port nobody listens on now (bound to port 0, then released). */
 int harness_free_port(void);
+/* A memory figure of the running server from /proc/PID/status, in bytes: `field` is "VmRSS"
+ * (resident now) or "VmHWM" (the most it was resident). Fails the test when it cannot be read. */
+uint64_t harness_server_memory(const harness *h, const char *field);
 
 /* Path of a tool built next to deformd (deformctl, deform-bench). Static buffer. */
 const char *harness_tool(const char *name);

@@ -549,6 +549,101 @@ mesh *oracle_uv_sphere(uint32_t rings, uint32_t segments, double r) {
   return m;
 }
 
+/* ---- dihedral angles -------------------------------------------------------------------------- */
+
+typedef struct edge_ref {
+  uint32_t a, b; /* a < b */
+  uint32_t tri;
+  int8_t forward; /* the triangle runs a -> b (1) or b -> a (0) */
+} edge_ref;
+
+static int cmp_edge_ref(const void *x, const void *y) {
+  const edge_ref *p = x, *q = y;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return (p->tri > q->tri) - (p->tri < q->tri);
+}
+
+/* Unit normal of triangle t; 0 when its area is zero. */
+static int tri_normal(const uint32_t *tris, uint32_t t, const double *p, double n[3]) {
+  const double *a = p + 3 * (size_t)tris[3 * t], *b = p + 3 * (size_t)tris[3 * t + 1], *c = p + 3 * (size_t)tris[3 * t + 2];
+  double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+  n[0] = u[1] * v[2] - u[2] * v[1], n[1] = u[2] * v[0] - u[0] * v[2], n[2] = u[0] * v[1] - u[1] * v[0];
+  double len = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  if (!(len > 0) || !isfinite(len)) return 0;
+  n[0] /= len, n[1] /= len, n[2] /= len;
+  return 1;
+}
+
+/* The signed angle (degrees) between the normals of the triangles on either side of edge a-b:
+ * t1 runs a -> b. Positive when the surface turns away from its normals across the edge
+ * (convex). NAN when either triangle has no area. */
+static double signed_dihedral(const uint32_t *tris, uint32_t t1, uint32_t t2, uint32_t a, uint32_t b, const double *p) {
+  double n1[3], n2[3];
+  if (!tri_normal(tris, t1, p, n1) || !tri_normal(tris, t2, p, n2)) return NAN;
+  double e[3] = {p[3 * (size_t)b] - p[3 * (size_t)a], p[3 * (size_t)b + 1] - p[3 * (size_t)a + 1],
+                 p[3 * (size_t)b + 2] - p[3 * (size_t)a + 2]};
+  double el = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  double cr[3] = {n1[1] * n2[2] - n1[2] * n2[1], n1[2] * n2[0] - n1[0] * n2[2], n1[0] * n2[1] - n1[1] * n2[0]};
+  double sinv = (cr[0] * e[0] + cr[1] * e[1] + cr[2] * e[2]) / el;
+  double cosv = n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2];
+  return atan2(sinv, cosv) * 180.0 / M_PI;
+}
+
+/* The smallest corner angle of triangle t, in degrees (law of cosines on the side lengths). */
+static double min_corner_angle(const uint32_t *tris, uint32_t t, const double *p) {
+  double len[3];
+  for (int c = 0; c < 3; c++) {
+    const double *a = p + 3 * (size_t)tris[3 * t + c], *b = p + 3 * (size_t)tris[3 * t + (c + 1) % 3];
+    len[c] = sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+  }
+  double best = 180.0;
+  for (int c = 0; c < 3; c++) {
+    double x = len[c], y = len[(c + 1) % 3], z = len[(c + 2) % 3]; /* the angle opposite z */
+    if (!(x > 0 && y > 0)) return 0.0;
+    double cosv = (x * x + y * y - z * z) / (2 * x * y);
+    cosv = cosv > 1 ? 1 : cosv < -1 ? -1 : cosv;
+    double a = acos(cosv) * 180.0 / M_PI;
+    if (a < best) best = a;
+  }
+  return best;
+}
+
+void oracle_dihedral_change(const uint32_t *triangles, uint32_t triangle_count, const double *rest,
+                            const double *now, double threshold_deg, double min_angle_deg, oracle_crease *out) {
+  memset(out, 0, sizeof(*out));
+  size_t ne = 3 * (size_t)triangle_count;
+  edge_ref *e = malloc(sizeof(edge_ref) * (ne + 1));
+  ASSERT(e);
+  for (uint32_t t = 0; t < triangle_count; t++)
+    for (int c = 0; c < 3; c++) {
+      uint32_t u = triangles[3 * t + c], v = triangles[3 * t + (c + 1) % 3];
+      edge_ref *r = &e[3 * (size_t)t + c];
+      r->a = u < v ? u : v, r->b = u < v ? v : u, r->tri = t, r->forward = u < v;
+    }
+  qsort(e, ne, sizeof(edge_ref), cmp_edge_ref);
+  for (size_t i = 0; i < ne;) {
+    size_t j = i;
+    while (j < ne && e[j].a == e[i].a && e[j].b == e[i].b) j++;
+    if (j - i == 2 && e[i].a != e[i].b && (min_angle_deg <= 0 || (min_corner_angle(triangles, e[i].tri, rest) >= min_angle_deg &&
+                                                                   min_corner_angle(triangles, e[i + 1].tri, rest) >= min_angle_deg))) {
+      /* Orient the edge along the first triangle's winding. */
+      uint32_t a = e[i].forward ? e[i].a : e[i].b, b = e[i].forward ? e[i].b : e[i].a;
+      double d0 = signed_dihedral(triangles, e[i].tri, e[i + 1].tri, a, b, rest);
+      double d1 = signed_dihedral(triangles, e[i].tri, e[i + 1].tri, a, b, now);
+      if (isfinite(d0) && isfinite(d1)) {
+        double d = fabs(d1 - d0);
+        if (d > 180.0) d = 360.0 - d;
+        out->edges++;
+        if (d > threshold_deg) out->over++;
+        if (d > out->max_deg) out->max_deg = d, out->worst_edge[0] = e[i].a, out->worst_edge[1] = e[i].b;
+      }
+    }
+    i = j;
+  }
+  free(e);
+}
+
 /* ---- an MD3 writer ---------------------------------------------------------------------------- */
 
 static void md3_put32(unsigned char *b, size_t *at, uint32_t v) {

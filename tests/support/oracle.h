@@ -66,6 +66,24 @@ mesh *oracle_equilateral_grid(uint32_t n, double h);
 mesh *oracle_icosphere(uint32_t levels, double r);
 mesh *oracle_uv_sphere(uint32_t rings, uint32_t segments, double r);
 
+/* How much a deformation creases a surface: for every edge shared by exactly two triangles
+ * (found by sorting raw index pairs; edges with one or more than two triangles are skipped, as
+ * are triangles of zero area in either shape, and triangles whose smallest angle at rest is
+ * under `min_angle_deg`: a needle's normal swings under any motion of its apex, crease or not),
+ * the signed dihedral angle — the angle between the
+ * two triangles' normals, positive where the edge is convex — in `rest` and in `now` (3 doubles
+ * per vertex), and the change between them wrapped to [0°, 180°]. A triangle folded over its
+ * neighbour reads close to 180°. */
+typedef struct oracle_crease {
+  double max_deg;       /* the largest change */
+  uint32_t over;        /* edges whose change exceeds the threshold */
+  uint32_t edges;       /* edges measured */
+  uint32_t worst_edge[2]; /* the vertices of the edge with the largest change */
+} oracle_crease;
+
+void oracle_dihedral_change(const uint32_t *triangles, uint32_t triangle_count, const double *rest,
+                            const double *now, double threshold_deg, double min_angle_deg, oracle_crease *out);
+
 /* Writes a one-surface MD3 into b (room for 108 + 56·n + 300 + 32·n bytes): a tetrahedron that
  * moves 1/2 along x per frame, frames named names[0 .. nframes-1]. Returns the file size. */
 size_t oracle_write_md3(unsigned char *b, const char *const *names, uint32_t nframes);

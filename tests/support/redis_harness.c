@@ -31,6 +31,18 @@ static void kill_left(void) {
   }
 }
 
+/* One line of an answer, without its CR LF. */
+static void read_answer_line(const client_conn *c, char *buf, size_t cap) {
+  size_t n = 0;
+  while (n < cap - 1) {
+    ssize_t k = read(c->fd, buf + n, 1);
+    if (k <= 0 || buf[n] == '\n') break;
+    n++;
+  }
+  buf[n] = '\0';
+  if (n && buf[n - 1] == '\r') buf[n - 1] = '\0';
+}
+
 void redis_harness_command(const redis_harness *r, const char *command, char *out, size_t outlen) {
   client_conn c;
   char err[256];
@@ -39,15 +51,9 @@ void redis_harness_command(const redis_harness *r, const char *command, char *ou
   char line[512];
   snprintf(line, sizeof(line), "%s\r\n", command);
   if (client_send(&c, line, strlen(line)) == 0) {
-    size_t n = 0;
     char buf[512];
-    while (n < sizeof(buf) - 1) {
-      ssize_t k = read(c.fd, buf + n, 1);
-      if (k <= 0 || buf[n] == '\n') break;
-      n++;
-    }
-    buf[n] = '\0';
-    if (n && buf[n - 1] == '\r') buf[n - 1] = '\0';
+    read_answer_line(&c, buf, sizeof(buf));
+    if (buf[0] == '$' && atoi(buf + 1) >= 0) read_answer_line(&c, buf, sizeof(buf)); /* a bulk string's value */
     snprintf(out, outlen, "%s", buf);
   }
   client_close(&c);

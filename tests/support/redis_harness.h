@@ -22,7 +22,8 @@ void redis_harness_start(redis_harness *r, int port);
 void redis_harness_kill(redis_harness *r);
 /* SIGSTOP / SIGCONT: a Redis that stops answering without closing its connections. */
 void redis_harness_pause(redis_harness *r, int paused);
-/* One command in Redis' inline form ("DBSIZE"); the first line of the answer, into out. */
+/* One command in Redis' inline form ("DBSIZE"); the first line of the answer, into out (for a
+ * bulk string, its value: "p1" for HGET of a field holding p1; "$-1" for none). */
 void redis_harness_command(const redis_harness *r, const char *command, char *out, size_t outlen);
 
 #endif

@@ -446,8 +446,13 @@ static void encoder_cases(void) {
   enc("gestureEnd", "[23,1]", &b);
   proto_brush_sample bs[2] = {{{0, 0.1f, 0.2f}, {0, 0, 0.001f}, 0.02f, 0.5f}, {{0.01f, 0.1f, 0.2f}, {0, 0, 0}, 0.03f, 0.25f}};
   proto_encode_edit_brush(&b, 40, 1, 2, 1, 2, bs);
-  enc("brush", "[40,1,2,true,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5},"
+  enc("brush", "[40,1,2,1,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5},"
                "{\"center\":[0.01,0.1,0.2],\"direction\":[0,0,0],\"radius\":0.03,\"strength\":0.25}]]", &b);
+  /* Brush kind 7 (layer) with every flag: mirror, front faces only, continue, auto-smoothing 9/15. */
+  proto_encode_edit_brush(&b, 47, 7, 0,
+                          PROTO_BRUSH_MIRROR_X | PROTO_BRUSH_FRONT_ONLY | PROTO_BRUSH_CONTINUE | (9 << PROTO_BRUSH_AUTOSMOOTH_SHIFT),
+                          1, bs);
+  enc("brush", "[47,7,0,151,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5}]]", &b);
   uint32_t rv[3] = {5, 1, 5};
   proto_encode_edit_reset(&b, 41, 3, rv);
   enc("reset", "[41,[5,1,5]]", &b);

@@ -6,7 +6,8 @@
 // touch alike through pointer events:
 //   view mode   drag orbits (one finger), wheel or two fingers zoom
 //   drag mode   drag a vertex: an ARAP gesture on the server (EDIT GESTURE_BEGIN/DRAG/END)
-//   brush mode  stroke the surface with the brush, radius, strength, falloff and mirror chosen
+//   brush mode  stroke the surface with the brush, radius, strength, falloff, mirror, front faces
+//               only and auto-smoothing chosen (the path goes to the server in pieces)
 // Sliders set weights (EDIT WEIGHTS); their range and mute go through targets.configure; undo and
 // redo are history.undo / history.redo over JSON-RPC, as the page's author.
 //
@@ -404,26 +405,37 @@ function endGesture() {
 
 // ---- brush strokes ------------------------------------------------------------------------------
 
+// A stroke sends the points of its path as the pointer moves: the first as a new stroke, the
+// others continuing it (BRUSH_CONTINUE), and the server places the dabs along the path, so the
+// result does not depend on how many pointer events the browser delivered (docs/protocol.md,
+// EDIT BRUSH). Grab is the exception: each move is a stroke of one point whose direction is the
+// drag, since the surface under it moves away.
 function brushSettings() {
+  const brush = parseInt($('brush').value, 10);
+  const front = $('front').checked && brush !== P.BRUSH.GRAB;
   return {
-    brush: parseInt($('brush').value, 10),
+    brush,
     falloff: parseInt($('falloff').value, 10),
-    mirror: $('mirror').checked,
+    flags: ($('mirror').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
+      ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
     radius: Math.fround(parseFloat($('radius').value) * diag()),
     strength: Math.fround(parseFloat($('strength').value)),
   };
 }
 
 function beginStroke(hit, x, y) {
-  state.stroke = { last: hit.point, x, y, b: brushSettings() };
-  sendSample(hit.point, [0, 0, 0]);
+  const b = brushSettings();
+  // With front faces only every point carries the direction the viewer looks in.
+  const view = b.flags & P.BRUSH_FRONT_ONLY ? camera.ray(x, y).dir : [0, 0, 0];
+  state.stroke = { last: hit.point, x, y, b, view, sent: false };
+  sendSample(hit.point, view);
 }
 
 function moveStroke(x, y) {
   const st = state.stroke;
   const hit = pickAt(x, y);
   if (!hit) return;
-  const dir = st.b.brush === 0 ? screenToWorld(st.last, x - st.x, y - st.y) : [0, 0, 0];
+  const dir = st.b.brush === P.BRUSH.GRAB ? screenToWorld(st.last, x - st.x, y - st.y) : st.view;
   st.x = x;
   st.y = y;
   sendSample(hit.point, dir);
@@ -431,10 +443,13 @@ function moveStroke(x, y) {
 }
 
 function sendSample(center, direction) {
-  const b = state.stroke.b;
-  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, b.mirror, [
+  const st = state.stroke;
+  const b = st.b;
+  const flags = b.flags | (st.sent && b.brush !== P.BRUSH.GRAB ? P.BRUSH_CONTINUE : 0);
+  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [
     { center: center.map(Math.fround), direction: direction.map(Math.fround), radius: b.radius, strength: b.strength },
   ]));
+  st.sent = true;
 }
 
 function endStroke() {

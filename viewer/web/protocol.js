@@ -40,6 +40,13 @@ export const EDIT = {
   WEIGHTS: 1, OFFSETS: 2, GESTURE_BEGIN: 3, GESTURE_DRAG: 4, GESTURE_END: 5, BRUSH: 6, RESET: 7,
   BLEND_PINS: 8, UNDO: 9, REDO: 10, AUTHOR: 11,
 };
+// EDIT BRUSH: brush kinds and the flags byte (proto.h PROTO_BRUSH_*).
+export const BRUSH = { GRAB: 0, INFLATE: 1, SMOOTH: 2, FLATTEN: 3, PINCH: 4, DRAW: 5, CREASE: 6, LAYER: 7 };
+export const BRUSH_MIRROR_X = 0x01;
+export const BRUSH_FRONT_ONLY = 0x02;
+export const BRUSH_CONTINUE = 0x04;
+export const BRUSH_AUTOSMOOTH_SHIFT = 4; // bits 4-7: auto-smoothing n/15
+const BRUSH_FLAGS_KNOWN = 0xf7;
 export const ERR = {
   NONE: 0, MALFORMED: 1, UNKNOWN_SESSION: 2, FORBIDDEN: 3, INVALID: 4, TOO_SLOW: 5, SHUTDOWN: 6,
   SESSION_CLOSED: 7, OVERLOADED: 8,
@@ -957,16 +964,19 @@ export function encodeGestureEnd(requestId, gesture) {
   return w.end();
 }
 
-// EDIT kind 6: brush 0 grab … 4 pinch, falloff 0 smoothstep … 3 constant, samples
-// [{center, direction, radius, strength}].
-export function encodeBrush(requestId, brush, falloff, mirrorX, samples) {
-  if (brush > 4 || falloff > 3 || samples.length > 65536) fail(E.INVAL);
+// EDIT kind 6: brush 0 grab … 7 layer (BRUSH), falloff 0 smoothstep … 3 constant, flags
+// BRUSH_* (mirror, front faces only, continue, auto-smoothing), the points of the stroke's path
+// [{center, direction, radius, strength}]: the server places the dabs along them.
+export function encodeBrush(requestId, brush, falloff, flags, samples) {
+  if (!(brush >= 0 && brush <= 7) || !(falloff >= 0 && falloff <= 3) || !(flags >= 0 && flags <= 255) ||
+      flags & ~BRUSH_FLAGS_KNOWN || samples.length > 65536)
+    fail(E.INVAL);
   for (const s of samples)
     if (!allFinite(s.center) || !allFinite(s.direction) || !finite(s.radius) || !finite(s.strength)) fail(E.NONFINITE);
   const w = editBegin(requestId, EDIT.BRUSH);
   w.u8(brush);
   w.u8(falloff);
-  w.u8(mirrorX ? 1 : 0);
+  w.u8(flags);
   w.u8(0);
   w.u32(samples.length);
   for (const s of samples) {

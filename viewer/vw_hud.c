@@ -1,0 +1,108 @@
+/*
+ * vw_hud.c — the overlay's words: connection status, flashing messages, the key table (see
+ * vw_hud.h).
+ *
+ * DOES NOT draw or read input.
+ */
+#include "vw_hud.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const vw_hud_key vw_hud_keys[] = {
+    {"left drag", "orbit (view mode), drag a handle (drag mode), brush (brush mode)"},
+    {"right drag", "orbit"},
+    {"middle drag, Shift+right drag", "pan"},
+    {"wheel", "zoom; over the slider panel, scroll it"},
+    {"F", "frame the mesh"},
+    {"Home, keypad 1", "front view (and frame the mesh)"},
+    {"W", "wireframe"},
+    {"T", "blendshape slider panel"},
+    {"/", "filter the sliders by name: type, Backspace, Enter or Esc to finish"},
+    {"click a group", "fold or unfold the targets under it (run.pc1 ... under run)"},
+    {"V, G, B", "view mode, drag mode (an ARAP gesture on the server), brush mode"},
+    {"1-8", "brush: draw, grab, inflate, smooth, flatten, pinch, crease, layer"},
+    {"[ ]", "brush radius smaller, larger"},
+    {"- =", "brush strength lower, higher"},
+    {"Shift (held)", "brush the other way (dig instead of raise)"},
+    {"M", "mirror brushes across x = 0"},
+    {"A", "auto-smoothing on or off"},
+    {"N", "front faces only on or off"},
+    {"Ctrl+Z, Ctrl+Y or Ctrl+Shift+Z", "undo, redo"},
+    {"H, ?", "this help"},
+    {"Esc", "close the help, stop filtering, or quit"},
+};
+const size_t vw_hud_key_count = sizeof(vw_hud_keys) / sizeof(vw_hud_keys[0]);
+
+const char *vw_hud_state_name(vw_hud_state s) {
+  switch (s) {
+    case VW_HUD_DISCONNECTED: return "DISCONNECTED";
+    case VW_HUD_CONNECTING: return "CONNECTING";
+    case VW_HUD_READ_ONLY: return "READ-ONLY";
+    case VW_HUD_EDITOR: return "EDITOR";
+  }
+  return "?";
+}
+
+/* Why a live connection is read-only. */
+static const char *read_only_reason(const vw_net *n) {
+  if (n->want_role == PROTO_ROLE_EDITOR)
+    return "read-only: the server wants a token with the editor role to edit (--token-file or $DEFORMD_TOKEN); "
+           "watching instead";
+  return "read-only: joined as a viewer (--role viewer)";
+}
+
+/* A relay whose primary is lost shows the primary's last state and refuses edits until it is
+ * back (docs/protocol.md §13.2): read-only for now, whatever the role. */
+#define PRIMARY_LOST_REASON "primary lost: this relay shows its last state; edits are refused until it is back"
+
+vw_hud_state vw_hud_status(const vw_net *n, uint64_t now_ms, char *why, size_t len) {
+  why[0] = '\0';
+  if (n->state == VW_NET_LIVE) {
+    if (n->primary_lost) {
+      snprintf(why, len, "%s", PRIMARY_LOST_REASON);
+      return VW_HUD_READ_ONLY;
+    }
+    if (vw_net_can_edit(n)) return VW_HUD_EDITOR;
+    snprintf(why, len, "%s", read_only_reason(n));
+    return VW_HUD_READ_ONLY;
+  }
+  if (n->state == VW_NET_CONNECTING) {
+    snprintf(why, len, "connecting to %s:%d, session '%s' ...", n->host, n->port, n->session);
+    return VW_HUD_CONNECTING;
+  }
+  double left = n->retry_at_ms > now_ms ? (double)(n->retry_at_ms - now_ms) / 1000.0 : 0.0;
+  char next[300] = ""; /* with several addresses the next try is another node's */
+  if (n->address_count > 1) snprintf(next, sizeof(next), " %s:%d", n->host, n->port);
+  snprintf(why, len, "%s; retrying%s in %.1f s%s", n->last_error[0] ? n->last_error : "connection lost", next, left,
+           n->replica.have_snapshot ? "; showing the last shape" : "");
+  return VW_HUD_DISCONNECTED;
+}
+
+const char *vw_hud_why_no_edit(const vw_net *n) {
+  if (n->state != VW_NET_LIVE) return "not connected: the edit was not sent";
+  if (n->primary_lost) return PRIMARY_LOST_REASON;
+  if (!vw_net_can_edit(n)) return read_only_reason(n);
+  return NULL;
+}
+
+void vw_hud_flash(vw_hud *h, uint64_t now_ms, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(h->flash, sizeof(h->flash), fmt, ap);
+  va_end(ap);
+  h->flash_until = now_ms + VW_HUD_FLASH_MS;
+}
+
+const char *vw_hud_message(const vw_hud *h, uint64_t now_ms) {
+  return h->flash[0] && now_ms < h->flash_until ? h->flash : NULL;
+}
+
+void vw_hud_watch(vw_hud *h, const vw_net *n, uint64_t now_ms) {
+  if (n->errors == h->errors_seen) return;
+  h->errors_seen = n->errors;
+  /* An ERROR naming a request refused one of our edits; one without comes with a lost
+   * connection, which the status shows for as long as it holds. */
+  if (n->last_error_request) vw_hud_flash(h, now_ms, "edit refused: %s", n->last_error);
+}
