@@ -7,8 +7,8 @@
 //               so that history.undo/redo act on the edits it made on the stream), and calls.
 //
 // A connection that drops is opened again after 0.25 s, doubling to 8 s, and the session joined
-// afresh (a new SNAPSHOT). An editor HELLO refused with FORBIDDEN (the server's --token, not
-// given) joins again as a viewer: the page is then read-only.
+// afresh (a new SNAPSHOT). An editor HELLO refused with FORBIDDEN (the token grants only the
+// viewer role) joins again as a viewer: the page is then read-only.
 //
 // DOES NOT decode frame bodies (protocol.js, replica.js) or draw.
 
