@@ -465,6 +465,63 @@ def test_a_brush_stroke_in_the_page_sculpts_both_sides_with_mirror_x():
         srv.stop()
 
 
+def test_a_grab_in_the_page_follows_the_pointer_and_undoes_in_one_step():
+    """Brush mode, grab: a stroke of several pointer moves drags the nose the way the pointer went
+    (its points lie on the plane facing the camera, one stroke continued piece by piece), and the
+    page's Undo, once, brings back the shape from before it, exactly; Redo brings the grab back."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv, "session=demo&author=grabber")
+        base, _ = dump(srv, "grab-base.obj")
+        d.find_element(By.ID, "mode-brush").click()
+        d.execute_script("const s = document.getElementById('brush'); s.value = '0';"
+                         "s.dispatchEvent(new Event('change'))")
+        canvas = d.find_element(By.ID, "view")
+        nose0 = d.execute_script("return deformView.project(20400)")
+        ox = int(nose0["x"] - canvas.size["width"] / 2)
+        oy = int(nose0["y"] - canvas.size["height"] / 2)
+        chain = ActionChains(d).move_to_element_with_offset(canvas, ox, oy).click_and_hold()
+        for _ in range(4):
+            chain = chain.move_by_offset(6, -4)
+        chain.release().perform()
+        # Every piece has reached the server once the PONG of a later PING is back.
+        seq = d.execute_script("return deformView.ping()")
+        wait_for("the PONG after the stroke", lambda: d.execute_script("return deformView.lastPong") >= seq)
+        d.find_element(By.ID, "undo").click()
+        undo = wait_for("the page's undo", lambda: d.execute_script("return deformView.lastHistory"))
+        print(f"undo: {undo}")
+        if undo["kind"] != "brush" or undo["author"] != "grabber":
+            fail(f"the undo took back {undo}, not the page's grab")
+        steps = srv.call("history.list", {"session": "demo"})["steps"]
+        strokes = [s for s in steps if s["kind"] == "brush"]
+        if len(strokes) != 1 or strokes[0]["operations"] < 2 or not strokes[0]["undone"]:
+            fail(f"the grab is not one undone step of several pieces: {steps}")
+        page_at(d, undo["version"])
+        undone, _ = dump(srv, "grab-undone.obj")
+        if max(math.dist(p, q) for p, q in zip(undone, base)) != 0:
+            fail("one undo did not bring back the shape from before the grab")
+        d.execute_script("deformView.clearHistory()")
+        d.find_element(By.ID, "redo").click()
+        redo = wait_for("the page's redo", lambda: d.execute_script("return deformView.lastHistory"))
+        page_at(d, redo["version"])
+        grabbed, _ = dump(srv, "grab-redone.obj")
+        nose1 = d.execute_script("return deformView.project(20400)")
+        dx, dy = nose1["x"] - nose0["x"], nose1["y"] - nose0["y"]
+        moved = math.dist(grabbed[20400], base[20400])
+        print(f"the nose moved {moved / diagonal(base):.3g} of the diagonal, ({dx:.1f}, {dy:.1f}) px on screen "
+              f"for a pointer move of (24, -16)")
+        # The grab follows the pointer: on screen the nose goes right and up, as the pointer did.
+        if math.hypot(dx, dy) < 4 or (dx * 24 - dy * 16) / (math.hypot(dx, dy) * math.hypot(24, 16)) < 0.9:
+            fail(f"the nose moved ({dx:.1f}, {dy:.1f}) px for a pointer move of (24, -16)")
+        if not max_error(page_positions(d), grabbed) <= 1e-5 * diagonal(grabbed):
+            fail("the page does not draw the grabbed shape")
+        shot(d, "page-grab.png")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 def test_touch_one_finger_orbits_two_fingers_zoom():
     """Touch input (W3C touch pointers): one finger dragged across the canvas turns the camera
     (the projection of a vertex moves sideways), two fingers spreading apart bring it closer (the

@@ -233,7 +233,8 @@ async function configure(target, opts) {
 
 async function history(redo) {
   try {
-    return await net.call(redo ? 'history.redo' : 'history.undo', { session });
+    state.lastHistory = await net.call(redo ? 'history.redo' : 'history.undo', { session });
+    return state.lastHistory;
   } catch (e) {
     net.error = e.message;
     showStatus();
@@ -408,8 +409,9 @@ function endGesture() {
 // A stroke sends the points of its path as the pointer moves: the first as a new stroke, the
 // others continuing it (BRUSH_CONTINUE), and the server places the dabs along the path, so the
 // result does not depend on how many pointer events the browser delivered (docs/protocol.md,
-// EDIT BRUSH). Grab is the exception: each move is a stroke of one point whose direction is the
-// drag, since the surface under it moves away.
+// EDIT BRUSH), and the whole stroke is one undo step. Grab's points lie on the plane through the
+// stroke's start facing the camera, as deform-view's do, since the surface under the pointer
+// moves away: the server drags along that path.
 function brushSettings() {
   const brush = parseInt($('brush').value, 10);
   const front = $('front').checked && brush !== P.BRUSH.GRAB;
@@ -427,25 +429,33 @@ function beginStroke(hit, x, y) {
   const b = brushSettings();
   // With front faces only every point carries the direction the viewer looks in.
   const view = b.flags & P.BRUSH_FRONT_ONLY ? camera.ray(x, y).dir : [0, 0, 0];
-  state.stroke = { last: hit.point, x, y, b, view, sent: false };
+  const eye = camera.eye();
+  const n = [0, 1, 2].map((i) => eye[i] - hit.point[i]);
+  const l = Math.hypot(...n) || 1;
+  state.stroke = { start: hit.point, normal: n.map((v) => v / l), b, view, sent: false };
   sendSample(hit.point, view);
+}
+
+// Where the ray through a pixel meets the grab plane (null when it runs along it).
+function onGrabPlane(st, x, y) {
+  const r = camera.ray(x, y);
+  const den = r.dir[0] * st.normal[0] + r.dir[1] * st.normal[1] + r.dir[2] * st.normal[2];
+  if (Math.abs(den) < 1e-9) return null;
+  const t = [0, 1, 2].reduce((acc, i) => acc + (st.start[i] - r.origin[i]) * st.normal[i], 0) / den;
+  return r.origin.map((o, i) => o + t * r.dir[i]);
 }
 
 function moveStroke(x, y) {
   const st = state.stroke;
-  const hit = pickAt(x, y);
-  if (!hit) return;
-  const dir = st.b.brush === P.BRUSH.GRAB ? screenToWorld(st.last, x - st.x, y - st.y) : st.view;
-  st.x = x;
-  st.y = y;
-  sendSample(hit.point, dir);
-  st.last = hit.point;
+  const point = st.b.brush === P.BRUSH.GRAB ? onGrabPlane(st, x, y) : pickAt(x, y)?.point;
+  if (!point) return;
+  sendSample(point, st.view);
 }
 
 function sendSample(center, direction) {
   const st = state.stroke;
   const b = st.b;
-  const flags = b.flags | (st.sent && b.brush !== P.BRUSH.GRAB ? P.BRUSH_CONTINUE : 0);
+  const flags = b.flags | (st.sent ? P.BRUSH_CONTINUE : 0);
   net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [
     { center: center.map(Math.fround), direction: direction.map(Math.fround), radius: b.radius, strength: b.strength },
   ]));
@@ -492,6 +502,13 @@ window.deformView = {
   undo: () => history(false),
   redo: () => history(true),
   call: (method, p) => net.call(method, p),
+  // A PING on the stream connection (its sequence number); lastPong is the newest answered: once
+  // it reaches the number, the server has read every EDIT the page sent before.
+  ping: () => net.ping(),
+  get lastPong() { return net.lastPong || 0; },
+  // The answer to the page's last undo or redo (null before one, or after one that failed).
+  get lastHistory() { return state.lastHistory || null; },
+  clearHistory() { state.lastHistory = null; },
   frameStats() {
     return { frames: stats.frames, frameMs: median(stats.frameMs), drawMs: median(stats.drawMs), samples: stats.frameMs.length };
   },

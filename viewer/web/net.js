@@ -131,6 +131,7 @@ export class Net {
     if (h.type === P.T.PONG) {
       const p = P.decodePing(f.payload);
       this.latencyMs = performance.now() - p.t0 / 1e6;
+      this.lastPong = p.seq;
       this.onStatus();
       return;
     }
@@ -181,12 +182,19 @@ export class Net {
     return true;
   }
 
+  // Sends a PING; returns its sequence number (0 when not connected). Its PONG (lastPong) says the
+  // server has read every frame sent before it.
   ping() {
-    if (this.connected) this.sendFrame(P.encodePing(P.T.PING, { seq: this.nextRequest(), t0: Math.round(performance.now() * 1e6) }));
+    let seq = 0;
+    if (this.connected) {
+      seq = this.nextRequest();
+      this.sendFrame(P.encodePing(P.T.PING, { seq, t0: Math.round(performance.now() * 1e6) }));
+    }
     const now = performance.now();
     const dt = (now - this.rateMark.t) / 1000;
     this.rate = (this.bytesIn - this.rateMark.bytes) / dt;
     this.rateMark = { t: now, bytes: this.bytesIn };
     this.onStatus();
+    return seq;
   }
 }
