@@ -14,6 +14,7 @@
 #include "vw_net.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -215,11 +216,52 @@ static void connected(vw_net *n, uint64_t now) {
   enter_phase(n, PHASE_TLS, now);
 }
 
+static void drop_resolved(vw_net *n) {
+  if (n->resolved) freeaddrinfo(n->resolved);
+  n->resolved = NULL;
+  n->have_resolved = 0;
+}
+
+int vw_net_wants_address(const vw_net *n, char *host, size_t hostlen, int *port) {
+  if (n->phase != PHASE_IDLE) return 0;
+  if (n->have_resolved && n->resolved_port == n->port && strcmp(n->resolved_host, n->host) == 0) return 0;
+  snprintf(host, hostlen, "%s", n->host);
+  *port = n->port;
+  return 1;
+}
+
+void vw_net_give_address(vw_net *n, const char *host, int port, int rc, struct addrinfo *res, const char *err) {
+  drop_resolved(n);
+  if (port != n->port || strcmp(host, n->host) != 0) { /* the address in use changed meanwhile */
+    if (res) freeaddrinfo(res);
+    return;
+  }
+  snprintf(n->resolved_host, sizeof(n->resolved_host), "%s", host);
+  n->resolved_port = port;
+  n->resolve_rc = rc;
+  n->resolved = rc == 0 ? res : NULL;
+  if (rc != 0 && res) freeaddrinfo(res);
+  snprintf(n->resolve_err, sizeof(n->resolve_err), "%s", err ? err : "");
+  n->have_resolved = 1;
+}
+
 static void start_connect(vw_net *n, uint64_t now) {
   if (n->state == VW_NET_DOWN) n->reconnects++; /* only the very first attempt starts elsewhere */
   n->state = VW_NET_CONNECTING;
   char err[256];
-  int rc = client_connect_start(&n->conn, n->host, n->port, err, sizeof(err));
+  int rc;
+  if (n->have_resolved && n->resolved_port == n->port && strcmp(n->resolved_host, n->host) == 0) {
+    /* Looked up ahead, off any lock: used once, so the next attempt looks the name up again. */
+    if (n->resolve_rc == 0) {
+      rc = client_connect_start_at(&n->conn, n->resolved, n->host, n->port, err, sizeof(err));
+    } else {
+      rc = n->resolve_rc;
+      snprintf(err, sizeof(err), "%s", n->resolve_err);
+    }
+    drop_resolved(n);
+  } else {
+    rc = client_connect_start(&n->conn, n->host, n->port, err, sizeof(err));
+  }
   if (rc != 0 && rc != CLIENT_EINPROGRESS) {
     set_error(n, 0, 0, "%s", err);
     lose(n, 0);
@@ -515,6 +557,7 @@ void vw_net_fini(vw_net *n) {
   client_close(&n->conn);
   client_replica_fini(&n->replica);
   proto_buf_fini(&n->out);
+  drop_resolved(n);
   memset(n, 0, sizeof(*n));
   n->conn.fd = -1;
 }

@@ -95,6 +95,12 @@ typedef struct vw_net {
   proto_buf out;            /* frames not yet written (the socket is never waited on) */
   size_t out_off;
   int in_update;            /* the last state frame carried MORE */
+  /* An address looked up ahead for the next connect (vw_net_give_address), by host and port;
+   * `resolve_rc` CLIENT_ERESOLVE with its reason when the name did not resolve. */
+  struct addrinfo *resolved;
+  char resolved_host[256];
+  int resolved_port, resolve_rc, have_resolved;
+  char resolve_err[200];
 } vw_net;
 
 /* Sets up (no I/O yet; the first poll connects). `token` may be NULL. The strings are copied. */
@@ -115,9 +121,18 @@ void vw_net_fini(vw_net *n);
 /* Connects if it is time to, reads every frame available now into the replica, pings once a
  * second, and fills *ch with what changed (ch may be NULL). Never blocks longer than `wait_ms`
  * (0 = not at all): with wait_ms > 0 it returns as soon as a frame arrived or the state
- * changed. Host names are resolved when connecting: give a numeric address to never wait on
- * DNS. Returns the state after the poll. */
+ * changed. Host names are resolved when connecting, unless vw_net_give_address gave the answer
+ * already: give a numeric address to never wait on DNS. Returns the state after the poll. */
 vw_net_state vw_net_poll(vw_net *n, int wait_ms, vw_net_changes *ch);
+
+/* Looking a host name up without holding anything (deform-view's connection thread, vw_pump.c):
+ * vw_net_wants_address says whether the next connect needs HOST:PORT looked up (1, with them
+ * copied out: the connection is waiting to connect and has no answer for them yet); the caller
+ * resolves it with no lock held and hands the answer (client_resolve's: rc, res, err) to
+ * vw_net_give_address, which keeps it for the next connect (or frees it when the address in use
+ * changed meanwhile). Without them, vw_net_poll resolves as it connects. */
+int vw_net_wants_address(const vw_net *n, char *host, size_t hostlen, int *port);
+void vw_net_give_address(vw_net *n, const char *host, int port, int rc, struct addrinfo *res, const char *err);
 
 /* Edits (binary EDIT frames). Each returns the request id, or 0 when not sent (not live,
  * read-only: role viewer, a value the encoder refuses, or over 16 MiB still unsent because the

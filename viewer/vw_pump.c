@@ -1,7 +1,8 @@
 /*
  * vw_pump.c — the connection's own thread (see vw_pump.h).
  *
- * The loop: lock, vw_net_poll without waiting, add the changes up, unlock, then wait up to
+ * The loop: lock, look up the host name a coming connect needs (unlocking while the resolver
+ * runs), vw_net_poll without waiting, add the changes up, unlock, then wait up to
  * 5 ms for the socket to have something (or 10 ms without a socket: connects and retries run
  * on that clock). A PONG is therefore read within microseconds of its arrival unless the
  * render thread holds the lock, which it does only to copy or apply what changed.
@@ -10,6 +11,7 @@
  */
 #include "vw_pump.h"
 
+#include <netdb.h>
 #include <poll.h>
 #include <string.h>
 
@@ -43,6 +45,21 @@ static void *run(void *arg) {
       pthread_mutex_unlock(&p->lock);
       break;
     }
+    /* A connect that needs a name looked up: resolve it first, without the lock. */
+    char host[256];
+    int port;
+    while (!p->stop && vw_net_wants_address(p->net, host, sizeof(host), &port)) {
+      pthread_mutex_unlock(&p->lock);
+      struct addrinfo *res = NULL;
+      char err[200] = "";
+      int rc = p->resolve(host, port, &res, err, sizeof(err));
+      pthread_mutex_lock(&p->lock);
+      vw_net_give_address(p->net, host, port, rc, res, err);
+    }
+    if (p->stop) {
+      pthread_mutex_unlock(&p->lock);
+      break;
+    }
     vw_net_changes ch;
     vw_net_poll(p->net, 0, &ch);
     vw_pump_merge(&p->pending, &ch);
@@ -59,9 +76,12 @@ static void *run(void *arg) {
   return NULL;
 }
 
-int vw_pump_start(vw_pump *p, vw_net *net) {
+int vw_pump_start(vw_pump *p, vw_net *net) { return vw_pump_start_resolving(p, net, client_resolve); }
+
+int vw_pump_start_resolving(vw_pump *p, vw_net *net, vw_pump_resolve_fn resolve) {
   memset(p, 0, sizeof(*p));
   p->net = net;
+  p->resolve = resolve;
   if (pthread_mutex_init(&p->lock, NULL) != 0) return -1;
   if (pthread_create(&p->thread, NULL, run, p) != 0) {
     pthread_mutex_destroy(&p->lock);

@@ -7,7 +7,8 @@
  *
  * Every use of the vw_net (its replica, its state, its edits) from the render thread happens
  * between vw_pump_lock and vw_pump_unlock; the thread holds the lock only while it polls
- * without waiting, and waits for the socket outside it.
+ * without waiting, and waits for the socket, and for DNS when it looks a host name up before
+ * a connect, outside it (a slow resolver never freezes the window).
  *
  * DOES NOT decode frames (vw_net.c does) or touch GL.
  */
@@ -18,8 +19,12 @@
 
 #include "vw_net.h"
 
+/* How the thread looks a host name up (client_resolve's contract); it runs with no lock held. */
+typedef int (*vw_pump_resolve_fn)(const char *host, int port, struct addrinfo **res, char *err, size_t errlen);
+
 typedef struct vw_pump {
   vw_net *net;
+  vw_pump_resolve_fn resolve;
   pthread_t thread;
   pthread_mutex_t lock;
   int running, stop;
@@ -29,6 +34,8 @@ typedef struct vw_pump {
 /* Starts the thread on `net` (already vw_net_init'ed; the pump does not own it). Returns 0 or
  * -1 (no thread: the caller may poll the net itself). */
 int vw_pump_start(vw_pump *p, vw_net *net);
+/* The same with another way to look names up (tests: one that waits for them). */
+int vw_pump_start_resolving(vw_pump *p, vw_net *net, vw_pump_resolve_fn resolve);
 /* Stops and joins the thread (a pump that never started is fine). */
 void vw_pump_stop(vw_pump *p);
 

@@ -51,22 +51,42 @@ int client_parse_hostport(const char *text, char *host, size_t hostlen, int *por
 /* Non-blocking connect, in two steps so a caller polled once per frame never waits for the
  * handshake. An address whose connect fails at once is skipped for the next one; a connect in
  * progress is finished (or failed) by client_connect_finish. */
+int client_resolve(const char *host, int port, struct addrinfo **res, char *err, size_t errlen) {
+  char service[16];
+  snprintf(service, sizeof(service), "%d", port);
+  struct addrinfo hints = {0};
+  hints.ai_socktype = SOCK_STREAM;
+  *res = NULL;
+  int rc = getaddrinfo(host, service, &hints, res);
+  if (rc) {
+    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
+    *res = NULL;
+    return CLIENT_ERESOLVE;
+  }
+  return 0;
+}
+
 int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen) {
+  struct addrinfo *res = NULL;
+  int rc = client_resolve(host, port, &res, err, errlen);
+  if (rc) {
+    memset(c, 0, sizeof(*c));
+    c->fd = -1;
+    return rc;
+  }
+  rc = client_connect_start_at(c, res, host, port, err, errlen);
+  freeaddrinfo(res);
+  return rc;
+}
+
+int client_connect_start_at(client_conn *c, const struct addrinfo *res, const char *host, int port, char *err,
+                            size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
   /* A client accepts whatever frame size its server sends (a 5M-vertex SNAPSHOT passes 64 MiB). */
   c->limits.max_frame = UINT32_MAX;
-  char service[16];
-  snprintf(service, sizeof(service), "%d", port);
-  struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(host, service, &hints, &res);
-  if (rc) {
-    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
-    return CLIENT_ERESOLVE;
-  }
   int result = CLIENT_ECONNECT, why = ECONNREFUSED;
-  for (struct addrinfo *a = res; a && result == CLIENT_ECONNECT; a = a->ai_next) {
+  for (const struct addrinfo *a = res; a && result == CLIENT_ECONNECT; a = a->ai_next) {
     int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) {
       why = errno;
@@ -83,7 +103,6 @@ int client_connect_start(client_conn *c, const char *host, int port, char *err, 
     }
     c->fd = fd;
   }
-  freeaddrinfo(res);
   if (result == CLIENT_ECONNECT) {
     snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(why));
     return CLIENT_ECONNECT;

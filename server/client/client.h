@@ -50,6 +50,14 @@ int client_connect(client_conn *c, const char *host, int port, char *err, size_t
  * the connect goes on (finish it with client_connect_finish), or an error (call client_close
  * either way). */
 int client_connect_start(client_conn *c, const char *host, int port, char *err, size_t errlen);
+/* The two halves of client_connect_start, for a caller that must not hold a lock while a name
+ * resolves (deform-view's connection thread): client_resolve looks HOST:PORT up (0 with *res,
+ * freed by freeaddrinfo, or CLIENT_ERESOLVE with a reason), client_connect_start_at starts the
+ * connect to the first of `res` that takes it (host and port name it in messages). */
+struct addrinfo;
+int client_resolve(const char *host, int port, struct addrinfo **res, char *err, size_t errlen);
+int client_connect_start_at(client_conn *c, const struct addrinfo *res, const char *host, int port, char *err,
+                            size_t errlen);
 /* Waits up to timeout_ms (0 = not at all, < 0 = no limit) for a connect begun by
  * client_connect_start. Returns 0 when connected (the socket is then blocking, with
  * TCP_NODELAY, as after client_connect), CLIENT_EINPROGRESS when still in progress, or

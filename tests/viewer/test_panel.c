@@ -7,6 +7,7 @@
  * connection settings (several addresses, an author, the server's undo).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,6 +377,67 @@ TEST(pump_reads_frames_and_pongs_while_the_render_thread_does_not_poll) {
   vw_pump_lock(&p);
   ASSERT_NEAR(n.replica.weights[mesh_find_target(n.replica.mesh, "blink_L")], 0.5, 0);
   vw_pump_unlock(&p);
+  vw_pump_stop(&p);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+/* A resolver that holds every lookup until the test lets it go (a DNS server that does not
+ * answer), then resolves as the client does. */
+static struct {
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  int entered, released;
+  char host[256];
+} slow_dns = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, ""};
+
+static int slow_resolve(const char *host, int port, struct addrinfo **res, char *err, size_t errlen) {
+  pthread_mutex_lock(&slow_dns.m);
+  slow_dns.entered++;
+  snprintf(slow_dns.host, sizeof(slow_dns.host), "%s", host);
+  pthread_cond_broadcast(&slow_dns.cv);
+  while (!slow_dns.released) pthread_cond_wait(&slow_dns.cv, &slow_dns.m);
+  pthread_mutex_unlock(&slow_dns.m);
+  return client_resolve(host, port, res, err, errlen);
+}
+
+/* While the pump's thread waits for a host name to resolve, the render thread can take the lock
+ * (the window keeps drawing); the answer then serves the connect. Bounded waits only: on
+ * failure the lock stays out of reach for 10 s. */
+TEST(pump_looks_host_names_up_without_holding_the_render_threads_lock) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  vw_net n;
+  vw_net_init(&n, "localhost", h.stream_port, "demo", NULL, PROTO_ROLE_VIEWER);
+  vw_pump p;
+  ASSERT_OK(vw_pump_start_resolving(&p, &n, slow_resolve), NULL);
+  pthread_mutex_lock(&slow_dns.m);
+  while (!slow_dns.entered) pthread_cond_wait(&slow_dns.cv, &slow_dns.m);
+  pthread_mutex_unlock(&slow_dns.m);
+  ASSERT_STR_CONTAINS(slow_dns.host, "localhost");
+  /* The lookup is in progress: the lock is free for the render loop. */
+  int took = 0;
+  for (int i = 0; i < 1000 && !took; i++) {
+    if (pthread_mutex_trylock(&p.lock) == 0) took = 1;
+    else usleep(10000);
+  }
+  ASSERT(took);
+  ASSERT(n.state != VW_NET_LIVE);
+  pthread_mutex_unlock(&p.lock);
+  pthread_mutex_lock(&slow_dns.m);
+  slow_dns.released = 1;
+  pthread_cond_broadcast(&slow_dns.cv);
+  pthread_mutex_unlock(&slow_dns.m);
+  /* The name resolves and the viewer joins with that answer. */
+  int live = 0;
+  for (int i = 0; i < 1000 && !live; i++) {
+    usleep(10000);
+    vw_pump_lock(&p);
+    live = n.state == VW_NET_LIVE && n.replica.have_snapshot;
+    vw_pump_unlock(&p);
+  }
+  ASSERT(live);
   vw_pump_stop(&p);
   vw_net_fini(&n);
   harness_stop(&h);
