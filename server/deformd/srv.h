@@ -513,6 +513,8 @@ void srv_ws_close(srv_ws *ws, uint16_t code, const char *reason);
 /* The most an unfinished message may hold from now on (the connection's input limit, which
  * grows once HELLO or auth has been accepted). */
 void srv_ws_set_max_message(srv_ws *ws, uint64_t max_message);
+/* Payload bytes of the data message being received that wslay holds (0 between messages). */
+uint64_t srv_ws_pending(const srv_ws *ws);
 /* Rewrites one write of `n` buffers as WebSocket messages without copying them: binary, one
  * message per protocol frame (a buffer may hold several frames, a frame span several buffers);
  * text, one message of everything less a trailing newline. *out and *headers are malloc'ed (the
@@ -610,6 +612,7 @@ struct srv_conn {
   uint8_t *rbuf; /* bytes received and not yet consumed */
   size_t rlen, rcap;
   size_t rcounted;          /* the part of rcap counted in srv_server.input_bytes */
+  size_t wscounted;         /* ... and of the WebSocket message wslay is assembling */
   int input_full;           /* the server's input budget ran out while reading this one */
   uint64_t last_input_ms;   /* uv_now() when bytes last arrived (idle timeout) */
 

@@ -118,8 +118,8 @@ void srv_conn_ref(srv_conn *c) { c->refs++; }
 
 /* Frees the read buffer and gives its share of the server's input budget back. */
 static void drop_input(srv_conn *c) {
-  c->server->input_bytes -= c->rcounted;
-  c->rcounted = 0;
+  c->server->input_bytes -= c->rcounted + c->wscounted;
+  c->rcounted = c->wscounted = 0;
   free(c->rbuf);
   c->rbuf = NULL;
   c->rlen = c->rcap = 0;
@@ -473,11 +473,31 @@ static void ws_message(void *arg, const uint8_t *p, size_t n) {
 
 static void ws_write(void *arg, const uint8_t *p, size_t n) { send_copy(arg, p, n, 1); }
 
-/* Everything read goes through the WebSocket framing; a close or a broken frame ends it. */
+/* Every connection reads into a buffer of its own; the first 64 KiB of it are not counted
+ * against the server's input budget (max_connections bounds them), what grows beyond is. */
+#define READ_STEP ((size_t)65536)
+
+static void refuse_input_full(srv_conn *c);
+
+/* Everything read goes through the WebSocket framing; a close or a broken frame ends it. What
+ * wslay holds of an unfinished message counts against the server's input budget (max_input_mb)
+ * as a TCP connection's read buffer does, past the same first 64 KiB. */
 static void feed_ws(srv_conn *c) {
   int rc = srv_ws_feed(c->ws, c->rbuf, c->rlen);
   c->rlen = 0;
-  if (rc && !c->closing) srv_conn_finish(c, NULL);
+  if (rc) {
+    if (!c->closing) srv_conn_finish(c, NULL);
+    return;
+  }
+  srv_server *s = c->server;
+  uint64_t pending = srv_ws_pending(c->ws);
+  size_t counted = pending > READ_STEP ? (size_t)(pending - READ_STEP) : 0;
+  if (counted > c->wscounted && s->input_bytes + (counted - c->wscounted) > s->cfg.max_input_total) {
+    if (!c->closing && !c->finishing) refuse_input_full(c);
+    return;
+  }
+  s->input_bytes = s->input_bytes - c->wscounted + counted;
+  c->wscounted = counted;
 }
 
 int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops) {
@@ -494,9 +514,6 @@ int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops) {
 
 /* ---- reads ----------------------------------------------------------------------------------- */
 
-/* Every connection reads into a buffer of its own; the first 64 KiB of it are not counted
- * against the server's input budget (max_connections bounds them), what grows beyond is. */
-#define READ_STEP ((size_t)65536)
 
 static int resize_input(srv_conn *c, size_t cap) {
   srv_server *s = c->server;

@@ -32,6 +32,8 @@ struct srv_ws {
   const uint8_t *in; /* bytes srv_ws_feed is reading */
   size_t in_len;
   int closed;        /* a close frame was sent or received, or the protocol broken */
+  int in_ctrl;       /* the frame being received is a control frame */
+  uint64_t pending;  /* payload bytes of the unfinished data message (wslay holds them) */
   /* header_send's sink */
   uint8_t *hdr;
   size_t hdr_len;
@@ -61,9 +63,25 @@ static ssize_t ev_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
   return (ssize_t)len;
 }
 
+/* What wslay holds of an unfinished message, counted as its frames arrive (srv_ws_pending). */
+static void ev_frame_start(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_start_arg *f,
+                           void *user) {
+  srv_ws *ws = user;
+  (void)ctx;
+  ws->in_ctrl = wslay_is_ctrl_frame(f->opcode);
+}
+
+static void ev_frame_chunk(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_chunk_arg *f,
+                           void *user) {
+  srv_ws *ws = user;
+  (void)ctx;
+  if (!ws->in_ctrl) ws->pending += f->data_length;
+}
+
 static void ev_message(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *m, void *user) {
   srv_ws *ws = user;
   if (wslay_is_ctrl_frame(m->opcode)) return; /* PING answered and CLOSE echoed by wslay */
+  ws->pending = 0;
   if (ws->closed) return;
   if ((m->opcode == WSLAY_TEXT_FRAME) != ws->text) {
     wslay_event_queue_close(ctx, WSLAY_CODE_UNSUPPORTED_DATA,
@@ -128,7 +146,7 @@ int srv_ws_create(srv_ws **out, int text, uint64_t max_message, const srv_ws_cbs
   ws->text = text;
   ws->cbs = *cbs;
   ws->arg = arg;
-  struct wslay_event_callbacks ecb = {ev_recv, ev_send, ev_genmask, NULL, NULL, NULL, ev_message};
+  struct wslay_event_callbacks ecb = {ev_recv, ev_send, ev_genmask, ev_frame_start, ev_frame_chunk, NULL, ev_message};
   struct wslay_frame_callbacks fcb = {header_send, header_recv, header_genmask};
   if (wslay_event_context_server_init(&ws->ev, &ecb, ws) != 0) goto fail_ev;
   if (wslay_frame_context_init(&ws->out, &fcb, ws) != 0) goto fail_out;
@@ -145,6 +163,8 @@ fail_ev:
 void srv_ws_set_max_message(srv_ws *ws, uint64_t max_message) {
   wslay_event_config_set_max_recv_msg_length(ws->ev, max_message);
 }
+
+uint64_t srv_ws_pending(const srv_ws *ws) { return ws->pending; }
 
 void srv_ws_destroy(srv_ws *ws) {
   if (!ws) return;

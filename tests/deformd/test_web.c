@@ -8,14 +8,23 @@
  * value is fixed by the key). The client (tests/support/ws_client.c) frames with wslay too, but
  * through its frame API on a blocking socket, not the server's code.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "test.h"
 #include "ws_client.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_SLACK (256ull << 20) /* shadow memory and quarantine */
+#else
+#define ASAN_SLACK 0ull
+#endif
 
 static const char *const demo_args[] = {"--demo", NULL};
 
@@ -413,6 +422,65 @@ TEST(a_websocket_viewer_that_stops_reading_is_dropped_like_a_tcp_one) {
   client_replica_fini(&r);
   client_close(&live);
   ws_close(&w);
+  harness_stop(&h);
+}
+
+/* Sends a masked client frame header declaring a `len`-byte text message, then up to `send_len`
+ * payload bytes without ever blocking (the server may stop reading), within timeout_ms.
+ * Returns the payload bytes sent. */
+static size_t push_text_message(int fd, uint64_t len, uint64_t send_len, int timeout_ms) {
+  uint8_t head[14] = {0x81, 0x80 | 127};
+  for (int k = 0; k < 8; k++) head[2 + k] = (uint8_t)(len >> (56 - 8 * k));
+  memcpy(head + 10, "\x11\x22\x33\x44", 4); /* the mask: the bytes are arbitrary anyway */
+  if (send(fd, head, sizeof(head), MSG_NOSIGNAL) != (ssize_t)sizeof(head)) return 0;
+  static uint8_t chunk[1 << 20];
+  memset(chunk, 'a', sizeof(chunk));
+  size_t sent = 0;
+  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (sent < send_len && client_now_ns() < deadline) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    if (p.revents & (POLLERR | POLLHUP)) break;
+    size_t n = send_len - sent < sizeof(chunk) ? (size_t)(send_len - sent) : sizeof(chunk);
+    ssize_t w = send(fd, chunk, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (w <= 0) break;
+    sent += (size_t)w;
+  }
+  return sent;
+}
+
+/* A WebSocket message being assembled counts against max_input_mb as a TCP request line does:
+ * six JSON-RPC messages of 30 MiB, each sent but for its end, do not fit in 64 MiB together. */
+TEST(unfinished_websocket_messages_together_hold_at_most_max_input_mb) {
+  harness h;
+  const char *const args[] = {"--max-input-mb", "64", "--reserve-mb", "0", NULL};
+  harness_start(&h, NULL, args);
+  uint64_t before = harness_server_memory(&h, "VmRSS");
+  ws_client w[6];
+  for (int i = 0; i < 6; i++) {
+    ASSERT_EQ(ws_open(&w[i], h.http_port, "/ws/rpc", ""), 101);
+    push_text_message(w[i].fd, (30u << 20) + 100, 30u << 20, 20000); /* all but its last 100 bytes */
+  }
+  int closed = 0;
+  for (int i = 0; i < 6; i++) {
+    int op;
+    char said[512] = "";
+    while ((op = ws_recv(&w[i], 1000)) > 0)
+      if (op == 1) snprintf(said, sizeof(said), "%.*s", (int)w[i].msg_len, (const char *)w[i].msg);
+    if (op == 0) {
+      fprintf(stderr, "websocket %d closed (%d): %s\n", i, w[i].close_code, said);
+      ASSERT_STR_CONTAINS(said, "unfinished requests");
+      closed++;
+    }
+    ws_close(&w[i]);
+  }
+  uint64_t peak = harness_server_memory(&h, "VmHWM");
+  fprintf(stderr, "%d of 6 websockets closed; resident %.1f MB before, peak %.1f MB\n", closed, (double)before / 1e6,
+          (double)peak / 1e6);
+  ASSERT(closed >= 4);
+  ASSERT(peak < before + (100ull << 20) + ASAN_SLACK);
+  cJSON_Delete(harness_rpc_ok(&h, "session.list", NULL));
   harness_stop(&h);
 }
 
