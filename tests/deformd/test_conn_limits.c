@@ -24,29 +24,6 @@
 #define ASAN_SLACK 0ull
 #endif
 
-/* Sends up to `total` bytes of `fill` (no newline) in 1 MiB writes, until the server stops
- * taking them (it closed the connection). Returns the bytes it took. Non-blocking writes with
- * poll, so a server that stops reading without closing shows as a stall, not a hang. */
-static size_t push(client_conn *c, size_t total, const uint8_t *head, size_t head_len, int timeout_ms) {
-  static uint8_t chunk[1 << 20];
-  memset(chunk, 'a', sizeof(chunk));
-  size_t sent = 0;
-  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-  while (sent < total && client_now_ns() < deadline) {
-    struct pollfd p = {c->fd, POLLOUT, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLERR | POLLHUP)) break;
-    const uint8_t *src = chunk;
-    size_t n = total - sent < sizeof(chunk) ? total - sent : sizeof(chunk);
-    if (sent < head_len) src = head + sent, n = head_len - sent;
-    ssize_t w = send(c->fd, src, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (w <= 0) break;
-    sent += (size_t)w;
-  }
-  return sent;
-}
-
 /* Reads until the peer closes (within timeout_ms); returns what it sent (NUL-terminated,
  * static), or NULL when it did not close. */
 static const char *read_until_closed(client_conn *c, int timeout_ms) {
@@ -98,7 +75,7 @@ TEST(twenty_half_sent_50_mib_lines_without_auth_are_closed) {
   size_t total = 0;
   for (int i = 0; i < 20; i++) {
     ASSERT_OK(client_connect(&c[i], "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
-    total += push(&c[i], 50u << 20, (const uint8_t *)"{\"jsonrpc\":\"2.0\",\"method\":\"auth\",\"params\":{\"token\":\"", 50, 20000);
+    total += harness_push(c[i].fd, 50u << 20, (const uint8_t *)"{\"jsonrpc\":\"2.0\",\"method\":\"auth\",\"params\":{\"token\":\"", 50, 20000);
   }
   for (int i = 0; i < 20; i++) {
     const char *got = read_until_closed(&c[i], 20000);
@@ -120,7 +97,7 @@ TEST(twenty_half_sent_50_mib_lines_without_auth_are_closed) {
     ASSERT_OK(proto_header_decode(b.data, NULL, &hd), NULL);
     hd.length = 50u << 20;
     proto_header_encode(&hd, head);
-    total += push(&c[i], 25u << 20, head, sizeof(head), 20000);
+    total += harness_push(c[i].fd, 25u << 20, head, sizeof(head), 20000);
     proto_buf_fini(&b);
   }
   for (int i = 0; i < 20; i++) {
@@ -146,7 +123,7 @@ TEST(connections_together_hold_at_most_max_input_mb_of_unfinished_requests) {
   int closed = 0;
   for (int i = 0; i < 6; i++) {
     ASSERT_OK(client_connect(&c[i], "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
-    push(&c[i], 30u << 20, (const uint8_t *)"{\"x\":\"", 6, 20000);
+    harness_push(c[i].fd, 30u << 20, (const uint8_t *)"{\"x\":\"", 6, 20000);
   }
   for (int i = 0; i < 6; i++) {
     const char *got = read_until_closed(&c[i], 1000);

@@ -8,12 +8,9 @@
  * value is fixed by the key). The client (tests/support/ws_client.c) frames with wslay too, but
  * through its frame API on a blocking socket, not the server's code.
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -425,29 +422,13 @@ TEST(a_websocket_viewer_that_stops_reading_is_dropped_like_a_tcp_one) {
   harness_stop(&h);
 }
 
-/* Sends a masked client frame header declaring a `len`-byte text message, then up to `send_len`
- * payload bytes without ever blocking (the server may stop reading), within timeout_ms.
- * Returns the payload bytes sent. */
-static size_t push_text_message(int fd, uint64_t len, uint64_t send_len, int timeout_ms) {
+/* Sends a masked client frame header declaring a `len`-byte text message, then `send_len`
+ * payload bytes, without ever blocking (harness_push). Returns the bytes sent. */
+static size_t push_text_message(int fd, uint64_t len, size_t send_len, int timeout_ms) {
   uint8_t head[14] = {0x81, 0x80 | 127};
   for (int k = 0; k < 8; k++) head[2 + k] = (uint8_t)(len >> (56 - 8 * k));
   memcpy(head + 10, "\x11\x22\x33\x44", 4); /* the mask: the bytes are arbitrary anyway */
-  if (send(fd, head, sizeof(head), MSG_NOSIGNAL) != (ssize_t)sizeof(head)) return 0;
-  static uint8_t chunk[1 << 20];
-  memset(chunk, 'a', sizeof(chunk));
-  size_t sent = 0;
-  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-  while (sent < send_len && client_now_ns() < deadline) {
-    struct pollfd p = {fd, POLLOUT, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLERR | POLLHUP)) break;
-    size_t n = send_len - sent < sizeof(chunk) ? (size_t)(send_len - sent) : sizeof(chunk);
-    ssize_t w = send(fd, chunk, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (w <= 0) break;
-    sent += (size_t)w;
-  }
-  return sent;
+  return harness_push(fd, sizeof(head) + send_len, head, sizeof(head), timeout_ms);
 }
 
 /* A WebSocket message being assembled counts against max_input_mb as a TCP request line does:

@@ -4,8 +4,10 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,4 +436,24 @@ uint64_t harness_server_memory(const harness *h, const char *field) {
   fclose(f);
   if (!found) test__fail(__FILE__, __LINE__, "no %s in %s", field, path);
   return (uint64_t)kb * 1024;
+}
+
+size_t harness_push(int fd, size_t total, const uint8_t *head, size_t head_len, int timeout_ms) {
+  static uint8_t chunk[1 << 20];
+  memset(chunk, 'a', sizeof(chunk));
+  size_t sent = 0;
+  uint64_t deadline = client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (sent < total && client_now_ns() < deadline) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    if (p.revents & (POLLERR | POLLHUP)) break;
+    const uint8_t *src = chunk;
+    size_t n = total - sent < sizeof(chunk) ? total - sent : sizeof(chunk);
+    if (sent < head_len) src = head + sent, n = head_len - sent;
+    ssize_t w = send(fd, src, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (w <= 0) break;
+    sent += (size_t)w;
+  }
+  return sent;
 }

@@ -42,6 +42,10 @@ void harness_connect(harness *h, client_conn *c, int port);
 const char *harness_certs(void);
 /* harness_certs()/file (a static buffer, one of 8 used in turn). */
 const char *harness_cert(const char *file);
+/* Sends `head` then 'a's, `total` bytes in all, in 1 MiB non-blocking writes until the server
+ * stops taking them (it closed the connection) or timeout_ms pass. Returns the bytes it took: a
+ * server that stops reading without closing shows as a stall, not a hang. */
+size_t harness_push(int fd, size_t total, const uint8_t *head, size_t head_len, int timeout_ms);
 /* SIGKILL and wait: a crash, as far as the server can tell. */
 void harness_kill(harness *h);
 /* SIGTERM, wait, and assert exit status 0 (prints the server log on failure). */
