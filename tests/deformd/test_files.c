@@ -226,9 +226,8 @@ static void same_geometry(const char *what, const mesh *want, const mesh *got, i
 static void same_obj(const char *what, const mesh *want, char *obj) {
   uint32_t nv = 0, nf = 0;
   uint32_t *tris = malloc(sizeof(uint32_t) * 3 * (want->triangle_count + 1));
-  for (char *line = obj; line && *line;) {
-    char *nl = strchr(line, '\n');
-    if (nl) *nl = '\0'; /* sscanf measures the whole string it is given: one line at a time */
+  char *at = obj, *end = obj + strlen(obj), *line;
+  while ((line = test_next_line(&at, end)) != NULL) {
     float v[3];
     unsigned a, b, c;
     if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) == 3) {
@@ -241,7 +240,6 @@ static void same_obj(const char *what, const mesh *want, char *obj) {
       tris[3 * nf] = a - 1, tris[3 * nf + 1] = b - 1, tris[3 * nf + 2] = c - 1;
       nf++;
     }
-    line = nl ? nl + 1 : NULL;
   }
   if (nv != want->vertex_count) test__fail(__FILE__, __LINE__, "%s: %u vertices, want %u", what, nv, want->vertex_count);
   ASSERT_EQ(nf, want->triangle_count);
@@ -432,15 +430,13 @@ TEST(a_download_in_chunks_is_of_one_version_while_the_session_changes) {
   uint32_t v = 0;
   uint8_t *copy = malloc(total + 1);
   memcpy(copy, file, total + 1);
-  for (char *line = (char *)copy; line && *line && v < m->vertex_count;) {
-    char *nl = strchr(line, '\n');
-    if (nl) *nl = '\0';
+  char *at = (char *)copy, *line;
+  while (v < m->vertex_count && (line = test_next_line(&at, (char *)copy + total)) != NULL) {
     float p[3];
     if (sscanf(line, "v %f %f %f", &p[0], &p[1], &p[2]) == 3) {
       if (memcmp(p, pos + 3 * (size_t)v, sizeof(p)) != 0) test__fail(__FILE__, __LINE__, "vertex %u differs", v);
       v++;
     }
-    line = nl ? nl + 1 : NULL;
   }
   free(copy);
   ASSERT_EQ(v, m->vertex_count);

@@ -382,16 +382,14 @@ float *harness_server_positions(harness *h, const char *session, uint32_t *verte
   obj[n] = '\0';
   size_t cap = 1024, len = 0;
   float *p = malloc(sizeof(float) * cap);
-  for (char *line = (char *)obj; line && *line;) {
-    char *nl = strchr(line, '\n');
-    if (nl) *nl = '\0'; /* sscanf measures the whole string it is given: one line at a time */
+  char *at = (char *)obj, *line;
+  while ((line = test_next_line(&at, (char *)obj + n)) != NULL) {
     float v[3];
     if (sscanf(line, "v %f %f %f", &v[0], &v[1], &v[2]) == 3) {
       if (len + 3 > cap) p = realloc(p, sizeof(float) * (cap *= 2));
       memcpy(p + len, v, sizeof(v));
       len += 3;
     }
-    line = nl ? nl + 1 : NULL;
   }
   free(obj);
   *vertex_count = (uint32_t)(len / 3);

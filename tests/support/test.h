@@ -80,6 +80,10 @@ const char *test_tmp_path(const char *name);
 /* A whole file: *len bytes, malloc'ed with one more (a NUL) to spare; fails the test when it
  * cannot be read. Caller frees. */
 uint8_t *test_read_file(const char *path, size_t *len);
+/* The next line of the text [*at, end): NUL-terminated in place (its newline replaced), *at
+ * moved past it; NULL at the end. memchr, not strchr: a sanitizer's strchr measures the whole
+ * rest of the text at every call, quadratic over a large OBJ (minutes under ASan). */
+char *test_next_line(char **at, char *end);
 /* Copies a file (fails the test when it cannot). */
 void test_copy_file(const char *from, const char *to);
 

@@ -216,3 +216,12 @@ int main(int argc, char **argv) {
   }
   return 0;
 }
+
+char *test_next_line(char **at, char *end) {
+  char *line = *at;
+  if (!line || line >= end || !*line) return NULL;
+  char *nl = memchr(line, '\n', (size_t)(end - line));
+  if (nl) *nl = '\0'; /* sscanf measures the whole string it is given: one line at a time */
+  *at = nl ? nl + 1 : end;
+  return line;
+}
