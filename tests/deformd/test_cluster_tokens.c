@@ -51,33 +51,13 @@ static void start_node(harness *h, const redis_harness *rd, int relay) {
   }
 }
 
-/* A call on connection c: 0 with *result, or the error code (message into msg). */
-static int call(client_conn *c, const char *method, const char *params, cJSON **result, char *msg, size_t msglen) {
-  cJSON *p = params ? cJSON_Parse(params) : NULL, *r = NULL, *e = NULL;
-  if (params && !p) test__fail(__FILE__, __LINE__, "test bug: bad params %s", params);
-  int rc = client_rpc(c, method, p, 30000, &r, &e);
-  cJSON_Delete(p);
-  if (rc == 0) {
-    if (result) *result = r;
-    else cJSON_Delete(r);
-    return 0;
-  }
-  if (rc != CLIENT_ERPC) test__fail(__FILE__, __LINE__, "%s: no answer (%s)", method, client_strerror(rc));
-  const cJSON *code = cJSON_GetObjectItem(e, "code"), *m = cJSON_GetObjectItem(e, "message");
-  if (msg) snprintf(msg, msglen, "%s", cJSON_IsString(m) ? m->valuestring : "");
-  int k = cJSON_IsNumber(code) ? code->valueint : 0;
-  cJSON_Delete(e);
-  if (result) *result = NULL;
-  return k;
-}
-
 /* token.create on conn c; the token into tok (96 bytes), its id returned. */
 static int64_t make_on(client_conn *c, const char *role, const char *session, const char *user, char *tok) {
   char p[300], msg[256];
   if (session) snprintf(p, sizeof(p), "{\"role\":\"%s\",\"session\":\"%s\",\"user\":\"%s\"}", role, session, user);
   else snprintf(p, sizeof(p), "{\"role\":\"%s\",\"user\":\"%s\"}", role, user);
   cJSON *r = NULL;
-  if (call(c, "token.create", p, &r, msg, sizeof(msg)) != 0) test__fail(__FILE__, __LINE__, "token.create: %s", msg);
+  if (harness_call(c, "token.create", p, &r, msg, sizeof(msg)) != 0) test__fail(__FILE__, __LINE__, "token.create: %s", msg);
   snprintf(tok, 96, "%s", cJSON_GetObjectItem(r, "token")->valuestring);
   int64_t id = (int64_t)cJSON_GetObjectItem(r, "id")->valuedouble;
   cJSON_Delete(r);
@@ -117,7 +97,7 @@ static int auth_on(harness *h, client_conn *c, const char *token, char *role, si
   ASSERT_OK(client_connect(c, "127.0.0.1", h->rpc_port, err, sizeof(err)), err);
   snprintf(p, sizeof(p), "{\"token\":\"%s\"}", token);
   cJSON *r = NULL;
-  int rc = call(c, "auth", p, &r, msg, sizeof(msg));
+  int rc = harness_call(c, "auth", p, &r, msg, sizeof(msg));
   if (role) snprintf(role, rolelen, "%s", rc == 0 ? cJSON_GetObjectItem(r, "role")->valuestring : msg);
   cJSON_Delete(r);
   return rc;
@@ -153,6 +133,19 @@ static int hello_code(harness *h, proto_role role, const char *token) {
   }
   client_close(&c);
   return code;
+}
+
+/* A redis-server, a primary and a relay; and all three stopped (the nodes must exit cleanly). */
+static void cluster_up(redis_harness *rd, harness *p, harness *r) {
+  redis_harness_start(rd, 0);
+  start_node(p, rd, 0);
+  start_node(r, rd, 1);
+}
+
+static void cluster_down(redis_harness *rd, harness *p, harness *r) {
+  harness_stop(r);
+  harness_stop(p);
+  redis_harness_kill(rd);
 }
 
 static uint64_t version_of(harness *h) {
@@ -192,9 +185,7 @@ static void hex_sha256(const char *token, char out[65]) {
 TEST(a_token_made_on_either_node_works_on_the_other_and_its_role_is_enforced_there) {
   redis_harness rd;
   harness p, r;
-  redis_harness_start(&rd, 0);
-  start_node(&p, &rd, 0);
-  start_node(&r, &rd, 1);
+  cluster_up(&rd, &p, &r);
   char viewer[96], editor[96], msg[512];
   int64_t vid = make(&p, "viewer", "demo", "vic", viewer); /* on the primary */
   int64_t eid = make(&r, "editor", NULL, "eve", editor);   /* on the relay */
@@ -206,7 +197,7 @@ TEST(a_token_made_on_either_node_works_on_the_other_and_its_role_is_enforced_the
   char role[256];
   ASSERT_EQ(auth_on(&r, &c, viewer, role, sizeof(role)), 0);
   ASSERT_STR_CONTAINS(role, "viewer");
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)),
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)),
             -32009);
   ASSERT_STR_CONTAINS(msg, "needs the editor role");
   client_close(&c);
@@ -216,10 +207,10 @@ TEST(a_token_made_on_either_node_works_on_the_other_and_its_role_is_enforced_the
   /* The relay's editor token on the primary, and through the relay to the primary. */
   ASSERT_EQ(auth_on(&p, &c, editor, role, sizeof(role)), 0);
   ASSERT_STR_CONTAINS(role, "editor");
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)), 0);
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)), 0);
   client_close(&c);
   ASSERT_EQ(auth_on(&r, &c, editor, NULL, 0), 0);
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, msg, sizeof(msg)),
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, msg, sizeof(msg)),
             0);
   client_close(&c);
   ASSERT_EQ(version_of(&p), 2);
@@ -227,17 +218,13 @@ TEST(a_token_made_on_either_node_works_on_the_other_and_its_role_is_enforced_the
   /* Neither node knows the other's tokens by accident: a made-up one is refused on both. */
   ASSERT(!accepted(&r, "dfm_not-a-token", NULL));
   ASSERT(!accepted(&p, "dfm_not-a-token", NULL));
-  harness_stop(&r);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r);
 }
 
 TEST(token_list_on_a_relay_lists_the_primarys_tokens_with_ids_unique_across_nodes_and_owners_keep_their_limits) {
   redis_harness rd;
   harness p, r;
-  redis_harness_start(&rd, 0);
-  start_node(&p, &rd, 0);
-  start_node(&r, &rd, 1);
+  cluster_up(&rd, &p, &r);
   char tok[6][96], msg[512];
   int64_t ids[6];
   for (int i = 0; i < 6; i++) {
@@ -262,13 +249,13 @@ TEST(token_list_on_a_relay_lists_the_primarys_tokens_with_ids_unique_across_node
   /* An owner of demo on the relay: its role or less, on demo only, and it sees demo's tokens. */
   client_conn c;
   ASSERT_EQ(auth_on(&r, &c, tok[3], NULL, 0), 0);
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"admin\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"viewer\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"admin\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"viewer\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
   char made[96];
   int64_t mid = make_on(&c, "viewer", "demo", "made-by-owner", made);
-  ASSERT_EQ(call(&c, "token.list", NULL, NULL, msg, sizeof(msg)), -32009); /* every session's: not an owner's */
+  ASSERT_EQ(harness_call(&c, "token.list", NULL, NULL, msg, sizeof(msg)), -32009); /* every session's: not an owner's */
   cJSON *list = NULL;
-  ASSERT_EQ(call(&c, "token.list", "{\"session\":\"demo\"}", &list, msg, sizeof(msg)), 0);
+  ASSERT_EQ(harness_call(&c, "token.list", "{\"session\":\"demo\"}", &list, msg, sizeof(msg)), 0);
   int seen = 0, n = 0;
   const cJSON *t;
   cJSON_ArrayForEach(t, list) {
@@ -293,17 +280,13 @@ TEST(token_list_on_a_relay_lists_the_primarys_tokens_with_ids_unique_across_node
     if (i < 7 && !memmem(dump, len, hex, 64)) test__fail(__FILE__, __LINE__, "Redis lacks the SHA-256 of token %zu", i);
   }
   free(dump);
-  harness_stop(&r);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r);
 }
 
 TEST(a_relay_or_a_primary_started_again_still_accepts_tokens_made_before_on_either_node) {
   redis_harness rd;
   harness p, r;
-  redis_harness_start(&rd, 0);
-  start_node(&p, &rd, 0);
-  start_node(&r, &rd, 1);
+  cluster_up(&rd, &p, &r);
   char a[96], b[96];
   int64_t aid = make(&p, "viewer", "demo", "ann", a);
   int64_t bid = make(&r, "editor", NULL, "bob", b);
@@ -322,9 +305,7 @@ TEST(a_relay_or_a_primary_started_again_still_accepts_tokens_made_before_on_eith
   wait_token(&p, bid, 1);
   ASSERT(accepted(&p, b, "editor"));
   ASSERT(accepted(&p, a, "viewer"));
-  harness_stop(&r);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r);
 }
 
 /* A connection on `on` holding `token` (JSON-RPC, and a binary viewer), revoked on `by`: both lose
@@ -334,7 +315,7 @@ static void revoke_across(harness *by, harness *on, const char *token, int64_t i
   client_replica rep;
   char msg[512], p[64];
   ASSERT_EQ(auth_on(on, &c, token, NULL, 0), 0);
-  ASSERT_EQ(call(&c, "state.get", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), 0);
+  ASSERT_EQ(harness_call(&c, "state.get", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), 0);
   harness_join(on, &v, &rep, "demo", PROTO_ROLE_VIEWER, token);
   snprintf(p, sizeof(p), "{\"id\":%lld}", (long long)id);
   cJSON *r = harness_rpc_ok(by, "token.revoke", p);
@@ -343,7 +324,7 @@ static void revoke_across(harness *by, harness *on, const char *token, int64_t i
   /* The viewer is told and closed once `on` learns it (bounded by the wait, not a sleep). */
   ASSERT_EQ(harness_expect_error(&v, PROTO_ERROR, NULL, WAIT_MS), PROTO_ERR_FORBIDDEN);
   ASSERT(harness_closed(&v, WAIT_MS));
-  ASSERT_EQ(call(&c, "state.get", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "state.get", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
   ASSERT_STR_CONTAINS(msg, "needs a token");
   wait_token(on, id, 0);
   ASSERT(!accepted(on, token, NULL));
@@ -356,9 +337,7 @@ static void revoke_across(harness *by, harness *on, const char *token, int64_t i
 TEST(a_revocation_on_one_node_takes_the_rights_of_connections_on_the_other) {
   redis_harness rd;
   harness p, r;
-  redis_harness_start(&rd, 0);
-  start_node(&p, &rd, 0);
-  start_node(&r, &rd, 1);
+  cluster_up(&rd, &p, &r);
   char a[96], b[96];
   int64_t aid = make(&p, "editor", NULL, "ann", a);
   int64_t bid = make(&r, "viewer", "demo", "bob", b);
@@ -366,17 +345,13 @@ TEST(a_revocation_on_one_node_takes_the_rights_of_connections_on_the_other) {
   wait_token(&p, bid, 1);
   revoke_across(&p, &r, a, aid); /* made and revoked on the primary, used on the relay */
   revoke_across(&r, &p, b, bid); /* made and revoked on the relay, used on the primary */
-  harness_stop(&r);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r);
 }
 
 TEST(with_redis_down_nodes_accept_the_tokens_they_knew_and_refuse_changes_with_a_reason_until_it_is_back) {
   redis_harness rd;
   harness p, r;
-  redis_harness_start(&rd, 0);
-  start_node(&p, &rd, 0);
-  start_node(&r, &rd, 1);
+  cluster_up(&rd, &p, &r);
   char a[96], c[96], msg[512], params[64];
   int64_t aid = make(&p, "viewer", "demo", "ann", a);
   wait_token(&r, aid, 1);
@@ -412,7 +387,5 @@ TEST(with_redis_down_nodes_accept_the_tokens_they_knew_and_refuse_changes_with_a
   snprintf(field, sizeof(field), "HEXISTS deformd:tokens %lld", (long long)aid);
   redis_harness_command(&rd, field, out, sizeof(out));
   ASSERT_STR_CONTAINS(out, ":1");
-  harness_stop(&r);
-  harness_stop(&p);
-  redis_harness_kill(&rd);
+  cluster_down(&rd, &p, &r);
 }
