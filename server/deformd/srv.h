@@ -25,8 +25,9 @@
  *                                            srv_history_rpc.c srv_token_rpc.c srv_transfer_rpc.c
  *   transports                               srv_stream.c (binary port) srv_rpc_conn.c (JSON-RPC port)
  *   many machines (srv_cluster.h): Redis,    srv_redis.c srv_link.c srv_cluster.c srv_publish.c
- *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_registry.c
- *     forwarding, the registry and placement
+ *     links, lookups, publishing, relays,    srv_relay.c srv_forward.c srv_cluster_tokens.c
+ *     forwarding, tokens, the registry and   srv_registry.c
+ *     placement
  *                                            srv_http.c (HTTP port: the page, WebSocket upgrades)
  *   the server (listeners, tick, signals)    srv_server.c
  *
@@ -392,6 +393,9 @@ typedef struct srv_access {
 
 typedef struct srv_conn srv_conn;
 typedef struct srv_server srv_server;
+/* A token stored in (or taken back from) the cluster: status 0 with its id, or an SRV_E* code
+ * with the reason. */
+typedef void (*srv_token_done_cb)(srv_server *s, void *arg, int status, int64_t id, const char *why);
 typedef struct srv_session srv_session;
 
 /* Bytes handed to stream sockets for one kind of viewer: a codec (0: protocol version 1;
@@ -481,6 +485,14 @@ struct srv_server {
   void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
   void (*on_open_failed)(srv_server *s, const char *name); /* srv_jobs.c: a session did not open */
   void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
+  /* srv_token_rpc.c, srv_access.c: with --redis tokens are the cluster's (srv_cluster_tokens.c).
+   * token_create stores a new token's record (never the token) in Redis and calls done with
+   * its id, unique in the cluster; token_revoke takes a token back on every node (done may be
+   * NULL: nobody waits). Each returns 0 (done runs later) or SRV_EBUSY with the reason in why
+   * (done never runs). */
+  int (*token_create)(srv_server *s, const srv_token *record, srv_token_done_cb done, void *arg, char *why,
+                      size_t whylen);
+  int (*token_revoke)(srv_server *s, int64_t id, srv_token_done_cb done, void *arg, char *why, size_t whylen);
 };
 
 /* ---- JSON views (srv_json.c, declared in srv_json.h for deformd --check-mesh) ---------------- */
@@ -707,10 +719,15 @@ int srv_access_refusal(const srv_server *s, const srv_grant *g, srv_role need, c
  * connection and per address) and logged. Returns 0, SRV_EACCES (wrong, or a NUL in it) or
  * SRV_ELIMIT (too many failures from that address: not even checked), with a reason. */
 int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, char *why, size_t whylen);
+/* Knows a token from now on, and keeps it in the store when there is one: a new one, or one
+ * another node of the cluster made. A token already known under `id` with the same hash stays
+ * as it is; with another hash the old one is revoked first. 0 or SRV_EINTERNAL (nothing kept). */
+int srv_access_put(srv_server *s, int64_t id, const uint8_t hash[SRV_TOKEN_HASH], srv_role role, const char *session,
+                   const char *user, double created);
 /* Removes a token (stored ones from the store too); connections using it lose their rights and
  * stream connections close. 0 or SRV_ERANGE (no such token). */
 int srv_access_revoke(srv_server *s, int64_t id);
-/* session.close: the tokens for that session go. */
+/* session.close: the tokens for that session go (in the cluster too, through token_revoke). */
 void srv_access_session_closed(srv_server *s, const char *name);
 
 /* ---- the durable store (srv_store.c): SQLite, written by its own thread ----------------------- */

@@ -16,7 +16,10 @@
  * presented token is hashed and compared with every stored hash in constant time
  * (CRYPTO_memcmp over all of them, no early exit). A token holding a NUL byte is refused (a C
  * string would stop there). The first administrator's token comes from the environment
- * (DEFORMD_ADMIN_TOKEN) or a file (--admin-token-file), never from the command line.
+ * (DEFORMD_ADMIN_TOKEN) or a file (--admin-token-file), never from the command line. With
+ * --redis the tokens here are the cluster's: srv_cluster_tokens.c puts and revokes them as
+ * Redis says (srv_access_put), and the server's token_revoke hook takes a closed session's
+ * tokens back everywhere; the decision still reads only this memory.
  *
  * Guessing is bounded: a connection is closed after SRV_AUTH_CONN_FAILURES failures, and an
  * address with SRV_AUTH_ADDR_FAILURES failures within SRV_AUTH_WINDOW_MS is refused unchecked
@@ -273,7 +276,28 @@ int srv_access_revoke(srv_server *s, int64_t id) {
 void srv_access_session_closed(srv_server *s, const char *name) {
   srv_access *a = &s->access;
   for (uint32_t i = 0; i < a->count;) {
-    if (a->tokens[i].session && strcmp(a->tokens[i].session, name) == 0) drop(s, i, "the session is closed");
-    else i++;
+    if (!a->tokens[i].session || strcmp(a->tokens[i].session, name) != 0) {
+      i++;
+      continue;
+    }
+    char why[200];
+    /* The other nodes drop it too; without Redis it stays there, granting nothing here. */
+    if (s->token_revoke && s->token_revoke(s, a->tokens[i].id, NULL, NULL, why, sizeof(why)) != 0)
+      srv_log(SRV_LOG_WARN, "token %lld of closed session '%s' stays on the other nodes: %s",
+              (long long)a->tokens[i].id, name, why);
+    drop(s, i, "the session is closed");
   }
+}
+
+int srv_access_put(srv_server *s, int64_t id, const uint8_t hash[SRV_TOKEN_HASH], srv_role role, const char *session,
+                   const char *user, double created) {
+  const srv_token *known = srv_access_find(&s->access, id);
+  if (known && CRYPTO_memcmp(known->hash, hash, SRV_TOKEN_HASH) == 0) return 0;
+  if (known) srv_access_revoke(s, id); /* the cluster gave the id to another token */
+  if (srv_access_add(&s->access, id, hash, role, session, user, created) != 0) return SRV_EINTERNAL;
+  if (s->store && srv_store_put_token(s->store, id, hash, role, session, user, created) != 0) {
+    srv_access_revoke(s, id);
+    return SRV_EINTERNAL;
+  }
+  return 0;
 }

@@ -2,7 +2,8 @@
  * srv_cluster.h — what deformd's files for many machines share: the Redis link (srv_redis.c),
  * outgoing connections (srv_link.c), lookups in the shared state (srv_cluster.c), a primary's
  * publishing (srv_publish.c), a relay's
- * following (srv_relay.c), forwarding to the owner (srv_forward.c), and the node, its lease,
+ * following (srv_relay.c), forwarding to the owner (srv_forward.c), the cluster's access tokens
+ * (srv_cluster_tokens.c), and the node, its lease,
  * the registry and placement (srv_registry.c), in that order of layers: each file calls only
  * into the ones listed before it and into srv.h's modules; a lower one hands work back up
  * through a callback.
@@ -15,6 +16,10 @@
  *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}
  *   s:<name>:snap         hash: epoch, seq, version, state (a checkpoint, srv_record.c)
  *   s:<name>:mesh         the session's mesh as imported (mesh_blob), written with each epoch
+ *   tokens                hash: token id -> its record (JSON: hex SHA-256, role, session, user,
+ *                         created; never the token)
+ *   tokens:next           the last token id given; tokens:revoked  set of ids taken back
+ *   tokens:seq, tokens:log  the tokens' change stream: <seq>-0 {op, id, rec}
  *
  * DOES NOT hold session state: sessions stay srv_session (srv.h); these files move them.
  */
@@ -136,6 +141,7 @@ typedef struct srv_cluster {
   uint64_t block_client_id;  /* CLIENT ID of `block` (to unblock its XREAD) */
   int reading;               /* an XREAD is in flight */
   struct srv_fwd *fwds;      /* srv_forward.c */
+  struct srv_ctokens *tokens;/* srv_cluster_tokens.c */
   struct srv_claim *claims;  /* srv_registry.c: names claimed for a session.create not open yet */
   struct srv_rpc_call *local_call; /* being dispatched again to run here (route_rpc lets it by) */
   srv_conn *resuming;        /* srv_relay.c: its HELLO runs again now that the session is loaded */
@@ -211,6 +217,22 @@ void srv_forward_edit(srv_cluster *k, const srv_node *node, srv_conn *c, const u
 void srv_forward_conn_closed(srv_cluster *k, srv_conn *c);
 /* The author name a connection gave (hello): replayed on its links. */
 void srv_forward_fini(srv_cluster *k);
+
+/* ---- the cluster's access tokens (srv_cluster_tokens.c) --------------------------------------- */
+
+/* Its own Redis connection (a sync when it comes up, then the change stream), and the server's
+ * token_create / token_revoke hooks. Returns 0 or SRV_EINTERNAL. */
+int srv_cluster_tokens_start(srv_cluster *k);
+/* The command connection lost Redis: the tokens' connection is dropped too (and syncs again
+ * when it is back), whether or not it noticed itself (a blocked read may not, until its
+ * deadline). */
+void srv_cluster_tokens_redis_lost(srv_cluster *k);
+/* Every tick: a sync that failed runs again; reading resumes. */
+void srv_cluster_tokens_tick(srv_cluster *k);
+/* Stopping: the hooks go, the connection closes (changes in flight are answered). */
+void srv_cluster_tokens_stop(srv_cluster *k);
+void srv_cluster_tokens_fini(srv_cluster *k);
+cJSON *srv_cluster_tokens_stats(const srv_cluster *k); /* server.stats cluster.tokens (caller frees) */
 
 /* ---- the node, the registry, placement (srv_registry.c) --------------------------------------- */
 

@@ -175,6 +175,7 @@ static void survey(srv_cluster *k) {
 
 static void on_tick(uv_timer_t *t) {
   srv_cluster *k = t->data;
+  if (!k->stopping) srv_cluster_tokens_tick(k);
   if (k->stopping || !srv_redis_ready(k->cmd)) return;
   uint64_t now = uv_now(k->srv->loop);
   if (now - k->last_lease >= k->srv->cfg.lease_ms / 3) renew_lease(k);
@@ -196,7 +197,10 @@ static void on_redis_state(srv_redis *r, int ready, void *arg) {
     renew_lease(k);
     survey(k);
   }
-  if (!ready && r == k->cmd) k->survey_in_flight = 0;
+  if (!ready && r == k->cmd) {
+    k->survey_in_flight = 0;
+    srv_cluster_tokens_redis_lost(k);
+  }
 }
 
 /* ---- claims: a name is this node's in Redis before it opens a session of that name ------------ */
@@ -541,6 +545,7 @@ static void stats_extra(srv_server *s, cJSON *r) {
   cJSON_AddNumberToObject(o, "primary_lost", lost);
   if (k->relay) cJSON_AddNumberToObject(o, "replicas_loaded", loaded);
   cJSON_AddItemToObject(o, "sessions", sessions);
+  cJSON_AddItemToObject(o, "tokens", srv_cluster_tokens_stats(k));
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
   for (uint32_t i = 0; i < k->node_count; i++) {
     const srv_node *n = &k->nodes[i];
@@ -598,7 +603,8 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   snprintf(k->node_id, sizeof(k->node_id), "%s", cfg->node_id ? cfg->node_id : k->stream_addr);
   srv->cluster = k;
   if (srv_redis_create(srv->loop, &k->url, "commands", on_redis_state, k, &k->cmd) != 0 ||
-      (k->relay && srv_redis_create(srv->loop, &k->url, "reads", on_redis_state, k, &k->block) != 0)) {
+      (k->relay && srv_redis_create(srv->loop, &k->url, "reads", on_redis_state, k, &k->block) != 0) ||
+      srv_cluster_tokens_start(k) != 0) {
     srv_cluster_stop(srv);
     return SRV_EINTERNAL;
   }
@@ -647,6 +653,7 @@ void srv_cluster_stop(srv_server *srv) {
   srv->on_joined = NULL;
   srv->on_open_failed = NULL;
   srv_relay_stop(k);
+  srv_cluster_tokens_stop(k);
   srv_forward_fini(k);
   srv->on_conn_closed = NULL;
   if (uv_is_active((uv_handle_t *)&k->timer) || k->timer.data) {
@@ -664,6 +671,7 @@ void srv_cluster_free(srv_server *srv) {
   if (!k) return;
   srv_cluster_stop(srv);
   srv_relay_fini(k);
+  srv_cluster_tokens_fini(k);
   while (k->claims) free_claim(k, k->claims); /* opening when the server stopped */
   free(k->nodes);
   free_owners(k);

@@ -6,6 +6,9 @@
  * session the caller's own when the caller's token is for one session; an admin token is for
  * every session. The new token is in the answer once, and never again: the server keeps its
  * SHA-256 (srv_access.c), and with a store the answer goes out once the hash is committed.
+ * With --redis a token is the cluster's: token.create and token.revoke go through the server's
+ * token_create / token_revoke hooks (srv_cluster_tokens.c) and answer once Redis has the
+ * change, or with the reason it could not (Redis unreachable: nothing was done).
  *
  * DOES NOT decide anything itself: srv_access.c does.
  */
@@ -66,6 +69,43 @@ static double now_s(void) {
   return (double)now.tv_sec + now.tv_usec / 1e6;
 }
 
+/* A token.create between its checks and its answer: the token itself stays here, in memory
+ * (wiped when freed); the cluster's hook sees only `rec`. */
+typedef struct created {
+  srv_rpc_call *call;
+  char token[64];
+  srv_token rec;
+} created;
+
+/* The token is stored (in the cluster first with --redis, id from there) or refused: the
+ * answer, the only time the token is shown. */
+static void on_created(srv_server *s, void *arg, int status, int64_t id, const char *why) {
+  created *p = arg;
+  const srv_token *t = &p->rec;
+  if (status == 0 && srv_access_put(s, id, t->hash, t->role, t->session, t->user, t->created) != 0) {
+    status = SRV_EINTERNAL;
+    why = "out of memory";
+  }
+  if (status != 0) {
+    srv_rpc_error(p->call, status, "%s", why);
+  } else {
+    srv_log(SRV_LOG_INFO, "token %lld created by connection %u: %s for %s%s, user %s", (long long)id, p->call->conn->id,
+            srv_role_name(t->role), t->session ? "session " : "every session", t->session ? t->session : "", t->user);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "token", p->token);
+    cJSON_AddNumberToObject(o, "id", (double)id);
+    cJSON_AddStringToObject(o, "role", srv_role_name(t->role));
+    if (t->session) cJSON_AddStringToObject(o, "session", t->session);
+    cJSON_AddStringToObject(o, "user", t->user);
+    srv_rpc_reply(p->call, o);
+  }
+  explicit_bzero(p->token, sizeof(p->token));
+  explicit_bzero(p->rec.hash, sizeof(p->rec.hash));
+  free(p->rec.session);
+  free(p->rec.user);
+  free(p);
+}
+
 /* token.create {role, session?, user} */
 void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (!srv_access_enabled(&s->access)) {
@@ -103,32 +143,29 @@ void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", scope);
     return;
   }
-  char token[64];
-  uint8_t h[SRV_TOKEN_HASH];
-  if (srv_access_make_token(token, sizeof(token)) != 0) {
+  created *p = calloc(1, sizeof(*p));
+  if (!p || srv_access_make_token(p->token, sizeof(p->token)) != 0) {
+    free(p);
     srv_rpc_error(call, SRV_EINTERNAL, "cannot draw random bytes for a token");
     return;
   }
-  srv_access_hash(token, strlen(token), h);
-  int64_t id = s->access.next_id;
-  double created = now_s();
-  if (srv_access_add(&s->access, id, h, r, scope, user->valuestring, created) != 0 ||
-      (s->store && srv_store_put_token(s->store, id, h, r, scope, user->valuestring, created) != 0)) {
-    if (srv_access_find(&s->access, id)) srv_access_revoke(s, id);
-    explicit_bzero(token, sizeof(token));
-    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+  p->call = call;
+  p->rec.role = r;
+  p->rec.session = scope ? strdup(scope) : NULL;
+  p->rec.user = strdup(user->valuestring);
+  p->rec.created = now_s();
+  srv_access_hash(p->token, strlen(p->token), p->rec.hash);
+  if ((scope && !p->rec.session) || !p->rec.user) {
+    on_created(s, p, SRV_EINTERNAL, 0, "out of memory");
     return;
   }
-  srv_log(SRV_LOG_INFO, "token %lld created by connection %u: %s for %s%s, user %s", (long long)id, call->conn->id,
-          srv_role_name(r), scope ? "session " : "every session", scope ? scope : "", user->valuestring);
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "token", token);
-  cJSON_AddNumberToObject(o, "id", (double)id);
-  cJSON_AddStringToObject(o, "role", srv_role_name(r));
-  if (scope) cJSON_AddStringToObject(o, "session", scope);
-  cJSON_AddStringToObject(o, "user", user->valuestring);
-  explicit_bzero(token, sizeof(token));
-  srv_rpc_reply(call, o);
+  if (!s->token_create) { /* one node: the token is this node's */
+    on_created(s, p, 0, s->access.next_id, "");
+    return;
+  }
+  char why[256];
+  int rc = s->token_create(s, &p->rec, on_created, p, why, sizeof(why));
+  if (rc != 0) on_created(s, p, rc, 0, why);
 }
 
 /* token.list {session?}: the tokens the caller could have made (never the tokens themselves). */
@@ -152,6 +189,25 @@ void srv_m_token_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, a);
 }
 
+/* The token is taken back (from the cluster first with --redis) or refused: the answer. The
+ * token may be gone here already (the cluster's change stream came first). */
+static void on_revoked(srv_server *s, void *arg, int status, int64_t id, const char *why) {
+  srv_rpc_call *call = arg;
+  if (status != 0) {
+    srv_rpc_error(call, status, "%s", why);
+    return;
+  }
+  const srv_token *t = srv_access_find(&s->access, id);
+  if (t)
+    srv_log(SRV_LOG_INFO, "token %lld (%s, user %s) revoked by connection %u", (long long)id, srv_role_name(t->role),
+            t->user, call->conn->id);
+  srv_access_revoke(s, id);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "id", (double)id);
+  cJSON_AddBoolToObject(o, "revoked", 1);
+  srv_rpc_reply(call, o);
+}
+
 /* token.revoke {id}: the token goes; connections using it lose their rights at once. */
 void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   double v = -1;
@@ -171,11 +227,11 @@ void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params) {
                   "(DEFORMD_ADMIN_TOKEN or --admin-token-file): change it there and restart");
     return;
   }
-  srv_log(SRV_LOG_INFO, "token %lld (%s, user %s) revoked by connection %u", (long long)t->id, srv_role_name(t->role),
-          t->user, call->conn->id);
-  srv_access_revoke(s, (int64_t)v);
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "id", v);
-  cJSON_AddBoolToObject(o, "revoked", 1);
-  srv_rpc_reply(call, o);
+  if (!s->token_revoke) {
+    on_revoked(s, call, 0, t->id, "");
+    return;
+  }
+  char why[256];
+  int rc = s->token_revoke(s, t->id, on_revoked, call, why, sizeof(why));
+  if (rc != 0) on_revoked(s, call, rc, t->id, why);
 }

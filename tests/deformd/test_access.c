@@ -78,33 +78,13 @@ static const char *const role_word[] = {"none", "viewer", "editor", "owner", "ad
 
 /* ---- helpers -------------------------------------------------------------------------------------- */
 
-/* A call on connection c: 0 with *result, or the error code (message into msg). */
-static int call(client_conn *c, const char *method, const char *params, cJSON **result, char *msg, size_t msglen) {
-  cJSON *p = params ? cJSON_Parse(params) : NULL, *r = NULL, *e = NULL;
-  if (params && !p) test__fail(__FILE__, __LINE__, "test bug: bad params %s", params);
-  int rc = client_rpc(c, method, p, 30000, &r, &e);
-  cJSON_Delete(p);
-  if (rc == 0) {
-    if (result) *result = r;
-    else cJSON_Delete(r);
-    return 0;
-  }
-  if (rc != CLIENT_ERPC) test__fail(__FILE__, __LINE__, "%s: no answer (%s)", method, client_strerror(rc));
-  const cJSON *code = cJSON_GetObjectItem(e, "code"), *m = cJSON_GetObjectItem(e, "message");
-  if (msg) snprintf(msg, msglen, "%s", cJSON_IsString(m) ? m->valuestring : "");
-  int k = cJSON_IsNumber(code) ? code->valueint : 0;
-  cJSON_Delete(e);
-  if (result) *result = NULL;
-  return k;
-}
-
 static void rpc_conn(harness *h, client_conn *c, const char *token) {
   char err[256];
   ASSERT_OK(client_connect(c, "127.0.0.1", h->rpc_port, err, sizeof(err)), err);
   if (!token) return;
   char p[400], msg[256];
   snprintf(p, sizeof(p), "{\"token\":\"%s\"}", token);
-  if (call(c, "auth", p, NULL, msg, sizeof(msg)) != 0) test__fail(__FILE__, __LINE__, "auth: %s", msg);
+  if (harness_call(c, "auth", p, NULL, msg, sizeof(msg)) != 0) test__fail(__FILE__, __LINE__, "auth: %s", msg);
 }
 
 /* token.create on the harness's admin connection; returns the token (static buffer per slot). */
@@ -228,7 +208,7 @@ TEST(every_method_is_refused_below_its_role_and_allowed_from_it_on_the_json_rpc_
     rpc_conn(&h, &c, tokens[r]);
     for (size_t k = 0; k < SPEC_COUNT; k++) {
       char msg[512] = "";
-      int code = call(&c, spec[k].method, "{\"session\":\"nosuch\"}", NULL, msg, sizeof(msg));
+      int code = harness_call(&c, spec[k].method, "{\"session\":\"nosuch\"}", NULL, msg, sizeof(msg));
       int want_refused = (int)spec[k].role > r;
       if (refused(code, msg) != want_refused)
         test__fail(__FILE__, __LINE__, "%s with a %s token: %s (%d %s)", spec[k].method, role_word[r],
@@ -254,15 +234,15 @@ TEST(a_token_for_one_session_gets_the_same_answer_for_another_session_and_a_miss
   rpc_conn(&h, &c, viewer);
   char a[512], b[512];
   /* JSON-RPC: an existing session it may not use and a missing one answer alike. */
-  int ca = call(&c, "state.get", "{\"session\":\"other\"}", NULL, a, sizeof(a));
-  int cb = call(&c, "state.get", "{\"session\":\"ghost\"}", NULL, b, sizeof(b));
+  int ca = harness_call(&c, "state.get", "{\"session\":\"other\"}", NULL, a, sizeof(a));
+  int cb = harness_call(&c, "state.get", "{\"session\":\"ghost\"}", NULL, b, sizeof(b));
   ASSERT_EQ(ca, -32009);
   ASSERT_EQ(ca, cb);
   ASSERT(strcmp(a, b) == 0);
   /* Its own session works, and the session list shows only it. */
-  ASSERT_EQ(call(&c, "state.get", "{\"session\":\"demo\"}", NULL, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "state.get", "{\"session\":\"demo\"}", NULL, NULL, 0), 0);
   cJSON *list = NULL;
-  ASSERT_EQ(call(&c, "session.list", NULL, &list, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "session.list", NULL, &list, NULL, 0), 0);
   ASSERT_EQ(cJSON_GetArraySize(list), 1);
   ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "session")->valuestring, "demo") == 0);
   cJSON_Delete(list);
@@ -295,10 +275,10 @@ TEST(a_viewer_token_cannot_edit_on_either_port) {
   client_conn c;
   rpc_conn(&h, &c, viewer);
   char msg[512];
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)),
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":1}}", NULL, msg, sizeof(msg)),
             -32009);
   ASSERT_STR_CONTAINS(msg, "needs the editor role");
-  ASSERT_EQ(call(&c, "history.undo", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "history.undo", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
   client_close(&c);
   /* The binary port: an editor HELLO is refused; a viewer's EDIT is refused. */
   uint16_t code;
@@ -364,35 +344,35 @@ TEST(an_owner_hands_out_only_its_own_role_or_less_on_its_own_session) {
   rpc_conn(&h, &c, owner);
   char msg[512];
   cJSON *r = NULL;
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"editor\",\"session\":\"demo\",\"user\":\"ed\"}", &r, msg, sizeof(msg)), 0);
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"editor\",\"session\":\"demo\",\"user\":\"ed\"}", &r, msg, sizeof(msg)), 0);
   const char *editor = cJSON_GetObjectItem(r, "token")->valuestring;
   ASSERT(strncmp(editor, "dfm_", 4) == 0 && strlen(editor) == 47);
   client_conn e;
   rpc_conn(&h, &e, editor);
   cJSON_Delete(r);
-  ASSERT_EQ(call(&e, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
-  ASSERT_EQ(call(&e, "session.close", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&e, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&e, "session.close", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), -32009);
   client_close(&e);
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"viewer\",\"session\":\"other\",\"user\":\"x\"}", NULL, msg, sizeof(msg)),
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"viewer\",\"session\":\"other\",\"user\":\"x\"}", NULL, msg, sizeof(msg)),
             -32009);
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"viewer\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
-  ASSERT_EQ(call(&c, "token.create", "{\"role\":\"admin\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"viewer\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "token.create", "{\"role\":\"admin\",\"user\":\"x\"}", NULL, msg, sizeof(msg)), -32009);
   /* token.list: the tokens of its session, never a token itself. */
-  ASSERT_EQ(call(&c, "token.list", "{\"session\":\"demo\"}", &r, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "token.list", "{\"session\":\"demo\"}", &r, NULL, 0), 0);
   ASSERT_EQ(cJSON_GetArraySize(r), 2);
   char *text = cJSON_PrintUnformatted(r);
   ASSERT(strstr(text, "dfm_") == NULL);
   free(text);
   cJSON_Delete(r);
   /* An owner closes its session (its tokens go with it). */
-  ASSERT_EQ(call(&c, "session.close", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), 0);
+  ASSERT_EQ(harness_call(&c, "session.close", "{\"session\":\"demo\"}", NULL, msg, sizeof(msg)), 0);
   client_close(&c);
   client_conn again;
   char err[256];
   ASSERT_OK(client_connect(&again, "127.0.0.1", h.rpc_port, err, sizeof(err)), err);
   char p[200];
   snprintf(p, sizeof(p), "{\"token\":\"%s\"}", owner);
-  ASSERT_EQ(call(&again, "auth", p, NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&again, "auth", p, NULL, msg, sizeof(msg)), -32009);
   client_close(&again);
   harness_stop(&h);
 }
@@ -423,7 +403,7 @@ TEST(a_token_with_a_nul_byte_is_refused_on_both_ports) {
            answer, sizeof(answer));
   ASSERT_STR_CONTAINS(answer, "\"error\"");
   char msg[256];
-  ASSERT_EQ(call(&c, "session.list", NULL, NULL, msg, sizeof(msg)), -32009); /* not authenticated */
+  ASSERT_EQ(harness_call(&c, "session.list", NULL, NULL, msg, sizeof(msg)), -32009); /* not authenticated */
   client_close(&c);
   static const char with_nul[] = ADMIN "\0anything";
   uint16_t code;
@@ -441,10 +421,10 @@ TEST(a_wrong_auth_drops_the_rights_of_an_earlier_right_one) {
   harness_start_token(&h, "demo", args, ADMIN);
   client_conn c;
   rpc_conn(&h, &c, ADMIN);
-  ASSERT_EQ(call(&c, "session.list", NULL, NULL, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "session.list", NULL, NULL, NULL, 0), 0);
   char msg[256];
-  ASSERT_EQ(call(&c, "auth", "{\"token\":\"guess\"}", NULL, msg, sizeof(msg)), -32009);
-  ASSERT_EQ(call(&c, "session.list", NULL, NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "auth", "{\"token\":\"guess\"}", NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "session.list", NULL, NULL, msg, sizeof(msg)), -32009);
   ASSERT_STR_CONTAINS(msg, "needs a token");
   client_close(&c);
   harness_stop(&h);
@@ -461,7 +441,7 @@ TEST(auth_guesses_are_limited_per_connection_and_per_address_and_logged) {
   int failures = 0;
   for (int i = 0; i < SRV_AUTH_CONN_FAILURES; i++, failures++) {
     snprintf(p, sizeof(p), "{\"token\":\"guess-%d\"}", i);
-    ASSERT_EQ(call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
+    ASSERT_EQ(harness_call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
   }
   ASSERT(harness_closed(&c, 5000));
   client_close(&c);
@@ -470,11 +450,11 @@ TEST(auth_guesses_are_limited_per_connection_and_per_address_and_logged) {
   while (failures < SRV_AUTH_ADDR_FAILURES) {
     rpc_conn(&h, &c, NULL);
     snprintf(p, sizeof(p), "{\"token\":\"guess-%d\"}", failures++);
-    ASSERT_EQ(call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
+    ASSERT_EQ(harness_call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
     client_close(&c);
   }
   rpc_conn(&h, &c, NULL);
-  ASSERT_EQ(call(&c, "auth", "{\"token\":\"" ADMIN "\"}", NULL, msg, sizeof(msg)), -32007);
+  ASSERT_EQ(harness_call(&c, "auth", "{\"token\":\"" ADMIN "\"}", NULL, msg, sizeof(msg)), -32007);
   ASSERT_STR_CONTAINS(msg, "too many failed attempts from 127.0.0.1");
   client_close(&c);
   /* The binary port counts in the same place. */
@@ -598,7 +578,7 @@ TEST(tokens_are_kept_as_sha256_only_and_survive_a_restart_until_revoked) {
   snprintf(p, sizeof(p), "{\"token\":\"%s\"}", tok);
   client_conn c;
   rpc_conn(&h, &c, NULL);
-  ASSERT_EQ(call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
+  ASSERT_EQ(harness_call(&c, "auth", p, NULL, msg, sizeof(msg)), -32009);
   client_close(&c);
   harness_stop(&h);
 }
@@ -612,7 +592,7 @@ TEST(a_revoked_token_loses_its_rights_at_once_on_both_ports) {
   rpc_conn(&h, &c, editor);
   client_replica r;
   harness_join(&h, &v, &r, "demo", PROTO_ROLE_EDITOR, editor);
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
   cJSON *list = harness_rpc_ok(&h, "token.list", NULL);
   int64_t id = -1;
   const cJSON *t;
@@ -622,7 +602,7 @@ TEST(a_revoked_token_loses_its_rights_at_once_on_both_ports) {
   char p[64], msg[256];
   snprintf(p, sizeof(p), "{\"id\":%lld}", (long long)id);
   cJSON_Delete(harness_rpc_ok(&h, "token.revoke", p));
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.7}}", NULL, msg, sizeof(msg)),
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.7}}", NULL, msg, sizeof(msg)),
             -32009);
   ASSERT_EQ(harness_expect_error(&v, PROTO_ERROR, NULL, 5000), PROTO_ERR_FORBIDDEN);
   ASSERT(harness_closed(&v, 5000));
@@ -642,10 +622,10 @@ TEST(the_tokens_user_is_the_author_of_every_operation_on_both_ports) {
   client_conn c;
   rpc_conn(&h, &c, editor);
   cJSON *r = NULL;
-  ASSERT_EQ(call(&c, "hello", "{\"author\":\"mallory\"}", &r, NULL, 0), 0); /* a name cannot replace the token's */
+  ASSERT_EQ(harness_call(&c, "hello", "{\"author\":\"mallory\"}", &r, NULL, 0), 0); /* a name cannot replace the token's */
   ASSERT(strcmp(cJSON_GetObjectItem(r, "author")->valuestring, "carol") == 0);
   cJSON_Delete(r);
-  ASSERT_EQ(call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
+  ASSERT_EQ(harness_call(&c, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}", NULL, NULL, 0), 0);
   client_close(&c);
   /* A stream editor naming itself mallory in HELLO (version 2, option 5). */
   client_conn v;

@@ -253,6 +253,25 @@ int harness_rpc_err(harness *h, const char *method, const char *params, char *ms
   return c;
 }
 
+int harness_call(client_conn *c, const char *method, const char *params, cJSON **result, char *msg, size_t msglen) {
+  cJSON *p = params ? cJSON_Parse(params) : NULL, *r = NULL, *e = NULL;
+  if (params && !p) test__fail(__FILE__, __LINE__, "test bug: bad params %s", params);
+  int rc = client_rpc(c, method, p, 30000, &r, &e);
+  cJSON_Delete(p);
+  if (rc == 0) {
+    if (result) *result = r;
+    else cJSON_Delete(r);
+    return 0;
+  }
+  if (rc != CLIENT_ERPC) test__fail(__FILE__, __LINE__, "%s: no answer (%s)", method, client_strerror(rc));
+  const cJSON *code = cJSON_GetObjectItem(e, "code"), *m = cJSON_GetObjectItem(e, "message");
+  if (msg) snprintf(msg, msglen, "%s", cJSON_IsString(m) ? m->valuestring : "");
+  int k = cJSON_IsNumber(code) ? code->valueint : 0;
+  cJSON_Delete(e);
+  if (result) *result = NULL;
+  return k;
+}
+
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,
                   const char *token) {
   harness_join2(h, c, r, session, role, token, NULL);

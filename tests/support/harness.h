@@ -56,6 +56,9 @@ void harness_stop(harness *h);
  * the message into msg when not NULL. */
 cJSON *harness_rpc_ok(harness *h, const char *method, const char *params);
 int harness_rpc_err(harness *h, const char *method, const char *params, char *msg, size_t msglen);
+/* A call on any connection c: 0 with *result (caller frees; NULL: dropped), or the error's code
+ * (its message into msg when not NULL). Fails the test when no answer comes. */
+int harness_call(client_conn *c, const char *method, const char *params, cJSON **result, char *msg, size_t msglen);
 
 /* A stream connection that has sent HELLO and read WELCOME + SNAPSHOT into `r`. */
 void harness_join(harness *h, client_conn *c, client_replica *r, const char *session, proto_role role,

@@ -59,6 +59,91 @@ void redis_harness_command(const redis_harness *r, const char *command, char *ou
   client_close(&c);
 }
 
+/* Appends to *out (len, cap) every string in one RESP answer, recursively, each followed by a
+ * newline (bulk strings as their raw bytes). */
+static void append(char **out, size_t *len, size_t *cap, const char *p, size_t n) {
+  if (*len + n + 2 > *cap) {
+    *cap = (*len + n + 2) * 2;
+    *out = realloc(*out, *cap);
+    ASSERT(*out != NULL);
+  }
+  memcpy(*out + *len, p, n);
+  *len += n;
+  (*out)[(*len)++] = '\n';
+  (*out)[*len] = '\0';
+}
+
+static void read_answer(const client_conn *c, char **out, size_t *len, size_t *cap) {
+  char line[512];
+  read_answer_line(c, line, sizeof(line));
+  long n = atol(line + 1);
+  if (line[0] == '*') {
+    for (long i = 0; i < n; i++) read_answer(c, out, len, cap);
+  } else if (line[0] == '$' && n >= 0) {
+    char *b = malloc((size_t)n + 2);
+    ASSERT(b != NULL);
+    size_t got = 0;
+    while (got < (size_t)n + 2) { /* the bytes and their CR LF */
+      ssize_t k = read(c->fd, b + got, (size_t)n + 2 - got);
+      ASSERT(k > 0);
+      got += (size_t)k;
+    }
+    append(out, len, cap, b, (size_t)n);
+    free(b);
+  } else {
+    append(out, len, cap, line, strlen(line));
+  }
+}
+
+/* One command (arguments as RESP bulk strings) and its whole answer appended to *out. */
+static void command_all(const client_conn *c, const char *const *argv, int argc, char **out, size_t *len,
+                        size_t *cap) {
+  char head[32];
+  snprintf(head, sizeof(head), "*%d\r\n", argc);
+  ASSERT(client_send((client_conn *)c, head, strlen(head)) == 0);
+  for (int i = 0; i < argc; i++) {
+    snprintf(head, sizeof(head), "$%zu\r\n", strlen(argv[i]));
+    ASSERT(client_send((client_conn *)c, head, strlen(head)) == 0);
+    ASSERT(client_send((client_conn *)c, argv[i], strlen(argv[i])) == 0);
+    ASSERT(client_send((client_conn *)c, "\r\n", 2) == 0);
+  }
+  read_answer(c, out, len, cap);
+}
+
+char *redis_harness_dump(const redis_harness *r, size_t *out_len) {
+  client_conn c;
+  char err[256];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", r->port, err, sizeof(err)), err);
+  char *keys = NULL, *out = NULL;
+  size_t klen = 0, kcap = 0, len = 0, cap = 0;
+  const char *const all[] = {"KEYS", "*"};
+  command_all(&c, all, 2, &keys, &klen, &kcap);
+  append(&out, &len, &cap, "", 0);
+  for (char *k = keys, *nl; k && *k && (nl = strchr(k, '\n')); k = nl + 1) {
+    *nl = '\0';
+    char *type = NULL;
+    size_t tlen = 0, tcap = 0;
+    const char *const t[] = {"TYPE", k};
+    command_all(&c, t, 2, &type, &tlen, &tcap);
+    append(&out, &len, &cap, k, strlen(k));
+    const char *const hash[] = {"HGETALL", k}, *const set[] = {"SMEMBERS", k}, *const str[] = {"GET", k},
+                      *const stream[] = {"XRANGE", k, "-", "+"}, *const list[] = {"LRANGE", k, "0", "-1"},
+                      *const zset[] = {"ZRANGE", k, "0", "-1", "WITHSCORES"};
+    if (strcmp(type, "+hash\n") == 0) command_all(&c, hash, 2, &out, &len, &cap);
+    else if (strcmp(type, "+set\n") == 0) command_all(&c, set, 2, &out, &len, &cap);
+    else if (strcmp(type, "+string\n") == 0) command_all(&c, str, 2, &out, &len, &cap);
+    else if (strcmp(type, "+stream\n") == 0) command_all(&c, stream, 4, &out, &len, &cap);
+    else if (strcmp(type, "+list\n") == 0) command_all(&c, list, 4, &out, &len, &cap);
+    else if (strcmp(type, "+zset\n") == 0) command_all(&c, zset, 5, &out, &len, &cap);
+    else test__fail(__FILE__, __LINE__, "key %s of an unknown type %s", k, type);
+    free(type);
+  }
+  free(keys);
+  client_close(&c);
+  *out_len = len;
+  return out;
+}
+
 void redis_harness_start(redis_harness *r, int port) {
   static int count;
   const char *bin = getenv("REDIS_SERVER");

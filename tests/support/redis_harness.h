@@ -25,5 +25,9 @@ void redis_harness_pause(redis_harness *r, int paused);
 /* One command in Redis' inline form ("DBSIZE"); the first line of the answer, into out (for a
  * bulk string, its value: "p1" for HGET of a field holding p1; "$-1" for none). */
 void redis_harness_command(const redis_harness *r, const char *command, char *out, size_t outlen);
+/* Every key and every value Redis holds (hashes, sets, strings, streams, lists, sorted sets,
+ * by type), one string a line, values as their raw bytes — binary ones hold NULs: search it
+ * with memmem over *len bytes (malloc'ed; caller frees). */
+char *redis_harness_dump(const redis_harness *r, size_t *len);
 
 #endif
