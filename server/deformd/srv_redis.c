@@ -1,6 +1,6 @@
 /*
- * srv_redis.c — one connection to Redis on the loop: hiredis's asynchronous API through its
- * libuv adapter (adapters/libuv.h: a uv_poll_t on the socket), so no call here ever waits.
+ * srv_redis.c — one connection to Redis on the loop: hiredis's asynchronous API on a uv_poll_t
+ * watching the socket, so no call here ever waits.
  *
  * What it adds to hiredis 0.14:
  *   - the address: redis://[:PASSWORD@]HOST[:PORT][/DB] parsed once; a host name is resolved
@@ -8,6 +8,12 @@
  *     hiredis connects to the numeric address; AUTH and SELECT go first on every connection;
  *   - reconnection with backoff (100 ms doubling to 5 s) whenever the connection fails or
  *     drops, and a state callback so that its owner can resubscribe and republish;
+ *   - its own libuv adapter, hiredis's adapters/libuv.h with one difference: when libuv reports
+ *     a socket error (a connection reset by the peer, a refused connect), libuv has stopped the
+ *     poll and hiredis's adapter just returns, so the connection sat dead until the watchdog
+ *     (seconds: redis_timeout_ms) and a refused connect until the handshake limit (5 s); here
+ *     hiredis is told at once (it reads the error or checks the connect) and the connection
+ *     is dropped and made again;
  *   - a watchdog: hiredis 0.14 has no command timeouts, so a Redis that stops answering (a
  *     stopped process, a black-holed link) would leave every command waiting forever. Each
  *     command carries a deadline; replies come back in order, so the oldest deadline is the one
@@ -21,7 +27,6 @@
  */
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libuv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +119,89 @@ bad:
 
 static void start_connect(srv_redis *r, const char *ip);
 
+/* ---- the libuv adapter (hiredis's adapters/libuv.h, but a socket error is not ignored) -------- */
+
+typedef struct uv_events {
+  redisAsyncContext *ac; /* NULL once hiredis let go (cleanup): the handle is closing */
+  uv_poll_t handle;
+  int events;
+} uv_events;
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  uv_events *p = h->data;
+  if (!p->ac) return;
+  if (status != 0) {
+    /* libuv stopped polling on a socket error. hiredis learns it now: a connect in progress
+     * is checked (a refused one fails through on_connect), an established connection reads
+     * the error and disconnects (on_disconnect). */
+    srv_redis *r = p->ac->data;
+    if (p->ac->c.flags & REDIS_CONNECTED) redisAsyncHandleRead(p->ac);
+    else redisAsyncHandleWrite(p->ac);
+    if (p->ac && r) {
+      /* hiredis saw nothing wrong (the error is gone): the poll is stopped, so drop it. */
+      srv_log(SRV_LOG_WARN, "redis (%s): %s:%d: the socket failed (%s): reconnecting", r->name, r->url.host,
+              r->url.port, uv_strerror(status));
+      srv_redis_drop(r);
+    }
+    return;
+  }
+  if (events & UV_READABLE) redisAsyncHandleRead(p->ac);
+  if (p->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
+}
+
+static void set_events(uv_events *p, int events) {
+  p->events = events;
+  if (events) uv_poll_start(&p->handle, events, on_poll);
+  else uv_poll_stop(&p->handle);
+}
+
+static void add_read(void *privdata) {
+  uv_events *p = privdata;
+  set_events(p, p->events | UV_READABLE);
+}
+
+static void del_read(void *privdata) {
+  uv_events *p = privdata;
+  set_events(p, p->events & ~UV_READABLE);
+}
+
+static void add_write(void *privdata) {
+  uv_events *p = privdata;
+  set_events(p, p->events | UV_WRITABLE);
+}
+
+static void del_write(void *privdata) {
+  uv_events *p = privdata;
+  set_events(p, p->events & ~UV_WRITABLE);
+}
+
+static void on_events_closed(uv_handle_t *h) { free(h->data); }
+
+static void cleanup(void *privdata) {
+  uv_events *p = privdata;
+  p->ac = NULL;
+  uv_close((uv_handle_t *)&p->handle, on_events_closed);
+}
+
+static int attach(redisAsyncContext *ac, uv_loop_t *loop) {
+  if (ac->ev.data) return REDIS_ERR;
+  uv_events *p = calloc(1, sizeof(*p));
+  if (!p) return REDIS_ERR;
+  if (uv_poll_init_socket(loop, &p->handle, ac->c.fd) != 0) {
+    free(p);
+    return REDIS_ERR;
+  }
+  p->handle.data = p;
+  p->ac = ac;
+  ac->ev.addRead = add_read;
+  ac->ev.delRead = del_read;
+  ac->ev.addWrite = add_write;
+  ac->ev.delWrite = del_write;
+  ac->ev.cleanup = cleanup;
+  ac->ev.data = p;
+  return REDIS_OK;
+}
+
 static void set_ready(srv_redis *r, int ready) {
   if (r->ready == ready) return;
   r->ready = ready;
@@ -203,7 +291,7 @@ static void start_connect(srv_redis *r, const char *ip) {
     return;
   }
   ac->data = r;
-  if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+  if (attach(ac, r->loop) != REDIS_OK) {
     redisAsyncFree(ac);
     schedule_retry(r);
     return;

@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "redis_harness.h"
+#include "tcp_proxy.h"
 #include "test.h"
 
 #define WAIT_MS 60000
@@ -539,6 +540,53 @@ TEST(a_stalled_redis_is_detected_by_the_watchdog_and_every_node_carries_on_when_
   assert_primary_shape(&p, &v.r);
   leave(&v);
   cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* A number in h's server.stats cluster.redis object (connected as 1 or 0). */
+static double redis_stat(harness *h, const char *key) {
+  cJSON *st = harness_rpc_ok(h, "server.stats", NULL);
+  const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "cluster"), "redis"), key);
+  double x = cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+  cJSON_Delete(st);
+  return x;
+}
+
+/* A connection the network resets (RST, here from a proxy between the primary and Redis) makes
+ * libuv stop polling the socket with an error. The node notices at once and connects again; it
+ * used to notice only when its watchdog found a command unanswered (here after 60 s: the wait
+ * below gives up after 20). */
+TEST(a_connection_to_redis_reset_by_the_network_is_made_again_at_once_not_after_the_watchdog) {
+  redis_harness rd;
+  redis_harness_start(&rd, 0);
+  tcp_proxy px;
+  tcp_proxy_start(&px, rd.port);
+  char url[64];
+  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", px.port);
+  harness p;
+  const char *const args[] = {"--redis", url, "--lease-ms", "1000", "--redis-timeout-ms", "60000", "--demo", NULL};
+  harness_start(&p, "demo", args);
+  uint64_t deadline = client_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  while (redis_stat(&p, "connected") != 1) {
+    ASSERT(client_now_ns() < deadline);
+    usleep(20000);
+  }
+  double connects = redis_stat(&p, "connects");
+  tcp_proxy_reset(&px);
+  deadline = client_now_ns() + 20000ull * 1000000ull;
+  while (redis_stat(&p, "connects") <= connects || redis_stat(&p, "connected") != 1) {
+    if (client_now_ns() > deadline)
+      test__fail(__FILE__, __LINE__, "the reset connection was not made again within 20 s (stalls %g)",
+                 redis_stat(&p, "stalls"));
+    usleep(20000);
+  }
+  ASSERT(redis_stat(&p, "disconnects") >= 1);
+  ASSERT_EQ(redis_stat(&p, "stalls"), 0); /* the reset was seen, not a silence */
+  /* And the node carries on through Redis: an edit is published. */
+  cJSON_Delete(harness_rpc_ok(&p, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}"));
+  wait_published(&rd, "demo", version_of(&p, "demo"));
+  harness_stop(&p);
+  tcp_proxy_stop(&px);
+  redis_harness_kill(&rd);
 }
 
 TEST(session_create_on_a_relay_places_the_session_on_the_least_loaded_primary) {
