@@ -459,9 +459,10 @@ void srv_cluster_tokens_tick(srv_cluster *k) {
 
 void srv_cluster_tokens_redis_lost(srv_cluster *k) {
   srv_ctokens *t = k->tokens;
-  /* hiredis 0.14's libuv adapter ignores a poll error (a reset connection): such a connection
-   * is found only by the watchdog, seconds later, while the node would go on believing itself
-   * in sync. Another connection's loss is taken as this one's. */
+  /* A Redis that went away without a word (no reset: a paused or black-holed one) is found by
+   * the watchdog of the connection that waits longest, and this one may be in a long XREAD
+   * BLOCK, believing itself in sync meanwhile: another connection's loss is taken as this
+   * one's, and it syncs again when it is back. */
   if (t && t->conn && srv_redis_ready(t->conn)) srv_redis_drop(t->conn);
 }
 
