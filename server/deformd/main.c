@@ -458,6 +458,11 @@ int main(int argc, char **argv) {
   }
   if (check) rc = check_mesh(check, &cfg, isolate);
   else if (demo_out) rc = write_demo(demo_out);
+  else if (cfg.admin_token && strncmp(cfg.admin_token, "change-me", 9) == 0)
+    /* The example configs' placeholder is printed in every copy of them: never a secret. */
+    fprintf(stderr, "deformd: the administrator's token is still the example's placeholder (\"change-me...\"): "
+                    "give your own (openssl rand -hex 24) in DEFORMD_ADMIN_TOKEN, --admin-token-file or the config's "
+                    "\"token\"\n");
   else rc = run_server(&cfg);
 out:
   srv_config_fini(&cfg);

@@ -508,6 +508,44 @@ TEST(the_administrators_token_never_comes_from_the_command_line) {
   harness_stop(&h);
 }
 
+/* The example configs show "token": "change-me: ..." — a string in every copy of them, so never
+ * a secret: a server given it refuses to start, and says what to do; the same config with a
+ * token from a file (as the systemd units give it) starts. */
+TEST(the_example_configs_placeholder_token_is_refused_at_start) {
+  char src[1024];
+  snprintf(src, sizeof(src), "%s/deploy/deformd.json", getenv("DEFORMD_SOURCE_DIR"));
+  size_t len = 0;
+  uint8_t *text = test_read_file(src, &len);
+  cJSON *example = cJSON_ParseWithLength((const char *)text, len);
+  free(text);
+  const cJSON *placeholder = cJSON_GetObjectItem(example, "token");
+  ASSERT(cJSON_IsString(placeholder) && strncmp(placeholder->valuestring, "change-me", 9) == 0);
+  /* The same token in a config of its own, for the server that starts below (the example's
+   * other settings name files and a Redis this machine does not have). */
+  char conf[512];
+  snprintf(conf, sizeof(conf), "{\"token\": \"%s\"}\n", placeholder->valuestring);
+  const char *own = test_write_file("placeholder.json", conf, strlen(conf));
+  cJSON_Delete(example);
+  char cmd[4096];
+  snprintf(cmd, sizeof(cmd),
+           "'%s' --config '%s' --data none --listen 127.0.0.1 --stream-port 0 --rpc-port 0 --http-port 0 2>&1 </dev/null",
+           getenv("DEFORMD_BIN"), src);
+  FILE *p = popen(cmd, "r");
+  char out[2048] = "";
+  size_t got = fread(out, 1, sizeof(out) - 1, p);
+  out[got] = '\0';
+  ASSERT(pclose(p) != 0);
+  ASSERT_STR_CONTAINS(out, "placeholder");
+  ASSERT_STR_CONTAINS(out, "--admin-token-file");
+  const char *file = test_write_file("admin.token", ADMIN "\n", strlen(ADMIN) + 1);
+  const char *const args[] = {"--config", own, "--admin-token-file", file, "--demo", NULL};
+  harness h;
+  harness_start(&h, NULL, args);
+  cJSON_Delete(harness_rpc_ok(&h, "auth", "{\"token\":\"" ADMIN "\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "session.list", NULL));
+  harness_stop(&h);
+}
+
 /* ---- tokens in the store ---------------------------------------------------------------------- */
 
 /* Whether `needle` occurs in the file at path. */

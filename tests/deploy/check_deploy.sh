@@ -2,7 +2,8 @@
 # tests/deploy/check_deploy.sh BUILD_DIR SOURCE_DIR CHECK — what operators install (deploy/):
 #
 #   units     both systemd units pass `systemd-analyze verify` (with @BINDIR@ set to the built
-#             deformd, which must exist for verify) and keep their sandboxing
+#             deformd, which must exist for verify), keep their sandboxing and read the
+#             administrator's token from a systemd credential
 #   install   `make install DESTDIR=... PREFIX=...` puts the programs, the units (naming
 #             PREFIX/bin/deformd), the example configs and the docs where docs/operations.md says
 #   configs   deformd reads both example configs (every key it knows, none refused)
@@ -23,9 +24,12 @@ units)
     out=$(systemd-analyze verify "$tmp/$name" 2>&1) || fail "$name: $out"
     # verify prints warnings without failing: there must be none about this unit.
     if printf '%s\n' "$out" | grep -q "$name"; then fail "$name: $out"; fi
-    for key in DynamicUser=yes ProtectSystem=strict NoNewPrivileges=yes ConfigurationDirectory=deformd; do
+    for key in DynamicUser=yes ProtectSystem=strict NoNewPrivileges=yes ConfigurationDirectory=deformd \
+               LoadCredential=admin-token:/etc/deformd/admin-token; do
       grep -qx "$key" "$u" || fail "$name lacks $key"
     done
+    # The token comes from the credential, never from the config the service user must read.
+    grep -q -- '--admin-token-file %d/admin-token' "$u" || fail "$name does not read the admin token credential"
   done
   grep -qx "StateDirectory=deformd" "$src/deploy/systemd/deformd.service" || fail "the primary keeps no StateDirectory"
   grep -q -- '--data ${STATE_DIRECTORY}' "$src/deploy/systemd/deformd.service" || fail "the primary's data is not in its StateDirectory"
