@@ -142,6 +142,17 @@ int client_connect(client_conn *c, const char *host, int port, char *err, size_t
   return rc;
 }
 
+long client_read_some(client_conn *c, void *buf, size_t cap) {
+  if (c->tls) return client__tls_read(c, buf, cap);
+  for (;;) {
+    ssize_t r = recv(c->fd, buf, cap, MSG_DONTWAIT);
+    if (r > 0) return (long)r;
+    if (r == 0) return CLIENT_ECLOSED;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : CLIENT_EIO;
+  }
+}
+
 void client_close(client_conn *c) {
   client__tls_free(c);
   if (c->fd >= 0) close(c->fd);

@@ -63,6 +63,10 @@ int client_connect_start_at(client_conn *c, const struct addrinfo *res, const ch
  * TCP_NODELAY, as after client_connect), CLIENT_EINPROGRESS when still in progress, or
  * CLIENT_ECONNECT (reason in err; call client_close). */
 int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errlen);
+/* What has arrived, without waiting: > 0 bytes (decrypted under TLS), 0 when nothing is there
+ * now, CLIENT_ECLOSED or CLIENT_EIO. For a caller with its own event loop over c->fd (deform-bench's
+ * viewers); under TLS, read until it returns 0 (SSL may hold bytes the socket no longer shows). */
+long client_read_some(client_conn *c, void *buf, size_t cap);
 /* Splits "HOST:PORT" (or ":PORT", or "[v6]:PORT"). */
 int client_parse_hostport(const char *text, char *host, size_t hostlen, int *port);
 void client_close(client_conn *c);

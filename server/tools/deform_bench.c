@@ -1,7 +1,7 @@
 /*
  * deform_bench.c — deform-bench, deformd's benchmark program.
  *
- *   deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ] [--json]
+ *   deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ] [--tls] [--json]
  *                       [--deformd PATH] [--redis-server PATH]
  *
  * fanout: for each N, spawns a fresh `deformd --demo` on free loopback ports, joins N viewers
@@ -22,7 +22,9 @@
  * the bench's own (bench_cluster.c); the editor edits on the primary, so latency is editor →
  * primary → Redis → relay → viewer, and CPU is reported per process (primary, relays, Redis)
  * and per delivered frame. --sculpt HZ: a second editor sends a 64-vertex offsets EDIT that
- * often (DELTA frames to every viewer, counted but not timed).
+ * often (DELTA frames to every viewer, counted but not timed). --tls: deformd speaks TLS on every
+ * port (a throw-away EC P-256 certificate made with the openssl command), and every client of
+ * the bench verifies it: the same run, encrypted per connection (one node only).
  *
  * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c.)
  *
@@ -70,6 +72,8 @@ typedef struct bench_opts {
   int json;
   int relays;
   double sculpt;             /* Hz of the sculpt stream, 0: none */
+  int tls;                   /* --tls */
+  char tls_dir[64];          /* the throw-away certificate's folder ("" before it is made) */
   char redis_server[4096];
   char deformd[4096];
   char *cmdline; /* owned */
@@ -121,6 +125,7 @@ static double json_num(const cJSON *o, const char *key) {
 
 typedef struct viewer {
   int fd;
+  client_conn conn;          /* --tls: the connection (TLS state), read with client_read_some */
   uint8_t hdr[PROTO_HEADER_SIZE];
   size_t hdr_have;
   proto_header h;
@@ -155,7 +160,18 @@ typedef struct fanout {
   atomic_uint sculpt_sent;
   atomic_int sculptor_done;
   uint64_t start_version;
+  const char *tls_ca;         /* --tls: the certificate every client verifies; NULL in clear */
 } fanout;
+
+/* A connection of the bench to deformd on `port`: TLS verified against f->tls_ca with --tls. */
+static int connect_to(const fanout *f, client_conn *c, int port, char *err, size_t errlen) {
+  if (client_connect(c, "127.0.0.1", port, err, errlen) != 0) return -1;
+  if (f->tls_ca && client_tls_start(c, "127.0.0.1", f->tls_ca, 10000, err, errlen) != 0) {
+    client_close(c);
+    return -1;
+  }
+  return 0;
+}
 
 static void viewer_fail(fanout *f, viewer *v, const char *why) {
   if (v->dead) return;
@@ -279,6 +295,17 @@ static void viewer_feed(fanout *f, viewer *v, const uint8_t *p, size_t n, uint64
 
 /* Reads what is ready on a viewer (a bounded number of reads per wakeup). */
 static void viewer_read(fanout *f, viewer *v, uint8_t *scratch, size_t cap) {
+  if (v->conn.tls) { /* until SSL has nothing more: what it buffered, epoll does not report */
+    for (long r; !v->dead && (r = client_read_some(&v->conn, scratch, cap)) != 0;) {
+      if (r < 0) {
+        viewer_fail(f, v, client_strerror((int)r));
+        return;
+      }
+      f->last_rx_ns = client_now_ns();
+      viewer_feed(f, v, scratch, (size_t)r, f->last_rx_ns);
+    }
+    return;
+  }
   for (int i = 0; i < 8 && !v->dead; i++) {
     ssize_t r = recv(v->fd, scratch, cap, 0);
     if (r < 0 && errno == EINTR) continue;
@@ -322,7 +349,7 @@ static void *editor_main(void *arg) {
     atomic_store(&f->sent, seq);
     /* The editor is a subscriber too: drain its copy of every frame so it never lags. Refused
      * edits show up as a final version short of start + sent. */
-    while (recv(f->editor.fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+    while (client_read_some(&f->editor, sink, sizeof(sink)) > 0) {
     }
   }
   proto_buf_fini(&b);
@@ -354,7 +381,7 @@ static void *sculptor_main(void *arg) {
     }
     if (proto_encode_edit_offsets(&b, seq, 64, idx, q) != 0 || client_send_buf(&f->sculptor, &b) != 0) break;
     atomic_store(&f->sculpt_sent, seq);
-    while (recv(f->sculptor.fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+    while (client_read_some(&f->sculptor, sink, sizeof(sink)) > 0) {
     }
   }
   proto_buf_fini(&b);
@@ -390,7 +417,7 @@ static double pct_ms(const uint64_t *s, size_t n, double p) {
 
 /* Connects the editor and waits for its snapshot; learns the session version. */
 static int editor_join(fanout *f, client_conn *ed, int port, char *err, size_t errlen) {
-  if (client_connect(ed, "127.0.0.1", port, err, errlen) != 0) return -1;
+  if (connect_to(f, ed, port, err, errlen) != 0) return -1;
   /* A server that stops reading must not hang the editor thread forever. */
   struct timeval tv = {10, 0};
   setsockopt(ed->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -454,7 +481,12 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   f.n = n;
   f.rate = o->rate;
   f.edits = (uint32_t)llround(o->rate * o->seconds);
-  static const char *const fanout_args[] = {"--demo", "--data", "none", NULL};
+  char cert[96], key[96];
+  snprintf(cert, sizeof(cert), "%s/cert.pem", o->tls_dir);
+  snprintf(key, sizeof(key), "%s/key.pem", o->tls_dir);
+  const char *const fanout_args[] = {"--demo", "--data", "none", o->tls ? "--tls-cert" : NULL, cert, "--tls-key", key,
+                                     NULL};
+  f.tls_ca = o->tls ? cert : NULL;
   bench_cluster cluster;
   memset(&cluster, 0, sizeof(cluster));
   bench_child *child = &cluster.primary;
@@ -468,7 +500,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   }
 
   /* The demo session opens on the server's thread pool after the ports are printed. */
-  if (client_connect(&rpc, "127.0.0.1", child->rpc_port, err, errlen) != 0) goto out;
+  if (connect_to(&f, &rpc, child->rpc_port, err, errlen) != 0) goto out;
   uint64_t deadline = client_now_ns() + 30000000000ull;
   for (int is_err = 1; is_err && !g_stop;) {
     state = rpc_call(&rpc, "state.get", 1, &is_err);
@@ -503,8 +535,9 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
     viewer *v = &f.v[i];
     client_conn c;
     int port = o->relays ? cluster.relays[i % (uint32_t)o->relays].stream_port : child->stream_port;
-    if (client_connect(&c, "127.0.0.1", port, err, errlen) != 0) goto out;
-    v->fd = c.fd; /* no read happened yet, so the client_conn owns nothing else */
+    if (connect_to(&f, &c, port, err, errlen) != 0) goto out;
+    v->fd = c.fd; /* in clear, no read happened yet, so the client_conn owns nothing else */
+    if (c.tls) v->conn = c; /* under TLS it owns the SSL state */
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = v};
     if (client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
         fcntl(v->fd, F_SETFL, fcntl(v->fd, F_GETFL) | O_NONBLOCK) != 0 ||
@@ -629,7 +662,8 @@ out:
   if (sculptor_started) pthread_join(sculptor_thread, NULL);
   if (f.sculptor.fd >= 0) client_close(&f.sculptor);
   for (uint32_t i = 0; f.v && i < n; i++) {
-    if (f.v[i].fd >= 0) close(f.v[i].fd);
+    if (f.v[i].conn.tls) client_close(&f.v[i].conn);
+    else if (f.v[i].fd >= 0) close(f.v[i].fd);
     free(f.v[i].payload);
   }
   free(f.v);
@@ -707,11 +741,45 @@ static void print_result(const bench_opts *o, const fanout_result *r) {
   cJSON_Delete(j);
 }
 
+/* ---- --tls: a throw-away certificate ----------------------------------------------------------- */
+
+/* cert.pem and key.pem (EC P-256, for 127.0.0.1) in a new folder under $TMPDIR, made with the
+ * openssl command (Debian's openssl, which deploy/deps.sh installs). 0, or -1 with a message. */
+static int make_certificate(char *dir, size_t len) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, len, "%s/deform-bench-XXXXXX", tmp && tmp[0] && strlen(tmp) < len - 24 ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "deform-bench: --tls: cannot make a folder for the certificate: %s\n", strerror(errno));
+    dir[0] = '\0';
+    return -1;
+  }
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd),
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+           "-addext subjectAltName=IP:127.0.0.1 -keyout '%s/key.pem' -out '%s/cert.pem' >/dev/null 2>&1",
+           dir, dir);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "deform-bench: --tls: the openssl command could not make a certificate (deploy/deps.sh installs "
+                    "openssl)\n");
+    return -1;
+  }
+  return 0;
+}
+
+static void remove_certificate(const char *dir) {
+  char path[128];
+  snprintf(path, sizeof(path), "%s/cert.pem", dir);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/key.pem", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
 /* ---- command line ------------------------------------------------------------------------------- */
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ]\n"
+          "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ] [--tls]\n"
           "                           [--json] [--deformd PATH] [--redis-server PATH]\n"
           "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--border smooth|sharp]\n"
           "                          [--json]\n"
@@ -804,6 +872,8 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         fprintf(stderr, "deform-bench: --relays takes 0 to %d\n", BENCH_MAX_RELAYS);
         return -2;
       }
+    } else if (strcmp(a, "--tls") == 0) {
+      o->tls = 1;
     } else if (strcmp(a, "--sculpt") == 0 && val) {
       o->sculpt = strtod(argv[++i], &end);
       if (*end || !(o->sculpt >= 0 && o->sculpt <= 1000)) return -2;
@@ -813,6 +883,10 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     }
   }
   if (o->runs == 0 || o->rate <= 0 || o->seconds <= 0 || !o->deformd[0]) return -2;
+  if (o->tls && o->relays) {
+    fprintf(stderr, "deform-bench: --tls measures one node: leave out --relays\n");
+    return -2;
+  }
   double edits = round(o->rate * o->seconds);
   if (edits < 1 || edits >= 1048576.0) {
     fprintf(stderr, "deform-bench: --rate × --seconds must give 1 to 1048575 edits\n");
@@ -868,6 +942,10 @@ int main(int argc, char **argv) {
     rl.rlim_cur = rl.rlim_max < most + 64 ? rl.rlim_max : most + 64;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
+  if (o.tls && make_certificate(o.tls_dir, sizeof(o.tls_dir)) != 0) {
+    free(o.cmdline);
+    return 1;
+  }
   if (!o.json) print_table_head(&o);
   rc = 0;
   for (int i = 0; i < o.runs && !g_stop; i++) {
@@ -880,6 +958,7 @@ int main(int argc, char **argv) {
     }
     print_result(&o, &r);
   }
+  if (o.tls_dir[0]) remove_certificate(o.tls_dir);
   free(o.cmdline);
   return rc;
 }

@@ -39,6 +39,22 @@ static void pair(client_conn *c, int *peer) {
 
 static void write_all(int fd, const void *p, size_t n) { ASSERT(write(fd, p, n) == (ssize_t)n); }
 
+/* client_read_some never waits: 0 with nothing there, the bytes that are, then the close. */
+TEST(client_read_some_returns_what_has_arrived_without_waiting) {
+  client_conn c;
+  int peer;
+  pair(&c, &peer);
+  char buf[64];
+  ASSERT_EQ(client_read_some(&c, buf, sizeof(buf)), 0);
+  write_all(peer, "hello", 5);
+  ASSERT_EQ(client_read_some(&c, buf, sizeof(buf)), 5);
+  ASSERT(memcmp(buf, "hello", 5) == 0);
+  ASSERT_EQ(client_read_some(&c, buf, sizeof(buf)), 0);
+  close(peer);
+  ASSERT_EQ(client_read_some(&c, buf, sizeof(buf)), CLIENT_ECLOSED);
+  client_close(&c);
+}
+
 TEST(client_reads_whole_frames_and_names_each_way_a_read_ends) {
   client_conn c;
   int peer;

@@ -96,6 +96,72 @@ TEST(the_same_session_over_tls_and_in_clear_gives_identical_frames) {
   }
 }
 
+/* The stream of a TLS connection read with client_read_some (deform-bench's viewers do): bytes
+ * decrypted as they come, 0 when there are none, never a wait; the SNAPSHOT in them equals the
+ * one client_read_frame reads on a second TLS connection. */
+TEST(client_read_some_reads_a_tls_stream_without_waiting) {
+  const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem");
+  const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
+  harness h;
+  harness_start_full(&h, "demo", args, NULL, ca);
+  client_conn a, b;
+  char err[256];
+  harness_connect(&h, &a, h.stream_port);
+  harness_connect(&h, &b, h.stream_port);
+  ASSERT(a.tls != NULL);
+  ASSERT_OK(client_hello(&a, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_OK(client_hello(&b, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  /* b: the oracle, whole frames. */
+  uint8_t *want = NULL;
+  size_t want_len = 0;
+  for (int done = 0; !done;) {
+    proto_header hd;
+    const uint8_t *p;
+    ASSERT_OK(client_read_frame(&b, 30000, &hd, &p, err, sizeof(err)), err);
+    if (hd.type == PROTO_SNAPSHOT) {
+      want = malloc(hd.length + 1);
+      memcpy(want, p, hd.length);
+      want_len = hd.length;
+      done = 1;
+    }
+  }
+  /* a: bytes as they come, frames cut from them here. */
+  size_t cap = want_len + (1u << 20), len = 0, at = 0;
+  uint8_t *got = malloc(cap);
+  int snapshot = 0;
+  uint64_t deadline = client_now_ns() + 30000000000ull;
+  while (!snapshot) {
+    long r = client_read_some(&a, got + len, cap - len);
+    ASSERT(r >= 0);
+    if (r == 0) {
+      ASSERT(client_now_ns() < deadline);
+      struct pollfd pf = {a.fd, POLLIN, 0};
+      poll(&pf, 1, 100);
+      continue;
+    }
+    len += (size_t)r;
+    for (proto_header hd; !snapshot && len - at >= PROTO_HEADER_SIZE;) {
+      ASSERT_OK(proto_header_decode(got + at, NULL, &hd), NULL);
+      if (len - at < PROTO_HEADER_SIZE + hd.length) break;
+      if (hd.type == PROTO_SNAPSHOT) {
+        ASSERT_EQ(hd.length, want_len);
+        ASSERT(memcmp(got + at + PROTO_HEADER_SIZE, want, want_len) == 0);
+        snapshot = 1;
+      }
+      at += PROTO_HEADER_SIZE + hd.length;
+    }
+  }
+  /* Nothing more is coming: 0, not a wait (one would hang here until ctest's timeout). */
+  while (client_read_some(&a, got, cap) > 0) {
+  }
+  ASSERT_EQ(client_read_some(&a, got, cap), 0);
+  free(got);
+  free(want);
+  client_close(&a);
+  client_close(&b);
+  harness_stop(&h);
+}
+
 TEST(clients_refuse_a_certificate_from_another_ca_or_for_another_name) {
   const char *cert = harness_cert("cert.pem"), *key = harness_cert("key.pem"), *ca = harness_cert("ca.pem"), *other = harness_cert("other-ca.pem"), *wcert = harness_cert("wrong-cert.pem"), *wkey = harness_cert("wrong-key.pem");
   const char *const args[] = {"--demo", "--tls-cert", cert, "--tls-key", key, NULL};
