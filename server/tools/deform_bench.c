@@ -806,7 +806,8 @@ static void usage(FILE *out) {
           "           N viewers on loopback measure delivery, latency and what was coalesced;\n"
           "           --relays R: the viewers join R relays of the primary through a redis-server of\n"
           "           its own (CPU per process and per delivered frame); --sculpt HZ: a second editor\n"
-          "           sends a 64-vertex sculpt edit that often\n"
+          "           sends a 64-vertex sculpt edit that often; --tls: deformd on TLS (a throw-away\n"
+          "           certificate), every client verifying it (one node)\n"
           "  --json   one JSON object per result instead of a table\n"
           "  --deformd PATH   server binary (default: deformd next to deform-bench)\n");
 }
