@@ -14,15 +14,6 @@
 
 #include "test.h"
 
-static int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) return fd;
-  if (fd >= 0) close(fd);
-  return -1;
-}
-
 static void close_pair(int *pair, int reset) {
   if (reset) {
     struct linger l = {1, 0};
@@ -31,18 +22,6 @@ static void close_pair(int *pair, int reset) {
   close(pair[0]);
   close(pair[1]);
   pair[0] = pair[1] = -1;
-}
-
-/* Writes all of buf (blocking: the peers are the test's own and read what they get). */
-static int write_all(int fd, const char *buf, size_t n) {
-  while (n > 0) {
-    ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    buf += w;
-    n -= (size_t)w;
-  }
-  return 0;
 }
 
 static void *run(void *arg) {
@@ -78,7 +57,7 @@ static void *run(void *arg) {
     if (fds[1].revents & POLLIN) {
       int in = accept(p->listen_fd, NULL, NULL);
       if (in >= 0) fcntl(in, F_SETFD, FD_CLOEXEC); /* a reset must not leave a child holding it */
-      int out = in >= 0 ? connect_to(p->target_port) : -1;
+      int out = in >= 0 ? test_dial(p->target_port) : -1;
       int slot = -1;
       for (int i = 0; i < TCP_PROXY_PAIRS && slot < 0; i++)
         if (p->pairs[i][0] < 0) slot = i;
@@ -99,7 +78,7 @@ static void *run(void *arg) {
       if (p->pairs[i][s] != fds[k].fd) continue; /* closed earlier in this pass */
       char buf[65536];
       ssize_t r = recv(fds[k].fd, buf, sizeof(buf), 0);
-      if (r <= 0 || write_all(p->pairs[i][1 - s], buf, (size_t)r) != 0) close_pair(p->pairs[i], 0);
+      if (r <= 0 || test_send_all(p->pairs[i][1 - s], buf, (size_t)r) != 0) close_pair(p->pairs[i], 0);
     }
   }
   for (int i = 0; i < TCP_PROXY_PAIRS; i++)

@@ -84,6 +84,11 @@ uint8_t *test_read_file(const char *path, size_t *len);
  * moved past it; NULL at the end. memchr, not strchr: a sanitizer's strchr measures the whole
  * rest of the text at every call, quadratic over a large OBJ (minutes under ASan). */
 char *test_next_line(char **at, char *end);
+/* A TCP connection to 127.0.0.1:port (blocking, close-on-exec), or -1. */
+int test_dial(int port);
+/* Sends all n bytes on a socket (blocking; EINTR retried, no SIGPIPE). 0, or -1 when the peer
+ * is gone or the socket failed. */
+int test_send_all(int fd, const void *p, size_t n);
 /* Copies a file (fails the test when it cannot). */
 void test_copy_file(const char *from, const char *to);
 

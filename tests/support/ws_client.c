@@ -13,31 +13,7 @@
 #include <unistd.h>
 #include <wslay/wslay.h>
 
-static int dial(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-static int send_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
-  while (n > 0) {
-    ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    b += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
+#include "test.h"
 
 /* Reads until the end of the head ("\r\n\r\n"), one byte at a time so that nothing after it is
  * taken from the socket. */
@@ -54,8 +30,8 @@ static int read_head(int fd, char *buf, size_t cap) {
 }
 
 int http_request(int port, const char *raw, char **head, uint8_t **body, size_t *body_len) {
-  int fd = dial(port);
-  if (fd < 0 || send_all(fd, raw, strlen(raw)) != 0) {
+  int fd = test_dial(port);
+  if (fd < 0 || test_send_all(fd, raw, strlen(raw)) != 0) {
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -93,7 +69,7 @@ int http_request(int port, const char *raw, char **head, uint8_t **body, size_t 
 static ssize_t cb_send(const uint8_t *data, size_t len, int flags, void *user) {
   ws_client *c = user;
   (void)flags;
-  return send_all(c->fd, data, len) == 0 ? (ssize_t)len : -1;
+  return test_send_all(c->fd, data, len) == 0 ? (ssize_t)len : -1;
 }
 
 static ssize_t cb_recv(uint8_t *buf, size_t len, int flags, void *user) {
@@ -111,7 +87,7 @@ static int cb_genmask(uint8_t *buf, size_t len, void *user) {
 
 int ws_open(ws_client *c, int port, const char *path, const char *extra) {
   memset(c, 0, sizeof(*c));
-  c->fd = dial(port);
+  c->fd = test_dial(port);
   if (c->fd < 0) return -1;
   char req[2048], head[8192];
   snprintf(req, sizeof(req),
@@ -119,7 +95,7 @@ int ws_open(ws_client *c, int port, const char *path, const char *extra) {
            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n",
            path, port, extra ? extra : "");
   int status = -1;
-  if (send_all(c->fd, req, strlen(req)) != 0 || read_head(c->fd, head, sizeof(head)) < 0 ||
+  if (test_send_all(c->fd, req, strlen(req)) != 0 || read_head(c->fd, head, sizeof(head)) < 0 ||
       sscanf(head, "HTTP/1.1 %d", &status) != 1)
     return -1;
   if (status != 101) return status;
@@ -156,7 +132,7 @@ int ws_send(ws_client *c, int opcode, const void *data, size_t len, int fragment
   return 0;
 }
 
-int ws_send_raw(ws_client *c, const void *data, size_t len) { return send_all(c->fd, data, len); }
+int ws_send_raw(ws_client *c, const void *data, size_t len) { return test_send_all(c->fd, data, len); }
 
 static int append(ws_client *c, const uint8_t *p, size_t n) {
   if (c->msg_len + n > c->msg_cap) {
