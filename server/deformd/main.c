@@ -17,8 +17,14 @@
 
 #include "dfm.h"
 #include "mesh.h"
+#include <uv.h>
+#include "srv_error.h"
+#include "srv_log.h"
 #include "srv_json.h"
-#include "srv.h"
+#include "srv_import.h"
+#include "srv_config.h"
+#include "srv_server.h"
+#include "deformd.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -16,8 +16,36 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "srv.h"
+#include <uv.h>
+#include "proto.h"
+#include "mesh.h"
+#include "srv_server.h"
+#include "srv_error.h"
+#include "srv_log.h"
+#include "srv_frame.h"
+#include "srv_store.h"
+#include "srv_data.h"
+#include "srv_import.h"
+#include "srv_config.h"
+#include "srv_author.h"
+#include "srv_grant.h"
+#include "srv_tls.h"
+#include "srv_conn.h"
+#include "srv_access.h"
+#include "srv_op.h"
+#include "srv_session.h"
+#include "srv_history.h"
+#include "srv_restore.h"
+#include "srv_gesture.h"
+#include "srv_brush.h"
+#include "srv_blend.h"
+#include "srv_anim.h"
+#include "srv_jobs.h"
+#include "srv_methods.h"
+#include "srv_ports.h"
+#include "srv_http.h"
 #include "srv_cluster.h"
+#include "deformd.h"
 
 static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind) {
   srv_server *s = listener->data;

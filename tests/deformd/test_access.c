@@ -16,7 +16,12 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "srv.h"
+#include <cjson/cJSON.h>
+#include "proto.h"
+#include "mesh.h"
+#include "dfm.h"
+#include "srv_grant.h"
+#include "srv_methods.h"
 #include "test.h"
 
 #define ADMIN "admin-s3cret-0123456789"

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "srv.h"
+#include "proto.h"
+#include "srv_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

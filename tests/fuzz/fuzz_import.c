@@ -23,7 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "srv.h"
+#include "mesh.h"
+#include "srv_json_text.h"
+#include "srv_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -27,7 +27,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "srv.h"
+#include <uv.h>
+#include "mesh.h"
+#include "srv_log.h"
+#include "srv_import.h"
+#include "srv_config.h"
+#include "srv_server.h"
+#include "srv_conn.h"
+#include "srv_session.h"
+#include "srv_gesture.h"
+#include "srv_brush.h"
+#include "srv_blend.h"
+#include "srv_anim.h"
+#include "srv_ports.h"
 #include "utf8_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

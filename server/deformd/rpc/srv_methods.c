@@ -1,0 +1,320 @@
+/*
+ * srv_methods.c — the table of JSON-RPC methods, with the role each needs, and the
+ * session-level ones: session.create/list/close, mesh.info, state.get and server.stats
+ * (docs/json-api.md has each with examples, and the roles in its security section).
+ *
+ * Dispatch asks srv_access.c whether the connection's grant covers the method's role on the
+ * session its params name, before the method looks anything up: a client without rights gets
+ * one answer whether the session exists or not. Each method then validates its params
+ * (SRV_EPARAMS naming the offending key), finds its session (SRV_ENOSESSION), and either
+ * answers at once or starts a job and answers from its callback. The other methods live in
+ * srv_edit_rpc.c, srv_blend_rpc.c, srv_anim_rpc.c, srv_history_rpc.c, srv_token_rpc.c and
+ * srv_transfer_rpc.c.
+ *
+ * DOES NOT parse the transport: srv_rpc_conn.c hands it parsed requests.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+#include "proto.h"
+#include "mesh.h"
+#include "srv_methods.h"
+#include "srv_error.h"
+#include "srv_log.h"
+#include "srv_json_text.h"
+#include "srv_json.h"
+#include "srv_store.h"
+#include "srv_grant.h"
+#include "srv_server.h"
+#include "srv_conn.h"
+#include "srv_access.h"
+#include "srv_session.h"
+#include "srv_jobs.h"
+#include "srv_rpc.h"
+
+static cJSON *session_summary(const srv_session *x) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "session", x->name);
+  cJSON_AddNumberToObject(o, "vertices", x->mesh->vertex_count);
+  cJSON_AddNumberToObject(o, "triangles", x->mesh->triangle_count);
+  cJSON_AddNumberToObject(o, "targets", x->mesh->target_count);
+  cJSON_AddNumberToObject(o, "version", (double)x->version);
+  cJSON_AddNumberToObject(o, "viewers", x->subscriber_count);
+  return o;
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+static void on_created(srv_server *s, void *arg, int status, srv_session *session, const char *err) {
+  srv_rpc_call *call = arg;
+  (void)s;
+  if (status == 0) {
+    srv_log(SRV_LOG_INFO, "session %s created: %u vertices, %u targets", session->name,
+            session->mesh->vertex_count, session->mesh->target_count);
+    srv_rpc_reply(call, session_summary(session));
+  } else if (status == SRV_EEXIST || status == SRV_ELIMIT || status == SRV_ESHUTDOWN) {
+    srv_rpc_error(call, status, "%s", err);
+  } else {
+    srv_rpc_error(call, SRV_EMESH, "mesh refused: %s", err);
+  }
+}
+
+static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
+  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' || strlen(name->valuestring) > PROTO_MAX_NAME) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"session\" must be a name of 1 to %d bytes", PROTO_MAX_NAME);
+    return;
+  }
+  if (!cJSON_IsString(path)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
+                  "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
+    return;
+  }
+  if (srv_session_find(s, name->valuestring)) {
+    char q[SRV_QUOTE_BUF];
+    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
+    return;
+  }
+  char err[256];
+  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call, err, sizeof(err));
+  if (rc) srv_rpc_error(call, rc, "%s", err);
+}
+
+/* The sessions this connection may view (a token for one session sees that one). */
+static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  (void)params;
+  cJSON *a = cJSON_CreateArray();
+  for (srv_session *x = s->sessions; x; x = x->next)
+    if (srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, x->name)) cJSON_AddItemToArray(a, session_summary(x));
+  srv_rpc_reply(call, a);
+}
+
+static void m_session_close(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "session", x->name);
+  cJSON_AddBoolToObject(r, "closed", 1);
+  if (s->store && x->store_id) srv_store_delete_session(s->store, x->store_id);
+  srv_access_session_closed(s, x->name);
+  srv_session_close(s, x, "closed by a JSON-RPC request");
+  srv_rpc_reply(call, r);
+}
+
+/* ---- mesh, state and server ---------------------------------------------------------------- */
+
+static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  cJSON *o = srv_json_mesh_info(x->mesh, &x->stats);
+  if (!o) {
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return;
+  }
+  srv_rpc_reply(call, o);
+}
+
+
+static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  uint32_t sculpted = 0, editors = 0;
+  for (uint32_t v = 0; v < x->mesh->vertex_count; v++) {
+    const int32_t *q = x->offsets + 3 * (size_t)v;
+    sculpted += (q[0] | q[1] | q[2]) != 0;
+  }
+  for (srv_conn *c = x->subscribers; c; c = c->sub_next) editors += c->role == PROTO_ROLE_EDITOR;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "session", x->name);
+  cJSON_AddNumberToObject(r, "version", (double)x->version);
+  cJSON_AddNumberToObject(r, "vertices", x->mesh->vertex_count);
+  cJSON_AddNumberToObject(r, "targets", x->mesh->target_count);
+  cJSON_AddNumberToObject(r, "sculpted_vertices", sculpted);
+  cJSON_AddItemToObject(r, "offset_quantum", srv_json_float(x->offset_quantum));
+  cJSON_AddNumberToObject(r, "viewers", x->subscriber_count);
+  cJSON_AddNumberToObject(r, "editors", editors);
+  cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
+  cJSON_AddNumberToObject(r, "gestures", x->gesture_count); /* in progress, from any client */
+  srv_rpc_reply(call, r);
+}
+
+/* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
+static void add_stream_stats(cJSON *r, const srv_stats *st) {
+  static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+  cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
+  cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
+  for (int t = 1; t <= PROTO_TARGET_META; t++) {
+    if (!st->type_frames[t]) continue;
+    cJSON_AddNumberToObject(types, names[t], (double)st->type_bytes[t]);
+    cJSON_AddNumberToObject(frames, names[t], (double)st->type_frames[t]);
+  }
+  cJSON *classes = cJSON_AddArrayToObject(r, "viewer_classes");
+  for (uint32_t i = 0; i < st->class_count; i++) {
+    const srv_class_stat *c = &st->classes[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "protocol", c->codec == SRV_CODEC_V1 ? 1 : 2);
+    cJSON_AddStringToObject(o, "codec", c->codec == SRV_CODEC_V1 ? "raw" : c->codec == SRV_CODEC_LOSSLESS ? "lossless"
+                                                                                                         : "quantised");
+    if (c->codec > SRV_CODEC_LOSSLESS) cJSON_AddNumberToObject(o, "grid_shift", srv_codec_shift(c->codec));
+    cJSON_AddItemToObject(o, "max_rate", srv_json_float(c->rate));
+    cJSON_AddNumberToObject(o, "viewers", c->viewers);
+    cJSON_AddNumberToObject(o, "bytes_sent", (double)c->bytes);
+    cJSON_AddNumberToObject(o, "writes", (double)c->frames);
+    cJSON_AddItemToArray(classes, o);
+  }
+}
+
+static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  (void)params;
+  uint32_t streams = 0, rpcs = 0, lagging = 0;
+  size_t queued = 0;
+  for (srv_conn *c = s->conns; c; c = c->next) {
+    if (c->closing) continue;
+    if (c->kind == SRV_CONN_STREAM) streams++;
+    else rpcs++;
+    lagging += c->lagging;
+    queued += c->queued;
+  }
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "connections", streams + rpcs);
+  cJSON_AddNumberToObject(r, "stream_connections", streams);
+  cJSON_AddNumberToObject(r, "rpc_connections", rpcs);
+  cJSON_AddNumberToObject(r, "sessions", s->session_count);
+  cJSON_AddNumberToObject(r, "frames_sent", (double)s->stats.frames_sent);
+  cJSON_AddNumberToObject(r, "bytes_sent", (double)s->stats.bytes_sent);
+  cJSON_AddNumberToObject(r, "frames_coalesced", (double)s->stats.frames_coalesced);
+  cJSON_AddNumberToObject(r, "catchups_sent", (double)s->stats.catchups_sent);
+  cJSON_AddNumberToObject(r, "clients_dropped", (double)s->stats.clients_dropped);
+  cJSON_AddNumberToObject(r, "connections_refused", (double)s->stats.connections_refused);
+  cJSON_AddNumberToObject(r, "lagging_connections", lagging);
+  cJSON_AddNumberToObject(r, "queued_bytes", (double)queued);
+  cJSON_AddNumberToObject(r, "rpc_requests", (double)s->stats.rpc_requests);
+  cJSON_AddNumberToObject(r, "rpc_errors", (double)s->stats.rpc_errors);
+  cJSON_AddNumberToObject(r, "blend_factorisations", (double)s->stats.blend_factorisations);
+  cJSON_AddNumberToObject(r, "blend_solves", (double)s->stats.blend_solves);
+  cJSON_AddNumberToObject(r, "blend_fits", (double)s->stats.blend_fits);
+  cJSON_AddNumberToObject(r, "auth_failures", (double)s->access.failures);
+  cJSON_AddNumberToObject(r, "auth_refused", (double)s->access.refused);
+  size_t gesture_bytes = 0;
+  uint32_t gestures = 0;
+  for (srv_session *x = s->sessions; x; x = x->next) gesture_bytes += x->gesture_bytes, gestures += x->gesture_count;
+  cJSON_AddNumberToObject(r, "gestures", gestures);
+  cJSON_AddNumberToObject(r, "gesture_memory_bytes", (double)gesture_bytes);
+  cJSON_AddNumberToObject(r, "imports_started", (double)s->importer.started);
+  cJSON_AddNumberToObject(r, "imports_failed", (double)s->importer.failed);
+  cJSON_AddNumberToObject(r, "input_buffered_bytes", (double)s->input_bytes);
+  cJSON_AddNumberToObject(r, "uptime_s", (double)(uv_now(s->loop) - s->started_ms) / 1000.0);
+  add_stream_stats(r, &s->stats);
+  if (s->stats_extra) s->stats_extra(s, r); /* --redis: the node, Redis, publishing or relaying */
+  srv_rpc_reply(call, r);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------------- */
+
+typedef void (*method_fn)(srv_server *, srv_rpc_call *, cJSON *);
+
+/* PARAMS: takes an object of params; EDITS: changes what the store keeps; SESSION: acts on the
+ * session params.session names (the role is needed on that session). */
+enum { PARAMS = 1, EDITS = 2, SESSION = 4 };
+#define ON (PARAMS | SESSION)
+
+/* Every method and the role it needs: the one place the access rules of the JSON-RPC port are
+ * written (tests/deformd/test_access.c checks each against each role, and against
+ * docs/json-api.md's table). */
+static const struct {
+  const char *name;
+  method_fn fn;
+  int flags;
+  srv_role role;
+} methods[] = {
+    {"auth", srv_m_auth, PARAMS, SRV_ROLE_NONE},
+    {"hello", srv_m_hello, PARAMS, SRV_ROLE_VIEWER},
+    {"session.list", m_session_list, 0, SRV_ROLE_VIEWER}, /* lists what the token may view */
+    {"mesh.info", m_mesh_info, ON, SRV_ROLE_VIEWER},
+    {"targets.list", srv_m_targets_list, ON, SRV_ROLE_VIEWER},
+    {"weights.get", srv_m_weights_get, ON, SRV_ROLE_VIEWER},
+    {"sculpt.get", srv_m_sculpt_get, ON, SRV_ROLE_VIEWER},
+    {"state.get", m_state_get, ON, SRV_ROLE_VIEWER},
+    {"anim.list", srv_m_anim_list, ON, SRV_ROLE_VIEWER},
+    {"history.list", srv_m_history_list, ON, SRV_ROLE_VIEWER},
+    {"weights.set", srv_m_weights_set, ON | EDITS, SRV_ROLE_EDITOR},
+    {"sculpt.set", srv_m_sculpt_set, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.begin", srv_m_deform_begin, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.drag", srv_m_deform_drag, ON | EDITS, SRV_ROLE_EDITOR},
+    {"deform.end", srv_m_deform_end, ON, SRV_ROLE_EDITOR}, /* even while the store fails: it lets go */
+    {"deform.reset", srv_m_deform_reset, ON | EDITS, SRV_ROLE_EDITOR},
+    {"brush.stroke", srv_m_brush_stroke, ON | EDITS, SRV_ROLE_EDITOR},
+    {"blend.solve", srv_m_blend_solve, ON | EDITS, SRV_ROLE_EDITOR},
+    {"blend.fit", srv_m_blend_fit, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.play", srv_m_anim_play, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.pause", srv_m_anim_pause, ON, SRV_ROLE_EDITOR},
+    {"anim.stop", srv_m_anim_stop, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.seek", srv_m_anim_seek, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.speed", srv_m_anim_speed, ON, SRV_ROLE_EDITOR},
+    {"anim.loop", srv_m_anim_loop, ON, SRV_ROLE_EDITOR},
+    {"anim.blend", srv_m_anim_blend, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_start", srv_m_anim_record_start, ON | EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_stop", srv_m_anim_record_stop, ON | EDITS, SRV_ROLE_EDITOR},
+    {"history.undo", srv_m_history_undo, ON | EDITS, SRV_ROLE_EDITOR},
+    {"history.redo", srv_m_history_redo, ON | EDITS, SRV_ROLE_EDITOR},
+    {"targets.configure", srv_m_targets_configure, ON | EDITS, SRV_ROLE_OWNER},
+    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, ON | EDITS, SRV_ROLE_OWNER},
+    {"anim.compress", srv_m_anim_compress, ON | EDITS, SRV_ROLE_OWNER},
+    {"history.revert", srv_m_history_revert, ON | EDITS, SRV_ROLE_OWNER},
+    {"history.compact", srv_m_history_compact, ON | EDITS, SRV_ROLE_OWNER},
+    {"session.export", srv_m_session_export, ON, SRV_ROLE_OWNER},
+    {"session.close", m_session_close, ON | EDITS, SRV_ROLE_OWNER},
+    /* A token for every session needs one for every session; srv_token_rpc.c also holds the
+     * new token to the caller's role and scope. */
+    {"token.create", srv_m_token_create, ON | EDITS, SRV_ROLE_OWNER},
+    {"token.list", srv_m_token_list, SESSION, SRV_ROLE_OWNER}, /* params optional: every token it may see */
+    {"token.revoke", srv_m_token_revoke, ON | EDITS, SRV_ROLE_OWNER},
+    {"session.create", m_session_create, PARAMS | EDITS, SRV_ROLE_ADMIN},
+    {"mesh.upload", srv_m_mesh_upload, PARAMS, SRV_ROLE_ADMIN},
+    {"server.stats", m_server_stats, 0, SRV_ROLE_ADMIN},
+};
+
+size_t srv_methods_count(void) { return sizeof(methods) / sizeof(methods[0]); }
+const char *srv_methods_name(size_t i) { return i < srv_methods_count() ? methods[i].name : NULL; }
+srv_role srv_methods_role(size_t i) { return i < srv_methods_count() ? methods[i].role : SRV_ROLE_NONE; }
+
+void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+  for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+    if (strcmp(methods[i].name, method) != 0) continue;
+    /* Who may, first, from the name alone: nothing looked up yet, so a refusal says the same
+     * whether the session exists or not. */
+    const cJSON *session = (methods[i].flags & SESSION) ? cJSON_GetObjectItemCaseSensitive(params, "session") : NULL;
+    char why[256];
+    const char *named = !(methods[i].flags & SESSION) ? NULL : cJSON_IsString(session) ? session->valuestring : "";
+    int rc = srv_access_refusal(s, &call->conn->grant, methods[i].role, named, method, why, sizeof(why));
+    if (rc) {
+      srv_rpc_error(call, rc, "%s", why);
+      return;
+    }
+    if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
+    if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
+      return;
+    }
+    if ((methods[i].flags & EDITS) && s->store && srv_store_failed(s->store, why, sizeof(why))) {
+      srv_rpc_error(call, SRV_EIO, "the store cannot write (%s): edits are refused until it can; viewers are served",
+                    why);
+      return;
+    }
+    methods[i].fn(s, call, params);
+    return;
+  }
+  /* A client without a token learns nothing, not even which methods exist. */
+  if (!srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, NULL)) {
+    srv_rpc_error(call, SRV_EACCES, "this server needs a token: call auth {\"token\": ...} first");
+    return;
+  }
+  char q[SRV_QUOTE_BUF];
+  srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
+}

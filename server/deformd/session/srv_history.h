@@ -1,0 +1,79 @@
+/*
+ * srv_history.h — history: steps, undo, redo, revert.
+ */
+#ifndef DEFORMD_SRV_HISTORY_H
+#define DEFORMD_SRV_HISTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "srv_server.h"
+#include "srv_op.h"
+#include "srv_session.h"
+
+typedef struct srv_history srv_history;
+
+#define SRV_HISTORY_UNDO_DEPTH 64             /* undoable steps kept per author and session */
+#define SRV_HISTORY_BYTES (16u << 20)         /* ... within this much memory per session (oldest go first) */
+#define SRV_HISTORY_STEPS 100000              /* steps history.list shows from memory, per session */
+#define SRV_CHECKPOINT_OPS 1000               /* a checkpoint after this many logged operations */
+#define SRV_CHECKPOINT_BYTES (4u << 20)       /* ... or this many bytes of records */
+
+typedef struct srv_history srv_history;
+
+/* What an undo, redo or revert did. */
+typedef struct srv_history_result {
+  uint64_t version;          /* the session's version after it */
+  uint64_t step;             /* the step undone or redone */
+  uint64_t step_first_version, step_last_version;
+  int cause;                 /* that step's srv_cause */
+  uint64_t new_step;         /* the step this made */
+  uint32_t restored, skipped; /* vertices and targets set back; left as others changed them */
+} srv_history_result;
+
+/* One step as history.list shows it. */
+typedef struct srv_history_entry {
+  uint64_t step;
+  uint32_t author;
+  int cause;
+  double time;
+  uint64_t first_version, last_version;
+  uint32_t ops, changed, vertices, targets, targets_added;
+  int undone, undoable;
+  uint64_t undo_of;          /* UNDO / REDO: the step; REVERT: the version reverted to */
+  uint32_t skipped;
+} srv_history_entry;
+typedef int (*srv_history_entry_cb)(const srv_history_entry *e, void *arg); /* nonzero stops */
+
+int srv_history_init(srv_session *s);
+void srv_history_fini(srv_session *s);
+/* A step id for operations that belong together (a gesture, a playback, an undo). */
+uint64_t srv_history_new_step_id(srv_session *s);
+/* srv_server.on_applied: records the step and, with a store, the operation's record. */
+void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
+                            const srv_before *before);
+/* Queues a checkpoint of the session's state now (with a store). */
+void srv_history_checkpoint(srv_server *srv, srv_session *s);
+/* Each returns 0 with what it did, or SRV_ERANGE (nothing to undo/redo) / SRV_EINTERNAL with a
+ * reason. */
+int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_history_result *out, char *err,
+                     size_t errlen);
+/* Brings s to the state `old` holds (the same session restored at an earlier version) as one
+ * new step of `author`. */
+int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, uint32_t author,
+                       srv_history_result *out, char *err, size_t errlen);
+/* Steps whose first version is below before_version, newest first, at most `limit`. Returns 1
+ * when cb stopped it. */
+int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,
+                     void *arg);
+const char *srv_history_cause_name(int cause);
+/* The newest version whose step began before time t (seconds since the epoch); 0 if none. */
+uint64_t srv_history_version_before(const srv_session *s, double t);
+/* Restore: the stored time of the operation replayed next (0 after the replay). */
+void srv_history_set_replay_time(srv_session *s, double t);
+/* Restore: a step found in the store before the replayed tail (summary only, not undoable). */
+int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * srv_restore.c — a session rebuilt from the store, on any thread: its stored mesh, the newest
+ * checkpoint at or below the version asked for, then every operation record after it replayed
+ * through srv_session_check() and srv_session_apply() — the code that applied it the first
+ * time — so the result is bit-identical to the session that wrote them. Used at start (every
+ * stored session, up to its last version, with its history) and by history.revert and
+ * session.export {version} (a scratch copy at an older version).
+ *
+ * DOES NOT touch the server: the session it returns is added to the server by the caller, on
+ * the loop thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh.h"
+#include "srv_restore.h"
+#include "srv_error.h"
+#include "srv_store.h"
+#include "srv_server.h"
+#include "srv_op.h"
+#include "srv_session.h"
+#include "srv_record.h"
+#include "srv_history.h"
+#include "srv_anim.h"
+
+typedef struct replay_ctx {
+  srv_server *fake;   /* on_applied only: history without writes */
+  srv_session *s;
+  int rc;
+  uint64_t last;
+  char *err;
+  size_t errlen;
+} replay_ctx;
+
+static int replay_row(const srv_store_row *row, void *arg) {
+  replay_ctx *c = arg;
+  srv_record_op r;
+  int rc = srv_record_decode_op(c->s, row->op.body, row->op.len, &r, c->err, c->errlen);
+  if (rc == 0) {
+    r.op.author = row->op.author;
+    r.op.cause = (uint8_t)row->op.kind;
+    r.op.step = row->op.step;
+    char why[256];
+    srv_history_set_replay_time(c->s, row->op.time);
+    rc = srv_session_check(c->s, &r.op, why, sizeof(why));
+    if (rc) {
+      snprintf(c->err, c->errlen, "version %llu does not apply again: %s", (unsigned long long)row->op.version, why);
+      rc = SRV_EIO;
+    } else if (srv_session_apply(c->fake, c->s, &r.op) != row->op.version) {
+      snprintf(c->err, c->errlen, "version %llu replays as %llu", (unsigned long long)row->op.version,
+               (unsigned long long)c->s->version);
+      rc = SRV_EIO;
+    }
+    srv_record_op_fini(&r);
+  }
+  c->rc = rc;
+  c->last = row->op.version;
+  return rc != 0;
+}
+
+typedef struct steps_ctx {
+  srv_session *s;
+  int rc;
+} steps_ctx;
+
+static int step_row(const srv_store_row *row, void *arg) {
+  steps_ctx *c = arg;
+  srv_history_entry e = {0};
+  e.step = row->op.step;
+  e.author = row->op.author;
+  e.cause = row->op.kind;
+  e.time = row->op.time;
+  e.first_version = row->op.first_version;
+  e.last_version = row->op.version;
+  e.ops = 1;
+  e.changed = row->op.changed;
+  c->rc = srv_history_add_old_step(c->s, &e);
+  return c->rc != 0;
+}
+
+typedef struct name_ctx {
+  int64_t sid;
+  char *name;
+  double created;
+} name_ctx;
+
+static int name_row(const srv_store_row *row, void *arg) {
+  name_ctx *c = arg;
+  if (row->session != c->sid) return 0;
+  c->name = strdup(row->name);
+  c->created = row->time;
+  return 1;
+}
+
+typedef struct clip_ctx {
+  srv_session *s;
+  int rc;
+  char *err;
+  size_t errlen;
+} clip_ctx;
+
+static int clip_row(const srv_store_row *row, void *arg) {
+  clip_ctx *c = arg;
+  c->rc = srv_record_load_clip(c->s, row->name, row->op.body, row->op.len, c->err, c->errlen);
+  return c->rc != 0;
+}
+
+int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
+                        srv_session **out, char *err, size_t errlen) {
+  *out = NULL;
+  srv_store_reader *r = NULL;
+  srv_session *s = NULL;
+  srv_server *fake = NULL;
+  srv_store_blob mesh_bytes = {0}, cp = {0};
+  name_ctx nc = {sid, NULL, 0};
+  int rc = srv_store_reader_open(db_path, &r, err, errlen);
+  if (rc) goto out;
+  rc = srv_store_read_sessions(r, name_row, &nc, err, errlen);
+  if (rc == 0 && !nc.name) {
+    snprintf(err, errlen, "the store has no session %lld", (long long)sid);
+    rc = SRV_ENOSESSION;
+  }
+  if (rc) goto out;
+  rc = srv_store_read_mesh(r, sid, &mesh_bytes, err, errlen);
+  if (rc) goto out;
+  mesh *m = NULL;
+  char why[MESH_ERR_LEN];
+  if (mesh_blob_read(mesh_bytes.data, mesh_bytes.len, max_vertices, &m, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "the stored mesh of session '%s' does not read: %s", nc.name, why);
+    rc = SRV_EIO;
+    goto out;
+  }
+  if (srv_session_create(nc.name, m, &s, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "session '%s': %s", nc.name, why);
+    rc = SRV_EIO;
+    goto out;
+  }
+  s->store_id = sid;
+  s->base_targets = s->mesh->target_count;
+  s->restoring = 1;
+  if (with_history && srv_history_init(s) != 0) {
+    rc = SRV_EINTERNAL;
+    goto out;
+  }
+  rc = srv_store_read_checkpoint(r, sid, up_to, &cp, err, errlen);
+  if (rc) goto out;
+  if (cp.data && (rc = srv_record_load_checkpoint(s, cp.data, cp.len, err, errlen)) != 0) goto out;
+  if (with_history) { /* the steps before the checkpoint: listed, not undoable */
+    steps_ctx sc = {s, 0};
+    rc = srv_store_read_ops_meta(r, sid, 0, s->version, step_row, &sc, err, errlen);
+    if (rc == 0) rc = sc.rc;
+    if (rc) goto out;
+  }
+  fake = calloc(1, sizeof(*fake));
+  if (!fake) {
+    rc = SRV_EINTERNAL;
+    goto out;
+  }
+  fake->on_applied = with_history ? srv_history_on_applied : NULL;
+  replay_ctx rcx = {fake, s, 0, s->version, err, errlen};
+  rc = srv_store_read_ops(r, sid, s->version, up_to, replay_row, &rcx, err, errlen);
+  if (rc == 0) rc = rcx.rc;
+  if (rc) goto out;
+  if (up_to == UINT64_MAX) {
+    clip_ctx cc = {s, 0, err, errlen};
+    rc = srv_store_read_clips(r, sid, clip_row, &cc, err, errlen);
+    if (rc == 0) rc = cc.rc;
+    if (rc) goto out;
+  } else if (s->version != up_to) {
+    snprintf(err, errlen, "version %llu of session '%s' is not in the store (its history starts later or ends at %llu)",
+             (unsigned long long)up_to, nc.name, (unsigned long long)s->version);
+    rc = SRV_ERANGE;
+    goto out;
+  }
+  srv_history_set_replay_time(s, 0);
+  s->restoring = 0;
+  *out = s;
+  s = NULL;
+out:
+  srv_session_unref(s);
+  free(fake);
+  free(nc.name);
+  free(mesh_bytes.data);
+  free(cp.data);
+  srv_store_reader_close(r);
+  return rc;
+}

@@ -1,0 +1,433 @@
+/*
+ * srv_session.c — a session: one mesh, its live state (weights, sculpt offsets), its version,
+ * the viewers subscribed to it, and the server's table of sessions.
+ *
+ * What it owns: creation from an imported mesh (the welded topology, the SNAPSHOT pieces that
+ * every join shares: srv_session_wire.c encodes them), the table (find, add, close), and the
+ * fan-out of applied ops to viewer classes. A class is the subscribers that get the same bytes:
+ * one codec (protocol version 1, or version 2 on one grid) and one rate. A class at rate 0 gets
+ * each op's frame as it is applied; a paced class gets, at most `rate` times a second, one
+ * coalesced update per member (everything changed since the version it was last sent: the
+ * latest state wins, changed vertex sets merge), from a timer of its own, so a slow link never
+ * delays anyone else. Changes themselves are operation records applied in srv_session_op.c.
+ *
+ * DOES NOT do I/O or decide how a slow subscriber is treated (srv_conn_deliver does).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+#include "proto.h"
+#include "mesh.h"
+#include "srv_session.h"
+#include "srv_error.h"
+#include "srv_log.h"
+#include "srv_frame.h"
+#include "srv_server.h"
+#include "srv_conn.h"
+#include "srv_op.h"
+#include "srv_session_wire.h"
+#include "srv_anim.h"
+
+static void free_parts(srv_session *s) {
+  free(s->name);
+  mesh_adjacency_fini(&s->adj);
+  mesh_topology_fini(&s->topo);
+  mesh_destroy(s->mesh);
+  free(s->targets);
+  free(s->weights);
+  free(s->weight_version);
+  free(s->offsets);
+  free(s->block_version);
+  free(s->vertex_version);
+  proto_trav_fini(&s->trav);
+  srv_frame_unref(s->triangles2);
+  for (int c = 0; c < SRV_CODECS; c++) {
+    if (!s->codecs[c]) continue;
+    srv_session_codec_fini(s->codecs[c]);
+    free(s->codecs[c]);
+  }
+  srv_frame_unref(s->mesh_body);
+  for (uint32_t t = 0; t < s->target_cap; t++) srv_frame_unref(s->target_parts[t]);
+  free(s->target_parts);
+  free(s->target_version);
+  srv_anim_fini(s);
+  if (s->history_fini) s->history_fini(s);
+}
+
+void srv_session_destroy(srv_session *s) {
+  if (!s) return;
+  free_parts(s);
+  free(s);
+}
+
+void srv_session_ref(srv_session *s) { s->refs++; }
+
+void srv_session_unref(srv_session *s) {
+  if (s && --s->refs == 0) srv_session_destroy(s);
+}
+
+/* ---- the server's table ---------------------------------------------------------------------- */
+
+srv_session *srv_session_find(srv_server *srv, const char *name) {
+  for (srv_session *x = srv->sessions; x; x = x->next)
+    if (strcmp(x->name, name) == 0) return x;
+  return NULL;
+}
+
+void srv_session_add(srv_server *srv, srv_session *s) {
+  s->next = srv->sessions;
+  srv->sessions = s;
+  srv->session_count++;
+  if (srv->on_session_added) srv->on_session_added(srv, s);
+}
+
+void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
+  srv_session **pp = &srv->sessions;
+  while (*pp && *pp != s) pp = &(*pp)->next;
+  if (*pp) {
+    *pp = s->next;
+    srv->session_count--;
+  }
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_encode_bye(&b, PROTO_ERR_SESSION_CLOSED, why);
+  srv_frame *bye = srv_frame_from_buf(&b);
+  while (s->subscribers) {
+    srv_conn *c = s->subscribers;
+    srv_session_unsubscribe(c);
+    srv_conn_finish(c, bye);
+  }
+  srv_frame_unref(bye);
+  s->closed = 1;
+  if (srv->on_session_close) srv->on_session_close(s);
+  if (srv->on_session_removed) srv->on_session_removed(srv, s);
+  srv_log(SRV_LOG_INFO, "session %s closed: %s", s->name, why);
+  srv_session_unref(s);
+}
+
+void srv_session_reserve_name(srv_server *s, const char *name) {
+  char **g = realloc(s->reserved, sizeof(char *) * (s->reserved_count + 1));
+  if (!g) return;
+  s->reserved = g;
+  if ((g[s->reserved_count] = strdup(name))) s->reserved_count++;
+}
+
+int srv_session_name_taken(const srv_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->reserved_count; i++)
+    if (strcmp(s->reserved[i], name) == 0) return 1;
+  return 0;
+}
+
+/* ---- subscribers and their classes ------------------------------------------------------------ */
+
+static void class_timer_closed(uv_handle_t *h) {
+  srv_class *cls = h->data;
+  free(h);
+  free(cls);
+}
+
+/* The class is empty: out of the session's list; freed once its timer has closed. */
+static void class_drop(srv_session *s, srv_class *cls) {
+  srv_class **pp = &s->classes;
+  while (*pp && *pp != cls) pp = &(*pp)->next;
+  if (*pp) *pp = cls->next;
+  cls->session = NULL;
+  if (cls->timer) {
+    uv_timer_stop(cls->timer);
+    uv_close((uv_handle_t *)cls->timer, class_timer_closed);
+  } else {
+    free(cls);
+  }
+}
+
+static void pace_now(uv_timer_t *t);
+
+/* The class of (codec, rate), made when new. NULL when out of memory. */
+static srv_class *class_for(srv_session *s, srv_conn *c) {
+  for (srv_class *x = s->classes; x; x = x->next)
+    if (x->codec == c->codec && x->rate == c->max_rate) return x;
+  srv_class *cls = calloc(1, sizeof(*cls));
+  if (!cls) return NULL;
+  cls->session = s;
+  cls->codec = c->codec;
+  cls->rate = c->max_rate;
+  if (cls->rate > 0) {
+    cls->timer = malloc(sizeof(*cls->timer));
+    if (!cls->timer) {
+      free(cls);
+      return NULL;
+    }
+    uv_timer_init(c->server->loop, cls->timer);
+    cls->timer->data = cls;
+  }
+  cls->next = s->classes;
+  s->classes = cls;
+  return cls;
+}
+
+void srv_session_subscribe(srv_session *s, srv_conn *c) {
+  c->session = s;
+  c->cls = class_for(s, c);
+  if (!c->cls) c->max_rate = 0; /* out of memory for a timer: every change, like a version 1 viewer */
+  if (!c->cls) c->cls = class_for(s, c);
+  if (c->cls) c->cls->members++;
+  c->sub_next = s->subscribers;
+  s->subscribers = c;
+  s->subscriber_count++;
+}
+
+void srv_session_unsubscribe(srv_conn *c) {
+  srv_session *s = c->session;
+  if (!s) return;
+  srv_conn **pp = &s->subscribers;
+  while (*pp && *pp != c) pp = &(*pp)->sub_next;
+  if (*pp) {
+    *pp = c->sub_next;
+    s->subscriber_count--;
+    if (c->cls && --c->cls->members == 0) class_drop(s, c->cls);
+  }
+  c->cls = NULL;
+  c->sub_next = NULL;
+  c->session = NULL;
+}
+
+uint32_t srv_session_live_codecs(const srv_session *s) {
+  uint32_t live = 0;
+  for (const srv_class *x = s->classes; x; x = x->next)
+    if (x->rate == 0) live |= 1u << x->codec;
+  return live;
+}
+
+/* A paced class has a change waiting: its timer fires when a period has passed since its last
+ * update (at once when it has). */
+static void pace(srv_class *cls) {
+  if (!cls->timer || uv_is_active((uv_handle_t *)cls->timer)) return;
+  uint64_t now = uv_now(cls->timer->loop), period = (uint64_t)ceil(1000.0 / cls->rate);
+  uint64_t due = cls->last_ms + period;
+  uv_timer_start(cls->timer, pace_now, due > now ? due - now : 0, 0);
+}
+
+void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version) {
+  for (srv_class *x = s->classes; x; x = x->next)
+    if (x->rate > 0) pace(x);
+  for (srv_conn *c = s->subscribers, *next; c; c = next) {
+    next = c->sub_next; /* delivering may close c, which unsubscribes it */
+    if (!c->cls || c->cls->rate == 0) srv_conn_deliver(c, frames[c->codec], version);
+  }
+}
+
+void srv_session_pace(srv_conn *c) {
+  c->lagging = 0;
+  if (c->cls) pace(c->cls);
+}
+
+/* A paced class's update: each member not lagging gets everything changed since the version it
+ * was sent last, in one write. Members at the same version share the bytes (normally all of
+ * them; a member that joined or caught up since the last update is at another). */
+static void pace_now(uv_timer_t *t) {
+  srv_class *cls = t->data;
+  srv_session *s = cls->session;
+  if (!s) return;
+  cls->last_ms = uv_now(t->loop);
+  srv_frame *f = NULL;
+  uint64_t f_since = 0;
+  int sent = 0;
+  for (srv_conn *c = s->subscribers, *next; c; c = next) {
+    next = c->sub_next;
+    if (c->cls != cls || c->lagging || c->sent_version >= s->version) continue;
+    if (!f || f_since != c->sent_version) {
+      srv_frame_unref(f);
+      proto_buf b;
+      proto_buf_init(&b);
+      f = NULL;
+      f_since = c->sent_version;
+      if (srv_session_encode_since(s, f_since, 0, cls->codec, &b) == 0) f = srv_frame_from_buf(&b);
+      else proto_buf_fini(&b);
+    }
+    srv_conn_deliver(c, f, s->version); /* NULL: it lags, and catches up once drained */
+    sent = 1;
+  }
+  srv_frame_unref(f);
+  if (sent) srv_log(SRV_LOG_DEBUG, "session %s: paced update at %.3g Hz to version %llu", s->name,
+                    (double)cls->rate, (unsigned long long)s->version);
+}
+
+/* ---- version 2 codecs made on the pool ----------------------------------------------------- */
+
+typedef struct codec_job {
+  uv_work_t req;
+  srv_server *srv;
+  srv_session *session; /* referenced */
+  uint8_t codec;
+  srv_codec made;
+  int status;
+} codec_job;
+
+static void codec_work(uv_work_t *req) {
+  codec_job *j = req->data;
+  j->status = srv_session_codec_init(j->session, j->codec, &j->made);
+}
+
+static void codec_done(uv_work_t *req, int status) {
+  codec_job *j = req->data;
+  srv_session *s = j->session;
+  srv_codec *k = s->codecs[j->codec];
+  j->srv->pending_jobs--;
+  /* A grid the mesh does not fit (SRV_ERANGE): the transport offers lossless instead. */
+  int rc = status ? SRV_EINTERNAL : j->status == MESH_EINVAL ? SRV_ERANGE : j->status ? SRV_EINTERNAL
+                                                             : s->closed ? SRV_ENOSESSION : 0;
+  k->job = 0;
+  if (j->status == 0) {
+    srv_codec keep = *k;
+    *k = j->made;
+    k->waiting = keep.waiting;
+    k->ready = keep.ready;
+  } else {
+    srv_session_codec_fini(&j->made);
+  }
+  srv_log(rc ? SRV_LOG_WARN : SRV_LOG_DEBUG, "session %s: codec %u %s", s->name, j->codec,
+          rc ? "could not be prepared" : "prepared");
+  while (k->waiting) {
+    srv_conn *c = k->waiting;
+    k->waiting = c->join_next;
+    c->join_next = NULL;
+    if (!c->closing) k->ready(c, rc);
+    srv_conn_unref(c);
+  }
+  if (rc && !s->closed) { /* nothing kept: a later join tries again */
+    srv_session_codec_fini(k);
+    free(k);
+    s->codecs[j->codec] = NULL;
+  }
+  srv_session_unref(s);
+  free(j);
+}
+
+void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_conn *c,
+                            void (*ready)(srv_conn *c, int status)) {
+  srv_codec *k = s->codecs[codec];
+  if (codec == SRV_CODEC_V1 || (k && k->attributes)) {
+    ready(c, 0);
+    return;
+  }
+  if (!k) {
+    k = calloc(1, sizeof(*k));
+    codec_job *j = k ? calloc(1, sizeof(*j)) : NULL;
+    if (!j) {
+      free(k);
+      ready(c, SRV_EINTERNAL);
+      return;
+    }
+    j->srv = srv;
+    j->session = s;
+    j->codec = codec;
+    j->req.data = j;
+    srv_session_ref(s);
+    if (uv_queue_work(srv->loop, &j->req, codec_work, codec_done) != 0) {
+      srv_session_unref(s);
+      free(j);
+      free(k);
+      ready(c, SRV_EINTERNAL);
+      return;
+    }
+    srv->pending_jobs++;
+    k->job = 1;
+    s->codecs[codec] = k;
+  }
+  k->ready = ready;
+  srv_conn_ref(c);
+  c->join_next = k->waiting;
+  k->waiting = c;
+}
+
+int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (m->target_count > PROTO_MAX_TARGETS) {
+    snprintf(err, errlen, "the mesh has %u morph targets, more than %d", m->target_count,
+             PROTO_MAX_TARGETS);
+    mesh_destroy(m);
+    return MESH_ETOOBIG;
+  }
+  for (uint32_t t = 0; t < m->target_count; t++) {
+    if (strlen(m->targets[t].name) > PROTO_MAX_NAME) {
+      snprintf(err, errlen, "morph target %u has a name longer than %d bytes", t, PROTO_MAX_NAME);
+      mesh_destroy(m);
+      return MESH_EINVAL;
+    }
+    for (uint32_t u = 0; u < t; u++) {
+      if (strcmp(m->targets[t].name, m->targets[u].name) == 0) {
+        snprintf(err, errlen, "two morph targets are called '%s'", m->targets[t].name);
+        mesh_destroy(m);
+        return MESH_EINVAL;
+      }
+    }
+  }
+  srv_session *s = calloc(1, sizeof(*s));
+  if (!s) {
+    mesh_destroy(m);
+    return MESH_ENOMEM;
+  }
+  s->refs = 1;
+  s->mesh = m;
+  s->name = strdup(name);
+  uint32_t nt = m->target_count, nv = m->vertex_count;
+  uint32_t nblocks = (nv >> SRV_BLOCK_SHIFT) + 1;
+  s->targets = calloc(nt + 1, sizeof(*s->targets));
+  s->weights = calloc(nt + 1, sizeof(float));
+  s->weight_version = calloc(nt + 1, sizeof(uint64_t));
+  s->offsets = calloc(3 * (size_t)nv + 1, sizeof(int32_t));
+  s->block_version = calloc(nblocks, sizeof(uint64_t));
+  s->vertex_version = calloc(nv + 1, sizeof(uint64_t));
+  s->target_version = calloc(nt + 1, sizeof(uint64_t));
+  if (!s->name || !s->targets || !s->weights || !s->weight_version || !s->offsets || !s->block_version ||
+      !s->vertex_version || !s->target_version) {
+    srv_session_destroy(s);
+    return MESH_ENOMEM;
+  }
+  for (uint32_t t = 0; t < nt; t++) {
+    /* Slider range as in Blender: [0, 1] unless the file's default weight lies outside it. */
+    float w = m->targets[t].default_weight;
+    s->weights[t] = w;
+    s->targets[t].value = w;
+    if (w < -SRV_WEIGHT_LIMIT || w > SRV_WEIGHT_LIMIT) { /* a file's default beyond the limit: held to it */
+      w = w < 0 ? -SRV_WEIGHT_LIMIT : SRV_WEIGHT_LIMIT;
+      s->weights[t] = s->targets[t].value = w;
+    }
+    s->targets[t].min = w < 0.0f ? w : 0.0f;
+    s->targets[t].max = w > 1.0f ? w : 1.0f;
+  }
+  /* Offsets are stored quantised to 2^-20 of the bounding-box diagonal (0.3 µm on a 30 cm
+   * head): far below what anyone can see, and exactly what every receiver rebuilds. */
+  double diag = mesh_bbox_diagonal(m);
+  s->offset_quantum = diag > 0.0 ? (float)ldexp(diag, -20) : 1e-6f;
+  /* Triangles in vertex-cache order, as protocol version 2's index codec wants them (the
+   * vertices keep their order: every index clients see is the file's), rotated the way that
+   * codec gives them back; everything that numbers triangles is built after this. */
+  int rc = mesh_optimize_triangle_order(m);
+  if (rc == 0) rc = srv_session_encode_parts(s);
+  /* The welded topology and its adjacency are kept: every solve and brush needs them. */
+  if (rc == 0) rc = mesh_topology_init(&s->topo, m, NULL, 0.0);
+  if (rc == 0) rc = mesh_compute_stats(m, &s->topo, &s->stats);
+  if (rc == 0) rc = mesh_adjacency_init(&s->adj, s->topo.vertex_count, s->topo.triangles, s->topo.triangle_count);
+  /* The two version 2 codecs most joins ask for are ready before the first one. */
+  uint8_t ready[2] = {SRV_CODEC_LOSSLESS, 1 + SRV_DEFAULT_SHIFT};
+  for (int i = 0; i < 2 && rc == 0; i++) {
+    srv_codec *k = calloc(1, sizeof(*k));
+    rc = k ? srv_session_codec_init(s, ready[i], k) : MESH_ENOMEM;
+    if (rc == MESH_EINVAL) rc = 0; /* a grid this mesh does not fit: such joins get lossless */
+    if (k && k->attributes) s->codecs[ready[i]] = k;
+    else free(k);
+  }
+  if (rc == 0) rc = srv_anim_init(s);
+  if (rc) {
+    snprintf(err, errlen, "%s", mesh_strerror(rc));
+    srv_session_destroy(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+

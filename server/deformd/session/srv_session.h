@@ -1,0 +1,145 @@
+/*
+ * srv_session.h — sessions: the mesh, its targets and live state, the viewers' classes, the server's table.
+ */
+#ifndef DEFORMD_SRV_SESSION_H
+#define DEFORMD_SRV_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto.h"
+#include "proto2.h"
+#include "mesh.h"
+#include "srv_frame.h"
+#include "srv_server.h"
+#include "srv_conn.h"
+#include "srv_op.h"
+
+typedef struct srv_anim srv_anim;
+typedef struct srv_gesture srv_gesture;
+typedef struct srv_history srv_history;
+
+#define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
+
+/* Codecs: 0 is protocol version 1; 1 + shift is version 2 on the grid quantum · 2^shift
+ * (shift 0: lossless). SRV_DEFAULT_SHIFT is what a version 2 viewer gets unless it asks for a
+ * coarser tolerance or lossless: half a step is 2^-16 of the bounding box's diagonal. */
+#define SRV_CODECS (PROTO_MAX_SHIFT + 2)
+#define SRV_DEFAULT_SHIFT 5
+#define SRV_CODEC_V1 0
+#define SRV_CODEC_LOSSLESS 1
+static inline uint8_t srv_codec_shift(uint8_t codec) { return codec ? (uint8_t)(codec - 1) : 0; }
+
+/* A session's SNAPSHOT pieces for one version 2 codec (srv_session_wire.c): encoded once,
+ * shared by every join with that codec. */
+typedef struct srv_codec {
+  proto_grid2 grid;
+  srv_frame *attributes;     /* positions and UVs on the grid (made on the pool) */
+  srv_frame **targets;       /* one record per target, made when first needed */
+  uint32_t target_cap;
+  int job;                   /* a job is encoding `attributes`; joins wait in `waiting` */
+  srv_conn *waiting;         /* through srv_conn.join_next, each referenced */
+  void (*ready)(srv_conn *c, int status); /* what to tell each waiting join (srv_stream.c) */
+} srv_codec;
+
+/* Subscribers that are sent the same bytes: one codec, one rate (srv_session.c). A class at a
+ * rate (> 0) is paced: changes mark it, and at most `rate` times a second its members get one
+ * coalesced update each (encoded once per distinct version they are at: normally once). */
+typedef struct srv_class {
+  struct srv_class *next;
+  srv_session *session;      /* NULL once the session let go of it (the timer is closing) */
+  uint8_t codec;
+  float rate;
+  uint32_t members;
+  uint64_t last_ms;          /* paced: when members were last sent an update */
+  uv_timer_t *timer;         /* paced: runs while a change waits */
+} srv_class;
+
+typedef struct srv_gesture srv_gesture;
+
+struct srv_session {
+  int refs;                  /* the server's table holds one; each running job one more */
+  int closed;                /* removed from the server: jobs finishing now apply nothing */
+  char *name;
+  mesh *mesh;                /* positions and triangles never change; targets are only added */
+  mesh_topology topo;        /* welded topology of the base mesh (solves, brushes) */
+  mesh_adjacency adj;        /* over topo's triangles */
+  mesh_stats stats;
+  srv_target *targets;       /* per target: range, set value, mute, drivers */
+  float offset_quantum;
+  uint64_t version;
+  float *weights;            /* target_count: the weights viewers apply (see srv_target) */
+  uint64_t *weight_version;  /* target_count: version that last changed it */
+  int32_t *offsets;          /* 3 * vertex_count quantised sculpt offsets */
+  uint64_t *block_version;   /* per block of 64 vertices */
+  uint64_t *vertex_version;  /* per vertex: what version 2 catch-ups and paced updates send */
+  srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */
+  srv_frame **target_parts;  /* ... and one per target */
+  uint32_t target_cap;
+  uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
+  proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
+  srv_frame *triangles2;     /* version 2's triangles piece: the bytes `trav` was built from */
+  srv_codec *codecs[SRV_CODECS]; /* version 2 pieces per codec, made when first joined */
+  srv_class *classes;        /* subscribers by codec and rate */
+  srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
+  uint32_t subscriber_count;
+  uint64_t ops_applied;
+  srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
+  uint32_t gesture_count;
+  size_t gesture_bytes;      /* their estimated memory (the session's budget) */
+  struct stroke *strokes, *strokes_tail; /* brush strokes waiting, in order (srv_brush.c) */
+  uint32_t stroke_count;
+  int brush_running;
+  uint32_t brush_author;     /* whose stroke runs, while brush_running */
+  struct history_wait *history_waiting; /* undo/redo waiting for their author's edits (srv_history_rpc.c) */
+  struct stroke_piece *pieces; /* where strokes sent in pieces stand, per connection (srv_brush.c) */
+  struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
+  struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
+  struct srv_history *history; /* steps, undo and redo (srv_history.c) */
+  void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
+  int64_t store_id;          /* the store's id (0: not stored) */
+  uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
+  int restoring;             /* replaying the store: on_applied records history, writes nothing */
+  uint64_t retained_version; /* --history-days: history before this was folded (or is being) */
+  struct srv_session *next;  /* server's session list */
+};
+
+/* Builds a session around `m` (takes ownership) and its encoded mesh part: triangles put in
+ * vertex-cache order (and the corner rotation protocol version 2 gives them), the SNAPSHOT
+ * pieces of version 1 and of version 2 at the default grid and lossless. Returns 0 or a MESH_E*
+ * code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
+ * shared). */
+int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen);
+void srv_session_ref(srv_session *s);
+void srv_session_unref(srv_session *s); /* destroys it with the last reference */
+void srv_session_destroy(srv_session *s);
+
+/* The server's table of sessions. */
+srv_session *srv_session_find(srv_server *srv, const char *name);
+void srv_session_add(srv_server *srv, srv_session *s);
+/* Names of stored sessions that did not restore: a new session may not take one. */
+void srv_session_reserve_name(srv_server *srv, const char *name);
+int srv_session_name_taken(const srv_server *srv, const char *name);
+/* Removes the session from the table: its viewers get BYE(SESSION_CLOSED) and are closed, what
+ * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
+void srv_session_close(srv_server *srv, srv_session *s, const char *why);
+
+/* Viewers: a subscribed connection joins the class of its codec and max_rate; a class at rate 0
+ * gets every applied op's frame (srv_conn_deliver), a paced one coalesced updates. */
+void srv_session_subscribe(srv_session *s, srv_conn *c);
+void srv_session_unsubscribe(srv_conn *c); /* no-op when c is not subscribed */
+/* Which codecs' frames an op must be encoded in: bit c set when a class at rate 0 uses codec c. */
+uint32_t srv_session_live_codecs(const srv_session *s);
+/* Hands frames[codec] (NULL: could not be encoded; subscribers fall behind and catch up) at
+ * `version` to every subscriber at rate 0, and marks the paced classes. */
+void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version);
+/* A paced connection drained after lagging: it gets its update with its class's next one. */
+void srv_session_pace(srv_conn *c);
+/* Makes sure codec `codec`'s SNAPSHOT pieces exist, then calls ready(c, 0), at once or after a
+ * job on the pool, or ready(c, SRV_E*) when they cannot be made or the session closed. Holds a
+ * reference to `c` meanwhile. */
+void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_conn *c,
+                            void (*ready)(srv_conn *c, int status));
+
+#endif
