@@ -79,40 +79,80 @@ int client_connect_start(client_conn *c, const char *host, int port, char *err, 
   return rc;
 }
 
+/* The addresses of one name not tried yet: a connect in progress that fails goes on with the
+ * next (client_connect_finish). Freed once connected or closed. */
+typedef struct client__addrs {
+  uint32_t count, next;
+  int port;
+  char host[256];
+  struct {
+    struct sockaddr_storage sa;
+    socklen_t len;
+    int family, type, protocol;
+  } a[];
+} client__addrs;
+
+static void connected(client_conn *c) { /* blocking again, like client_connect */
+  free(c->untried);
+  c->untried = NULL;
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+}
+
+/* Starts a connect to the next untried address that takes one: 0 (connected), CLIENT_EINPROGRESS,
+ * or CLIENT_ECONNECT with the last address's reason once none is left. */
+static int try_next(client_conn *c, int why, char *err, size_t errlen) {
+  client__addrs *u = c->untried;
+  while (u->next < u->count) {
+    const int k = (int)u->next++;
+    int fd = socket(u->a[k].family, u->a[k].type | SOCK_CLOEXEC | SOCK_NONBLOCK, u->a[k].protocol);
+    if (fd < 0) {
+      why = errno;
+      continue;
+    }
+    int now = connect(fd, (const struct sockaddr *)&u->a[k].sa, u->a[k].len) == 0;
+    if (now || errno == EINPROGRESS) {
+      c->fd = fd;
+      if (now) connected(c);
+      return now ? 0 : CLIENT_EINPROGRESS;
+    }
+    why = errno;
+    close(fd);
+  }
+  snprintf(err, errlen, "cannot connect to %s:%d: %s", u->host, u->port, strerror(why));
+  free(c->untried);
+  c->untried = NULL;
+  return CLIENT_ECONNECT;
+}
+
 int client_connect_start_at(client_conn *c, const struct addrinfo *res, const char *host, int port, char *err,
                             size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->fd = -1;
   /* A client accepts whatever frame size its server sends (a 5M-vertex SNAPSHOT passes 64 MiB). */
   c->limits.max_frame = UINT32_MAX;
-  int result = CLIENT_ECONNECT, why = ECONNREFUSED;
-  for (const struct addrinfo *a = res; a && result == CLIENT_ECONNECT; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) {
-      why = errno;
-      continue;
-    }
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      result = 0;
-    } else if (errno == EINPROGRESS) {
-      result = CLIENT_EINPROGRESS;
-    } else {
-      why = errno;
-      close(fd);
-      continue;
-    }
-    c->fd = fd;
-  }
-  if (result == CLIENT_ECONNECT) {
-    snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(why));
+  uint32_t n = 0;
+  for (const struct addrinfo *a = res; a; a = a->ai_next)
+    if (a->ai_addrlen <= sizeof(struct sockaddr_storage)) n++;
+  client__addrs *u = calloc(1, sizeof(*u) + n * sizeof(u->a[0]));
+  if (!u) {
+    snprintf(err, errlen, "out of memory");
     return CLIENT_ECONNECT;
   }
-  if (result == 0) { /* connected at once: blocking again, like client_connect */
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+  u->port = port;
+  snprintf(u->host, sizeof(u->host), "%s", host);
+  for (const struct addrinfo *a = res; a; a = a->ai_next) {
+    if (a->ai_addrlen > sizeof(struct sockaddr_storage)) continue;
+    memcpy(&u->a[u->count].sa, a->ai_addr, a->ai_addrlen);
+    u->a[u->count].len = a->ai_addrlen;
+    u->a[u->count].family = a->ai_family;
+    u->a[u->count].type = a->ai_socktype;
+    u->a[u->count].protocol = a->ai_protocol;
+    u->count++;
   }
-  return result;
+  c->untried = u;
+  return try_next(c, ECONNREFUSED, err, errlen);
 }
 
 int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errlen) {
@@ -124,12 +164,13 @@ int client_connect_finish(client_conn *c, int timeout_ms, char *err, size_t errl
   if (pr < 0) soerr = errno;
   else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) soerr = errno;
   if (soerr) {
+    close(c->fd);
+    c->fd = -1;
+    if (c->untried) return try_next(c, soerr, err, errlen);
     snprintf(err, errlen, "cannot connect: %s", strerror(soerr));
     return CLIENT_ECONNECT;
   }
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+  connected(c);
   return 0;
 }
 
@@ -155,6 +196,7 @@ long client_read_some(client_conn *c, void *buf, size_t cap) {
 
 void client_close(client_conn *c) {
   client__tls_free(c);
+  free(c->untried);
   if (c->fd >= 0) close(c->fd);
   free(c->buf);
   memset(c, 0, sizeof(*c));

@@ -41,9 +41,12 @@ typedef struct client_conn {
   proto_limits limits;
   void *tls;       /* client_tls.c's state once TLS started, else NULL */
   short tls_wait;  /* TLS: what the socket must become (POLLIN / POLLOUT) before SSL can go on */
+  struct client__addrs *untried; /* a connect in progress: the addresses after the one tried */
 } client_conn;
 
-/* Connects to HOST:PORT (a name is resolved here; this is a client). */
+/* Connects to HOST:PORT (a name is resolved here; this is a client). Every address the name
+ * resolves to is tried in getaddrinfo's order until one accepts ("localhost" is often ::1 first,
+ * where a server may listen on 127.0.0.1 only). */
 int client_connect(client_conn *c, const char *host, int port, char *err, size_t errlen);
 /* The same without waiting for the TCP handshake (the name is still resolved here: give a
  * numeric address to never wait). Returns 0 when connected already, CLIENT_EINPROGRESS when

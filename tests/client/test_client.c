@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -165,4 +168,55 @@ TEST(client_connect_names_a_refused_port) {
   ASSERT_EQ(rc, CLIENT_ECONNECT);
   client_close(&c);
   ASSERT(strcmp(client_strerror(CLIENT_ERPC), "the server answered with an error") == 0);
+}
+
+/* A loopback listener on a free port; its port in *port. */
+static int listener(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+/* A name that resolves to several addresses ("localhost": ::1 first on Debian 12, where a
+ * server may listen on 127.0.0.1 only) is tried address by address, also when the first
+ * connect is still in progress when it is refused (as loopback connects are on some kernels):
+ * here a refused address (port 1) comes first, the listener second. */
+TEST(client_connect_tries_every_address_a_name_resolves_to) {
+  int port, lfd = listener(&port);
+  struct sockaddr_in refused = {.sin_family = AF_INET, .sin_port = htons(1),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in open = refused;
+  open.sin_port = htons((uint16_t)port);
+  struct addrinfo second = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_addrlen = sizeof(open),
+                            .ai_addr = (struct sockaddr *)&open};
+  struct addrinfo first = second;
+  first.ai_addr = (struct sockaddr *)&refused;
+  first.ai_next = &second;
+  {
+    client_conn c;
+    char err[256] = "";
+    int rc = client_connect_start_at(&c, &first, "twohomed", port, err, sizeof(err));
+    while (rc == CLIENT_EINPROGRESS) rc = client_connect_finish(&c, 5000, err, sizeof(err));
+    ASSERT_OK(rc, err);
+    int peer = accept(lfd, NULL, NULL);
+    ASSERT(peer >= 0);
+    ASSERT(write(c.fd, "x", 1) == 1);
+    char b = 0;
+    ASSERT(read(peer, &b, 1) == 1 && b == 'x');
+    close(peer);
+    client_close(&c);
+  }
+  first.ai_next = NULL; /* the refused address alone: refused, with a reason */
+  client_conn c;
+  char err[256] = "";
+  int rc = client_connect_start_at(&c, &first, "twohomed", 1, err, sizeof(err));
+  while (rc == CLIENT_EINPROGRESS) rc = client_connect_finish(&c, 5000, err, sizeof(err));
+  ASSERT_EQ(rc, CLIENT_ECONNECT);
+  ASSERT_STR_CONTAINS(err, "cannot connect");
+  client_close(&c);
+  close(lfd);
 }
