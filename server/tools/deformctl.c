@@ -13,7 +13,8 @@
  * With --tls (and --tls-ca FILE) every connection is TLS and the server's certificate is
  * verified. A token comes from --token, --token-file FILE or $DEFORMD_TOKEN.
  *
- * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER): undo and redo
+ * Every JSON-RPC call is made as an author (--author, $DEFORMD_AUTHOR, else $USER, else the
+ * account's name @ the host): undo and redo
  * act on that author's steps, across runs.
  *
  * Results are printed as one line of JSON (exit 0); errors as the JSON-RPC error object on
@@ -21,6 +22,7 @@
  *
  * DOES NOT keep state between runs.
  */
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +75,7 @@ static void usage(FILE *out) {
           "--token T, --token-file F (its first line) or $DEFORMD_TOKEN: the access token (both ports);\n"
           "--tls: speak TLS and verify the server's certificate (against --tls-ca FILE, else the\n"
           "system's CAs);\n"
-          "--author NAME (or $DEFORMD_AUTHOR, else $USER) names you in the session's history.\n");
+          "--author NAME (or $DEFORMD_AUTHOR, else $USER, else ACCOUNT@HOST) names you in the session's history.\n");
 }
 
 static int print_outcome(int rc, cJSON *result, cJSON *error) {
@@ -493,11 +495,27 @@ static const char *read_token_file(const char *path) {
   return token_buf;
 }
 
+/* The author calls are made as when neither --author nor $DEFORMD_AUTHOR names one: $USER, else
+ * the account's name and the host (root in a container, cron and CI often have no $USER, and
+ * without a name every call would be the server's anonymous-<connection>, so `deformctl undo`
+ * would never find the edit just made). */
+static const char *default_author(void) {
+  static char buf[320];
+  const char *user = getenv("USER");
+  if (user && user[0]) return user;
+  char host[256] = "";
+  if (gethostname(host, sizeof(host) - 1) != 0 || !host[0]) snprintf(host, sizeof(host), "localhost");
+  const struct passwd *pw = getpwuid(geteuid());
+  if (pw && pw->pw_name && pw->pw_name[0]) snprintf(buf, sizeof(buf), "%s@%s", pw->pw_name, host);
+  else snprintf(buf, sizeof(buf), "uid%u@%s", (unsigned)geteuid(), host);
+  return buf;
+}
+
 int main(int argc, char **argv) {
   const char *rpc = getenv("DEFORMD_RPC") ? getenv("DEFORMD_RPC") : "127.0.0.1:7451";
   const char *stream = getenv("DEFORMD_STREAM") ? getenv("DEFORMD_STREAM") : "127.0.0.1:7450";
   token = getenv("DEFORMD_TOKEN");
-  author = getenv("DEFORMD_AUTHOR") ? getenv("DEFORMD_AUTHOR") : getenv("USER");
+  author = getenv("DEFORMD_AUTHOR") && getenv("DEFORMD_AUTHOR")[0] ? getenv("DEFORMD_AUTHOR") : default_author();
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--rpc") == 0 && i + 1 < argc) rpc = argv[++i];

@@ -295,3 +295,31 @@ TEST(deformctl_uploads_opens_and_downloads_over_tls_with_a_token_file) {
   ASSERT_STR_CONTAINS(out, "not trusted");
   harness_stop(&h);
 }
+
+/* With neither $USER nor $DEFORMD_AUTHOR (root in a container, cron, CI), deformctl still names
+ * one stable author, the account's name at the host, so its undo finds the edit it just made. */
+TEST(deformctl_without_user_in_the_environment_undoes_its_own_edit) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char args[512], out[65536];
+  snprintf(args, sizeof(args), "-u USER -u DEFORMD_AUTHOR '%s' --rpc 127.0.0.1:%d weights.set demo smile_L=0.9",
+           harness_tool("deformctl"), h.rpc_port);
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "env %s", args);
+  FILE *p = popen(cmd, "r");
+  ASSERT(p != NULL);
+  out[fread(out, 1, sizeof(out) - 1, p)] = '\0';
+  ASSERT_EQ(pclose(p), 0);
+  snprintf(cmd, sizeof(cmd), "env -u USER -u DEFORMD_AUTHOR '%s' --rpc 127.0.0.1:%d undo demo",
+           harness_tool("deformctl"), h.rpc_port);
+  p = popen(cmd, "r");
+  ASSERT(p != NULL);
+  out[fread(out, 1, sizeof(out) - 1, p)] = '\0';
+  ASSERT_EQ(pclose(p), 0);
+  ASSERT_STR_CONTAINS(out, "@"); /* the author it answers for: ACCOUNT@HOST */
+  snprintf(args, sizeof(args), "--rpc 127.0.0.1:%d call weights.get '{\"session\":\"demo\"}'", h.rpc_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT(strstr(out, "\"smile_L\":0.9") == NULL);
+  ASSERT_STR_CONTAINS(out, "\"smile_L\":0");
+  harness_stop(&h);
+}
