@@ -679,6 +679,39 @@ def test_the_page_joins_again_after_the_server_restarts():
         srv.stop()
 
 
+def test_a_reload_keeps_the_pages_author_and_its_undo():
+    """Without ?author= the page makes an author once and keeps it in localStorage: after a reload
+    it is the same author, so the page's Undo takes back the slider move made before the reload.
+    ?author= still overrides it."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        first = d.execute_script("return deformView.author")
+        click_slider(d, d.find_elements(By.CSS_SELECTOR, "#sliders input[type=range]")[0], 0.3)
+        wait_for("the slider's edit", lambda: srv.call("weights.get", {"session": "demo"})["weights"]["jaw_open"] > 0.1)
+        d.refresh()
+        wait_for("the page's first frame again",
+                 lambda: d.execute_script("return !!(window.deformView && deformView.firstFrameMs)"))
+        again = d.execute_script("return deformView.author")
+        print(f"author before the reload {first}, after {again}")
+        if again != first:
+            fail(f"the reload made a new author: {first} became {again}")
+        d.find_element(By.ID, "undo").click()
+        undo = wait_for("the page's undo", lambda: d.execute_script("return deformView.lastHistory"))
+        if undo.get("author") != first:
+            fail(f"the undo after the reload was not the page's: {undo}")
+        jaw = srv.call("weights.get", {"session": "demo"})["weights"]["jaw_open"]
+        if jaw != 0:
+            fail(f"jaw_open is {jaw} after undoing the slider move made before the reload")
+        open_page(d, srv, "session=demo&author=chosen")
+        if d.execute_script("return deformView.author") != "chosen":
+            fail("?author= did not name the page's author")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

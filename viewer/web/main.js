@@ -26,7 +26,19 @@ const params = new URLSearchParams(location.search);
 const session = params.get('session') || 'demo';
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
-const author = params.get('author') || `web-${Math.random().toString(36).slice(2, 8)}`;
+// The page's author: ?author= if given, else the one this browser made before (localStorage), else
+// a new random one kept there, so a reload keeps its undo (undo is per author).
+const author = params.get('author') || storedAuthor();
+
+function storedAuthor() {
+  const key = 'deformd.author';
+  let name = null;
+  try { name = window.localStorage.getItem(key); } catch (e) { /* storage off: a new name per load */ }
+  if (name) return name;
+  name = `web-${Math.random().toString(36).slice(2, 8)}`;
+  try { window.localStorage.setItem(key, name); } catch (e) { /* as above */ }
+  return name;
+}
 
 const camera = new Camera();
 let dirty = true;    // draw again
