@@ -64,7 +64,10 @@ static void usage(FILE *out) {
           "                --protocol 1] [--dump FILE.obj]\n"
           "                                  follow a session like a viewer; one line per frame, and\n"
           "                                  last the line \"N frames\" (updates received after the\n"
-          "                                  snapshot). Protocol 2 lossless unless asked otherwise:\n"
+          "                                  snapshot). --count N ends it after N updates (changes\n"
+          "                                  someone makes after the snapshot; 0: the snapshot alone),\n"
+          "                                  --seconds S after S seconds; it says on stderr what it\n"
+          "                                  waits for. Protocol 2 lossless unless asked otherwise:\n"
           "                                  --quantised (the session's default tolerance) or\n"
           "                                  --tolerance T (mesh units); --max-rate HZ asks the server\n"
           "                                  for at most HZ updates a second\n"
@@ -315,6 +318,7 @@ static int watch(const char *hostport, const char *session, const watch_opts *wo
   proto_buf out;
   proto_buf_init(&out);
   uint64_t stop_at = 0;
+  int said_waiting = 0;
 join:
   if (client_hello2(&c, session, PROTO_ROLE_VIEWER, token, wo->protocol == 2 ? &wo->hello : NULL)) {
     fprintf(stderr, "deformctl: cannot send HELLO\n");
@@ -413,6 +417,17 @@ join:
     if (r.have_snapshot && count >= 0 && live >= count) {
       status = 0;
       break;
+    }
+    if (h.type == PROTO_SNAPSHOT && !(h.flags & PROTO_FLAG_MORE) && !said_waiting) {
+      /* On an idle session nothing more comes until someone edits: say what it waits for. */
+      said_waiting = 1;
+      if (count > 0)
+        fprintf(stderr, "deformctl: joined %s at version %llu; waiting for %ld update%s (--count counts changes "
+                "after the snapshot)%s\n", session, (unsigned long long)h.session_version, count - live,
+                count - live == 1 ? "" : "s", stop_at ? "" : "; Ctrl-C stops");
+      else if (count < 0)
+        fprintf(stderr, "deformctl: joined %s at version %llu; following its updates%s\n", session,
+                (unsigned long long)h.session_version, stop_at ? "" : " until Ctrl-C");
     }
   }
 done:

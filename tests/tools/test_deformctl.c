@@ -323,3 +323,16 @@ TEST(deformctl_without_user_in_the_environment_undoes_its_own_edit) {
   ASSERT_STR_CONTAINS(out, "\"smile_L\":0");
   harness_stop(&h);
 }
+
+/* On an idle session `watch --count N` waits for changes that may never come: it says so (on
+ * stderr, so the frame lines on stdout stay as they are), and --seconds ends it. */
+TEST(deformctl_watch_says_what_it_waits_for_on_an_idle_session) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char args[512], out[65536];
+  snprintf(args, sizeof(args), "--stream 127.0.0.1:%d watch demo --count 3 --seconds 1 2>&1", h.stream_port);
+  ASSERT_EQ(run_ctl(args, out, sizeof(out)), 0);
+  ASSERT_STR_CONTAINS(out, "joined demo at version 0; waiting for 3 updates (--count counts changes");
+  ASSERT_STR_CONTAINS(out, "0 frames");
+  harness_stop(&h);
+}
