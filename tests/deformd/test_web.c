@@ -291,6 +291,34 @@ TEST(a_websocket_message_that_is_not_one_frame_closes_with_a_reason) {
   harness_stop(&h);
 }
 
+/* A PING the protocol forbids — fragmented, or with more than 125 bytes — is a protocol error:
+ * the close says 1002 and why (RFC 6455 §5.5, §7.4.1), and the server goes on serving. */
+TEST(a_fragmented_or_oversized_websocket_ping_closes_with_1002) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  for (int oversized = 0; oversized < 2; oversized++) {
+    ws_client w;
+    ASSERT_EQ(ws_open(&w, h.http_port, "/ws/stream", ""), 101);
+    /* Masked client frames: FIN=0 PING of 4 bytes, or FIN=1 PING of 126 bytes (16-bit length). */
+    uint8_t f[8 + 126] = {0};
+    size_t n;
+    if (oversized) {
+      f[0] = 0x89, f[1] = 0x80 | 126, f[2] = 0, f[3] = 126; /* mask key f[4..8) zero: payload as is */
+      n = 8 + 126;
+    } else {
+      f[0] = 0x09, f[1] = 0x80 | 4; /* mask key f[2..6) zero, payload f[6..10) */
+      n = 10;
+    }
+    ASSERT_OK(ws_send_raw(&w, f, n), NULL);
+    ASSERT_EQ(ws_recv(&w, 10000), 0);
+    ASSERT_EQ(w.close_code, 1002);
+    ASSERT_STR_CONTAINS(w.close_reason, "malformed frame");
+    ws_close(&w);
+  }
+  cJSON_Delete(harness_rpc_ok(&h, "session.list", NULL));
+  harness_stop(&h);
+}
+
 /* JSON-RPC over a WebSocket: one request per text message (newlines inside are whitespace), one
  * response per message, the same answers and errors as the TCP port. */
 TEST(json_rpc_over_a_websocket_answers_one_message_per_request) {

@@ -35,6 +35,7 @@ struct srv_ws {
   const uint8_t *in; /* bytes srv_ws_feed is reading */
   size_t in_len;
   int closed;        /* a close frame was sent or received, or the protocol broken */
+  int broken;        /* wslay_event_recv failed on a malformed frame: the close it queued has no code */
   int in_ctrl;       /* the frame being received is a control frame */
   uint64_t pending;  /* payload bytes of the unfinished data message (wslay holds them) */
   /* header_send's sink */
@@ -59,9 +60,22 @@ static ssize_t ev_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
   return (ssize_t)n;
 }
 
+/* wslay 1.1 answers a frame its parser refuses (a fragmented control frame, one over 125 bytes,
+ * a bad length) with a close frame without a status code; RFC 6455 §7.4.1 has 1002 for that, so
+ * that close is sent as 1002 with a reason instead. */
+static const char broken_reason[] = "malformed frame (a control frame must be whole and at most 125 bytes)";
+
 static ssize_t ev_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
   srv_ws *ws = user;
   (void)ctx, (void)flags;
+  if (ws->broken && len == 2 && data[0] == 0x88 && data[1] == 0) {
+    uint8_t f[4 + sizeof(broken_reason)];
+    const size_t n = sizeof(broken_reason) - 1;
+    f[0] = 0x88, f[1] = (uint8_t)(2 + n), f[2] = 1002 >> 8, f[3] = 1002 & 0xff;
+    memcpy(f + 4, broken_reason, n);
+    ws->cbs.write(ws->arg, f, 4 + n);
+    return (ssize_t)len;
+  }
   ws->cbs.write(ws->arg, data, len);
   return (ssize_t)len;
 }
@@ -182,7 +196,9 @@ int srv_ws_feed(srv_ws *ws, const uint8_t *p, size_t n) {
   int rc = wslay_event_recv(ws->ev);
   ws->in = NULL;
   ws->in_len = 0;
+  ws->broken = rc != 0;
   wslay_event_send(ws->ev); /* PONGs and the CLOSE that answers a close or a broken frame */
+  ws->broken = 0;
   if (rc != 0 || ws->closed || !wslay_event_get_read_enabled(ws->ev)) {
     ws->closed = 1;
     return SRV_EPARAMS;
