@@ -228,7 +228,7 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
         a->help = !a->help;
       } else {
         a->sliders = 1;
-        vw_panel_edit_begin(&a->panel);
+        vw_panel_edit_begin(&a->panel, '/');
       }
       break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;

@@ -196,11 +196,17 @@ void vw_panel_toggle(vw_panel *p, uint32_t g) {
   if (g < p->ngroups) p->collapsed[g] = !p->collapsed[g];
 }
 
-void vw_panel_edit_begin(vw_panel *p) { p->editing = 1; }
+void vw_panel_edit_begin(vw_panel *p, uint32_t opener) {
+  p->editing = 1;
+  p->opener = opener;
+}
 void vw_panel_edit_end(vw_panel *p) { p->editing = 0; }
 
 int vw_panel_edit_char(vw_panel *p, uint32_t codepoint) {
   size_t n = strlen(p->filter);
+  uint32_t opener = p->opener;
+  p->opener = 0;
+  if (p->editing && opener && codepoint == opener) return 0; /* the '/' that opened it */
   if (!p->editing || codepoint < 0x20 || codepoint > 0x7e || n >= VW_PANEL_FILTER_MAX) return 0;
   p->filter[n] = (char)codepoint;
   p->filter[n + 1] = '\0';

@@ -33,6 +33,7 @@ typedef struct vw_panel {
   /* what the user set */
   char filter[VW_PANEL_FILTER_MAX + 1];
   int editing;          /* typing into the filter */
+  uint32_t opener;      /* the character of the key that began editing, until the first one typed */
   uint32_t scroll;      /* the first row drawn */
   /* groups: name (the prefix) and whether collapsed; kept across rebuilds by name */
   char (*group_name)[64];
@@ -81,7 +82,9 @@ void vw_panel_toggle(vw_panel *p, uint32_t g);
 
 /* Filter editing: start, a typed character (printable ASCII only; others are ignored),
  * backspace, stop. Each returns 1 when the filter changed (then rebuild). */
-void vw_panel_edit_begin(vw_panel *p);
+/* `opener` is the character of the key that began it ('/', 0: none): GLFW sends that key's
+ * character event right after its key event, and it is not text of the filter. */
+void vw_panel_edit_begin(vw_panel *p, uint32_t opener);
 int vw_panel_edit_char(vw_panel *p, uint32_t codepoint);
 int vw_panel_edit_backspace(vw_panel *p);
 void vw_panel_edit_end(vw_panel *p);
