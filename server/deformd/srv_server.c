@@ -466,6 +466,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   s->stopping = 1;
   srv_cluster_stop(s);
   srv_import_shutdown(&s->importer);
+  srv_access_stop(s);
   uv_close((uv_handle_t *)&s->stream_listener, NULL);
   uv_close((uv_handle_t *)&s->rpc_listener, NULL);
   if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);

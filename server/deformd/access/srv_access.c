@@ -21,10 +21,15 @@
  * Redis says (srv_access_put), and the server's token_revoke hook takes a closed session's
  * tokens back everywhere; the decision still reads only this memory.
  *
- * Guessing is bounded: a connection is closed after SRV_AUTH_CONN_FAILURES failures, and an
- * address with SRV_AUTH_ADDR_FAILURES failures within SRV_AUTH_WINDOW_MS is refused unchecked
- * until that window ends; every failure is logged with its address. A failed attempt drops the
- * rights the connection had.
+ * Guessing is slowed, never turned into a lockout: a connection is closed after
+ * SRV_AUTH_CONN_FAILURES failures, and past SRV_AUTH_FREE_FAILURES wrong tokens from one address
+ * within SRV_AUTH_WINDOW_MS each wrong answer is held back (SRV_AUTH_DELAY_MS, doubling per
+ * failure, at most SRV_AUTH_DELAY_MAX_MS) by the transport that asked. Every token is checked
+ * and a right one is accepted at once, so an attacker at the same address (a NAT, a shared host)
+ * cannot shut the real users out, and a guess at 256 random bits stays hopeless however fast it
+ * is answered. Tokens carry no id, so the address is the only thing a wrong guess is counted
+ * against. Every failure is logged with its address. A failed attempt drops the rights the
+ * connection had.
  *
  * Once any token exists both ports require one (and keep requiring one when the last is
  * revoked, until a restart). The decision never looks at whether a session exists: a client
@@ -185,7 +190,7 @@ static srv_addr_failures *address_slot(srv_access *a, const char *addr, uint64_t
       if (now - f->window_start >= SRV_AUTH_WINDOW_MS) { /* a new window */
         f->count = 0;
         f->window_start = now;
-        f->logged_refusal = 0;
+        f->logged_delay = 0;
       }
       return f;
     }
@@ -204,8 +209,10 @@ static void forget_rights(srv_conn *c) {
   c->author = 0;
 }
 
-int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, char *why, size_t whylen) {
+int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, uint32_t *delay_ms, char *why,
+                     size_t whylen) {
   srv_access *a = &s->access;
+  *delay_ms = 0;
   if (!a->enabled) { /* an open server: every connection may do everything already */
     c->grant.role = SRV_ROLE_ADMIN;
     return 0;
@@ -215,16 +222,9 @@ int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, 
   peer_address(c->peer, addr, sizeof(addr));
   srv_addr_failures *f = address_slot(a, addr, now);
   forget_rights(c); /* a failed attempt leaves nothing of what this connection had */
-  if (f->count >= SRV_AUTH_ADDR_FAILURES) {
-    uint64_t wait = (f->window_start + SRV_AUTH_WINDOW_MS - now + 999) / 1000;
-    snprintf(why, whylen, "too many failed attempts from %s: try again in %llu s", addr, (unsigned long long)wait);
-    a->refused++;
-    if (!f->logged_refusal) {
-      f->logged_refusal = 1;
-      srv_log(SRV_LOG_WARN, "auth: %s refused unchecked for %llu s after %u failures (connection %u)", addr,
-              (unsigned long long)wait, f->count, c->id);
-    }
-    return SRV_ELIMIT;
+  if (c->auth_failures >= SRV_AUTH_CONN_FAILURES) { /* this connection had its tries: it closes */
+    snprintf(why, whylen, "too many failed attempts on this connection");
+    return SRV_EACCES;
   }
   int found = -1;
   if (len > 0 && len <= PROTO_MAX_NAME && !memchr(token, '\0', len)) {
@@ -241,6 +241,17 @@ int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, 
     snprintf(why, whylen, "%s", len && memchr(token, '\0', len) ? "a token never holds a NUL character" : "wrong token");
     srv_log(SRV_LOG_WARN, "auth: wrong token from %s (connection %u; %u failures from there in this minute)", c->peer,
             c->id, f->count);
+    if (f->count > SRV_AUTH_FREE_FAILURES) {
+      uint32_t k = f->count - SRV_AUTH_FREE_FAILURES - 1;
+      uint64_t d = k >= 16 ? SRV_AUTH_DELAY_MAX_MS : (uint64_t)SRV_AUTH_DELAY_MS << k;
+      *delay_ms = d > SRV_AUTH_DELAY_MAX_MS ? SRV_AUTH_DELAY_MAX_MS : (uint32_t)d;
+      a->refused++;
+      if (!f->logged_delay) {
+        f->logged_delay = 1;
+        srv_log(SRV_LOG_WARN, "auth: %u wrong tokens from %s in this minute: its wrong answers wait up to %u ms "
+                "(right tokens are never delayed)", f->count, addr, SRV_AUTH_DELAY_MAX_MS);
+      }
+    }
     return SRV_EACCES;
   }
   const srv_token *t = &a->tokens[found];
@@ -255,6 +266,50 @@ int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, 
   srv_log(SRV_LOG_INFO, "connection %u (%s) authenticated as %s (%s%s%s)", c->id, c->peer, t->user,
           srv_role_name(t->role), t->session ? " of " : "", t->session ? t->session : "");
   return 0;
+}
+
+/* A wrong answer held back: a timer, the connection (referenced) and what to do then. */
+typedef struct srv_auth_hold {
+  uv_timer_t timer;
+  srv_server *server;
+  srv_conn *conn;
+  srv_access_later_cb cb;
+  void *arg;
+  struct srv_auth_hold *next;
+} srv_auth_hold;
+
+static void hold_closed(uv_handle_t *h) { free(h->data); }
+
+static void hold_run(srv_auth_hold *h, int gone) {
+  srv_access *a = &h->server->access;
+  for (srv_auth_hold **p = &a->holds; *p; p = &(*p)->next)
+    if (*p == h) {
+      *p = h->next;
+      break;
+    }
+  srv_conn *c = h->conn;
+  h->cb(c, h->arg, gone || c->closing || c->finishing);
+  srv_conn_unref(c);
+  uv_close((uv_handle_t *)&h->timer, hold_closed);
+}
+
+static void hold_due(uv_timer_t *t) { hold_run(t->data, 0); }
+
+int srv_access_answer_later(srv_server *s, srv_conn *c, uint32_t delay_ms, srv_access_later_cb cb, void *arg) {
+  srv_auth_hold *h = calloc(1, sizeof(*h));
+  if (!h) return SRV_EINTERNAL;
+  h->server = s, h->conn = c, h->cb = cb, h->arg = arg;
+  uv_timer_init(s->loop, &h->timer);
+  h->timer.data = h;
+  srv_conn_ref(c);
+  h->next = s->access.holds;
+  s->access.holds = h;
+  uv_timer_start(&h->timer, hold_due, delay_ms, 0);
+  return 0;
+}
+
+void srv_access_stop(srv_server *s) {
+  while (s->access.holds) hold_run(s->access.holds, 1);
 }
 
 /* ---- tokens that go ---------------------------------------------------------------------------- */

@@ -33,10 +33,20 @@ int srv_access_allows(const srv_server *s, const srv_grant *g, srv_role need, co
 int srv_access_refusal(const srv_server *s, const srv_grant *g, srv_role need, const char *session, const char *what,
                        char *why, size_t whylen);
 /* A token presented on connection c (len bytes, may hold anything): on success c's grant and
- * author become the token's; otherwise c keeps no rights, the failure is counted (per
- * connection and per address) and logged. Returns 0, SRV_EACCES (wrong, or a NUL in it) or
- * SRV_ELIMIT (too many failures from that address: not even checked), with a reason. */
-int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, char *why, size_t whylen);
+ * author become the token's, at once, however many wrong ones came before from anywhere;
+ * otherwise c keeps no rights, the failure is counted (per connection and per address) and
+ * logged, and *delay_ms says how long the transport holds the answer back (0: none; it grows
+ * with the address's failures in the window, srv_access_answer_later). Returns 0, or
+ * SRV_EACCES with a reason (wrong, a NUL in it, or a connection past SRV_AUTH_CONN_FAILURES:
+ * then not even checked, and *delay_ms is 0: close it). */
+int srv_access_login(srv_server *s, srv_conn *c, const char *token, size_t len, uint32_t *delay_ms, char *why,
+                     size_t whylen);
+/* Calls cb(c, arg, 0) once delay_ms have passed (cb(c, arg, 1) instead when c closed or the
+ * server stopped meanwhile), holding a reference to c. 0, or SRV_EINTERNAL (cb never runs). */
+typedef void (*srv_access_later_cb)(srv_conn *c, void *arg, int gone);
+int srv_access_answer_later(srv_server *s, srv_conn *c, uint32_t delay_ms, srv_access_later_cb cb, void *arg);
+/* The server is stopping: answers still held back run now, as gone. */
+void srv_access_stop(srv_server *s);
 /* Knows a token from now on, and keeps it in the store when there is one: a new one, or one
  * another node of the cluster made. A token already known under `id` with the same hash stays
  * as it is; with another hash the old one is revoked first. 0 or SRV_EINTERNAL (nothing kept). */

@@ -21,8 +21,10 @@ typedef enum srv_role {
 
 #define SRV_TOKEN_HASH 32              /* SHA-256 */
 #define SRV_AUTH_CONN_FAILURES 3       /* failed attempts before a connection is closed */
-#define SRV_AUTH_ADDR_FAILURES 10      /* ... before an address is refused unchecked */
-#define SRV_AUTH_WINDOW_MS 60000       /* ... for the rest of this window */
+#define SRV_AUTH_FREE_FAILURES 5       /* wrong tokens from one address in a window answered at once */
+#define SRV_AUTH_DELAY_MS 100          /* ... then each wrong answer waits this, doubling per failure */
+#define SRV_AUTH_DELAY_MAX_MS 5000     /* ... up to this; a right token is never delayed */
+#define SRV_AUTH_WINDOW_MS 60000       /* the window failures are counted in */
 #define SRV_AUTH_ADDRESSES 256         /* addresses remembered */
 
 /* What a connection may do: a role on one session or on every one. */
@@ -45,8 +47,10 @@ typedef struct srv_addr_failures {
   char addr[64];
   uint32_t count;                   /* failures in the window */
   uint64_t window_start;            /* uv_now() */
-  int logged_refusal;
+  int logged_delay;                 /* the window's first delayed answer was logged */
 } srv_addr_failures;
+
+struct srv_auth_hold;
 
 typedef struct srv_access {
   srv_token *tokens;
@@ -54,7 +58,8 @@ typedef struct srv_access {
   int64_t next_id;
   int enabled;                      /* a token existed at some point: both ports require one */
   srv_addr_failures addrs[SRV_AUTH_ADDRESSES];
-  uint64_t failures, refused;       /* counters for server.stats */
+  struct srv_auth_hold *holds;      /* wrong answers waiting (srv_access_answer_later) */
+  uint64_t failures, refused;       /* counters for server.stats: wrong tokens; of them, answers held back */
 } srv_access;
 
 #endif

@@ -192,6 +192,28 @@ static int adopt_author(srv_conn *c, proto_str author) {
   if (srv_authors_intern(&c->server->authors, c->server->store, name, &id) == 0) c->author = id;
   return 0;
 }
+/* A HELLO with a wrong token: the ERROR and the close, after the delay srv_access_login asked
+ * for (guessing is slowed; a right token never waits). */
+typedef struct hello_refusal {
+  char why[PROTO_MAX_NAME + 160];
+} hello_refusal;
+
+static void refuse_hello_now(srv_conn *c, void *arg, int gone) {
+  hello_refusal *r = arg;
+  if (!gone) srv_conn_fail(c, PROTO_ERR_FORBIDDEN, r->why);
+  free(r);
+}
+
+static void refuse_hello(srv_server *srv, srv_conn *c, uint32_t delay, const char *why) {
+  hello_refusal *r = delay ? malloc(sizeof(*r)) : NULL;
+  if (r) {
+    snprintf(r->why, sizeof(r->why), "%s", why);
+    if (srv_access_answer_later(srv, c, delay, refuse_hello_now, r) == 0) return;
+    free(r);
+  }
+  srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
+}
+
 static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   srv_server *srv = c->server;
   proto_hello h;
@@ -221,8 +243,9 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
       srv_conn_fail(c, PROTO_ERR_FORBIDDEN, "this server needs a token: send it in HELLO");
       return;
     }
-    if (srv_access_login(srv, c, h.token.ptr, h.token.len, why, sizeof(why)) != 0) {
-      srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
+    uint32_t delay = 0;
+    if (srv_access_login(srv, c, h.token.ptr, h.token.len, &delay, why, sizeof(why)) != 0) {
+      refuse_hello(srv, c, delay, why);
       return;
     }
   }

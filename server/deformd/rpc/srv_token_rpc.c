@@ -31,7 +31,35 @@
 
 #define USER_MAX 64 /* bytes in a token's user name (an author name) */
 
-/* auth {token}: the connection's rights become the token's; a wrong token leaves none. */
+/* A wrong token's answer, held back (srv_access_answer_later). */
+typedef struct auth_refusal {
+  srv_rpc_call *call;
+  char why[160];
+} auth_refusal;
+
+/* Guessing on one connection ends after a few tries (more come from other connections, and
+ * are counted per address). */
+static void refuse(srv_rpc_call *call, const char *why) {
+  srv_conn *c = call->conn;
+  srv_conn_ref(c);
+  srv_rpc_error(call, SRV_EACCES, "%s", why);
+  if (c->auth_failures >= SRV_AUTH_CONN_FAILURES && !c->closing && !c->finishing) {
+    srv_log(SRV_LOG_WARN, "connection %u (%s) closed after %u failed attempts", c->id, c->peer, c->auth_failures);
+    srv_conn_finish(c, NULL);
+  }
+  srv_conn_unref(c);
+}
+
+static void refuse_later(srv_conn *c, void *arg, int gone) {
+  auth_refusal *r = arg;
+  (void)c;
+  if (gone) srv_rpc_call_free(r->call);
+  else refuse(r->call, r->why);
+  free(r);
+}
+
+/* auth {token}: the connection's rights become the token's; a wrong token leaves none, and its
+ * answer may wait (srv_access.c: never a right one's). */
 void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(params, "token");
   srv_conn *c = call->conn;
@@ -40,7 +68,8 @@ void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
     return;
   }
   char why[160];
-  int rc = srv_access_login(s, c, t->valuestring, strlen(t->valuestring), why, sizeof(why));
+  uint32_t delay = 0;
+  int rc = srv_access_login(s, c, t->valuestring, strlen(t->valuestring), &delay, why, sizeof(why));
   if (rc == 0) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "role", srv_role_name(c->grant.role));
@@ -49,13 +78,14 @@ void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_reply(call, r);
     return;
   }
-  srv_rpc_error(call, rc, "%s", why);
-  /* Guessing on one connection ends after a few tries (more come from other connections, and
-   * are counted per address). */
-  if (c->auth_failures >= SRV_AUTH_CONN_FAILURES) {
-    srv_log(SRV_LOG_WARN, "connection %u (%s) closed after %u failed attempts", c->id, c->peer, c->auth_failures);
-    srv_conn_finish(c, NULL);
+  auth_refusal *later = delay ? malloc(sizeof(*later)) : NULL;
+  if (later) {
+    later->call = call;
+    snprintf(later->why, sizeof(later->why), "%s", why);
+    if (srv_access_answer_later(s, c, delay, refuse_later, later) == 0) return;
+    free(later);
   }
+  refuse(call, why);
 }
 
 /* Whether grant g may hand out (or take back) `role` on `session` (NULL: every session). */
