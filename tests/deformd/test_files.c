@@ -8,6 +8,7 @@
  * mesh_evaluate() (a download of an older version), and the tests' own base64.
  */
 #include <dirent.h>
+#include <math.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -453,5 +454,70 @@ TEST(a_download_in_chunks_is_of_one_version_while_the_session_changes) {
   free(pos);
   free(w);
   mesh_destroy(m);
+  harness_stop(&h);
+}
+
+/* A GLB download keeps the session as a glTF file should (issue: it baked the expression into
+ * POSITION with every default weight 0, so Blender lost the neutral face and applied a smile
+ * twice): POSITION is the base with the sculpt layer, the targets are the morph targets, and
+ * the current weights their default weights. Oracles: the OBJ download (the evaluated shape,
+ * exact) now, and again with every weight at 0 (base + sculpt). */
+TEST(a_glb_download_keeps_the_base_the_targets_and_the_weights_as_default_weights) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  cJSON_Delete(harness_rpc_ok(&h, "sculpt.set",
+                              "{\"session\":\"demo\",\"offsets\":{\"20400\":[0,0.004,0.002],\"100\":[0.001,0,0]}}"));
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set",
+                              "{\"session\":\"demo\",\"weights\":{\"smile_L\":1,\"smile_R\":1,\"jaw_open\":0.5}}"));
+  uint32_t nv = 0, nb = 0;
+  float *shape = harness_server_positions(&h, "demo", &nv);
+  size_t n = 0;
+  uint8_t *glb = harness_download(&h, "demo", "glb", -1, &n);
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/now.glb", test_tmpdir());
+  FILE *fp = fopen(path, "wb");
+  ASSERT_EQ(fwrite(glb, 1, n, fp), n);
+  fclose(fp);
+  free(glb);
+  cJSON_Delete(harness_rpc_ok(&h, "weights.set",
+                              "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"smile_R\":0,\"jaw_open\":0}}"));
+  float *base = harness_server_positions(&h, "demo", &nb);
+  ASSERT_EQ(nb, nv);
+  mesh *got = NULL;
+  char err[MESH_ERR_LEN];
+  ASSERT_OK(mesh_import(path, NULL, &got, err, sizeof(err)), err);
+  ASSERT_EQ(got->vertex_count, nv);
+  ASSERT_EQ(got->target_count, 16);
+  const double diagonal = mesh_bbox_diagonal(got), tol = 1e-5 * diagonal;
+  /* The default weights are the session's weights. */
+  float *w = calloc(got->target_count, sizeof(float)), *zero = calloc(got->target_count, sizeof(float));
+  for (uint32_t t = 0; t < got->target_count; t++) {
+    const char *name = got->targets[t].name;
+    float want = strcmp(name, "smile_L") == 0 || strcmp(name, "smile_R") == 0 ? 1.0f
+                 : strcmp(name, "jaw_open") == 0                             ? 0.5f
+                                                                             : 0.0f;
+    if (got->targets[t].default_weight != want)
+      test__fail(__FILE__, __LINE__, "target %s: default weight %g, the session's weight %g", name,
+                 got->targets[t].default_weight, want);
+    w[t] = got->targets[t].default_weight;
+  }
+  /* POSITION is base + sculpt; at its default weights the file is the session's current shape. */
+  float *p = malloc(sizeof(float) * 3 * nv);
+  double worst_base = 0, worst_shape = 0;
+  mesh_evaluate(got, zero, NULL, p);
+  for (size_t i = 0; i < 3 * (size_t)nv; i++) worst_base = fmax(worst_base, fabs(p[i] - base[i]));
+  mesh_evaluate(got, w, NULL, p);
+  for (size_t i = 0; i < 3 * (size_t)nv; i++) worst_shape = fmax(worst_shape, fabs(p[i] - shape[i]));
+  fprintf(stderr, "GLB: base + sculpt within %.3g, current shape within %.3g (diagonal %.3g)\n", worst_base,
+          worst_shape, diagonal);
+  ASSERT(worst_base <= tol);
+  ASSERT(worst_shape <= tol);
+  free(p);
+  free(w);
+  free(zero);
+  free(shape);
+  free(base);
+  mesh_destroy(got);
   harness_stop(&h);
 }

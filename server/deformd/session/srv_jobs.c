@@ -251,11 +251,17 @@ typedef struct export_job {
   void *arg;
 } export_job;
 
+/* OBJ cannot carry targets: it gets the evaluated shape (base + sculpt + Σ w·Δ, baked). GLB keeps
+ * the session as a glTF file should: POSITION is the base with the sculpt layer, the targets are
+ * its morph targets and the current weights their default weights, so a glTF viewer shows the
+ * current shape and Blender a neutral base with working sliders (the weights not applied twice). */
 static void export_work(uv_work_t *req) {
   export_job *j = req->data;
   const mesh *m = &j->state.view;
   float *shape = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
-  if (!shape || srv_state_shape(&j->state, shape) != 0) {
+  int glb = j->format == MESH_FORMAT_GLB;
+  if (glb) srv_state_weights_as_defaults(&j->state);
+  if (!shape || (glb ? srv_state_base_sculpt(&j->state, shape) : srv_state_shape(&j->state, shape)) != 0) {
     free(shape);
     j->status = MESH_ENOMEM;
     snprintf(j->err, sizeof(j->err), "out of memory");

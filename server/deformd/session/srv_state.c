@@ -1,7 +1,8 @@
 /*
  * srv_state.c — copies of a session's state for jobs on the thread pool: the weights and sculpt
  * offsets copied on the loop thread, the targets copied shallowly (their arrays never change or
- * move), and the shape they give, base + Σ w·Δ + offsets, evaluated on any thread.
+ * move), and the shape they give, base + Σ w·Δ + offsets, evaluated on any thread — or, for a
+ * file that keeps the targets (GLB), base + offsets with the weights as the targets' defaults.
  *
  * DOES NOT keep a copy alive past its job (the job releases it) or touch the session later.
  */
@@ -49,5 +50,15 @@ int srv_state_shape(const srv_state *st, float *out) {
   mesh_evaluate(&st->view, st->weights, off, out);
   free(off);
   return 0;
+}
+
+int srv_state_base_sculpt(const srv_state *st, float *out) {
+  size_t n = 3 * (size_t)st->view.vertex_count;
+  for (size_t i = 0; i < n; i++) out[i] = st->view.positions[i] + proto_dequantize(st->offsets[i], st->quantum);
+  return 0;
+}
+
+void srv_state_weights_as_defaults(srv_state *st) {
+  for (uint32_t t = 0; t < st->view.target_count; t++) st->targets[t].default_weight = st->weights[t];
 }
 

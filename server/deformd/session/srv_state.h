@@ -26,5 +26,10 @@ int srv_state_capture(const srv_session *s, srv_state *st);
 void srv_state_release(srv_state *st);
 /* base + Σ w·Δ + offsets per render vertex (3 × vertices floats), on any thread. */
 int srv_state_shape(const srv_state *st, float *out);
+/* base + offsets only (3 × vertices floats), for a file that carries the targets and the weights
+ * beside it; and the copy's targets' default weights made the current weights (the copy's own
+ * target array: the session's are untouched). */
+int srv_state_base_sculpt(const srv_state *st, float *out);
+void srv_state_weights_as_defaults(srv_state *st);
 
 #endif
