@@ -394,7 +394,8 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   if (cfg->relay) {
     srv_log(SRV_LOG_INFO, "relay: no data directory (it owns no session)");
   } else if (dir) {
-    int rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
+    int rc = srv_data_make_dir(dir, err, sizeof(err));
+    if (rc == 0) rc = srv_store_open(loop, dir, cfg->durability_full, &s->store, err, sizeof(err));
     if (rc == 0) rc = restore_sessions(s, err, sizeof(err));
     if (rc) {
       srv_log(SRV_LOG_ERROR, "%s", err);

@@ -8,6 +8,7 @@
  * mesh_evaluate() (a download of an older version), and the tests' own base64.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -520,4 +521,37 @@ TEST(a_glb_download_keeps_the_base_the_targets_and_the_weights_as_default_weight
   free(base);
   mesh_destroy(got);
   harness_stop(&h);
+}
+
+/* A first run for a user whose home has no ~/.local/share (a new account, a container): the
+ * default data directory and its missing parents are made, 0700, and the server starts (it said
+ * "cannot create the data directory …/.local/share/deformd: No such file or directory"). */
+TEST(a_first_run_with_an_empty_home_makes_the_default_data_directory) {
+  const char *home = test_tmp_path("empty-home");
+  ASSERT(mkdir(home, 0755) == 0 || errno == EEXIST);
+  char out[1200], cmd[4096];
+  snprintf(out, sizeof(out), "%s/ports", home);
+  snprintf(cmd, sizeof(cmd),
+           "cd / && env -u XDG_DATA_HOME -u DEFORMD_ADMIN_TOKEN HOME='%s' '%s' --demo --stream-port 0 --rpc-port 0 "
+           "--http-port 0 >'%s' 2>'%s.log' & pid=$!; "
+           "for i in $(seq 600); do grep -q stream_port '%s' && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
+           "kill $pid; wait $pid",
+           home, getenv("DEFORMD_BIN"), out, out, out);
+  ASSERT_EQ(system(cmd), 0); /* it stopped on SIGTERM with status 0 */
+  FILE *f = fopen(out, "r");
+  char line[256] = "";
+  ASSERT(f && fgets(line, sizeof(line), f));
+  fclose(f);
+  ASSERT_STR_CONTAINS(line, "stream_port=");
+  const char *made[] = {"/.local", "/.local/share", "/.local/share/deformd"};
+  for (size_t i = 0; i < 3; i++) {
+    char p[1300];
+    snprintf(p, sizeof(p), "%s%s", home, made[i]);
+    struct stat st;
+    ASSERT(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+    ASSERT_EQ(st.st_mode & 0777, 0700);
+  }
+  char db[1300];
+  snprintf(db, sizeof(db), "%s/.local/share/deformd/deformd.sqlite3", home);
+  ASSERT(access(db, F_OK) == 0);
 }

@@ -34,6 +34,31 @@
 
 static int open_dir(const char *path) { return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
+int srv_data_make_dir(const char *dir, char *err, size_t errlen) {
+  char path[1100];
+  if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+    snprintf(err, errlen, "the data directory's name is too long");
+    return SRV_EIO;
+  }
+  /* Each prefix that ends at a '/', then the whole: mkdir(1) -p, with 0700 for what it makes. */
+  for (char *slash = path + 1;; slash++) {
+    if (*slash != '/' && *slash != '\0') continue;
+    char was = *slash;
+    *slash = '\0';
+    struct stat st;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+      snprintf(err, errlen, "cannot create the data directory %s: %s", path, strerror(errno));
+      return SRV_EIO;
+    }
+    if (was == '\0' && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      snprintf(err, errlen, "the data directory %s is not a folder", path);
+      return SRV_EIO;
+    }
+    *slash = was;
+    if (was == '\0') return 0;
+  }
+}
+
 int srv_data_open(srv_data *d, const char *dir, char *const *mesh_dirs, uint32_t n, char *err, size_t errlen) {
   memset(d, 0, sizeof(*d));
   d->meshes = d->exports = -1;

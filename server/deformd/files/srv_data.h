@@ -22,6 +22,10 @@ typedef struct srv_data {
  * --mesh-dir folders. At start only. Returns 0 or SRV_EIO / SRV_EPARAMS with a reason. */
 int srv_data_open(srv_data *d, const char *dir, char *const *mesh_dirs, uint32_t n, char *err, size_t errlen);
 void srv_data_close(srv_data *d);
+/* Creates `dir` and every missing folder above it, each 0700 (as the XDG base directory spec
+ * asks of $XDG_DATA_HOME: a first run's ~/.local/share may not exist). At start only. Returns 0
+ * or SRV_EIO with a reason naming the folder that could not be made. */
+int srv_data_make_dir(const char *dir, char *err, size_t errlen);
 
 /* A file being written beneath a folder: a temporary name beside the final one. On the pool. */
 typedef struct srv_data_temp {
