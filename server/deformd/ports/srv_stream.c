@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <uv.h>
 #include "proto.h"
 #include "dfm.h"
@@ -54,9 +53,10 @@ static uint16_t stream_code(int srv_code) {
   }
 }
 
-/* Answers for binary edits: nothing on success, an ERROR naming the request on failure. */
-static void reply_ok(srv_reply *r, cJSON *result) {
-  cJSON_Delete(result);
+/* Answers for binary edits: nothing on success (the result is seen in the frames of what was
+ * applied), an ERROR naming the request on failure. */
+static void reply_ok(srv_reply *r, const srv_result *result) {
+  (void)result;
   srv_conn_unref(r->to);
 }
 static void reply_error(srv_reply *r, int srv_code, const char *message) {

@@ -26,6 +26,7 @@
 #include "srv_brush.h"
 #include "srv_jobs.h"
 #include "srv_rpc.h"
+#include "srv_result_json.h"
 #include "srv_methods.h"
 
 #define AUTHOR_MAX 64 /* bytes in an author name */
@@ -56,21 +57,6 @@ void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, r);
 }
 
-static cJSON *result_json(srv_server *s, const srv_history_result *res, uint32_t author) {
-  cJSON *r = cJSON_CreateObject();
-  cJSON_AddNumberToObject(r, "version", (double)res->version);
-  cJSON_AddStringToObject(r, "author", srv_authors_name(&s->authors, author));
-  if (res->step) {
-    cJSON_AddNumberToObject(r, "step", (double)res->step);
-    cJSON_AddStringToObject(r, "kind", srv_history_cause_name(res->cause));
-    cJSON_AddNumberToObject(r, "step_first_version", (double)res->step_first_version);
-    cJSON_AddNumberToObject(r, "step_last_version", (double)res->step_last_version);
-  }
-  cJSON_AddNumberToObject(r, "restored", res->restored);
-  cJSON_AddNumberToObject(r, "skipped", res->skipped);
-  return r;
-}
-
 /* ---- undo and redo, in order with the author's edits ---------------------------------------- */
 
 /* An undo or redo that came while its author's strokes or drags were still queued or solving:
@@ -88,7 +74,7 @@ static void run_now(srv_server *s, srv_session *x, uint32_t author, int redo, sr
   int rc = redo ? srv_history_redo(s, x, author, &res, err, sizeof(err))
                 : srv_history_undo(s, x, author, &res, err, sizeof(err));
   if (rc) srv_reply_error(reply, rc, err);
-  else srv_reply_ok(reply, result_json(s, &res, author));
+  else srv_reply_ok(reply, &(srv_result){.kind = SRV_RESULT_HISTORY, .history = {&res, author}});
 }
 
 static int author_busy(const srv_session *x, uint32_t author) {
@@ -243,7 +229,7 @@ static void on_reverted(srv_server *s, void *arg, int status, srv_session *x, co
     srv_rpc_error(call, rc, "%s", why);
     return;
   }
-  cJSON *r = result_json(s, &res, author);
+  cJSON *r = srv_result_json(s, &(srv_result){.kind = SRV_RESULT_HISTORY, .history = {&res, author}});
   cJSON_AddNumberToObject(r, "reverted_to", (double)old->version);
   srv_rpc_reply(call, r);
 }
