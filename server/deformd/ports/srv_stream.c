@@ -32,6 +32,7 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_session_wire.h"
+#include "srv_history.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
@@ -375,7 +376,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (rc) srv_reply_error(&reply, rc, why);
 }
 
-/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c), in order with
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history_wait.c), in order with
  * the strokes and drags it sent before. Success is seen in the frames of what was applied;
  * failures are ERRORs naming the request. */
 static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
