@@ -3,9 +3,12 @@
  * value per line, no NUL in names), echoes ids byte for byte, cuts the user's strings it echoes
  * in errors to 64 bytes, answers every line with valid JSON, and keeps log lines one line.
  *
+ * The answers of the session layer's jobs (gestures, strokes, undo and redo, blend solves and
+ * fits) keep the keys, their order and the number formatting docs/json-api.md shows.
+ *
  * Oracles: a UTF-8 decoder written here (cJSON, which the server uses, takes invalid UTF-8, so
  * it cannot be the judge), the bytes of the request lines themselves (ids must come back as the
- * same bytes), and the server's log file.
+ * same bytes), the server's log file, and the key lists of docs/json-api.md written out here.
  */
 #include <unistd.h>
 
@@ -259,4 +262,147 @@ TEST(a_session_name_with_a_newline_cannot_forge_a_log_line) {
   }
   fclose(f);
   ASSERT(escaped);
+}
+
+/* Both strings, printed, when they differ. */
+#define EXPECT_STR_EQ(got, want)                                                                  \
+  do {                                                                                            \
+    const char *g_ = (got), *w_ = (want);                                                         \
+    if (strcmp(g_, w_) != 0) test__fail(__FILE__, __LINE__, "got '%s', expected '%s'", g_, w_); \
+  } while (0)
+
+/* The result's keys in the order the reply line has them (cJSON keeps a parsed object's
+ * order), joined by commas. */
+static void result_keys(const reply *r, char *out, size_t cap) {
+  const cJSON *res = cJSON_GetObjectItem(r->json, "result");
+  ASSERT(cJSON_IsObject(res));
+  size_t n = 0;
+  out[0] = '\0';
+  for (const cJSON *k = res->child; k; k = k->next)
+    n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", k->string);
+}
+
+/* Sends a call and checks its result's keys against `keys` (docs/json-api.md). */
+static void expect_keys(client_conn *c, const char *line, const char *keys, reply *r) {
+  send_line(c, line, strlen(line), r);
+  fprintf(stderr, "%.80s -> %.300s\n", line, r->line);
+  ASSERT_EQ(r->code, 0);
+  char got[1024];
+  result_keys(r, got, sizeof(got));
+  EXPECT_STR_EQ(got, keys);
+}
+
+/* Significant digits of the number text at `at` (up to its exponent or the end of the value). */
+static size_t significant_digits(const char *at) {
+  size_t digits = 0, len = strcspn(at, ",]}");
+  int leading = 1;
+  for (size_t i = 0; i < len && at[i] != 'e' && at[i] != 'E'; i++) {
+    if (at[i] < '0' || at[i] > '9') continue;
+    if (leading && at[i] == '0') continue;
+    leading = 0;
+    digits++;
+  }
+  return digits;
+}
+
+/* A float32 written as one (what is applied is a float): the shortest text that reads back as
+ * that float has at most 9 significant digits, where the double it widens to takes up to 17. */
+static void expect_float_text(const char *at) {
+  float f = strtof(at, NULL);
+  char shortest[32];
+  snprintf(shortest, sizeof(shortest), "%.9g", (double)f);
+  ASSERT(strtof(shortest, NULL) == f);
+  if (significant_digits(at) > 9) test__fail(__FILE__, __LINE__, "not written as a float: %.30s", at);
+}
+
+/* Every weight of an answer's "weights" object is written as a float. */
+static void expect_float_weights(const reply *r) {
+  const cJSON *w = cJSON_GetObjectItem(cJSON_GetObjectItem(r->json, "result"), "weights");
+  ASSERT(cJSON_IsObject(w) && w->child != NULL);
+  for (const cJSON *k = w->child; k; k = k->next) {
+    char key[160];
+    snprintf(key, sizeof(key), "\"%s\":", k->string);
+    const char *at = strstr(strstr(r->line, "\"weights\":"), key);
+    ASSERT(at != NULL);
+    expect_float_text(at + strlen(key));
+  }
+}
+
+TEST(session_job_answers_keep_their_documented_keys_and_order) {
+  harness h;
+  client_conn c;
+  start(&h, &c, 1);
+  reply r;
+  expect_keys(&c,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"deform.begin\",\"params\":{\"session\":\"demo\",\"mode\":\"arap\","
+              "\"pick\":2000,\"handle_radius\":0.01,\"roi_radius\":0.05,\"iterations\":2}}",
+              "gesture,mode,border,region_vertices,free,pinned,prefactor_ms,pivot", &r);
+  const cJSON *res = cJSON_GetObjectItem(r.json, "result");
+  uint32_t gesture = (uint32_t)cJSON_GetObjectItem(res, "gesture")->valuedouble;
+  ASSERT_STR_CONTAINS(r.line, "\"mode\":\"arap\",\"border\":\"smooth\"");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(res, "pivot")), 3);
+  const char *pivot = strstr(r.line, "\"pivot\":[") + strlen("\"pivot\":[");
+  for (int k = 0; k < 3; k++, pivot = strchr(pivot, ',') + 1) expect_float_text(pivot);
+  reply_free(&r);
+  char line[512];
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"deform.drag\",\"params\":{\"session\":\"demo\",\"gesture\":%u,"
+           "\"translate\":[0,0.004,0]}}",
+           gesture);
+  send_line(&c, line, strlen(line), &r);
+  EXPECT_STR_EQ(r.line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"version\":1}}");
+  reply_free(&r);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"deform.end\",\"params\":{\"session\":\"demo\",\"gesture\":%u}}",
+           gesture);
+  send_line(&c, line, strlen(line), &r);
+  EXPECT_STR_EQ(r.line, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"version\":1}}");
+  reply_free(&r);
+
+  expect_keys(&c,
+              "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"brush.stroke\",\"params\":{\"session\":\"demo\",\"brush\":\"draw\","
+              "\"samples\":[{\"center\":[0.0275,-0.0565,0.076],\"radius\":0.02,\"strength\":0.5}]}}",
+              "version,moved_vertices,dabs", &r);
+  ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":2,\"moved_vertices\":");
+  reply_free(&r);
+  /* A stroke far from the mesh moves nothing and makes no version. */
+  const char far[] = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"brush.stroke\",\"params\":{\"session\":\"demo\","
+                     "\"brush\":\"draw\",\"samples\":[{\"center\":[5,5,5],\"radius\":0.02,\"strength\":0.5}]}}";
+  send_line(&c, far, sizeof(far) - 1, &r);
+  EXPECT_STR_EQ(r.line, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"version\":2,\"moved_vertices\":0,\"dabs\":1}}");
+  reply_free(&r);
+
+  expect_keys(&c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"history.undo\",\"params\":{\"session\":\"demo\"}}",
+              "version,author,step,kind,step_first_version,step_last_version,restored,skipped", &r);
+  ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":3,\"author\":\"anonymous-");
+  ASSERT_STR_CONTAINS(r.line, "\"kind\":\"brush\",\"step_first_version\":2,\"step_last_version\":2,");
+  reply_free(&r);
+  expect_keys(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"history.redo\",\"params\":{\"session\":\"demo\"}}",
+              "version,author,step,kind,step_first_version,step_last_version,restored,skipped", &r);
+  ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":4,");
+  reply_free(&r);
+
+  expect_keys(&c,
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"blend.solve\",\"params\":{\"session\":\"demo\",\"pins\":[{\"vertex\":6862,"
+              "\"position\":[0.0275,-0.0565,0.076]},{\"vertex\":9083,\"position\":[-0.0247250684,-0.0577387363,0.080651477]},"
+              "{\"vertex\":477,\"position\":[0,-0.101161905,0.0837104246]}],"
+              "\"targets\":[\"smile_L\",\"smile_R\",\"jaw_open\"]}}",
+              "version,weights,residual,iterations,active", &r);
+  ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":5,\"weights\":{\"jaw_open\":");
+  expect_float_weights(&r);
+  reply_free(&r);
+  expect_keys(&c,
+              "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"blend.fit\",\"params\":{\"session\":\"demo\",\"shape\":\"sculpt\"}}",
+              "weights,rms,max_error,max_vertex,iterations,active", &r);
+  expect_float_weights(&r);
+  reply_free(&r);
+  expect_keys(&c,
+              "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"blend.fit\",\"params\":{\"session\":\"demo\",\"shape\":\"sculpt\","
+              "\"targets\":[\"smile_L\",\"cheek_puff\"],\"apply\":true}}",
+              "weights,rms,max_error,max_vertex,iterations,active,version", &r);
+  ASSERT_STR_CONTAINS(r.line, "\"weights\":{\"smile_L\":");
+  expect_float_weights(&r);
+  reply_free(&r);
+  client_close(&c);
+  harness_stop(&h);
 }

@@ -89,7 +89,7 @@ struct srv_server {
   void (*on_applied)(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
                      const srv_before *before);
   /* A stroke or a drag of the session was applied (or failed): undo and redo that waited for
-   * their author's edits may run now (srv_history_rpc.c). Set by srv_server.c. */
+   * their author's edits may run now (srv_history_wait.c). Set by srv_server.c. */
   void (*on_edits_settled)(srv_server *srv, srv_session *s);
   srv_store *store;          /* NULL: memory only (--data none) */
   srv_authors authors;

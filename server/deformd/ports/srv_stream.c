@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <uv.h>
 #include "proto.h"
 #include "dfm.h"
@@ -33,6 +32,7 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_session_wire.h"
+#include "srv_history.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
@@ -54,9 +54,10 @@ static uint16_t stream_code(int srv_code) {
   }
 }
 
-/* Answers for binary edits: nothing on success, an ERROR naming the request on failure. */
-static void reply_ok(srv_reply *r, cJSON *result) {
-  cJSON_Delete(result);
+/* Answers for binary edits: nothing on success (the result is seen in the frames of what was
+ * applied), an ERROR naming the request on failure. */
+static void reply_ok(srv_reply *r, const srv_result *result) {
+  (void)result;
   srv_conn_unref(r->to);
 }
 static void reply_error(srv_reply *r, int srv_code, const char *message) {
@@ -398,7 +399,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (rc) srv_reply_error(&reply, rc, why);
 }
 
-/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history.c), in order with
+/* UNDO, REDO and AUTHOR: the history of this editor's author (srv_history_wait.c), in order with
  * the strokes and drags it sent before. Success is seen in the frames of what was applied;
  * failures are ERRORs naming the request. */
 static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {

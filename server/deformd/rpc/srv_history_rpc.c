@@ -5,7 +5,8 @@
  * An author is the name a connection gives with `hello` (else anonymous-<connection id>);
  * undo and redo act on the caller's own steps (srv_history.c says how).
  *
- * DOES NOT undo anything itself (srv_history.c) or read the store (srv_jobs.c, srv_restore.c).
+ * DOES NOT undo anything itself (srv_history.c), keep undos in order with edits
+ * (srv_history_wait.c) or read the store (srv_jobs.c, srv_restore.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +23,9 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_history.h"
-#include "srv_gesture.h"
-#include "srv_brush.h"
 #include "srv_jobs.h"
 #include "srv_rpc.h"
+#include "srv_result_json.h"
 #include "srv_methods.h"
 
 #define AUTHOR_MAX 64 /* bytes in an author name */
@@ -56,100 +56,7 @@ void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, r);
 }
 
-static cJSON *result_json(srv_server *s, const srv_history_result *res, uint32_t author) {
-  cJSON *r = cJSON_CreateObject();
-  cJSON_AddNumberToObject(r, "version", (double)res->version);
-  cJSON_AddStringToObject(r, "author", srv_authors_name(&s->authors, author));
-  if (res->step) {
-    cJSON_AddNumberToObject(r, "step", (double)res->step);
-    cJSON_AddStringToObject(r, "kind", srv_history_cause_name(res->cause));
-    cJSON_AddNumberToObject(r, "step_first_version", (double)res->step_first_version);
-    cJSON_AddNumberToObject(r, "step_last_version", (double)res->step_last_version);
-  }
-  cJSON_AddNumberToObject(r, "restored", res->restored);
-  cJSON_AddNumberToObject(r, "skipped", res->skipped);
-  return r;
-}
-
-/* ---- undo and redo, in order with the author's edits ---------------------------------------- */
-
-/* An undo or redo that came while its author's strokes or drags were still queued or solving:
- * it runs once they have applied, in the order requests came (per session). */
-struct history_wait {
-  struct history_wait *next;
-  uint32_t author;
-  int redo;
-  srv_reply reply;
-};
-
-static void run_now(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply *reply) {
-  srv_history_result res;
-  char err[512];
-  int rc = redo ? srv_history_redo(s, x, author, &res, err, sizeof(err))
-                : srv_history_undo(s, x, author, &res, err, sizeof(err));
-  if (rc) srv_reply_error(reply, rc, err);
-  else srv_reply_ok(reply, result_json(s, &res, author));
-}
-
-static int author_busy(const srv_session *x, uint32_t author) {
-  return srv_brush_busy(x, author) || srv_gesture_busy(x, author);
-}
-
-void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply) {
-  if (!x->history) {
-    char why[PROTO_MAX_NAME + 64];
-    snprintf(why, sizeof(why), "session '%s' keeps no history", x->name);
-    srv_reply_error(&reply, SRV_EINTERNAL, why);
-    return;
-  }
-  /* A gesture in progress is a step not finished yet: what it has applied is undone, its next
-   * drag starts a new step. Strokes and drags already sent come first. */
-  int queued = 0;
-  for (const struct history_wait *w = x->history_waiting; w; w = w->next) queued |= w->author == author;
-  if (!queued && !author_busy(x, author)) {
-    run_now(s, x, author, redo, &reply);
-    return;
-  }
-  struct history_wait *w = calloc(1, sizeof(*w));
-  if (!w) {
-    srv_reply_error(&reply, SRV_EINTERNAL, "out of memory");
-    return;
-  }
-  w->author = author;
-  w->redo = redo;
-  w->reply = reply;
-  struct history_wait **pp = &x->history_waiting;
-  while (*pp) pp = &(*pp)->next;
-  *pp = w;
-}
-
-void srv_history_settled(srv_server *s, srv_session *x) {
-  /* Each author's first waiting request, if the author has nothing left in flight; a later one
-   * of the same author waits for the earlier. */
-  for (int ran = 1; ran && x->history_waiting && !x->closed;) {
-    ran = 0;
-    for (struct history_wait **pp = &x->history_waiting; *pp; pp = &(*pp)->next) {
-      struct history_wait *w = *pp;
-      int earlier = 0;
-      for (const struct history_wait *v = x->history_waiting; v != w; v = v->next) earlier |= v->author == w->author;
-      if (earlier || author_busy(x, w->author)) continue;
-      *pp = w->next;
-      run_now(s, x, w->author, w->redo, &w->reply);
-      free(w);
-      ran = 1; /* the list changed: look again from the start */
-      break;
-    }
-  }
-}
-
-void srv_history_close_waiting(srv_session *x) {
-  while (x->history_waiting) {
-    struct history_wait *w = x->history_waiting;
-    x->history_waiting = w->next;
-    srv_reply_error(&w->reply, SRV_ENOSESSION, "the session was closed");
-    free(w);
-  }
-}
+/* ---- undo and redo, in order with the author's edits (srv_history_wait.c) -------------------- */
 
 static void undo_or_redo(srv_server *s, srv_rpc_call *call, cJSON *params, int redo) {
   srv_session *x = srv_rpc_want_session(s, call, params);
@@ -243,7 +150,7 @@ static void on_reverted(srv_server *s, void *arg, int status, srv_session *x, co
     srv_rpc_error(call, rc, "%s", why);
     return;
   }
-  cJSON *r = result_json(s, &res, author);
+  cJSON *r = srv_result_json(s, &(srv_result){.kind = SRV_RESULT_HISTORY, .history = {&res, author}});
   cJSON_AddNumberToObject(r, "reverted_to", (double)old->version);
   srv_rpc_reply(call, r);
 }

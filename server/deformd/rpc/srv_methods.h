@@ -62,14 +62,6 @@ void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params);
 void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params);
-/* Undo (redo = 0) or redo for `author`, answered through `reply` ({version, author, step, ...}
- * or an error). It runs once the author's strokes and drags already sent to the session have
- * applied, so an undo right after a stroke takes the stroke back, all of it. */
-void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply);
-/* on_edits_settled: runs what waited and may run now. */
-void srv_history_settled(srv_server *s, srv_session *x);
-/* The session is closing: what waited is answered with an error. */
-void srv_history_close_waiting(srv_session *x);
 
 /* srv_blend_rpc.c */
 void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params);

@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 #include "srv_rpc.h"
+#include "srv_result_json.h"
 #include "srv_error.h"
 #include "srv_json_text.h"
 #include "srv_store.h"
@@ -164,8 +165,12 @@ void srv_rpc_error(srv_rpc_call *call, int srv_code, const char *fmt, ...) {
 
 /* ---- asynchronous answers -------------------------------------------------------------------- */
 
-/* The answer of a gesture, stroke, solve or compression that applied something. */
-static void reply_ok(srv_reply *r, cJSON *result) { hold(r->to, result, 1); }
+/* The answer of a gesture, stroke, solve or compression that applied something: encoded now,
+ * since `result` is borrowed, and held until what it applied is committed. */
+static void reply_ok(srv_reply *r, const srv_result *result) {
+  srv_rpc_call *call = r->to;
+  hold(call, srv_result_json(call->conn->server, result), 1);
+}
 static void reply_error(srv_reply *r, int srv_code, const char *message) {
   srv_rpc_error(r->to, srv_code, "%s", message);
 }

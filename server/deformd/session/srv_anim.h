@@ -16,6 +16,7 @@
 #ifndef DEFORMD_SRV_ANIM_H
 #define DEFORMD_SRV_ANIM_H
 
+#include <cjson/cJSON.h> /* the clip report, kept and stored as JSON */
 #include "srv_reply.h"
 #include "srv_server.h"
 #include "srv_session.h"
@@ -55,7 +56,7 @@ typedef struct srv_clip {
   uint32_t mean_target, first_component, components;
   float *frame_weights;   /* frame_count × components, each in [-1, 1] */
   uint8_t *frame_narrow;  /* frame_count: 1 where the frame streams 8-bit weights */
-  cJSON *report;
+  cJSON *report;          /* the compression's report: JSON, as the store keeps it (owned) */
   struct srv_clip *next;
 } srv_clip;
 
@@ -124,7 +125,8 @@ typedef struct srv_anim_compress_spec {
   uint32_t author;      /* srv_authors id of who asked */
 } srv_anim_compress_spec;
 
-/* Compresses clip c on the thread pool; `reply` gets the report (docs/json-api.md anim.compress).
+/* Compresses clip c on the thread pool; `reply` gets SRV_RESULT_ANIM_COMPRESS, the clip, whose
+ * report is the answer (docs/json-api.md anim.compress).
  * Returns 0 (answered later) or an SRV_E* code with a reason (the reply is untouched and
  * spec->region_of was freed). */
 int srv_anim_compress(srv_server *srv, srv_session *s, srv_clip *c, srv_anim_compress_spec *spec, srv_reply reply,

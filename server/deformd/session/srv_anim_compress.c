@@ -253,6 +253,54 @@ static int add_basis_targets(srv_server *srv, compress_job *j, uint64_t *version
   return rc;
 }
 
+/* The clip's report: what anim.compress answers and anim.list shows as "compressed". It is JSON
+ * because the store keeps it as such with the clip (srv_record.c), the one answer the session
+ * layer writes as JSON (docs/architecture.md, "Where answers become JSON"). Caller frees. */
+static cJSON *clip_report(const srv_session *s, const srv_clip *c, const compress_job *j, uint64_t version) {
+  uint32_t V = s->mesh->vertex_count, F = c->frame_count;
+  double diag = mesh_bbox_diagonal(s->mesh);
+  const pca_model *pm = j->region_of ? NULL : &j->model;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "version", (double)version);
+  cJSON_AddStringToObject(r, "clip", c->name);
+  cJSON_AddNumberToObject(r, "frames", F);
+  cJSON_AddNumberToObject(r, "components", j->K);
+  if (pm) cJSON_AddNumberToObject(r, "rank", pm->rank);
+  cJSON_AddBoolToObject(r, "budget_met", pm ? pm->budget_met : j->regions.budget_met);
+  double rms = pm ? pm->rms_error : j->regions.rms_error, mx = pm ? pm->max_error : j->regions.max_error;
+  cJSON_AddNumberToObject(r, "rms_error", rms);
+  cJSON_AddNumberToObject(r, "max_error", mx);
+  cJSON_AddNumberToObject(r, "max_error_relative", diag > 0 ? mx / diag : 0);
+  cJSON_AddNumberToObject(r, "streamed_rms_error", j->sr.rms_error);
+  cJSON_AddNumberToObject(r, "streamed_max_error", j->sr.max_error);
+  cJSON_AddNumberToObject(r, "streamed_max_error_relative", diag > 0 ? j->sr.max_error / diag : 0);
+  /* A frame: header 20, weights body: mode 1, count 4, first 2, scale 4, then 1 or 2 per weight. */
+  double bytes = j->sr.bytes_per_frame, raw = 12.0 * V;
+  cJSON_AddNumberToObject(r, "bytes_per_frame", bytes);
+  cJSON_AddNumberToObject(r, "bytes_per_frame_max", (double)j->sr.bytes_max);
+  cJSON_AddNumberToObject(r, "frames_8bit", j->sr.narrow_frames);
+  cJSON_AddNumberToObject(r, "raw_bytes_per_frame", raw);
+  cJSON_AddNumberToObject(r, "ratio", raw / bytes);
+  cJSON_AddNumberToObject(r, "build_ms", pm ? pm->build_ms : j->regions.build_ms);
+  cJSON_AddNumberToObject(r, "mean_target", c->mean_target);
+  cJSON_AddNumberToObject(r, "first_component", c->first_component);
+  if (j->region_of) {
+    cJSON_AddNumberToObject(r, "global_components", j->global_components);
+    /* At this clip's mean bytes per weight (1 in 8-bit frames, 2 in 16-bit ones). */
+    double per_weight = j->K ? (bytes - (double)proto_weights_qrun_size(0, 1)) / j->K : 2.0;
+    cJSON_AddNumberToObject(r, "saving_bytes_per_frame", per_weight * ((double)j->global_components - j->K));
+    cJSON *regs = cJSON_AddArrayToObject(r, "regions");
+    for (uint32_t g = 0; g < j->region_count; g++) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "vertices", j->regions.regions[g].vertex_count);
+      cJSON_AddNumberToObject(o, "components", j->regions.regions[g].model.components);
+      cJSON_AddNumberToObject(o, "max_error", j->regions.regions[g].model.max_error);
+      cJSON_AddItemToArray(regs, o);
+    }
+  }
+  return r;
+}
+
 static void compress_done(uv_work_t *req, int status) {
   compress_job *j = req->data;
   srv_server *srv = j->srv;
@@ -279,8 +327,6 @@ static void compress_done(uv_work_t *req, int status) {
     if (rc) {
       srv_reply_error(&j->reply, rc == -2 ? SRV_ERANGE : SRV_EINTERNAL, why);
     } else {
-      uint32_t V = s->mesh->vertex_count, F = c->frame_count;
-      double diag = mesh_bbox_diagonal(s->mesh);
       free(c->frame_weights);
       free(c->frame_narrow);
       c->frame_weights = j->fw;
@@ -290,51 +336,12 @@ static void compress_done(uv_work_t *req, int status) {
       c->first_component = c->mean_target + 1;
       c->components = j->K;
       c->compressed = 1;
-      const pca_model *pm = j->region_of ? NULL : &j->model;
-      cJSON *r = cJSON_CreateObject();
-      cJSON_AddNumberToObject(r, "version", (double)version);
-      cJSON_AddStringToObject(r, "clip", c->name);
-      cJSON_AddNumberToObject(r, "frames", F);
-      cJSON_AddNumberToObject(r, "components", j->K);
-      if (pm) cJSON_AddNumberToObject(r, "rank", pm->rank);
-      cJSON_AddBoolToObject(r, "budget_met", pm ? pm->budget_met : j->regions.budget_met);
-      double rms = pm ? pm->rms_error : j->regions.rms_error, mx = pm ? pm->max_error : j->regions.max_error;
-      cJSON_AddNumberToObject(r, "rms_error", rms);
-      cJSON_AddNumberToObject(r, "max_error", mx);
-      cJSON_AddNumberToObject(r, "max_error_relative", diag > 0 ? mx / diag : 0);
-      cJSON_AddNumberToObject(r, "streamed_rms_error", j->sr.rms_error);
-      cJSON_AddNumberToObject(r, "streamed_max_error", j->sr.max_error);
-      cJSON_AddNumberToObject(r, "streamed_max_error_relative", diag > 0 ? j->sr.max_error / diag : 0);
-      /* A frame: header 20, weights body: mode 1, count 4, first 2, scale 4, then 1 or 2 per weight. */
-      double bytes = j->sr.bytes_per_frame, raw = 12.0 * V;
-      cJSON_AddNumberToObject(r, "bytes_per_frame", bytes);
-      cJSON_AddNumberToObject(r, "bytes_per_frame_max", (double)j->sr.bytes_max);
-      cJSON_AddNumberToObject(r, "frames_8bit", j->sr.narrow_frames);
-      cJSON_AddNumberToObject(r, "raw_bytes_per_frame", raw);
-      cJSON_AddNumberToObject(r, "ratio", raw / bytes);
-      cJSON_AddNumberToObject(r, "build_ms", pm ? pm->build_ms : j->regions.build_ms);
-      cJSON_AddNumberToObject(r, "mean_target", c->mean_target);
-      cJSON_AddNumberToObject(r, "first_component", c->first_component);
-      if (j->region_of) {
-        cJSON_AddNumberToObject(r, "global_components", j->global_components);
-        /* At this clip's mean bytes per weight (1 in 8-bit frames, 2 in 16-bit ones). */
-        double per_weight = j->K ? (bytes - (double)proto_weights_qrun_size(0, 1)) / j->K : 2.0;
-        cJSON_AddNumberToObject(r, "saving_bytes_per_frame", per_weight * ((double)j->global_components - j->K));
-        cJSON *regs = cJSON_AddArrayToObject(r, "regions");
-        for (uint32_t g = 0; g < j->region_count; g++) {
-          cJSON *o = cJSON_CreateObject();
-          cJSON_AddNumberToObject(o, "vertices", j->regions.regions[g].vertex_count);
-          cJSON_AddNumberToObject(o, "components", j->regions.regions[g].model.components);
-          cJSON_AddNumberToObject(o, "max_error", j->regions.regions[g].model.max_error);
-          cJSON_AddItemToArray(regs, o);
-        }
-      }
       cJSON_Delete(c->report);
-      c->report = cJSON_Duplicate(r, 1);
+      c->report = clip_report(s, c, j, version);
       srv_anim_store_clip(srv, s, c);
       srv_log(SRV_LOG_INFO, "session %s: clip %s compressed to %u components (max error %.3g, %.1f× smaller)",
-              s->name, c->name, j->K, j->sr.max_error, raw / bytes);
-      srv_reply_ok(&j->reply, r);
+              s->name, c->name, j->K, j->sr.max_error, 12.0 * s->mesh->vertex_count / j->sr.bytes_per_frame);
+      srv_reply_ok(&j->reply, &(srv_result){.kind = SRV_RESULT_ANIM_COMPRESS, .compressed = c});
     }
   }
   srv_session_unref(s);

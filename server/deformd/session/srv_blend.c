@@ -34,14 +34,12 @@
 #include <string.h>
 
 #include "blend.h"
-#include <cjson/cJSON.h>
 #include <uv.h>
 #include "proto.h"
 #include "mesh.h"
 #include "srv_blend.h"
 #include "srv_error.h"
 #include "srv_log.h"
-#include "srv_json.h"
 #include "srv_import.h"
 #include "srv_reply.h"
 #include "srv_server.h"
@@ -228,14 +226,6 @@ out:
   return rc;
 }
 
-/* {name: weight} of the solved targets, as floats (what is applied). */
-static cJSON *weights_json(const srv_session *s, const uint32_t *solved, uint32_t n, const double *w) {
-  cJSON *o = cJSON_CreateObject();
-  for (uint32_t i = 0; i < n; i++)
-    cJSON_AddItemToObject(o, s->mesh->targets[solved[i]].name, srv_json_float((float)w[i]));
-  return o;
-}
-
 /* ---- pins: jobs -------------------------------------------------------------------------------- */
 
 typedef struct pin_job {
@@ -355,22 +345,13 @@ static void pins_done(uv_work_t *req, int status) {
     srv->stats.blend_solves++;
     code = apply_weights(srv, s, j->solved, j->S, j->w, j->rq.author, SRV_CAUSE_BLEND_SOLVE, &version, why, sizeof(why));
   }
-  cJSON *result = NULL;
-  if (!code) {
-    result = cJSON_CreateObject();
-    cJSON_AddNumberToObject(result, "version", (double)version);
-    cJSON_AddItemToObject(result, "weights", weights_json(s, j->solved, j->S, j->w));
-    cJSON_AddNumberToObject(result, "residual", j->res.residual);
-    cJSON_AddNumberToObject(result, "iterations", j->res.iterations);
-    cJSON_AddNumberToObject(result, "active", j->res.active);
-  } else if (code != SRV_ENOSESSION) {
-    srv_log(SRV_LOG_INFO, "session %s: blend solve failed: %s", s->name, why);
-  }
+  if (code && code != SRV_ENOSESSION) srv_log(SRV_LOG_INFO, "session %s: blend solve failed: %s", s->name, why);
+  srv_blend_solved solved = {version, {s, j->solved, j->w, j->S}, j->res.residual, j->res.iterations, j->res.active};
+  srv_result result = {.kind = SRV_RESULT_BLEND_SOLVE, .blend_solved = &solved};
   for (uint32_t i = 0; i < j->nanswer; i++) {
     if (code) srv_reply_error(&j->answer[i], code, why);
-    else srv_reply_ok(&j->answer[i], i + 1 < j->nanswer ? cJSON_Duplicate(result, 1) : result);
+    else srv_reply_ok(&j->answer[i], &result);
   }
-  if (!code && j->nanswer == 0) cJSON_Delete(result);
   /* A created handle is kept even when the solve failed: it is valid for the next drag. */
   if (j->created && !s->closed) cache_insert(sb, j);
   else blend_pins_destroy(j->created);
@@ -687,15 +668,9 @@ static void fit_done(uv_work_t *req, int status) {
   if (j->code) {
     srv_reply_error(&j->reply, j->code, j->err);
   } else {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddItemToObject(r, "weights", weights_json(s, j->solved, j->S, j->w));
-    cJSON_AddNumberToObject(r, "rms", j->res.rms);
-    cJSON_AddNumberToObject(r, "max_error", j->res.max_error);
-    cJSON_AddNumberToObject(r, "max_vertex", j->res.max_vertex);
-    cJSON_AddNumberToObject(r, "iterations", j->res.iterations);
-    cJSON_AddNumberToObject(r, "active", j->res.active);
-    if (j->apply) cJSON_AddNumberToObject(r, "version", (double)version);
-    srv_reply_ok(&j->reply, r);
+    srv_blend_fitted fitted = {{s, j->solved, j->w, j->S}, j->res.rms, j->res.max_error, j->res.max_vertex,
+                               j->res.iterations, j->res.active, j->apply, version};
+    srv_reply_ok(&j->reply, &(srv_result){.kind = SRV_RESULT_BLEND_FIT, .blend_fitted = &fitted});
   }
   fit_job_free(j);
   if (s->closed) blend_release(s);

@@ -35,6 +35,35 @@ typedef struct srv_blend_fit_spec {
   int apply;                 /* also apply the weights (one SET_WEIGHTS op) */
 } srv_blend_fit_spec;
 
+/* Solved weights as answers name them: the targets' names in the session's mesh, the weights
+ * as the floats that are applied. */
+typedef struct srv_blend_weights {
+  const srv_session *session;
+  const uint32_t *targets;   /* count target indices */
+  const double *w;           /* count weights */
+  uint32_t count;
+} srv_blend_weights;
+
+/* What a pin solve answers once applied (SRV_RESULT_BLEND_SOLVE). */
+typedef struct srv_blend_solved {
+  uint64_t version;          /* the session's version after it */
+  srv_blend_weights weights;
+  double residual;           /* blend_result's */
+  int iterations;
+  uint32_t active;
+} srv_blend_solved;
+
+/* What a fit answers (SRV_RESULT_BLEND_FIT). */
+typedef struct srv_blend_fitted {
+  srv_blend_weights weights;
+  double rms, max_error;     /* blend_fit_result's */
+  uint32_t max_vertex;
+  int iterations;
+  uint32_t active;
+  int applied;               /* the weights were applied: version is the session's after it */
+  uint64_t version;
+} srv_blend_fitted;
+
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
  * reply is untouched: the caller answers). Solves of one session coalesce: a request arriving
  * while one runs replaces the one waiting, and all are answered by the newest. */

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <uv.h>
 #include "proto.h"
 #include "mesh.h"
@@ -249,11 +248,8 @@ static void stroke_done(uv_work_t *req, int status) {
     srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = k->author, .cause = SRV_CAUSE_BRUSH, .step = k->step,
                  .count = m, .indices = k->idx, .q = k->q};
     uint64_t version = m ? srv_session_apply(srv, s, &op) : s->version;
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "version", (double)version);
-    cJSON_AddNumberToObject(r, "moved_vertices", m);
-    cJSON_AddNumberToObject(r, "dabs", k->dabs);
-    srv_reply_ok(&k->reply, r);
+    srv_brush_stroked done = {version, m, k->dabs};
+    srv_reply_ok(&k->reply, &(srv_result){.kind = SRV_RESULT_BRUSH_STROKE, .brush_stroked = &done});
     keep_piece(s, k);
   }
   stroke_free(k);

@@ -12,8 +12,15 @@
 #include "srv_server.h"
 #include "srv_session.h"
 
+/* What a stroke answers once applied (SRV_RESULT_BRUSH_STROKE). */
+typedef struct srv_brush_stroked {
+  uint64_t version;        /* the session's version after it */
+  uint32_t moved_vertices; /* vertices whose offset changed */
+  uint32_t dabs;           /* dabs placed along the path */
+} srv_brush_stroked;
+
 /* Queues a stroke (copied: `samples` are the points of its path) behind the session's other
- * strokes; answers `reply` with {"version", "moved_vertices", "dabs"} once applied, or with
+ * strokes; answers `reply` with a srv_brush_stroked once applied, or with
  * SRV_ELIMIT when its dabs' work is over max_brush_work. Returns 0 or an SRV_E* code. */
 int srv_brush_stroke(srv_server *srv, srv_session *s, const dfm_brush *brush, const dfm_brush_sample *samples,
                      uint32_t count, uint32_t author, srv_reply reply, char *err, size_t errlen);

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <uv.h>
 #include "proto.h"
 #include "mesh.h"
@@ -35,7 +34,6 @@
 #include "srv_gesture.h"
 #include "srv_error.h"
 #include "srv_log.h"
-#include "srv_json.h"
 #include "srv_reply.h"
 #include "srv_server.h"
 #include "srv_op.h"
@@ -77,12 +75,6 @@ struct srv_gesture {
   char error[256];
   struct srv_gesture *next;
 };
-
-static cJSON *version_result(uint64_t v) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "version", (double)v);
-  return o;
-}
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
@@ -126,7 +118,8 @@ static void gesture_free(srv_gesture *g) {
   for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ENOGESTURE, "the gesture ended");
   free(g->waiting);
   srv_reply_error(&g->begin_reply, SRV_ENOGESTURE, "the gesture ended");
-  if (g->have_end_reply) srv_reply_ok(&g->end_reply, version_result(g->session->version));
+  if (g->have_end_reply)
+    srv_reply_ok(&g->end_reply, &(srv_result){.kind = SRV_RESULT_VERSION, .version = g->session->version});
   dfm_system_destroy(g->sys);
   free(g->rest);
   free(g->out);
@@ -406,17 +399,10 @@ static void begin_done(uv_work_t *req, int status) {
     g->state = G_READY;
     srv_log(SRV_LOG_DEBUG, "session %s: gesture %u ready: %u free of %u, factor %.1f ms", g->session->name,
             g->id, g->info.free, g->info.vertices, g->info.factor_ms);
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "gesture", g->id);
-    cJSON_AddStringToObject(r, "mode", dfm_mode_name(j->params.mode));
-    cJSON_AddStringToObject(r, "border", j->params.smooth_border || j->params.mode == DFM_BIHARMONIC ? "smooth" : "sharp");
-    cJSON_AddNumberToObject(r, "region_vertices", g->region_count);
-    cJSON_AddNumberToObject(r, "free", g->info.free);
-    cJSON_AddNumberToObject(r, "pinned", g->info.pinned);
-    cJSON_AddNumberToObject(r, "prefactor_ms", g->info.analyze_ms + g->info.factor_ms);
-    cJSON *pivot = cJSON_AddArrayToObject(r, "pivot");
-    for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)g->pivot[k]));
-    srv_reply_ok(&g->begin_reply, r);
+    srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
+                           g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
+                           {g->pivot[0], g->pivot[1], g->pivot[2]}};
+    srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
   }
   begin_job_free(j);
   srv_session *s = g->session;
@@ -623,7 +609,7 @@ static void solve_done(uv_work_t *req, int status) {
       snprintf(why, sizeof(why), "session '%s' was closed before the drag was applied", s->name);
       srv_reply_error(&j->answer[i], SRV_ENOSESSION, why);
     } else if (j->status) srv_reply_error(&j->answer[i], SRV_ESOLVER, j->err);
-    else srv_reply_ok(&j->answer[i], version_result(version));
+    else srv_reply_ok(&j->answer[i], &(srv_result){.kind = SRV_RESULT_VERSION, .version = version});
   }
   if (j->status) srv_log(SRV_LOG_INFO, "session %s: gesture %u drag failed: %s", s->name, g->id, j->err);
   free(j->answer);

@@ -35,6 +35,17 @@ typedef struct srv_gesture_spec {
   int detached;           /* does not end with the connection that began it (JSON-RPC "detached") */
 } srv_gesture_spec;
 
+/* What deform.begin answers once the gesture is factorised (SRV_RESULT_GESTURE_BEGUN). */
+typedef struct srv_gesture_begun {
+  uint32_t gesture;
+  dfm_mode mode;
+  int smooth_border;        /* the region's border is smooth (asked for, or biharmonic) */
+  uint32_t region_vertices; /* topology vertices the gesture may move */
+  uint32_t free, pinned;    /* dfm_info's */
+  double prefactor_ms;      /* analysis and factorisation */
+  double pivot[3];          /* the default pivot: the handle's centroid at begin */
+} srv_gesture_begun;
+
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
  * reply is untouched: the caller answers). */
 int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *spec, uint32_t owner,

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "srv_reply.h"
 #include "srv_server.h"
 #include "srv_op.h"
 #include "srv_session.h"
@@ -21,7 +22,7 @@ typedef struct srv_history srv_history;
 
 typedef struct srv_history srv_history;
 
-/* What an undo, redo or revert did. */
+/* What an undo, redo or revert did (an undo or redo answers it as SRV_RESULT_HISTORY). */
 typedef struct srv_history_result {
   uint64_t version;          /* the session's version after it */
   uint64_t step;             /* the step undone or redone */
@@ -75,5 +76,14 @@ uint64_t srv_history_version_before(const srv_session *s, double t);
 void srv_history_set_replay_time(srv_session *s, double t);
 /* Restore: a step found in the store before the replayed tail (summary only, not undoable). */
 int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
+
+/* srv_history_wait.c. Undo (redo = 0) or redo for `author`, answered through `reply` with
+ * SRV_RESULT_HISTORY or an error. It runs once the author's strokes and drags already sent to
+ * the session have applied, so an undo right after a stroke takes the stroke back, all of it. */
+void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply);
+/* on_edits_settled: runs what waited and may run now. */
+void srv_history_settled(srv_server *s, srv_session *x);
+/* The session is closing: what waited is answered with an error. */
+void srv_history_close_waiting(srv_session *x);
 
 #endif

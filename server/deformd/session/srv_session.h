@@ -92,7 +92,7 @@ struct srv_session {
   uint32_t stroke_count;
   int brush_running;
   uint32_t brush_author;     /* whose stroke runs, while brush_running */
-  struct history_wait *history_waiting; /* undo/redo waiting for their author's edits (srv_history_rpc.c) */
+  struct history_wait *history_waiting; /* undo/redo waiting for their author's edits (srv_history_wait.c) */
   struct stroke_piece *pieces; /* where strokes sent in pieces stand, per connection (srv_brush.c) */
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
