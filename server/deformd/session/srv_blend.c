@@ -624,7 +624,20 @@ static void fit_work(uv_work_t *req) {
                "the same order", j->path, file->vertex_count, j->session->name, V);
       goto out;
     }
-    for (size_t i = 0; i < 3 * (size_t)V; i++) acc[i] = (double)file->positions[i] - m->positions[i] - acc[i];
+    /* The file's shape is what it shows: its positions with its own morph targets at their default
+     * weights (a GLB deformd exported is base + sculpt with the weights as defaults). */
+    float *fw = calloc(file->target_count + 1, sizeof(float));
+    float *shown = malloc(sizeof(float) * (3 * (size_t)V + 1));
+    if (!fw || !shown) {
+      free(fw), free(shown);
+      j->code = SRV_EINTERNAL;
+      snprintf(j->err, sizeof(j->err), "out of memory");
+      goto out;
+    }
+    for (uint32_t t = 0; t < file->target_count; t++) fw[t] = file->targets[t].default_weight;
+    mesh_evaluate(file, fw, NULL, shown);
+    for (size_t i = 0; i < 3 * (size_t)V; i++) acc[i] = (double)shown[i] - m->positions[i] - acc[i];
+    free(fw), free(shown);
   }
   for (uint32_t t = 0; t < m->target_count; t++) {
     const mesh_target *mt = &m->targets[t];
