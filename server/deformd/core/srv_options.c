@@ -33,7 +33,9 @@
 /* ---- setters of the rows with behaviour of their own (defined after the table) ---------------- */
 
 static int cli_config(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
-static int cli_mode(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
+static int cli_check_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
+static int cli_isolate(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
+static int cli_write_demo(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_help(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_demo(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
@@ -65,11 +67,11 @@ static int key_redis(srv_config *c, const srv_option *o, const cJSON *v, char *e
 
 static const srv_option TABLE[] = {
     /* What to do instead of serving (main.c runs it). */
-    {.flag = "--check-mesh", .arg = "FILE", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_mode,
+    {.flag = "--check-mesh", .arg = "FILE", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_check_mesh,
      .help = "print a mesh's statistics as one JSON object (exit 2 if refused)"},
-    {.flag = "--isolate", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_mode,
+    {.flag = "--isolate", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_isolate,
      .help = "with --check-mesh: parse the file in the import worker, with its limits"},
-    {.flag = "--write-demo", .arg = "OUT.glb", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_mode,
+    {.flag = "--write-demo", .arg = "OUT.glb", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_write_demo,
      .help = "write the bundled demo head (GLB or OBJ)"},
     {.flag = "--config", .arg = "FILE", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .flags = SRV_OPT_EARLY,
      .cli = cli_config, .help = "the JSON config file, read before the other options, which override it"},
@@ -378,11 +380,21 @@ static int cli_config(srv_cli *cli, const srv_option *o, const char *value, char
   return srv_config_load(cli->cfg, value, err, errlen);
 }
 
-static int cli_mode(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
-  (void)err, (void)errlen;
-  if (strcmp(o->flag, "--check-mesh") == 0) cli->check_mesh = value;
-  else if (strcmp(o->flag, "--write-demo") == 0) cli->write_demo = value;
-  else cli->isolate = 1;
+static int cli_check_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  (void)o, (void)err, (void)errlen;
+  cli->check_mesh = value;
+  return 0;
+}
+
+static int cli_isolate(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  (void)o, (void)value, (void)err, (void)errlen;
+  cli->isolate = 1;
+  return 0;
+}
+
+static int cli_write_demo(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  (void)o, (void)err, (void)errlen;
+  cli->write_demo = value;
   return 0;
 }
 
@@ -659,7 +671,8 @@ void srv_options_usage(FILE *out) {
     for (size_t i = 0; i < TABLE_LEN; i++)
       if (TABLE[i].group == (srv_opt_group)g && !(TABLE[i].flags & SRV_OPT_REFUSED)) usage_row(out, &TABLE[i]);
   }
-  fprintf(out, "\nA setting with a flag and a config key takes the flag's value when both are given.\n"
+  fprintf(out, "\nA setting with a flag and a config key takes the flag's value when both are given; a key\n"
+               "limits.NAME is NAME in the config file's \"limits\" object.\n"
                "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M http_port=H\n"
                "(without http_port when it is off), once the sessions named by --demo and --session are\n"
                "open (or have failed to open).\n");
