@@ -14,6 +14,7 @@
 
 #include "proto.h"
 #include "srv_config.h"
+#include "srv_options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
- * srv_config.h — the server's settings (srv_config) and how they are read: defaults, the JSON config file,
- * the data directory, the administrator's token.
+ * srv_config.h — the server's settings (srv_config): defaults, the data directory, the administrator's
+ * token. The command line and the config file that fill it are read by srv_options.h's table.
  */
 #ifndef DEFORMD_SRV_CONFIG_H
 #define DEFORMD_SRV_CONFIG_H
@@ -81,18 +81,12 @@ typedef struct srv_config {
 /* Fills defaults. */
 void srv_config_init(srv_config *c);
 void srv_config_fini(srv_config *c);
-/* Reads a JSON config file over the current values. Returns 0 or SRV_EPARAMS with a reason in
- * err. */
-int srv_config_load(srv_config *c, const char *path, char *err, size_t errlen);
 /* --data DIR|none, --durability normal|full. Each returns 0 or an SRV_E* code. */
 int srv_config_set_data(srv_config *c, const char *dir);
 int srv_config_set_durability(srv_config *c, const char *name);
 /* The store's directory: --data, else $XDG_DATA_HOME/deformd, else ~/.local/share/deformd;
  * NULL for "none". `buf` holds a default that is built. */
 const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
-/* The same from text already in memory (text[0..len), exact JSON: srv_json_check). Settings read
- * before a mistake is found stay set. */
-int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err, size_t errlen);
 /* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
 int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
 /* --mesh-dir PATH (copied). 0 or SRV_EINTERNAL. */
