@@ -12,6 +12,11 @@
  * srv_edit_rpc.c, srv_blend_rpc.c, srv_anim_rpc.c, srv_history_rpc.c, srv_token_rpc.c and
  * srv_transfer_rpc.c.
  *
+ * session.create is two steps, its checks (srv_methods_create_check) and the open
+ * (srv_methods_create_open): on a cluster's primary the registry (cluster/srv_registry.c)
+ * claims the name in Redis between them and calls the open itself, with a completion that
+ * ends the claim; it never dispatches the call again.
+ *
  * DOES NOT parse the transport: srv_rpc_conn.c hands it parsed requests.
  */
 #include <math.h>
@@ -50,9 +55,52 @@ static cJSON *session_summary(const srv_session *x) {
 
 /* ---- sessions ---------------------------------------------------------------------------- */
 
+/* The dispatcher's check for a method that EDITS (and session.create's, srv_methods_create_check). */
+static int store_refusal(srv_server *s, char *why, size_t whylen) {
+  char failure[256];
+  if (!s->store || !srv_store_failed(s->store, failure, sizeof(failure))) return 0;
+  snprintf(why, whylen, "the store cannot write (%s): edits are refused until it can; viewers are served", failure);
+  return SRV_EIO;
+}
+
+/* session.create's params, read: what the method refuses before it opens anything. */
+static int create_refusal(srv_server *s, const cJSON *params, char *why, size_t whylen) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
+  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' || strlen(name->valuestring) > PROTO_MAX_NAME) {
+    snprintf(why, whylen, "invalid params: \"session\" must be a name of 1 to %d bytes", PROTO_MAX_NAME);
+    return SRV_EPARAMS;
+  }
+  if (!cJSON_IsString(path)) {
+    snprintf(why, whylen, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
+             "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
+    return SRV_EPARAMS;
+  }
+  if (srv_session_find(s, name->valuestring)) {
+    char q[SRV_QUOTE_BUF];
+    snprintf(why, whylen, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
+    return SRV_EEXIST;
+  }
+  return 0;
+}
+
+int srv_methods_create_check(srv_server *s, const cJSON *params, char *why, size_t whylen) {
+  int rc = store_refusal(s, why, whylen);
+  return rc ? rc : create_refusal(s, params, why, whylen);
+}
+
+/* An open that began: the call it answers, and who hears first how it ended. */
+typedef struct create_req {
+  srv_rpc_call *call;
+  srv_open_cb done;
+  void *arg;
+} create_req;
+
 static void on_created(srv_server *s, void *arg, int status, srv_session *session, const char *err) {
-  srv_rpc_call *call = arg;
-  (void)s;
+  create_req *req = arg;
+  srv_rpc_call *call = req->call;
+  if (req->done) req->done(s, req->arg, status, session, err); /* a claim ends before the client hears */
+  free(req);
   if (status == 0) {
     srv_log(SRV_LOG_INFO, "session %s created: %u vertices, %u targets", session->name,
             session->mesh->vertex_count, session->mesh->target_count);
@@ -64,25 +112,32 @@ static void on_created(srv_server *s, void *arg, int status, srv_session *sessio
   }
 }
 
+int srv_methods_create_open(srv_server *s, srv_rpc_call *call, const cJSON *params, srv_open_cb done, void *arg,
+                            char *err, size_t errlen) {
+  int rc = srv_methods_create_check(s, params, err, errlen);
+  if (rc) return rc;
+  create_req *req = malloc(sizeof(*req));
+  if (!req) {
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
+  *req = (create_req){call, done, arg};
+  const char *name = cJSON_GetObjectItemCaseSensitive(params, "session")->valuestring;
+  const char *path = cJSON_GetObjectItemCaseSensitive(params, "mesh")->valuestring;
+  char why[256]; /* the open's reasons, as long as they have always been */
+  rc = srv_job_open_session(s, name, path, 1, on_created, req, why, sizeof(why));
+  if (rc) {
+    free(req);
+    snprintf(err, errlen, "%s", why);
+  }
+  return rc;
+}
+
+/* On a single node; on a cluster's primary the registry claims the name first and then calls
+ * srv_methods_create_open itself (route_rpc takes session.create before it gets here). */
 static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
-  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
-  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' || strlen(name->valuestring) > PROTO_MAX_NAME) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"session\" must be a name of 1 to %d bytes", PROTO_MAX_NAME);
-    return;
-  }
-  if (!cJSON_IsString(path)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
-                  "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
-    return;
-  }
-  if (srv_session_find(s, name->valuestring)) {
-    char q[SRV_QUOTE_BUF];
-    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
-    return;
-  }
-  char err[256];
-  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call, err, sizeof(err));
+  char err[512];
+  int rc = srv_methods_create_open(s, call, params, NULL, NULL, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
@@ -267,7 +322,7 @@ size_t srv_methods_count(void) {
 const char *srv_methods_name(size_t i) { return method_at(i) ? method_at(i)->name : NULL; }
 srv_role srv_methods_role(size_t i) { return method_at(i) ? method_at(i)->role : SRV_ROLE_NONE; }
 
-void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+static void dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params, int route) {
   const srv_method *m = find_method(method);
   if (m) {
     /* Who may, first, from the name alone: nothing looked up yet, so a refusal says the same
@@ -280,14 +335,14 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
       srv_rpc_error(call, rc, "%s", why);
       return;
     }
-    if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
+    if (route && s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
     if ((m->flags & PARAMS) && !cJSON_IsObject(params)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
       return;
     }
-    if ((m->flags & EDITS) && s->store && srv_store_failed(s->store, why, sizeof(why))) {
-      srv_rpc_error(call, SRV_EIO, "the store cannot write (%s): edits are refused until it can; viewers are served",
-                    why);
+    char refused[512];
+    if ((m->flags & EDITS) && (rc = store_refusal(s, refused, sizeof(refused))) != 0) {
+      srv_rpc_error(call, rc, "%s", refused);
       return;
     }
     m->fn(s, call, params);
@@ -302,3 +357,10 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
   srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
 }
 
+void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+  dispatch(s, call, method, params, 1);
+}
+
+void srv_methods_dispatch_here(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+  dispatch(s, call, method, params, 0);
+}
