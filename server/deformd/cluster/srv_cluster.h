@@ -149,7 +149,6 @@ typedef struct srv_cluster {
   struct srv_fwd *fwds;      /* srv_forward.c */
   struct srv_ctokens *tokens;/* srv_cluster_tokens.c */
   struct srv_claim *claims;  /* srv_registry.c: names claimed for a session.create not open yet */
-  struct srv_rpc_call *local_call; /* being dispatched again to run here (route_rpc lets it by) */
   srv_conn *resuming;        /* srv_relay.c: its HELLO runs again now that the session is loaded */
   srv_cluster_stats stats;
   int stopping;

@@ -12,7 +12,8 @@
  * Placement reads the leases: the alive primary with the fewest sessions, then the fewest
  * viewers, then the smallest id. The survey may be half a second old, so the primary that opens
  * a session first claims its name in Redis (one script: refused while another live node owns
- * it); a create that does not open releases it.
+ * it), then opens it through session.create's open step (srv_methods_create_open, not the
+ * dispatcher again); a create that does not open releases it.
  *
  * The hooks it sets on the server (core/srv_server.h) are how the lower layers hand it work; with no
  * --redis none is set and a node behaves as it always did.
@@ -35,6 +36,7 @@
 #include "srv_server.h"
 #include "srv_conn.h"
 #include "srv_session.h"
+#include "srv_jobs.h"
 #include "srv_rpc.h"
 #include "srv_methods.h"
 #include "srv_cluster.h"
@@ -235,7 +237,7 @@ typedef struct srv_claim {
   struct srv_claim *next;
   srv_cluster *k;
   char *name;
-  srv_rpc_call *call; /* until the claim is answered; then the method answers it */
+  srv_rpc_call *call; /* until Redis answers the claim; then srv_methods_create_open has it */
   cJSON *params;
 } srv_claim;
 
@@ -257,6 +259,24 @@ static void free_claim(srv_cluster *k, srv_claim *c) {
   free(c);
 }
 
+/* A claimed name whose session did not open goes back, unless a session of that name is open
+ * here after all (one of the command line's opened meanwhile: the name is rightly this node's),
+ * or the node is stopping (its Redis connection goes with it; the next start's survey releases
+ * a name left over). */
+static void give_back(srv_cluster *k, const char *name) {
+  if (!k->stopping && !srv_session_find(k->srv, name)) srv_publish_release(k, name);
+}
+
+/* The open of a claimed create ended (srv_methods_create_open's `done`, before the client is
+ * answered): the claim is over. Claims are freed by srv_cluster_free only once the loop has run
+ * out, so every open has ended by then. */
+static void on_open_ended(srv_server *s, void *arg, int status, srv_session *session, const char *err) {
+  srv_claim *c = arg;
+  (void)s, (void)session, (void)err;
+  if (status) give_back(c->k, c->name);
+  free_claim(c->k, c);
+}
+
 static void on_claimed(srv_redis *r, redisReply *reply, void *arg) {
   srv_claim *c = arg;
   srv_cluster *k = c->k;
@@ -274,36 +294,28 @@ static void on_claimed(srv_redis *r, redisReply *reply, void *arg) {
   } else if (reply->type == REDIS_REPLY_ERROR) {
     srv_rpc_error(call, SRV_EBUSY, "Redis refused the claim of '%s': %s", c->name, reply->str);
   } else {
-    /* The name is this node's: the method opens the session (on_session_added or
-     * on_open_failed ends the claim). An open that starts is a pending job; if none started
-     * and the claim is still here, the call was refused before opening (by a check of the
-     * dispatch's own): the name goes back. */
-    int jobs = k->srv->pending_jobs;
-    k->local_call = call;
-    srv_methods_dispatch(k->srv, call, "session.create", c->params);
-    k->local_call = NULL;
-    int listed = 0; /* by address: a claim a failed open released is freed */
-    for (const srv_claim *x = k->claims; x && !listed; x = x->next) listed = x == c;
-    if (listed && k->srv->pending_jobs == jobs) {
-      srv_publish_release(k, c->name);
-      free_claim(k, c);
-    }
-    return;
+    /* The name is this node's: the session opens under it (srv_methods.c answers the call),
+     * and on_open_ended ends the claim. An open refused before it began gives the name back. */
+    char err[512];
+    int rc = srv_methods_create_open(k->srv, call, c->params, on_open_ended, c, err, sizeof(err));
+    if (rc == 0) return;
+    give_back(k, c->name);
+    srv_rpc_error(call, rc, "%s", err);
   }
   free_claim(k, c);
 }
 
-/* session.create, to be opened here: the name is claimed first. Returns 0 when the method
- * should answer now (what it refuses without opening anything), 1 when taken. */
+/* session.create, to be opened here: the name is claimed first, then srv_methods_create_open
+ * opens the session. Returns 1: the call is taken (answered, or kept until it is). */
 static int claim(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
   srv_server *srv = k->srv;
+  char why[512];
+  int rc = srv_methods_create_check(srv, params, why, sizeof(why)); /* what the method refuses, refused here */
+  if (rc) {
+    srv_rpc_error(call, rc, "%s", why);
+    return 1;
+  }
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
-  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
-  char why[256];
-  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' ||
-      strlen(name->valuestring) > PROTO_MAX_NAME || !cJSON_IsString(path) || srv_session_find(srv, name->valuestring) ||
-      (srv->store && srv_store_failed(srv->store, why, sizeof(why))))
-    return 0;
   if (find_claim(k, name->valuestring) || srv_session_name_taken(srv, name->valuestring)) {
     srv_rpc_error(call, SRV_EEXIST, "a session called '%s' is being created or kept on this node (%s)",
                   name->valuestring, k->node_id);
@@ -339,15 +351,6 @@ static int claim(srv_cluster *k, srv_rpc_call *call, cJSON *params) {
   c->next = k->claims;
   k->claims = c;
   return 1;
-}
-
-/* srv_jobs.c: a session.create did not open. Its name is released. */
-static void on_open_failed(srv_server *s, const char *name) {
-  srv_cluster *k = s->cluster;
-  srv_claim *c = find_claim(k, name);
-  if (!c || c->call) return; /* not a claimed create, or still being claimed */
-  srv_publish_release(k, name);
-  free_claim(k, c);
 }
 
 /* ---- routing ------------------------------------------------------------------------------------- */
@@ -441,7 +444,7 @@ static int replica_read(const char *method) {
 
 static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
   srv_cluster *k = s->cluster;
-  if (!cJSON_IsObject(params) || call == k->local_call) return 0;
+  if (!cJSON_IsObject(params)) return 0;
   if (strcmp(method, "session.create") == 0) return place(k, call, params);
   if (strcmp(method, "hello") == 0 || strcmp(method, "auth") == 0) return 0;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
@@ -490,8 +493,6 @@ static int route_edit(srv_conn *c, const uint8_t *frame, size_t len) {
 
 /* A session more or less: the lease says so at the next tick (placement reads it). */
 static void on_session_added(srv_server *s, srv_session *x) {
-  srv_claim *c = find_claim(s->cluster, x->name);
-  if (c && !c->call) free_claim(s->cluster, c); /* opened under its claim */
   if (!s->cluster->relay) srv_publish_attach(s->cluster, x);
   s->cluster->last_lease = 0;
 }
@@ -631,7 +632,6 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   srv->on_session_removed = on_session_removed;
   srv->on_conn_closed = on_conn_closed;
   srv->on_joined = on_joined;
-  srv->on_open_failed = on_open_failed;
   srv->stats_extra = stats_extra;
   if (!k->relay)
     for (srv_session *x = srv->sessions; x; x = x->next) srv_publish_attach(k, x); /* restored ones */
@@ -664,7 +664,6 @@ void srv_cluster_stop(srv_server *srv) {
   srv->on_session_added = NULL;
   srv->on_session_removed = NULL;
   srv->on_joined = NULL;
-  srv->on_open_failed = NULL;
   srv_relay_stop(k);
   srv_cluster_tokens_stop(k);
   srv_forward_fini(k);

@@ -174,9 +174,7 @@ static void answer(srv_cluster *k, relay_wait *w, const char *why, uint16_t code
     if (why) {
       srv_rpc_error(call, srv_code, "%s", why);
     } else {
-      k->local_call = call;
-      srv_methods_dispatch(k->srv, call, w->method, w->params);
-      k->local_call = NULL;
+      srv_methods_dispatch_here(k->srv, call, w->method, w->params);
     }
   } else if (!w->conn->closing) {
     if (why) {

@@ -119,7 +119,6 @@ struct srv_server {
   void (*on_session_removed)(srv_server *s, srv_session *x); /* srv_session_close */
   void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
   void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
-  void (*on_open_failed)(srv_server *s, const char *name); /* srv_jobs.c: a session did not open */
   void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
   /* srv_token_rpc.c, srv_access.c: with --redis tokens are the cluster's (srv_cluster_tokens.c).
    * token_create stores a new token's record (never the token) in Redis and calls done with

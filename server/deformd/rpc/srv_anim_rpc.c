@@ -78,7 +78,7 @@ static void answer(srv_rpc_call *call, const srv_session *s, int rc, const char 
   else reply_player(call, s);
 }
 
-void srv_m_anim_list(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_list(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   cJSON *r = cJSON_CreateObject(), *clips = cJSON_AddArrayToObject(r, "clips");
@@ -139,7 +139,7 @@ bad_region:
   return -1;
 }
 
-void srv_m_anim_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_clip *c = want_clip(s, call, params, "clip");
@@ -175,7 +175,7 @@ void srv_m_anim_compress(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
-void srv_m_anim_play(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_play(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_clip *c = want_clip(s, call, params, "clip");
@@ -195,21 +195,21 @@ void srv_m_anim_play(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   answer(call, s, rc, err);
 }
 
-void srv_m_anim_pause(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_pause(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_anim_pause(s);
   reply_player(call, s);
 }
 
-void srv_m_anim_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_anim_stop(srv, s);
   reply_player(call, s);
 }
 
-void srv_m_anim_seek(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_seek(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_anim *a = s->anim;
@@ -234,7 +234,7 @@ void srv_m_anim_seek(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   answer(call, s, rc, err);
 }
 
-void srv_m_anim_speed(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_speed(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   double speed = 0;
@@ -248,7 +248,7 @@ void srv_m_anim_speed(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   reply_player(call, s);
 }
 
-void srv_m_anim_loop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_loop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   int loop = 0, r = srv_rpc_bool(call, params, "loop", &loop);
@@ -261,7 +261,7 @@ void srv_m_anim_loop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   reply_player(call, s);
 }
 
-void srv_m_anim_blend(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_blend(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_clip *c = want_clip(s, call, params, "clip");
@@ -277,7 +277,7 @@ void srv_m_anim_blend(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   answer(call, s, rc, err);
 }
 
-void srv_m_anim_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "clip");
@@ -297,7 +297,7 @@ void srv_m_anim_record_start(srv_server *srv, srv_rpc_call *call, cJSON *params)
   answer(call, s, rc, err);
 }
 
-void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
+static void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) {
   srv_session *s = srv_rpc_want_session(srv, call, params);
   if (!s) return;
   srv_clip *c = NULL;
@@ -314,3 +314,19 @@ void srv_m_anim_record_stop(srv_server *srv, srv_rpc_call *call, cJSON *params) 
   cJSON_AddNumberToObject(r, "fps", c->fps);
   srv_rpc_reply(call, r);
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"anim.list", srv_m_anim_list, SRV_METHOD_ON, SRV_ROLE_VIEWER},
+    {"anim.play", srv_m_anim_play, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.pause", srv_m_anim_pause, SRV_METHOD_ON, SRV_ROLE_EDITOR},
+    {"anim.stop", srv_m_anim_stop, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.seek", srv_m_anim_seek, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.speed", srv_m_anim_speed, SRV_METHOD_ON, SRV_ROLE_EDITOR},
+    {"anim.loop", srv_m_anim_loop, SRV_METHOD_ON, SRV_ROLE_EDITOR},
+    {"anim.blend", srv_m_anim_blend, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_start", srv_m_anim_record_start, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.record_stop", srv_m_anim_record_stop, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"anim.compress", srv_m_anim_compress, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+};
+const srv_method_table srv_anim_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

@@ -90,7 +90,7 @@ fail:
 
 /* blend.solve {session, pins: [{vertex, position: [x, y, z]}], regularization?,
  * keep_close_to_current?, targets?} */
-void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_blend_solve(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "pins");
@@ -155,7 +155,7 @@ out:
 
 /* blend.fit {session, shape: "sculpt" | path, regularization?, keep_close_to_current?, targets?,
  * apply?} */
-void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(params, "shape");
@@ -177,3 +177,10 @@ void srv_m_blend_fit(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (rc) srv_rpc_error(call, rc, "%s", err);
   free(targets);
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"blend.solve", srv_m_blend_solve, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"blend.fit", srv_m_blend_fit, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+};
+const srv_method_table srv_blend_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

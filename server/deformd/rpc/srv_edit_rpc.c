@@ -63,7 +63,7 @@ static cJSON *target_json(const srv_session *x, uint32_t t) {
   return o;
 }
 
-void srv_m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *a = cJSON_CreateArray();
@@ -72,7 +72,7 @@ void srv_m_targets_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 /* targets.configure {session, target, min?, max?, muted?, drivers?}: what is not given stays. */
-void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "target");
@@ -140,7 +140,7 @@ void srv_m_targets_configure(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, r);
 }
 
-void srv_m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
@@ -169,7 +169,7 @@ void srv_m_targets_create_from_sculpt(srv_server *s, srv_rpc_call *call, cJSON *
 
 /* ---- weights -------------------------------------------------------------------------------- */
 
-void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_weights_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(params, "weights");
@@ -223,7 +223,7 @@ out:
   free(val);
 }
 
-void srv_m_weights_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_weights_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();
@@ -246,7 +246,7 @@ static int cmp_vq(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_sculpt_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(params, "offsets");
@@ -330,7 +330,7 @@ out:
   free(q);
 }
 
-void srv_m_sculpt_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_sculpt_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();
@@ -408,7 +408,7 @@ static int soft_constraints(srv_rpc_call *call, const cJSON *params, uint32_t li
   return 1;
 }
 
-void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   srv_gesture_spec spec = {0};
@@ -484,7 +484,7 @@ out:
   free(soft_p);
 }
 
-void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t id;
@@ -502,7 +502,7 @@ void srv_m_deform_drag(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
-void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t id;
@@ -513,7 +513,7 @@ void srv_m_deform_end(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
-void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint32_t *list = NULL, count = 0;
@@ -549,7 +549,7 @@ static int number_in(srv_rpc_call *call, const cJSON *params, const char *key, d
   return r;
 }
 
-void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   dfm_brush brush = {.kind = DFM_BRUSH_GRAB, .falloff = DFM_FALLOFF_SMOOTHSTEP};
@@ -618,3 +618,20 @@ void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
 out:
   free(samples);
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"targets.list", srv_m_targets_list, SRV_METHOD_ON, SRV_ROLE_VIEWER},
+    {"weights.get", srv_m_weights_get, SRV_METHOD_ON, SRV_ROLE_VIEWER},
+    {"sculpt.get", srv_m_sculpt_get, SRV_METHOD_ON, SRV_ROLE_VIEWER},
+    {"weights.set", srv_m_weights_set, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"sculpt.set", srv_m_sculpt_set, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"deform.begin", srv_m_deform_begin, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"deform.drag", srv_m_deform_drag, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"deform.end", srv_m_deform_end, SRV_METHOD_ON, SRV_ROLE_EDITOR}, /* even while the store fails: it lets go */
+    {"deform.reset", srv_m_deform_reset, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"brush.stroke", srv_m_brush_stroke, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"targets.configure", srv_m_targets_configure, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+};
+const srv_method_table srv_edit_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

@@ -32,7 +32,7 @@
 
 /* hello {author}: names what this connection changes from now on (on a server without tokens;
  * with one, the answer names the token's user, who stays the author). */
-void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_hello(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(params, "author");
   if (!cJSON_IsString(a) || !a->valuestring[0] || strlen(a->valuestring) > AUTHOR_MAX) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"author\" must be a name of 1 to %d bytes", AUTHOR_MAX);
@@ -64,8 +64,8 @@ static void undo_or_redo(srv_server *s, srv_rpc_call *call, cJSON *params, int r
   srv_history_ask(s, x, srv_conn_author(call->conn), redo, srv_rpc_reply_to(call));
 }
 
-void srv_m_history_undo(srv_server *s, srv_rpc_call *call, cJSON *params) { undo_or_redo(s, call, params, 0); }
-void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params) { undo_or_redo(s, call, params, 1); }
+static void srv_m_history_undo(srv_server *s, srv_rpc_call *call, cJSON *params) { undo_or_redo(s, call, params, 0); }
+static void srv_m_history_redo(srv_server *s, srv_rpc_call *call, cJSON *params) { undo_or_redo(s, call, params, 1); }
 
 typedef struct list_ctx {
   srv_server *srv;
@@ -104,7 +104,7 @@ static int list_entry(const srv_history_entry *e, void *arg) {
 }
 
 /* history.list {session, before_version?, limit?}: steps, newest first. */
-void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   double before = 0, limit = 100;
@@ -169,7 +169,7 @@ static int want_version(srv_rpc_call *call, cJSON *params, const char *key, int 
 }
 
 /* history.revert {session, version}: the state of that version, as one new (undoable) step. */
-void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_history_revert(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint64_t version;
@@ -212,7 +212,7 @@ static void on_compacted(srv_server *s, void *arg, int status, srv_session *x, c
 
 /* history.compact {session, keep_versions}: operations older than the newest keep_versions are
  * folded into a checkpoint (their steps can no longer be reverted to one by one). */
-void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   uint64_t keep;
@@ -222,3 +222,14 @@ void srv_m_history_compact(srv_server *s, srv_rpc_call *call, cJSON *params) {
   int rc = srv_job_restore_at(s, x, cut, 1, on_compacted, call, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"hello", srv_m_hello, SRV_METHOD_PARAMS, SRV_ROLE_VIEWER},
+    {"history.list", srv_m_history_list, SRV_METHOD_ON, SRV_ROLE_VIEWER},
+    {"history.undo", srv_m_history_undo, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"history.redo", srv_m_history_redo, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_EDITOR},
+    {"history.revert", srv_m_history_revert, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+    {"history.compact", srv_m_history_compact, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+};
+const srv_method_table srv_history_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

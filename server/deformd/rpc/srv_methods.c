@@ -1,7 +1,8 @@
 /*
- * srv_methods.c — the table of JSON-RPC methods, with the role each needs, and the
- * session-level ones: session.create/list/close, mesh.info, state.get and server.stats
- * (docs/json-api.md has each with examples, and the roles in its security section).
+ * srv_methods.c — dispatch over the method tables (each method file exports its own, with the
+ * role each method needs), and the session-level methods: session.create/list/close,
+ * mesh.info, state.get and server.stats (docs/json-api.md has each with examples, and the
+ * roles in its security section).
  *
  * Dispatch asks srv_access.c whether the connection's grant covers the method's role on the
  * session its params name, before the method looks anything up: a client without rights gets
@@ -10,6 +11,11 @@
  * answers at once or starts a job and answers from its callback. The other methods live in
  * srv_edit_rpc.c, srv_blend_rpc.c, srv_anim_rpc.c, srv_history_rpc.c, srv_token_rpc.c and
  * srv_transfer_rpc.c.
+ *
+ * session.create is two steps, its checks (srv_methods_create_check) and the open
+ * (srv_methods_create_open): on a cluster's primary the registry (cluster/srv_registry.c)
+ * claims the name in Redis between them and calls the open itself, with a completion that
+ * ends the claim; it never dispatches the call again.
  *
  * DOES NOT parse the transport: srv_rpc_conn.c hands it parsed requests.
  */
@@ -49,9 +55,52 @@ static cJSON *session_summary(const srv_session *x) {
 
 /* ---- sessions ---------------------------------------------------------------------------- */
 
+/* The dispatcher's check for a method that EDITS (and session.create's, srv_methods_create_check). */
+static int store_refusal(srv_server *s, char *why, size_t whylen) {
+  char failure[256];
+  if (!s->store || !srv_store_failed(s->store, failure, sizeof(failure))) return 0;
+  snprintf(why, whylen, "the store cannot write (%s): edits are refused until it can; viewers are served", failure);
+  return SRV_EIO;
+}
+
+/* session.create's params, read: what the method refuses before it opens anything. */
+static int create_refusal(srv_server *s, const cJSON *params, char *why, size_t whylen) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
+  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' || strlen(name->valuestring) > PROTO_MAX_NAME) {
+    snprintf(why, whylen, "invalid params: \"session\" must be a name of 1 to %d bytes", PROTO_MAX_NAME);
+    return SRV_EPARAMS;
+  }
+  if (!cJSON_IsString(path)) {
+    snprintf(why, whylen, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
+             "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
+    return SRV_EPARAMS;
+  }
+  if (srv_session_find(s, name->valuestring)) {
+    char q[SRV_QUOTE_BUF];
+    snprintf(why, whylen, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
+    return SRV_EEXIST;
+  }
+  return 0;
+}
+
+int srv_methods_create_check(srv_server *s, const cJSON *params, char *why, size_t whylen) {
+  int rc = store_refusal(s, why, whylen);
+  return rc ? rc : create_refusal(s, params, why, whylen);
+}
+
+/* An open that began: the call it answers, and who hears first how it ended. */
+typedef struct create_req {
+  srv_rpc_call *call;
+  srv_open_cb done;
+  void *arg;
+} create_req;
+
 static void on_created(srv_server *s, void *arg, int status, srv_session *session, const char *err) {
-  srv_rpc_call *call = arg;
-  (void)s;
+  create_req *req = arg;
+  srv_rpc_call *call = req->call;
+  if (req->done) req->done(s, req->arg, status, session, err); /* a claim ends before the client hears */
+  free(req);
   if (status == 0) {
     srv_log(SRV_LOG_INFO, "session %s created: %u vertices, %u targets", session->name,
             session->mesh->vertex_count, session->mesh->target_count);
@@ -63,25 +112,32 @@ static void on_created(srv_server *s, void *arg, int status, srv_session *sessio
   }
 }
 
+int srv_methods_create_open(srv_server *s, srv_rpc_call *call, const cJSON *params, srv_open_cb done, void *arg,
+                            char *err, size_t errlen) {
+  int rc = srv_methods_create_check(s, params, err, errlen);
+  if (rc) return rc;
+  create_req *req = malloc(sizeof(*req));
+  if (!req) {
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
+  *req = (create_req){call, done, arg};
+  const char *name = cJSON_GetObjectItemCaseSensitive(params, "session")->valuestring;
+  const char *path = cJSON_GetObjectItemCaseSensitive(params, "mesh")->valuestring;
+  char why[256]; /* the open's reasons, as long as they have always been */
+  rc = srv_job_open_session(s, name, path, 1, on_created, req, why, sizeof(why));
+  if (rc) {
+    free(req);
+    snprintf(err, errlen, "%s", why);
+  }
+  return rc;
+}
+
+/* On a single node; on a cluster's primary the registry claims the name first and then calls
+ * srv_methods_create_open itself (route_rpc takes session.create before it gets here). */
 static void m_session_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
-  const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "mesh");
-  if (!cJSON_IsString(name) || name->valuestring[0] == '\0' || strlen(name->valuestring) > PROTO_MAX_NAME) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"session\" must be a name of 1 to %d bytes", PROTO_MAX_NAME);
-    return;
-  }
-  if (!cJSON_IsString(path)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mesh\" must be \"demo\" or the name of a mesh in the mesh "
-                  "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
-    return;
-  }
-  if (srv_session_find(s, name->valuestring)) {
-    char q[SRV_QUOTE_BUF];
-    srv_rpc_error(call, SRV_EEXIST, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
-    return;
-  }
-  char err[256];
-  int rc = srv_job_open_session(s, name->valuestring, path->valuestring, 1, on_created, call, err, sizeof(err));
+  char err[512];
+  int rc = srv_methods_create_open(s, call, params, NULL, NULL, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
 }
 
@@ -217,97 +273,79 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
 
 /* ---- dispatch ------------------------------------------------------------------------------------- */
 
-typedef void (*method_fn)(srv_server *, srv_rpc_call *, cJSON *);
+#define PARAMS SRV_METHOD_PARAMS
+#define EDITS SRV_METHOD_EDITS
+#define SESSION SRV_METHOD_SESSION
+#define ON SRV_METHOD_ON
 
-/* PARAMS: takes an object of params; EDITS: changes what the store keeps; SESSION: acts on the
- * session params.session names (the role is needed on that session). */
-enum { PARAMS = 1, EDITS = 2, SESSION = 4 };
-#define ON (PARAMS | SESSION)
-
-/* Every method and the role it needs: the one place the access rules of the JSON-RPC port are
- * written (tests/deformd/test_access.c checks each against each role, and against
- * docs/json-api.md's table). */
-static const struct {
-  const char *name;
-  method_fn fn;
-  int flags;
-  srv_role role;
-} methods[] = {
-    {"auth", srv_m_auth, PARAMS, SRV_ROLE_NONE},
-    {"hello", srv_m_hello, PARAMS, SRV_ROLE_VIEWER},
+/* The session-level methods and the role each needs. Each method file has a table like it;
+ * together they are the one place the access rules of the JSON-RPC port are written
+ * (tests/deformd/test_access.c checks each against each role, and against docs/json-api.md's
+ * table). */
+static const srv_method session_methods[] = {
     {"session.list", m_session_list, 0, SRV_ROLE_VIEWER}, /* lists what the token may view */
     {"mesh.info", m_mesh_info, ON, SRV_ROLE_VIEWER},
-    {"targets.list", srv_m_targets_list, ON, SRV_ROLE_VIEWER},
-    {"weights.get", srv_m_weights_get, ON, SRV_ROLE_VIEWER},
-    {"sculpt.get", srv_m_sculpt_get, ON, SRV_ROLE_VIEWER},
     {"state.get", m_state_get, ON, SRV_ROLE_VIEWER},
-    {"anim.list", srv_m_anim_list, ON, SRV_ROLE_VIEWER},
-    {"history.list", srv_m_history_list, ON, SRV_ROLE_VIEWER},
-    {"weights.set", srv_m_weights_set, ON | EDITS, SRV_ROLE_EDITOR},
-    {"sculpt.set", srv_m_sculpt_set, ON | EDITS, SRV_ROLE_EDITOR},
-    {"deform.begin", srv_m_deform_begin, ON | EDITS, SRV_ROLE_EDITOR},
-    {"deform.drag", srv_m_deform_drag, ON | EDITS, SRV_ROLE_EDITOR},
-    {"deform.end", srv_m_deform_end, ON, SRV_ROLE_EDITOR}, /* even while the store fails: it lets go */
-    {"deform.reset", srv_m_deform_reset, ON | EDITS, SRV_ROLE_EDITOR},
-    {"brush.stroke", srv_m_brush_stroke, ON | EDITS, SRV_ROLE_EDITOR},
-    {"blend.solve", srv_m_blend_solve, ON | EDITS, SRV_ROLE_EDITOR},
-    {"blend.fit", srv_m_blend_fit, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.play", srv_m_anim_play, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.pause", srv_m_anim_pause, ON, SRV_ROLE_EDITOR},
-    {"anim.stop", srv_m_anim_stop, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.seek", srv_m_anim_seek, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.speed", srv_m_anim_speed, ON, SRV_ROLE_EDITOR},
-    {"anim.loop", srv_m_anim_loop, ON, SRV_ROLE_EDITOR},
-    {"anim.blend", srv_m_anim_blend, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.record_start", srv_m_anim_record_start, ON | EDITS, SRV_ROLE_EDITOR},
-    {"anim.record_stop", srv_m_anim_record_stop, ON | EDITS, SRV_ROLE_EDITOR},
-    {"history.undo", srv_m_history_undo, ON | EDITS, SRV_ROLE_EDITOR},
-    {"history.redo", srv_m_history_redo, ON | EDITS, SRV_ROLE_EDITOR},
-    {"targets.configure", srv_m_targets_configure, ON | EDITS, SRV_ROLE_OWNER},
-    {"targets.create_from_sculpt", srv_m_targets_create_from_sculpt, ON | EDITS, SRV_ROLE_OWNER},
-    {"anim.compress", srv_m_anim_compress, ON | EDITS, SRV_ROLE_OWNER},
-    {"history.revert", srv_m_history_revert, ON | EDITS, SRV_ROLE_OWNER},
-    {"history.compact", srv_m_history_compact, ON | EDITS, SRV_ROLE_OWNER},
-    {"session.export", srv_m_session_export, ON, SRV_ROLE_OWNER},
     {"session.close", m_session_close, ON | EDITS, SRV_ROLE_OWNER},
-    /* A token for every session needs one for every session; srv_token_rpc.c also holds the
-     * new token to the caller's role and scope. */
-    {"token.create", srv_m_token_create, ON | EDITS, SRV_ROLE_OWNER},
-    {"token.list", srv_m_token_list, SESSION, SRV_ROLE_OWNER}, /* params optional: every token it may see */
-    {"token.revoke", srv_m_token_revoke, ON | EDITS, SRV_ROLE_OWNER},
     {"session.create", m_session_create, PARAMS | EDITS, SRV_ROLE_ADMIN},
-    {"mesh.upload", srv_m_mesh_upload, PARAMS, SRV_ROLE_ADMIN},
     {"server.stats", m_server_stats, 0, SRV_ROLE_ADMIN},
 };
+static const srv_method_table own_methods = {session_methods, sizeof(session_methods) / sizeof(session_methods[0])};
 
-size_t srv_methods_count(void) { return sizeof(methods) / sizeof(methods[0]); }
-const char *srv_methods_name(size_t i) { return i < srv_methods_count() ? methods[i].name : NULL; }
-srv_role srv_methods_role(size_t i) { return i < srv_methods_count() ? methods[i].role : SRV_ROLE_NONE; }
+/* Every table; a name is in one of them only (the tests count them against the spec). */
+static const srv_method_table *const tables[] = {
+    &srv_token_rpc_methods, &own_methods,          &srv_edit_rpc_methods,     &srv_history_rpc_methods,
+    &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods,
+};
+#define TABLE_COUNT (sizeof(tables) / sizeof(tables[0]))
 
-void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
-  for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-    if (strcmp(methods[i].name, method) != 0) continue;
+static const srv_method *method_at(size_t i) {
+  for (size_t t = 0; t < TABLE_COUNT; t++) {
+    if (i < tables[t]->count) return &tables[t]->methods[i];
+    i -= tables[t]->count;
+  }
+  return NULL;
+}
+
+static const srv_method *find_method(const char *name) {
+  for (size_t t = 0; t < TABLE_COUNT; t++)
+    for (size_t i = 0; i < tables[t]->count; i++)
+      if (strcmp(tables[t]->methods[i].name, name) == 0) return &tables[t]->methods[i];
+  return NULL;
+}
+
+size_t srv_methods_count(void) {
+  size_t n = 0;
+  for (size_t t = 0; t < TABLE_COUNT; t++) n += tables[t]->count;
+  return n;
+}
+const char *srv_methods_name(size_t i) { return method_at(i) ? method_at(i)->name : NULL; }
+srv_role srv_methods_role(size_t i) { return method_at(i) ? method_at(i)->role : SRV_ROLE_NONE; }
+
+static void dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params, int route) {
+  const srv_method *m = find_method(method);
+  if (m) {
     /* Who may, first, from the name alone: nothing looked up yet, so a refusal says the same
      * whether the session exists or not. */
-    const cJSON *session = (methods[i].flags & SESSION) ? cJSON_GetObjectItemCaseSensitive(params, "session") : NULL;
+    const cJSON *session = (m->flags & SESSION) ? cJSON_GetObjectItemCaseSensitive(params, "session") : NULL;
     char why[256];
-    const char *named = !(methods[i].flags & SESSION) ? NULL : cJSON_IsString(session) ? session->valuestring : "";
-    int rc = srv_access_refusal(s, &call->conn->grant, methods[i].role, named, method, why, sizeof(why));
+    const char *named = !(m->flags & SESSION) ? NULL : cJSON_IsString(session) ? session->valuestring : "";
+    int rc = srv_access_refusal(s, &call->conn->grant, m->role, named, method, why, sizeof(why));
     if (rc) {
       srv_rpc_error(call, rc, "%s", why);
       return;
     }
-    if (s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
-    if ((methods[i].flags & PARAMS) && !cJSON_IsObject(params)) {
+    if (route && s->route_rpc && s->route_rpc(s, call, method, params)) return; /* another node's (--redis) */
+    if ((m->flags & PARAMS) && !cJSON_IsObject(params)) {
       srv_rpc_error(call, SRV_EPARAMS, "invalid params: %s takes an object of named params, not an array", method);
       return;
     }
-    if ((methods[i].flags & EDITS) && s->store && srv_store_failed(s->store, why, sizeof(why))) {
-      srv_rpc_error(call, SRV_EIO, "the store cannot write (%s): edits are refused until it can; viewers are served",
-                    why);
+    char refused[512];
+    if ((m->flags & EDITS) && (rc = store_refusal(s, refused, sizeof(refused))) != 0) {
+      srv_rpc_error(call, rc, "%s", refused);
       return;
     }
-    methods[i].fn(s, call, params);
+    m->fn(s, call, params);
     return;
   }
   /* A client without a token learns nothing, not even which methods exist. */
@@ -317,4 +355,12 @@ void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method,
   }
   char q[SRV_QUOTE_BUF];
   srv_rpc_error(call, SRV_ENOMETHOD, "unknown method '%s'", srv_json_quote(method, q));
+}
+
+void srv_methods_dispatch(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+  dispatch(s, call, method, params, 1);
+}
+
+void srv_methods_dispatch_here(srv_server *s, srv_rpc_call *call, const char *method, cJSON *params) {
+  dispatch(s, call, method, params, 0);
 }

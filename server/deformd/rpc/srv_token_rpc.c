@@ -60,7 +60,7 @@ static void refuse_later(srv_conn *c, void *arg, int gone) {
 
 /* auth {token}: the connection's rights become the token's; a wrong token leaves none, and its
  * answer may wait (srv_access.c: never a right one's). */
-void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_auth(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(params, "token");
   srv_conn *c = call->conn;
   if (!cJSON_IsString(t)) {
@@ -148,7 +148,7 @@ static void on_created(srv_server *s, void *arg, int status, int64_t id, const c
 }
 
 /* token.create {role, session?, user} */
-void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (!srv_access_enabled(&s->access)) {
     srv_rpc_error(call, SRV_EACCES, "this server has no tokens: start it with DEFORMD_ADMIN_TOKEN (or "
                   "--admin-token-file FILE) to require them, then create more with that token");
@@ -210,7 +210,7 @@ void srv_m_token_create(srv_server *s, srv_rpc_call *call, cJSON *params) {
 }
 
 /* token.list {session?}: the tokens the caller could have made (never the tokens themselves). */
-void srv_m_token_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_token_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   const cJSON *session = cJSON_GetObjectItemCaseSensitive(params, "session");
   const char *only = cJSON_IsString(session) ? session->valuestring : NULL;
   cJSON *a = cJSON_CreateArray();
@@ -250,7 +250,7 @@ static void on_revoked(srv_server *s, void *arg, int status, int64_t id, const c
 }
 
 /* token.revoke {id}: the token goes; connections using it lose their rights at once. */
-void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   double v = -1;
   int r = srv_rpc_number(call, params, "id", &v);
   if (r < 0) return;
@@ -276,3 +276,14 @@ void srv_m_token_revoke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   int rc = s->token_revoke(s, t->id, on_revoked, call, why, sizeof(why));
   if (rc != 0) on_revoked(s, call, rc, t->id, why);
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"auth", srv_m_auth, SRV_METHOD_PARAMS, SRV_ROLE_NONE},
+    /* A token for every session needs one for every session; token.create also holds the new
+     * token to the caller's role and scope. */
+    {"token.create", srv_m_token_create, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+    {"token.list", srv_m_token_list, SRV_METHOD_SESSION, SRV_ROLE_OWNER}, /* params optional: every token it may see */
+    {"token.revoke", srv_m_token_revoke, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
+};
+const srv_method_table srv_token_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

@@ -13,8 +13,8 @@
  * Every file operation and every base64 decode runs on the thread pool; one job at a time per
  * connection (a client that does not wait for an answer is told so).
  *
- * DOES NOT check who may (srv_methods.c's table: mesh.upload needs admin, session.export
- * owner) or resolve names itself (srv_data.c).
+ * DOES NOT check who may (srv_methods.c's dispatch, by this file's table: mesh.upload needs
+ * admin, session.export owner) or resolve names itself (srv_data.c).
  */
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -243,7 +243,7 @@ static void upload_done(uv_work_t *req, int status) {
 }
 
 /* mesh.upload {name, data, offset, final?} */
-void srv_m_mesh_upload(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_mesh_upload(srv_server *s, srv_rpc_call *call, cJSON *params) {
   if (s->data.meshes < 0) {
     srv_rpc_error(call, SRV_EACCES, "this server keeps no files (--data none): mesh.upload needs a data directory");
     return;
@@ -413,7 +413,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* session.export {session, path?, version?, format?, offset?, max_bytes?} */
-void srv_m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
+static void srv_m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "path");
@@ -503,3 +503,10 @@ void srv_transfer_release(srv_conn *c) {
   t->conn = NULL;
   if (!t->busy) release_orphan(t, NULL); /* else the running job's end does it */
 }
+
+/* The methods of this file and the role each needs (dispatch: srv_methods.c). */
+static const srv_method methods[] = {
+    {"session.export", srv_m_session_export, SRV_METHOD_ON, SRV_ROLE_OWNER},
+    {"mesh.upload", srv_m_mesh_upload, SRV_METHOD_PARAMS, SRV_ROLE_ADMIN},
+};
+const srv_method_table srv_transfer_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

@@ -165,7 +165,6 @@ static void open_done(uv_work_t *req, int status) {
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
   }
-  if (j->status && s->on_open_failed) s->on_open_failed(s, j->name);
   j->done(s, j->arg, j->status, j->session, j->err);
   open_job_free(j);
 }
@@ -183,7 +182,6 @@ static void on_imported(void *arg, int status, uint8_t *blob, size_t len, const 
   }
   s->pending_jobs--;
   snprintf(j->err, sizeof(j->err), "%s", why);
-  if (s->on_open_failed) s->on_open_failed(s, j->name);
   j->done(s, j->arg, status, NULL, j->err);
   open_job_free(j);
 }
@@ -228,7 +226,6 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   }
   if (rc) {
     open_job_free(j);
-    if (s->on_open_failed) s->on_open_failed(s, name);
     return rc;
   }
   s->pending_jobs++;
