@@ -641,14 +641,11 @@ static void name_reason(const char *path, int rc, char *err, size_t errlen) {
   mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
 }
 
-int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
-                size_t errlen) {
-  mesh_import_opts defaults = {0};
-  if (opts == NULL) opts = &defaults;
-  uint32_t max_vertices = opts->max_vertices ? opts->max_vertices : MESH_DEFAULT_MAX_VERTICES;
-  *out = NULL;
-  if (err && errlen) err[0] = '\0';
-
+/* Finds `path` (beneath one of opts->roots when there are any, else as given), checks that it is
+ * a regular file within opts->max_file_bytes, and begins the confinement every later open of
+ * this import goes through (mesh__confine_begin). Returns 0, after which the caller ends the
+ * confinement, or MESH_ENOENT / MESH_ETOOBIG with a reason in `err` and no confinement begun. */
+static int open_confined(const char *path, const mesh_import_opts *opts, char *err, size_t errlen) {
   struct stat st;
   if (opts->root_count > 0) {
     int root = find_root(path, opts, &st);
@@ -675,13 +672,77 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
     mesh__confine_end();
     return MESH_ETOOBIG;
   }
+  return 0;
+}
+
+/* The checks that run before assimp reads the file, each failure's reason prefixed with the
+ * file's name: MD2 frame names (kept in `r`), header counts, PLY (its reading kept in `ply`),
+ * glTF weight animations. Returns 0 or the first check's MESH_E* code. */
+static int check_before_assimp(const char *path, keyframe_kind kind, raw_mesh *r, mesh__ply_info *ply,
+                               char *err, size_t errlen) {
+  int rc = 0;
+  /* MD2 frame names, read before assimp so that a truncated file gets a precise reason. */
+  if (kind == KEYFRAMES_MD2) rc = mesh__md2_frame_names(path, &r->frame_names, &r->frame_name_count, err, errlen);
+
+  /* Header counts against the file size: assimp believes them (mesh_off.c, mesh_md3.c). */
+  if (rc == 0 && (kind == KEYFRAMES_MD3 || mesh__off_is_off(path)))
+    rc = kind == KEYFRAMES_MD3 ? mesh__md3_check(path, err, errlen) : mesh__off_check(path, err, errlen);
+
+  /* assimp hangs or aborts on some truncated PLY files: check them before it reads them. */
+  if (rc == 0 && is_ply(path)) rc = mesh__ply_check(path, ply, err, errlen);
+
+  /* assimp 5.2.5 crashes on some broken glTF weight animations: check them first. */
+  if (rc == 0 && is_gltf(path)) rc = mesh__gltf_precheck(path, err, errlen);
+
+  if (rc) name_reason(path, rc, err, errlen);
+  return rc;
+}
+
+/* A keyframe file's animation on the compacted mesh `m`: a single keyframe kept as a one-frame
+ * animation, the rate, and the clips (an MD3 player's animation.cfg first, then the runs of
+ * frame names in `r`). Returns 0 or a MESH_E* code, with a reason in `err` where there is one. */
+static int keyframe_clips(const char *path, keyframe_kind kind, const raw_mesh *r, mesh *m, char *err,
+                          size_t errlen) {
+  if (m->frame_count == 0) {
+    /* A single keyframe: keep it as a one-frame animation so the frame count is reported. */
+    m->frames = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
+    if (!m->frames) return MESH_ENOMEM;
+    memcpy(m->frames, m->positions, sizeof(float) * 3 * m->vertex_count);
+    m->frame_count = 1;
+  }
+  /* Neither format stores a rate: Quake II ran its models at 10 frames per second, and MD3
+   * rates live in a separate animation.cfg; 10 is the common default for both. */
+  m->frame_rate = 10.0f;
+  /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
+  uint32_t named = r->frame_name_count < m->frame_count ? r->frame_name_count : m->frame_count;
+  /* A Quake III player's animations come first, as its animation.cfg defines them. */
+  if (kind == KEYFRAMES_MD3) {
+    char why[MESH_ERR_LEN];
+    int rc = mesh__md3_cfg_clips(path, m, why, sizeof(why));
+    if (rc) {
+      mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
+      return rc;
+    }
+  }
+  return mesh__clip_from_frame_names(m, r->frame_names, named, m->frame_rate);
+}
+
+int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char *err,
+                size_t errlen) {
+  mesh_import_opts defaults = {0};
+  if (opts == NULL) opts = &defaults;
+  uint32_t max_vertices = opts->max_vertices ? opts->max_vertices : MESH_DEFAULT_MAX_VERTICES;
+  *out = NULL;
+  if (err && errlen) err[0] = '\0';
+
+  int rc = open_confined(path, opts, err, errlen);
+  if (rc) return rc;
 
   pthread_once(&log_once, attach_log);
   import_log log;
   memset(&log, 0, sizeof(log));
   tls_log = &log;
 
-  int rc = 0;
   raw_mesh r;
   memset(&r, 0, sizeof(r));
   mesh__ply_info ply;
@@ -696,41 +757,8 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   }
   if (opts->max_frames && nframes > opts->max_frames) nframes = opts->max_frames;
 
-  /* MD2 frame names, read before assimp so that a truncated file gets a precise reason. */
-  if (kind == KEYFRAMES_MD2) {
-    rc = mesh__md2_frame_names(path, &r.frame_names, &r.frame_name_count, err, errlen);
-    if (rc) {
-      name_reason(path, rc, err, errlen);
-      goto done;
-    }
-  }
-
-  /* Header counts against the file size: assimp believes them (mesh_off.c, mesh_md3.c). */
-  if (kind == KEYFRAMES_MD3 || mesh__off_is_off(path)) {
-    rc = kind == KEYFRAMES_MD3 ? mesh__md3_check(path, err, errlen) : mesh__off_check(path, err, errlen);
-    if (rc) {
-      name_reason(path, rc, err, errlen);
-      goto done;
-    }
-  }
-
-  /* assimp hangs or aborts on some truncated PLY files: check them before it reads them. */
-  if (is_ply(path)) {
-    rc = mesh__ply_check(path, &ply, err, errlen);
-    if (rc) {
-      name_reason(path, rc, err, errlen);
-      goto done;
-    }
-  }
-
-  /* assimp 5.2.5 crashes on some broken glTF weight animations: check them first. */
-  if (is_gltf(path)) {
-    rc = mesh__gltf_precheck(path, err, errlen);
-    if (rc) {
-      name_reason(path, rc, err, errlen);
-      goto done;
-    }
-  }
+  rc = check_before_assimp(path, kind, &r, &ply, err, errlen);
+  if (rc) goto done;
 
   if (ply.has_strips)
     rc = raw_from_ply(path, &ply, max_vertices, &r, err, errlen);
@@ -761,31 +789,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   rc = compact(&r, m);
   if (rc) goto done;
   if (kind != KEYFRAMES_NONE) {
-    if (m->frame_count == 0) {
-      /* A single keyframe: keep it as a one-frame animation so the frame count is reported. */
-      m->frames = malloc(sizeof(float) * (3 * (size_t)m->vertex_count + 1));
-      if (!m->frames) {
-        rc = MESH_ENOMEM;
-        goto done;
-      }
-      memcpy(m->frames, m->positions, sizeof(float) * 3 * m->vertex_count);
-      m->frame_count = 1;
-    }
-    /* Neither format stores a rate: Quake II ran its models at 10 frames per second, and MD3
-     * rates live in a separate animation.cfg; 10 is the common default for both. */
-    m->frame_rate = 10.0f;
-    /* Clips play at that same rate. Frames beyond max_frames were not read: clips stop there. */
-    uint32_t named = r.frame_name_count < m->frame_count ? r.frame_name_count : m->frame_count;
-    /* A Quake III player's animations come first, as its animation.cfg defines them. */
-    if (kind == KEYFRAMES_MD3) {
-      char why[MESH_ERR_LEN];
-      rc = mesh__md3_cfg_clips(path, m, why, sizeof(why));
-      if (rc) {
-        mesh__set_err(err, errlen, "'%s': %s", base_name(path), why);
-        goto done;
-      }
-    }
-    rc = mesh__clip_from_frame_names(m, r.frame_names, named, m->frame_rate);
+    rc = keyframe_clips(path, kind, &r, m, err, errlen);
     if (rc) goto done;
   }
   char why[MESH_ERR_LEN];

@@ -277,6 +277,48 @@ static int is_index_list(const ply_prop *p) {
   return p->is_list && (strcmp(p->name, "vertex_indices") == 0 || strcmp(p->name, "vertex_index") == 0);
 }
 
+/* Where each property of the vertex element goes, slot[p] (PLY_MAX_PROPS entries): 0-2
+ * position, 3-5 normal, 6-7 UV, -1 nowhere; for a strip file also the arrays its vertices are
+ * read into (info->positions, normals, uvs, freed by mesh__ply_info_fini). Returns 0,
+ * MESH_EFORMAT (no x, y, z; fewer data bytes than vertices) or MESH_ENOMEM. */
+static int strip_vertex_slots(const ply_header *h, size_t len, uint64_t nverts, int *slot, mesh__ply_info *info,
+                              char *err, size_t errlen) {
+  /* For strip files the vertices are kept too: assimp is not asked to read them at all (its
+   * strip path also leaks the face arrays it overwrites). */
+  int have_normals = 0, have_uvs = 0;
+  for (int i = 0; i < PLY_MAX_PROPS; i++) slot[i] = -1;
+  for (int ei = 0; ei < h->element_count && info->has_strips; ei++) {
+    const ply_element *e = &h->elements[ei];
+    if (strcmp(e->name, "vertex") != 0) continue;
+    static const char *names[][3] = {{"x", NULL, NULL}, {"y", NULL, NULL}, {"z", NULL, NULL},
+                                     {"nx", NULL, NULL}, {"ny", NULL, NULL}, {"nz", NULL, NULL},
+                                     {"s", "u", "texture_u"}, {"t", "v", "texture_v"}};
+    for (int pi = 0; pi < e->prop_count; pi++)
+      for (int k = 0; k < 8; k++)
+        for (int a = 0; a < 3; a++)
+          if (names[k][a] && !e->props[pi].is_list && strcmp(e->props[pi].name, names[k][a]) == 0)
+            slot[pi] = k;
+    int found[8] = {0};
+    for (int pi = 0; pi < e->prop_count; pi++)
+      if (slot[pi] >= 0) found[slot[pi]] = 1;
+    if (!found[0] || !found[1] || !found[2]) {
+      mesh__set_err(err, errlen, "PLY vertices have no x, y, z properties");
+      return MESH_EFORMAT;
+    }
+    have_normals = found[3] && found[4] && found[5];
+    have_uvs = found[6] && found[7];
+    if (nverts > (len - h->data_offset)) { /* at least one byte per vertex */
+      mesh__set_err(err, errlen, "PLY: the data ends before the counts in the header are read (truncated file?)");
+      return MESH_EFORMAT;
+    }
+    info->positions = calloc(3 * (size_t)nverts + 1, sizeof(float));
+    info->normals = have_normals ? calloc(3 * (size_t)nverts + 1, sizeof(float)) : NULL;
+    info->uvs = have_uvs ? calloc(2 * (size_t)nverts + 1, sizeof(float)) : NULL;
+    if (!info->positions || (have_normals && !info->normals) || (have_uvs && !info->uvs)) return MESH_ENOMEM;
+  }
+  return 0;
+}
+
 int mesh__ply_check(const char *path, mesh__ply_info *info, char *err, size_t errlen) {
   memset(info, 0, sizeof(*info));
   char *buf = NULL;
@@ -303,42 +345,9 @@ int mesh__ply_check(const char *path, mesh__ply_info *info, char *err, size_t er
   }
   info->vertex_count = nverts;
 
-  /* For strip files the vertices are kept too: assimp is not asked to read them at all (its
-   * strip path also leaks the face arrays it overwrites). slot[p] says where property p of the
-   * vertex element goes: 0-2 position, 3-5 normal, 6-7 UV, -1 nowhere. */
   int slot[PLY_MAX_PROPS];
-  int have_normals = 0, have_uvs = 0;
-  for (int i = 0; i < PLY_MAX_PROPS; i++) slot[i] = -1;
-  for (int ei = 0; ei < h->element_count && info->has_strips; ei++) {
-    const ply_element *e = &h->elements[ei];
-    if (strcmp(e->name, "vertex") != 0) continue;
-    static const char *names[][3] = {{"x", NULL, NULL}, {"y", NULL, NULL}, {"z", NULL, NULL},
-                                     {"nx", NULL, NULL}, {"ny", NULL, NULL}, {"nz", NULL, NULL},
-                                     {"s", "u", "texture_u"}, {"t", "v", "texture_v"}};
-    for (int pi = 0; pi < e->prop_count; pi++)
-      for (int k = 0; k < 8; k++)
-        for (int a = 0; a < 3; a++)
-          if (names[k][a] && !e->props[pi].is_list && strcmp(e->props[pi].name, names[k][a]) == 0)
-            slot[pi] = k;
-    int found[8] = {0};
-    for (int pi = 0; pi < e->prop_count; pi++)
-      if (slot[pi] >= 0) found[slot[pi]] = 1;
-    if (!found[0] || !found[1] || !found[2]) {
-      mesh__set_err(err, errlen, "PLY vertices have no x, y, z properties");
-      rc = MESH_EFORMAT;
-      goto out;
-    }
-    have_normals = found[3] && found[4] && found[5];
-    have_uvs = found[6] && found[7];
-    if (nverts > (len - h->data_offset)) goto truncated; /* at least one byte per vertex */
-    info->positions = calloc(3 * (size_t)nverts + 1, sizeof(float));
-    info->normals = have_normals ? calloc(3 * (size_t)nverts + 1, sizeof(float)) : NULL;
-    info->uvs = have_uvs ? calloc(2 * (size_t)nverts + 1, sizeof(float)) : NULL;
-    if (!info->positions || (have_normals && !info->normals) || (have_uvs && !info->uvs)) {
-      rc = MESH_ENOMEM;
-      goto out;
-    }
-  }
+  rc = strip_vertex_slots(h, len, nverts, slot, info, err, errlen);
+  if (rc) goto out;
 
   ply_reader rd = {buf, len, h->data_offset, h->format, 0};
   for (int ei = 0; ei < h->element_count; ei++) {

@@ -121,9 +121,15 @@ static void join_args(int argc, char **argv, char *out, size_t cap) {
   }
 }
 
-int main(int argc, char **argv) {
-  char cmdline[1024];
-  join_args(argc, argv, cmdline, sizeof(cmdline));
+/* What one run measures, from the command line. */
+typedef struct view_args {
+  uint32_t V, T, A, S, F; /* vertices, targets, active targets, sculpted vertices, frames */
+  int W, H, json;         /* framebuffer size; JSON output */
+  uint32_t grid;          /* the mesh is a grid x grid square: ceil(sqrt(V)) */
+} view_args;
+
+/* Reads the command line into *o. Returns 0, or 2 after printing the usage or what is wrong. */
+static int parse_args(int argc, char **argv, view_args *o) {
   uint32_t V = 100000, T = 52, A = 8, S = 500, F = 120;
   int W = 1280, H = 720, json = 0;
   for (int i = 1; i < argc; i++) {
@@ -146,7 +152,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "deform-view-bench: need vertices >= 16, 1 <= active <= targets, frames >= 10\n");
     return 2;
   }
-  mesh *m = make_mesh(n, T);
+  *o = (view_args){V, T, A, S, F, W, H, json, n};
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  char cmdline[1024];
+  join_args(argc, argv, cmdline, sizeof(cmdline));
+  view_args o;
+  if (parse_args(argc, argv, &o) != 0) return 2;
+  const uint32_t T = o.T, A = o.A, S = o.S, F = o.F;
+  const int W = o.W, H = o.H, json = o.json;
+  mesh *m = make_mesh(o.grid, T);
   if (!m) return 1;
   char err[1024];
   vw_context ctx;

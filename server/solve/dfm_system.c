@@ -282,21 +282,27 @@ static void add_laplacian_row(row_acc *a, const dfm_system *s, const mesh_adjace
   acc_add(a, s, v, scale * diag);
 }
 
-/* Assembles the lower triangle of A (free × free) and the known-vertex coupling, then analyses
- * and factorises it. */
-static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj,
-                               const double *w, char *err, size_t errlen) {
+/* 1 / (mixed vertex area) per vertex, each area floored at 1e-12 of the mean: the biharmonic
+ * M⁻¹ of L M⁻¹ L, in *out (n + 1 entries, malloc'ed; the caller frees it). 0 or DFM_ENOMEM. */
+static int inverse_areas(const dfm_system *s, const mesh_topology *topo, double **out) {
+  uint32_t n = s->n;
+  double *inv_area = malloc(sizeof(double) * (n + 1));
+  if (!inv_area) return DFM_ENOMEM;
+  mesh_vertex_areas(n, s->rest, topo->triangles, topo->triangle_count, MESH_AREA_MIXED, inv_area);
+  double mean = 0;
+  for (uint32_t v = 0; v < n; v++) mean += inv_area[v];
+  mean = n ? mean / n : 1.0;
+  for (uint32_t v = 0; v < n; v++) inv_area[v] = 1.0 / (inv_area[v] > 1e-12 * mean ? inv_area[v] : 1e-12 * mean);
+  *out = inv_area;
+  return 0;
+}
+
+/* The lower triangle of A (free × free) into *keys_out / *vals_out (*nnz_out entries, malloc'ed;
+ * the caller frees both, after a failure too), the known-vertex coupling into s->cp_off, cp_vertex
+ * and cp_coef. `inv_area`: the biharmonic M⁻¹, NULL in the other modes. 0 or DFM_ENOMEM. */
+static int assemble_lower(dfm_system *s, const mesh_adjacency *adj, const double *w, const double *inv_area,
+                          uint64_t **keys_out, double **vals_out, size_t *nnz_out) {
   uint32_t n = s->n, nf = s->nf;
-  double *inv_area = NULL;
-  if (s->p.mode == DFM_BIHARMONIC) {
-    inv_area = malloc(sizeof(double) * (n + 1));
-    if (!inv_area) return DFM_ENOMEM;
-    mesh_vertex_areas(n, s->rest, topo->triangles, topo->triangle_count, MESH_AREA_MIXED, inv_area);
-    double mean = 0;
-    for (uint32_t v = 0; v < n; v++) mean += inv_area[v];
-    mean = n ? mean / n : 1.0;
-    for (uint32_t v = 0; v < n; v++) inv_area[v] = 1.0 / (inv_area[v] > 1e-12 * mean ? inv_area[v] : 1e-12 * mean);
-  }
   row_acc a = {0};
   a.pos = malloc(sizeof(int32_t) * (n + 1));
   a.cols = malloc(sizeof(uint32_t) * (n + 1));
@@ -368,6 +374,21 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
     }
     s->cp_off[k + 1] = (uint32_t)nk;
   }
+  rc = 0;
+out:
+  free(a.pos);
+  free(a.cols);
+  free(a.cval);
+  free(a.known);
+  free(a.kval);
+  *keys_out = keys;
+  *vals_out = vals;
+  *nnz_out = nnz;
+  return rc;
+}
+
+/* Starts the system's CHOLMOD workspace with the settings every system uses. */
+static void start_cholmod(dfm_system *s) {
   cholmod_l_start(&s->cc);
   s->cc_started = 1;
   /* CHOLMOD picks simplicial or supernodal from the fill it predicts: simplicial wins on small
@@ -383,14 +404,86 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
   s->cc.method[0].ordering = CHOLMOD_AMD;
   s->cc.postorder = 1;
   s->cc.print = 0;
-  /* Entries were collected column by column (rows unsorted within a column, which CHOLMOD
-   * accepts with sorted = 0). */
-  cholmod_sparse *A = nf ? cholmod_l_allocate_sparse(nf, nf, nnz, 0, 1, -1, CHOLMOD_REAL, &s->cc) : NULL;
-  if (nf && !A) {
-    snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", nf, nf);
-    goto out;
+}
+
+/* Analyses A (AMD, or the order computed beside the weights), factorises it and frees it, then
+ * allocates B, x, the sweep workspace and plan. 0, DFM_ENOMEM, DFM_ESOLVER or DFM_ESINGULAR. */
+static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t errlen) {
+  uint32_t nf = s->nf;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
+  s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
+  free(s->order);
+  s->order = NULL;
+  s->analyze_ms = ms_since(&t0);
+  if (!s->L || s->cc.status < CHOLMOD_OK) {
+    snprintf(err, errlen, "CHOLMOD analyze failed (status %d) for %u unknowns", s->cc.status, nf);
+    cholmod_l_free_sparse(&A, &s->cc);
+    return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
   }
-  if (A) {
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* CHOLMOD 3's supernodal factorisation scatters updates in OpenMP regions whose thread
+   * count is fixed when CHOLMOD is built (num_threads(CHOLMOD_OMP_NUM_THREADS)), one region
+   * per large supernode. On two cores, beside the ARAP tables and OpenBLAS's own threads,
+   * the wake-ups cost more than they save: the 16k-vertex region factorised in 37-44 ms
+   * with them and 27-28 ms without, the 164k sphere in 0.74-0.79 s against 0.51-0.59 s
+   * (docs/performance.md). No parallel region inside this thread may fork: the dfm
+   * modules' own loops run on dfm_pool, not OpenMP. */
+  omp_set_max_active_levels(0);
+  cholmod_l_factorize(A, s->L, &s->cc);
+  s->factor_ms = ms_since(&t0);
+  cholmod_l_free_sparse(&A, &s->cc);
+  if (s->cc.status == CHOLMOD_NOT_POSDEF || s->L->minor < s->L->n) {
+    /* L->minor is the column where factorisation broke down; name its vertex. */
+    SuiteSparse_long minor = (SuiteSparse_long)s->L->minor;
+    SuiteSparse_long col = minor < (SuiteSparse_long)nf ? ((SuiteSparse_long *)s->L->Perm)[minor] : 0;
+    snprintf(err, errlen,
+             "the %s system is not positive definite near topology vertex %u: that part of the "
+             "mesh is not held by any handle or anchor, or its triangles are degenerate",
+             dfm_mode_name(s->p.mode), s->vertex_id ? s->vertex_id[s->free_vertex[col]] : s->free_vertex[col]);
+    return DFM_ESINGULAR;
+  }
+  if (s->cc.status < CHOLMOD_OK) {
+    snprintf(err, errlen, "CHOLMOD factorize failed (status %d)", s->cc.status);
+    return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
+  }
+  s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc);
+  if (!s->B) return DFM_ENOMEM;
+  size_t tallest = 0;
+  if (s->L->is_super)
+    for (size_t k = 0; k < s->L->nsuper; k++) {
+      size_t rows = (size_t)(((SuiteSparse_long *)s->L->pi)[k + 1] - ((SuiteSparse_long *)s->L->pi)[k]);
+      if (rows > tallest) tallest = rows;
+    }
+  s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
+  s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
+  if (!s->x || !s->work) return DFM_ENOMEM;
+  if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) return DFM_ENOMEM;
+  return 0;
+}
+
+/* Assembles the lower triangle of A (free × free) and the known-vertex coupling, then analyses
+ * and factorises it. */
+static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj,
+                               const double *w, char *err, size_t errlen) {
+  uint32_t nf = s->nf;
+  double *inv_area = NULL, *vals = NULL;
+  uint64_t *keys = NULL;
+  size_t nnz = 0;
+  int rc = s->p.mode == DFM_BIHARMONIC ? inverse_areas(s, topo, &inv_area) : 0;
+  if (rc == 0) rc = assemble_lower(s, adj, w, inv_area, &keys, &vals, &nnz);
+  if (rc != 0) goto out;
+  start_cholmod(s);
+  if (nf) {
+    /* Entries were collected column by column (rows unsorted within a column, which CHOLMOD
+     * accepts with sorted = 0). */
+    cholmod_sparse *A = cholmod_l_allocate_sparse(nf, nf, nnz, 0, 1, -1, CHOLMOD_REAL, &s->cc);
+    if (!A) {
+      snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", nf, nf);
+      rc = DFM_ENOMEM;
+      goto out;
+    }
     SuiteSparse_long *Ap = A->p, *Ai = A->i;
     double *Ax = A->x;
     size_t at = 0;
@@ -402,70 +495,10 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
       }
     }
     Ap[nf] = (SuiteSparse_long)at;
+    rc = factor_system(s, A, err, errlen);
   }
-  if (A) {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
-    s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
-    free(s->order);
-    s->order = NULL;
-    s->analyze_ms = ms_since(&t0);
-    if (!s->L || s->cc.status < CHOLMOD_OK) {
-      snprintf(err, errlen, "CHOLMOD analyze failed (status %d) for %u unknowns", s->cc.status, nf);
-      cholmod_l_free_sparse(&A, &s->cc);
-      rc = s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
-      goto out;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* CHOLMOD 3's supernodal factorisation scatters updates in OpenMP regions whose thread
-     * count is fixed when CHOLMOD is built (num_threads(CHOLMOD_OMP_NUM_THREADS)), one region
-     * per large supernode. On two cores, beside the ARAP tables and OpenBLAS's own threads,
-     * the wake-ups cost more than they save: the 16k-vertex region factorised in 37-44 ms
-     * with them and 27-28 ms without, the 164k sphere in 0.74-0.79 s against 0.51-0.59 s
-     * (docs/performance.md). No parallel region inside this thread may fork: the dfm
-     * modules' own loops run on dfm_pool, not OpenMP. */
-    omp_set_max_active_levels(0);
-    cholmod_l_factorize(A, s->L, &s->cc);
-    s->factor_ms = ms_since(&t0);
-    cholmod_l_free_sparse(&A, &s->cc);
-    if (s->cc.status == CHOLMOD_NOT_POSDEF || s->L->minor < s->L->n) {
-      /* L->minor is the column where factorisation broke down; name its vertex. */
-      SuiteSparse_long minor = (SuiteSparse_long)s->L->minor;
-      SuiteSparse_long col = minor < (SuiteSparse_long)nf ? ((SuiteSparse_long *)s->L->Perm)[minor] : 0;
-      snprintf(err, errlen,
-               "the %s system is not positive definite near topology vertex %u: that part of the "
-               "mesh is not held by any handle or anchor, or its triangles are degenerate",
-               dfm_mode_name(s->p.mode), s->vertex_id ? s->vertex_id[s->free_vertex[col]] : s->free_vertex[col]);
-      rc = DFM_ESINGULAR;
-      goto out;
-    }
-    if (s->cc.status < CHOLMOD_OK) {
-      snprintf(err, errlen, "CHOLMOD factorize failed (status %d)", s->cc.status);
-      rc = s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
-      goto out;
-    }
-    s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc);
-    if (!s->B) goto out;
-    size_t tallest = 0;
-    if (s->L->is_super)
-      for (size_t k = 0; k < s->L->nsuper; k++) {
-        size_t rows = (size_t)(((SuiteSparse_long *)s->L->pi)[k + 1] - ((SuiteSparse_long *)s->L->pi)[k]);
-        if (rows > tallest) tallest = rows;
-      }
-    s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
-    s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
-    if (!s->x || !s->work) goto out;
-    if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) goto out;
-  }
-  rc = 0;
 out:
   free(inv_area);
-  free(a.pos);
-  free(a.cols);
-  free(a.cval);
-  free(a.known);
-  free(a.kval);
   free(keys);
   free(vals);
   return rc;

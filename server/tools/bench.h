@@ -28,6 +28,11 @@ int bench_child_gone(const bench_child *c); /* 1 when it exited (not reaped yet)
 double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, or -1 */
 /* The deformd next to this program ("" when it cannot tell), into out. */
 void bench_default_deformd(char *out, size_t len);
+/* --tls: cert.pem and key.pem (EC P-256, for 127.0.0.1) in a new folder under $TMPDIR, named
+ * into dir (len bytes). 0, or -1 with a message on stderr. bench_remove_certificate removes
+ * the two files and the folder. */
+int bench_make_certificate(char *dir, size_t len);
+void bench_remove_certificate(const char *dir);
 
 /* deform-bench fanout --relays R (bench_cluster.c): redis-server, a primary, R relays. */
 #define BENCH_MAX_RELAYS 8

@@ -1,6 +1,7 @@
 /*
  * bench_child.c — the deformd processes deform-bench measures: spawned with the options a
- * benchmark needs on ports the system chooses, stopped (or killed) and reaped.
+ * benchmark needs on ports the system chooses, stopped (or killed) and reaped; the throw-away
+ * certificate a --tls run gives them.
  *
  * DOES NOT talk to the server: the benchmarks connect with the blocking client.
  */
@@ -158,4 +159,36 @@ void bench_default_deformd(char *out, size_t len) {
   char *slash = strrchr(self, '/');
   if (slash) *slash = '\0';
   snprintf(out, len, "%s/deformd", self);
+}
+
+/* cert.pem and key.pem (EC P-256, for 127.0.0.1) in a new folder under $TMPDIR, made with the
+ * openssl command (Debian's openssl, which deploy/deps.sh installs). 0, or -1 with a message. */
+int bench_make_certificate(char *dir, size_t len) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, len, "%s/deform-bench-XXXXXX", tmp && tmp[0] && strlen(tmp) < len - 24 ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "deform-bench: --tls: cannot make a folder for the certificate: %s\n", strerror(errno));
+    dir[0] = '\0';
+    return -1;
+  }
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd),
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+           "-addext subjectAltName=IP:127.0.0.1 -keyout '%s/key.pem' -out '%s/cert.pem' >/dev/null 2>&1",
+           dir, dir);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "deform-bench: --tls: the openssl command could not make a certificate (deploy/deps.sh installs "
+                    "openssl)\n");
+    return -1;
+  }
+  return 0;
+}
+
+void bench_remove_certificate(const char *dir) {
+  char path[128];
+  snprintf(path, sizeof(path), "%s/cert.pem", dir);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/key.pem", dir);
+  unlink(path);
+  rmdir(dir);
 }

@@ -463,6 +463,153 @@ static int find_target(client_conn *rpc, uint32_t *out, char *err, size_t errlen
   return rc;
 }
 
+/* Waits until the demo session answers state.get (it opens on the server's thread pool after
+ * the ports are printed; 30 s at most), then finds its jaw_open target. */
+static int wait_for_demo(fanout *f, client_conn *rpc, char *err, size_t errlen) {
+  uint64_t deadline = client_now_ns() + 30000000000ull;
+  for (int is_err = 1; is_err && !g_stop;) {
+    cJSON *state = rpc_call(rpc, "state.get", 1, &is_err);
+    if (!state && !is_err) {
+      snprintf(err, errlen, "no JSON-RPC answer from deformd");
+      return -1;
+    }
+    cJSON_Delete(state);
+    if (is_err && client_now_ns() > deadline) {
+      snprintf(err, errlen, "session demo did not open within 30 s");
+      return -1;
+    }
+    if (is_err) usleep(50000);
+  }
+  if (g_stop || find_target(rpc, &f->target, err, errlen) != 0) return -1;
+  return 0;
+}
+
+/* Joins every viewer (round robin over the relays when there are any) and waits for every
+ * snapshot before the clock starts: 60 s plus 0.2 s per viewer at most. Sets res->join_s. */
+static int join_viewers(fanout *f, const bench_opts *o, const bench_cluster *cluster, int ep, uint8_t *scratch,
+                        fanout_result *res, char *err, size_t errlen) {
+  uint32_t n = f->n;
+  uint64_t t_join = client_now_ns();
+  for (uint32_t i = 0; i < n && !g_stop; i++) {
+    viewer *v = &f->v[i];
+    client_conn c;
+    int port = o->relays ? cluster->relays[i % (uint32_t)o->relays].stream_port : cluster->primary.stream_port;
+    if (connect_to(f, &c, port, err, errlen) != 0) return -1;
+    v->fd = c.fd; /* in clear, no read happened yet, so the client_conn owns nothing else */
+    if (c.tls) v->conn = c; /* under TLS it owns the SSL state */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = v};
+    if (client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
+        fcntl(v->fd, F_SETFL, fcntl(v->fd, F_GETFL) | O_NONBLOCK) != 0 ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, v->fd, &ev) != 0) {
+      snprintf(err, errlen, "viewer %u: cannot join: %s", i, strerror(errno));
+      return -1;
+    }
+    if (i % 16 == 15 && pump(f, ep, scratch, 1u << 18, 0) != 0) return -1;
+  }
+  uint64_t deadline = client_now_ns() + 60000000000ull + (uint64_t)n * 200000000ull;
+  while (!g_stop && f->joined + f->dead < n && client_now_ns() < deadline)
+    if (pump(f, ep, scratch, 1u << 18, 100) != 0) break;
+  res->join_s = (double)(client_now_ns() - t_join) / 1e9;
+  if (f->joined < n) {
+    const viewer *bad = NULL;
+    for (uint32_t i = 0; i < n && !bad; i++)
+      if (f->v[i].dead) bad = &f->v[i];
+    snprintf(err, errlen, "only %u of %u viewers got their snapshot in %.1f s%s%s", f->joined, n,
+             res->join_s, bad ? ": " : "", bad ? bad->why : "");
+    return -1;
+  }
+  return 0;
+}
+
+/* CPU seconds used so far by each process a run measures (-1 where unreadable). */
+typedef struct cpu_marks {
+  double server, self, host, redis;
+  double relays[BENCH_MAX_RELAYS];
+} cpu_marks;
+
+static void cpu_mark(const bench_cluster *cluster, cpu_marks *m) {
+  m->server = bench_proc_cpu_s(cluster->primary.pid);
+  m->self = self_cpu_s();
+  m->host = host_busy_s();
+  m->redis = cluster->redis_pid ? bench_proc_cpu_s(cluster->redis_pid) : 0;
+  for (int i = 0; i < cluster->relay_count; i++) m->relays[i] = bench_proc_cpu_s(cluster->relays[i].pid);
+}
+
+/* Pumps the viewers until, once the editor (and the sculptor) stopped, every live viewer is at
+ * the final version, or nothing arrived for 1 s (an overloaded server may still be draining a
+ * backlog long after the editor stopped; 60 s at most). */
+static void pump_until_settled(fanout *f, int ep, uint8_t *scratch, int sculpting) {
+  uint64_t done_at = 0;
+  while (!g_stop) {
+    if (pump(f, ep, scratch, 1u << 18, 5) != 0) break;
+    if (!atomic_load(&f->editor_done) || (sculpting && !atomic_load(&f->sculptor_done))) continue;
+    uint64_t now = client_now_ns(), final = f->start_version + atomic_load(&f->sent) + atomic_load(&f->sculpt_sent);
+    if (!done_at) done_at = now;
+    uint32_t behind = 0;
+    for (uint32_t i = 0; i < f->n; i++) behind += !f->v[i].dead && f->v[i].last_version < final;
+    if (behind == 0 || now > done_at + 60000000000ull ||
+        (now > done_at + 1000000000ull && now > f->last_rx_ns + 1000000000ull))
+      break;
+  }
+}
+
+/* Fills the measured part of `res` from what the viewers counted, the server's stats and state
+ * before (stats0) and after the run, and the CPU marks at both ends of `elapsed_s` (the
+ * relays' first `relay_count`). */
+static void fanout_summarise(const bench_opts *o, fanout *f, int relay_count, const cpu_marks *m0,
+                             const cpu_marks *m1, const cJSON *stats0, const cJSON *stats1, const cJSON *state, double elapsed_s,
+                             fanout_result *res) {
+  uint32_t n = f->n;
+  double relay_s = 0;
+  for (int i = 0; i < relay_count; i++) {
+    double d = m1->relays[i] - m0->relays[i];
+    relay_s += d;
+    if (d > res->relay_cpu_max_pct) res->relay_cpu_max_pct = d; /* seconds, made % below */
+  }
+  res->elapsed_s = elapsed_s;
+  res->edits_sent = atomic_load(&f->sent);
+  res->final_version = (uint64_t)json_num(state, "version");
+  res->expected = (uint64_t)n * res->edits_sent;
+  for (uint32_t i = 0; i < n; i++) {
+    const viewer *v = &f->v[i];
+    res->delivered += v->delivered;
+    res->catchup_frames += v->catchups;
+    res->viewers_caught_up += v->catchups > 0;
+    res->order_errors += v->order_errors;
+    res->viewers_dropped += v->dead;
+    res->at_final += !v->dead && v->last_version == res->final_version;
+    /* Seqs up to the newest one seen were superseded; later ones never arrived. */
+    uint32_t top = v->max_seq < res->edits_sent ? v->max_seq : res->edits_sent;
+    res->coalesced += top > v->delivered ? top - v->delivered : 0;
+    res->lost += res->edits_sent - top;
+    if (v->dead && !res->first_error[0]) snprintf(res->first_error, sizeof(res->first_error), "%s", v->why);
+  }
+  res->fps = (double)(res->delivered + res->catchup_frames) / res->elapsed_s;
+  qsort(f->lat, f->nlat, sizeof(uint64_t), cmp_u64);
+  res->min_ms = f->nlat ? (double)f->lat[0] / 1e6 : 0;
+  res->p50_ms = pct_ms(f->lat, f->nlat, 0.50);
+  res->p99_ms = pct_ms(f->lat, f->nlat, 0.99);
+  res->max_ms = f->nlat ? (double)f->lat[f->nlat - 1] / 1e6 : 0;
+  res->bytes_per_frame = f->weights_frames ? (double)f->weights_bytes / (double)f->weights_frames : 0;
+  res->server_cpu_pct = m0->server >= 0 && m1->server >= 0 ? 100.0 * (m1->server - m0->server) / res->elapsed_s : -1;
+  res->bench_cpu_pct = 100.0 * (m1->self - m0->self) / res->elapsed_s;
+  res->host_cpu_pct = m0->host >= 0 && m1->host >= 0 ? 100.0 * (m1->host - m0->host) / res->elapsed_s : -1;
+  res->srv_coalesced = json_num(stats1, "frames_coalesced") - json_num(stats0, "frames_coalesced");
+  res->srv_dropped = json_num(stats1, "clients_dropped") - json_num(stats0, "clients_dropped");
+  res->srv_catchups = json_num(stats1, "catchups_sent") - json_num(stats0, "catchups_sent");
+  for (uint32_t i = 0; i < n; i++) res->sculpt_frames += f->v[i].deltas;
+  res->sculpt_sent = atomic_load(&f->sculpt_sent);
+  res->relay_cpu_pct = 100.0 * relay_s / res->elapsed_s;
+  res->relay_cpu_max_pct = 100.0 * res->relay_cpu_max_pct / res->elapsed_s;
+  res->redis_cpu_pct = 100.0 * (m1->redis - m0->redis) / res->elapsed_s;
+  /* What fanning one frame out to one viewer costs: the relays' CPU with relays, else the server's. */
+  double fan_s = o->relays ? relay_s : m1->server - m0->server;
+  uint64_t frames = res->delivered + res->catchup_frames + res->sculpt_frames;
+  res->cpu_us_per_delivery = frames ? 1e6 * fan_s / (double)frames : 0;
+  res->goal_nothing_lost = res->at_final == n && res->viewers_dropped == 0 && res->srv_dropped == 0;
+  if (f->oom) snprintf(res->first_error, sizeof(res->first_error), "latency samples incomplete: out of memory");
+}
+
 static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof(*res));
   res->viewers = n;
@@ -499,24 +646,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
     return -1;
   }
 
-  /* The demo session opens on the server's thread pool after the ports are printed. */
-  if (connect_to(&f, &rpc, child->rpc_port, err, errlen) != 0) goto out;
-  uint64_t deadline = client_now_ns() + 30000000000ull;
-  for (int is_err = 1; is_err && !g_stop;) {
-    state = rpc_call(&rpc, "state.get", 1, &is_err);
-    if (!state && !is_err) {
-      snprintf(err, errlen, "no JSON-RPC answer from deformd");
-      goto out;
-    }
-    if (is_err && client_now_ns() > deadline) {
-      snprintf(err, errlen, "session demo did not open within 30 s");
-      goto out;
-    }
-    if (is_err) usleep(50000);
-  }
-  cJSON_Delete(state);
-  state = NULL;
-  if (g_stop || find_target(&rpc, &f.target, err, errlen) != 0) goto out;
+  if (connect_to(&f, &rpc, child->rpc_port, err, errlen) != 0 || wait_for_demo(&f, &rpc, err, errlen) != 0) goto out;
   f.send_ns = calloc((size_t)f.edits + 1, sizeof(*f.send_ns));
   f.v = calloc(n, sizeof(*f.v));
   scratch = malloc(1u << 18);
@@ -528,48 +658,16 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
   for (uint32_t i = 0; i < n; i++) f.v[i].fd = -1;
   if (editor_join(&f, &f.editor, child->stream_port, err, errlen) != 0) goto out;
   if (f.sculpt_rate > 0 && editor_join(&f, &f.sculptor, child->stream_port, err, errlen) != 0) goto out;
-
-  /* Join every viewer and wait for every snapshot before the clock starts. */
-  uint64_t t_join = client_now_ns();
-  for (uint32_t i = 0; i < n && !g_stop; i++) {
-    viewer *v = &f.v[i];
-    client_conn c;
-    int port = o->relays ? cluster.relays[i % (uint32_t)o->relays].stream_port : child->stream_port;
-    if (connect_to(&f, &c, port, err, errlen) != 0) goto out;
-    v->fd = c.fd; /* in clear, no read happened yet, so the client_conn owns nothing else */
-    if (c.tls) v->conn = c; /* under TLS it owns the SSL state */
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = v};
-    if (client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL) != 0 ||
-        fcntl(v->fd, F_SETFL, fcntl(v->fd, F_GETFL) | O_NONBLOCK) != 0 ||
-        epoll_ctl(ep, EPOLL_CTL_ADD, v->fd, &ev) != 0) {
-      snprintf(err, errlen, "viewer %u: cannot join: %s", i, strerror(errno));
-      goto out;
-    }
-    if (i % 16 == 15 && pump(&f, ep, scratch, 1u << 18, 0) != 0) goto out;
-  }
-  deadline = client_now_ns() + 60000000000ull + (uint64_t)n * 200000000ull;
-  while (!g_stop && f.joined + f.dead < n && client_now_ns() < deadline)
-    if (pump(&f, ep, scratch, 1u << 18, 100) != 0) break;
-  res->join_s = (double)(client_now_ns() - t_join) / 1e9;
-  if (f.joined < n) {
-    const viewer *bad = NULL;
-    for (uint32_t i = 0; i < n && !bad; i++)
-      if (f.v[i].dead) bad = &f.v[i];
-    snprintf(err, errlen, "only %u of %u viewers got their snapshot in %.1f s%s%s", f.joined, n,
-             res->join_s, bad ? ": " : "", bad ? bad->why : "");
-    goto out;
-  }
+  if (join_viewers(&f, o, &cluster, ep, scratch, res, err, errlen) != 0) goto out;
   fprintf(stderr, "deform-bench: %u viewers joined in %.2f s; editing at %g Hz for %g s\n", n,
           res->join_s, o->rate, o->seconds);
 
   /* The measured interval: first edit until every viewer is at the final version, or until
-   * nothing arrived for 1 s after the last edit (an overloaded server may still be draining a
-   * backlog long after the editor stopped; 60 s at most). */
+   * the viewers settle (pump_until_settled). */
   stats0 = rpc_call(&rpc, "server.stats", 0, NULL);
-  double cpu0 = bench_proc_cpu_s(child->pid), self0 = self_cpu_s(), host0 = host_busy_s();
-  double rcpu0[BENCH_MAX_RELAYS], redis0 = cluster.redis_pid ? bench_proc_cpu_s(cluster.redis_pid) : 0;
-  for (int i = 0; i < cluster.relay_count; i++) rcpu0[i] = bench_proc_cpu_s(cluster.relays[i].pid);
-  uint64_t t0 = client_now_ns(), done_at = 0;
+  cpu_marks m0, m1;
+  cpu_mark(&cluster, &m0);
+  uint64_t t0 = client_now_ns();
   if (pthread_create(&editor_thread, NULL, editor_main, &f) != 0) {
     snprintf(err, errlen, "cannot start the editor thread");
     goto out;
@@ -582,25 +680,9 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
     }
     sculptor_started = 1;
   }
-  while (!g_stop) {
-    if (pump(&f, ep, scratch, 1u << 18, 5) != 0) break;
-    if (!atomic_load(&f.editor_done) || (sculptor_started && !atomic_load(&f.sculptor_done))) continue;
-    uint64_t now = client_now_ns(), final = f.start_version + atomic_load(&f.sent) + atomic_load(&f.sculpt_sent);
-    if (!done_at) done_at = now;
-    uint32_t behind = 0;
-    for (uint32_t i = 0; i < n; i++) behind += !f.v[i].dead && f.v[i].last_version < final;
-    if (behind == 0 || now > done_at + 60000000000ull ||
-        (now > done_at + 1000000000ull && now > f.last_rx_ns + 1000000000ull))
-      break;
-  }
+  pump_until_settled(&f, ep, scratch, sculptor_started);
   uint64_t t1 = client_now_ns();
-  double cpu1 = bench_proc_cpu_s(child->pid), self1 = self_cpu_s(), host1 = host_busy_s();
-  double relay_s = 0, redis1 = cluster.redis_pid ? bench_proc_cpu_s(cluster.redis_pid) : 0;
-  for (int i = 0; i < cluster.relay_count; i++) {
-    double d = bench_proc_cpu_s(cluster.relays[i].pid) - rcpu0[i];
-    relay_s += d;
-    if (d > res->relay_cpu_max_pct) res->relay_cpu_max_pct = d; /* seconds, made % below */
-  }
+  cpu_mark(&cluster, &m1);
   pthread_join(editor_thread, NULL);
   editor_started = 0;
   if (sculptor_started) pthread_join(sculptor_thread, NULL);
@@ -612,49 +694,7 @@ static int run_fanout(const bench_opts *o, uint32_t n, fanout_result *res, char 
              bench_child_gone(child) ? ": deformd is gone" : "");
     goto out;
   }
-
-  res->elapsed_s = (double)(t1 - t0) / 1e9;
-  res->edits_sent = atomic_load(&f.sent);
-  res->final_version = (uint64_t)json_num(state, "version");
-  res->expected = (uint64_t)n * res->edits_sent;
-  for (uint32_t i = 0; i < n; i++) {
-    const viewer *v = &f.v[i];
-    res->delivered += v->delivered;
-    res->catchup_frames += v->catchups;
-    res->viewers_caught_up += v->catchups > 0;
-    res->order_errors += v->order_errors;
-    res->viewers_dropped += v->dead;
-    res->at_final += !v->dead && v->last_version == res->final_version;
-    /* Seqs up to the newest one seen were superseded; later ones never arrived. */
-    uint32_t top = v->max_seq < res->edits_sent ? v->max_seq : res->edits_sent;
-    res->coalesced += top > v->delivered ? top - v->delivered : 0;
-    res->lost += res->edits_sent - top;
-    if (v->dead && !res->first_error[0]) snprintf(res->first_error, sizeof(res->first_error), "%s", v->why);
-  }
-  res->fps = (double)(res->delivered + res->catchup_frames) / res->elapsed_s;
-  qsort(f.lat, f.nlat, sizeof(uint64_t), cmp_u64);
-  res->min_ms = f.nlat ? (double)f.lat[0] / 1e6 : 0;
-  res->p50_ms = pct_ms(f.lat, f.nlat, 0.50);
-  res->p99_ms = pct_ms(f.lat, f.nlat, 0.99);
-  res->max_ms = f.nlat ? (double)f.lat[f.nlat - 1] / 1e6 : 0;
-  res->bytes_per_frame = f.weights_frames ? (double)f.weights_bytes / (double)f.weights_frames : 0;
-  res->server_cpu_pct = cpu0 >= 0 && cpu1 >= 0 ? 100.0 * (cpu1 - cpu0) / res->elapsed_s : -1;
-  res->bench_cpu_pct = 100.0 * (self1 - self0) / res->elapsed_s;
-  res->host_cpu_pct = host0 >= 0 && host1 >= 0 ? 100.0 * (host1 - host0) / res->elapsed_s : -1;
-  res->srv_coalesced = json_num(stats1, "frames_coalesced") - json_num(stats0, "frames_coalesced");
-  res->srv_dropped = json_num(stats1, "clients_dropped") - json_num(stats0, "clients_dropped");
-  res->srv_catchups = json_num(stats1, "catchups_sent") - json_num(stats0, "catchups_sent");
-  for (uint32_t i = 0; i < n; i++) res->sculpt_frames += f.v[i].deltas;
-  res->sculpt_sent = atomic_load(&f.sculpt_sent);
-  res->relay_cpu_pct = 100.0 * relay_s / res->elapsed_s;
-  res->relay_cpu_max_pct = 100.0 * res->relay_cpu_max_pct / res->elapsed_s;
-  res->redis_cpu_pct = 100.0 * (redis1 - redis0) / res->elapsed_s;
-  /* What fanning one frame out to one viewer costs: the relays' CPU with relays, else the server's. */
-  double fan_s = o->relays ? relay_s : cpu1 - cpu0;
-  uint64_t frames = res->delivered + res->catchup_frames + res->sculpt_frames;
-  res->cpu_us_per_delivery = frames ? 1e6 * fan_s / (double)frames : 0;
-  res->goal_nothing_lost = res->at_final == n && res->viewers_dropped == 0 && res->srv_dropped == 0;
-  if (f.oom) snprintf(res->first_error, sizeof(res->first_error), "latency samples incomplete: out of memory");
+  fanout_summarise(o, &f, cluster.relay_count, &m0, &m1, stats0, stats1, state, (double)(t1 - t0) / 1e9, res);
   rc = g_stop ? -1 : 0;
 out:
   if (editor_started || sculptor_started) g_stop = 1;
@@ -739,40 +779,6 @@ static void print_result(const bench_opts *o, const fanout_result *r) {
   fflush(stdout);
   free(text);
   cJSON_Delete(j);
-}
-
-/* ---- --tls: a throw-away certificate ----------------------------------------------------------- */
-
-/* cert.pem and key.pem (EC P-256, for 127.0.0.1) in a new folder under $TMPDIR, made with the
- * openssl command (Debian's openssl, which deploy/deps.sh installs). 0, or -1 with a message. */
-static int make_certificate(char *dir, size_t len) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, len, "%s/deform-bench-XXXXXX", tmp && tmp[0] && strlen(tmp) < len - 24 ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "deform-bench: --tls: cannot make a folder for the certificate: %s\n", strerror(errno));
-    dir[0] = '\0';
-    return -1;
-  }
-  char cmd[512];
-  snprintf(cmd, sizeof(cmd),
-           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
-           "-addext subjectAltName=IP:127.0.0.1 -keyout '%s/key.pem' -out '%s/cert.pem' >/dev/null 2>&1",
-           dir, dir);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "deform-bench: --tls: the openssl command could not make a certificate (deploy/deps.sh installs "
-                    "openssl)\n");
-    return -1;
-  }
-  return 0;
-}
-
-static void remove_certificate(const char *dir) {
-  char path[128];
-  snprintf(path, sizeof(path), "%s/cert.pem", dir);
-  unlink(path);
-  snprintf(path, sizeof(path), "%s/key.pem", dir);
-  unlink(path);
-  rmdir(dir);
 }
 
 /* ---- command line ------------------------------------------------------------------------------- */
@@ -943,7 +949,7 @@ int main(int argc, char **argv) {
     rl.rlim_cur = rl.rlim_max < most + 64 ? rl.rlim_max : most + 64;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  if (o.tls && make_certificate(o.tls_dir, sizeof(o.tls_dir)) != 0) {
+  if (o.tls && bench_make_certificate(o.tls_dir, sizeof(o.tls_dir)) != 0) {
     free(o.cmdline);
     return 1;
   }
@@ -959,7 +965,7 @@ int main(int argc, char **argv) {
     }
     print_result(&o, &r);
   }
-  if (o.tls_dir[0]) remove_certificate(o.tls_dir);
+  if (o.tls_dir[0]) bench_remove_certificate(o.tls_dir);
   free(o.cmdline);
   return rc;
 }
