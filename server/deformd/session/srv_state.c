@@ -3,6 +3,9 @@
  * offsets copied on the loop thread, the targets copied shallowly (their arrays never change or
  * move), and the shape they give, base + Σ w·Δ + offsets, evaluated on any thread.
  *
+ * The copies are why a pool job never reads a session the loop may be changing (invariant 10 of
+ * docs/architecture.md).
+ *
  * DOES NOT keep a copy alive past its job (the job releases it) or touch the session later.
  */
 #include <stdlib.h>
