@@ -9,14 +9,16 @@
  *     since v" is cheap; versions only grow (asserted in debug builds);
  *   1, 3 each applied op is encoded once per codec into frames carrying absolute values, and the
  *     same bytes go to every subscriber (srv_session_publish);
- *   5 the one exception: srv_record_load_checkpoint() writes a stored checkpoint's state (weights,
- *     target settings, added targets, offsets, their version stamps and `version` itself)
- *     directly into a session fresh from srv_session_create() — version 0, no op applied, no
- *     subscribers (asserted), not yet in the server's table — on the thread that restores it,
- *     before anyone can see it. A checkpoint is the state earlier ops produced, with their stamps; applying it as ops
- *     would stamp every weight and target with new versions one by one (changing what catch-ups
- *     and late joiners are sent, and the version the store's records continue from), so it is
- *     loaded as it was stored, and every op after it is replayed through srv_session_apply().
+ *   5 srv_session_apply() is the one mutator, with one exception: srv_record_load_checkpoint()
+ *     writes a stored checkpoint's state (weights, target settings, added targets, offsets, their
+ *     version stamps and `version` itself) directly into a session fresh from
+ *     srv_session_create() — version 0, no op applied, no subscribers (asserted), not yet in the
+ *     server's table — on the thread that restores it, before anyone can see it. A checkpoint is
+ *     the state earlier ops produced, with their stamps. Applied as ops, it would come out at
+ *     another version (one per op, where the store's records continue from the checkpoint's)
+ *     with every weight and target stamped anew (changing what catch-ups and late joiners are
+ *     sent); so it is loaded as it was stored, and every op after it is replayed through
+ *     srv_session_apply().
  *
  * DOES NOT parse requests (the transports and methods build ops) or do I/O.
  */
