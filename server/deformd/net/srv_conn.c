@@ -3,8 +3,8 @@
  * per-connection output policy for slow readers.
  *
  * Connections are handles: freed only in their close callback, after the last reference
- * (jobs answering a request hold one) is gone (invariant 8 of docs/architecture.md). Writes are requests: each owns references to the
- * frames it sends until its callback runs.
+ * (jobs answering a request hold one) is gone (invariant 8 of docs/architecture.md). Writes are
+ * requests: each owns references to the frames it sends until its callback runs.
  *
  * Output policy (invariants 1, 3 and 7 of docs/architecture.md): frames carry absolute values, so a
  * connection may skip frames as long as it later receives the newest value of everything that
