@@ -1,8 +1,14 @@
 /*
  * proto_frame.c — frame header, the growable output buffer, primitive encodings, error names.
  *
+ * The assert()s here check the callers' own mistakes (a name the encoder was not meant to get, a
+ * frame ended that was not begun, a cursor moved past its end), never input: bad bytes are
+ * always an error code. They run in the Debug build (`make test-asan`) and NDEBUG compiles them
+ * out of RelWithDebInfo and Release.
+ *
  * DOES NOT know any message layout beyond the header: see proto_msg.c.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +137,7 @@ void proto__put_f32(proto_buf *b, float v) {
 }
 
 void proto__put_str(proto_buf *b, const char *s, size_t n) {
+  assert(n <= PROTO_MAX_NAME); /* every encoder checks its names; a decoder refuses longer ones */
   proto__put_u16(b, (uint16_t)n);
   uint8_t *p = proto__reserve(b, n);
   if (p && n) memcpy(p, s, n);
@@ -180,6 +187,7 @@ size_t proto_frame_begin(proto_buf *b, proto_type type, uint8_t flags, uint64_t 
 
 int proto_frame_end(proto_buf *b, size_t offset) {
   if (b->failed) return PROTO_ENOMEM;
+  assert(offset <= b->len && b->len - offset >= PROTO_HEADER_SIZE); /* from proto_frame_begin on b */
   size_t payload = b->len - offset - PROTO_HEADER_SIZE;
   if (payload > UINT32_MAX) return PROTO_ETOOBIG;
   proto__st32(b->data + offset + 8, (uint32_t)payload);
@@ -189,6 +197,7 @@ int proto_frame_end(proto_buf *b, size_t offset) {
 /* ---- input cursor ---------------------------------------------------------------------------- */
 
 int proto__get(proto_cur *c, size_t n, const uint8_t **out) {
+  assert(c->at <= c->end); /* only proto__get moves the cursor, and never past its end */
   if ((size_t)(c->end - c->at) < n) return PROTO_ETRUNCATED;
   *out = c->at;
   c->at += n;
@@ -263,6 +272,7 @@ int proto__get_varint(proto_cur *c, uint32_t *v) {
 }
 
 int32_t proto_quantize(float offset, float quantum) {
+  assert(quantum > 0); /* a session's or a grid's own quantum, checked when it was set */
   double q = (double)offset / (double)quantum;
   if (!(q == q)) return 0;
   if (q > PROTO_Q_MAX) return PROTO_Q_MAX;

@@ -1,10 +1,14 @@
 /*
  * mesh.c — the mesh handle: allocation, sparse targets, clips, bounds, evaluation, validation.
  *
+ * The assert()s check callers' own mistakes, never a file's content (that is mesh_validate's,
+ * with error codes); they run in the Debug build and NDEBUG compiles them out of the others.
+ *
  * DOES NOT import, weld or compute geometry; see the other mesh_*.c files.
  */
 #include "mesh.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -153,6 +157,7 @@ int mesh_add_target_dense(mesh *m, const char *name, const float *dense, float d
 
 int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint32_t *indices,
                            const float *deltas, float default_weight) {
+  assert(count == 0 || (indices && deltas));
   for (uint32_t k = 0; k < count; k++) {
     if (indices[k] >= m->vertex_count || (k > 0 && indices[k] <= indices[k - 1])) return MESH_ERANGE;
     for (int c = 0; c < 3; c++)
@@ -177,6 +182,7 @@ int mesh_add_target_sparse(mesh *m, const char *name, uint32_t count, const uint
 }
 
 void mesh_remove_last_target(mesh *m) {
+  assert(m->target_count > 0); /* it undoes an add that succeeded */
   if (m->target_count == 0) return;
   target_fini(&m->targets[--m->target_count]);
 }

@@ -23,7 +23,8 @@
  *
  * Names carry no NUL and no terminator. The reader checks every count against the bytes that
  * are left before it allocates, so a lying header costs nothing, and finishes with
- * mesh_validate(), so what it returns meets every invariant the rest of the system relies on.
+ * mesh_validate(), so what it returns meets every invariant the rest of the system relies on
+ * (input checked at the edge: invariant 11 of docs/architecture.md).
  *
  * Version 1 (stored by builds before clips had loop_frames and play_once) has no loop_frames
  * and clip_flags; it still reads, with both 0. A new layout gets a new version and a reader

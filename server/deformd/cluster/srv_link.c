@@ -3,8 +3,8 @@
  * node that owns a session to forward a request to it (srv_forward.c).
  *
  * A link is a handle: srv_link_close (or a failure, reported once through ops->on_close)
- * closes it and it is freed in its close callback. Writes are copied and queued; what is
- * written before the connection is up waits for it. Addresses are numeric (the registry holds
+ * closes it and it is freed in its close callback (invariant 8 of docs/architecture.md). Writes
+ * are copied and queued; what is written before the connection is up waits for it. Addresses are numeric (the registry holds
  * what each node advertises), so nothing here resolves a name on the loop.
  *
  * DOES NOT parse what arrives: bytes go to ops->on_data.

@@ -11,6 +11,8 @@
  * rate, SNAPSHOTs and catch-ups of slow viewers by the same code as a primary; what it keeps in
  * memory for late joiners and slow viewers is the replica's state and its per-block versions,
  * which answer "everything since version v" for any v (not only within a ring of frames).
+ * Loading the snapshot is invariant 5's one exception (docs/architecture.md); every entry after
+ * it goes through the one mutator.
  *
  * Reading: one XREAD BLOCK over every live replica's stream on a connection of its own (a
  * blocked connection answers nothing else); a replica added meanwhile unblocks it (CLIENT

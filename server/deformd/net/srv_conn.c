@@ -3,10 +3,10 @@
  * per-connection output policy for slow readers.
  *
  * Connections are handles: freed only in their close callback, after the last reference
- * (jobs answering a request hold one) is gone. Writes are requests: each owns references to the
- * frames it sends until its callback runs.
+ * (jobs answering a request hold one) is gone (invariant 8 of docs/architecture.md). Writes are
+ * requests: each owns references to the frames it sends until its callback runs.
  *
- * Output policy (invariants 1 and 3 of the architecture): frames carry absolute values, so a
+ * Output policy (invariants 1, 3 and 7 of docs/architecture.md): frames carry absolute values, so a
  * connection may skip frames as long as it later receives the newest value of everything that
  * changed. A connection whose unwritten bytes would pass the soft limit stops receiving
  * individual frames ("lagging"); once its socket drains, its transport sends one catch-up (the
@@ -40,6 +40,7 @@
 #include "proto.h"
 #include "srv_conn.h"
 #include "srv_error.h"
+#include "srv_assert.h"
 #include "srv_log.h"
 #include "srv_frame.h"
 #include "srv_config.h"
@@ -125,7 +126,10 @@ uint32_t srv_conn_author(srv_conn *c) {
   return id;
 }
 
-void srv_conn_ref(srv_conn *c) { c->refs++; }
+void srv_conn_ref(srv_conn *c) {
+  SRV_ASSERT(c->refs > 0); /* invariant 8: never below zero, never revived */
+  c->refs++;
+}
 
 /* Frees the read buffer and gives its share of the server's input budget back. */
 static void drop_input(srv_conn *c) {
@@ -145,6 +149,7 @@ static void conn_free(srv_conn *c) {
 }
 
 void srv_conn_unref(srv_conn *c) {
+  SRV_ASSERT(c->refs > 0); /* invariant 8 */
   if (--c->refs == 0) conn_free(c);
 }
 
@@ -454,6 +459,7 @@ static void start_lagging(srv_conn *c) {
 }
 
 void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version) {
+  SRV_ASSERT(version >= c->sent_version); /* invariant 7: a subscriber only moves forward */
   srv_server *s = c->server;
   if (c->closing || c->finishing) return;
   if (c->lagging || f == NULL) {

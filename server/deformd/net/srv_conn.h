@@ -120,7 +120,8 @@ void srv_conn_finish(srv_conn *c, srv_frame *last);
 void srv_conn_close(srv_conn *c);
 void srv_conn_ref(srv_conn *c);
 void srv_conn_unref(srv_conn *c);
-/* Fan-out to one subscriber (invariants 1 and 3): queues `f`, which brings it to `version`, or
+/* Fan-out to one subscriber (invariants 1, 3 and 7 of docs/architecture.md: `version` is never
+ * behind the version it was sent last): queues `f`, which brings it to `version`, or
  * marks it lagging (f NULL, or over the soft limit) so that it is caught up once drained; over
  * the hard limit it is dropped with an ERROR. */
 void srv_conn_deliver(srv_conn *c, srv_frame *f, uint64_t version);

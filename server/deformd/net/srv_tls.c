@@ -1,7 +1,8 @@
 /*
  * srv_tls.c — TLS as a transport layer: OpenSSL 3 through memory BIOs, so that the loop
  * thread only ever moves bytes between the socket and SSL's buffers and never waits on a
- * handshake (a libuv stream delivers what arrived; SSL consumes it and says what to send).
+ * handshake (invariant 4 of docs/architecture.md; a libuv stream delivers what arrived; SSL
+ * consumes it and says what to send).
  *
  * A connection (srv_conn.c) with a srv_tls feeds every ciphertext byte it reads to
  * srv_tls_feed, reads plaintext out with srv_tls_read for its transport, hands plaintext to

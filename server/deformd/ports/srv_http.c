@@ -18,7 +18,7 @@
  * asked) is refused with 403: otherwise any page a user visits could drive a local deformd.
  *
  * DOES NOT frame WebSocket messages (srv_ws.c), read files (the page is compiled in, so the
- * loop never waits for a disk) or serve anything but the page.
+ * loop never waits for a disk: invariant 4 of docs/architecture.md) or serve anything but the page.
  */
 #include <ctype.h>
 #include <llhttp.h>

@@ -143,7 +143,7 @@ static void hold(srv_rpc_call *call, cJSON *result, int edit) {
 }
 
 /* With a store, an answer goes out once everything applied before it is committed: nothing a
- * client is told is done can be lost. Answers keep their order on each connection. While the
+ * client is told is done can be lost (invariant 9 of docs/architecture.md). Answers keep their order on each connection. While the
  * store fails, edits are refused, so a direct answer then is a read's and goes out at once. */
 void srv_rpc_reply(srv_rpc_call *call, cJSON *result) { hold(call, result, 0); }
 

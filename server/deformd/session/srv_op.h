@@ -1,5 +1,6 @@
 /*
- * srv_op.h — operation records (invariant 5 of docs/architecture.md): the only way session state changes.
+ * srv_op.h — operation records (invariant 5 of docs/architecture.md): the only way session state changes
+ * (the one exception, loading a checkpoint into a fresh session, is described in srv_session_op.c).
  */
 #ifndef DEFORMD_SRV_OP_H
 #define DEFORMD_SRV_OP_H

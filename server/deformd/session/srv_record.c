@@ -12,7 +12,9 @@
  *
  * A checkpoint is a session's whole state at a version: the targets added since import, every
  * target's settings and weight, every non-zero offset. Restart loads the newest checkpoint and
- * replays the records after it.
+ * replays the records after it. Loading one is the one write of session state outside
+ * srv_session_apply(): into a fresh session nobody sees yet (invariant 5 of docs/architecture.md,
+ * its exception; srv_session_op.c says why).
  *
  * A clip record keeps what a session's clip gained after import: a recording's frames, a
  * compression's per-frame weights and report.
@@ -29,6 +31,7 @@
 #include "mesh.h"
 #include "srv_record.h"
 #include "srv_error.h"
+#include "srv_assert.h"
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_session_wire.h"
@@ -408,6 +411,8 @@ int srv_record_encode_checkpoint(const srv_session *s, proto_buf *b) {
 }
 
 int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen) {
+  /* Invariant 5's exception holds only for a session fresh from srv_session_create(). */
+  SRV_ASSERT(s->version == 0 && s->ops_applied == 0 && s->subscriber_count == 0);
   cur c = {p, p + n, 0};
   int magic_ok = n >= 4 && memcmp(p, "DFCK", 4) == 0;
   c.p += magic_ok ? 4 : 0;

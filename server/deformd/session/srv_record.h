@@ -35,7 +35,8 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
 void srv_record_op_fini(srv_record_op *r);
 /* A session's whole state at its version. Returns 0 or SRV_EINTERNAL. */
 int srv_record_encode_checkpoint(const srv_session *s, proto_buf *b);
-/* Loads a checkpoint into a session fresh from its stored mesh. Returns 0 or SRV_EIO. */
+/* Loads a checkpoint into a session fresh from its stored mesh (version 0, nothing applied, no
+ * subscribers): invariant 5's one exception, see srv_session_op.c. Returns 0 or SRV_EIO. */
 int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,7 @@
 #include "mesh.h"
 #include "srv_session.h"
 #include "srv_error.h"
+#include "srv_assert.h"
 #include "srv_log.h"
 #include "srv_frame.h"
 #include "srv_server.h"
@@ -63,9 +64,13 @@ void srv_session_destroy(srv_session *s) {
   free(s);
 }
 
-void srv_session_ref(srv_session *s) { s->refs++; }
+void srv_session_ref(srv_session *s) {
+  SRV_ASSERT(s->refs > 0); /* invariant 8: never below zero, never revived */
+  s->refs++;
+}
 
 void srv_session_unref(srv_session *s) {
+  SRV_ASSERT(!s || s->refs > 0); /* invariant 8 */
   if (s && --s->refs == 0) srv_session_destroy(s);
 }
 

@@ -1,12 +1,24 @@
 /*
  * srv_session_op.c — a session's operation records: validated (srv_session_check), then applied
- * (srv_session_apply), the only way a session's state changes.
+ * (srv_session_apply), the only way a live session's state changes (invariant 5 of
+ * docs/architecture.md).
  *
- * Invariants:
- *   - every applied op bumps `version` by one and stamps what it changed (a target's weight, a
- *     block of 64 vertices) with the new version, so "everything changed since v" is cheap;
- *   - each applied op is encoded once into one frame carrying absolute values, and the same
- *     bytes go to every subscriber (srv_session_publish).
+ * Invariants (numbered as in docs/architecture.md):
+ *   2 every applied op bumps `version` by one and stamps what it changed (a target's weight,
+ *     settings or deltas, a block of 64 vertices) with the new version, so "everything changed
+ *     since v" is cheap; versions only grow (asserted in debug builds);
+ *   1, 3 each applied op is encoded once per codec into frames carrying absolute values, and the
+ *     same bytes go to every subscriber (srv_session_publish);
+ *   5 srv_session_apply() is the one mutator, with one exception: srv_record_load_checkpoint()
+ *     writes a stored checkpoint's state (weights, target settings, added targets, offsets, their
+ *     version stamps and `version` itself) directly into a session fresh from
+ *     srv_session_create() — version 0, no op applied, no subscribers (asserted), not yet in the
+ *     server's table — on the thread that restores it, before anyone can see it. A checkpoint is
+ *     the state earlier ops produced, with their stamps. Applied as ops, it would come out at
+ *     another version (one per op, where the store's records continue from the checkpoint's)
+ *     with every weight and target stamped anew (changing what catch-ups and late joiners are
+ *     sent); so it is loaded as it was stored, and every op after it is replayed through
+ *     srv_session_apply().
  *
  * DOES NOT parse requests (the transports and methods build ops) or do I/O.
  */
@@ -18,6 +30,7 @@
 #include "proto.h"
 #include "mesh.h"
 #include "srv_error.h"
+#include "srv_assert.h"
 #include "srv_log.h"
 #include "srv_frame.h"
 #include "srv_server.h"
@@ -469,6 +482,7 @@ static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
       s->vertex_version[v] = version;
     }
   }
+  SRV_ASSERT(version == s->version + 1 && version > 0); /* invariant 2: one step up per op */
   s->version = version;
   s->ops_applied++;
   if (s->subscriber_count == 0) {

@@ -4,7 +4,8 @@
  * and per grid its positions and UVs and target records), the per-join head and state part,
  * catch-ups (everything changed since a version), and the DELTA and TARGET frames of a change.
  *
- * Encode once: every piece here is made once per session and codec and shared by reference;
+ * Encode once (invariant 3 of docs/architecture.md; every frame carries absolute values,
+ * invariant 1): every piece here is made once per session and codec and shared by reference;
  * what depends on the moment (a head with the current target count, the state part) is small.
  * Version 2's pieces for a grid are made when a viewer first asks for that grid (its positions
  * and UVs on the pool, srv_session_codec_init; its target records on the loop, as each TARGET

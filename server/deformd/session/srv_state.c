@@ -4,6 +4,9 @@
  * move), and the shape they give, base + Σ w·Δ + offsets, evaluated on any thread — or, for a
  * file that keeps the targets (GLB), base + offsets with the weights as the targets' defaults.
  *
+ * The copies are why a pool job never reads a session the loop may be changing (invariant 10 of
+ * docs/architecture.md).
+ *
  * DOES NOT keep a copy alive past its job (the job releases it) or touch the session later.
  */
 #include <stdlib.h>
