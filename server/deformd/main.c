@@ -50,6 +50,7 @@ static void usage(FILE *out) {
           "                         acknowledged; full: neither does a power loss (an fsync per\n"
           "                         commit)\n"
           "  --history-days N       fold operations older than N days into a checkpoint (0: keep all)\n"
+          "  --undo-depth N         steps per author and session that stay undoable (default 100)\n"
           "\n"
           "access (docs/json-api.md, Security):\n"
           "  $DEFORMD_ADMIN_TOKEN   the first administrator's token (read, then removed from the\n"
@@ -315,6 +316,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "deformd: --history-days needs a number of days >= 0, not '%s'\n", argv[i]);
         goto out;
       }
+    } else if (strcmp(a, "--undo-depth") == 0 && val) {
+      if (parse_size(a, argv[++i], 100000, &v)) goto out; /* (0 counts as 1) */
+      cfg.undo_depth = (uint32_t)v;
     } else if (strcmp(a, "--token") == 0) {
       fprintf(stderr, "deformd: --token is not accepted: a token on the command line is visible to every user of "
                       "this machine (/proc/PID/cmdline). Give the administrator's token in the environment "

@@ -388,6 +388,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->limits.max_vertices = cfg->max_vertices;
   s->started_ms = uv_now(loop);
   s->next_session_id = 1;
+  srv_history_set_undo_depth(cfg->undo_depth);
   if (srv_authors_init(&s->authors)) return UV_ENOMEM;
   char dirbuf[1024], err[1024];
   const char *dir = cfg->relay ? NULL : srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));

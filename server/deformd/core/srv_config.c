@@ -61,6 +61,7 @@ void srv_config_init(srv_config *c) {
   c->gesture_idle_ms = 600000;
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
+  c->undo_depth = 100;
   c->max_sessions = 64;
   c->session_memory_mb = 2048;
   c->client_memory_mb = 1024;
@@ -363,6 +364,14 @@ int srv_config_load_text(srv_config *c, const char *text, size_t len, char *err,
       goto out;
     }
     c->history_days = item->valuedouble;
+  }
+  if ((item = cJSON_GetObjectItemCaseSensitive(root, "undo_depth"))) {
+    if (!cJSON_IsNumber(item) || !(item->valuedouble >= 1) || item->valuedouble > 100000 ||
+        item->valuedouble != (double)(uint32_t)item->valuedouble) {
+      snprintf(err, errlen, "\"undo_depth\" must be a whole number of steps from 1 to 100000");
+      goto out;
+    }
+    c->undo_depth = (uint32_t)item->valuedouble;
   }
   if ((item = cJSON_GetObjectItemCaseSensitive(root, "redis"))) {
     if (!cJSON_IsString(item) || strncmp(item->valuestring, "redis://", 8) != 0 || strlen(item->valuestring) > 512) {

@@ -79,6 +79,12 @@ static int step_row(const srv_store_row *row, void *arg) {
   return c->rc != 0;
 }
 
+static int meta_row(const srv_store_row *row, void *arg) {
+  steps_ctx *c = arg;
+  c->rc = srv_history_add_step_meta(c->s, row->op.step, row->op.first_version, row->op.changed);
+  return c->rc != 0;
+}
+
 typedef struct name_ctx {
   int64_t sid;
   char *name;
@@ -143,6 +149,12 @@ int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int wi
     rc = SRV_EINTERNAL;
     goto out;
   }
+  if (with_history) { /* what each undo, redo and revert acted on */
+    steps_ctx mc = {s, 0};
+    rc = srv_store_read_steps(r, sid, meta_row, &mc, err, errlen);
+    if (rc == 0) rc = mc.rc;
+    if (rc) goto out;
+  }
   rc = srv_store_read_checkpoint(r, sid, up_to, &cp, err, errlen);
   if (rc) goto out;
   if (cp.data && (rc = srv_record_load_checkpoint(s, cp.data, cp.len, err, errlen)) != 0) goto out;
@@ -150,6 +162,12 @@ int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int wi
     steps_ctx sc = {s, 0};
     rc = srv_store_read_ops_meta(r, sid, 0, s->version, step_row, &sc, err, errlen);
     if (rc == 0) rc = sc.rc;
+    if (rc) goto out;
+    /* ... and the undo history the checkpoint was taken with: those steps undo again. */
+    srv_store_blob hb = {0};
+    if (cp.data) rc = srv_store_read_checkpoint_history(r, sid, cp.version, &hb, err, errlen);
+    if (rc == 0 && hb.data) rc = srv_history_load(s, hb.data, hb.len, err, errlen);
+    free(hb.data);
     if (rc) goto out;
   }
   fake = calloc(1, sizeof(*fake));
@@ -174,6 +192,7 @@ int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int wi
     goto out;
   }
   srv_history_set_replay_time(s, 0);
+  srv_history_restore_done(s);
   s->restoring = 0;
   *out = s;
   s = NULL;
