@@ -5,6 +5,7 @@
  *   deformd --check-mesh FILE      import FILE, print its mesh_stats as one JSON object
  *                                  (--isolate: in the import worker, with its limits)
  *   deformd --write-demo OUT.glb   write the bundled demo head
+ *   deformd --check-store DIR      check DIR's store read-only: every session restored, exit 0/1/2
  *   deformd --import-worker ...    the child the server parses untrusted files in (srv_import.c)
  *
  * DOES NOT contain logic of its own: each mode is a call into shared/ or server/.
@@ -24,6 +25,7 @@
 #include "srv_import.h"
 #include "srv_config.h"
 #include "srv_server.h"
+#include "srv_restore.h"
 #include "deformd.h"
 
 static void usage(FILE *out) {
@@ -32,6 +34,8 @@ static void usage(FILE *out) {
           "       deformd --check-mesh FILE [--isolate]  print a mesh's statistics as JSON (exit 2\n"
           "                             if refused); --isolate parses it in the import worker\n"
           "       deformd --write-demo OUT.glb  write the bundled demo head (GLB or OBJ)\n"
+          "       deformd --check-store DIR  check a data directory's store, writing nothing (exit 0\n"
+          "                             sound, 1 not a store it can read, 2 damaged)\n"
           "\n"
           "server options:\n"
           "  --listen ADDR          numeric address to listen on (default 127.0.0.1)\n"
@@ -237,7 +241,7 @@ int main(int argc, char **argv) {
   /* The import worker is a child of the server: it needs none of the server's set-up. */
   if (argc > 1 && strcmp(argv[1], "--import-worker") == 0) return srv_import_worker_main(argc, argv);
   dfm_init(); /* before any thread: one heap that keeps the gestures' pages, BLAS on one thread */
-  const char *check = NULL, *demo_out = NULL, *pending_mesh = NULL;
+  const char *check = NULL, *demo_out = NULL, *pending_mesh = NULL, *check_store = NULL;
   int isolate = 0;
   srv_config cfg;
   srv_config_init(&cfg);
@@ -275,6 +279,8 @@ int main(int argc, char **argv) {
     double v;
     if (strcmp(a, "--check-mesh") == 0 && val) {
       check = argv[++i];
+    } else if (strcmp(a, "--check-store") == 0 && val) {
+      check_store = argv[++i];
     } else if (strcmp(a, "--write-demo") == 0 && val) {
       demo_out = argv[++i];
     } else if (strcmp(a, "--config") == 0 && val) {
@@ -467,6 +473,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   if (check) rc = check_mesh(check, &cfg, isolate);
+  else if (check_store) rc = srv_check_store_main(check_store, cfg.max_vertices);
   else if (demo_out) rc = write_demo(demo_out);
   else if (cfg.admin_token && strncmp(cfg.admin_token, "change-me", 9) == 0)
     /* The example configs' placeholder is printed in every copy of them: never a secret. */

@@ -224,3 +224,95 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   ASSERT(sql_int(dir, "SELECT count(*) FROM checkpoints WHERE history IS NOT NULL") >= 1);
   cJSON_Delete(s0), cJSON_Delete(s1), cJSON_Delete(t0), cJSON_Delete(t1);
 }
+
+/* ---- damaged sessions and --check-store ------------------------------------------------------ */
+
+/* Flips one byte in the middle of session `name`'s stored mesh (its CRC no longer holds). */
+static void damage_mesh(const char *dir, const char *name) {
+  sqlite3 *db = NULL;
+  ASSERT(sqlite3_open(db_file(dir, ""), &db) == SQLITE_OK);
+  sqlite3_stmt *s = NULL;
+  ASSERT(sqlite3_prepare_v2(db, "SELECT mesh FROM sessions WHERE name = ?1", -1, &s, NULL) == SQLITE_OK);
+  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+  ASSERT(sqlite3_step(s) == SQLITE_ROW);
+  int n = sqlite3_column_bytes(s, 0);
+  ASSERT(n > 1000);
+  uint8_t *blob = malloc((size_t)n);
+  memcpy(blob, sqlite3_column_blob(s, 0), (size_t)n);
+  sqlite3_finalize(s);
+  blob[n / 2] ^= 0x5a;
+  ASSERT(sqlite3_prepare_v2(db, "UPDATE sessions SET mesh = ?1 WHERE name = ?2", -1, &s, NULL) == SQLITE_OK);
+  sqlite3_bind_blob(s, 1, blob, n, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+  ASSERT(sqlite3_step(s) == SQLITE_DONE);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  free(blob);
+}
+
+static const cJSON *listed(const cJSON *list, const char *name) {
+  const cJSON *s;
+  cJSON_ArrayForEach(s, list) if (strcmp(cJSON_GetObjectItem(s, "session")->valuestring, name) == 0) return s;
+  return NULL;
+}
+
+TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_code_and_can_be_closed) {
+  const char *dir = store_dir("damaged");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  rpc(&h, "session.create", "{\"session\":\"head2\",\"mesh\":\"demo\"}");
+  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
+  harness_stop(&h);
+  char *log = NULL;
+  const char *check[] = {"--check-store", dir, NULL};
+  ASSERT_EQ(run_deformd(check, &log), 0);
+  ASSERT_STR_CONTAINS(log, "session demo: ok at version 1");
+  free(log);
+  damage_mesh(dir, "demo");
+  ASSERT_EQ(run_deformd(check, &log), 2);
+  ASSERT_STR_CONTAINS(log, "session demo: damaged: the stored mesh of session 'demo' does not read");
+  ASSERT_STR_CONTAINS(log, "session head2: ok");
+  free(log);
+  /* Served as what it is: listed damaged with the reason, its own code, no second error for
+   * --demo's session of the same name. */
+  start_on(&h, dir, "head2", "--demo");
+  cJSON *list = harness_rpc_ok(&h, "session.list", NULL);
+  const cJSON *d = listed(list, "demo");
+  ASSERT(d != NULL);
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(d, "damaged")));
+  ASSERT_STR_CONTAINS(cJSON_GetObjectItem(d, "reason")->valuestring, "does not read");
+  ASSERT(listed(list, "head2") && !cJSON_GetObjectItem(listed(list, "head2"), "damaged"));
+  cJSON_Delete(list);
+  char msg[512];
+  ASSERT_EQ(harness_rpc_err(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}", msg,
+                            sizeof(msg)), -32014);
+  ASSERT_STR_CONTAINS(msg, "damaged");
+  ASSERT_EQ(harness_rpc_err(&h, "targets.list", "{\"session\":\"demo\"}", NULL, 0), -32014);
+  ASSERT_EQ(harness_rpc_err(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}", NULL, 0), -32005);
+  size_t n = 0;
+  char *server_log = (char *)test_read_file(h.log_path, &n);
+  ASSERT(strstr(server_log, "already exists") == NULL);
+  ASSERT_STR_CONTAINS(server_log, "session demo is not opened from its mesh");
+  free(server_log);
+  /* The owner closes it: its rows go, the name is free again. */
+  rpc(&h, "session.close", "{\"session\":\"demo\"}");
+  ASSERT_EQ(harness_rpc_err(&h, "targets.list", "{\"session\":\"demo\"}", NULL, 0), -32001);
+  rpc(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}");
+  harness_stop(&h);
+  ASSERT_EQ(run_deformd(check, &log), 0);
+  free(log);
+}
+
+TEST(check_store_says_1_for_a_directory_without_a_store_and_for_a_foreign_file) {
+  char *log = NULL;
+  const char *dir = store_dir("nothing");
+  mkdir(dir, 0700);
+  const char *check[] = {"--check-store", dir, NULL};
+  ASSERT_EQ(run_deformd(check, &log), 1);
+  ASSERT_EQ(file_size(db_file(dir, "")), -1); /* (nothing created) */
+  free(log);
+  sql(dir, "CREATE TABLE notes(x);");
+  ASSERT_EQ(run_deformd(check, &log), 1);
+  ASSERT_STR_CONTAINS(log, "is not a deformd store");
+  free(log);
+}

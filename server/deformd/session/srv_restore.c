@@ -6,12 +6,17 @@
  * stored session, up to its last version, with its history) and by history.revert and
  * session.export {version} (a scratch copy at an older version).
  *
+ * Also `deformd --check-store` (srv_check_store_main): every stored session restored the same
+ * way, read-only, to say which ones would not come back.
+ *
  * DOES NOT touch the server: the session it returns is added to the server by the caller, on
  * the loop thread.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mesh.h"
 #include "srv_restore.h"
@@ -204,4 +209,73 @@ out:
   free(cp.data);
   srv_store_reader_close(r);
   return rc;
+}
+
+/* ---- deformd --check-store ------------------------------------------------------------------- */
+
+typedef struct list_ctx {
+  int64_t *ids;
+  char **names;
+  uint32_t n;
+  int failed;
+} list_ctx;
+
+static int list_row(const srv_store_row *row, void *arg) {
+  list_ctx *l = arg;
+  int64_t *ids = realloc(l->ids, sizeof(int64_t) * (l->n + 1));
+  if (ids) l->ids = ids;
+  char **names = realloc(l->names, sizeof(char *) * (l->n + 1));
+  if (names) l->names = names;
+  if (!ids || !names || !(l->names[l->n] = strdup(row->name ? row->name : "?"))) return l->failed = 1;
+  l->ids[l->n++] = row->session;
+  return 0;
+}
+
+int srv_check_store_main(const char *dir, uint32_t max_vertices) {
+  char path[1100], err[1024];
+  snprintf(path, sizeof(path), "%s/deformd.sqlite3", dir);
+  if (access(path, R_OK) != 0) {
+    printf("%s: no store to read: %s\n", path, strerror(errno));
+    return 1;
+  }
+  srv_store_reader *r = NULL;
+  int version = 0, status = 0;
+  list_ctx l = {0};
+  if (srv_store_reader_open(path, &r, err, sizeof(err)) != 0) {
+    printf("%s\n", err);
+    return 1;
+  }
+  if (srv_store_reader_schema(r, &version, err, sizeof(err)) != 0) {
+    printf("%s %s\n", path, err);
+    srv_store_reader_close(r);
+    return 1;
+  }
+  if (srv_store_integrity_ok(r, err, sizeof(err))) {
+    printf("%s: schema version %d, integrity_check ok\n", path, version);
+  } else {
+    printf("%s: schema version %d, damaged: %s\n", path, version, err);
+    status = 2;
+  }
+  if (srv_store_read_sessions(r, list_row, &l, err, sizeof(err)) != 0 || l.failed) {
+    printf("%s: the sessions do not read: %s\n", path, l.failed ? "out of memory" : err);
+    status = 2;
+  }
+  srv_store_reader_close(r);
+  uint32_t damaged = 0;
+  for (uint32_t i = 0; i < l.n; i++) {
+    srv_session *s = NULL;
+    if (srv_restore_session(path, l.ids[i], UINT64_MAX, 1, max_vertices, &s, err, sizeof(err)) == 0) {
+      printf("session %s: ok at version %llu\n", l.names[i], (unsigned long long)s->version);
+      srv_session_unref(s);
+    } else {
+      printf("session %s: damaged: %s\n", l.names[i], err);
+      damaged++;
+      status = 2;
+    }
+    free(l.names[i]);
+  }
+  printf("%u session%s, %u damaged\n", l.n, l.n == 1 ? "" : "s", damaged);
+  free(l.names);
+  free(l.ids);
+  return status;
 }

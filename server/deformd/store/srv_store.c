@@ -1080,14 +1080,35 @@ int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, c
                errlen);
 }
 
-int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen) {
+static int check_pragma(srv_store_reader *r, const char *pragma, char *err, size_t errlen) {
   sqlite3_stmt *s = NULL;
   int ok = 0;
-  if (sqlite3_prepare_v2(r->db, "PRAGMA integrity_check", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+  char sql[64];
+  snprintf(sql, sizeof(sql), "PRAGMA %s", pragma);
+  if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
     const char *t = (const char *)sqlite3_column_text(s, 0);
     ok = t && strcmp(t, "ok") == 0;
-    if (!ok) snprintf(err, errlen, "integrity_check: %s", t ? t : "?");
+    if (!ok) snprintf(err, errlen, "%s: %s", pragma, t ? t : "?");
+  } else {
+    snprintf(err, errlen, "%s: %s", pragma, sqlite3_errmsg(r->db));
   }
   sqlite3_finalize(s);
   return ok;
+}
+
+int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen) {
+  return check_pragma(r, "integrity_check", err, errlen);
+}
+
+int srv_store_quick_check(srv_store_reader *r, char *err, size_t errlen) {
+  return check_pragma(r, "quick_check", err, errlen);
+}
+
+int srv_store_reader_schema(srv_store_reader *r, int *version, char *err, size_t errlen) {
+  int rc = recognise(r->db, version, err, errlen);
+  if (rc == SQLITE_OK && *version == 0) {
+    snprintf(err, errlen, "is empty");
+    rc = SQLITE_NOTADB;
+  }
+  return rc == SQLITE_OK ? 0 : SRV_EIO;
 }

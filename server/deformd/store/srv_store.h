@@ -116,5 +116,10 @@ int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, 
 int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* PRAGMA integrity_check is "ok". */
 int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);
+/* PRAGMA quick_check is "ok" (the checks that do not read every index: quick enough at start). */
+int srv_store_quick_check(srv_store_reader *r, char *err, size_t errlen);
+/* What the file is, written to by nobody: 0 with its schema version, or SRV_EIO with the reason
+ * (after the file's name: "is not a deformd store …", "has schema version 7, newer …"). */
+int srv_store_reader_schema(srv_store_reader *r, int *version, char *err, size_t errlen);
 
 #endif
