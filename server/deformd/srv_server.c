@@ -343,6 +343,12 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
       srv_log(SRV_LOG_ERROR, "session %s was not restored: %s; its stored data is left as it is (session.list "
               "shows it damaged; an owner may session.close it)", l.names[i], why);
       srv_session_mark_damaged(s, l.names[i], l.ids[i], why);
+      /* What reads of it (the records before the damage) is kept for session.export. */
+      if (srv_restore_readable(srv_store_path(s->store), l.ids[i], s->cfg.max_vertices, &x, why, sizeof(why)) == 0) {
+        srv_log(SRV_LOG_INFO, "session %s: its state at version %llu reads; session.export exports it", l.names[i],
+                (unsigned long long)x->version);
+        srv_session_damaged_readable(s, l.names[i], x);
+      }
       continue;
     }
     srv_session_add(s, x);
@@ -500,7 +506,10 @@ void srv_server_fini(srv_server *s) {
   srv_cluster_stop(s); /* a failed start: nothing ran */
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
   srv_cluster_free(s);
-  for (uint32_t i = 0; i < s->damaged_count; i++) free(s->damaged[i].name), free(s->damaged[i].why);
+  for (uint32_t i = 0; i < s->damaged_count; i++) {
+    free(s->damaged[i].name), free(s->damaged[i].why);
+    srv_session_unref(s->damaged[i].readable);
+  }
   free(s->damaged);
   srv_authors_fini(&s->authors);
   srv_access_fini(&s->access);

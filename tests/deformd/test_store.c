@@ -316,3 +316,27 @@ TEST(check_store_says_1_for_a_directory_without_a_store_and_for_a_foreign_file) 
   ASSERT_STR_CONTAINS(log, "is not a deformd store");
   free(log);
 }
+
+TEST(a_session_whose_log_breaks_exports_the_state_before_the_break) {
+  const char *dir = store_dir("damaged-log");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
+  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}");
+  size_t n1 = 0, n3 = 0;
+  uint8_t *at1 = harness_download(&h, "demo", "obj", 1, &n1); /* the oracle: version 1 as served */
+  harness_kill(&h);
+  /* Version 2's record no longer decodes: the log breaks there. */
+  sql(dir, "UPDATE ops SET body = x'ff' WHERE version = 2;");
+  start_on(&h, dir, "demo", "--demo");
+  cJSON *list = harness_rpc_ok(&h, "session.list", NULL);
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(listed(list, "demo"), "damaged")));
+  cJSON_Delete(list);
+  ASSERT_EQ(harness_rpc_err(&h, "weights.get", "{\"session\":\"demo\"}", NULL, 0), -32014);
+  uint8_t *readable = harness_download(&h, "demo", "obj", -1, &n3);
+  ASSERT_EQ(n3, n1);
+  ASSERT(memcmp(readable, at1, n1) == 0);
+  harness_stop(&h);
+  free(at1), free(readable);
+}

@@ -59,6 +59,7 @@ typedef struct srv_stats {
 typedef struct srv_damaged {
   char *name, *why; /* why NULL: a name kept from reuse, not damaged (srv_session_reserve_name) */
   int64_t store_id;
+  srv_session *readable; /* the state the records before the damage make (referenced), or NULL */
 } srv_damaged;
 
 struct srv_server {

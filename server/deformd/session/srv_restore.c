@@ -34,6 +34,7 @@ typedef struct replay_ctx {
   srv_session *s;
   int rc;
   uint64_t last;
+  int applied_bad; /* a record applied as another version: the state is past what the log says */
   char *err;
   size_t errlen;
 } replay_ctx;
@@ -55,6 +56,7 @@ static int replay_row(const srv_store_row *row, void *arg) {
     } else if (srv_session_apply(c->fake, c->s, &r.op) != row->op.version) {
       snprintf(c->err, c->errlen, "version %llu replays as %llu", (unsigned long long)row->op.version,
                (unsigned long long)c->s->version);
+      c->applied_bad = 1;
       rc = SRV_EIO;
     }
     srv_record_op_fini(&r);
@@ -117,9 +119,13 @@ static int clip_row(const srv_store_row *row, void *arg) {
   return c->rc != 0;
 }
 
-int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
-                        srv_session **out, char *err, size_t errlen) {
+/* srv_restore_session; with `partial`, a failure in the replay leaves there the session as the
+ * records before the one that failed made it (or NULL). */
+static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
+                   srv_session **out, srv_session **partial, char *err, size_t errlen) {
   *out = NULL;
+  if (partial) *partial = NULL;
+  int replayed = 0;
   srv_store_reader *r = NULL;
   srv_session *s = NULL;
   srv_server *fake = NULL;
@@ -181,9 +187,10 @@ int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int wi
     goto out;
   }
   fake->on_applied = with_history ? srv_history_on_applied : NULL;
-  replay_ctx rcx = {fake, s, 0, s->version, err, errlen};
+  replay_ctx rcx = {fake, s, 0, s->version, 0, err, errlen};
   rc = srv_store_read_ops(r, sid, s->version, up_to, replay_row, &rcx, err, errlen);
   if (rc == 0) rc = rcx.rc;
+  replayed = !rcx.applied_bad;
   if (rc) goto out;
   if (up_to == UINT64_MAX) {
     clip_ctx cc = {s, 0, err, errlen};
@@ -202,6 +209,13 @@ int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int wi
   *out = s;
   s = NULL;
 out:
+  if (s && partial && replayed) {
+    srv_history_set_replay_time(s, 0);
+    srv_history_restore_done(s);
+    s->restoring = 0;
+    *partial = s;
+    s = NULL;
+  }
   srv_session_unref(s);
   free(fake);
   free(nc.name);
@@ -209,6 +223,19 @@ out:
   free(cp.data);
   srv_store_reader_close(r);
   return rc;
+}
+
+int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
+                        srv_session **out, char *err, size_t errlen) {
+  return restore(db_path, sid, up_to, with_history, max_vertices, out, NULL, err, errlen);
+}
+
+int srv_restore_readable(const char *db_path, int64_t sid, uint32_t max_vertices, srv_session **out, char *err,
+                         size_t errlen) {
+  srv_session *whole = NULL;
+  int rc = restore(db_path, sid, UINT64_MAX, 0, max_vertices, &whole, out, err, errlen);
+  if (rc == 0) *out = whole; /* (it restores after all) */
+  return *out ? 0 : rc ? rc : SRV_EIO;
 }
 
 /* ---- deformd --check-store ------------------------------------------------------------------- */

@@ -16,6 +16,11 @@
 int srv_restore_session(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
                         srv_session **out, char *err, size_t errlen);
 
+/* A stored session that does not restore: the state the records before the first one that
+ * fails made (no history, not in any server), for session.export. Returns 0 with it (one
+ * reference) or an SRV_E* code with a reason (its mesh or checkpoint does not read). */
+int srv_restore_readable(const char *db_path, int64_t sid, uint32_t max_vertices, srv_session **out, char *err,
+                         size_t errlen);
 /* deformd --check-store DIR: checks DIR/deformd.sqlite3 without writing to it — what the file is
  * (schema version), SQLite's integrity_check, then every session restored as a start would,
  * history included — and prints one line per finding on stdout. Returns the exit status: 0

@@ -112,9 +112,19 @@ void srv_session_mark_damaged(srv_server *s, const char *name, int64_t store_id,
   srv_damaged *g = realloc(s->damaged, sizeof(*g) * (s->damaged_count + 1));
   if (!g) return;
   s->damaged = g;
-  srv_damaged d = {strdup(name), why ? strdup(why) : NULL, store_id};
+  srv_damaged d = {strdup(name), why ? strdup(why) : NULL, store_id, NULL};
   if (d.name && (d.why || !why)) g[s->damaged_count++] = d;
   else free(d.name), free(d.why);
+}
+
+void srv_session_damaged_readable(srv_server *s, const char *name, srv_session *readable) {
+  srv_damaged *d = (srv_damaged *)srv_session_find_damaged(s, name);
+  if (!d) {
+    srv_session_unref(readable);
+    return;
+  }
+  srv_session_unref(d->readable);
+  d->readable = readable;
 }
 
 void srv_session_reserve_name(srv_server *s, const char *name) { srv_session_mark_damaged(s, name, 0, NULL); }
@@ -135,6 +145,7 @@ void srv_session_forget_damaged(srv_server *s, const char *name) {
     if (strcmp(s->damaged[i].name, name) == 0) {
       free(s->damaged[i].name);
       free(s->damaged[i].why);
+      srv_session_unref(s->damaged[i].readable);
       s->damaged[i] = s->damaged[--s->damaged_count];
       return;
     }

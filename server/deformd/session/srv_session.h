@@ -121,6 +121,8 @@ void srv_session_add(srv_server *srv, srv_session *s);
 /* Stored sessions that did not restore: listed as damaged with the reason, answered with
  * SRV_EDAMAGED, and a new session may not take the name until an owner closes it. */
 void srv_session_mark_damaged(srv_server *srv, const char *name, int64_t store_id, const char *why);
+/* Keeps `readable` (takes the reference) with the damaged session `name`, for session.export. */
+void srv_session_damaged_readable(srv_server *srv, const char *name, srv_session *readable);
 const srv_damaged *srv_session_find_damaged(const srv_server *srv, const char *name);
 /* A name kept from reuse without being damaged (a copy another node of a cluster owns now). */
 void srv_session_reserve_name(srv_server *srv, const char *name);
