@@ -492,6 +492,37 @@ TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
   free(l0), free(l1), free(l2), free(l3);
 }
 
+TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
+  const char *dir = data_dir("durable-undo-nothing");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  client_conn ana, bob;
+  as_author(&h, &ana, "ana");
+  as_author(&h, &bob, "bob");
+  int code;
+  cJSON_Delete(call(&ana, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}", &code));
+  cJSON_Delete(call(&bob, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.003,0,0]}}", &code));
+  /* ana's undo finds vertex 5 changed by bob: nothing changes, yet her step is undone. */
+  cJSON *r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "restored")->valueint, 0);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "skipped")->valueint, 1);
+  cJSON_Delete(r);
+  client_close(&ana), client_close(&bob);
+  harness_kill(&h);
+  start_on(&h, dir, "demo", "--demo");
+  as_author(&h, &ana, "ana");
+  r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, -32006); /* her one step is undone already */
+  cJSON_Delete(r);
+  r = call(&ana, "history.redo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT(strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, "sculpt.set") == 0);
+  cJSON_Delete(r);
+  client_close(&ana);
+  harness_stop(&h);
+}
+
 TEST(more_steps_than_a_checkpoint_holds_stay_undoable_after_a_restart_up_to_undo_depth) {
   const char *dir = data_dir("durable-depth");
   harness h;

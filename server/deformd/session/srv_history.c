@@ -76,7 +76,9 @@ typedef struct srv_step {
 /* A step row read back from the store (restore only). */
 typedef struct step_meta {
   uint64_t step, undo_of;
-  uint32_t skipped;
+  uint32_t skipped, author;
+  uint8_t cause;
+  uint8_t seen; /* its step was made again (or is made now, having no operations) */
 } step_meta;
 
 struct srv_history {
@@ -169,11 +171,27 @@ static const step_meta *find_meta(const srv_history *h, uint64_t step) {
   return lo < h->nmeta && h->meta[lo].step == step ? &h->meta[lo] : NULL;
 }
 
+static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t cause);
+
+/* Restore: an undo or redo that changed nothing (everything it would have set, others had
+ * changed) has no operation to replay, yet it marked its step and moved the redo stack. Its
+ * row is made a step when the replay reaches a newer step id (undo and redo are made at once,
+ * so nothing of theirs comes later), or at the end. */
+static void made_before(srv_history *h, uint64_t id) {
+  for (uint32_t i = 0; i < h->nmeta && h->meta[i].step < id; i++) {
+    step_meta *m = &h->meta[i];
+    if (m->seen || (m->cause != SRV_CAUSE_UNDO && m->cause != SRV_CAUSE_REDO)) continue;
+    m->seen = 1;
+    if (!find_step(h, m->step)) new_step(h, m->step, m->author, m->cause);
+  }
+}
+
 /* Restore: a step of the store's made again. An undo or redo does to its step and its
  * author's redo stack what srv_history_undo/_redo did the first time. */
 static void restored_step(srv_history *h, srv_step *st) {
-  const step_meta *m = find_meta(h, st->id);
+  step_meta *m = (step_meta *)find_meta(h, st->id);
   if (!m) return;
+  m->seen = 1;
   st->undo_of = m->undo_of;
   st->skipped = m->skipped;
   if (st->cause != SRV_CAUSE_UNDO && st->cause != SRV_CAUSE_REDO) return;
@@ -227,6 +245,13 @@ static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t 
   if (id >= h->next_id) h->next_id = id + 1;
   if (h->nmeta) restored_step(h, st);
   return st;
+}
+
+/* new_step, during a restore first making the undo and redo steps before it that changed
+ * nothing (made_before). */
+static srv_step *new_step_in_order(srv_history *h, uint64_t id, uint32_t author, uint8_t cause) {
+  if (h->nmeta) made_before(h, id);
+  return new_step(h, id, author, cause);
 }
 
 uint64_t srv_history_new_step_id(srv_session *s) { return s->history->next_id++; }
@@ -432,7 +457,7 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
     double t = h->replay_time > 0 ? h->replay_time : now_s();
     if (last->slider == slider && last->author == op->author && !last->undone && t - last->last_time < 1.0) st = last;
   }
-  if (!st) st = new_step(h, op->step ? op->step : h->next_id, op->author, op->cause);
+  if (!st) st = new_step_in_order(h, op->step ? op->step : h->next_id, op->author, op->cause);
   if (st && st->ops == 0) st->slider = slider;
   if (!st) {
     srv_log(SRV_LOG_WARN, "session %s: version %llu is not in the history (out of memory)", s->name,
@@ -564,7 +589,8 @@ static int apply_restore(srv_server *srv, srv_session *s, const hist_offsets *o,
 /* What an undo, redo or revert acted on, for the next start (srv_history_add_step_meta). */
 static void put_step_row(srv_server *srv, srv_session *s, const srv_step *made) {
   if (!made || !srv->store || !s->store_id) return;
-  if (srv_store_put_step(srv->store, s->store_id, made->id, made->undo_of, made->skipped) != 0)
+  if (srv_store_put_step(srv->store, s->store_id, made->id, made->undo_of, made->skipped, made->author, made->cause) !=
+      0)
     srv_log(SRV_LOG_WARN, "session %s: step %llu is not stored (out of memory); a restart lists it without what it "
             "undid", s->name, (unsigned long long)made->id);
 }
@@ -736,7 +762,7 @@ int srv_history_add_old_step(srv_session *s, const srv_history_entry *e) {
   srv_history *h = s->history;
   srv_step *st = h->count ? &h->steps[h->count - 1] : NULL;
   if (!st || st->id != e->step) {
-    st = new_step(h, e->step, e->author, e->cause);
+    st = new_step_in_order(h, e->step, e->author, e->cause);
     if (!st) return SRV_EINTERNAL;
     st->first_version = e->first_version;
     st->time = e->time;
@@ -758,19 +784,21 @@ uint64_t srv_history_version_before(const srv_session *s, double t) {
 
 /* ---- across restarts ------------------------------------------------------------------------------ */
 
-int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped) {
+int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                              int cause) {
   srv_history *h = s->history;
   if (h->nmeta && h->meta[h->nmeta - 1].step >= step) return 0; /* (rows come by step) */
   step_meta *g = realloc(h->meta, sizeof(*g) * (h->nmeta + 1));
   if (!g) return SRV_EINTERNAL;
   h->meta = g;
-  h->meta[h->nmeta++] = (step_meta){step, undo_of, skipped};
+  h->meta[h->nmeta++] = (step_meta){step, undo_of, skipped, author, (uint8_t)cause, 0};
   if (step >= h->next_id) h->next_id = step + 1; /* an undo that changed nothing took a number too */
   return 0;
 }
 
 void srv_history_restore_done(srv_session *s) {
   if (!s->history) return;
+  made_before(s->history, UINT64_MAX); /* the undos and redos after every replayed step */
   free(s->history->meta);
   s->history->meta = NULL;
   s->history->nmeta = 0;

@@ -81,7 +81,8 @@ void srv_history_set_undo_depth(uint32_t steps);
 uint32_t srv_history_undo_depth(void);
 /* Restore, first: a stored step row (srv_store_read_steps), in step order. Returns 0 or
  * SRV_EINTERNAL. */
-int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped);
+int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                              int cause);
 /* Restore, after the checkpoint and the steps before it: the history stored with that
  * checkpoint (srv_history_encode). Returns 0 or SRV_EIO / SRV_EINTERNAL with a reason. */
 int srv_history_load(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen);

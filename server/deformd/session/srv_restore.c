@@ -88,7 +88,8 @@ static int step_row(const srv_store_row *row, void *arg) {
 
 static int meta_row(const srv_store_row *row, void *arg) {
   steps_ctx *c = arg;
-  c->rc = srv_history_add_step_meta(c->s, row->op.step, row->op.first_version, row->op.changed);
+  c->rc = srv_history_add_step_meta(c->s, row->op.step, row->op.first_version, row->op.changed, row->op.author,
+                                    row->op.kind);
   return c->rc != 0;
 }
 

@@ -53,7 +53,8 @@ typedef enum item_kind {
   ITEM_TOKEN,       /* session (the token's id), op_kind (role), name (user), time, blob: hash +
                      * the session it is for (none: every session) */
   ITEM_TOKEN_DELETE, /* session (the token's id) */
-  ITEM_STEP         /* session, step, v1 (what it undid, redid or reverted to), changed (skipped) */
+  ITEM_STEP         /* session, step, v1 (what it undid, redid or reverted to), changed (skipped), author,
+                     * op_kind (its srv_cause) */
 } item_kind;
 
 typedef struct item {
@@ -186,7 +187,8 @@ static int write_item(srv_store *st, const item *it) {
       [ITEM_COMPACT] = NULL,
       [ITEM_TOKEN] = "INSERT INTO tokens(id, hash, role, session, user, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
       [ITEM_TOKEN_DELETE] = "DELETE FROM tokens WHERE id = ?1",
-      [ITEM_STEP] = "INSERT OR REPLACE INTO steps(session, step, undo_of, skipped) VALUES (?1, ?2, ?3, ?4)",
+      [ITEM_STEP] = "INSERT OR REPLACE INTO steps(session, step, undo_of, skipped, author, kind) VALUES (?1, ?2, ?3, "
+                    "?4, ?5, ?6)",
   };
   if (it->kind == ITEM_SESSION_DELETE) {
     /* The session's rows go with it (no ON DELETE CASCADE: explicit is easier to read). */
@@ -261,6 +263,8 @@ static int write_item(srv_store *st, const item *it) {
       sqlite3_bind_int64(s, 2, (sqlite3_int64)it->step);
       sqlite3_bind_int64(s, 3, (sqlite3_int64)it->v1);
       sqlite3_bind_int64(s, 4, it->changed);
+      sqlite3_bind_int64(s, 5, it->author);
+      sqlite3_bind_int(s, 6, it->op_kind);
       break;
     case ITEM_CLIP:
       sqlite3_bind_int64(s, 1, it->session);
@@ -553,7 +557,8 @@ static const char *const schema_steps[SCHEMA_VERSION + 1] = {
     /* 2: what an undo or redo acted on (a revert: the version it went back to), and the undo
      * history a checkpoint was taken with (srv_history.c encodes it). */
     [2] = "CREATE TABLE IF NOT EXISTS steps(session INTEGER NOT NULL, step INTEGER NOT NULL, undo_of INTEGER NOT "
-          "NULL, skipped INTEGER NOT NULL, PRIMARY KEY(session, step)) WITHOUT ROWID;"
+          "NULL, skipped INTEGER NOT NULL, author INTEGER NOT NULL, kind INTEGER NOT NULL, PRIMARY KEY(session, "
+          "step)) WITHOUT ROWID;"
           "ALTER TABLE checkpoints ADD COLUMN history BLOB;",
 };
 
@@ -787,8 +792,10 @@ int srv_store_put_checkpoint_history(srv_store *st, int64_t sid, uint64_t versio
   return rc;
 }
 
-int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped) {
-  item it = {.kind = ITEM_STEP, .session = sid, .step = step, .v1 = undo_of, .changed = skipped};
+int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                       int cause) {
+  item it = {.kind = ITEM_STEP, .session = sid, .step = step, .v1 = undo_of, .changed = skipped, .author = author,
+             .op_kind = cause};
   return push(st, &it, NULL);
 }
 
@@ -981,12 +988,15 @@ static int step_row(sqlite3_stmt *s, void *arg) {
   row.op.step = (uint64_t)sqlite3_column_int64(s, 1);
   row.op.first_version = (uint64_t)sqlite3_column_int64(s, 2);
   row.op.changed = (uint32_t)sqlite3_column_int64(s, 3);
+  row.op.author = (uint32_t)sqlite3_column_int64(s, 4);
+  row.op.kind = sqlite3_column_int(s, 5);
   return c->cb(&row, c->arg);
 }
 
 int srv_store_read_steps(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
-  return query(r, "SELECT session, step, undo_of, skipped FROM steps WHERE session = ?1 ORDER BY step", &sid, 1,
+  return query(r, "SELECT session, step, undo_of, skipped, author, kind FROM steps WHERE session = ?1 ORDER BY step",
+               &sid, 1,
                step_row, &c, err, errlen);
 }
 

@@ -55,9 +55,10 @@ int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const
 /* The same with the undo history it was taken with (srv_history.c's bytes; both are copied). */
 int srv_store_put_checkpoint_history(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len,
                                      const void *history, size_t hlen);
-/* What undo or redo step `step` acted on (a revert: the version it went back to) and how many
- * vertices and targets it left as others had set them. */
-int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped);
+/* What undo or redo step `step` (of `author`, srv_cause `cause`) acted on (a revert: the version
+ * it went back to) and how many vertices and targets it left as others had set them. */
+int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                       int cause);
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
 /* Access tokens (srv_access.c): the hash only, never the token. */
 int srv_store_put_token(srv_store *st, int64_t id, const uint8_t hash[32], int role, const char *session,
@@ -101,7 +102,7 @@ int srv_store_read_checkpoint(srv_store_reader *r, int64_t sid, uint64_t at_most
 int srv_store_read_checkpoint_history(srv_store_reader *r, int64_t sid, uint64_t version, srv_store_blob *out,
                                       char *err, size_t errlen);
 /* The session's step rows (srv_store_put_step), by step: op.step, op.first_version (undo_of),
- * op.changed (skipped). */
+ * op.changed (skipped), op.author, op.kind (the cause). */
 int srv_store_read_steps(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* Operations with after < version <= up_to, oldest first. */
 int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
