@@ -34,6 +34,7 @@
 #include "mesh.h"
 #include "srv_history.h"
 #include "srv_error.h"
+#include "srv_bytes.h"
 #include "srv_log.h"
 #include "srv_store.h"
 #include "srv_author.h"
@@ -804,141 +805,79 @@ void srv_history_restore_done(srv_session *s) {
   s->history->nmeta = 0;
 }
 
-/* The bytes: a format byte, then varints, float32 little-endian. */
+/* The bytes: a format byte, then varints (srv_bytes.h); floats as float64, which holds a float32 exactly. */
 #define HISTORY_FORMAT 1
 #define HISTORY_SUMMARIES 1000 /* the newest steps whose whole summary a checkpoint keeps */
 
-static void h_put(proto_buf *b, const void *p, size_t n) {
-  uint8_t *d = proto_buf_append(b, n);
-  if (d && n) memcpy(d, p, n);
-}
-
-static void h_varint(proto_buf *b, uint64_t v) {
-  uint8_t tmp[10];
-  int n = 0;
-  do {
-    tmp[n] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) tmp[n] |= 0x80;
-    n++;
-  } while (v);
-  h_put(b, tmp, (size_t)n);
-}
-
-static void h_zigzag(proto_buf *b, int64_t v) { h_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
-
-static void h_f64(proto_buf *b, double d) {
-  uint64_t u;
-  memcpy(&u, &d, 8);
-  uint8_t le[8];
-  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(u >> (8 * i));
-  h_put(b, le, 8);
-}
-
 static void h_target(proto_buf *b, const srv_target *t) {
   double v[3] = {t->min, t->max, t->value};
-  for (int i = 0; i < 3; i++) h_f64(b, v[i]); /* (float32 values are exact in a double) */
-  h_varint(b, t->muted);
-  h_varint(b, t->driver_count);
-  for (uint32_t i = 0; i < t->driver_count; i++) h_varint(b, t->drivers[i]);
-  h_varint(b, t->meta_version);
+  for (int i = 0; i < 3; i++) srv_bytes_f64(b, v[i]); /* (float32 values are exact in a double) */
+  srv_bytes_varint(b, t->muted);
+  srv_bytes_varint(b, t->driver_count);
+  for (uint32_t i = 0; i < t->driver_count; i++) srv_bytes_varint(b, t->drivers[i]);
+  srv_bytes_varint(b, t->meta_version);
 }
 
-typedef struct h_cur {
-  const uint8_t *p, *end;
-  int bad;
-} h_cur;
-
-static uint64_t g_varint(h_cur *c) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (c->p >= c->end) break;
-    uint8_t byte = *c->p++;
-    v |= (uint64_t)(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) return v;
-  }
-  c->bad = 1;
-  return 0;
-}
-
-static int64_t g_zigzag(h_cur *c) {
-  uint64_t u = g_varint(c);
-  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static double g_f64(h_cur *c) {
-  if (c->end - c->p < 8) {
-    c->bad = 1;
-    return 0;
-  }
-  uint64_t u = 0;
-  for (int i = 0; i < 8; i++) u |= (uint64_t)c->p[i] << (8 * i);
-  c->p += 8;
-  double d;
-  memcpy(&d, &u, 8);
-  return d;
-}
-
-static void g_target(h_cur *c, srv_target *t) {
+static void g_target(srv_bytes_cur *c, srv_target *t) {
   memset(t, 0, sizeof(*t));
-  t->min = (float)g_f64(c);
-  t->max = (float)g_f64(c);
-  t->value = (float)g_f64(c);
-  t->muted = (uint8_t)g_varint(c);
-  uint64_t n = g_varint(c);
+  t->min = (float)srv_bytes_get_f64(c);
+  t->max = (float)srv_bytes_get_f64(c);
+  t->value = (float)srv_bytes_get_f64(c);
+  t->muted = (uint8_t)srv_bytes_get_varint(c);
+  uint64_t n = srv_bytes_get_varint(c);
   if (n > PROTO_MAX_DRIVERS) c->bad = 1, n = 0;
   t->driver_count = (uint8_t)n;
-  for (uint32_t i = 0; i < n; i++) t->drivers[i] = (uint32_t)g_varint(c);
-  t->meta_version = g_varint(c);
+  for (uint32_t i = 0; i < n; i++) t->drivers[i] = (uint32_t)srv_bytes_get_varint(c);
+  t->meta_version = srv_bytes_get_varint(c);
 }
 
 int srv_history_encode(const srv_session *s, proto_buf *b) {
   const srv_history *h = s->history;
   if (!h) return 0;
   uint8_t fmt = HISTORY_FORMAT;
-  h_put(b, &fmt, 1);
-  h_varint(b, h->next_id);
+  srv_bytes_put(b, &fmt, 1);
+  srv_bytes_varint(b, h->next_id);
   uint32_t n = 0;
   for (uint32_t i = 0; i < h->count; i++) {
     const srv_step *st = &h->steps[i];
     n += st->has_payload || st->undone || st->undo_of || i + HISTORY_SUMMARIES >= h->count;
   }
-  h_varint(b, n);
+  srv_bytes_varint(b, n);
   for (uint32_t i = 0; i < h->count; i++) {
     const srv_step *st = &h->steps[i];
     if (!(st->has_payload || st->undone || st->undo_of || i + HISTORY_SUMMARIES >= h->count)) continue;
     uint64_t f[] = {st->id,           st->author,       st->cause,        st->undone,      st->has_payload,
                     st->undo_of,      st->slider,       st->first_version, st->last_version, st->ops,
                     st->changed,      st->vertices,     st->targets,      st->targets_added, st->skipped};
-    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) h_varint(b, f[k]);
-    h_f64(b, st->time);
-    h_f64(b, st->last_time);
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) srv_bytes_varint(b, f[k]);
+    srv_bytes_f64(b, st->time);
+    srv_bytes_f64(b, st->last_time);
     if (!st->has_payload) continue;
-    h_varint(b, st->off.n);
-    for (uint32_t j = 0; j < st->off.n; j++) h_varint(b, st->off.idx[j]);
-    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) h_zigzag(b, st->off.before[j]);
-    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) h_zigzag(b, st->off.after[j]);
-    h_varint(b, st->tg.n);
+    srv_bytes_varint(b, st->off.n);
+    for (uint32_t j = 0; j < st->off.n; j++) srv_bytes_varint(b, st->off.idx[j]);
+    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) srv_bytes_zigzag(b, st->off.before[j]);
+    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) srv_bytes_zigzag(b, st->off.after[j]);
+    srv_bytes_varint(b, st->tg.n);
     for (uint32_t j = 0; j < st->tg.n; j++) {
-      h_varint(b, st->tg.idx[j]);
+      srv_bytes_varint(b, st->tg.idx[j]);
       h_target(b, &st->tg.before[j]);
       h_target(b, &st->tg.after[j]);
     }
   }
-  h_varint(b, h->nredo);
+  srv_bytes_varint(b, h->nredo);
   for (uint32_t i = 0; i < h->nredo; i++) {
-    h_varint(b, h->redo[i].author);
-    h_varint(b, h->redo[i].n);
-    for (uint32_t j = 0; j < h->redo[i].n; j++) h_varint(b, h->redo[i].ids[j]);
+    srv_bytes_varint(b, h->redo[i].author);
+    srv_bytes_varint(b, h->redo[i].n);
+    for (uint32_t j = 0; j < h->redo[i].n; j++) srv_bytes_varint(b, h->redo[i].ids[j]);
   }
   return b->failed ? SRV_EINTERNAL : 0;
 }
 
 /* One step of the bytes into the history (made when the store's rows no longer list it). */
-static int load_step(srv_history *h, const srv_session *s, h_cur *c) {
+static int load_step(srv_history *h, const srv_session *s, srv_bytes_cur *c) {
   uint64_t f[15];
-  for (int k = 0; k < 15; k++) f[k] = g_varint(c);
-  double t0 = g_f64(c), t1 = g_f64(c);
+  for (int k = 0; k < 15; k++) f[k] = srv_bytes_get_varint(c);
+  double t0 = srv_bytes_get_f64(c), t1 = srv_bytes_get_f64(c);
   if (c->bad) return SRV_EIO;
   srv_step *st = find_step(h, f[0]);
   if (!st) st = new_step(h, f[0], (uint32_t)f[1], (uint8_t)f[2]);
@@ -952,15 +891,15 @@ static int load_step(srv_history *h, const srv_session *s, h_cur *c) {
   st->skipped = (uint32_t)f[14];
   st->time = t0, st->last_time = t1;
   if (!st->has_payload) return 0;
-  uint64_t n = g_varint(c);
+  uint64_t n = srv_bytes_get_varint(c);
   if (c->bad || n > s->mesh->vertex_count || ensure_offsets(&st->off, (uint32_t)n + 1)) return SRV_EIO;
-  for (uint64_t j = 0; j < n; j++) st->off.idx[j] = (uint32_t)g_varint(c);
-  for (size_t j = 0; j < 3 * n; j++) st->off.before[j] = (int32_t)g_zigzag(c);
-  for (size_t j = 0; j < 3 * n; j++) st->off.after[j] = (int32_t)g_zigzag(c);
+  for (uint64_t j = 0; j < n; j++) st->off.idx[j] = (uint32_t)srv_bytes_get_varint(c);
+  for (size_t j = 0; j < 3 * n; j++) st->off.before[j] = (int32_t)srv_bytes_get_zigzag(c);
+  for (size_t j = 0; j < 3 * n; j++) st->off.after[j] = (int32_t)srv_bytes_get_zigzag(c);
   st->off.n = (uint32_t)n;
-  n = g_varint(c);
+  n = srv_bytes_get_varint(c);
   for (uint64_t j = 0; !c->bad && j < n; j++) {
-    uint32_t t = (uint32_t)g_varint(c);
+    uint32_t t = (uint32_t)srv_bytes_get_varint(c);
     srv_target before, after;
     g_target(c, &before);
     g_target(c, &after);
@@ -974,16 +913,16 @@ static int load_step(srv_history *h, const srv_session *s, h_cur *c) {
 
 int srv_history_load(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen) {
   srv_history *h = s->history;
-  h_cur c = {p, p + n, 0};
+  srv_bytes_cur c = {p, p + n, 0};
   int rc = n && p[0] == HISTORY_FORMAT ? 0 : SRV_EIO;
   c.p++;
-  uint64_t next = rc ? 0 : g_varint(&c), count = rc ? 0 : g_varint(&c);
+  uint64_t next = rc ? 0 : srv_bytes_get_varint(&c), count = rc ? 0 : srv_bytes_get_varint(&c);
   for (uint64_t i = 0; rc == 0 && i < count; i++) rc = load_step(h, s, &c);
-  uint64_t nredo = rc ? 0 : g_varint(&c);
+  uint64_t nredo = rc ? 0 : srv_bytes_get_varint(&c);
   for (uint32_t i = 0; i < h->nredo; i++) h->redo[i].n = 0; /* the checkpoint's stacks replace them */
   for (uint64_t i = 0; rc == 0 && !c.bad && i < nredo; i++) {
-    uint32_t author = (uint32_t)g_varint(&c);
-    uint64_t k = g_varint(&c);
+    uint32_t author = (uint32_t)srv_bytes_get_varint(&c);
+    uint64_t k = srv_bytes_get_varint(&c);
     struct redo *r = redo_of(h, author, 1);
     if (!r || c.bad || k > (uint64_t)(c.end - c.p)) {
       rc = r ? SRV_EIO : SRV_EINTERNAL;
@@ -995,7 +934,7 @@ int srv_history_load(srv_session *s, const uint8_t *p, size_t n, char *err, size
       break;
     }
     r->ids = ids, r->cap = (uint32_t)k + 1, r->n = (uint32_t)k;
-    for (uint64_t j = 0; j < k; j++) r->ids[j] = g_varint(&c);
+    for (uint64_t j = 0; j < k; j++) r->ids[j] = srv_bytes_get_varint(&c);
   }
   if (rc == 0 && c.bad) rc = SRV_EIO;
   if (rc == 0 && next > h->next_id) h->next_id = next;

@@ -123,4 +123,10 @@ int srv_store_quick_check(srv_store_reader *r, char *err, size_t errlen);
  * (after the file's name: "is not a deformd store …", "has schema version 7, newer …"). */
 int srv_store_reader_schema(srv_store_reader *r, int *version, char *err, size_t errlen);
 
+/* Module-internal (srv_store.c, srv_store_read.c): what an open SQLite file is, reading only.
+ * Returns SQLITE_OK with *version (0: an empty database), SQLITE_NOTADB with why (after the
+ * file's name: another program's database, a newer schema), or another SQLite code. */
+typedef struct sqlite3 sqlite3;
+int srv__store_recognise(sqlite3 *db, int *version, char *why, size_t whylen);
+
 #endif
