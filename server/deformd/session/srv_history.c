@@ -106,8 +106,6 @@ static uint32_t undo_depth = SRV_HISTORY_UNDO_DEPTH;
 
 void srv_history_set_undo_depth(uint32_t steps) { undo_depth = steps ? steps : 1; }
 
-uint32_t srv_history_undo_depth(void) { return undo_depth; }
-
 static double now_s(void) {
   struct timeval tv;
   gettimeofday(&tv, NULL);

@@ -78,7 +78,6 @@ int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
 /* How many steps per author and session stay undoable (the undo_depth setting), for every
  * session of the process; set once at start. */
 void srv_history_set_undo_depth(uint32_t steps);
-uint32_t srv_history_undo_depth(void);
 /* Restore, first: a stored step row (srv_store_read_steps), in step order. Returns 0 or
  * SRV_EINTERNAL. */
 int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,

@@ -109,7 +109,6 @@ struct srv_store {
   sqlite3 *ckpt_db;            /* the pool job's own connection */
   int ckpt_rc, ckpt_log, ckpt_copied; /* the pool job's last result, read in ckpt_done */
   int ckpt_behind;             /* loop thread: the last checkpoint left pages behind (logged once) */
-  uint64_t ckpt_truncated;     /* TRUNCATE checkpoints that succeeded */
   uint64_t inflight;           /* loop thread: batches handed over and not yet back */
   int is_failed;               /* loop thread's view */
   char failure[256];
@@ -491,9 +490,8 @@ static void ckpt_work(uv_work_t *req) {
   st->ckpt_rc = sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &st->ckpt_log,
                                           &st->ckpt_copied);
   if (st->ckpt_rc == SQLITE_OK && st->ckpt_log >= 0 && st->ckpt_copied == st->ckpt_log) {
-    int log = -1, copied = -1;
-    if (sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied) == SQLITE_OK)
-      st->ckpt_truncated++;
+    int log = -1, copied = -1; /* (SQLITE_BUSY: someone is inside the WAL; the next tick tries again) */
+    sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied);
   }
 }
 
@@ -571,9 +569,10 @@ static int64_t pragma_int(sqlite3 *db, const char *sql, int *rc) {
   return v;
 }
 
-/* Reads (and writes nothing) what the file is (why, when refused, follows its name): *version its schema version, 0 for an empty
- * database. Returns SQLITE_OK, SQLITE_NOTADB with the reason for a file deformd must not take
- * (another program's database, a newer deformd's), or another SQLite code. */
+/* Reads (and writes nothing) what the file is: *version its schema version, 0 for an empty
+ * database. Returns SQLITE_OK, SQLITE_NOTADB with the reason (to follow the file's name) for a
+ * file deformd must not take (another program's database, a newer deformd's), or another
+ * SQLite code. */
 int srv__store_recognise(sqlite3 *db, int *version, char *why, size_t whylen) {
   int rc;
   int64_t uv = pragma_int(db, "PRAGMA user_version", &rc);
@@ -596,10 +595,11 @@ int srv__store_recognise(sqlite3 *db, int *version, char *why, size_t whylen) {
   return SQLITE_NOTADB;
 }
 
-/* Brings the schema from `from` to SCHEMA_VERSION, one transaction per step. */
+/* Brings the schema from `from` to SCHEMA_VERSION, one transaction per step. A version 1 store
+ * runs step 1 again (IF NOT EXISTS): one last opened by an older deformd may lack a table. */
 static int migrate(srv_store *st, int from, char *why, size_t whylen) {
   int rc = SQLITE_OK;
-  for (int v = from + 1; rc == SQLITE_OK && v <= SCHEMA_VERSION; v++) {
+  for (int v = from > 1 ? from + 1 : 1; rc == SQLITE_OK && v <= SCHEMA_VERSION; v++) {
     char sql[64];
     snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", v);
     rc = exec(st->db, "BEGIN IMMEDIATE", why, whylen);
@@ -672,7 +672,8 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
   char why[256] = "";
   int rc = open_rw(st, why, sizeof(why));
   struct statvfs fs;
-  if (rc != SQLITE_OK && rc != SQLITE_NOTADB && access(st->path, R_OK) == 0 && statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+  if (rc != SQLITE_OK && rc != SQLITE_NOTADB && access(st->path, R_OK) == 0 && statvfs(dir, &fs) == 0 &&
+      (fs.f_flag & ST_RDONLY)) {
     /* A read-only file system: serve what is stored, refuse edits, and try again every second
      * (an operator may remount it). */
     sqlite3_close(st->db);
