@@ -289,6 +289,14 @@ TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_co
   ASSERT_STR_CONTAINS(msg, "damaged");
   ASSERT_EQ(harness_rpc_err(&h, "targets.list", "{\"session\":\"demo\"}", NULL, 0), -32014);
   ASSERT_EQ(harness_rpc_err(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}", NULL, 0), -32005);
+  /* A viewer on the binary port is told too (SESSION_CLOSED, not "unknown session"). */
+  client_conn c;
+  char err[256];
+  ASSERT_OK(client_connect(&c, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
+  ASSERT_OK(client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_EQ(harness_expect_error(&c, PROTO_ERROR, NULL, 5000), PROTO_ERR_SESSION_CLOSED);
+  ASSERT(harness_closed(&c, 5000));
+  client_close(&c);
   size_t n = 0;
   char *server_log = (char *)test_read_file(h.log_path, &n);
   ASSERT(strstr(server_log, "already exists") == NULL);
