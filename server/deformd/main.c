@@ -4,6 +4,7 @@
  *   deformd [options]              run the service (the options: core/srv_options.c)
  *   deformd --check-mesh FILE      import FILE, print its mesh_stats as one JSON object
  *                                  (--isolate: in the import worker, with its limits)
+ *   deformd --check-store DIR      check DIR's store read-only: every session restored, exit 0/1/2
  *   deformd --write-demo OUT.glb   write the bundled demo head
  *   deformd --import-worker ...    the child the server parses untrusted files in (srv_import.c)
  *
@@ -25,6 +26,7 @@
 #include "srv_config.h"
 #include "srv_options.h"
 #include "srv_server.h"
+#include "srv_restore.h"
 #include "deformd.h"
 
 static int run_server(srv_config *cfg) {
@@ -189,6 +191,8 @@ int main(int argc, char **argv) {
     rc = 1;
   } else if (cli.check_mesh) {
     rc = check_mesh(cli.check_mesh, &cfg, cli.isolate);
+  } else if (cli.check_store) {
+    rc = srv_check_store_main(cli.check_store, cfg.max_vertices);
   } else if (cli.write_demo) {
     rc = write_demo(cli.write_demo);
   } else {

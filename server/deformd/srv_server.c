@@ -325,6 +325,10 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
   srv_store_reader *r = NULL;
   restore_list l = {0};
   int rc = srv_store_reader_open(srv_store_path(s->store), &r, err, errlen);
+  char damage[512];
+  if (rc == 0 && !srv_store_quick_check(r, damage, sizeof(damage)))
+    srv_log(SRV_LOG_ERROR, "store %s is damaged (%s): the sessions that read are served; deformd --check-store "
+            "DIR says which do not", srv_store_path(s->store), damage);
   if (rc == 0) rc = srv_store_read_authors(r, author_row, s, err, errlen);
   if (rc == 0) rc = srv_store_read_sessions(r, session_row, &l, err, errlen);
   srv_store_reader_close(r);
@@ -336,8 +340,15 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
     int r2 = srv_restore_session(srv_store_path(s->store), l.ids[i], UINT64_MAX, 1, s->cfg.max_vertices, &x, why,
                                  sizeof(why));
     if (r2) {
-      srv_log(SRV_LOG_ERROR, "session %s was not restored: %s; its stored data is left as it is", l.names[i], why);
-      srv_session_reserve_name(s, l.names[i]);
+      srv_log(SRV_LOG_ERROR, "session %s was not restored: %s; its stored data is left as it is (session.list "
+              "shows it damaged; an owner may session.close it)", l.names[i], why);
+      srv_session_mark_damaged(s, l.names[i], l.ids[i], why);
+      /* What reads of it (the records before the damage) is kept for session.export. */
+      if (srv_restore_readable(srv_store_path(s->store), l.ids[i], s->cfg.max_vertices, &x, why, sizeof(why)) == 0) {
+        srv_log(SRV_LOG_INFO, "session %s: its state at version %llu reads; session.export exports it", l.names[i],
+                (unsigned long long)x->version);
+        srv_session_damaged_readable(s, l.names[i], x);
+      }
       continue;
     }
     srv_session_add(s, x);
@@ -388,6 +399,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   s->limits.max_vertices = cfg->max_vertices;
   s->started_ms = uv_now(loop);
   s->next_session_id = 1;
+  srv_history_set_undo_depth(cfg->undo_depth);
   if (srv_authors_init(&s->authors)) return UV_ENOMEM;
   char dirbuf[1024], err[1024];
   const char *dir = cfg->relay ? NULL : srv_config_data_dir(cfg, dirbuf, sizeof(dirbuf));
@@ -452,6 +464,11 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   for (uint32_t i = 0; i < cfg->session_count; i++) {
     char why[256];
     if (srv_session_find(s, cfg->sessions[i].name)) continue; /* restored: its history wins */
+    if (srv_session_name_taken(s, cfg->sessions[i].name)) { /* damaged: its rows stay, so does the name */
+      srv_log(SRV_LOG_WARN, "session %s is not opened from its mesh: the stored one is damaged (session.close it to "
+              "start over)", cfg->sessions[i].name);
+      continue;
+    }
     if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, on_session_opened, NULL, why,
                              sizeof(why)) == 0)
       s->opening++;
@@ -491,8 +508,11 @@ void srv_server_fini(srv_server *s) {
   srv_cluster_stop(s); /* a failed start: nothing ran */
   while (s->sessions) srv_session_close(s, s->sessions, "the server stopped");
   srv_cluster_free(s);
-  for (uint32_t i = 0; i < s->reserved_count; i++) free(s->reserved[i]);
-  free(s->reserved);
+  for (uint32_t i = 0; i < s->damaged_count; i++) {
+    free(s->damaged[i].name), free(s->damaged[i].why);
+    srv_session_unref(s->damaged[i].readable);
+  }
+  free(s->damaged);
   srv_authors_fini(&s->authors);
   srv_access_fini(&s->access);
   if (s->node_token) explicit_bzero(s->node_token, strlen(s->node_token));

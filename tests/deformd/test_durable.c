@@ -413,6 +413,145 @@ TEST(two_authors_undo_and_redo_only_their_own_steps) {
   harness_stop(&h);
 }
 
+/* history.list as text, and the answer of an undo or redo (its "kind" and "step"). */
+static char *history_text(harness *h) {
+  return json_of(harness_rpc_ok(h, "history.list", "{\"session\":\"demo\",\"limit\":100}"));
+}
+
+static void undo_redo(harness *h, const char *method, const char *kind, int restored, double *step) {
+  cJSON *r = harness_rpc_ok(h, method, "{\"session\":\"demo\"}");
+  if (strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, kind) != 0 ||
+      cJSON_GetObjectItem(r, "restored")->valueint != restored)
+    test__fail(__FILE__, __LINE__, "%s: %s", method, cJSON_PrintUnformatted(r));
+  if (step) *step = cJSON_GetObjectItem(r, "step")->valuedouble;
+  cJSON_Delete(r);
+}
+
+static double newest_step(harness *h) {
+  cJSON *l = harness_rpc_ok(h, "history.list", "{\"session\":\"demo\",\"limit\":1}");
+  double v = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "steps"), 0), "step")->valuedouble;
+  cJSON_Delete(l);
+  return v;
+}
+
+TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
+  const char *dir = data_dir("durable-undo");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}");      /* A */
+  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");        /* B */
+  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"6\":[0.002,0,0]}}");      /* C */
+  double c_step, b_step, s;
+  undo_redo(&h, "history.undo", "sculpt.set", 1, &c_step);
+  undo_redo(&h, "history.undo", "weights.set", 1, &b_step);
+  undo_redo(&h, "history.redo", "weights.set", 1, &s);
+  ASSERT(s == b_step);
+  rpc(&h, "history.revert", "{\"session\":\"demo\",\"version\":1}"); /* (ends ana's redo of C) */
+  double r_step;
+  undo_redo(&h, "history.undo", "revert", 1, &r_step); /* smile_L back at 0.5 */
+  char *l0 = history_text(&h);
+  ASSERT_STR_CONTAINS(l0, "undo of step 3");
+  ASSERT_STR_CONTAINS(l0, "revert to version 1");
+  double last0 = newest_step(&h);
+  seen before, after;
+  look(&h, "demo", &before);
+  /* kill -9: nothing was checkpointed; the log and the step rows hold it all. */
+  harness_kill(&h);
+  start_on(&h, dir, "demo", "--demo");
+  look(&h, "demo", &after);
+  assert_same(&before, &after);
+  char *l1 = history_text(&h);
+  if (strcmp(l0, l1) != 0) test__fail(__FILE__, __LINE__, "history.list changed:\n%s\n%s", l0, l1);
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  /* ana's redo stack holds the revert she undid: redo makes it again, under a new step number. */
+  undo_redo(&h, "history.redo", "revert", 1, &s);
+  ASSERT(s == r_step);
+  ASSERT(newest_step(&h) > last0);
+  undo_redo(&h, "history.undo", "revert", 1, &s);
+  ASSERT(s == r_step);
+  char *l2 = history_text(&h);
+  seen_fini(&before);
+  look(&h, "demo", &before);
+  /* SIGTERM: everything is in the checkpoint the stop writes. */
+  harness_stop(&h);
+  start_on(&h, dir, "demo", "--demo");
+  seen_fini(&after);
+  look(&h, "demo", &after);
+  assert_same(&before, &after);
+  char *l3 = history_text(&h);
+  if (strcmp(l2, l3) != 0) test__fail(__FILE__, __LINE__, "history.list changed:\n%s\n%s", l2, l3);
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  undo_redo(&h, "history.redo", "revert", 1, &s);
+  ASSERT(s == r_step);
+  undo_redo(&h, "history.undo", "revert", 1, &s);
+  undo_redo(&h, "history.undo", "weights.set", 1, &s); /* (C stays undone) */
+  ASSERT(s == b_step);
+  undo_redo(&h, "history.undo", "sculpt.set", 1, &s); /* A */
+  ASSERT(harness_rpc_err(&h, "history.undo", "{\"session\":\"demo\"}", NULL, 0) == -32006);
+  harness_stop(&h);
+  seen_fini(&before), seen_fini(&after);
+  free(l0), free(l1), free(l2), free(l3);
+}
+
+TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
+  const char *dir = data_dir("durable-undo-nothing");
+  harness h;
+  start_on(&h, dir, "demo", "--demo");
+  client_conn ana, bob;
+  as_author(&h, &ana, "ana");
+  as_author(&h, &bob, "bob");
+  int code;
+  cJSON_Delete(call(&ana, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}", &code));
+  cJSON_Delete(call(&bob, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.003,0,0]}}", &code));
+  /* ana's undo finds vertex 5 changed by bob: nothing changes, yet her step is undone. */
+  cJSON *r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "restored")->valueint, 0);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "skipped")->valueint, 1);
+  cJSON_Delete(r);
+  client_close(&ana), client_close(&bob);
+  harness_kill(&h);
+  start_on(&h, dir, "demo", "--demo");
+  as_author(&h, &ana, "ana");
+  r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, -32006); /* her one step is undone already */
+  cJSON_Delete(r);
+  r = call(&ana, "history.redo", "{\"session\":\"demo\"}", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT(strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, "sculpt.set") == 0);
+  cJSON_Delete(r);
+  client_close(&ana);
+  harness_stop(&h);
+}
+
+TEST(more_steps_than_a_checkpoint_holds_stay_undoable_after_a_restart_up_to_undo_depth) {
+  const char *dir = data_dir("durable-depth");
+  harness h;
+  const char *const args[] = {"--data", dir, "--demo", "--undo-depth", "150", NULL};
+  harness_start(&h, "demo", args);
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  /* 1,100 steps: past a checkpoint (every 1,000 operations), then a clean stop (another). */
+  char p[160];
+  for (int i = 1; i <= 1100; i++) {
+    snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 2048.0);
+    rpc(&h, "weights.set", p);
+  }
+  harness_stop(&h);
+  harness_start(&h, "demo", args);
+  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  for (int i = 0; i < 150; i++) undo_redo(&h, "history.undo", "weights.set", 1, NULL);
+  char msg[256];
+  ASSERT(harness_rpc_err(&h, "history.undo", "{\"session\":\"demo\"}", msg, sizeof(msg)) == -32006);
+  ASSERT_STR_CONTAINS(msg, "no longer kept for undo");
+  cJSON *t = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
+  ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(t, 0), "name")->valuestring, "jaw_open") == 0);
+  /* jaw_open is back at step 950's value (a float32 of it) */
+  ASSERT_NEAR(cJSON_GetObjectItem(cJSON_GetArrayItem(t, 0), "weight")->valuedouble, 950 / 2048.0, 1e-6);
+  cJSON_Delete(t);
+  harness_stop(&h);
+}
+
 TEST(revert_to_an_old_version_then_undo_the_revert) {
   const char *dir = data_dir("durable-revert");
   harness h;

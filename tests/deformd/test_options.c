@@ -259,6 +259,10 @@ static void walk_custom(const srv_option *o) {
     ARGS("--isolate", "--check-mesh", "a.obj");
     ASSERT(p.rc == 0 && p.cli.isolate == 1);
     done(&p);
+  } else if (strcmp(name, "--check-store") == 0) {
+    ARGS("--check-store", "/var/lib/deformd");
+    ASSERT(p.rc == 0 && strcmp(p.cli.check_store, "/var/lib/deformd") == 0);
+    done(&p);
   } else if (strcmp(name, "--write-demo") == 0) {
     ARGS("--write-demo", "out.glb");
     ASSERT(p.rc == 0 && strcmp(p.cli.write_demo, "out.glb") == 0);
@@ -441,6 +445,7 @@ static const struct {
     {"--data", AT(data_dir)},
     {"--durability", AT(durability_full)},
     {"--history-days", AT(history_days)},
+    {"--undo-depth", AT(undo_depth)},
     {"--log-level", AT(log_level)},
     {"--reserve-mb", AT(reserve_mb)},
     {"--import-worker-path", AT(import_worker_path)},

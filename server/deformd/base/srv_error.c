@@ -27,6 +27,7 @@ const char *srv_strerror(int code) {
     case SRV_ENOMETHOD: return "unknown method";
     case SRV_ESHUTDOWN: return "shutting down";
     case SRV_EINTERNAL: return "internal error";
+    case SRV_EDAMAGED: return "damaged session";
     default: return "unknown error";
   }
 }

@@ -27,7 +27,8 @@ typedef enum srv_error {
   SRV_ENOCLIP = -3014,    /* no clip by that name */
   SRV_ENOMETHOD = -3015,  /* no such JSON-RPC method */
   SRV_ESHUTDOWN = -3016,  /* the server is stopping */
-  SRV_EINTERNAL = -3017   /* out of memory, or a job that could not start */
+  SRV_EINTERNAL = -3017,  /* out of memory, or a job that could not start */
+  SRV_EDAMAGED = -3018    /* a stored session that did not restore: listed, not served */
 } srv_error;
 
 /* A short name for an SRV_E* code ("unknown session"), for logs. */

@@ -39,6 +39,7 @@ void srv_config_init(srv_config *c) {
   c->gesture_idle_ms = 600000;
   c->max_connections = 4096;
   c->max_vertices = MESH_DEFAULT_MAX_VERTICES;
+  c->undo_depth = 100;
   c->max_sessions = 64;
   c->session_memory_mb = 2048;
   c->client_memory_mb = 1024;

@@ -58,6 +58,7 @@ typedef struct srv_config {
                               * "none": memory only */
   int durability_full;       /* SQLite synchronous=FULL (survives a power loss) instead of NORMAL */
   double history_days;       /* operations older than this are folded into a checkpoint; 0: kept */
+  uint32_t undo_depth;       /* steps per author and session that stay undoable, restarts included */
   uint32_t import_memory_mb; /* the import worker's memory (srv_import.c) */
   uint32_t import_seconds;   /* ... and time */
   uint32_t import_workers;   /* ... and how many run at once */

@@ -34,6 +34,7 @@
 
 static int cli_config(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_check_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
+static int cli_check_store(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_isolate(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_write_demo(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_help(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
@@ -71,6 +72,8 @@ static const srv_option TABLE[] = {
      .help = "print a mesh's statistics as one JSON object (exit 2 if refused)"},
     {.flag = "--isolate", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_isolate,
      .help = "with --check-mesh: parse the file in the import worker, with its limits"},
+    {.flag = "--check-store", .arg = "DIR", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_check_store,
+     .help = "check a data directory's store, writing nothing (exit 0 sound, 1 not a store it can read, 2 damaged)"},
     {.flag = "--write-demo", .arg = "OUT.glb", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .cli = cli_write_demo,
      .help = "write the bundled demo head (GLB or OBJ)"},
     {.flag = "--config", .arg = "FILE", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_MODE, .flags = SRV_OPT_EARLY,
@@ -109,6 +112,8 @@ static const srv_option TABLE[] = {
     {.flag = "--history-days", .key = "history_days", .arg = "N", .type = SRV_OPT_NUMBER, .group = SRV_OPT_G_SERVER,
      FIELD(history_days), .max = 1e6, .def = "0", .what = "a number of days >= 0 (0 keeps everything)",
      .help = "fold operations older than N days into a checkpoint; 0: keep all"},
+    INT_ROW("--undo-depth", "undo_depth", "N", SRV_OPT_G_SERVER, undo_depth, 1, 100000, "100",
+            "steps per author and session that stay undoable, across restarts"),
     {.flag = "--log-level", .key = "log_level", .arg = "L", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_SERVER,
      FIELD(log_level), .def = "info", .cli = cli_log_level, .set_key = key_log_level,
      .help = "error, warn, info or debug"},
@@ -383,6 +388,12 @@ static int cli_config(srv_cli *cli, const srv_option *o, const char *value, char
 static int cli_check_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
   (void)o, (void)err, (void)errlen;
   cli->check_mesh = value;
+  return 0;
+}
+
+static int cli_check_store(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  (void)o, (void)err, (void)errlen;
+  cli->check_store = value;
   return 0;
 }
 

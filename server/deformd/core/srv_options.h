@@ -24,6 +24,7 @@ struct cJSON;
 typedef struct srv_cli {
   srv_config *cfg;
   const char *check_mesh;   /* --check-mesh FILE (argv's string) */
+  const char *check_store;  /* --check-store DIR */
   const char *write_demo;   /* --write-demo OUT */
   int isolate;              /* --isolate */
   const char *pending_mesh; /* --mesh FILE waiting for its --session NAME */

@@ -55,6 +55,13 @@ typedef struct srv_stats {
   uint32_t class_count;
 } srv_stats;
 
+/* A stored session that did not restore (srv_server.c): its rows stay as they are. */
+typedef struct srv_damaged {
+  char *name, *why; /* why NULL: a name kept from reuse, not damaged (srv_session_reserve_name) */
+  int64_t store_id;
+  srv_session *readable; /* the state the records before the damage make (referenced), or NULL */
+} srv_damaged;
+
 struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
@@ -95,8 +102,8 @@ struct srv_server {
   srv_authors authors;
   int64_t next_session_id;   /* the store's session ids */
   uint64_t retention_ms;     /* uv_now() of the last --history-days pass */
-  char **reserved;           /* names of stored sessions that did not restore: not reusable */
-  uint32_t reserved_count;
+  srv_damaged *damaged;      /* stored sessions that did not restore: listed, not served, names kept */
+  uint32_t damaged_count;
   srv_access access;         /* tokens and who may do what (srv_access.c) */
   srv_data data;             /* the folders clients name files in (srv_data.c) */
   srv_tls_ctx *tls;          /* TLS on every port (NULL: none) */

@@ -50,6 +50,7 @@ static uint16_t stream_code(int srv_code) {
     case SRV_EACCES: return PROTO_ERR_FORBIDDEN;
     case SRV_ELIMIT: return PROTO_ERR_OVERLOADED;
     case SRV_ESHUTDOWN: return PROTO_ERR_SHUTDOWN;
+    case SRV_EDAMAGED: return PROTO_ERR_SESSION_CLOSED; /* (not served until an owner closes it) */
     default: return PROTO_ERR_INVALID; /* the request, not the connection, failed */
   }
 }
@@ -258,6 +259,13 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   }
   srv_session *s = srv_session_find(srv, name);
   if (!s && srv->route_join && srv->route_join(c, name, p, n, on_hello)) return; /* a relay loads it */
+  const srv_damaged *damaged = s ? NULL : srv_session_find_damaged(srv, name);
+  if (damaged) {
+    char msg[1000];
+    snprintf(msg, sizeof(msg), "session '%s' is damaged in the store: %s", name, damaged->why);
+    srv_conn_fail(c, stream_code(SRV_EDAMAGED), msg);
+    return;
+  }
   if (!s) {
     /* Name the sessions there are that this connection may watch, so that a viewer can say what
      * to join instead (the ERROR message holds 1024 bytes: what does not fit is counted). */

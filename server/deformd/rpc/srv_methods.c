@@ -147,10 +147,32 @@ static void m_session_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON *a = cJSON_CreateArray();
   for (srv_session *x = s->sessions; x; x = x->next)
     if (srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, x->name)) cJSON_AddItemToArray(a, session_summary(x));
+  for (uint32_t i = 0; i < s->damaged_count; i++) { /* stored, not restored: listed so that nobody wonders */
+    const srv_damaged *d = &s->damaged[i];
+    if (!d->why || !srv_access_allows(s, &call->conn->grant, SRV_ROLE_VIEWER, d->name)) continue;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "session", d->name);
+    cJSON_AddBoolToObject(o, "damaged", 1);
+    cJSON_AddStringToObject(o, "reason", d->why);
+    cJSON_AddItemToArray(a, o);
+  }
   srv_rpc_reply(call, a);
 }
 
 static void m_session_close(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const srv_damaged *d = cJSON_IsString(name) ? srv_session_find_damaged(s, name->valuestring) : NULL;
+  if (d) { /* its rows go; the name is free again */
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "session", d->name);
+    cJSON_AddBoolToObject(r, "closed", 1);
+    if (s->store) srv_store_delete_session(s->store, d->store_id);
+    srv_access_session_closed(s, d->name);
+    srv_log(SRV_LOG_INFO, "damaged session %s closed and deleted from the store", d->name);
+    srv_session_forget_damaged(s, name->valuestring);
+    srv_rpc_reply(call, r);
+    return;
+  }
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
   cJSON *r = cJSON_CreateObject();

@@ -44,6 +44,7 @@ int srv_rpc_code(int srv_code) {
     case SRV_ESOLVER: return -32011;
     case SRV_EBUSY: return -32012;
     case SRV_ENOCLIP: return -32013;
+    case SRV_EDAMAGED: return -32014;
     default: return -32000; /* SRV_EINTERNAL, SRV_ESHUTDOWN */
   }
 }
@@ -191,7 +192,12 @@ srv_session *srv_rpc_want_session(srv_server *s, srv_rpc_call *call, const cJSON
   }
   srv_session *x = srv_session_find(s, name->valuestring);
   char q[SRV_QUOTE_BUF];
-  if (!x) srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", srv_json_quote(name->valuestring, q));
+  const srv_damaged *d = x ? NULL : srv_session_find_damaged(s, name->valuestring);
+  if (d)
+    srv_rpc_error(call, SRV_EDAMAGED, "session '%s' is damaged in the store: %s (an owner may session.close it)",
+                  srv_json_quote(name->valuestring, q), d->why);
+  else if (!x)
+    srv_rpc_error(call, SRV_ENOSESSION, "unknown session '%s'", srv_json_quote(name->valuestring, q));
   return x;
 }
 

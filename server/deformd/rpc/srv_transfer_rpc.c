@@ -414,7 +414,9 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* session.export {session, path?, version?, format?, offset?, max_bytes?} */
 static void srv_m_session_export(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = srv_rpc_want_session(s, call, params);
+  const cJSON *named = cJSON_GetObjectItemCaseSensitive(params, "session");
+  const srv_damaged *d = cJSON_IsString(named) ? srv_session_find_damaged(s, named->valuestring) : NULL;
+  srv_session *x = d && d->readable ? d->readable : srv_rpc_want_session(s, call, params); /* (what reads of it) */
   if (!x) return;
   const cJSON *path = cJSON_GetObjectItemCaseSensitive(params, "path");
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(params, "format");

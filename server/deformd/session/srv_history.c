@@ -11,9 +11,16 @@
  * the caller makes a new step. The comparison is on values, so undoing one's own newer step
  * first never makes an older one "changed by someone else".
  *
- * Memory: each step keeps its before/after values; the newest SRV_HISTORY_UNDO_DEPTH undoable
- * steps of each author keep them, older steps only their summary (history.list shows them,
- * history.revert reaches them through the store).
+ * Memory: each step keeps its before/after values; the newest `undo_depth` undoable steps of
+ * each author keep them (srv_history_set_undo_depth, the undo_depth setting), older steps only
+ * their summary (history.list shows them, history.revert reaches them through the store).
+ *
+ * Restarts: what undo needs survives kill -9 and a clean stop alike. Each undo, redo and revert
+ * stores a step row (what it acted on, what it skipped); each checkpoint stores the history as
+ * it was (srv_history_encode: the payloads, undone flags, redo stacks, step numbers). A restore
+ * loads the newest checkpoint's history, then replays the operations after it through
+ * srv_history_on_applied, where an undo or redo step found in the step rows marks its step
+ * undone (or not) and moves its author's redo stack as history.undo and .redo did.
  *
  * DOES NOT touch the store's file (srv_store.c) or parse requests (srv_history_rpc.c).
  */
@@ -27,6 +34,7 @@
 #include "mesh.h"
 #include "srv_history.h"
 #include "srv_error.h"
+#include "srv_bytes.h"
 #include "srv_log.h"
 #include "srv_store.h"
 #include "srv_author.h"
@@ -66,8 +74,18 @@ typedef struct srv_step {
   hist_targets tg;
 } srv_step;
 
+/* A step row read back from the store (restore only). */
+typedef struct step_meta {
+  uint64_t step, undo_of;
+  uint32_t skipped, author;
+  uint8_t cause;
+  uint8_t seen; /* its step was made again (or is made now, having no operations) */
+} step_meta;
+
 struct srv_history {
   srv_step *steps; /* ascending id */
+  step_meta *meta; /* restore: the stored step rows, by step (freed when the restore ends) */
+  uint32_t nmeta;
   uint32_t count, cap;
   uint64_t next_id;
   /* per author: the steps it undid, newest last (its redo stack) */
@@ -83,6 +101,10 @@ struct srv_history {
   uint32_t ops_since_checkpoint;
   size_t bytes_since_checkpoint;
 };
+
+static uint32_t undo_depth = SRV_HISTORY_UNDO_DEPTH;
+
+void srv_history_set_undo_depth(uint32_t steps) { undo_depth = steps ? steps : 1; }
 
 static double now_s(void) {
   struct timeval tv;
@@ -113,6 +135,7 @@ void srv_history_fini(srv_session *s) {
   free(h->steps);
   for (uint32_t i = 0; i < h->nredo; i++) free(h->redo[i].ids);
   free(h->redo);
+  free(h->meta);
   free(h);
   s->history = NULL;
 }
@@ -133,6 +156,59 @@ static srv_step *find_step(srv_history *h, uint64_t id) {
     else hi = mid;
   }
   return lo < h->count && h->steps[lo].id == id ? &h->steps[lo] : NULL;
+}
+
+static struct redo *redo_of(srv_history *h, uint32_t author, int create);
+
+static const step_meta *find_meta(const srv_history *h, uint64_t step) {
+  uint32_t lo = 0, hi = h->nmeta;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (h->meta[mid].step < step) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < h->nmeta && h->meta[lo].step == step ? &h->meta[lo] : NULL;
+}
+
+static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t cause);
+
+/* Restore: an undo or redo that changed nothing (everything it would have set, others had
+ * changed) has no operation to replay, yet it marked its step and moved the redo stack. Its
+ * row is made a step when the replay reaches a newer step id (undo and redo are made at once,
+ * so nothing of theirs comes later), or at the end. */
+static void made_before(srv_history *h, uint64_t id) {
+  for (uint32_t i = 0; i < h->nmeta && h->meta[i].step < id; i++) {
+    step_meta *m = &h->meta[i];
+    if (m->seen || (m->cause != SRV_CAUSE_UNDO && m->cause != SRV_CAUSE_REDO)) continue;
+    m->seen = 1;
+    if (!find_step(h, m->step)) new_step(h, m->step, m->author, m->cause);
+  }
+}
+
+/* Restore: a step of the store's made again. An undo or redo does to its step and its
+ * author's redo stack what srv_history_undo/_redo did the first time. */
+static void restored_step(srv_history *h, srv_step *st) {
+  step_meta *m = (step_meta *)find_meta(h, st->id);
+  if (!m) return;
+  m->seen = 1;
+  st->undo_of = m->undo_of;
+  st->skipped = m->skipped;
+  if (st->cause != SRV_CAUSE_UNDO && st->cause != SRV_CAUSE_REDO) return;
+  srv_step *target = find_step(h, m->undo_of);
+  struct redo *r = redo_of(h, st->author, st->cause == SRV_CAUSE_UNDO);
+  if (st->cause == SRV_CAUSE_UNDO) {
+    if (target) target->undone = 1;
+    if (r && r->n == r->cap) {
+      uint32_t cap = r->cap ? 2 * r->cap : 8;
+      uint64_t *g = realloc(r->ids, sizeof(uint64_t) * cap);
+      if (g) r->ids = g, r->cap = cap;
+    }
+    if (r && r->n < r->cap) r->ids[r->n++] = m->undo_of;
+  } else {
+    if (target) target->undone = 0;
+    while (r && r->n && r->ids[r->n - 1] != m->undo_of) r->n--; /* (those redo skipped as gone) */
+    if (r && r->n) r->n--;
+  }
 }
 
 static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t cause) {
@@ -166,7 +242,15 @@ static srv_step *new_step(srv_history *h, uint64_t id, uint32_t author, uint8_t 
   st->has_payload = cause != SRV_CAUSE_ANIM_PLAY && cause != SRV_CAUSE_ANIM_COMPRESS;
   st->time = h->replay_time > 0 ? h->replay_time : now_s();
   if (id >= h->next_id) h->next_id = id + 1;
+  if (h->nmeta) restored_step(h, st);
   return st;
+}
+
+/* new_step, during a restore first making the undo and redo steps before it that changed
+ * nothing (made_before). */
+static srv_step *new_step_in_order(srv_history *h, uint64_t id, uint32_t author, uint8_t cause) {
+  if (h->nmeta) made_before(h, id);
+  return new_step(h, id, author, cause);
 }
 
 uint64_t srv_history_new_step_id(srv_session *s) { return s->history->next_id++; }
@@ -304,13 +388,13 @@ static int add_payload(srv_step *st, const srv_session *s, const srv_op *op, con
   return 0;
 }
 
-/* Keeps the payloads of the newest SRV_HISTORY_UNDO_DEPTH undoable steps of `author`. */
+/* Keeps the payloads of the newest `undo_depth` undoable steps of `author`. */
 static void trim_payloads(srv_history *h, uint32_t author) {
   uint32_t kept = 0;
   for (uint32_t i = h->count; i-- > 0;) {
     srv_step *st = &h->steps[i];
     if (st->author != author || !st->has_payload) continue;
-    if (st->cause == SRV_CAUSE_UNDO || st->cause == SRV_CAUSE_REDO || ++kept > SRV_HISTORY_UNDO_DEPTH) {
+    if (st->cause == SRV_CAUSE_UNDO || st->cause == SRV_CAUSE_REDO || ++kept > undo_depth) {
       /* (undo never takes undo/redo steps: redo re-applies the step itself) */
       h->payload_bytes -= payload_size(st);
       step_drop_payload(st);
@@ -345,16 +429,18 @@ static void log_op(srv_server *srv, srv_session *s, const srv_op *op, const srv_
 
 void srv_history_checkpoint(srv_server *srv, srv_session *s) {
   if (!srv->store || !s->store_id) return;
-  proto_buf cp;
+  proto_buf cp, hist;
   proto_buf_init(&cp);
-  if (srv_record_encode_checkpoint(s, &cp) == 0 &&
-      srv_store_put_checkpoint(srv->store, s->store_id, s->version, cp.data, cp.len) == 0) {
+  proto_buf_init(&hist);
+  if (srv_record_encode_checkpoint(s, &cp) == 0 && srv_history_encode(s, &hist) == 0 &&
+      srv_store_put_checkpoint_history(srv->store, s->store_id, s->version, cp.data, cp.len, hist.data, hist.len) == 0) {
     s->history->ops_since_checkpoint = 0;
     s->history->bytes_since_checkpoint = 0;
   } else {
     srv_log(SRV_LOG_WARN, "session %s: cannot write a checkpoint (out of memory); restart replays more", s->name);
   }
   proto_buf_fini(&cp);
+  proto_buf_fini(&hist);
 }
 
 void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
@@ -370,7 +456,7 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
     double t = h->replay_time > 0 ? h->replay_time : now_s();
     if (last->slider == slider && last->author == op->author && !last->undone && t - last->last_time < 1.0) st = last;
   }
-  if (!st) st = new_step(h, op->step ? op->step : h->next_id, op->author, op->cause);
+  if (!st) st = new_step_in_order(h, op->step ? op->step : h->next_id, op->author, op->cause);
   if (st && st->ops == 0) st->slider = slider;
   if (!st) {
     srv_log(SRV_LOG_WARN, "session %s: version %llu is not in the history (out of memory)", s->name,
@@ -499,6 +585,15 @@ static int apply_restore(srv_server *srv, srv_session *s, const hist_offsets *o,
   return rc;
 }
 
+/* What an undo, redo or revert acted on, for the next start (srv_history_add_step_meta). */
+static void put_step_row(srv_server *srv, srv_session *s, const srv_step *made) {
+  if (!made || !srv->store || !s->store_id) return;
+  if (srv_store_put_step(srv->store, s->store_id, made->id, made->undo_of, made->skipped, made->author, made->cause) !=
+      0)
+    srv_log(SRV_LOG_WARN, "session %s: step %llu is not stored (out of memory); a restart lists it without what it "
+            "undid", s->name, (unsigned long long)made->id);
+}
+
 static void fill_result(srv_history_result *r, const srv_session *s, const srv_step *done, const srv_step *made,
                         uint32_t restored, uint32_t skipped) {
   memset(r, 0, sizeof(*r));
@@ -569,6 +664,7 @@ int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
   }
   if (r && r->n < r->cap) r->ids[r->n++] = id;
   fill_result(out, s, target, made, restored, skipped);
+  put_step_row(srv, s, made);
   return 0;
 }
 
@@ -595,6 +691,7 @@ int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
   r = redo_of(h, author, 0);
   if (r && r->n) r->n--;
   fill_result(out, s, target, made, restored, skipped);
+  put_step_row(srv, s, made);
   return 0;
 }
 
@@ -629,6 +726,7 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
   if (!made) made = new_step(s->history, step, author, SRV_CAUSE_REVERT);
   if (made) made->undo_of = old->version;
   fill_result(out, s, NULL, made, restored, skipped);
+  put_step_row(srv, s, made);
   out->step_last_version = old->version;
   return 0;
 }
@@ -663,7 +761,7 @@ int srv_history_add_old_step(srv_session *s, const srv_history_entry *e) {
   srv_history *h = s->history;
   srv_step *st = h->count ? &h->steps[h->count - 1] : NULL;
   if (!st || st->id != e->step) {
-    st = new_step(h, e->step, e->author, e->cause);
+    st = new_step_in_order(h, e->step, e->author, e->cause);
     if (!st) return SRV_EINTERNAL;
     st->first_version = e->first_version;
     st->time = e->time;
@@ -681,4 +779,164 @@ uint64_t srv_history_version_before(const srv_session *s, double t) {
   for (uint32_t i = 0; h && i < h->count; i++)
     if (h->steps[i].ops && h->steps[i].time < t && h->steps[i].last_version > v) v = h->steps[i].last_version;
   return v;
+}
+
+/* ---- across restarts ------------------------------------------------------------------------------ */
+
+int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                              int cause) {
+  srv_history *h = s->history;
+  if (h->nmeta && h->meta[h->nmeta - 1].step >= step) return 0; /* (rows come by step) */
+  step_meta *g = realloc(h->meta, sizeof(*g) * (h->nmeta + 1));
+  if (!g) return SRV_EINTERNAL;
+  h->meta = g;
+  h->meta[h->nmeta++] = (step_meta){step, undo_of, skipped, author, (uint8_t)cause, 0};
+  if (step >= h->next_id) h->next_id = step + 1; /* an undo that changed nothing took a number too */
+  return 0;
+}
+
+void srv_history_restore_done(srv_session *s) {
+  if (!s->history) return;
+  made_before(s->history, UINT64_MAX); /* the undos and redos after every replayed step */
+  free(s->history->meta);
+  s->history->meta = NULL;
+  s->history->nmeta = 0;
+}
+
+/* The bytes: a format byte, then varints (srv_bytes.h); floats as float64, which holds a float32 exactly. */
+#define HISTORY_FORMAT 1
+#define HISTORY_SUMMARIES 1000 /* the newest steps whose whole summary a checkpoint keeps */
+
+static void h_target(proto_buf *b, const srv_target *t) {
+  double v[3] = {t->min, t->max, t->value};
+  for (int i = 0; i < 3; i++) srv_bytes_f64(b, v[i]); /* (float32 values are exact in a double) */
+  srv_bytes_varint(b, t->muted);
+  srv_bytes_varint(b, t->driver_count);
+  for (uint32_t i = 0; i < t->driver_count; i++) srv_bytes_varint(b, t->drivers[i]);
+  srv_bytes_varint(b, t->meta_version);
+}
+
+static void g_target(srv_bytes_cur *c, srv_target *t) {
+  memset(t, 0, sizeof(*t));
+  t->min = (float)srv_bytes_get_f64(c);
+  t->max = (float)srv_bytes_get_f64(c);
+  t->value = (float)srv_bytes_get_f64(c);
+  t->muted = (uint8_t)srv_bytes_get_varint(c);
+  uint64_t n = srv_bytes_get_varint(c);
+  if (n > PROTO_MAX_DRIVERS) c->bad = 1, n = 0;
+  t->driver_count = (uint8_t)n;
+  for (uint32_t i = 0; i < n; i++) t->drivers[i] = (uint32_t)srv_bytes_get_varint(c);
+  t->meta_version = srv_bytes_get_varint(c);
+}
+
+int srv_history_encode(const srv_session *s, proto_buf *b) {
+  const srv_history *h = s->history;
+  if (!h) return 0;
+  uint8_t fmt = HISTORY_FORMAT;
+  srv_bytes_put(b, &fmt, 1);
+  srv_bytes_varint(b, h->next_id);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < h->count; i++) {
+    const srv_step *st = &h->steps[i];
+    n += st->has_payload || st->undone || st->undo_of || i + HISTORY_SUMMARIES >= h->count;
+  }
+  srv_bytes_varint(b, n);
+  for (uint32_t i = 0; i < h->count; i++) {
+    const srv_step *st = &h->steps[i];
+    if (!(st->has_payload || st->undone || st->undo_of || i + HISTORY_SUMMARIES >= h->count)) continue;
+    uint64_t f[] = {st->id,           st->author,       st->cause,        st->undone,      st->has_payload,
+                    st->undo_of,      st->slider,       st->first_version, st->last_version, st->ops,
+                    st->changed,      st->vertices,     st->targets,      st->targets_added, st->skipped};
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) srv_bytes_varint(b, f[k]);
+    srv_bytes_f64(b, st->time);
+    srv_bytes_f64(b, st->last_time);
+    if (!st->has_payload) continue;
+    srv_bytes_varint(b, st->off.n);
+    for (uint32_t j = 0; j < st->off.n; j++) srv_bytes_varint(b, st->off.idx[j]);
+    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) srv_bytes_zigzag(b, st->off.before[j]);
+    for (size_t j = 0; j < 3 * (size_t)st->off.n; j++) srv_bytes_zigzag(b, st->off.after[j]);
+    srv_bytes_varint(b, st->tg.n);
+    for (uint32_t j = 0; j < st->tg.n; j++) {
+      srv_bytes_varint(b, st->tg.idx[j]);
+      h_target(b, &st->tg.before[j]);
+      h_target(b, &st->tg.after[j]);
+    }
+  }
+  srv_bytes_varint(b, h->nredo);
+  for (uint32_t i = 0; i < h->nredo; i++) {
+    srv_bytes_varint(b, h->redo[i].author);
+    srv_bytes_varint(b, h->redo[i].n);
+    for (uint32_t j = 0; j < h->redo[i].n; j++) srv_bytes_varint(b, h->redo[i].ids[j]);
+  }
+  return b->failed ? SRV_EINTERNAL : 0;
+}
+
+/* One step of the bytes into the history (made when the store's rows no longer list it). */
+static int load_step(srv_history *h, const srv_session *s, srv_bytes_cur *c) {
+  uint64_t f[15];
+  for (int k = 0; k < 15; k++) f[k] = srv_bytes_get_varint(c);
+  double t0 = srv_bytes_get_f64(c), t1 = srv_bytes_get_f64(c);
+  if (c->bad) return SRV_EIO;
+  srv_step *st = find_step(h, f[0]);
+  if (!st) st = new_step(h, f[0], (uint32_t)f[1], (uint8_t)f[2]);
+  if (!st) return SRV_EINTERNAL;
+  h->payload_bytes -= payload_size(st);
+  step_drop_payload(st);
+  st->author = (uint32_t)f[1], st->cause = (uint8_t)f[2], st->undone = (uint8_t)f[3];
+  st->has_payload = (uint8_t)f[4], st->undo_of = f[5], st->slider = (uint32_t)f[6];
+  st->first_version = f[7], st->last_version = f[8], st->ops = (uint32_t)f[9], st->changed = (uint32_t)f[10];
+  st->vertices = (uint32_t)f[11], st->targets = (uint32_t)f[12], st->targets_added = (uint32_t)f[13];
+  st->skipped = (uint32_t)f[14];
+  st->time = t0, st->last_time = t1;
+  if (!st->has_payload) return 0;
+  uint64_t n = srv_bytes_get_varint(c);
+  if (c->bad || n > s->mesh->vertex_count || ensure_offsets(&st->off, (uint32_t)n + 1)) return SRV_EIO;
+  for (uint64_t j = 0; j < n; j++) st->off.idx[j] = (uint32_t)srv_bytes_get_varint(c);
+  for (size_t j = 0; j < 3 * n; j++) st->off.before[j] = (int32_t)srv_bytes_get_zigzag(c);
+  for (size_t j = 0; j < 3 * n; j++) st->off.after[j] = (int32_t)srv_bytes_get_zigzag(c);
+  st->off.n = (uint32_t)n;
+  n = srv_bytes_get_varint(c);
+  for (uint64_t j = 0; !c->bad && j < n; j++) {
+    uint32_t t = (uint32_t)srv_bytes_get_varint(c);
+    srv_target before, after;
+    g_target(c, &before);
+    g_target(c, &after);
+    if (c->bad || t >= s->mesh->target_count || merge_target(&st->tg, t, &before, &after)) return SRV_EIO;
+  }
+  for (uint32_t j = 0; j < st->off.n; j++)
+    if (st->off.idx[j] >= s->mesh->vertex_count || (j && st->off.idx[j] <= st->off.idx[j - 1])) return SRV_EIO;
+  h->payload_bytes += payload_size(st);
+  return c->bad ? SRV_EIO : 0;
+}
+
+int srv_history_load(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen) {
+  srv_history *h = s->history;
+  srv_bytes_cur c = {p, p + n, 0};
+  int rc = n && p[0] == HISTORY_FORMAT ? 0 : SRV_EIO;
+  c.p++;
+  uint64_t next = rc ? 0 : srv_bytes_get_varint(&c), count = rc ? 0 : srv_bytes_get_varint(&c);
+  for (uint64_t i = 0; rc == 0 && i < count; i++) rc = load_step(h, s, &c);
+  uint64_t nredo = rc ? 0 : srv_bytes_get_varint(&c);
+  for (uint32_t i = 0; i < h->nredo; i++) h->redo[i].n = 0; /* the checkpoint's stacks replace them */
+  for (uint64_t i = 0; rc == 0 && !c.bad && i < nredo; i++) {
+    uint32_t author = (uint32_t)srv_bytes_get_varint(&c);
+    uint64_t k = srv_bytes_get_varint(&c);
+    struct redo *r = redo_of(h, author, 1);
+    if (!r || c.bad || k > (uint64_t)(c.end - c.p)) {
+      rc = r ? SRV_EIO : SRV_EINTERNAL;
+      break;
+    }
+    uint64_t *ids = realloc(r->ids, sizeof(uint64_t) * (k + 1));
+    if (!ids) {
+      rc = SRV_EINTERNAL;
+      break;
+    }
+    r->ids = ids, r->cap = (uint32_t)k + 1, r->n = (uint32_t)k;
+    for (uint64_t j = 0; j < k; j++) r->ids[j] = srv_bytes_get_varint(&c);
+  }
+  if (rc == 0 && c.bad) rc = SRV_EIO;
+  if (rc == 0 && next > h->next_id) h->next_id = next;
+  if (rc) snprintf(err, errlen, "the undo history stored with version %llu does not read%s",
+                   (unsigned long long)s->version, rc == SRV_EINTERNAL ? " (out of memory)" : "");
+  return rc;
 }

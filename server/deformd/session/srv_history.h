@@ -14,7 +14,7 @@
 
 typedef struct srv_history srv_history;
 
-#define SRV_HISTORY_UNDO_DEPTH 64             /* undoable steps kept per author and session */
+#define SRV_HISTORY_UNDO_DEPTH 100            /* default undo_depth: undoable steps per author and session */
 #define SRV_HISTORY_BYTES (16u << 20)         /* ... within this much memory per session (oldest go first) */
 #define SRV_HISTORY_STEPS 100000              /* steps history.list shows from memory, per session */
 #define SRV_CHECKPOINT_OPS 1000               /* a checkpoint after this many logged operations */
@@ -76,6 +76,21 @@ uint64_t srv_history_version_before(const srv_session *s, double t);
 void srv_history_set_replay_time(srv_session *s, double t);
 /* Restore: a step found in the store before the replayed tail (summary only, not undoable). */
 int srv_history_add_old_step(srv_session *s, const srv_history_entry *e);
+/* How many steps per author and session stay undoable (the undo_depth setting), for every
+ * session of the process; set once at start. */
+void srv_history_set_undo_depth(uint32_t steps);
+/* Restore, first: a stored step row (srv_store_read_steps), in step order. Returns 0 or
+ * SRV_EINTERNAL. */
+int srv_history_add_step_meta(srv_session *s, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                              int cause);
+/* Restore, after the checkpoint and the steps before it: the history stored with that
+ * checkpoint (srv_history_encode). Returns 0 or SRV_EIO / SRV_EINTERNAL with a reason. */
+int srv_history_load(srv_session *s, const uint8_t *p, size_t n, char *err, size_t errlen);
+/* Restore, last: frees what only the restore needed. */
+void srv_history_restore_done(srv_session *s);
+/* Appends the history as a checkpoint keeps it: undo payloads, undone flags, redo stacks, step
+ * numbers, the newest summaries. Returns 0 or SRV_EINTERNAL. */
+int srv_history_encode(const srv_session *s, proto_buf *b);
 
 /* srv_history_wait.c. Undo (redo = 0) or redo for `author`, answered through `reply` with
  * SRV_RESULT_HISTORY or an error. It runs once the author's strokes and drags already sent to

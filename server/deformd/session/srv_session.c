@@ -113,18 +113,50 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
   srv_session_unref(s);
 }
 
-void srv_session_reserve_name(srv_server *s, const char *name) {
-  char **g = realloc(s->reserved, sizeof(char *) * (s->reserved_count + 1));
+void srv_session_mark_damaged(srv_server *s, const char *name, int64_t store_id, const char *why) {
+  srv_damaged *g = realloc(s->damaged, sizeof(*g) * (s->damaged_count + 1));
   if (!g) return;
-  s->reserved = g;
-  if ((g[s->reserved_count] = strdup(name))) s->reserved_count++;
+  s->damaged = g;
+  srv_damaged d = {strdup(name), why ? strdup(why) : NULL, store_id, NULL};
+  if (d.name && (d.why || !why)) g[s->damaged_count++] = d;
+  else free(d.name), free(d.why);
 }
 
-int srv_session_name_taken(const srv_server *s, const char *name) {
-  for (uint32_t i = 0; i < s->reserved_count; i++)
-    if (strcmp(s->reserved[i], name) == 0) return 1;
-  return 0;
+void srv_session_damaged_readable(srv_server *s, const char *name, srv_session *readable) {
+  srv_damaged *d = (srv_damaged *)srv_session_find_damaged(s, name);
+  if (!d) {
+    srv_session_unref(readable);
+    return;
+  }
+  srv_session_unref(d->readable);
+  d->readable = readable;
 }
+
+void srv_session_reserve_name(srv_server *s, const char *name) { srv_session_mark_damaged(s, name, 0, NULL); }
+
+static const srv_damaged *find_name(const srv_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->damaged_count; i++)
+    if (strcmp(s->damaged[i].name, name) == 0) return &s->damaged[i];
+  return NULL;
+}
+
+const srv_damaged *srv_session_find_damaged(const srv_server *s, const char *name) {
+  const srv_damaged *d = find_name(s, name);
+  return d && d->why ? d : NULL;
+}
+
+void srv_session_forget_damaged(srv_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->damaged_count; i++)
+    if (strcmp(s->damaged[i].name, name) == 0) {
+      free(s->damaged[i].name);
+      free(s->damaged[i].why);
+      srv_session_unref(s->damaged[i].readable);
+      s->damaged[i] = s->damaged[--s->damaged_count];
+      return;
+    }
+}
+
+int srv_session_name_taken(const srv_server *s, const char *name) { return find_name(s, name) != NULL; }
 
 /* ---- subscribers and their classes ------------------------------------------------------------ */
 

@@ -118,8 +118,16 @@ void srv_session_destroy(srv_session *s);
 /* The server's table of sessions. */
 srv_session *srv_session_find(srv_server *srv, const char *name);
 void srv_session_add(srv_server *srv, srv_session *s);
-/* Names of stored sessions that did not restore: a new session may not take one. */
+/* Stored sessions that did not restore: listed as damaged with the reason, answered with
+ * SRV_EDAMAGED, and a new session may not take the name until an owner closes it. */
+void srv_session_mark_damaged(srv_server *srv, const char *name, int64_t store_id, const char *why);
+/* Keeps `readable` (takes the reference) with the damaged session `name`, for session.export. */
+void srv_session_damaged_readable(srv_server *srv, const char *name, srv_session *readable);
+const srv_damaged *srv_session_find_damaged(const srv_server *srv, const char *name);
+/* A name kept from reuse without being damaged (a copy another node of a cluster owns now). */
 void srv_session_reserve_name(srv_server *srv, const char *name);
+/* Forgets a damaged session (session.close deletes its rows). */
+void srv_session_forget_damaged(srv_server *srv, const char *name);
 int srv_session_name_taken(const srv_server *srv, const char *name);
 /* Removes the session from the table: its viewers get BYE(SESSION_CLOSED) and are closed, what
  * is running on it stops (srv_server.on_session_close), and the table's reference goes. */

@@ -17,8 +17,8 @@
  * is relative to the one before), so nothing may be skipped. A retry that succeeds clears the
  * failure.
  *
- * Reads (srv_store_reader_*) open their own read-only connection on whatever thread calls them
- * (WAL lets them run beside the writer).
+ * Reads (srv_store_reader_*, srv_store_read.c) open their own read-only connection on whatever
+ * thread calls them (WAL lets them run beside the writer).
  *
  * DOES NOT know what the records mean: srv_record.c encodes and decodes them.
  */
@@ -47,12 +47,14 @@ typedef enum item_kind {
   ITEM_SESSION_DELETE,
   ITEM_AUTHOR,      /* id, name */
   ITEM_OP,          /* session, v0, v1, step, author, time, kind, blob */
-  ITEM_CHECKPOINT,  /* session, v1 (version), blob */
+  ITEM_CHECKPOINT,  /* session, v1 (version), blob: the body (v0 bytes), then the undo history */
   ITEM_CLIP,        /* session, name, blob */
   ITEM_COMPACT,     /* session, v1: history older than v1 is folded into the checkpoint at v1 */
   ITEM_TOKEN,       /* session (the token's id), op_kind (role), name (user), time, blob: hash +
                      * the session it is for (none: every session) */
-  ITEM_TOKEN_DELETE /* session (the token's id) */
+  ITEM_TOKEN_DELETE, /* session (the token's id) */
+  ITEM_STEP         /* session, step, v1 (what it undid, redid or reverted to), changed (skipped), author,
+                     * op_kind (its srv_cause) */
 } item_kind;
 
 typedef struct item {
@@ -100,11 +102,13 @@ struct srv_store {
   batch *failed, *failed_tail; /* writer only: to retry first, in order */
   int stop, retry_now;
   int readonly;                /* writer: db was opened read-only (a read-only file system) */
-  sqlite3_stmt *stmt[ITEM_TOKEN_DELETE + 1]; /* writer: prepared once, reset after each use */
+  sqlite3_stmt *stmt[ITEM_STEP + 1]; /* writer: prepared once, reset after each use */
   uv_timer_t ckpt_timer;       /* the WAL checkpoints run on the pool, not in a commit */
   uv_work_t ckpt_req;
   int ckpt_running;
   sqlite3 *ckpt_db;            /* the pool job's own connection */
+  int ckpt_rc, ckpt_log, ckpt_copied; /* the pool job's last result, read in ckpt_done */
+  int ckpt_behind;             /* loop thread: the last checkpoint left pages behind (logged once) */
   uint64_t inflight;           /* loop thread: batches handed over and not yet back */
   int is_failed;               /* loop thread's view */
   char failure[256];
@@ -176,18 +180,21 @@ static int write_item(srv_store *st, const item *it) {
       [ITEM_AUTHOR] = "INSERT OR IGNORE INTO authors(id, name) VALUES (?1, ?2)",
       [ITEM_OP] = "INSERT INTO ops(session, version, first_version, step, author, time, kind, body, changed) "
                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-      [ITEM_CHECKPOINT] = "INSERT OR REPLACE INTO checkpoints(session, version, body) VALUES (?1, ?2, ?3)",
+      [ITEM_CHECKPOINT] = "INSERT OR REPLACE INTO checkpoints(session, version, body, history) VALUES (?1, ?2, ?3, ?4)",
       [ITEM_CLIP] = "INSERT INTO clips(session, name, body, seq) VALUES (?1, ?2, ?3, (SELECT count(*) FROM clips)) "
                     "ON CONFLICT(session, name) DO UPDATE SET body = excluded.body",
       [ITEM_COMPACT] = NULL,
       [ITEM_TOKEN] = "INSERT INTO tokens(id, hash, role, session, user, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
       [ITEM_TOKEN_DELETE] = "DELETE FROM tokens WHERE id = ?1",
+      [ITEM_STEP] = "INSERT OR REPLACE INTO steps(session, step, undo_of, skipped, author, kind) VALUES (?1, ?2, ?3, "
+                    "?4, ?5, ?6)",
   };
   if (it->kind == ITEM_SESSION_DELETE) {
     /* The session's rows go with it (no ON DELETE CASCADE: explicit is easier to read). */
     const char *const del[] = {"DELETE FROM ops WHERE session = ?1", "DELETE FROM checkpoints WHERE session = ?1",
-                               "DELETE FROM clips WHERE session = ?1", "DELETE FROM sessions WHERE id = ?1"};
-    for (int k = 0; k < 4; k++) {
+                               "DELETE FROM clips WHERE session = ?1", "DELETE FROM steps WHERE session = ?1",
+                               "DELETE FROM sessions WHERE id = ?1"};
+    for (int k = 0; k < 5; k++) {
       sqlite3_stmt *s = NULL;
       int rc = sqlite3_prepare_v2(db, del[k], -1, &s, NULL);
       if (rc == SQLITE_OK) sqlite3_bind_int64(s, 1, it->session), rc = sqlite3_step(s);
@@ -202,8 +209,9 @@ static int write_item(srv_store *st, const item *it) {
         "DELETE FROM ops WHERE session = ?1 AND version <= (SELECT max(version) FROM checkpoints "
         "WHERE session = ?1 AND version <= ?2)",
         "DELETE FROM checkpoints WHERE session = ?1 AND version < (SELECT max(version) FROM checkpoints "
-        "WHERE session = ?1 AND version <= ?2)"};
-    for (int k = 0; k < 2; k++) {
+        "WHERE session = ?1 AND version <= ?2)",
+        "DELETE FROM steps WHERE session = ?1 AND step < (SELECT coalesce(min(step), 0) FROM ops WHERE session = ?1)"};
+    for (int k = 0; k < 3; k++) {
       sqlite3_stmt *s = NULL;
       int rc = sqlite3_prepare_v2(db, q[k], -1, &s, NULL);
       if (rc == SQLITE_OK) {
@@ -246,7 +254,16 @@ static int write_item(srv_store *st, const item *it) {
     case ITEM_CHECKPOINT:
       sqlite3_bind_int64(s, 1, it->session);
       sqlite3_bind_int64(s, 2, (sqlite3_int64)it->v1);
-      sqlite3_bind_blob64(s, 3, it->blob, it->len, SQLITE_STATIC);
+      sqlite3_bind_blob64(s, 3, it->blob, it->v0, SQLITE_STATIC);
+      if (it->len > it->v0) sqlite3_bind_blob64(s, 4, it->blob + it->v0, it->len - it->v0, SQLITE_STATIC);
+      break;
+    case ITEM_STEP:
+      sqlite3_bind_int64(s, 1, it->session);
+      sqlite3_bind_int64(s, 2, (sqlite3_int64)it->step);
+      sqlite3_bind_int64(s, 3, (sqlite3_int64)it->v1);
+      sqlite3_bind_int64(s, 4, it->changed);
+      sqlite3_bind_int64(s, 5, it->author);
+      sqlite3_bind_int(s, 6, it->op_kind);
       break;
     case ITEM_CLIP:
       sqlite3_bind_int64(s, 1, it->session);
@@ -275,7 +292,7 @@ static int write_item(srv_store *st, const item *it) {
 }
 
 static void finalize_all(srv_store *st) {
-  for (int k = 0; k <= ITEM_TOKEN_DELETE; k++) {
+  for (int k = 0; k <= ITEM_STEP; k++) {
     sqlite3_finalize(st->stmt[k]);
     st->stmt[k] = NULL;
   }
@@ -443,19 +460,39 @@ static void on_done(uv_async_t *h) {
 
 /* ---- WAL checkpoints, on the pool ------------------------------------------------------------- */
 
-#define CKPT_WAL_BYTES (4u << 20) /* a checkpoint once the WAL is this large */
+#define CKPT_WAL_BYTES_N 4194304 /* a checkpoint once the WAL is this large (bytes) */
+#define CKPT_WAL_BYTES ((size_t)CKPT_WAL_BYTES_N)
+#define STORE_STR_(x) #x
+#define STORE_STR(x) STORE_STR_(x)
 
+/* Copies the WAL into the database beside the writer. A PASSIVE checkpoint copies what no
+ * reader still needs and never waits; when it copied everything, a TRUNCATE follows that takes
+ * the file back to zero bytes if no reader or writer is inside the WAL right now (it does not
+ * wait: the busy timeout is zero, the next tick tries again). Otherwise the writer starts the
+ * WAL over from its beginning at its next commit (journal_size_limit trims the file then), so
+ * the file stays near CKPT_WAL_BYTES under steady load. The counts go back to the loop, which
+ * logs them when the WAL falls behind. */
 static void ckpt_work(uv_work_t *req) {
   srv_store *st = req->data;
+  st->ckpt_rc = SQLITE_CANTOPEN;
+  st->ckpt_log = st->ckpt_copied = -1;
   if (!st->ckpt_db &&
       sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
     sqlite3_close(st->ckpt_db);
     st->ckpt_db = NULL;
     return;
   }
-  sqlite3_busy_timeout(st->ckpt_db, 100);
-  /* PASSIVE: copies what no reader still needs, never waits for the writer. */
-  sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  sqlite3_busy_timeout(st->ckpt_db, 0);
+  /* SQLite 3.40: a connection that has read nothing has not opened the WAL index yet, and a
+   * checkpoint on it returns OK with log = -1 and copies nothing. One read opens it. */
+  st->ckpt_rc = sqlite3_exec(st->ckpt_db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+  if (st->ckpt_rc != SQLITE_OK) return;
+  st->ckpt_rc = sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &st->ckpt_log,
+                                          &st->ckpt_copied);
+  if (st->ckpt_rc == SQLITE_OK && st->ckpt_log >= 0 && st->ckpt_copied == st->ckpt_log) {
+    int log = -1, copied = -1; /* (SQLITE_BUSY: someone is inside the WAL; the next tick tries again) */
+    sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied);
+  }
 }
 
 static void store_free(srv_store *st) {
@@ -469,6 +506,14 @@ static void ckpt_done(uv_work_t *req, int status) {
   srv_store *st = req->data;
   (void)status;
   st->ckpt_running = 0;
+  int behind = st->ckpt_rc != SQLITE_OK || st->ckpt_log < 0 || st->ckpt_copied < st->ckpt_log;
+  if (behind && !st->ckpt_behind && st->stop == 0)
+    srv_log(SRV_LOG_WARN, "store %s: the WAL checkpoint %s (%d of %d pages copied); the WAL grows until it can",
+            st->path, st->ckpt_rc != SQLITE_OK ? sqlite3_errstr(st->ckpt_rc) : "falls behind a reader",
+            st->ckpt_copied, st->ckpt_log);
+  else if (!behind && st->ckpt_behind && st->stop == 0)
+    srv_log(SRV_LOG_INFO, "store %s: the WAL checkpoint caught up (%d pages)", st->path, st->ckpt_log);
+  st->ckpt_behind = behind;
   if (st->stop == 5) store_free(st); /* closed while this ran: the last one out frees */
 }
 
@@ -490,21 +535,108 @@ static void on_handle_closed(uv_handle_t *h) {
   store_free(st);
 }
 
-static const char *const schema_sql;
+/* The schema, one step per version: a new file runs every step, an older one the steps after
+ * its user_version, each in a transaction of its own. Version 1 is what deformd wrote before
+ * the schema had versions (its tables were always created IF NOT EXISTS). */
+#define SCHEMA_VERSION 2
+static const char *const schema_steps[SCHEMA_VERSION + 1] = {
+    [1] = "CREATE TABLE IF NOT EXISTS sessions(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL, "
+          "mesh BLOB);"
+          "CREATE TABLE IF NOT EXISTS authors(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+          "CREATE TABLE IF NOT EXISTS ops(session INTEGER NOT NULL, version INTEGER NOT NULL, first_version "
+          "INTEGER NOT NULL, step INTEGER NOT NULL, author INTEGER NOT NULL, time REAL NOT NULL, kind INTEGER NOT "
+          "NULL, body BLOB, changed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, version)) WITHOUT ROWID;"
+          "CREATE TABLE IF NOT EXISTS checkpoints(session INTEGER NOT NULL, version INTEGER NOT NULL, body BLOB, "
+          "PRIMARY KEY(session, version)) WITHOUT ROWID;"
+          "CREATE TABLE IF NOT EXISTS clips(session INTEGER NOT NULL, name TEXT NOT NULL, body BLOB, seq INTEGER "
+          "NOT NULL, PRIMARY KEY(session, name)) WITHOUT ROWID;"
+          "CREATE TABLE IF NOT EXISTS tokens(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, role INTEGER NOT "
+          "NULL, session TEXT, user TEXT NOT NULL, created REAL NOT NULL);",
+    /* 2: what an undo or redo acted on (a revert: the version it went back to), and the undo
+     * history a checkpoint was taken with (srv_history.c encodes it). */
+    [2] = "CREATE TABLE IF NOT EXISTS steps(session INTEGER NOT NULL, step INTEGER NOT NULL, undo_of INTEGER NOT "
+          "NULL, skipped INTEGER NOT NULL, author INTEGER NOT NULL, kind INTEGER NOT NULL, PRIMARY KEY(session, "
+          "step)) WITHOUT ROWID;"
+          "ALTER TABLE checkpoints ADD COLUMN history BLOB;",
+};
 
-/* Opens the database for writing: WAL, the durability asked for, the tables. Returns an SQLite
- * code with the reason in why. */
+static int64_t pragma_int(sqlite3 *db, const char *sql, int *rc) {
+  sqlite3_stmt *s = NULL;
+  int64_t v = 0;
+  *rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+  if (*rc == SQLITE_OK && (*rc = sqlite3_step(s)) == SQLITE_ROW) v = sqlite3_column_int64(s, 0), *rc = SQLITE_OK;
+  sqlite3_finalize(s);
+  return v;
+}
+
+/* Reads (and writes nothing) what the file is: *version its schema version, 0 for an empty
+ * database. Returns SQLITE_OK, SQLITE_NOTADB with the reason (to follow the file's name) for a
+ * file deformd must not take (another program's database, a newer deformd's), or another
+ * SQLite code. */
+int srv__store_recognise(sqlite3 *db, int *version, char *why, size_t whylen) {
+  int rc;
+  int64_t uv = pragma_int(db, "PRAGMA user_version", &rc);
+  int64_t tables = rc == SQLITE_OK ? pragma_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'", &rc) : 0;
+  int64_t ours = rc == SQLITE_OK ? pragma_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                                  "name IN ('sessions', 'ops')", &rc) : 0;
+  if (rc != SQLITE_OK) {
+    snprintf(why, whylen, "%s", sqlite3_errmsg(db));
+    return rc;
+  }
+  *version = (int)uv;
+  if (uv > SCHEMA_VERSION) {
+    snprintf(why, whylen, "has schema version %lld, newer than this deformd's %d (a newer deformd wrote it): "
+             "run that version, or give another --data", (long long)uv, SCHEMA_VERSION);
+    return SQLITE_NOTADB;
+  }
+  if ((uv == 0 && tables == 0) || (uv >= 1 && ours == 2)) return SQLITE_OK;
+  snprintf(why, whylen, "is not a deformd store (user_version %lld, %lld tables%s); it is left as it is",
+           (long long)uv, (long long)tables, uv ? ", no sessions and ops" : "");
+  return SQLITE_NOTADB;
+}
+
+/* Brings the schema from `from` to SCHEMA_VERSION, one transaction per step. A version 1 store
+ * runs step 1 again (IF NOT EXISTS): one last opened by an older deformd may lack a table. */
+static int migrate(srv_store *st, int from, char *why, size_t whylen) {
+  int rc = SQLITE_OK;
+  for (int v = from > 1 ? from + 1 : 1; rc == SQLITE_OK && v <= SCHEMA_VERSION; v++) {
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; COMMIT", v);
+    rc = exec(st->db, "BEGIN IMMEDIATE", why, whylen);
+    if (rc == SQLITE_OK) rc = exec(st->db, schema_steps[v], why, whylen);
+    if (rc == SQLITE_OK) rc = exec(st->db, sql, why, whylen);
+    if (rc != SQLITE_OK) {
+      char ignored[64];
+      exec(st->db, "ROLLBACK", ignored, sizeof(ignored));
+    }
+  }
+  if (rc == SQLITE_OK && from > 0)
+    srv_log(SRV_LOG_INFO, "store %s: schema version %d migrated to %d", st->path, from, SCHEMA_VERSION);
+  return rc;
+}
+
+/* Opens the database for writing: what it is first (nothing is written into a file deformd
+ * does not recognise), then WAL, the durability asked for, the schema. Returns an SQLite code
+ * with the reason in why: SQLITE_NOTADB for a file that is not to be taken. */
 static int open_rw(srv_store *st, char *why, size_t whylen) {
+  int version = 0;
   int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(st->db, 5000);
+    rc = srv__store_recognise(st->db, &version, why, whylen);
+    /* Closing must not fold a WAL it did not write into a file it does not take. */
+    if (rc == SQLITE_NOTADB) sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+  }
   if (rc == SQLITE_OK) rc = exec(st->db, "PRAGMA journal_mode = WAL", why, whylen);
   if (rc == SQLITE_OK)
     rc = exec(st->db, st->full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", why, whylen);
-  if (rc == SQLITE_OK) rc = exec(st->db, schema_sql, why, whylen);
+  if (rc == SQLITE_OK && version < SCHEMA_VERSION) rc = migrate(st, version, why, whylen);
   /* Commits never checkpoint the WAL (that copy and its fsyncs would land on an editor's
    * answer): a pool job does it beside them (ckpt_work). */
   if (rc == SQLITE_OK) rc = exec(st->db, "PRAGMA wal_autocheckpoint = 0", why, whylen);
+  /* When a commit starts the WAL over (everything in it copied), the file is cut to this. */
+  if (rc == SQLITE_OK) rc = exec(st->db, "PRAGMA journal_size_limit = " STORE_STR(CKPT_WAL_BYTES_N), why, whylen);
   if (rc != SQLITE_OK && !why[0]) snprintf(why, whylen, "%s", sqlite3_errmsg(st->db));
-  if (rc == SQLITE_OK) sqlite3_busy_timeout(st->db, 5000); /* readers checkpointing the WAL lock briefly */
   return rc;
 }
 
@@ -526,20 +658,6 @@ static int reopen_rw(srv_store *st, char *why, size_t whylen) {
   return rc;
 }
 
-static const char *const schema_sql =
-    "CREATE TABLE IF NOT EXISTS sessions(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL, mesh BLOB);"
-    "CREATE TABLE IF NOT EXISTS authors(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
-    "CREATE TABLE IF NOT EXISTS ops(session INTEGER NOT NULL, version INTEGER NOT NULL, first_version INTEGER NOT "
-    "NULL, step INTEGER NOT NULL, author INTEGER NOT NULL, time REAL NOT NULL, kind INTEGER NOT NULL, body BLOB, "
-    "changed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(session, version)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS checkpoints(session INTEGER NOT NULL, version INTEGER NOT NULL, body BLOB, "
-    "PRIMARY KEY(session, version)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS clips(session INTEGER NOT NULL, name TEXT NOT NULL, body BLOB, seq INTEGER NOT NULL, "
-    "PRIMARY KEY(session, name)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS tokens(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, role INTEGER NOT NULL, "
-    "session TEXT, user TEXT NOT NULL, created REAL NOT NULL);"
-    "PRAGMA user_version = 1;";
-
 int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, char *err, size_t errlen) {
   *out = NULL;
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -554,7 +672,8 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
   char why[256] = "";
   int rc = open_rw(st, why, sizeof(why));
   struct statvfs fs;
-  if (rc != SQLITE_OK && access(st->path, R_OK) == 0 && statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+  if (rc != SQLITE_OK && rc != SQLITE_NOTADB && access(st->path, R_OK) == 0 && statvfs(dir, &fs) == 0 &&
+      (fs.f_flag & ST_RDONLY)) {
     /* A read-only file system: serve what is stored, refuse edits, and try again every second
      * (an operator may remount it). */
     sqlite3_close(st->db);
@@ -569,7 +688,8 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
     }
   }
   if (rc != SQLITE_OK) {
-    snprintf(err, errlen, "cannot open %s: %s", st->path, why[0] ? why : sqlite3_errmsg(st->db));
+    if (rc == SQLITE_NOTADB) snprintf(err, errlen, "%s %s", st->path, why);
+    else snprintf(err, errlen, "cannot open %s: %s", st->path, why[0] ? why : sqlite3_errmsg(st->db));
     sqlite3_close(st->db);
     free(st);
     return SRV_EIO;
@@ -658,8 +778,26 @@ int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op) {
 }
 
 int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len) {
-  item it = {.kind = ITEM_CHECKPOINT, .session = sid, .v1 = version, .len = len};
-  return push(st, &it, body);
+  return srv_store_put_checkpoint_history(st, sid, version, body, len, NULL, 0);
+}
+
+int srv_store_put_checkpoint_history(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len,
+                                     const void *history, size_t hlen) {
+  uint8_t *both = malloc(len + hlen + 1);
+  if (!both) return SRV_EINTERNAL;
+  if (len) memcpy(both, body, len);
+  if (hlen) memcpy(both + len, history, hlen);
+  item it = {.kind = ITEM_CHECKPOINT, .session = sid, .v0 = len, .v1 = version, .len = len + hlen};
+  int rc = push(st, &it, both);
+  free(both);
+  return rc;
+}
+
+int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                       int cause) {
+  item it = {.kind = ITEM_STEP, .session = sid, .step = step, .v1 = undo_of, .changed = skipped, .author = author,
+             .op_kind = cause};
+  return push(st, &it, NULL);
 }
 
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len) {
@@ -719,220 +857,3 @@ int srv_store_failed(const srv_store *st, char *why, size_t len) {
 const char *srv_store_path(const srv_store *st) { return st->path; }
 
 void srv_store_get_stats(const srv_store *st, srv_store_stats *out) { *out = st->stats; }
-
-/* ---- reads, on any thread ----------------------------------------------------------------------- */
-
-struct srv_store_reader {
-  sqlite3 *db;
-};
-
-int srv_store_reader_open(const char *db_path, srv_store_reader **out, char *err, size_t errlen) {
-  *out = NULL;
-  srv_store_reader *r = calloc(1, sizeof(*r));
-  if (!r) return SRV_EINTERNAL;
-  /* On a read-only file system a WAL database without its -shm file opens only as immutable
-   * (nothing can change it there anyway). */
-  char dir[1100], uri[3400];
-  snprintf(dir, sizeof(dir), "%s", db_path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  struct statvfs fs;
-  int ro = statvfs(slash ? dir : ".", &fs) == 0 && (fs.f_flag & ST_RDONLY);
-  size_t k = (size_t)snprintf(uri, sizeof(uri), "file:");
-  for (const char *p = db_path; *p && k + 4 < sizeof(uri); p++) {
-    if (*p == '?' || *p == '#' || *p == '%') k += (size_t)snprintf(uri + k, sizeof(uri) - k, "%%%02X", (unsigned char)*p);
-    else uri[k++] = *p;
-  }
-  snprintf(uri + k, sizeof(uri) - k, "%s", ro ? "?immutable=1" : "");
-  int rc = sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
-  if (rc != SQLITE_OK) {
-    snprintf(err, errlen, "cannot read %s: %s", db_path, sqlite3_errmsg(r->db));
-    sqlite3_close(r->db);
-    free(r);
-    return SRV_EIO;
-  }
-  sqlite3_busy_timeout(r->db, 5000);
-  *out = r;
-  return 0;
-}
-
-void srv_store_reader_close(srv_store_reader *r) {
-  if (!r) return;
-  sqlite3_close(r->db);
-  free(r);
-}
-
-/* Runs `sql` with the integer parameters given and calls row() for each row until it returns
- * nonzero. Returns 0 or SRV_EIO with a reason. */
-static int query(srv_store_reader *r, const char *sql, const int64_t *params, int nparams,
-                 int (*row)(sqlite3_stmt *s, void *arg), void *arg, char *err, size_t errlen) {
-  sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(r->db, sql, -1, &s, NULL);
-  for (int i = 0; rc == SQLITE_OK && i < nparams; i++) rc = sqlite3_bind_int64(s, i + 1, params[i]);
-  while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW && row(s, arg) != 0) {
-      rc = SQLITE_DONE; /* the callback stopped it (its context says why) */
-      break;
-    }
-  }
-  if (rc != SQLITE_DONE) snprintf(err, errlen, "reading the store: %s", sqlite3_errmsg(r->db));
-  sqlite3_finalize(s);
-  return rc == SQLITE_DONE ? 0 : SRV_EIO;
-}
-
-static int copy_blob(sqlite3_stmt *s, int col, uint8_t **out, size_t *len) {
-  const void *p = sqlite3_column_blob(s, col);
-  size_t n = (size_t)sqlite3_column_bytes(s, col);
-  *out = malloc(n ? n : 1);
-  if (!*out) return -1;
-  if (n) memcpy(*out, p, n);
-  *len = n;
-  return 0;
-}
-
-typedef struct rows_ctx {
-  srv_store_row_cb cb;
-  void *arg;
-} rows_ctx;
-
-static int session_row(sqlite3_stmt *s, void *arg) {
-  rows_ctx *c = arg;
-  srv_store_row row = {0};
-  row.session = sqlite3_column_int64(s, 0);
-  row.name = (const char *)sqlite3_column_text(s, 1);
-  row.time = sqlite3_column_double(s, 2);
-  return c->cb(&row, c->arg);
-}
-
-int srv_store_read_sessions(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  return query(r, "SELECT id, name, created FROM sessions ORDER BY id", NULL, 0, session_row, &c, err, errlen);
-}
-
-static int blob_row(sqlite3_stmt *s, void *arg) {
-  srv_store_blob *b = arg;
-  b->version = (uint64_t)sqlite3_column_int64(s, 0);
-  return copy_blob(s, 1, &b->data, &b->len) != 0;
-}
-
-int srv_store_read_mesh(srv_store_reader *r, int64_t sid, srv_store_blob *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof(*out));
-  int rc = query(r, "SELECT 0, mesh FROM sessions WHERE id = ?1", &sid, 1, blob_row, out, err, errlen);
-  if (rc == 0 && !out->data) {
-    snprintf(err, errlen, "session %lld has no stored mesh", (long long)sid);
-    return SRV_EIO;
-  }
-  return rc;
-}
-
-int srv_store_read_checkpoint(srv_store_reader *r, int64_t sid, uint64_t at_most, srv_store_blob *out, char *err,
-                              size_t errlen) {
-  memset(out, 0, sizeof(*out));
-  int64_t p[2] = {sid, at_most > INT64_MAX ? INT64_MAX : (int64_t)at_most};
-  return query(r, "SELECT version, body FROM checkpoints WHERE session = ?1 AND version <= ?2 ORDER BY version DESC "
-                  "LIMIT 1",
-               p, 2, blob_row, out, err, errlen);
-}
-
-static int op_row(sqlite3_stmt *s, void *arg) {
-  rows_ctx *c = arg;
-  srv_store_row row = {0};
-  row.session = sqlite3_column_int64(s, 0);
-  row.op.version = (uint64_t)sqlite3_column_int64(s, 1);
-  row.op.first_version = (uint64_t)sqlite3_column_int64(s, 2);
-  row.op.step = (uint64_t)sqlite3_column_int64(s, 3);
-  row.op.author = (uint32_t)sqlite3_column_int64(s, 4);
-  row.op.time = sqlite3_column_double(s, 5);
-  row.op.kind = sqlite3_column_int(s, 6);
-  row.op.body = sqlite3_column_blob(s, 7);
-  row.op.len = (size_t)sqlite3_column_bytes(s, 7);
-  row.op.changed = (uint32_t)sqlite3_column_int64(s, 8);
-  return c->cb(&row, c->arg);
-}
-
-int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
-                       void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  int64_t p[3] = {sid, (int64_t)after, up_to > INT64_MAX ? INT64_MAX : (int64_t)up_to};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, body, changed FROM ops WHERE session = ?1 "
-                  "AND version > ?2 AND version <= ?3 ORDER BY version",
-               p, 3, op_row, &c, err, errlen);
-}
-
-int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
-                            void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  int64_t p[3] = {sid, (int64_t)after, up_to > INT64_MAX ? INT64_MAX : (int64_t)up_to};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL, changed FROM ops WHERE session = ?1 "
-                  "AND version > ?2 AND version <= ?3 ORDER BY version",
-               p, 3, op_row, &c, err, errlen);
-}
-
-int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before, uint32_t limit, srv_store_row_cb cb,
-                              void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  int64_t p[3] = {sid, (int64_t)before, (int64_t)limit};
-  return query(r, "SELECT session, version, first_version, step, author, time, kind, NULL, changed FROM ops WHERE session = ?1 "
-                  "AND version < ?2 ORDER BY version DESC LIMIT ?3",
-               p, 3, op_row, &c, err, errlen);
-}
-
-static int clip_row(sqlite3_stmt *s, void *arg) {
-  rows_ctx *c = arg;
-  srv_store_row row = {0};
-  row.name = (const char *)sqlite3_column_text(s, 0);
-  row.op.body = sqlite3_column_blob(s, 1);
-  row.op.len = (size_t)sqlite3_column_bytes(s, 1);
-  return c->cb(&row, c->arg);
-}
-
-int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  /* In the order they were first stored: recorded clips join the list in that order. */
-  return query(r, "SELECT name, body FROM clips WHERE session = ?1 ORDER BY seq", &sid, 1, clip_row, &c, err, errlen);
-}
-
-static int author_row(sqlite3_stmt *s, void *arg) {
-  rows_ctx *c = arg;
-  srv_store_row row = {0};
-  row.op.author = (uint32_t)sqlite3_column_int64(s, 0);
-  row.name = (const char *)sqlite3_column_text(s, 1);
-  return c->cb(&row, c->arg);
-}
-
-int srv_store_read_authors(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  return query(r, "SELECT id, name FROM authors ORDER BY id", NULL, 0, author_row, &c, err, errlen);
-}
-
-static int token_row(sqlite3_stmt *s, void *arg) {
-  rows_ctx *c = arg;
-  srv_store_row row = {0};
-  row.session = sqlite3_column_int64(s, 0);
-  row.op.body = sqlite3_column_blob(s, 1);
-  row.op.len = (size_t)sqlite3_column_bytes(s, 1);
-  row.op.kind = sqlite3_column_int(s, 2);
-  row.scope = (const char *)sqlite3_column_text(s, 3);
-  row.name = (const char *)sqlite3_column_text(s, 4);
-  row.time = sqlite3_column_double(s, 5);
-  return row.op.len == SRV_STORE_HASH && row.name ? c->cb(&row, c->arg) : 0; /* a damaged row grants nothing */
-}
-
-int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
-  rows_ctx c = {cb, arg};
-  return query(r, "SELECT id, hash, role, session, user, created FROM tokens ORDER BY id", NULL, 0, token_row, &c, err,
-               errlen);
-}
-
-int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen) {
-  sqlite3_stmt *s = NULL;
-  int ok = 0;
-  if (sqlite3_prepare_v2(r->db, "PRAGMA integrity_check", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-    const char *t = (const char *)sqlite3_column_text(s, 0);
-    ok = t && strcmp(t, "ok") == 0;
-    if (!ok) snprintf(err, errlen, "integrity_check: %s", t ? t : "?");
-  }
-  sqlite3_finalize(s);
-  return ok;
-}

@@ -18,8 +18,6 @@ typedef struct srv_store srv_store;
 
 typedef struct srv_store_reader srv_store_reader;
 
-typedef struct srv_store_reader srv_store_reader;
-
 /* Called on the loop thread once what was queued before it is committed: status 0, or SRV_EIO
  * with SQLite's reason when the commit failed. */
 typedef void (*srv_store_cb)(void *arg, int status, const char *err);
@@ -54,6 +52,13 @@ int srv_store_delete_session(srv_store *st, int64_t sid);
 int srv_store_put_author(srv_store *st, uint32_t id, const char *name);
 int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op);
 int srv_store_put_checkpoint(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len);
+/* The same with the undo history it was taken with (srv_history.c's bytes; both are copied). */
+int srv_store_put_checkpoint_history(srv_store *st, int64_t sid, uint64_t version, const void *body, size_t len,
+                                     const void *history, size_t hlen);
+/* What undo or redo step `step` (of `author`, srv_cause `cause`) acted on (a revert: the version
+ * it went back to) and how many vertices and targets it left as others had set them. */
+int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
+                       int cause);
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
 /* Access tokens (srv_access.c): the hash only, never the token. */
 int srv_store_put_token(srv_store *st, int64_t id, const uint8_t hash[32], int role, const char *session,
@@ -93,6 +98,12 @@ int srv_store_read_mesh(srv_store_reader *r, int64_t sid, srv_store_blob *out, c
 /* The newest checkpoint at or below `at_most` (out->data NULL when there is none). */
 int srv_store_read_checkpoint(srv_store_reader *r, int64_t sid, uint64_t at_most, srv_store_blob *out, char *err,
                               size_t errlen);
+/* The undo history stored with the checkpoint at exactly `version` (out->data NULL when none). */
+int srv_store_read_checkpoint_history(srv_store_reader *r, int64_t sid, uint64_t version, srv_store_blob *out,
+                                      char *err, size_t errlen);
+/* The session's step rows (srv_store_put_step), by step: op.step, op.first_version (undo_of),
+ * op.changed (skipped), op.author, op.kind (the cause). */
+int srv_store_read_steps(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* Operations with after < version <= up_to, oldest first. */
 int srv_store_read_ops(srv_store_reader *r, int64_t sid, uint64_t after, uint64_t up_to, srv_store_row_cb cb,
                        void *arg, char *err, size_t errlen);
@@ -106,5 +117,16 @@ int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, 
 int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* PRAGMA integrity_check is "ok". */
 int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);
+/* PRAGMA quick_check is "ok" (the checks that do not read every index: quick enough at start). */
+int srv_store_quick_check(srv_store_reader *r, char *err, size_t errlen);
+/* What the file is, written to by nobody: 0 with its schema version, or SRV_EIO with the reason
+ * (after the file's name: "is not a deformd store …", "has schema version 7, newer …"). */
+int srv_store_reader_schema(srv_store_reader *r, int *version, char *err, size_t errlen);
+
+/* Module-internal (srv_store.c, srv_store_read.c): what an open SQLite file is, reading only.
+ * Returns SQLITE_OK with *version (0: an empty database), SQLITE_NOTADB with why (after the
+ * file's name: another program's database, a newer schema), or another SQLite code. */
+typedef struct sqlite3 sqlite3;
+int srv__store_recognise(sqlite3 *db, int *version, char *why, size_t whylen);
 
 #endif
