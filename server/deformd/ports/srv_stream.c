@@ -108,7 +108,8 @@ static int send_join(srv_conn *c, srv_session *s) {
   if (c->protocol == PROTO_VERSION_2) {
     const srv_codec *k = s->codecs[c->codec];
     proto_welcome_opts o = {PROTO_VERSION_2, c->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
-                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f};
+                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f,
+                            0, 0};
     proto_encode_welcome2(&b, s->version, &w, &o);
   } else {
     proto_encode_welcome(&b, s->version, &w);
