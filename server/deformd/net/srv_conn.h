@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "srv_caps.h"
 #include "srv_frame.h"
 #include "srv_grant.h"
 #include "srv_server.h"
@@ -70,6 +71,7 @@ struct srv_conn {
   uint16_t protocol;        /* the HELLO's protocol version */
   uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
   float max_rate;           /* Hz granted, 0 = every change */
+  srv_caps caps;            /* the capabilities granted (srv_caps.c) */
   int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
   int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
   struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
@@ -103,7 +105,8 @@ int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops);
 /* The author of what the connection changes: the name it gave (hello), else
  * anonymous-<connection id> (interned on first use). */
 uint32_t srv_conn_author(srv_conn *c);
-/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
+/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno
+ * (UV_EPERM: a frame of a kind whose capability it was not granted, srv_caps.h). */
 int srv_conn_send(srv_conn *c, srv_frame *f);
 /* Queues raw bytes that are copied (replies, errors). */
 int srv_conn_send_copy(srv_conn *c, const void *data, size_t len);
