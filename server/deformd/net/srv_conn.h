@@ -50,6 +50,7 @@ struct srv_conn {
   srv_tls *tls;             /* TLS below the transport (srv_tls.c), NULL in clear */
   uint8_t *tls_in;          /* ciphertext read, before decryption */
   srv_grant grant;          /* what it may do (srv_access.c) */
+  srv_caps caps;            /* stream: the optional frame kinds it may be sent (srv_caps.c) */
   uint32_t auth_failures;   /* failed token attempts on this connection */
   int author_from_token;    /* its author is its token's user: hello and HELLO names are ignored */
   struct srv_transfer *transfer; /* rpc: an upload or download in progress (srv_transfer_rpc.c) */
@@ -71,7 +72,6 @@ struct srv_conn {
   uint16_t protocol;        /* the HELLO's protocol version */
   uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
   float max_rate;           /* Hz granted, 0 = every change */
-  srv_caps caps;            /* the capabilities granted (srv_caps.c) */
   int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
   int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
   struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */

@@ -214,6 +214,8 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
+  /* Decided from the HELLO alone; it counts only once the join is accepted (WELCOME says it). */
+  c->caps = srv_caps_grant(h.protocol_version, h.role, &opt);
   char name[PROTO_MAX_NAME + 1];
   memcpy(name, h.session.ptr, h.session.len);
   name[h.session.len] = '\0';
@@ -280,7 +282,6 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   }
   c->codec = codec_for(s, &h, &opt);
   c->max_rate = granted_rate(opt.max_rate);
-  c->caps = srv_caps_grant(h.protocol_version, h.role, &opt);
   srv_session_codec_wait(srv, s, c->codec, c, join_ready);
 }
 
