@@ -6,12 +6,16 @@
  * (the author name, tag 5, came that way); a known tag twice or with the wrong length is
  * PROTO_EINVAL.
  *
+ * The caps option (tag 7, proto_caps.c) is written only when asked for, so a HELLO or WELCOME
+ * without capabilities is byte for byte what it was before capabilities existed.
+ *
  * DOES NOT decide what the server grants (srv_stream.c does) or do I/O.
  */
 #include <math.h>
 #include <string.h>
 
 #include "proto.h"
+#include "proto_caps.h"
 #include "proto_internal.h"
 
 /* Names travel as length + bytes and are C strings on every side: no zero bytes inside. */
@@ -27,6 +31,8 @@ typedef struct opts {
   uint8_t codec, shift, forward;
   float max_rate, tolerance;
   proto_str author; /* HELLO only */
+  uint32_t caps;    /* PROTO_CAP_BIT of the known names */
+  uint8_t caps_option; /* write / was there */
   unsigned seen;    /* bit per known tag */
 } opts;
 
@@ -46,7 +52,9 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (o->codec > PROTO_CODEC_LOSSLESS || !valid_rate(o->max_rate) || !valid_rate(o->tolerance) ||
       o->shift > PROTO_MAX_SHIFT || !valid_author(o->author))
     return PROTO_EINVAL;
-  uint16_t len = 4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0) + (o->forward ? 4 : 0);
+  int with_caps = o->caps_option || o->caps;
+  uint16_t len = (uint16_t)(4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0) +
+                            (o->forward ? 4 : 0) + (with_caps ? 3 + proto_caps_size(o->caps) : 0));
   proto__put_u16(b, len);
   put_opt_hdr(b, PROTO_OPT_CODEC, 1);
   proto__put_u8(b, o->codec);
@@ -66,6 +74,10 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
     put_opt_hdr(b, PROTO_OPT_FORWARD, 1);
     proto__put_u8(b, 1);
   }
+  if (with_caps) {
+    put_opt_hdr(b, PROTO_OPT_CAPS, (uint16_t)proto_caps_size(o->caps));
+    proto_caps_put(b, o->caps);
+  }
   return b->failed ? PROTO_ENOMEM : 0;
 }
 
@@ -83,12 +95,17 @@ static int get_opts(proto_cur *c, opts *o) {
     PROTO__CHECK(proto__get_u8(&e, &tag));
     PROTO__CHECK(proto__get_u16(&e, &n));
     PROTO__CHECK(proto__get(&e, n, &v));
-    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_FORWARD) continue; /* a later version's option */
+    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_CAPS) continue; /* a later version's option */
     if (o->seen & (1u << tag)) return PROTO_EINVAL;
     o->seen |= 1u << tag;
     if (tag == PROTO_OPT_AUTHOR) {
       o->author = (proto_str){(const char *)v, n};
       if (n == 0 || !valid_author(o->author)) return PROTO_EINVAL;
+      continue;
+    }
+    if (tag == PROTO_OPT_CAPS) {
+      o->caps_option = 1;
+      PROTO__CHECK(proto_caps_get(v, n, &o->caps, NULL));
       continue;
     }
     size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT || tag == PROTO_OPT_FORWARD ? 1 : 4;
@@ -128,7 +145,8 @@ static int encode_hello(proto_buf *b, const proto_hello *m, uint16_t version, co
   proto__put_str(b, m->token.ptr, m->token.len);
   if (version == PROTO_VERSION_2) {
     opts x = {.codec = o ? o->codec : 0, .forward = forward, .max_rate = o ? o->max_rate : 0,
-              .tolerance = o ? o->tolerance : 0, .author = o ? o->author : (proto_str){0}};
+              .tolerance = o ? o->tolerance : 0, .author = o ? o->author : (proto_str){0},
+              .caps = o ? o->caps : 0, .caps_option = o ? o->caps_option : 0};
     int rc = put_opts(b, &x, 0);
     if (rc) {
       b->len = mark;
@@ -170,6 +188,8 @@ static int decode_hello(const uint8_t *p, size_t n, proto_hello *m, proto_hello_
     o->max_rate = x.max_rate;
     o->tolerance = x.tolerance;
     o->author = x.author;
+    o->caps = x.caps;
+    o->caps_option = x.caps_option;
     *forward = x.forward;
   }
   return finish(&c);
@@ -203,7 +223,8 @@ static int encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m
   proto__put_u8(b, 0);
   proto__put_str(b, m->session.ptr, m->session.len);
   if (o) {
-    opts x = {.codec = o->codec, .shift = o->shift, .max_rate = o->max_rate, .tolerance = o->tolerance};
+    opts x = {.codec = o->codec, .shift = o->shift, .max_rate = o->max_rate, .tolerance = o->tolerance,
+              .caps = o->caps, .caps_option = o->caps_option};
     int rc = put_opts(b, &x, 1);
     if (rc) {
       b->len = mark;
@@ -240,6 +261,8 @@ int proto_decode_welcome2(const uint8_t *p, size_t n, proto_welcome *m, proto_we
   o->shift = x.shift;
   o->max_rate = x.max_rate;
   o->tolerance = x.tolerance;
+  o->caps = x.caps;
+  o->caps_option = x.caps_option;
   return finish(&c);
 }
 

@@ -39,8 +39,9 @@ enum {
   PROTO_OPT_TOLERANCE = 3, /* f32 mesh units, finite, >= 0; 0 = the session's default */
   PROTO_OPT_SHIFT = 4,     /* WELCOME only, u8: the grid shift granted (proto_grid2) */
   PROTO_OPT_AUTHOR = 5,    /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
-  PROTO_OPT_FORWARD = 6    /* HELLO only, u8 1: a relay forwarding an editor's EDITs; the server
+  PROTO_OPT_FORWARD = 6,   /* HELLO only, u8 1: a relay forwarding an editor's EDITs; the server
                             * sends WELCOME and ERRORs naming requests, no SNAPSHOT, no frames */
+  PROTO_OPT_CAPS = 7       /* capability names asked (HELLO) or granted (WELCOME): proto_caps.h */
 };
 enum {
   PROTO_CODEC_QUANTISED = 0, /* positions, UVs, target deltas and offsets on a grid (default) */
@@ -61,6 +62,8 @@ typedef struct proto_hello_opts {
   float max_rate;  /* Hz; 0 = no limit */
   float tolerance; /* mesh units; 0 = the session's default */
   proto_str author; /* the name this editor's operations are recorded under; len 0 = none */
+  uint32_t caps;    /* capabilities asked (PROTO_CAP_BIT); decoders: the known names only */
+  uint8_t caps_option; /* encoders: send the caps option even when caps is 0; decoders: it was there */
 } proto_hello_opts;
 
 typedef struct proto_welcome {
@@ -76,6 +79,8 @@ typedef struct proto_welcome_opts {
   uint8_t shift;             /* grid shift: offsets travel in units of quantum · 2^shift */
   float max_rate;            /* Hz granted; 0 = every change */
   float tolerance;           /* the bound of every lossy field, mesh units; 0 when lossless */
+  uint32_t caps;             /* capabilities granted (PROTO_CAP_BIT); decoders: the known names only */
+  uint8_t caps_option;       /* the caps option is there (it answers a HELLO that had one) */
 } proto_welcome_opts;
 
 /* A target in a snapshot: name, slider range, sparse deltas. */

@@ -5,6 +5,7 @@
  * DOES NOT keep a session's state (client_replica.c) or use libuv.
  */
 #include "client.h"
+#include "proto_caps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,6 +346,46 @@ int client_hello2(client_conn *c, const char *session, proto_role role, const ch
 
 int client_hello(client_conn *c, const char *session, proto_role role, const char *token) {
   return client_hello2(c, session, role, token, NULL);
+}
+
+int client_read_welcome(client_conn *c, int timeout_ms, proto_welcome *w, proto_welcome_opts *o, char *err,
+                        size_t errlen) {
+  proto_header h;
+  const uint8_t *p;
+  int rc = client_read_frame(c, timeout_ms, &h, &p, err, errlen);
+  if (rc) return rc;
+  if (h.type == PROTO_ERROR) {
+    proto_error e;
+    if (proto_decode_error(p, h.length, &e) == 0)
+      snprintf(err, errlen, "refused (error %u): %.*s", e.code, (int)e.message.len, e.message.ptr);
+    else
+      snprintf(err, errlen, "refused with an ERROR that does not decode");
+    return CLIENT_EMALFORMED;
+  }
+  if (h.type != PROTO_WELCOME) {
+    snprintf(err, errlen, "expected WELCOME, got a frame of type %u", h.type);
+    return CLIENT_EMALFORMED;
+  }
+  rc = proto_decode_welcome2(p, h.length, w, o);
+  if (rc) {
+    snprintf(err, errlen, "malformed WELCOME: %s", proto_strerror(rc));
+    return CLIENT_EMALFORMED;
+  }
+  return 0;
+}
+
+int client_caps_parse(const char *list, proto_hello_opts *opts, char *err, size_t errlen) {
+  const char *bad = NULL;
+  uint32_t set;
+  if (proto_caps_parse(list, &set, &bad) != 0) {
+    char known[256];
+    proto_caps_format(~0u, known, sizeof(known));
+    snprintf(err, errlen, "unknown capability '%.*s' (this build knows: %s)", (int)strcspn(bad, ","), bad, known);
+    return CLIENT_EINVAL;
+  }
+  opts->caps = set;
+  opts->caps_option = 1;
+  return 0;
 }
 
 int client_rpc(client_conn *c, const char *method, const cJSON *params, int timeout_ms, cJSON **result,

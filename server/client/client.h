@@ -109,9 +109,20 @@ int client_read_frame(client_conn *c, int timeout_ms, proto_header *h, const uin
 
 /* Sends HELLO for `session` with `role` (protocol version 1). */
 int client_hello(client_conn *c, const char *session, proto_role role, const char *token);
-/* The same in protocol version 2 with `opts` (codec, max rate, tolerance); NULL: version 1. */
+/* The same in protocol version 2 with `opts` (codec, max rate, tolerance, capabilities:
+ * opts->caps, from client_caps_parse); NULL: version 1. */
 int client_hello2(client_conn *c, const char *session, proto_role role, const char *token,
                   const proto_hello_opts *opts);
+/* Reads the answer to HELLO: 0 with the WELCOME in *w and what it grants in *o (o->caps: the
+ * capabilities granted; o->caps_option: the server answered the caps option, so it knows
+ * capabilities). w's session name points into the connection's buffer, valid until the next
+ * read. An ERROR instead is CLIENT_EMALFORMED with its message in err; other frames and bad
+ * payloads are CLIENT_EMALFORMED too; or a read error. */
+int client_read_welcome(client_conn *c, int timeout_ms, proto_welcome *w, proto_welcome_opts *o, char *err,
+                        size_t errlen);
+/* "noop,presence" into opts->caps (docs/protocol.md §14): 0, or CLIENT_EINVAL naming a
+ * capability this build does not know in err. */
+int client_caps_parse(const char *list, proto_hello_opts *opts, char *err, size_t errlen);
 
 /* JSON-RPC: sends one request (params may be NULL; not taken) and waits for its response.
  * Returns 0 with *result (caller frees), CLIENT_ERPC with *error (caller frees), or an I/O

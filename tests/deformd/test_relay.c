@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "proto_caps.h"
 #include "redis_harness.h"
 #include "tcp_proxy.h"
 #include "test.h"
@@ -1048,5 +1049,59 @@ TEST(a_relay_loads_a_session_when_its_first_viewer_joins_and_drops_it_once_the_l
   follow_in_order(&v, want);
   assert_primary_shape(&p, &v.r);
   leave(&v);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* One whole frame, copied (the client's buffer is reused by the next read). */
+static uint8_t *read_whole(client_conn *c, proto_header *h, size_t *n) {
+  const uint8_t *p;
+  char err[256];
+  ASSERT_OK(client_read_frame(c, WAIT_MS, h, &p, err, sizeof(err)), err);
+  *n = PROTO_HEADER_SIZE + h->length;
+  uint8_t *f = malloc(*n);
+  memcpy(f, p - PROTO_HEADER_SIZE, *n);
+  return f;
+}
+
+TEST(a_viewer_of_a_relay_is_granted_capabilities_as_on_a_primary_and_gets_the_same_frames_otherwise) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  /* The first HELLO makes the relay load the session and answers it after that load (the same
+   * HELLO handled again, srv_stream.c's on_hello): it asks for "noop". */
+  client_conn a, b;
+  char err[256];
+  proto_hello_opts caps = {0}, none = {0};
+  ASSERT_OK(client_caps_parse("noop", &caps, err, sizeof(err)), err);
+  harness_connect(&r1, &a, r1.stream_port);
+  ASSERT_OK(client_hello2(&a, "demo", PROTO_ROLE_VIEWER, NULL, &caps), NULL);
+  proto_welcome w;
+  proto_welcome_opts wo;
+  ASSERT_OK(client_read_welcome(&a, WAIT_MS, &w, &wo, err, sizeof(err)), err);
+  ASSERT_EQ(wo.caps_option, 1);
+  ASSERT_EQ(wo.caps, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  harness_connect(&r1, &b, r1.stream_port);
+  ASSERT_OK(client_hello2(&b, "demo", PROTO_ROLE_VIEWER, NULL, &none), NULL);
+  ASSERT_OK(client_read_welcome(&b, WAIT_MS, &w, &wo, err, sizeof(err)), err);
+  ASSERT_EQ(wo.protocol_version, PROTO_VERSION_2);
+  ASSERT_EQ(wo.caps_option, 0);
+  /* The SNAPSHOT and the frames of a few edits: the same bytes for both. */
+  for (int i = 1; i <= 4; i++) edit(&p, &p, i == 4 ? 5 : i); /* weights, and (5) sculpt offsets */
+  uint64_t want = version_of(&p, "demo");
+  int frames = 0;
+  for (;;) {
+    proto_header ha, hb;
+    size_t na, nb;
+    uint8_t *fa = read_whole(&a, &ha, &na), *fb = read_whole(&b, &hb, &nb);
+    ASSERT_EQ(na, nb);
+    ASSERT(memcmp(fa, fb, na) == 0);
+    free(fa);
+    free(fb);
+    frames++;
+    if (ha.type != PROTO_SNAPSHOT && !(ha.flags & PROTO_FLAG_MORE) && ha.session_version >= want) break;
+  }
+  ASSERT(frames >= 2);
+  client_close(&a);
+  client_close(&b);
   cluster_down(&rd, &p, &r1, NULL);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "proto_caps.h"
 #include "test.h"
 #include "ws_client.h"
 
@@ -500,5 +501,35 @@ TEST(http_port_off_opens_no_http_listener) {
   harness_start(&h, NULL, args);
   ASSERT_EQ(h.http_port, 0);
   cJSON_Delete(harness_rpc_ok(&h, "session.list", NULL));
+  harness_stop(&h);
+}
+
+/* Capabilities over the WebSocket: the same HELLO option and the same grant in WELCOME as on the
+ * TCP port (docs/protocol.md §14), then the SNAPSHOT. */
+TEST(a_websocket_viewer_is_granted_capabilities_as_a_tcp_one) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  ws_client w;
+  ASSERT_EQ(ws_open(&w, h.http_port, "/ws/stream", ""), 101);
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_hello m = {PROTO_VERSION_2, PROTO_ROLE_VIEWER, {"demo", 4}, {"", 0}};
+  proto_hello_opts o = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
+  ASSERT_OK(proto_encode_hello2(&b, &m, &o), NULL);
+  ASSERT_OK(ws_send(&w, 2, b.data, b.len, 1), NULL);
+  proto_buf_fini(&b);
+  proto_header wh;
+  ws_frame(&w, &wh);
+  ASSERT_EQ(wh.type, PROTO_WELCOME);
+  proto_welcome wm;
+  proto_welcome_opts wo;
+  ASSERT_OK(proto_decode_welcome2(w.msg + PROTO_HEADER_SIZE, wh.length, &wm, &wo), NULL);
+  ASSERT_EQ(wo.caps_option, 1);
+  ASSERT_EQ(wo.caps, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  static const uint8_t tail[] = {PROTO_OPT_CAPS, 5, 0, 4, 'n', 'o', 'o', 'p'};
+  ASSERT(memcmp(w.msg + w.msg_len - sizeof(tail), tail, sizeof(tail)) == 0);
+  ws_frame(&w, &wh);
+  ASSERT_EQ(wh.type, PROTO_SNAPSHOT);
+  ws_close(&w);
   harness_stop(&h);
 }

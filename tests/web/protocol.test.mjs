@@ -28,6 +28,7 @@ function jsDecode(decoder, p, trav) {
   switch (decoder) {
     case 'header': return P.decodeHeader(p);
     case 'welcome': return P.decodeWelcome(p);
+    case 'caps': return P.decodeCaps(p);
     case 'error': return P.decodeError(p);
     case 'ping': return P.decodePing(p);
     case 'weights': return P.decodeWeights(p);
@@ -66,7 +67,7 @@ for (const d of decoders) {
 }
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
-  for (const d of ['header', 'welcome', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
+  for (const d of ['header', 'welcome', 'caps', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
     'target_add2', 'snapshot', 'snapshot2']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
@@ -128,6 +129,10 @@ test('encoders refuse what the C encoders refuse', () => {
   };
   assert.equal(code(() => P.encodeHello({ session: 'a\0b', role: 1 })), P.E.INVAL);
   assert.equal(code(() => P.encodeHello({ session: 'x'.repeat(256), role: 1 })), P.E.INVAL);
+  assert.equal(code(() => P.encodeHello({ session: 'demo', role: 1, caps: ['noop', 'noop'] })), P.E.INVAL);
+  assert.equal(code(() => P.encodeHello({ session: 'demo', role: 1, caps: ['No'] })), P.E.INVAL);
+  assert.equal(code(() => P.encodeHello({ session: 'demo', role: 1, caps: [''] })), P.E.INVAL);
+  assert.equal(code(() => P.encodeHello({ session: 'demo', role: 1, caps: ['x'.repeat(33)] })), P.E.INVAL);
   assert.equal(code(() => P.encodeEditWeights(1, [[0, NaN]])), P.E.NONFINITE);
   assert.equal(code(() => P.encodeEditWeights(1, [[0, 1e39]])), P.E.NONFINITE);
   assert.equal(code(() => P.encodeEditOffsets(1, [3, 3], [0, 0, 0, 0, 0, 0])), P.E.INVAL);
@@ -151,4 +156,12 @@ test('one WebSocket message is one frame: a message with more or fewer bytes is 
   longer.set(f.subarray(0, 20), f.length);
   assert.throws(() => P.splitFrame(longer), (e) => e.code === P.E.TRAILING);
   assert.throws(() => P.splitFrame(f.subarray(0, f.length - 1)), (e) => e.code === P.E.TRUNCATED);
+});
+
+test('a WELCOME names the capabilities granted, and says nothing of them when the HELLO asked for none', () => {
+  const welcomes = cases.filter((c) => c.decoder === 'welcome' && c.expect === 0).map((c) => P.decodeWelcome(bytes(c.hex)));
+  const answered = welcomes.filter((w) => w.caps !== null);
+  assert.ok(answered.some((w) => w.caps.length === 1 && w.caps[0] === P.CAP.NOOP));
+  assert.ok(welcomes.some((w) => w.protocolVersion === P.VERSION_2 && w.caps === null));
+  assert.deepEqual(P.decodeCaps(Uint8Array.from([4, 0x6e, 0x6f, 0x6f, 0x70, 2, 0x7a, 0x7a])), ['noop', 'zz']);
 });

@@ -23,6 +23,7 @@
 #include "mesh.h"
 #include "proto.h"
 #include "proto2.h"
+#include "proto_caps.h"
 
 static FILE *out;
 
@@ -49,6 +50,10 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
     proto_welcome m;
     proto_welcome_opts o;
     return proto_decode_welcome2(p, n, &m, &o);
+  }
+  if (strcmp(d, "caps") == 0) { /* the caps option's value on its own */
+    uint32_t known;
+    return proto_caps_get(p, n, &known, NULL);
   }
   if (strcmp(d, "error") == 0) {
     proto_error m;
@@ -376,19 +381,63 @@ static void demo_streams(void) {
   mesh_destroy(m);
 }
 
+/* ---- capability lists: known and unknown names, and each limit ----------------------------------- */
+
+static size_t caps_list(uint8_t *p, const char *const *names, int count) {
+  size_t n = 0;
+  for (int i = 0; i < count; i++) {
+    p[n++] = (uint8_t)strlen(names[i]);
+    memcpy(p + n, names[i], strlen(names[i]));
+    n += strlen(names[i]);
+  }
+  return n;
+}
+
+static void caps_cases(void) {
+  uint8_t p[2048];
+  static const char *const mixed[] = {"presence.v2", "noop", "zz-9_a"};
+  size_t n = caps_list(p, mixed, 3);
+  write_cases("caps", p, n, 1);
+  write_case("caps", p, 0);
+  char names[34][40];
+  const char *ptrs[34];
+  for (int i = 0; i < 34; i++) {
+    snprintf(names[i], sizeof(names[i]), "cap%d", i);
+    ptrs[i] = names[i];
+  }
+  write_case("caps", p, caps_list(p, ptrs, 32)); /* the most names */
+  write_case("caps", p, caps_list(p, ptrs, 33)); /* one too many */
+  static const char *const longest[] = {"abcdefghijklmnopqrstuvwxyz012345"};
+  write_case("caps", p, caps_list(p, longest, 1));
+  static const char *const too_long[] = {"abcdefghijklmnopqrstuvwxyz0123456"};
+  write_case("caps", p, caps_list(p, too_long, 1));
+  static const char *const twice[] = {"noop", "x", "noop"};
+  write_case("caps", p, caps_list(p, twice, 3));
+  static const char *const upper[] = {"Noop"};
+  write_case("caps", p, caps_list(p, upper, 1));
+  static const char *const space[] = {"no op"};
+  write_case("caps", p, caps_list(p, space, 1));
+}
+
 /* ---- messages a client receives besides the session's: WELCOME, ERROR, BYE, PONG ---------------- */
 
 static void other_cases(void) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome wm = {9, 1, {"demo", 4}};
-  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f};
+  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f, 0, 0};
   proto_encode_welcome2(&b, 0, &wm, &wo);
   uint32_t n = proto_load_u32(b.data + 8);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, n, 1);
   b.len = 0;
+  wo.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP); /* a WELCOME that answers a caps option */
+  wo.caps_option = 1;
+  proto_encode_welcome2(&b, 0, &wm, &wo);
+  write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
   proto_encode_welcome(&b, 3, &wm);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  caps_cases();
   b.len = 0;
   proto_encode_error(&b, PROTO_ERR_FORBIDDEN, 7, "editing needs the server's token");
   write_cases("error", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
@@ -421,6 +470,14 @@ static void encoder_cases(void) {
   ho.author = (proto_str){"ana", 3};
   proto_encode_hello2(&b, &h, &ho);
   enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":2,\"codec\":1,\"maxRate\":10,\"tolerance\":0.001,\"author\":\"ana\"}", &b);
+  ho.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP);
+  proto_encode_hello2(&b, &h, &ho);
+  enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":2,\"codec\":1,\"maxRate\":10,\"tolerance\":0.001,\"author\":\"ana\",\"caps\":[\"noop\"]}", &b);
+  ho.author = (proto_str){NULL, 0};
+  ho.caps = 0;
+  ho.caps_option = 1; /* asks for nothing, but asks whether the server knows capabilities */
+  proto_encode_hello2(&b, &h, &ho);
+  enc("hello", "{\"session\":\"demo\",\"role\":2,\"token\":\"s3cret\",\"protocol\":2,\"codec\":1,\"maxRate\":10,\"tolerance\":0.001,\"caps\":[]}", &b);
   uint32_t wi[2] = {0, 11};
   float wv[2] = {0.5f, 0.2f};
   proto_encode_edit_weights(&b, 7, 2, wi, wv);

@@ -3,7 +3,7 @@
 // BYE, PING and PONG, TARGET, TARGET_META) in versions 1 and 2, and encoders of every message a
 // client sends (HELLO, EDIT of every kind, PING, BYE).
 //
-// It mirrors protocol/proto_frame.c, proto_hello.c, proto_msg.c, proto_trav.c and proto_snap2.c
+// It mirrors protocol/proto_frame.c, proto_hello.c, proto_caps.c, proto_msg.c, proto_trav.c and proto_snap2.c
 // check for check, in the same order, so that a frame the C decoder refuses is refused here with
 // the same PROTO_E* code (ProtoError.code), and an encoder writes the C encoder's bytes;
 // tests/web/protocol.test.mjs checks both on fixtures the C code writes. Floats are rebuilt in
@@ -23,6 +23,8 @@ export const MAX_TARGETS = 65535;
 export const MAX_DRIVERS = 8;
 export const MAX_SHIFT = 24;
 export const MAX_AUTHOR = 64;
+export const MAX_CAPS = 32; // capability names in one list (proto_caps.h)
+export const MAX_CAP_NAME = 32;
 export const Q_MAX = (1 << 30) - 1;
 export const NO_PICK = 0xffffffff;
 
@@ -30,6 +32,10 @@ export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
   TARGET: 11, TARGET_META: 12,
 };
+// HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
+export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7 };
+// The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
+export const CAP = { NOOP: 'noop' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -198,8 +204,41 @@ export function splitFrame(bytes, limits) {
 
 // ---- HELLO options, WELCOME, ERROR, PING --------------------------------------------------------
 
+const capByte = (ch) => (ch >= 0x61 && ch <= 0x7a) || (ch >= 0x30 && ch <= 0x39) || ch === 0x5f || ch === 0x2e || ch === 0x2d;
+
+// The caps option's value (proto_caps_get): u8 length + name, repeated. Every name, known or
+// not, in list order; the checks in the C order, so the codes agree.
+export function decodeCaps(v) {
+  const names = [];
+  let at = 0;
+  while (at < v.length) {
+    if (names.length === MAX_CAPS) fail(E.TOOBIG);
+    const len = v[at];
+    if (len === 0 || len > MAX_CAP_NAME) fail(E.INVAL);
+    if (len > v.length - at - 1) fail(E.TRUNCATED);
+    const name = v.subarray(at + 1, at + 1 + len);
+    if (!name.every(capByte)) fail(E.INVAL);
+    const s = String.fromCharCode(...name);
+    if (names.includes(s)) fail(E.INVAL);
+    names.push(s);
+    at += 1 + len;
+  }
+  return names;
+}
+
+function encodeCaps(names) {
+  const out = [];
+  if (names.length > MAX_CAPS) fail(E.INVAL);
+  for (const s of names) {
+    const b = utf8(s);
+    if (b.length === 0 || b.length > MAX_CAP_NAME || !b.every(capByte) || names.indexOf(s) !== names.lastIndexOf(s)) fail(E.INVAL);
+    out.push(b.length, ...b);
+  }
+  return Uint8Array.from(out);
+}
+
 function getOpts(c) {
-  const o = { codec: 0, shift: 0, maxRate: 0, tolerance: 0 };
+  const o = { codec: 0, shift: 0, maxRate: 0, tolerance: 0, caps: null };
   const len = c.u16();
   const e = new Cursor(c.b, c.at, c.at + len);
   c.bytes(len);
@@ -208,12 +247,22 @@ function getOpts(c) {
     const tag = e.u8();
     const n = e.u16();
     const v = e.bytes(n);
-    if (tag < 1 || tag > 4) continue; // a later version's option
+    if (tag < OPT.CODEC || tag > OPT.CAPS) continue; // a later version's option
     if (seen & (1 << tag)) fail(E.INVAL);
     seen |= 1 << tag;
-    const want = tag === 1 || tag === 4 ? 1 : 4;
+    if (tag === OPT.AUTHOR) { // HELLO only, but checked as C checks it
+      if (n === 0 || n > MAX_AUTHOR || v.indexOf(0) >= 0) fail(E.INVAL);
+      continue;
+    }
+    if (tag === OPT.CAPS) {
+      o.caps = decodeCaps(v);
+      continue;
+    }
+    const want = tag === OPT.CODEC || tag === OPT.SHIFT || tag === OPT.FORWARD ? 1 : 4;
     if (n !== want) fail(E.INVAL);
-    if (tag === 1) {
+    if (tag === OPT.FORWARD) {
+      if (v[0] > 1) fail(E.INVAL);
+    } else if (tag === 1) {
       o.codec = v[0];
       if (o.codec > CODEC_LOSSLESS) fail(E.INVAL);
     } else if (tag === 4) {
@@ -240,6 +289,7 @@ export function decodeWelcome(p) {
   m.shift = 0;
   m.maxRate = 0;
   m.tolerance = 0;
+  m.caps = null; // the capabilities granted; null: the server did not answer a caps option
   if (c.at === c.end) return m;
   Object.assign(m, getOpts(c));
   m.protocolVersion = VERSION_2;
@@ -830,8 +880,10 @@ function validName(bytes) {
 }
 const allFinite = (a) => a.every((x) => finite(x));
 
-// HELLO: version 1, or version 2 with options {codec, maxRate, tolerance, author} (proto_encode_hello2).
-export function encodeHello({ session, role, token = '', protocol = VERSION_2, codec = 0, maxRate = 0, tolerance = 0, author = '' }) {
+// HELLO: version 1, or version 2 with options {codec, maxRate, tolerance, author, caps}
+// (proto_encode_hello2). caps: capability names to ask for (CAP.*; names this page does not
+// know are sent too); null or undefined sends no caps option, [] an empty one.
+export function encodeHello({ session, role, token = '', protocol = VERSION_2, codec = 0, maxRate = 0, tolerance = 0, author = '', caps = null }) {
   const s = utf8(session);
   const k = utf8(token);
   const a = utf8(author);
@@ -839,6 +891,7 @@ export function encodeHello({ session, role, token = '', protocol = VERSION_2, c
   if (protocol !== VERSION_1 && protocol !== VERSION_2) fail(E.INVAL);
   if (protocol === VERSION_2 && (codec > CODEC_LOSSLESS || !(finite(maxRate) && maxRate >= 0) || !(finite(tolerance) && tolerance >= 0)))
     fail(E.INVAL);
+  const cv = caps ? encodeCaps(caps) : null;
   const w = new Writer().begin(T.HELLO, 0, 0, protocol);
   w.u16(protocol);
   w.u8(role);
@@ -846,11 +899,12 @@ export function encodeHello({ session, role, token = '', protocol = VERSION_2, c
   w.str(s);
   w.str(k);
   if (protocol === VERSION_2) {
-    w.u16(18 + (a.length ? 3 + a.length : 0));
+    w.u16(18 + (a.length ? 3 + a.length : 0) + (cv ? 3 + cv.length : 0));
     w.u8(1), w.u16(1), w.u8(codec);
     w.u8(2), w.u16(4), w.f32(maxRate);
     w.u8(3), w.u16(4), w.f32(tolerance);
     if (a.length) w.u8(5), w.str(a); // the author: u16 length + bytes, the entry's own layout
+    if (cv) w.u8(OPT.CAPS), w.str(cv); // the same layout: u16 length + the list
   }
   return w.end();
 }

@@ -364,6 +364,10 @@ static void count_out(srv_conn *c, const uint8_t *p, size_t n, int pieces) {
 
 int srv_conn_send(srv_conn *c, srv_frame *f) {
   if (c->closing) return UV_ECANCELED;
+  if (!srv_caps_allow_frame(&c->caps, f->data, f->len)) { /* a sender forgot srv_caps_has */
+    srv_log(SRV_LOG_ERROR, "connection %u: not sending a type %u frame it has no capability for", c->id, f->data[6]);
+    return UV_EPERM;
+  }
   count_out(c, f->data, f->len, 0);
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;

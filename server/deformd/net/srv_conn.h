@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "srv_caps.h"
 #include "srv_frame.h"
 #include "srv_grant.h"
 #include "srv_server.h"
@@ -49,6 +50,7 @@ struct srv_conn {
   srv_tls *tls;             /* TLS below the transport (srv_tls.c), NULL in clear */
   uint8_t *tls_in;          /* ciphertext read, before decryption */
   srv_grant grant;          /* what it may do (srv_access.c) */
+  srv_caps caps;            /* stream: the optional frame kinds it may be sent (srv_caps.c) */
   uint32_t auth_failures;   /* failed token attempts on this connection */
   int author_from_token;    /* its author is its token's user: hello and HELLO names are ignored */
   struct srv_transfer *transfer; /* rpc: an upload or download in progress (srv_transfer_rpc.c) */
@@ -103,7 +105,8 @@ int srv_conn_upgrade(srv_conn *c, srv_conn_kind kind, const srv_conn_ops *ops);
 /* The author of what the connection changes: the name it gave (hello), else
  * anonymous-<connection id> (interned on first use). */
 uint32_t srv_conn_author(srv_conn *c);
-/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno. */
+/* Queues `f` on the connection (takes a new reference). Returns 0 or a negative errno
+ * (UV_EPERM: a frame of a kind whose capability it was not granted, srv_caps.h). */
 int srv_conn_send(srv_conn *c, srv_frame *f);
 /* Queues raw bytes that are copied (replies, errors). */
 int srv_conn_send_copy(srv_conn *c, const void *data, size_t len);

@@ -28,6 +28,7 @@
 #include "srv_reply.h"
 #include "srv_server.h"
 #include "srv_conn.h"
+#include "srv_caps.h"
 #include "srv_access.h"
 #include "srv_op.h"
 #include "srv_session.h"
@@ -110,7 +111,9 @@ static int send_join(srv_conn *c, srv_session *s) {
   if (c->protocol == PROTO_VERSION_2) {
     const srv_codec *k = s->codecs[c->codec];
     proto_welcome_opts o = {PROTO_VERSION_2, c->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
-                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f};
+                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f,
+                            0, 0};
+    srv_caps_welcome(&c->caps, &o);
     proto_encode_welcome2(&b, s->version, &w, &o);
   } else {
     proto_encode_welcome(&b, s->version, &w);
@@ -230,10 +233,13 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
   }
   if (rc) {
     char why[128];
-    snprintf(why, sizeof(why), "malformed HELLO: %s", proto_strerror(rc));
+    const char *caps_why = proto_hello_caps_why(p, n);
+    snprintf(why, sizeof(why), "malformed HELLO: %s", caps_why ? caps_why : proto_strerror(rc));
     srv_conn_fail(c, PROTO_ERR_MALFORMED, why);
     return;
   }
+  /* Decided from the HELLO alone; it counts only once the join is accepted (WELCOME says it). */
+  c->caps = srv_caps_grant(h.protocol_version, h.role, &opt);
   char name[PROTO_MAX_NAME + 1];
   memcpy(name, h.session.ptr, h.session.len);
   name[h.session.len] = '\0';

@@ -1,0 +1,346 @@
+/*
+ * test_caps.c — capabilities negotiated in HELLO (docs/protocol.md §14) against a real deformd:
+ * viewers of protocol versions 1 and 2 that ask for no capability receive exactly the bytes the
+ * server received them before capabilities existed; a viewer that asks for one is granted it and
+ * otherwise gets the same frames; unknown names are skipped, not refused; malformed lists are
+ * refused with a reason.
+ *
+ * The oracle for "exactly today's bytes" is tests/deformd/stream_bytes_e71ec77.txt: every frame
+ * three viewers (version 1; version 2 quantised; version 2 lossless) received through a scripted
+ * session (join, weights, sculpt offsets over JSON-RPC and over a binary EDIT, an undo) from the
+ * deformd built at commit e71ec77, the last one without capabilities. Small frames are kept
+ * whole (hex), SNAPSHOTs as length and FNV-1a 64 hash. To record it again from another build:
+ *   CAPS_RECORD=FILE DEFORMD_BIN=that/deformd build/tests/test-deformd
+ *     v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_before_capabilities
+ */
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "proto_caps.h"
+#include "test.h"
+
+static const char *const demo_args[] = {"--demo", NULL};
+
+/* ---- recording what a viewer receives ------------------------------------------------------- */
+
+typedef struct rec {
+  char *text; /* one line per frame */
+  size_t len, cap;
+  int frames;
+} rec;
+
+static void rec_printf(rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rec_printf(rec *r, const char *fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int n = vsnprintf(r->text ? r->text + r->len : NULL, r->text ? r->cap - r->len : 0, fmt, ap);
+    va_end(ap);
+    if (r->text && (size_t)n < r->cap - r->len) {
+      r->len += (size_t)n;
+      return;
+    }
+    r->cap = (r->cap + (size_t)n + 1) * 2;
+    r->text = realloc(r->text, r->cap);
+    ASSERT(r->text != NULL);
+  }
+}
+
+static uint64_t fnv64(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* One frame as a line: who, its header fields, and its bytes (whole up to 512, else hashed). */
+static void rec_frame(rec *r, const char *who, const proto_header *h, const uint8_t *payload) {
+  size_t n = PROTO_HEADER_SIZE + h->length;
+  const uint8_t *f = payload - PROTO_HEADER_SIZE; /* the client keeps the header before it */
+  rec_printf(r, "%s %d type=%u flags=%u version=%llu len=%zu ", who, r->frames++, h->type, h->flags,
+             (unsigned long long)h->session_version, n);
+  if (n <= 512) {
+    for (size_t i = 0; i < n; i++) rec_printf(r, "%02x", f[i]);
+  } else {
+    rec_printf(r, "fnv64=%016llx", (unsigned long long)fnv64(f, n));
+  }
+  rec_printf(r, "\n");
+}
+
+/* Reads frames into `r` until one without MORE brings the viewer to `version`. */
+static void rec_until(client_conn *c, rec *r, const char *who, uint64_t version) {
+  for (;;) {
+    proto_header h;
+    const uint8_t *p;
+    char err[256];
+    ASSERT_OK(client_read_frame(c, 10000, &h, &p, err, sizeof(err)), err);
+    rec_frame(r, who, &h, p);
+    if (h.type != PROTO_ERROR && !(h.flags & PROTO_FLAG_MORE) && h.session_version >= version) return;
+  }
+}
+
+static uint64_t server_version(harness *h) {
+  cJSON *r = harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}");
+  uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
+  cJSON_Delete(r);
+  return v;
+}
+
+static uint64_t rpc_version(harness *h, const char *method, const char *params) {
+  cJSON *r = harness_rpc_ok(h, method, params);
+  cJSON *v = cJSON_GetObjectItem(r, "version");
+  uint64_t version = v ? (uint64_t)v->valuedouble : 0;
+  cJSON_Delete(r);
+  return version ? version : server_version(h);
+}
+
+/* Sends HELLO (version 1 when opts is NULL) and records WELCOME and SNAPSHOT. */
+static void join(harness *h, client_conn *c, rec *r, const char *who, const proto_hello_opts *opts) {
+  harness_connect(h, c, h->stream_port);
+  ASSERT_OK(client_hello2(c, "demo", PROTO_ROLE_VIEWER, NULL, opts), NULL);
+  rec_until(c, r, who, 0);                 /* WELCOME */
+  ASSERT(strstr(r->text, "type=2 ") != NULL);
+  rec_until(c, r, who, 0);                 /* SNAPSHOT */
+}
+
+/* The scripted session: each change is read by every viewer before the next. */
+static void script(harness *h, client_conn *viewers, rec *recs, const char *const *names, int n) {
+  uint64_t v;
+#define ALL_READ(version)                                                                     \
+  do {                                                                                        \
+    for (int i_ = 0; i_ < n; i_++) rec_until(&viewers[i_], &recs[i_], names[i_], (version)); \
+  } while (0)
+  v = rpc_version(h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8,\"jaw_open\":0.25}}");
+  ALL_READ(v);
+  v = rpc_version(h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"12\":[0.001,0,-0.002],\"20400\":[0,0.003,0]}}");
+  ALL_READ(v);
+  v = rpc_version(h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"blink_R\":1}}");
+  ALL_READ(v);
+  /* A binary EDIT from an editor (joined after the viewers, so their client ids stay put). */
+  client_conn ed;
+  client_replica er;
+  harness_join(h, &ed, &er, "demo", PROTO_ROLE_EDITOR, NULL);
+  uint64_t before = server_version(h);
+  proto_buf b;
+  proto_buf_init(&b);
+  uint32_t idx[3] = {5, 6, 7};
+  int32_t q[9] = {100, 0, -100, 0, 50, 0, -7, 7, 7};
+  ASSERT_OK(proto_encode_edit_offsets(&b, 1, 3, idx, q), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
+  proto_buf_fini(&b);
+  v = before;
+  for (int tries = 0; tries < 500 && v == before; tries++) {
+    usleep(10000);
+    v = server_version(h);
+  }
+  ASSERT(v > before);
+  ALL_READ(v);
+  v = rpc_version(h, "history.undo", "{\"session\":\"demo\"}");
+  ALL_READ(v);
+#undef ALL_READ
+  client_replica_fini(&er);
+  client_close(&ed);
+}
+
+/* The first line where two recordings differ, for the failure message. */
+static void assert_same_text(const char *got, const char *want, const char *what) {
+  if (strcmp(got, want) == 0) return;
+  int line = 1;
+  const char *g = got, *w = want;
+  while (*g && *g == *w) {
+    if (*g == '\n') line++;
+    g++, w++;
+  }
+  const char *gl = g, *wl = w;
+  while (gl > got && gl[-1] != '\n') gl--;
+  while (wl > want && wl[-1] != '\n') wl--;
+  test__fail(__FILE__, __LINE__, "%s: line %d differs:\n  got  %.200s\n  want %.200s", what, line, gl, wl);
+}
+
+static void assert_first_line(const char *got, const char *want, const char *what) {
+  if (strncmp(got, want, strlen(want)) != 0)
+    test__fail(__FILE__, __LINE__, "%s:\n  got  %.*s\n  want %s", what, (int)strcspn(got, "\n"), got, want);
+}
+
+TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_before_capabilities) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  /* The fourth asks for "noop" (not in the recording: the old server would not grant it). */
+  static const char *const names[4] = {"v1", "v2", "v2-lossless", "v2"};
+  client_conn viewers[4];
+  rec recs[4] = {{0}};
+  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS};
+  proto_hello_opts noop = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
+  join(&h, &viewers[0], &recs[0], names[0], NULL);
+  join(&h, &viewers[1], &recs[1], names[1], &quantised);
+  join(&h, &viewers[2], &recs[2], names[2], &lossless);
+  join(&h, &viewers[3], &recs[3], names[3], &noop);
+  script(&h, viewers, recs, names, 4);
+  const char *record = getenv("CAPS_RECORD");
+  if (!record) {
+    /* Granted in WELCOME: the no-caps WELCOME's bytes (its own client id, 5 in place of 3), with
+     * the option list 8 bytes longer and the caps option last, then every other frame the same. */
+    const char *welcome_v2 = "v2 0 type=2 flags=0 version=0 len=56 44464d4402000200240000000000000000000000"
+                             "030000000100040064656d6f16000101000002040000000000030400fe95d33604010005\n";
+    const char *welcome_caps = "v2 0 type=2 flags=0 version=0 len=64 44464d44020002002c0000000000000000000000"
+                               "050000000100040064656d6f1e000101000002040000000000030400fe95d33604010005"
+                               "07050004" "6e6f6f70\n";
+    assert_first_line(recs[1].text, welcome_v2, "the WELCOME of a viewer that asked for nothing");
+    assert_first_line(recs[3].text, welcome_caps, "a WELCOME that grants noop");
+  }
+  rec all = {0};
+  for (int i = 0; i < 4; i++) {
+    if (i < 3) rec_printf(&all, "%s", recs[i].text);
+    client_close(&viewers[i]);
+  }
+  harness_stop(&h);
+  if (record) {
+    FILE *f = fopen(record, "w");
+    ASSERT(f != NULL);
+    fputs(all.text, f);
+    ASSERT(fclose(f) == 0);
+  } else {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/deformd/stream_bytes_e71ec77.txt", getenv("DEFORMD_SOURCE_DIR"));
+    size_t len;
+    char *want = (char *)test_read_file(path, &len);
+    assert_same_text(all.text, want, "the frames against those of the server at e71ec77");
+    free(want);
+    assert_same_text(strchr(recs[3].text, '\n') + 1, strchr(recs[1].text, '\n') + 1,
+                     "the frames after WELCOME of a viewer granted noop and of one that asked for nothing");
+  }
+  for (int i = 0; i < 4; i++) free(recs[i].text);
+  free(all.text);
+}
+
+/* ---- HELLOs written by hand: names this build does not know, malformed lists ------------------ */
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+
+/* A version 2 viewer HELLO for "demo" whose only option is caps with `value` (n bytes). */
+static size_t hello_with_caps(uint8_t *f, const uint8_t *value, size_t n) {
+  static const uint8_t head[] = {'D', 'F', 'M', 'D', 2, 0, PROTO_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                 2, 0, PROTO_ROLE_VIEWER, 0, 4, 0, 'd', 'e', 'm', 'o', 0, 0};
+  size_t at = sizeof(head);
+  memcpy(f, head, at);
+  put16(f + at, (uint16_t)(3 + n)), at += 2;
+  f[at++] = PROTO_OPT_CAPS;
+  put16(f + at, (uint16_t)n), at += 2;
+  memcpy(f + at, value, n), at += n;
+  put16(f + 8, (uint16_t)(at - PROTO_HEADER_SIZE));
+  return at;
+}
+
+/* Joins with a hand-written caps list: the WELCOME must end with the caps option `answer`
+ * (alen bytes: tag, length, names) and decode to `granted`, and the SNAPSHOT follow. */
+static void join_raw(harness *h, const uint8_t *value, size_t n, const uint8_t *answer, size_t alen,
+                     uint32_t granted) {
+  client_conn c;
+  uint8_t f[2048];
+  char err[256];
+  harness_connect(h, &c, h->stream_port);
+  ASSERT_OK(client_send(&c, f, hello_with_caps(f, value, n)), NULL);
+  proto_header hd;
+  const uint8_t *p;
+  ASSERT_OK(client_read_frame(&c, 10000, &hd, &p, err, sizeof(err)), err);
+  ASSERT_EQ(hd.type, PROTO_WELCOME);
+  ASSERT(hd.length >= alen);
+  ASSERT(memcmp(p + hd.length - alen, answer, alen) == 0);
+  proto_welcome w;
+  proto_welcome_opts o;
+  ASSERT_OK(proto_decode_welcome2(p, hd.length, &w, &o), NULL);
+  ASSERT_EQ(o.caps_option, 1);
+  ASSERT_EQ(o.caps, granted);
+  ASSERT_OK(client_read_frame(&c, 10000, &hd, &p, err, sizeof(err)), err);
+  ASSERT_EQ(hd.type, PROTO_SNAPSHOT);
+  client_close(&c);
+}
+
+TEST(a_viewer_that_asks_for_capabilities_this_server_does_not_know_is_granted_the_ones_it_does) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  /* Unknown names around a known one: only "noop" comes back. */
+  static const uint8_t mixed[] = {11, 'p', 'r', 'e', 's', 'e', 'n', 'c', 'e', '.', 'v', '2', 4, 'n', 'o', 'o', 'p',
+                                  6, 'z', 'z', '-', '9', '_', 'a'};
+  static const uint8_t granted_noop[] = {PROTO_OPT_CAPS, 5, 0, 4, 'n', 'o', 'o', 'p'};
+  join_raw(&h, mixed, sizeof(mixed), granted_noop, sizeof(granted_noop), PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  /* Only unknown names, or none: an empty answer, which still says the server knows capabilities. */
+  static const uint8_t unknown[] = {8, 't', 'e', 'x', 't', 'u', 'r', 'e', 's'};
+  static const uint8_t granted_none[] = {PROTO_OPT_CAPS, 0, 0};
+  join_raw(&h, unknown, sizeof(unknown), granted_none, sizeof(granted_none), 0);
+  join_raw(&h, NULL, 0, granted_none, sizeof(granted_none), 0);
+  /* The client library's way: a list by name, the grant read back from WELCOME. */
+  client_conn c;
+  char err[256];
+  proto_hello_opts o = {0};
+  ASSERT_EQ(client_caps_parse("noop,presence", &o, err, sizeof(err)), CLIENT_EINVAL);
+  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop)");
+  ASSERT_OK(client_caps_parse("noop", &o, err, sizeof(err)), err);
+  harness_connect(&h, &c, h.stream_port);
+  ASSERT_OK(client_hello2(&c, "demo", PROTO_ROLE_VIEWER, NULL, &o), NULL);
+  proto_welcome w;
+  proto_welcome_opts wo;
+  ASSERT_OK(client_read_welcome(&c, 10000, &w, &wo, err, sizeof(err)), err);
+  ASSERT_EQ(wo.caps, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  ASSERT_EQ(wo.caps_option, 1);
+  client_close(&c);
+  /* A version 1 viewer cannot ask (its HELLO has no options) and is told nothing. */
+  harness_connect(&h, &c, h.stream_port);
+  ASSERT_OK(client_hello(&c, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_OK(client_read_welcome(&c, 10000, &w, &wo, err, sizeof(err)), err);
+  ASSERT_EQ(wo.protocol_version, PROTO_VERSION);
+  ASSERT_EQ(wo.caps_option, 0);
+  client_close(&c);
+  harness_stop(&h);
+}
+
+/* The ERROR a hand-written caps list gets: MALFORMED, the reason, and a close. */
+static void refused(harness *h, const uint8_t *value, size_t n, const char *why) {
+  client_conn c;
+  uint8_t f[2048];
+  char err[512];
+  harness_connect(h, &c, h->stream_port);
+  ASSERT_OK(client_send(&c, f, hello_with_caps(f, value, n)), NULL);
+  proto_welcome w;
+  proto_welcome_opts o;
+  ASSERT_EQ(client_read_welcome(&c, 10000, &w, &o, err, sizeof(err)), CLIENT_EMALFORMED);
+  char want[256];
+  snprintf(want, sizeof(want), "refused (error %d): malformed HELLO: %s", PROTO_ERR_MALFORMED, why);
+  ASSERT_STR_CONTAINS(err, want);
+  ASSERT(harness_closed(&c, 3000));
+  client_close(&c);
+}
+
+TEST(a_malformed_capability_list_is_refused_with_a_reason) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  static const uint8_t twice[] = {4, 'n', 'o', 'o', 'p', 1, 'x', 4, 'n', 'o', 'o', 'p'};
+  refused(&h, twice, sizeof(twice), "a capability named twice");
+  static const uint8_t upper[] = {4, 'N', 'o', 'o', 'p'};
+  refused(&h, upper, sizeof(upper), "a capability name holds a byte other than a-z 0-9 _ . -");
+  static const uint8_t empty[] = {0};
+  refused(&h, empty, sizeof(empty), "an empty capability name");
+  static const uint8_t cut[] = {9, 'n', 'o', 'o', 'p'};
+  refused(&h, cut, sizeof(cut), "a capability name runs past the end of the list");
+  uint8_t many[33 * 3], longer[34];
+  for (int i = 0; i < 33; i++) { /* "aa", "ab", ... "bg": all different */
+    many[3 * i] = 2;
+    many[3 * i + 1] = (uint8_t)('a' + i / 26);
+    many[3 * i + 2] = (uint8_t)('a' + i % 26);
+  }
+  refused(&h, many, sizeof(many), "more than 32 capabilities");
+  longer[0] = 33;
+  memset(longer + 1, 'a', 33);
+  refused(&h, longer, sizeof(longer), "a capability name over 32 bytes");
+  /* The server still serves a well-formed HELLO after all of these. */
+  client_conn c;
+  client_replica r;
+  proto_hello_opts o = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
+  harness_join2(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, NULL, &o);
+  client_replica_fini(&r);
+  client_close(&c);
+  harness_stop(&h);
+}
