@@ -6,7 +6,7 @@
  *   - every applied op bumps `version` by one and stamps what it changed (a target's weight, a
  *     block of 64 vertices) with the new version, so "everything changed since v" is cheap;
  *   - each applied op is encoded once into one frame carrying absolute values, and the same
- *     bytes go to every subscriber (srv_session_publish).
+ *     bytes go to every subscriber (srv_fanout_publish).
  *
  * DOES NOT parse requests (the transports and methods build ops) or do I/O.
  */
@@ -24,6 +24,7 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_session_wire.h"
+#include "srv_fanout.h"
 
 /* A target's new range, mute flag and drivers. */
 static int check_meta(const srv_session *s, uint32_t t, const srv_target *nm, char *err, size_t errlen) {
@@ -479,7 +480,7 @@ static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   /* One frame per codec a class at full rate uses (invariant 3, per class); weights and
    * settings are the same bytes in every codec. Paced classes encode their own updates. */
   srv_frame *frames[SRV_CODECS] = {NULL};
-  uint32_t live = srv_session_live_codecs(s);
+  uint32_t live = srv_fanout_live_codecs(s);
   int rc = 0;
   for (uint8_t c = 0; c < SRV_CODECS && rc == 0; c++) {
     if (!(live & (1u << c))) continue;
@@ -503,7 +504,7 @@ static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   }
   free(wc.idx);
   free(wc.val);
-  srv_session_publish(s, frames, version);
+  srv_fanout_publish(s, frames, version);
   for (uint8_t c = 0; c < SRV_CODECS; c++) srv_frame_unref(frames[c]);
   (void)srv;
   return version;
