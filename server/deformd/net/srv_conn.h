@@ -15,10 +15,16 @@
  *   http      ports/srv_http.c        the request parser, until an upgrade
  *   sub       session/srv_fanout.c    the session it joined and its place in the fan-out
  *   transfer  rpc/srv_transfer_rpc.c  an upload or download in progress
- * A transport frees its state in ops->on_close, or in ops->on_free when something may still look
- * at it while jobs hold references to a closed connection (the stream port's and the fan-out's).
- * What net/ and the tick need to know of a transport's progress is the one field it sets here,
- * `stage`.
+ * Each is freed by its owner at the close (ops->on_close: the HTTP parser, the line reader, a
+ * transfer) or with the handle (ops->on_free, after the last reference: the stream port's and
+ * the fan-out's, kept past the close so that nothing still holding a reference to a closed
+ * connection finds them gone). Neither this header nor net/ includes an owner's header: other
+ * modules reach a pointer only through its owner's functions (srv_fanout_session(c), ...).
+ *
+ * The other way round, the layers above write a few of net/'s fields: `stage` (how far HELLO
+ * let the connection in) and `stat_slot` (which class its bytes are counted in) by the stream
+ * port; `sent_version` and `lagging` once a lagging viewer caught up (srv_stream.c,
+ * srv_fanout.c).
  */
 #ifndef DEFORMD_SRV_CONN_H
 #define DEFORMD_SRV_CONN_H
