@@ -176,7 +176,7 @@ static void on_tick(uv_timer_t *t) {
       srv_conn_close(c); /* an idle HTTP connection (no request for that long) */
       continue;
     }
-    if (c->kind == SRV_CONN_STREAM && !c->hello_done && now - c->accepted_at > s->cfg.hello_timeout_ms) {
+    if (c->kind == SRV_CONN_STREAM && c->stage == SRV_STAGE_GREETING && now - c->accepted_at > s->cfg.hello_timeout_ms) {
       srv_conn_fail(c, PROTO_ERR_MALFORMED, "no HELLO within the time allowed");
       continue;
     }
@@ -494,7 +494,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   srv_frame *bye = srv_frame_from_buf(&b);
   for (srv_conn *c = s->conns, *next; c; c = next) {
     next = c->next;
-    srv_conn_finish(c, c->kind == SRV_CONN_STREAM && c->hello_done ? bye : NULL);
+    srv_conn_finish(c, c->kind == SRV_CONN_STREAM && c->stage != SRV_STAGE_GREETING ? bye : NULL);
   }
   srv_frame_unref(bye);
   /* The tick keeps running until the last connection is gone, then closes itself. */

@@ -479,6 +479,49 @@ TEST(closing_a_session_says_bye_to_its_viewers) {
   harness_stop(&h);
 }
 
+/* state.get's "viewers" and "editors" of demo, into *viewers and *editors. */
+static void joined_counts(harness *h, int *viewers, int *editors) {
+  cJSON *r = harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}");
+  *viewers = cJSON_GetObjectItem(r, "viewers")->valueint;
+  *editors = cJSON_GetObjectItem(r, "editors")->valueint;
+  cJSON_Delete(r);
+}
+
+TEST(state_get_counts_the_viewers_and_editors_that_joined_and_not_those_that_left) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  enum { N = 5 };
+  client_conn c[N];
+  client_replica r[N];
+  proto_hello_opts paced = {.codec = PROTO_CODEC_QUANTISED, .max_rate = 10.0f};
+  harness_join(&h, &c[0], &r[0], "demo", PROTO_ROLE_VIEWER, NULL);
+  harness_join2(&h, &c[1], &r[1], "demo", PROTO_ROLE_VIEWER, NULL, &paced);
+  harness_join(&h, &c[2], &r[2], "demo", PROTO_ROLE_VIEWER, NULL);
+  harness_join(&h, &c[3], &r[3], "demo", PROTO_ROLE_EDITOR, NULL);
+  harness_join2(&h, &c[4], &r[4], "demo", PROTO_ROLE_EDITOR, NULL, &paced);
+  int viewers, editors;
+  joined_counts(&h, &viewers, &editors);
+  ASSERT_EQ(viewers, 5); /* every connection that joined, editors too */
+  ASSERT_EQ(editors, 2);
+  /* The paced viewer and one editor leave: the server sees them go when it reads the close. */
+  for (int i = 1; i < N; i += 2) {
+    client_replica_fini(&r[i]);
+    client_close(&c[i]);
+  }
+  for (int i = 0; i < 500; i++) {
+    joined_counts(&h, &viewers, &editors);
+    if (viewers == 3) break;
+    usleep(10000);
+  }
+  ASSERT_EQ(viewers, 3);
+  ASSERT_EQ(editors, 1);
+  for (int i = 0; i < N; i += 2) {
+    client_replica_fini(&r[i]);
+    client_close(&c[i]);
+  }
+  harness_stop(&h);
+}
+
 TEST(editors_need_the_token_when_one_is_set) {
   harness h;
   const char *const args[] = {"--demo", NULL};

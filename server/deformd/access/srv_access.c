@@ -324,7 +324,7 @@ static void drop(srv_server *s, uint32_t i, const char *why) {
   for (srv_conn *c = s->conns; c; c = c->next) {
     if (c->closing || c->grant.token != id || c->grant.role == SRV_ROLE_NONE) continue;
     forget_rights(c);
-    if (c->kind == SRV_CONN_STREAM && c->hello_done) srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
+    if (c->kind == SRV_CONN_STREAM && c->stage != SRV_STAGE_GREETING) srv_conn_fail(c, PROTO_ERR_FORBIDDEN, why);
   }
 }
 

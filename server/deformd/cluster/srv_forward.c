@@ -27,6 +27,7 @@
 #include "srv_json_text.h"
 #include "srv_author.h"
 #include "srv_conn.h"
+#include "srv_fanout.h"
 #include "srv_rpc.h"
 #include "srv_cluster.h"
 
@@ -230,7 +231,8 @@ static srv_fwd *link_for(srv_cluster *k, const srv_node *node, srv_conn *c, int 
   if (binary) {
     proto_buf b;
     proto_buf_init(&b);
-    const char *name = c->session ? c->session->name : "";
+    const srv_session *s = srv_fanout_session(c);
+    const char *name = s ? s->name : "";
     proto_hello h = {PROTO_VERSION_2, PROTO_ROLE_EDITOR, {name, (uint16_t)strlen(name)},
                      {token ? token : "", (uint16_t)(token ? strlen(token) : 0)}};
     proto_hello_opts o = {0};

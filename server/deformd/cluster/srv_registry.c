@@ -37,6 +37,7 @@
 #include "srv_conn.h"
 #include "srv_session.h"
 #include "srv_jobs.h"
+#include "srv_fanout.h"
 #include "srv_rpc.h"
 #include "srv_methods.h"
 #include "srv_cluster.h"
@@ -477,13 +478,14 @@ static int route_rpc(srv_server *s, srv_rpc_call *call, const char *method, cJSO
 
 static int route_edit(srv_conn *c, const uint8_t *frame, size_t len) {
   srv_cluster *k = c->server->cluster;
-  if (!k->relay || !c->session) return 0;
-  const srv_node *owner = srv_cluster_owner(k, c->session->name);
+  const srv_session *s = srv_fanout_session(c);
+  if (!k->relay || !s) return 0;
+  const srv_node *owner = srv_cluster_owner(k, s->name);
   if (!owner || !owner->alive) {
     uint32_t rid = len >= PROTO_HEADER_SIZE + 4 ? proto_load_u32(frame + PROTO_HEADER_SIZE) : 0;
     char msg[256];
     snprintf(msg, sizeof(msg), "the primary of session '%s' is lost: edits are refused until it is back",
-             c->session->name);
+             s->name);
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, msg);
     return 1;
   }

@@ -53,6 +53,7 @@
 #include "srv_conn.h"
 #include "srv_op.h"
 #include "srv_session.h"
+#include "srv_fanout.h"
 #include "srv_record.h"
 #include "srv_rpc.h"
 #include "srv_methods.h"
@@ -114,7 +115,7 @@ int srv_relay_is_replica(const srv_cluster *k, const srv_session *s) {
 }
 
 static void tell(srv_session *s, uint16_t code, const char *msg) {
-  for (srv_conn *c = s->subscribers; c; c = c->sub_next) srv_conn_send_error(c, code, 0, msg);
+  for (srv_conn *c = srv_fanout_first(s); c; c = srv_fanout_next(c)) srv_conn_send_error(c, code, 0, msg);
 }
 
 static void lost_message(const srv_follow *f, char *buf, size_t len) {
@@ -131,10 +132,8 @@ static void drop_replica(srv_cluster *k, srv_follow *f, uint16_t code, const cha
   proto_buf_init(&b);
   proto_encode_bye(&b, code, why);
   srv_frame *bye = srv_frame_from_buf(&b);
-  while (old->subscribers) {
-    srv_conn *c = old->subscribers;
-    srv_session_unsubscribe(c);
-    c->session = NULL;
+  for (srv_conn *c; (c = srv_fanout_first(old));) {
+    srv_fanout_unsubscribe(c);
     srv_conn_finish(c, bye);
   }
   srv_frame_unref(bye);
@@ -309,7 +308,7 @@ static void drop_idle(srv_follow *f, uint64_t now) {
   uint32_t idle = k->srv->cfg.replica_idle_ms;
   if (!s || !idle || f->loading || f->catching || f->waiters) return;
   int busy = s->subscriber_count > 0;
-  for (srv_conn *c = k->srv->conns; c && !busy; c = c->next) busy = c->session == s;
+  for (srv_conn *c = k->srv->conns; c && !busy; c = c->next) busy = srv_fanout_session(c) == s;
   if (busy || !f->last_used) f->last_used = now;
   if (now - f->last_used < idle) return;
   srv_log(SRV_LOG_INFO, "relay: session %s has had no viewer for %u ms: its replica is dropped until one joins", f->name,
@@ -785,7 +784,7 @@ void srv_relay_tick(srv_cluster *k) {
 
 void srv_relay_joined(srv_cluster *k, srv_conn *c) {
   for (srv_follow *f = k->follows; f; f = f->next)
-    if (f->s == c->session && f->lost) {
+    if (f->s == srv_fanout_session(c) && f->lost) {
       char msg[512];
       lost_message(f, msg, sizeof(msg));
       srv_conn_send_error(c, PROTO_ERR_PRIMARY_LOST, 0, msg);

@@ -28,7 +28,9 @@
  * count against the server's max_input_total; over either, the transport says why and closes.
  *
  * DOES NOT parse anything: bytes go to the transport through c->ops (srv_stream.c,
- * srv_rpc_conn.c, srv_http.c), which also decides what a closing connection lets go of.
+ * srv_rpc_conn.c, srv_http.c), which also decides what a closing connection lets go of; or look
+ * inside the state the layers above hang on a connection (srv_conn.h), or keep a session's
+ * subscribers (srv_fanout.c calls srv_conn_deliver for each).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,6 +143,7 @@ static void drop_input(srv_conn *c) {
 }
 
 static void conn_free(srv_conn *c) {
+  if (c->ops && c->ops->on_free) c->ops->on_free(c);
   srv_ws_destroy(c->ws);
   drop_input(c);
   free(c->tls_in);
@@ -559,8 +562,7 @@ static int resize_input(srv_conn *c, size_t cap) {
 static size_t input_limit(const srv_conn *c) {
   const srv_config *cfg = &c->server->cfg;
   if (c->kind == SRV_CONN_STREAM)
-    return c->hello_done && c->role == PROTO_ROLE_EDITOR ? (size_t)PROTO_HEADER_SIZE + cfg->max_frame
-                                                         : cfg->max_unauth_input;
+    return c->stage == SRV_STAGE_EDITOR ? (size_t)PROTO_HEADER_SIZE + cfg->max_frame : cfg->max_unauth_input;
   int trusted = !c->server->access.enabled || c->grant.role != SRV_ROLE_NONE;
   return trusted ? cfg->max_request : cfg->max_unauth_input;
 }
@@ -665,9 +667,9 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf) {
     char why[160];
     snprintf(why, sizeof(why), "more than %zu bytes of an unfinished %s%s: closing", limit,
              c->kind == SRV_CONN_STREAM ? "frame" : "request",
-             limit == c->server->cfg.max_unauth_input ? (c->kind == SRV_CONN_STREAM && c->hello_done ? " from a viewer"
-                                                                                                      : " before HELLO or auth")
-                                                      : "");
+             limit == c->server->cfg.max_unauth_input
+                 ? (c->kind == SRV_CONN_STREAM && c->stage != SRV_STAGE_GREETING ? " from a viewer" : " before HELLO or auth")
+                 : "");
     refuse_input(c, why);
     return;
   }

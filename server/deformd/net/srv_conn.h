@@ -1,6 +1,30 @@
 /*
  * srv_conn.h — connections: sockets, writes, backpressure, TLS and WebSocket below, and delivery of shared
  * frames to one subscriber.
+ *
+ * What every connection has is here: its socket, server, kind and transport (ops), references,
+ * closing and finishing, its read buffer and input accounting, TLS, WebSocket, grant and author,
+ * peer, and its output (queued bytes, the class its bytes are counted in, the lagging state
+ * srv_conn_deliver decides with).
+ *
+ * State of the layers above net/ hangs off typed opaque pointers, one per module that keeps
+ * some on a connection: net/ declares each type and never looks inside, and that module alone
+ * makes, reads and frees it (NULL until it made one):
+ *   stream    ports/srv_stream.c      HELLO's answer: role, protocol, codec, rate, relay link
+ *   rpc       ports/srv_rpc_conn.c    the request-line reader
+ *   http      ports/srv_http.c        the request parser, until an upgrade
+ *   sub       session/srv_fanout.c    the session it joined and its place in the fan-out
+ *   transfer  rpc/srv_transfer_rpc.c  an upload or download in progress
+ * Each is freed by its owner at the close (ops->on_close: the HTTP parser, the line reader, a
+ * transfer) or with the handle (ops->on_free, after the last reference: the stream port's and
+ * the fan-out's, kept past the close so that nothing still holding a reference to a closed
+ * connection finds them gone). Neither this header nor net/ includes an owner's header: other
+ * modules reach a pointer only through its owner's functions (srv_fanout_session(c), ...).
+ *
+ * The other way round, the layers above write a few of net/'s fields: `stage` (how far HELLO
+ * let the connection in) and `stat_slot` (which class its bytes are counted in) by the stream
+ * port; `sent_version` and `lagging` once a lagging viewer caught up (srv_stream.c,
+ * srv_fanout.c).
  */
 #ifndef DEFORMD_SRV_CONN_H
 #define DEFORMD_SRV_CONN_H
@@ -14,15 +38,27 @@
 #include "srv_grant.h"
 #include "srv_server.h"
 
-typedef struct srv_class srv_class;
-typedef struct srv_session srv_session;
 typedef struct srv_tls srv_tls;
-typedef struct srv_transfer srv_transfer;
 typedef struct srv_ws srv_ws;
+typedef struct srv_stream_conn srv_stream_conn; /* ports/srv_stream.c */
+typedef struct srv_rpc_port srv_rpc_port;       /* ports/srv_rpc_conn.c */
+typedef struct srv_http_conn srv_http_conn;     /* ports/srv_http.c */
+typedef struct srv_subscriber srv_subscriber;   /* session/srv_fanout.c */
+typedef struct srv_transfer srv_transfer;       /* rpc/srv_transfer_rpc.c */
 
 /* SRV_CONN_HTTP: a connection on the HTTP port until it upgrades to a WebSocket, when it becomes
  * a stream or JSON-RPC connection like those of the TCP ports. */
 typedef enum srv_conn_kind { SRV_CONN_STREAM = 1, SRV_CONN_RPC = 2, SRV_CONN_HTTP = 3 } srv_conn_kind;
+
+/* How far a stream connection's transport has let it in (srv_stream.c sets it at HELLO), for
+ * what net/, access/ and the tick apply to it: the input limit (max_unauth_input until it is
+ * an editor), the hello timeout, the BYE at shutdown, the close when its token is revoked.
+ * JSON-RPC connections stay at SRV_STAGE_GREETING: their trust is their grant. */
+typedef enum srv_conn_stage {
+  SRV_STAGE_GREETING = 0, /* before HELLO */
+  SRV_STAGE_VIEWER = 1,   /* joined (or joining) as a viewer: sends only small frames */
+  SRV_STAGE_EDITOR = 2    /* ... as an editor: may send whole frames */
+} srv_conn_stage;
 
 /* What the transport that owns a connection does with it (srv_stream.c, srv_rpc_conn.c,
  * srv_http.c). */
@@ -35,6 +71,9 @@ typedef struct srv_conn_ops {
   /* One whole WebSocket message (a stream frame, a JSON-RPC request), on WebSocket connections,
    * instead of on_data (NULL: the transport has no WebSocket endpoint). */
   void (*on_message)(srv_conn *c, const uint8_t *p, size_t n);
+  /* The handle is being freed (its last reference went): free the state the transport hung on
+   * it (may be NULL). */
+  void (*on_free)(srv_conn *c);
 } srv_conn_ops;
 
 struct srv_conn {
@@ -47,13 +86,13 @@ struct srv_conn {
   int closing;
   int finishing;            /* saying goodbye: no more reads, closed when written */
   int read_paused;          /* output over the soft limit: input waits (backpressure) */
+  srv_conn_stage stage;     /* set by the transport (stream connections) */
   srv_tls *tls;             /* TLS below the transport (srv_tls.c), NULL in clear */
   uint8_t *tls_in;          /* ciphertext read, before decryption */
   srv_grant grant;          /* what it may do (srv_access.c) */
   srv_caps caps;            /* stream: the optional frame kinds it may be sent (srv_caps.c) */
   uint32_t auth_failures;   /* failed token attempts on this connection */
   int author_from_token;    /* its author is its token's user: hello and HELLO names are ignored */
-  struct srv_transfer *transfer; /* rpc: an upload or download in progress (srv_transfer_rpc.c) */
   uint32_t author;          /* srv_authors id; 0 until named (srv_conn_author) */
   uint64_t accepted_at;     /* uv_now() at accept, at its latest HTTP request, or at its upgrade */
   uint64_t finish_deadline;
@@ -66,29 +105,21 @@ struct srv_conn {
   int input_full;           /* the server's input budget ran out while reading this one */
   uint64_t last_input_ms;   /* uv_now() when bytes last arrived (idle timeout) */
 
-  /* stream connections */
-  int hello_done;
-  uint8_t role;
-  uint16_t protocol;        /* the HELLO's protocol version */
-  uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
-  float max_rate;           /* Hz granted, 0 = every change */
-  int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
-  int stat_slot;            /* its srv_stats.classes entry, -1 before HELLO */
-  struct srv_class *cls;    /* the subscribers it shares frames with (srv_session.c) */
-  srv_conn *join_next;      /* waiting for its codec's SNAPSHOT pieces (srv_session.c) */
-  srv_session *session;
-  srv_conn *sub_next;
-  uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
+  /* output */
   size_t queued;            /* bytes handed to uv_write and not yet written */
+  int stat_slot;            /* stream connections: its srv_stats.classes entry, -1 before it joined */
+  uint64_t sent_version;    /* the state version the queued frames bring the viewer to */
   int lagging;              /* over the soft limit: frames are coalesced into a catch-up */
   uint64_t lagging_since;   /* uv_now() when it started lagging */
 
-  /* rpc connections */
-  int skipping;             /* discarding an oversized request up to its newline */
+  srv_ws *ws;               /* after an upgrade: reads and writes are WebSocket messages */
 
-  /* HTTP-port connections */
-  void *http;               /* the request parser until the upgrade (srv_http.c owns it) */
-  srv_ws *ws;               /* after the upgrade: reads and writes are WebSocket messages */
+  /* the layers above (see the top of this file) */
+  srv_stream_conn *stream;
+  srv_rpc_port *rpc;
+  srv_http_conn *http;
+  srv_subscriber *sub;
+  srv_transfer *transfer;
 
   srv_conn *next, *prev;    /* the server's connection list */
 };

@@ -37,7 +37,8 @@
 #define BODY_MAX 16384
 #define VALUE_MAX 512    /* a header value we keep (longer ones are cut: only short ones matter) */
 
-typedef struct http_state {
+/* An HTTP-port connection's request parser (c->http, srv_conn.h's srv_http_conn), until an upgrade. */
+typedef struct srv_http_conn {
   llhttp_t parser;
   srv_conn *conn;
   size_t head_bytes, body_bytes;
@@ -330,4 +331,4 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
   srv_conn_finish(c, NULL);
 }
 
-const srv_conn_ops srv_http_ops = {on_data, NULL, on_close, refuse, NULL};
+const srv_conn_ops srv_http_ops = {on_data, NULL, on_close, refuse, NULL, NULL};

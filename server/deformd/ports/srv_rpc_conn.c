@@ -10,6 +10,9 @@
  * Over a WebSocket (srv_http.c's /ws/rpc) a request is one text message and a response goes out
  * as one (srv_ws.c drops the line's newline).
  *
+ * Its state on a connection (c->rpc: where the line reader is) is made at the first bytes read
+ * and freed at the close.
+ *
  * DOES NOT implement methods (srv_methods.c) or format answers (srv_rpc.c).
  */
 #include <stdio.h>
@@ -26,6 +29,11 @@
 #include "srv_rpc.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
+
+/* A JSON-RPC connection's line reader (c->rpc). */
+struct srv_rpc_port {
+  int skipping;             /* discarding an oversized request up to its newline */
+};
 
 static void handle_line(srv_conn *c, const char *line, size_t n) {
   srv_server *s = c->server;
@@ -116,16 +124,21 @@ static void handle_line(srv_conn *c, const char *line, size_t n) {
 }
 
 static void on_data(srv_conn *c) {
+  if (!c->rpc && !(c->rpc = calloc(1, sizeof(*c->rpc)))) {
+    srv_conn_close(c);
+    return;
+  }
+  srv_rpc_port *st = c->rpc;
   size_t max = c->server->cfg.max_request;
   size_t at = 0;
   for (;;) {
     uint8_t *nl = memchr(c->rbuf + at, '\n', c->rlen - at);
-    if (c->skipping) {
+    if (st->skipping) {
       if (!nl) {
         at = c->rlen; /* discard everything of the oversized request seen so far */
         break;
       }
-      c->skipping = 0;
+      st->skipping = 0;
       at = (size_t)(nl - c->rbuf) + 1;
       continue;
     }
@@ -134,7 +147,7 @@ static void on_data(srv_conn *c) {
         char msg[96];
         snprintf(msg, sizeof(msg), "request larger than %zu bytes: refused", max);
         srv_rpc_send_error(c, NULL, -32600, msg);
-        c->skipping = 1;
+        st->skipping = 1;
         at = c->rlen;
       }
       break;
@@ -164,6 +177,8 @@ static void refuse(srv_conn *c, int srv_code, const char *why) {
 /* Closing: an upload it left unfinished goes, a download it kept is freed, the gestures it
  * began end (unless they were begun detached); with --redis, its links to other nodes close. */
 static void on_close(srv_conn *c) {
+  free(c->rpc);
+  c->rpc = NULL;
   srv_transfer_release(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
@@ -173,4 +188,4 @@ static void on_close(srv_conn *c) {
  * all; its size was bounded by the connection's input limit before it got here. */
 static void on_message(srv_conn *c, const uint8_t *p, size_t n) { handle_line(c, (const char *)p, n); }
 
-const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse, on_message};
+const srv_conn_ops srv_rpc_conn_ops = {on_data, NULL, on_close, refuse, on_message, NULL};

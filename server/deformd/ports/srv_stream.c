@@ -8,8 +8,11 @@
  * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
  * that does not validate, fails only that request with an ERROR naming it.
  *
- * DOES NOT change session state except through srv_session_apply(), or decide when a viewer
- * lags (srv_conn_deliver does).
+ * Its state on a connection (c->stream: what the HELLO was answered) is made at HELLO and
+ * freed with the handle; the session a connection joined is the fan-out's (srv_fanout_session).
+ *
+ * DOES NOT change session state except through srv_session_apply(), fan frames out to viewers
+ * (srv_fanout.c), or decide when a viewer lags (srv_conn_deliver does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,11 +37,21 @@
 #include "srv_session.h"
 #include "srv_session_wire.h"
 #include "srv_history.h"
+#include "srv_fanout.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
+
+/* A stream connection's state (c->stream), made at its HELLO. */
+struct srv_stream_conn {
+  uint8_t role;             /* PROTO_ROLE_* (c->stage says the same to net/) */
+  uint16_t protocol;        /* the HELLO's protocol version */
+  uint8_t codec;            /* what its frames are encoded with (srv_class_stat.codec) */
+  float max_rate;           /* Hz granted, 0 = every change */
+  int forward_only;         /* a relay's link for an editor's EDITs: no SNAPSHOT, no frames */
+};
 
 static uint64_t now_ns(void) {
   /* uv_hrtime is monotonic; PING/PONG only compare times taken on one side. */
@@ -69,15 +82,15 @@ static void reply_error(srv_reply *r, int srv_code, const char *message) {
 static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 
 static void on_drained(srv_conn *c) {
-  srv_session *s = c->session;
+  srv_session *s = srv_fanout_session(c);
   if (!c->lagging || !s) return;
-  if (c->cls && c->cls->rate > 0) { /* paced: it catches up with its class's next update */
-    srv_session_pace(c);
+  if (srv_fanout_paced(c)) { /* paced: it catches up with its class's next update */
+    srv_fanout_pace(c);
     return;
   }
   proto_buf b;
   proto_buf_init(&b);
-  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, c->codec, &b);
+  int rc = srv_session_encode_since(s, c->sent_version, PROTO_FLAG_CATCHUP, c->stream->codec, &b);
   if (rc) {
     proto_buf_fini(&b);
     c->server->stats.clients_dropped++;
@@ -105,13 +118,14 @@ static void on_drained(srv_conn *c) {
 
 /* WELCOME, then the SNAPSHOT (srv_session_snapshot_parts) as one write. */
 static int send_join(srv_conn *c, srv_session *s) {
+  const srv_stream_conn *st = c->stream;
   proto_buf b;
   proto_buf_init(&b);
-  proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
-  if (c->protocol == PROTO_VERSION_2) {
-    const srv_codec *k = s->codecs[c->codec];
-    proto_welcome_opts o = {PROTO_VERSION_2, c->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
-                            srv_codec_shift(c->codec), c->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f,
+  proto_welcome w = {c->id, st->role, {s->name, (uint16_t)strlen(s->name)}};
+  if (st->protocol == PROTO_VERSION_2) {
+    const srv_codec *k = s->codecs[st->codec];
+    proto_welcome_opts o = {PROTO_VERSION_2, st->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
+                            srv_codec_shift(st->codec), st->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f,
                             0, 0};
     srv_caps_welcome(&c->caps, &o);
     proto_encode_welcome2(&b, s->version, &w, &o);
@@ -122,7 +136,7 @@ static int send_join(srv_conn *c, srv_session *s) {
   srv_frame **parts = NULL;
   uint32_t n = 0;
   int rc = -1;
-  if (welcome && srv_session_snapshot_parts(s, c->codec, &parts, &n) == 0) {
+  if (welcome && srv_session_snapshot_parts(s, st->codec, &parts, &n) == 0) {
     if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, (int)n) == 0) rc = 0;
     for (uint32_t i = 0; i < n; i++) srv_frame_unref(parts[i]);
     free(parts);
@@ -155,32 +169,33 @@ static uint8_t codec_for(const srv_session *s, const proto_hello *h, const proto
 
 /* The codec's pieces are ready (or could not be made): the join goes on. */
 static void join_ready(srv_conn *c, int status) {
-  srv_session *s = c->session;
-  if (status == SRV_ERANGE && s && c->codec != SRV_CODEC_LOSSLESS) {
+  srv_stream_conn *st = c->stream;
+  srv_session *s = srv_fanout_session(c);
+  if (status == SRV_ERANGE && s && st->codec != SRV_CODEC_LOSSLESS) {
     /* A grid this mesh does not fit: lossless instead, as WELCOME says. */
-    c->codec = SRV_CODEC_LOSSLESS;
-    srv_session_codec_wait(c->server, s, c->codec, c, join_ready);
+    st->codec = SRV_CODEC_LOSSLESS;
+    srv_session_codec_wait(c->server, s, st->codec, c, join_ready);
     return;
   }
   if (status || !s || s->closed) {
-    c->session = NULL;
+    srv_fanout_unsubscribe(c); /* leaves it: it was not sent frames yet */
     if (status == SRV_ENOSESSION || (s && s->closed)) srv_conn_fail(c, PROTO_ERR_SESSION_CLOSED, "the session is closed");
     else srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory preparing the snapshot");
     return;
   }
-  c->stat_slot = srv_conn_stat_slot(c->server, c->codec, c->max_rate);
+  c->stat_slot = srv_conn_stat_slot(c->server, st->codec, st->max_rate);
   if (send_join(c, s) != 0) {
-    c->session = NULL;
+    srv_fanout_unsubscribe(c);
     srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory building the snapshot");
     return;
   }
   c->sent_version = s->version;
-  srv_session_subscribe(s, c);
+  st->max_rate = srv_fanout_subscribe(s, c, st->codec, st->max_rate);
   c->server->stats.classes[c->stat_slot].viewers++;
   if (c->server->on_joined) c->server->on_joined(c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
-          c->id, c->peer, s->name, c->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
-          (unsigned long long)s->version, c->protocol, c->codec, (double)c->max_rate);
+          c->id, c->peer, s->name, st->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
+          (unsigned long long)s->version, st->protocol, st->codec, (double)st->max_rate);
 }
 
 /* The name this connection's operations are recorded under (HELLO option or EDIT AUTHOR).
@@ -294,27 +309,32 @@ static void on_hello(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_fail(c, PROTO_ERR_MALFORMED, "malformed HELLO: an author name may not hold control characters");
     return;
   }
-  c->role = h.role;
-  c->hello_done = 1;
-  c->session = s;
-  c->protocol = h.protocol_version;
+  if (!c->stream) c->stream = calloc(1, sizeof(*c->stream));
+  if (!c->stream || srv_fanout_join(c, s) != 0) {
+    srv_conn_fail(c, PROTO_ERR_OVERLOADED, "out of memory");
+    return;
+  }
+  srv_stream_conn *st = c->stream;
+  st->role = h.role;
+  c->stage = h.role == PROTO_ROLE_EDITOR ? SRV_STAGE_EDITOR : SRV_STAGE_VIEWER;
+  st->protocol = h.protocol_version;
   if (h.role == PROTO_ROLE_EDITOR && proto_hello_forward(p, n)) {
     /* A relay forwards an editor's EDITs here: WELCOME, and nothing else but ERRORs naming
      * its requests (its viewers get the frames from the relay). */
     proto_buf b;
     proto_buf_init(&b);
-    proto_welcome w = {c->id, c->role, {s->name, (uint16_t)strlen(s->name)}};
+    proto_welcome w = {c->id, st->role, {s->name, (uint16_t)strlen(s->name)}};
     proto_encode_welcome(&b, s->version, &w);
     srv_frame *f = srv_frame_from_buf(&b);
     if (f) srv_conn_send(c, f);
     srv_frame_unref(f);
-    c->forward_only = 1;
+    st->forward_only = 1;
     srv_log(SRV_LOG_INFO, "connection %u (%s) forwards edits of session %s from a relay", c->id, c->peer, s->name);
     return;
   }
-  c->codec = codec_for(s, &h, &opt);
-  c->max_rate = granted_rate(opt.max_rate);
-  srv_session_codec_wait(srv, s, c->codec, c, join_ready);
+  st->codec = codec_for(s, &h, &opt);
+  st->max_rate = granted_rate(opt.max_rate);
+  srv_session_codec_wait(srv, s, st->codec, c, join_ready);
 }
 
 /* Copies a decoded index list into a malloc'ed array (NULL for an empty list). */
@@ -439,11 +459,11 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_send_error(c, rc == PROTO_ENONFINITE ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, rid, why);
     return;
   }
-  if (c->role != PROTO_ROLE_EDITOR) {
+  if (c->stream->role != PROTO_ROLE_EDITOR) {
     srv_conn_send_error(c, PROTO_ERR_FORBIDDEN, rid, "this connection joined as a viewer: edits are refused");
     return;
   }
-  srv_session *s = c->session;
+  srv_session *s = srv_fanout_session(c);
   if (!s) {
     srv_conn_send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
     return;
@@ -493,7 +513,7 @@ out:
 }
 
 static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
-  if (!c->hello_done) {
+  if (c->stage == SRV_STAGE_GREETING) {
     if (h->type == PROTO_HELLO)
       on_hello(c, p, h->length);
     else
@@ -503,7 +523,7 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   switch (h->type) {
     case PROTO_EDIT:
       /* An editor on a relay: the session's owner applies it (srv_forward.c). */
-      if (c->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
+      if (c->stream->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
           c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length))
         break;
       on_edit(c, p, h->length);
@@ -572,12 +592,20 @@ static void on_data(srv_conn *c) {
 static void on_close(srv_conn *c) {
   if (c->stat_slot >= 0) c->server->stats.classes[c->stat_slot].viewers--;
   c->stat_slot = -1;
-  srv_session_unsubscribe(c);
+  srv_fanout_unsubscribe(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }
 
 static void refuse(srv_conn *c, int srv_code, const char *why) { srv_conn_fail(c, stream_code(srv_code), why); }
+
+/* The handle goes, and what HELLO made on it with it: not at the close, so that nothing that
+ * still holds a reference to a closed connection (an answer on its way) finds it gone. */
+static void on_free(srv_conn *c) {
+  srv_fanout_release(c);
+  free(c->stream);
+  c->stream = NULL;
+}
 
 /* A WebSocket message (the /ws/stream endpoint of srv_http.c) is exactly one frame: its header is
  * checked as on the TCP port, and its length must be the message's. */
@@ -599,4 +627,4 @@ static void on_message(srv_conn *c, const uint8_t *p, size_t n) {
   on_frame(c, &h, p + PROTO_HEADER_SIZE);
 }
 
-const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse, on_message};
+const srv_conn_ops srv_stream_ops = {on_data, on_drained, on_close, refuse, on_message, on_free};

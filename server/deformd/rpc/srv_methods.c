@@ -39,6 +39,7 @@
 #include "srv_conn.h"
 #include "srv_access.h"
 #include "srv_session.h"
+#include "srv_fanout.h"
 #include "srv_jobs.h"
 #include "srv_rpc.h"
 
@@ -206,7 +207,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
     const int32_t *q = x->offsets + 3 * (size_t)v;
     sculpted += (q[0] | q[1] | q[2]) != 0;
   }
-  for (srv_conn *c = x->subscribers; c; c = c->sub_next) editors += c->role == PROTO_ROLE_EDITOR;
+  for (srv_conn *c = srv_fanout_first(x); c; c = srv_fanout_next(c)) editors += c->stage == SRV_STAGE_EDITOR;
   cJSON *r = cJSON_CreateObject();
   cJSON_AddStringToObject(r, "session", x->name);
   cJSON_AddNumberToObject(r, "version", (double)x->version);

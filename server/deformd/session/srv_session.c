@@ -1,17 +1,15 @@
 /*
  * srv_session.c — a session: one mesh, its live state (weights, sculpt offsets), its version,
- * the viewers subscribed to it, and the server's table of sessions.
+ * and the server's table of sessions.
  *
  * What it owns: creation from an imported mesh (the welded topology, the SNAPSHOT pieces that
- * every join shares: srv_session_wire.c encodes them), the table (find, add, close), and the
- * fan-out of applied ops to viewer classes. A class is the subscribers that get the same bytes:
- * one codec (protocol version 1, or version 2 on one grid) and one rate. A class at rate 0 gets
- * each op's frame as it is applied; a paced class gets, at most `rate` times a second, one
- * coalesced update per member (everything changed since the version it was last sent: the
- * latest state wins, changed vertex sets merge), from a timer of its own, so a slow link never
- * delays anyone else. Changes themselves are operation records applied in srv_session_op.c.
+ * every join shares: srv_session_wire.c encodes them), references and lifetime, the table
+ * (find, add, close: its viewers get BYE), and the jobs that make a version 2 codec's SNAPSHOT
+ * pieces on the pool while joins wait. Changes themselves are operation records applied in
+ * srv_session_op.c.
  *
- * DOES NOT do I/O or decide how a slow subscriber is treated (srv_conn_deliver does).
+ * DOES NOT fan changes out to viewers or keep their classes (srv_fanout.c), do I/O, or decide
+ * how a slow subscriber is treated (srv_conn_deliver does).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +28,7 @@
 #include "srv_conn.h"
 #include "srv_op.h"
 #include "srv_session_wire.h"
+#include "srv_fanout.h"
 #include "srv_anim.h"
 
 static void free_parts(srv_session *s) {
@@ -100,9 +99,8 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SESSION_CLOSED, why);
   srv_frame *bye = srv_frame_from_buf(&b);
-  while (s->subscribers) {
-    srv_conn *c = s->subscribers;
-    srv_session_unsubscribe(c);
+  for (srv_conn *c; (c = srv_fanout_first(s));) {
+    srv_fanout_unsubscribe(c);
     srv_conn_finish(c, bye);
   }
   srv_frame_unref(bye);
@@ -158,140 +156,6 @@ void srv_session_forget_damaged(srv_server *s, const char *name) {
 
 int srv_session_name_taken(const srv_server *s, const char *name) { return find_name(s, name) != NULL; }
 
-/* ---- subscribers and their classes ------------------------------------------------------------ */
-
-static void class_timer_closed(uv_handle_t *h) {
-  srv_class *cls = h->data;
-  free(h);
-  free(cls);
-}
-
-/* The class is empty: out of the session's list; freed once its timer has closed. */
-static void class_drop(srv_session *s, srv_class *cls) {
-  srv_class **pp = &s->classes;
-  while (*pp && *pp != cls) pp = &(*pp)->next;
-  if (*pp) *pp = cls->next;
-  cls->session = NULL;
-  if (cls->timer) {
-    uv_timer_stop(cls->timer);
-    uv_close((uv_handle_t *)cls->timer, class_timer_closed);
-  } else {
-    free(cls);
-  }
-}
-
-static void pace_now(uv_timer_t *t);
-
-/* The class of (codec, rate), made when new. NULL when out of memory. */
-static srv_class *class_for(srv_session *s, srv_conn *c) {
-  for (srv_class *x = s->classes; x; x = x->next)
-    if (x->codec == c->codec && x->rate == c->max_rate) return x;
-  srv_class *cls = calloc(1, sizeof(*cls));
-  if (!cls) return NULL;
-  cls->session = s;
-  cls->codec = c->codec;
-  cls->rate = c->max_rate;
-  if (cls->rate > 0) {
-    cls->timer = malloc(sizeof(*cls->timer));
-    if (!cls->timer) {
-      free(cls);
-      return NULL;
-    }
-    uv_timer_init(c->server->loop, cls->timer);
-    cls->timer->data = cls;
-  }
-  cls->next = s->classes;
-  s->classes = cls;
-  return cls;
-}
-
-void srv_session_subscribe(srv_session *s, srv_conn *c) {
-  c->session = s;
-  c->cls = class_for(s, c);
-  if (!c->cls) c->max_rate = 0; /* out of memory for a timer: every change, like a version 1 viewer */
-  if (!c->cls) c->cls = class_for(s, c);
-  if (c->cls) c->cls->members++;
-  c->sub_next = s->subscribers;
-  s->subscribers = c;
-  s->subscriber_count++;
-}
-
-void srv_session_unsubscribe(srv_conn *c) {
-  srv_session *s = c->session;
-  if (!s) return;
-  srv_conn **pp = &s->subscribers;
-  while (*pp && *pp != c) pp = &(*pp)->sub_next;
-  if (*pp) {
-    *pp = c->sub_next;
-    s->subscriber_count--;
-    if (c->cls && --c->cls->members == 0) class_drop(s, c->cls);
-  }
-  c->cls = NULL;
-  c->sub_next = NULL;
-  c->session = NULL;
-}
-
-uint32_t srv_session_live_codecs(const srv_session *s) {
-  uint32_t live = 0;
-  for (const srv_class *x = s->classes; x; x = x->next)
-    if (x->rate == 0) live |= 1u << x->codec;
-  return live;
-}
-
-/* A paced class has a change waiting: its timer fires when a period has passed since its last
- * update (at once when it has). */
-static void pace(srv_class *cls) {
-  if (!cls->timer || uv_is_active((uv_handle_t *)cls->timer)) return;
-  uint64_t now = uv_now(cls->timer->loop), period = (uint64_t)ceil(1000.0 / cls->rate);
-  uint64_t due = cls->last_ms + period;
-  uv_timer_start(cls->timer, pace_now, due > now ? due - now : 0, 0);
-}
-
-void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version) {
-  for (srv_class *x = s->classes; x; x = x->next)
-    if (x->rate > 0) pace(x);
-  for (srv_conn *c = s->subscribers, *next; c; c = next) {
-    next = c->sub_next; /* delivering may close c, which unsubscribes it */
-    if (!c->cls || c->cls->rate == 0) srv_conn_deliver(c, frames[c->codec], version);
-  }
-}
-
-void srv_session_pace(srv_conn *c) {
-  c->lagging = 0;
-  if (c->cls) pace(c->cls);
-}
-
-/* A paced class's update: each member not lagging gets everything changed since the version it
- * was sent last, in one write. Members at the same version share the bytes (normally all of
- * them; a member that joined or caught up since the last update is at another). */
-static void pace_now(uv_timer_t *t) {
-  srv_class *cls = t->data;
-  srv_session *s = cls->session;
-  if (!s) return;
-  cls->last_ms = uv_now(t->loop);
-  srv_frame *f = NULL;
-  uint64_t f_since = 0;
-  int sent = 0;
-  for (srv_conn *c = s->subscribers, *next; c; c = next) {
-    next = c->sub_next;
-    if (c->cls != cls || c->lagging || c->sent_version >= s->version) continue;
-    if (!f || f_since != c->sent_version) {
-      srv_frame_unref(f);
-      proto_buf b;
-      proto_buf_init(&b);
-      f = NULL;
-      f_since = c->sent_version;
-      if (srv_session_encode_since(s, f_since, 0, cls->codec, &b) == 0) f = srv_frame_from_buf(&b);
-      else proto_buf_fini(&b);
-    }
-    srv_conn_deliver(c, f, s->version); /* NULL: it lags, and catches up once drained */
-    sent = 1;
-  }
-  srv_frame_unref(f);
-  if (sent) srv_log(SRV_LOG_DEBUG, "session %s: paced update at %.3g Hz to version %llu", s->name,
-                    (double)cls->rate, (unsigned long long)s->version);
-}
-
 /* ---- version 2 codecs made on the pool ----------------------------------------------------- */
 
 typedef struct codec_job {
@@ -321,19 +185,22 @@ static void codec_done(uv_work_t *req, int status) {
     srv_codec keep = *k;
     *k = j->made;
     k->waiting = keep.waiting;
+    k->waiting_count = keep.waiting_count;
+    k->waiting_cap = keep.waiting_cap;
     k->ready = keep.ready;
   } else {
     srv_session_codec_fini(&j->made);
   }
   srv_log(rc ? SRV_LOG_WARN : SRV_LOG_DEBUG, "session %s: codec %u %s", s->name, j->codec,
           rc ? "could not be prepared" : "prepared");
-  while (k->waiting) {
-    srv_conn *c = k->waiting;
-    k->waiting = c->join_next;
-    c->join_next = NULL;
+  while (k->waiting_count) { /* the last to ask first */
+    srv_conn *c = k->waiting[--k->waiting_count];
     if (!c->closing) k->ready(c, rc);
     srv_conn_unref(c);
   }
+  free(k->waiting);
+  k->waiting = NULL;
+  k->waiting_cap = 0;
   if (rc && !s->closed) { /* nothing kept: a later join tries again */
     srv_session_codec_fini(k);
     free(k);
@@ -374,10 +241,19 @@ void srv_session_codec_wait(srv_server *srv, srv_session *s, uint8_t codec, srv_
     k->job = 1;
     s->codecs[codec] = k;
   }
+  if (k->waiting_count == k->waiting_cap) {
+    uint32_t cap = k->waiting_cap ? 2 * k->waiting_cap : 4;
+    srv_conn **g = realloc(k->waiting, sizeof(*g) * cap);
+    if (!g) {
+      ready(c, SRV_EINTERNAL);
+      return;
+    }
+    k->waiting = g;
+    k->waiting_cap = cap;
+  }
   k->ready = ready;
   srv_conn_ref(c);
-  c->join_next = k->waiting;
-  k->waiting = c;
+  k->waiting[k->waiting_count++] = c;
 }
 
 int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, size_t errlen) {

@@ -1,5 +1,5 @@
 /*
- * srv_session.h — sessions: the mesh, its targets and live state, the viewers' classes, the server's table.
+ * srv_session.h — sessions: the mesh, its targets and live state, the server's table.
  */
 #ifndef DEFORMD_SRV_SESSION_H
 #define DEFORMD_SRV_SESSION_H
@@ -39,22 +39,10 @@ typedef struct srv_codec {
   srv_frame **targets;       /* one record per target, made when first needed */
   uint32_t target_cap;
   int job;                   /* a job is encoding `attributes`; joins wait in `waiting` */
-  srv_conn *waiting;         /* through srv_conn.join_next, each referenced */
+  srv_conn **waiting;        /* waiting_count joins, each referenced (answered the last first) */
+  uint32_t waiting_count, waiting_cap;
   void (*ready)(srv_conn *c, int status); /* what to tell each waiting join (srv_stream.c) */
 } srv_codec;
-
-/* Subscribers that are sent the same bytes: one codec, one rate (srv_session.c). A class at a
- * rate (> 0) is paced: changes mark it, and at most `rate` times a second its members get one
- * coalesced update each (encoded once per distinct version they are at: normally once). */
-typedef struct srv_class {
-  struct srv_class *next;
-  srv_session *session;      /* NULL once the session let go of it (the timer is closing) */
-  uint8_t codec;
-  float rate;
-  uint32_t members;
-  uint64_t last_ms;          /* paced: when members were last sent an update */
-  uv_timer_t *timer;         /* paced: runs while a change waits */
-} srv_class;
 
 typedef struct srv_gesture srv_gesture;
 
@@ -81,8 +69,8 @@ struct srv_session {
   proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
   srv_frame *triangles2;     /* version 2's triangles piece: the bytes `trav` was built from */
   srv_codec *codecs[SRV_CODECS]; /* version 2 pieces per codec, made when first joined */
-  srv_class *classes;        /* subscribers by codec and rate */
-  srv_conn *subscribers;     /* intrusive list through srv_conn.sub_next */
+  struct srv_class *classes; /* subscribers by codec and rate (srv_fanout.c) */
+  srv_conn *subscribers;     /* linked through their c->sub (srv_fanout.c) */
   uint32_t subscriber_count;
   uint64_t ops_applied;
   srv_gesture *gestures;     /* editing gestures in progress (srv_gesture.c) */
@@ -133,17 +121,6 @@ int srv_session_name_taken(const srv_server *srv, const char *name);
  * is running on it stops (srv_server.on_session_close), and the table's reference goes. */
 void srv_session_close(srv_server *srv, srv_session *s, const char *why);
 
-/* Viewers: a subscribed connection joins the class of its codec and max_rate; a class at rate 0
- * gets every applied op's frame (srv_conn_deliver), a paced one coalesced updates. */
-void srv_session_subscribe(srv_session *s, srv_conn *c);
-void srv_session_unsubscribe(srv_conn *c); /* no-op when c is not subscribed */
-/* Which codecs' frames an op must be encoded in: bit c set when a class at rate 0 uses codec c. */
-uint32_t srv_session_live_codecs(const srv_session *s);
-/* Hands frames[codec] (NULL: could not be encoded; subscribers fall behind and catch up) at
- * `version` to every subscriber at rate 0, and marks the paced classes. */
-void srv_session_publish(srv_session *s, srv_frame *const *frames, uint64_t version);
-/* A paced connection drained after lagging: it gets its update with its class's next one. */
-void srv_session_pace(srv_conn *c);
 /* Makes sure codec `codec`'s SNAPSHOT pieces exist, then calls ready(c, 0), at once or after a
  * job on the pool, or ready(c, SRV_E*) when they cannot be made or the session closed. Holds a
  * reference to `c` meanwhile. */

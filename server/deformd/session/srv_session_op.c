@@ -8,7 +8,7 @@
  *     settings or deltas, a block of 64 vertices) with the new version, so "everything changed
  *     since v" is cheap; versions only grow (asserted in debug builds);
  *   1, 3 each applied op is encoded once per codec into frames carrying absolute values, and the
- *     same bytes go to every subscriber (srv_session_publish);
+ *     same bytes go to every subscriber (srv_fanout_publish);
  *   5 srv_session_apply() is the one mutator, with one exception: srv_record_load_checkpoint()
  *     writes a stored checkpoint's state (weights, target settings, added targets, offsets, their
  *     version stamps and `version` itself) directly into a session fresh from
@@ -37,6 +37,7 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_session_wire.h"
+#include "srv_fanout.h"
 
 /* A target's new range, mute flag and drivers. */
 static int check_meta(const srv_session *s, uint32_t t, const srv_target *nm, char *err, size_t errlen) {
@@ -493,7 +494,7 @@ static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   /* One frame per codec a class at full rate uses (invariant 3, per class); weights and
    * settings are the same bytes in every codec. Paced classes encode their own updates. */
   srv_frame *frames[SRV_CODECS] = {NULL};
-  uint32_t live = srv_session_live_codecs(s);
+  uint32_t live = srv_fanout_live_codecs(s);
   int rc = 0;
   for (uint8_t c = 0; c < SRV_CODECS && rc == 0; c++) {
     if (!(live & (1u << c))) continue;
@@ -517,7 +518,7 @@ static uint64_t apply_state(srv_server *srv, srv_session *s, const srv_op *op) {
   }
   free(wc.idx);
   free(wc.val);
-  srv_session_publish(s, frames, version);
+  srv_fanout_publish(s, frames, version);
   for (uint8_t c = 0; c < SRV_CODECS; c++) srv_frame_unref(frames[c]);
   (void)srv;
   return version;
