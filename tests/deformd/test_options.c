@@ -259,6 +259,10 @@ static void walk_custom(const srv_option *o) {
     ARGS("--isolate", "--check-mesh", "a.obj");
     ASSERT(p.rc == 0 && p.cli.isolate == 1);
     done(&p);
+    /* A switch where FILE was expected is read as the switch, FILE after it (it was refused). */
+    ARGS("--check-mesh", "--isolate", "a.obj");
+    ASSERT(p.rc == 0 && p.cli.isolate == 1 && strcmp(p.cli.check_mesh, "a.obj") == 0);
+    done(&p);
   } else if (strcmp(name, "--check-store") == 0) {
     ARGS("--check-store", "/var/lib/deformd");
     ASSERT(p.rc == 0 && strcmp(p.cli.check_store, "/var/lib/deformd") == 0);

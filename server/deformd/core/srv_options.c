@@ -591,9 +591,23 @@ static int key_redis(srv_config *c, const srv_option *o, const cJSON *v, char *e
 /* ---- the command line ------------------------------------------------------------------------------ */
 
 /* One pass over argv: the SRV_OPT_EARLY rows when `early`, the others when not. */
+/* A switch (a flag that takes no value) where a value was expected: `--check-mesh --isolate FILE`
+ * means what `--check-mesh FILE --isolate` does, so the two are swapped in argv and the switch is
+ * read first. (A file really named like a switch: write ./--isolate.) */
+static const srv_option *switch_at(int argc, char **argv, int i) {
+  const srv_option *o = i < argc ? srv_options_find_flag(argv[i]) : NULL;
+  return o && !o->arg && !(o->flags & SRV_OPT_REFUSED) ? o : NULL;
+}
+
 static int parse_pass(srv_cli *cli, int argc, char **argv, int early, int *usage, char *err, size_t errlen) {
   for (int i = 1; i < argc; i++) {
     const srv_option *o = srv_options_find_flag(argv[i]);
+    if (o && o->arg && switch_at(argc, argv, i + 1)) {
+      char *tmp = argv[i];
+      argv[i] = argv[i + 1];
+      argv[i + 1] = tmp;
+      o = srv_options_find_flag(argv[i]);
+    }
     const char *value = o && o->arg ? (i + 1 < argc ? argv[i + 1] : NULL) : NULL;
     if (!o || (o->arg && !value)) {
       if (early) continue; /* the second pass says so */
@@ -675,7 +689,7 @@ static void usage_row(FILE *out, const srv_option *o) {
 
 void srv_options_usage(FILE *out) {
   fprintf(out, "usage: deformd [options]                  run the server\n"
-               "       deformd --check-mesh FILE [--isolate]\n"
+               "       deformd --check-mesh [--isolate] FILE\n"
                "       deformd --write-demo OUT.glb\n");
   for (int g = 0; g < SRV_OPT_G_COUNT; g++) {
     fprintf(out, "\n%s:\n", GROUP_TITLE[g]);
