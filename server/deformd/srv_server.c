@@ -98,27 +98,84 @@ static int make_addr(const char *host, int port, struct sockaddr_storage *out) {
   return UV_EINVAL;
 }
 
-static int listen_on(srv_server *s, uv_tcp_t *l, int port, uv_connection_cb cb, int *bound) {
-  struct sockaddr_storage addr;
-  int rc = make_addr(s->cfg.listen, port, &addr);
-  if (rc) {
-    srv_log(SRV_LOG_ERROR, "--listen %s: not a numeric IPv4/IPv6 address", s->cfg.listen);
-    return rc;
+/* Every --listen address numeric (or localhost), before anything else looks at the list. */
+static int check_listen(const srv_config *cfg, char *err, size_t errlen) {
+  char addrs[SRV_MAX_LISTEN][64];
+  int optional[SRV_MAX_LISTEN];
+  int count = srv_config_listen_addresses(cfg->listen, addrs, optional);
+  if (count <= 0) {
+    snprintf(err, errlen, "--listen %s: not a list of at most %d numeric addresses", cfg->listen, SRV_MAX_LISTEN);
+    return SRV_EPARAMS;
   }
-  uv_tcp_init(s->loop, l);
-  l->data = s;
-  rc = uv_tcp_bind(l, (const struct sockaddr *)&addr, 0);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)l, 511, cb);
-  if (rc) {
-    srv_log(SRV_LOG_ERROR, "cannot listen on %s port %d: %s", s->cfg.listen, port, uv_strerror(rc));
-    return rc;
+  for (int i = 0; i < count; i++) {
+    struct sockaddr_storage a;
+    if (make_addr(addrs[i], 0, &a) != 0) {
+      snprintf(err, errlen, "--listen %s: '%s' is not a numeric IPv4/IPv6 address", cfg->listen, addrs[i]);
+      return SRV_EPARAMS;
+    }
   }
-  struct sockaddr_storage got;
-  int len = sizeof(got);
-  uv_tcp_getsockname(l, (struct sockaddr *)&got, &len);
-  *bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
-                                          : ((struct sockaddr_in6 *)&got)->sin6_port);
   return 0;
+}
+
+static void close_listeners(uv_tcp_t *ls, int *n) {
+  for (int i = 0; i < *n; i++) uv_close((uv_handle_t *)&ls[i], NULL);
+  *n = 0;
+}
+
+/* Listens on every --listen address (localhost: 127.0.0.1 and ::1), the first on `port` (0: any
+ * free one) and the others on the port it got, so one port number reaches all of them. An
+ * optional address (::1 of localhost) that cannot be bound — no IPv6 here — is left out with a
+ * note. Returns 0 with *n listeners open and *bound the port, or a UV error (none left open). */
+static int listen_on(srv_server *s, uv_tcp_t *ls, int *n, int port, uv_connection_cb cb, int *bound) {
+  char addrs[SRV_MAX_LISTEN][64];
+  int optional[SRV_MAX_LISTEN];
+  int count = srv_config_listen_addresses(s->cfg.listen, addrs, optional);
+  *n = 0;
+  if (count <= 0) {
+    srv_log(SRV_LOG_ERROR, "--listen %s: not a list of at most %d numeric addresses", s->cfg.listen, SRV_MAX_LISTEN);
+    return UV_EINVAL;
+  }
+  for (int i = 0; i < count; i++) {
+    struct sockaddr_storage addr;
+    int at = *n ? *bound : port;
+    int rc = make_addr(addrs[i], at, &addr);
+    if (rc) {
+      srv_log(SRV_LOG_ERROR, "--listen %s: '%s' is not a numeric IPv4/IPv6 address", s->cfg.listen, addrs[i]);
+      close_listeners(ls, n);
+      return rc;
+    }
+    uv_tcp_t *l = &ls[*n];
+    uv_tcp_init(s->loop, l);
+    l->data = s;
+    /* An IPv6 listener takes IPv6 only: "0.0.0.0,::" are two listeners side by side. */
+    rc = uv_tcp_bind(l, (const struct sockaddr *)&addr, addr.ss_family == AF_INET6 ? UV_TCP_IPV6ONLY : 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)l, 511, cb);
+    if (rc) {
+      uv_close((uv_handle_t *)l, NULL);
+      if (optional[i]) {
+        srv_log(SRV_LOG_INFO, "not listening on %s port %d: %s (no IPv6 loopback here)", addrs[i], at, uv_strerror(rc));
+        continue;
+      }
+      srv_log(SRV_LOG_ERROR, "cannot listen on %s port %d: %s", addrs[i], at, uv_strerror(rc));
+      close_listeners(ls, n);
+      return rc;
+    }
+    (*n)++;
+    if (*n == 1) {
+      struct sockaddr_storage got;
+      int len = sizeof(got);
+      uv_tcp_getsockname(l, (struct sockaddr *)&got, &len);
+      *bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
+                                              : ((struct sockaddr_in6 *)&got)->sin6_port);
+    }
+  }
+  return 0;
+}
+
+static void close_all_listeners(srv_server *s) {
+  close_listeners(s->stream_listener, &s->stream_listeners);
+  close_listeners(s->rpc_listener, &s->rpc_listeners);
+  close_listeners(s->http_listener, &s->http_listeners);
 }
 
 static void on_retained(srv_server *s, void *arg, int status, srv_session *x, const srv_session *old,
@@ -419,34 +476,29 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
   }
   int rc = srv_data_open(&s->data, dir, cfg->mesh_dirs, cfg->mesh_dir_count, err, sizeof(err));
   if (rc == 0 && cfg->tls_cert) rc = srv_tls_ctx_create(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof(err));
+  if (rc == 0) rc = check_listen(&s->cfg, err, sizeof(err));
   if (rc == 0) rc = start_access(s, &s->cfg, err, sizeof(err));
   if (rc) {
     srv_log(SRV_LOG_ERROR, "%s", err);
     return rc;
   }
   fit_fd_limit(s);
-  rc = listen_on(s, &s->stream_listener, cfg->stream_port, on_stream_connection, &s->stream_port);
+  rc = listen_on(s, s->stream_listener, &s->stream_listeners, cfg->stream_port, on_stream_connection, &s->stream_port);
   if (rc) return rc;
-  rc = listen_on(s, &s->rpc_listener, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
+  rc = listen_on(s, s->rpc_listener, &s->rpc_listeners, cfg->rpc_port, on_rpc_connection, &s->rpc_port);
+  if (rc == 0 && cfg->http_port >= 0)
+    rc = listen_on(s, s->http_listener, &s->http_listeners, cfg->http_port, on_http_connection, &s->http_port);
   if (rc) {
-    uv_close((uv_handle_t *)&s->stream_listener, NULL);
-    return rc;
-  }
-  if (cfg->http_port >= 0 &&
-      (rc = listen_on(s, &s->http_listener, cfg->http_port, on_http_connection, &s->http_port)) != 0) {
-    uv_close((uv_handle_t *)&s->stream_listener, NULL);
-    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    close_all_listeners(s);
     return rc;
   }
   srv_log(SRV_LOG_INFO, "listening on %s: stream port %d, JSON-RPC port %d%s", cfg->listen, s->stream_port,
           s->rpc_port, s->tls ? " (TLS)" : "");
   if (cfg->http_port >= 0)
-    srv_log(SRV_LOG_INFO, "the browser viewer is at %s://%s:%d/?session=NAME", s->tls ? "https" : "http", cfg->listen,
-            s->http_port);
+    srv_log(SRV_LOG_INFO, "the browser viewer is at %s://%s:%d/?session=NAME", s->tls ? "https" : "http",
+            strcmp(cfg->listen, "localhost") == 0 || strchr(cfg->listen, ',') ? "localhost" : cfg->listen, s->http_port);
   if (cfg->redis && (rc = srv_cluster_start(s, s->stream_port, s->rpc_port)) != 0) {
-    if (cfg->http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
-    uv_close((uv_handle_t *)&s->stream_listener, NULL);
-    uv_close((uv_handle_t *)&s->rpc_listener, NULL);
+    close_all_listeners(s);
     return rc;
   }
   uv_timer_init(loop, &s->tick);
@@ -485,9 +537,7 @@ void srv_server_stop(srv_server *s, const char *why) {
   srv_cluster_stop(s);
   srv_import_shutdown(&s->importer);
   srv_access_stop(s);
-  uv_close((uv_handle_t *)&s->stream_listener, NULL);
-  uv_close((uv_handle_t *)&s->rpc_listener, NULL);
-  if (s->cfg.http_port >= 0) uv_close((uv_handle_t *)&s->http_listener, NULL);
+  close_all_listeners(s);
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);

@@ -8,6 +8,7 @@
  * (an error line or frame, then the end of the stream), and the server's log.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -209,4 +210,51 @@ TEST(max_connections_is_held_to_the_file_descriptor_limit_and_the_soft_limit_rai
   fclose(f);
   ASSERT(raised);
   ASSERT(lowered);
+}
+
+/* Whether this machine can bind the IPv6 loopback (a container may have no IPv6). */
+static int have_ipv6_loopback(void) {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+  int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+/* One JSON-RPC call to HOST:PORT on a connection of its own: 0 when it is answered. */
+static int answered_at(const char *host, int port) {
+  client_conn c;
+  char err[256];
+  if (client_connect(&c, host, port, err, sizeof(err)) != 0) return -1;
+  cJSON *r = NULL, *e = NULL;
+  int rc = client_rpc(&c, "session.list", NULL, 10000, &r, &e);
+  cJSON_Delete(r), cJSON_Delete(e);
+  client_close(&c);
+  return rc;
+}
+
+/* The default --listen is loopback on both families (clients that resolve "localhost" to ::1
+ * first, as Debian 12 does, reach it), the same port on each; --listen takes a list; an address
+ * that is not one is refused at start, naming it. */
+TEST(listen_takes_several_addresses_and_the_default_covers_both_loopbacks) {
+  int v6 = have_ipv6_loopback();
+  harness h;
+  harness_start(&h, NULL, NULL);
+  ASSERT_EQ(answered_at("127.0.0.1", h.rpc_port), 0);
+  if (v6) ASSERT_EQ(answered_at("::1", h.rpc_port), 0);
+  else printf("no IPv6 loopback on this machine: only 127.0.0.1 is checked\n");
+  ASSERT_EQ(answered_at("localhost", h.rpc_port), 0);
+  harness_stop(&h);
+  const char *const two[] = {"--listen", v6 ? "::1,127.0.0.1" : "127.0.0.1", NULL};
+  harness_start(&h, NULL, two);
+  ASSERT_EQ(answered_at("127.0.0.1", h.rpc_port), 0);
+  if (v6) ASSERT_EQ(answered_at("::1", h.rpc_port), 0);
+  harness_stop(&h);
+  char cmd[2048], out[2048] = "";
+  snprintf(cmd, sizeof(cmd), "'%s' --data none --listen 127.0.0.1,not-an-address --stream-port 0 --rpc-port 0 "
+           "--http-port off 2>&1", getenv("DEFORMD_BIN"));
+  FILE *p = popen(cmd, "r");
+  out[fread(out, 1, sizeof(out) - 1, p)] = '\0';
+  ASSERT(pclose(p) != 0);
+  ASSERT_STR_CONTAINS(out, "'not-an-address' is not a numeric IPv4/IPv6 address");
 }

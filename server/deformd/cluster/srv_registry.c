@@ -608,7 +608,11 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
     free(k);
     return SRV_EPARAMS;
   }
-  const char *adv = cfg->advertise[0] ? cfg->advertise : cfg->listen;
+  char listen[SRV_MAX_LISTEN][64];
+  int optional[SRV_MAX_LISTEN];
+  const char *adv = cfg->advertise[0] ? cfg->advertise
+                    : srv_config_listen_addresses(cfg->listen, listen, optional) > 0 ? listen[0]
+                                                                                     : cfg->listen;
   if (address(adv, stream_port, k->stream_addr, sizeof(k->stream_addr)) != 0 ||
       address(adv, rpc_port, k->rpc_addr, sizeof(k->rpc_addr)) != 0) {
     srv_log(SRV_LOG_ERROR, "--advertise: '%s' is not a numeric address other nodes can reach (listening on every "

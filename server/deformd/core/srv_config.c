@@ -21,7 +21,7 @@
 
 void srv_config_init(srv_config *c) {
   memset(c, 0, sizeof(*c));
-  snprintf(c->listen, sizeof(c->listen), "127.0.0.1");
+  snprintf(c->listen, sizeof(c->listen), "localhost");
   c->stream_port = 7450;
   c->rpc_port = 7451;
   c->http_port = 7452;
@@ -145,11 +145,38 @@ int srv_config_read_admin_token(srv_config *c, const char *path, char *err, size
   return rc;
 }
 
-int srv_config_is_loopback(const char *addr) {
+static int one_is_loopback(const char *addr) {
   if (strcmp(addr, "localhost") == 0 || strcmp(addr, "::1") == 0) return 1;
   unsigned a, b, cc, d;
   char tail;
   return sscanf(addr, "%u.%u.%u.%u%c", &a, &b, &cc, &d, &tail) == 4 && a == 127 && b < 256 && cc < 256 && d < 256;
+}
+
+int srv_config_listen_addresses(const char *list, char out[SRV_MAX_LISTEN][64], int optional[SRV_MAX_LISTEN]) {
+  int n = 0;
+  for (const char *p = list;;) {
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= 64) return -1;
+    if (len == 9 && strncmp(p, "localhost", 9) == 0) {
+      if (n + 2 > SRV_MAX_LISTEN) return -1;
+      snprintf(out[n], 64, "127.0.0.1"), optional[n++] = 0;
+      snprintf(out[n], 64, "::1"), optional[n++] = 1;
+    } else {
+      if (n + 1 > SRV_MAX_LISTEN) return -1;
+      snprintf(out[n], 64, "%.*s", (int)len, p), optional[n++] = 0;
+    }
+    if (!p[len]) return n;
+    p += len + 1;
+  }
+}
+
+int srv_config_is_loopback(const char *addr) {
+  char a[SRV_MAX_LISTEN][64];
+  int optional[SRV_MAX_LISTEN];
+  int n = srv_config_listen_addresses(addr, a, optional);
+  for (int i = 0; i < n; i++)
+    if (!one_is_loopback(a[i])) return 0;
+  return n > 0;
 }
 
 int srv_config_set_data(srv_config *c, const char *dir) {

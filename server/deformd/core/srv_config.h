@@ -17,7 +17,8 @@ typedef struct srv_session_spec {
 } srv_session_spec;
 
 typedef struct srv_config {
-  char listen[64];           /* numeric address or "localhost" */
+  char listen[256];          /* numeric addresses, comma-separated, or "localhost" (127.0.0.1 and,
+                              * where the machine has IPv6, ::1) */
   int stream_port, rpc_port; /* 0 = any free port */
   int http_port;             /* the page and its WebSockets; 0 = any free port, -1 = off */
   srv_log_level log_level;
@@ -97,8 +98,14 @@ int srv_config_add_mesh_dir(srv_config *c, const char *path);
  * a reason. */
 int srv_config_set_admin_token(srv_config *c, const char *token, char *err, size_t errlen);
 int srv_config_read_admin_token(srv_config *c, const char *path, char *err, size_t errlen);
-/* Whether `addr` (a --listen value) is a loopback address: 127.0.0.0/8, ::1, localhost. */
+/* Whether `addr` (a --listen value) is loopback only: every address of the list in 127.0.0.0/8,
+ * ::1 or localhost. */
 int srv_config_is_loopback(const char *addr);
+#define SRV_MAX_LISTEN 8 /* addresses one --listen may name ("localhost" counts two) */
+/* The --listen value as addresses (each at most 63 bytes; "localhost" gives 127.0.0.1 and ::1,
+ * the second marked optional: a machine without IPv6 cannot bind it). Returns how many, or -1
+ * when an entry is empty, too long, or past SRV_MAX_LISTEN. */
+int srv_config_listen_addresses(const char *list, char out[SRV_MAX_LISTEN][64], int optional[SRV_MAX_LISTEN]);
 /* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
 int srv_config_set_string(char **field, const char *value);
 

@@ -83,7 +83,8 @@ static const srv_option TABLE[] = {
 
     /* The server. */
     {.flag = "--listen", .key = "listen", .arg = "ADDR", .type = SRV_OPT_TEXT, .group = SRV_OPT_G_SERVER,
-     FIELD(listen), .def = "127.0.0.1", .what = "an address string", .help = "numeric address to listen on"},
+     FIELD(listen), .def = "localhost", .what = "numeric addresses, comma-separated",
+     .help = "numeric addresses to listen on, comma-separated (e.g. 0.0.0.0,::); localhost: 127.0.0.1 and ::1"},
     INT_ROW("--stream-port", "stream_port", "N", SRV_OPT_G_SERVER, stream_port, 0, 65535, "7450",
             "binary stream port; 0: any free port"),
     INT_ROW("--rpc-port", "rpc_port", "N", SRV_OPT_G_SERVER, rpc_port, 0, 65535, "7451",

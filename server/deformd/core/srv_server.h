@@ -65,8 +65,9 @@ typedef struct srv_damaged {
 struct srv_server {
   uv_loop_t *loop;
   srv_config cfg;
-  uv_tcp_t stream_listener, rpc_listener;
-  uv_tcp_t http_listener;    /* open when cfg.http_port >= 0 */
+  uv_tcp_t stream_listener[SRV_MAX_LISTEN], rpc_listener[SRV_MAX_LISTEN];
+  uv_tcp_t http_listener[SRV_MAX_LISTEN]; /* when cfg.http_port >= 0 */
+  int stream_listeners, rpc_listeners, http_listeners; /* open: one per --listen address bound */
   int stream_port, rpc_port, http_port; /* as bound (the ports asked for may be 0) */
   uint32_t opening;          /* command-line sessions not open yet: the ports line waits for them */
   uv_signal_t sigint, sigterm;
