@@ -3,6 +3,7 @@
  *
  * DOES NOT allocate beyond the proto_buf it appends to, or read past the cursor's end.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto.h"
@@ -63,4 +64,56 @@ double srv_bytes_get_f64(srv_bytes_cur *c) {
   double d;
   memcpy(&d, &u, 8);
   return d;
+}
+
+void srv_bytes_u8(proto_buf *b, uint8_t v) { srv_bytes_put(b, &v, 1); }
+
+void srv_bytes_f32(proto_buf *b, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint8_t le[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+  srv_bytes_put(b, le, 4);
+}
+
+void srv_bytes_str(proto_buf *b, const char *s) {
+  size_t n = strlen(s);
+  srv_bytes_varint(b, n);
+  srv_bytes_put(b, s, n);
+}
+
+uint8_t srv_bytes_get_u8(srv_bytes_cur *c) {
+  if (c->p >= c->end) {
+    c->bad = 1;
+    return 0;
+  }
+  return *c->p++;
+}
+
+float srv_bytes_get_f32(srv_bytes_cur *c) {
+  if (c->end - c->p < 4) {
+    c->bad = 1;
+    return 0;
+  }
+  uint32_t u = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8 | (uint32_t)c->p[2] << 16 | (uint32_t)c->p[3] << 24;
+  c->p += 4;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+char *srv_bytes_get_str(srv_bytes_cur *c) {
+  uint64_t n = srv_bytes_get_varint(c);
+  if (c->bad || n > PROTO_MAX_NAME || (uint64_t)(c->end - c->p) < n) {
+    c->bad = 1;
+    return NULL;
+  }
+  char *s = malloc(n + 1);
+  if (!s) {
+    c->bad = 1;
+    return NULL;
+  }
+  memcpy(s, c->p, n);
+  s[n] = '\0';
+  c->p += n;
+  return s;
 }

@@ -30,6 +30,7 @@
 #include "proto.h"
 #include "mesh.h"
 #include "srv_record.h"
+#include "srv_bytes.h"
 #include "srv_error.h"
 #include "srv_assert.h"
 #include "srv_op.h"
@@ -39,102 +40,9 @@
 
 #define CHECKPOINT_FORMAT 1
 
-/* ---- bytes ------------------------------------------------------------------------------------- */
+/* ---- bytes: srv_bytes.h's varints and floats, a bounds-checked cursor --------------------------- */
 
-static void put_bytes(proto_buf *b, const void *p, size_t n) {
-  uint8_t *d = proto_buf_append(b, n);
-  if (d && n) memcpy(d, p, n);
-}
-
-static void put_u8(proto_buf *b, uint8_t v) { put_bytes(b, &v, 1); }
-
-static void put_varint(proto_buf *b, uint64_t v) {
-  uint8_t tmp[10];
-  int n = 0;
-  do {
-    tmp[n] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) tmp[n] |= 0x80;
-    n++;
-  } while (v);
-  put_bytes(b, tmp, (size_t)n);
-}
-
-static void put_zigzag(proto_buf *b, int64_t v) { put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
-
-static void put_f32(proto_buf *b, float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint8_t le[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
-  put_bytes(b, le, 4);
-}
-
-static void put_str(proto_buf *b, const char *s) {
-  size_t n = strlen(s);
-  put_varint(b, n);
-  put_bytes(b, s, n);
-}
-
-/* A bounds-checked reader: every getter fails once the bytes run out, and stays failed. */
-typedef struct cur {
-  const uint8_t *p, *end;
-  int bad;
-} cur;
-
-static uint64_t get_varint(cur *c) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (c->p >= c->end) break;
-    uint8_t byte = *c->p++;
-    v |= (uint64_t)(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) return v;
-  }
-  c->bad = 1;
-  return 0;
-}
-
-static int64_t get_zigzag(cur *c) {
-  uint64_t u = get_varint(c);
-  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static uint8_t get_u8(cur *c) {
-  if (c->p >= c->end) {
-    c->bad = 1;
-    return 0;
-  }
-  return *c->p++;
-}
-
-static float get_f32(cur *c) {
-  if (c->end - c->p < 4) {
-    c->bad = 1;
-    return 0;
-  }
-  uint32_t u = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8 | (uint32_t)c->p[2] << 16 | (uint32_t)c->p[3] << 24;
-  c->p += 4;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* A string into a malloc'ed, NUL-terminated copy (NULL when bad). */
-static char *get_str(cur *c) {
-  uint64_t n = get_varint(c);
-  if (c->bad || n > PROTO_MAX_NAME || (uint64_t)(c->end - c->p) < n) {
-    c->bad = 1;
-    return NULL;
-  }
-  char *s = malloc(n + 1);
-  if (!s) {
-    c->bad = 1;
-    return NULL;
-  }
-  memcpy(s, c->p, n);
-  s[n] = '\0';
-  c->p += n;
-  return s;
-}
+typedef srv_bytes_cur cur;
 
 /* n ascending indices below `limit` as varint gaps. Returns a malloc'ed array or NULL (bad). */
 static uint32_t *get_indices(cur *c, uint64_t n, uint32_t limit) {
@@ -149,7 +57,7 @@ static uint32_t *get_indices(cur *c, uint64_t n, uint32_t limit) {
   }
   uint64_t at = 0;
   for (uint64_t i = 0; i < n; i++) {
-    at += get_varint(c) + (i ? 1 : 0);
+    at += srv_bytes_get_varint(c) + (i ? 1 : 0);
     if (c->bad || at >= limit) {
       c->bad = 1;
       free(idx);
@@ -161,68 +69,68 @@ static uint32_t *get_indices(cur *c, uint64_t n, uint32_t limit) {
 }
 
 static void put_indices(proto_buf *b, const uint32_t *idx, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) put_varint(b, i ? (uint64_t)idx[i] - idx[i - 1] - 1 : idx[i]);
+  for (uint32_t i = 0; i < n; i++) srv_bytes_varint(b, i ? (uint64_t)idx[i] - idx[i - 1] - 1 : idx[i]);
 }
 
 static void put_target(proto_buf *b, const mesh_target *t) {
-  put_str(b, t->name);
-  put_f32(b, t->default_weight);
-  put_varint(b, t->count);
+  srv_bytes_str(b, t->name);
+  srv_bytes_f32(b, t->default_weight);
+  srv_bytes_varint(b, t->count);
   put_indices(b, t->indices, t->count);
-  for (size_t i = 0; i < 3 * (size_t)t->count; i++) put_f32(b, t->deltas[i]);
+  for (size_t i = 0; i < 3 * (size_t)t->count; i++) srv_bytes_f32(b, t->deltas[i]);
 }
 
 /* ---- operation records ------------------------------------------------------------------------ */
 
 int srv_record_encode_op(const srv_session *s, const srv_op *op, const srv_before *before, proto_buf *b,
                          uint32_t *changed) {
-  put_u8(b, (uint8_t)op->kind);
+  srv_bytes_u8(b, (uint8_t)op->kind);
   *changed = op->count;
   switch (op->kind) {
     case SRV_OP_SET_WEIGHTS:
-      put_varint(b, op->count);
+      srv_bytes_varint(b, op->count);
       for (uint32_t i = 0; i < op->count; i++) {
-        put_varint(b, op->indices[i]);
-        put_f32(b, op->values[i]);
+        srv_bytes_varint(b, op->indices[i]);
+        srv_bytes_f32(b, op->values[i]);
       }
       break;
     case SRV_OP_SET_WEIGHTS_QRUN:
-      put_varint(b, op->first);
-      put_varint(b, op->count);
-      put_f32(b, op->wscale);
-      for (uint32_t i = 0; i < op->count; i++) put_zigzag(b, op->wq[i]);
+      srv_bytes_varint(b, op->first);
+      srv_bytes_varint(b, op->count);
+      srv_bytes_f32(b, op->wscale);
+      for (uint32_t i = 0; i < op->count; i++) srv_bytes_zigzag(b, op->wq[i]);
       break;
     case SRV_OP_SET_OFFSETS:
-      put_varint(b, op->count);
+      srv_bytes_varint(b, op->count);
       put_indices(b, op->indices, op->count);
       /* Planes: every x change, then every y, then every z (neighbours move alike). */
       for (int c = 0; c < 3; c++)
         for (uint32_t i = 0; i < op->count; i++)
-          put_zigzag(b, (int64_t)op->q[3 * (size_t)i + c] - before->q[3 * (size_t)i + c]);
+          srv_bytes_zigzag(b, (int64_t)op->q[3 * (size_t)i + c] - before->q[3 * (size_t)i + c]);
       break;
     case SRV_OP_ADD_TARGET:
-      put_str(b, op->name);
+      srv_bytes_str(b, op->name);
       *changed = s->mesh->target_count ? s->mesh->targets[s->mesh->target_count - 1].count : 0;
       break;
     case SRV_OP_SET_TARGET_META: {
       const srv_target *m = op->meta;
-      put_varint(b, op->indices[0]);
-      put_f32(b, m->min);
-      put_f32(b, m->max);
-      put_u8(b, m->muted ? 1 : 0);
-      put_u8(b, m->driver_count);
-      for (uint32_t i = 0; i < m->driver_count; i++) put_varint(b, m->drivers[i]);
+      srv_bytes_varint(b, op->indices[0]);
+      srv_bytes_f32(b, m->min);
+      srv_bytes_f32(b, m->max);
+      srv_bytes_u8(b, m->muted ? 1 : 0);
+      srv_bytes_u8(b, m->driver_count);
+      for (uint32_t i = 0; i < m->driver_count; i++) srv_bytes_varint(b, m->drivers[i]);
       break;
     }
     case SRV_OP_ADD_TARGETS:
-      put_varint(b, op->count);
+      srv_bytes_varint(b, op->count);
       for (uint32_t i = 0; i < op->count; i++) {
         const srv_new_target *t = &op->added[i];
         mesh_target mt = {(char *)t->name, 0.0f, t->count, (uint32_t *)t->indices, (float *)t->deltas};
         put_target(b, &mt);
-        put_f32(b, t->weight);
-        put_f32(b, t->min);
-        put_f32(b, t->max);
+        srv_bytes_f32(b, t->weight);
+        srv_bytes_f32(b, t->min);
+        srv_bytes_f32(b, t->max);
       }
       break;
   }
@@ -249,36 +157,36 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
   memset(r, 0, sizeof(*r));
   cur c = {p, p + n, 0};
   srv_op *op = &r->op;
-  op->kind = (srv_op_kind)get_u8(&c);
+  op->kind = (srv_op_kind)srv_bytes_get_u8(&c);
   uint32_t nv = s->mesh->vertex_count, nt = s->mesh->target_count;
   switch (op->kind) {
     case SRV_OP_SET_WEIGHTS: {
-      uint64_t k = get_varint(&c);
+      uint64_t k = srv_bytes_get_varint(&c);
       if (c.bad || k > nt) goto bad;
       op->count = (uint32_t)k;
       r->indices = malloc(sizeof(uint32_t) * (k + 1));
       r->values = malloc(sizeof(float) * (k + 1));
       if (!r->indices || !r->values) goto bad;
       for (uint32_t i = 0; i < op->count; i++) {
-        uint64_t t = get_varint(&c);
+        uint64_t t = srv_bytes_get_varint(&c);
         r->indices[i] = t < nt ? (uint32_t)t : 0;
         if (t >= nt) c.bad = 1;
-        r->values[i] = get_f32(&c);
+        r->values[i] = srv_bytes_get_f32(&c);
       }
       op->indices = r->indices;
       op->values = r->values;
       break;
     }
     case SRV_OP_SET_WEIGHTS_QRUN: {
-      uint64_t first = get_varint(&c), k = get_varint(&c);
+      uint64_t first = srv_bytes_get_varint(&c), k = srv_bytes_get_varint(&c);
       if (c.bad || first > nt || k > nt - first) goto bad;
       op->first = (uint32_t)first;
       op->count = (uint32_t)k;
-      op->wscale = get_f32(&c);
+      op->wscale = srv_bytes_get_f32(&c);
       r->wq = malloc(sizeof(int16_t) * (k + 1));
       if (!r->wq) goto bad;
       for (uint32_t i = 0; i < op->count; i++) {
-        int64_t q = get_zigzag(&c);
+        int64_t q = srv_bytes_get_zigzag(&c);
         if (q < INT16_MIN || q > INT16_MAX) c.bad = 1;
         r->wq[i] = (int16_t)q;
       }
@@ -286,7 +194,7 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
       break;
     }
     case SRV_OP_SET_OFFSETS: {
-      uint64_t k = get_varint(&c);
+      uint64_t k = srv_bytes_get_varint(&c);
       if (c.bad) goto bad;
       r->indices = get_indices(&c, k, nv);
       r->q = malloc(sizeof(int32_t) * 3 * (k + 1));
@@ -294,7 +202,7 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
       op->count = (uint32_t)k;
       for (int d = 0; d < 3; d++)
         for (uint32_t i = 0; i < op->count; i++) {
-          int64_t v = (int64_t)s->offsets[3 * (size_t)r->indices[i] + d] + get_zigzag(&c);
+          int64_t v = (int64_t)s->offsets[3 * (size_t)r->indices[i] + d] + srv_bytes_get_zigzag(&c);
           if (v < -(1 << 30) || v > (1 << 30)) c.bad = 1;
           r->q[3 * (size_t)i + d] = (int32_t)v;
         }
@@ -303,22 +211,22 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
       break;
     }
     case SRV_OP_ADD_TARGET:
-      r->name = get_str(&c);
+      r->name = srv_bytes_get_str(&c);
       op->name = r->name;
       break;
     case SRV_OP_SET_TARGET_META: {
-      uint64_t t = get_varint(&c);
+      uint64_t t = srv_bytes_get_varint(&c);
       if (c.bad || t >= nt) goto bad;
       r->one_index = (uint32_t)t;
       r->meta = s->targets[t];
-      r->meta.min = get_f32(&c);
-      r->meta.max = get_f32(&c);
-      r->meta.muted = get_u8(&c);
-      r->meta.driver_count = get_u8(&c);
+      r->meta.min = srv_bytes_get_f32(&c);
+      r->meta.max = srv_bytes_get_f32(&c);
+      r->meta.muted = srv_bytes_get_u8(&c);
+      r->meta.driver_count = srv_bytes_get_u8(&c);
       if (r->meta.driver_count > PROTO_MAX_DRIVERS) goto bad;
       memset(r->meta.drivers, 0, sizeof(r->meta.drivers));
       for (uint32_t i = 0; i < r->meta.driver_count; i++) {
-        uint64_t d = get_varint(&c);
+        uint64_t d = srv_bytes_get_varint(&c);
         if (d >= nt) c.bad = 1;
         r->meta.drivers[i] = (uint32_t)d;
       }
@@ -328,26 +236,26 @@ int srv_record_decode_op(const srv_session *s, const uint8_t *p, size_t n, srv_r
       break;
     }
     case SRV_OP_ADD_TARGETS: {
-      uint64_t k = get_varint(&c);
+      uint64_t k = srv_bytes_get_varint(&c);
       if (c.bad || k > PROTO_MAX_TARGETS || (uint64_t)(c.end - c.p) < k) goto bad;
       r->added = calloc(k + 1, sizeof(srv_new_target));
       if (!r->added) goto bad;
       op->count = (uint32_t)k;
       for (uint32_t i = 0; i < op->count && !c.bad; i++) {
         srv_new_target *t = &r->added[i];
-        t->name = get_str(&c);
-        get_f32(&c); /* default weight: new targets have 0 */
-        uint64_t m = get_varint(&c);
+        t->name = srv_bytes_get_str(&c);
+        srv_bytes_get_f32(&c); /* default weight: new targets have 0 */
+        uint64_t m = srv_bytes_get_varint(&c);
         if (c.bad) break;
         t->indices = get_indices(&c, m, nv);
         float *d = c.bad || (uint64_t)(c.end - c.p) < 12 * m ? NULL : malloc(sizeof(float) * 3 * (m + 1));
         if (!d) c.bad = 1;
-        for (uint64_t j = 0; d && j < 3 * m; j++) d[j] = get_f32(&c);
+        for (uint64_t j = 0; d && j < 3 * m; j++) d[j] = srv_bytes_get_f32(&c);
         t->deltas = d;
         t->count = (uint32_t)m;
-        t->weight = get_f32(&c);
-        t->min = get_f32(&c);
-        t->max = get_f32(&c);
+        t->weight = srv_bytes_get_f32(&c);
+        t->min = srv_bytes_get_f32(&c);
+        t->max = srv_bytes_get_f32(&c);
       }
       op->added = r->added;
       break;
@@ -367,45 +275,45 @@ bad:
 
 int srv_record_encode_checkpoint(const srv_session *s, proto_buf *b) {
   const mesh *m = s->mesh;
-  put_bytes(b, "DFCK", 4);
-  put_u8(b, CHECKPOINT_FORMAT);
-  put_varint(b, s->version);
-  put_varint(b, s->ops_applied);
-  put_varint(b, s->base_targets);
-  put_varint(b, m->target_count);
+  srv_bytes_put(b, "DFCK", 4);
+  srv_bytes_u8(b, CHECKPOINT_FORMAT);
+  srv_bytes_varint(b, s->version);
+  srv_bytes_varint(b, s->ops_applied);
+  srv_bytes_varint(b, s->base_targets);
+  srv_bytes_varint(b, m->target_count);
   for (uint32_t t = s->base_targets; t < m->target_count; t++) {
     put_target(b, &m->targets[t]);
-    put_varint(b, s->target_version[t]);
+    srv_bytes_varint(b, s->target_version[t]);
   }
   for (uint32_t t = 0; t < m->target_count; t++) {
     const srv_target *st = &s->targets[t];
-    put_f32(b, st->min);
-    put_f32(b, st->max);
-    put_f32(b, st->value);
-    put_u8(b, st->muted);
-    put_u8(b, st->driver_count);
-    for (uint32_t i = 0; i < st->driver_count; i++) put_varint(b, st->drivers[i]);
-    put_varint(b, st->meta_version);
-    put_f32(b, s->weights[t]);
-    put_varint(b, s->weight_version[t]);
+    srv_bytes_f32(b, st->min);
+    srv_bytes_f32(b, st->max);
+    srv_bytes_f32(b, st->value);
+    srv_bytes_u8(b, st->muted);
+    srv_bytes_u8(b, st->driver_count);
+    for (uint32_t i = 0; i < st->driver_count; i++) srv_bytes_varint(b, st->drivers[i]);
+    srv_bytes_varint(b, st->meta_version);
+    srv_bytes_f32(b, s->weights[t]);
+    srv_bytes_varint(b, s->weight_version[t]);
   }
   uint32_t n = 0, nv = m->vertex_count;
   for (uint32_t v = 0; v < nv; v++) {
     const int32_t *q = s->offsets + 3 * (size_t)v;
     n += (q[0] | q[1] | q[2]) != 0;
   }
-  put_varint(b, n);
+  srv_bytes_varint(b, n);
   uint32_t last = 0, k = 0;
   for (uint32_t v = 0; v < nv; v++) {
     const int32_t *q = s->offsets + 3 * (size_t)v;
     if ((q[0] | q[1] | q[2]) == 0) continue;
-    put_varint(b, k++ ? v - last - 1 : v);
+    srv_bytes_varint(b, k++ ? v - last - 1 : v);
     last = v;
   }
   for (int c = 0; c < 3; c++)
     for (uint32_t v = 0; v < nv; v++) {
       const int32_t *q = s->offsets + 3 * (size_t)v;
-      if ((q[0] | q[1] | q[2]) != 0) put_zigzag(b, q[c]);
+      if ((q[0] | q[1] | q[2]) != 0) srv_bytes_zigzag(b, q[c]);
     }
   return b->failed ? SRV_EINTERNAL : 0;
 }
@@ -416,22 +324,22 @@ int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char 
   cur c = {p, p + n, 0};
   int magic_ok = n >= 4 && memcmp(p, "DFCK", 4) == 0;
   c.p += magic_ok ? 4 : 0;
-  if (!magic_ok || get_u8(&c) != CHECKPOINT_FORMAT) {
+  if (!magic_ok || srv_bytes_get_u8(&c) != CHECKPOINT_FORMAT) {
     snprintf(err, errlen, "a stored checkpoint has an unknown format");
     return SRV_EIO;
   }
   mesh *m = s->mesh;
-  uint64_t version = get_varint(&c), ops = get_varint(&c), base = get_varint(&c), count = get_varint(&c);
+  uint64_t version = srv_bytes_get_varint(&c), ops = srv_bytes_get_varint(&c), base = srv_bytes_get_varint(&c), count = srv_bytes_get_varint(&c);
   if (c.bad || base != s->base_targets || base != m->target_count || count < base || count > PROTO_MAX_TARGETS)
     goto bad;
   for (uint64_t t = base; t < count && !c.bad; t++) {
-    char *name = get_str(&c);
-    get_f32(&c); /* added targets start at default 0 */
-    uint64_t k = get_varint(&c);
+    char *name = srv_bytes_get_str(&c);
+    srv_bytes_get_f32(&c); /* added targets start at default 0 */
+    uint64_t k = srv_bytes_get_varint(&c);
     uint32_t *idx = c.bad ? NULL : get_indices(&c, k, m->vertex_count);
     float *d = c.bad || (uint64_t)(c.end - c.p) < 12 * k ? NULL : malloc(sizeof(float) * 3 * (k + 1));
-    for (uint64_t j = 0; d && j < 3 * k; j++) d[j] = get_f32(&c);
-    uint64_t tv = get_varint(&c);
+    for (uint64_t j = 0; d && j < 3 * k; j++) d[j] = srv_bytes_get_f32(&c);
+    uint64_t tv = srv_bytes_get_varint(&c);
     srv_new_target nt = {name, (uint32_t)k, idx, d, 0.0f, 0.0f, 1.0f};
     if (!name || !idx || !d || c.bad || srv_session_append_target(s, &nt, tv) != 0) c.bad = 1;
     free(name);
@@ -440,29 +348,29 @@ int srv_record_load_checkpoint(srv_session *s, const uint8_t *p, size_t n, char 
   }
   for (uint32_t t = 0; t < count && !c.bad; t++) {
     srv_target *st = &s->targets[t];
-    st->min = get_f32(&c);
-    st->max = get_f32(&c);
-    st->value = get_f32(&c);
-    st->muted = get_u8(&c);
-    st->driver_count = get_u8(&c);
+    st->min = srv_bytes_get_f32(&c);
+    st->max = srv_bytes_get_f32(&c);
+    st->value = srv_bytes_get_f32(&c);
+    st->muted = srv_bytes_get_u8(&c);
+    st->driver_count = srv_bytes_get_u8(&c);
     if (st->driver_count > PROTO_MAX_DRIVERS) c.bad = 1;
     for (uint32_t i = 0; i < st->driver_count && !c.bad; i++) {
-      uint64_t d = get_varint(&c);
+      uint64_t d = srv_bytes_get_varint(&c);
       if (d >= count) c.bad = 1;
       st->drivers[i] = (uint32_t)d;
     }
-    st->meta_version = get_varint(&c);
-    s->weights[t] = get_f32(&c);
-    s->weight_version[t] = get_varint(&c);
+    st->meta_version = srv_bytes_get_varint(&c);
+    s->weights[t] = srv_bytes_get_f32(&c);
+    s->weight_version[t] = srv_bytes_get_varint(&c);
     if (s->weight_version[t] > version || st->meta_version > version) c.bad = 1;
   }
-  uint64_t k = get_varint(&c);
+  uint64_t k = srv_bytes_get_varint(&c);
   uint32_t *idx = c.bad ? NULL : get_indices(&c, k, m->vertex_count);
   if (!idx) goto bad;
   memset(s->offsets, 0, sizeof(int32_t) * 3 * (size_t)m->vertex_count);
   for (int d = 0; d < 3; d++)
     for (uint64_t i = 0; i < k; i++) {
-      int64_t q = get_zigzag(&c);
+      int64_t q = srv_bytes_get_zigzag(&c);
       if (q < -(1 << 30) || q > (1 << 30)) c.bad = 1;
       s->offsets[3 * (size_t)idx[i] + d] = (int32_t)q;
     }
@@ -488,20 +396,20 @@ bad:
 static void put_offsets_sparse(proto_buf *b, const int32_t *q, uint32_t nv) {
   uint32_t n = 0, last = 0, k = 0;
   for (uint32_t v = 0; v < nv; v++) n += (q[3 * (size_t)v] | q[3 * (size_t)v + 1] | q[3 * (size_t)v + 2]) != 0;
-  put_varint(b, n);
+  srv_bytes_varint(b, n);
   for (uint32_t v = 0; v < nv; v++) {
     if ((q[3 * (size_t)v] | q[3 * (size_t)v + 1] | q[3 * (size_t)v + 2]) == 0) continue;
-    put_varint(b, k++ ? v - last - 1 : v);
+    srv_bytes_varint(b, k++ ? v - last - 1 : v);
     last = v;
   }
   for (int c = 0; c < 3; c++)
     for (uint32_t v = 0; v < nv; v++)
-      if ((q[3 * (size_t)v] | q[3 * (size_t)v + 1] | q[3 * (size_t)v + 2]) != 0) put_zigzag(b, q[3 * (size_t)v + c]);
+      if ((q[3 * (size_t)v] | q[3 * (size_t)v + 1] | q[3 * (size_t)v + 2]) != 0) srv_bytes_zigzag(b, q[3 * (size_t)v + c]);
 }
 
 /* Reads what put_offsets_sparse wrote into q (3 × nv, zeroed first). */
 static void get_offsets_sparse(cur *c, int32_t *q, uint32_t nv) {
-  uint64_t n = get_varint(c);
+  uint64_t n = srv_bytes_get_varint(c);
   uint32_t *idx = c->bad ? NULL : get_indices(c, n, nv);
   if (!idx) {
     c->bad = 1;
@@ -510,7 +418,7 @@ static void get_offsets_sparse(cur *c, int32_t *q, uint32_t nv) {
   memset(q, 0, sizeof(int32_t) * 3 * (size_t)nv);
   for (int d = 0; d < 3; d++)
     for (uint64_t i = 0; i < n; i++) {
-      int64_t v = get_zigzag(c);
+      int64_t v = srv_bytes_get_zigzag(c);
       if (v < -(1 << 30) || v > (1 << 30)) c->bad = 1;
       q[3 * (size_t)idx[i] + d] = (int32_t)v;
     }
@@ -519,31 +427,31 @@ static void get_offsets_sparse(cur *c, int32_t *q, uint32_t nv) {
 
 int srv_record_encode_clip(const srv_session *s, const srv_clip *c, proto_buf *b) {
   uint32_t nv = s->mesh->vertex_count;
-  put_u8(b, 1);
-  put_u8(b, (uint8_t)c->kind);
-  put_f32(b, c->fps);
-  put_varint(b, c->frame_count);
+  srv_bytes_u8(b, 1);
+  srv_bytes_u8(b, (uint8_t)c->kind);
+  srv_bytes_f32(b, c->fps);
+  srv_bytes_varint(b, c->frame_count);
   if (c->kind == CLIP_RECORDED) {
-    put_varint(b, c->rec_target_count);
+    srv_bytes_varint(b, c->rec_target_count);
     for (uint32_t f = 0; f < c->frame_count; f++) {
       const rec_frame *r = &c->rec[f];
-      put_varint(b, r->target_count);
-      for (uint32_t t = 0; t < r->target_count; t++) put_f32(b, r->weights[t]);
+      srv_bytes_varint(b, r->target_count);
+      for (uint32_t t = 0; t < r->target_count; t++) srv_bytes_f32(b, r->weights[t]);
       int same = f > 0 && c->rec[f - 1].offsets == r->offsets; /* shared until they changed */
-      put_u8(b, (uint8_t)same);
+      srv_bytes_u8(b, (uint8_t)same);
       if (!same) put_offsets_sparse(b, r->offsets->q, nv);
     }
   }
-  put_u8(b, (uint8_t)c->compressed);
+  srv_bytes_u8(b, (uint8_t)c->compressed);
   if (c->compressed) {
-    put_varint(b, c->mean_target);
-    put_varint(b, c->first_component);
-    put_varint(b, c->components);
-    for (size_t i = 0; i < (size_t)c->frame_count * c->components; i++) put_f32(b, c->frame_weights[i]);
-    put_bytes(b, c->frame_narrow, c->frame_count);
+    srv_bytes_varint(b, c->mean_target);
+    srv_bytes_varint(b, c->first_component);
+    srv_bytes_varint(b, c->components);
+    for (size_t i = 0; i < (size_t)c->frame_count * c->components; i++) srv_bytes_f32(b, c->frame_weights[i]);
+    srv_bytes_put(b, c->frame_narrow, c->frame_count);
     char *report = c->report ? cJSON_PrintUnformatted(c->report) : NULL;
-    put_varint(b, report ? strlen(report) : 0);
-    if (report) put_bytes(b, report, strlen(report));
+    srv_bytes_varint(b, report ? strlen(report) : 0);
+    if (report) srv_bytes_put(b, report, strlen(report));
     free(report);
   }
   return b->failed ? SRV_EINTERNAL : 0;
@@ -555,17 +463,17 @@ int srv_record_load_clip(srv_session *s, const char *name, const uint8_t *p, siz
   uint32_t nv = m->vertex_count;
   srv_anim *a = s->anim;
   srv_clip *clip = NULL, *made = NULL;
-  if (get_u8(&c) != 1) goto bad;
-  int kind = get_u8(&c);
-  float fps = get_f32(&c);
-  uint64_t frames = get_varint(&c);
+  if (srv_bytes_get_u8(&c) != 1) goto bad;
+  int kind = srv_bytes_get_u8(&c);
+  float fps = srv_bytes_get_f32(&c);
+  uint64_t frames = srv_bytes_get_varint(&c);
   if (c.bad || frames > 100000000u) goto bad;
   if (kind == CLIP_RECORDED) {
     made = calloc(1, sizeof(*made));
     if (!made || !(made->name = strdup(name))) goto bad;
     made->kind = CLIP_RECORDED;
     made->fps = fps;
-    uint64_t tc = get_varint(&c);
+    uint64_t tc = srv_bytes_get_varint(&c);
     if (c.bad || tc > m->target_count || (uint64_t)(c.end - c.p) < frames) goto bad;
     made->rec_target_count = (uint32_t)tc;
     made->rec_targets = malloc(sizeof(mesh_target) * (tc + 1));
@@ -574,14 +482,14 @@ int srv_record_load_clip(srv_session *s, const char *name, const uint8_t *p, siz
     if (tc) memcpy(made->rec_targets, m->targets, sizeof(mesh_target) * tc); /* shallow: they never change */
     for (uint64_t f = 0; f < frames && !c.bad; f++) {
       rec_frame *r = &made->rec[f];
-      uint64_t wt = get_varint(&c);
+      uint64_t wt = srv_bytes_get_varint(&c);
       if (c.bad || wt > tc || (uint64_t)(c.end - c.p) < 4 * wt) goto bad;
       r->target_count = (uint32_t)wt;
       r->weights = malloc(sizeof(float) * (wt + 1));
       if (!r->weights) goto bad;
       made->frame_count = (uint32_t)f + 1; /* frames so far are freed with the clip on failure */
-      for (uint64_t t = 0; t < wt; t++) r->weights[t] = get_f32(&c);
-      int same = get_u8(&c);
+      for (uint64_t t = 0; t < wt; t++) r->weights[t] = srv_bytes_get_f32(&c);
+      int same = srv_bytes_get_u8(&c);
       if (same && f > 0) {
         r->offsets = made->rec[f - 1].offsets;
         r->offsets->refs++;
@@ -601,9 +509,9 @@ int srv_record_load_clip(srv_session *s, const char *name, const uint8_t *p, siz
       return SRV_EIO;
     }
   }
-  int compressed = get_u8(&c);
+  int compressed = srv_bytes_get_u8(&c);
   if (compressed) {
-    uint64_t mean = get_varint(&c), first = get_varint(&c), k = get_varint(&c);
+    uint64_t mean = srv_bytes_get_varint(&c), first = srv_bytes_get_varint(&c), k = srv_bytes_get_varint(&c);
     if (c.bad || mean >= m->target_count || first > m->target_count || k > m->target_count - first ||
         (uint64_t)(c.end - c.p) / 4 < frames * k)
       goto bad;
@@ -614,10 +522,10 @@ int srv_record_load_clip(srv_session *s, const char *name, const uint8_t *p, siz
       free(narrow);
       goto bad;
     }
-    for (uint64_t i = 0; i < frames * k; i++) fw[i] = get_f32(&c);
+    for (uint64_t i = 0; i < frames * k; i++) fw[i] = srv_bytes_get_f32(&c);
     memcpy(narrow, c.p, frames);
     c.p += frames;
-    uint64_t rl = get_varint(&c);
+    uint64_t rl = srv_bytes_get_varint(&c);
     cJSON *report = NULL;
     if (!c.bad && rl <= (uint64_t)(c.end - c.p)) {
       report = cJSON_ParseWithLength((const char *)c.p, rl);
