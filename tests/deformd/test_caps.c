@@ -229,7 +229,8 @@ static size_t hello_with_caps(uint8_t *f, const uint8_t *value, size_t n) {
   put16(f + at, (uint16_t)(3 + n)), at += 2;
   f[at++] = PROTO_OPT_CAPS;
   put16(f + at, (uint16_t)n), at += 2;
-  memcpy(f + at, value, n), at += n;
+  if (n) memcpy(f + at, value, n); /* (an empty list: value may be NULL) */
+  at += n;
   put16(f + 8, (uint16_t)(at - PROTO_HEADER_SIZE));
   return at;
 }
