@@ -629,3 +629,32 @@ TEST(connections_over_the_limit_are_refused_with_a_reason) {
   client_close(&a);
   harness_stop(&h);
 }
+
+/* A relay's link for an editor's EDITs joins a session without being sent its frames. When the
+ * session closes, the link gets BYE SESSION_CLOSED and is closed like every viewer: it kept
+ * pointing at the freed session, and an EDIT through it then read freed memory. */
+TEST(a_forwarding_link_leaves_a_closed_session_like_its_viewers) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  client_conn link;
+  harness_connect(&h, &link, h.stream_port);
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_hello hello = {PROTO_VERSION_2, PROTO_ROLE_EDITOR, {"demo", 4}, {"", 0}};
+  proto_hello_opts o = {0};
+  ASSERT_OK(proto_encode_hello_forward(&b, &hello, &o), NULL);
+  ASSERT_OK(client_send_buf(&link, &b), NULL);
+  proto_header fh;
+  const uint8_t *payload;
+  char err[256];
+  ASSERT_OK(client_read_frame(&link, 10000, &fh, &payload, err, sizeof(err)), err);
+  ASSERT_EQ(fh.type, PROTO_WELCOME);
+  cJSON_Delete(harness_rpc_ok(&h, "session.close", "{\"session\":\"demo\"}"));
+  ASSERT_EQ(harness_expect_error(&link, PROTO_BYE, NULL, 10000), PROTO_ERR_SESSION_CLOSED);
+  ASSERT(harness_closed(&link, 5000));
+  client_close(&link);
+  proto_buf_fini(&b);
+  cJSON_Delete(harness_rpc_ok(&h, "session.list", NULL)); /* and the server goes on */
+  harness_stop(&h);
+}

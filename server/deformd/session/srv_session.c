@@ -103,6 +103,14 @@ void srv_session_close(srv_server *srv, srv_session *s, const char *why) {
     srv_fanout_unsubscribe(c);
     srv_conn_finish(c, bye);
   }
+  /* Connections that joined without being sent frames (a relay's link for an editor's EDITs)
+   * leave too: none may keep pointing at the session once its last reference goes. */
+  for (srv_conn *c = srv->conns, *next; c; c = next) {
+    next = c->next;
+    if (srv_fanout_session(c) != s) continue;
+    srv_fanout_unsubscribe(c);
+    srv_conn_finish(c, bye);
+  }
   srv_frame_unref(bye);
   s->closed = 1;
   if (srv->on_session_close) srv->on_session_close(s);
