@@ -425,7 +425,7 @@ static void other_cases(void) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome wm = {9, 1, {"demo", 4}};
-  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f, 0, 0};
+  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f, 0, 0, 0};
   proto_encode_welcome2(&b, 0, &wm, &wo);
   uint32_t n = proto_load_u32(b.data + 8);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, n, 1);
