@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mesh_io.h"
 #include "test.h"
 
 /* ---- what a viewer sees ------------------------------------------------------------------------- */
@@ -1134,6 +1135,21 @@ TEST(a_session_created_with_up_z_keeps_it_through_kill_9_and_its_glb_is_rotated_
   const double want[4] = {-0.70710678, 0, 0, 0.70710678};
   for (int k = 0; k < 4; k++) ASSERT(fabs(cJSON_GetArrayItem(rot, k)->valuedouble - want[k]) < 1e-6);
   cJSON_Delete(rot);
+  /* An importer that honours node transforms (assimp, as Blender does) sees it upright: its Y
+   * range is the session's Z range, its Z range the session's Y range mirrored. */
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(test_write_file("scan-z.glb", glb, n), NULL, &m, err, sizeof(err)), err);
+  cJSON *info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"scan\"}");
+  const cJSON *bb = cJSON_GetObjectItem(info, "bbox");
+  const cJSON *lo = cJSON_GetObjectItem(bb, "min"), *hi = cJSON_GetObjectItem(bb, "max");
+  double eps = 1e-5;
+  ASSERT(fabs(m->bbox_min[1] - cJSON_GetArrayItem(lo, 2)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_max[1] - cJSON_GetArrayItem(hi, 2)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_min[2] + cJSON_GetArrayItem(hi, 1)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_max[2] + cJSON_GetArrayItem(lo, 1)->valuedouble) < eps);
+  cJSON_Delete(info);
+  mesh_destroy(m);
   free(glb);
   glb = harness_download(&h, "demo", "glb", -1, &n);
   ASSERT(glb_root_rotation(glb, n) == NULL);
