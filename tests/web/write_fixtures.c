@@ -435,6 +435,12 @@ static void other_cases(void) {
   proto_encode_welcome2(&b, 0, &wm, &wo);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   b.len = 0;
+  wo.caps = PROTO_CAP_BIT(PROTO_CAP_UP); /* granted "up": the session's up axis follows (option 8) */
+  wo.up = 'z';
+  proto_encode_welcome2(&b, 0, &wm, &wo);
+  write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  wo.up = 0;
+  b.len = 0;
   proto_encode_welcome(&b, 3, &wm);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   caps_cases();
