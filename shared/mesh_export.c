@@ -4,7 +4,9 @@
  * GLB goes through assimp's glTF 2 exporter. The C API cannot pass exporter properties, so
  * assimp writes morph targets without their names and without default weights; the JSON chunk
  * of the GLB it produces is patched (cJSON) to add mesh.extras.targetNames and mesh.weights,
- * the keys glTF readers (Blender, three.js, assimp itself) use.
+ * the keys glTF readers (Blender, three.js, assimp itself) use. For Z-up positions
+ * (mesh_export_opts.z_up) the same patch gives the scene's root node the rotation that makes
+ * them Y-up, as glTF requires, instead of rotating the vertex data.
  *
  * OBJ is written directly: assimp's OBJ exporter re-indexes vertices in face order and merges
  * equal positions, which would break the promise that OBJ vertex i is mesh vertex i (tests,

@@ -151,9 +151,9 @@ static void open_done(uv_work_t *req, int status) {
   } else if (j->status) {
     j->status = SRV_EMESH; /* the reason says what the importer refused */
   } else {
+    j->session->up = j->up; /* before the store records it */
     if (s->store) {
       srv_session *x = j->session;
-      x->up = j->up;
       x->store_id = s->next_session_id++;
       x->base_targets = x->mesh->target_count;
       uv_timeval64_t now;
@@ -162,7 +162,6 @@ static void open_done(uv_work_t *req, int status) {
                                 j->blob, j->blob_len) != 0)
         srv_log(SRV_LOG_ERROR, "session %s: cannot queue it for the store (out of memory)", x->name);
     }
-    j->session->up = j->up;
     srv_session_add(s, j->session);
     if (j->reserve_mb != 0)
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
