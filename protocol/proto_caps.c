@@ -14,6 +14,7 @@
 
 static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_NOOP] = "noop",
+    [PROTO_CAP_UP] = "up",
 };
 
 const char *proto_cap_name(proto_cap cap) {

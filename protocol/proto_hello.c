@@ -33,6 +33,7 @@ typedef struct opts {
   proto_str author; /* HELLO only */
   uint32_t caps;    /* PROTO_CAP_BIT of the known names */
   uint8_t caps_option; /* write / was there */
+  uint8_t up;       /* WELCOME only: 'y' or 'z', 0 for none */
   unsigned seen;    /* bit per known tag */
 } opts;
 
@@ -50,11 +51,11 @@ static int valid_author(proto_str s) {
 /* Writes the option list; `with_shift` for WELCOME. */
 static int put_opts(proto_buf *b, const opts *o, int with_shift) {
   if (o->codec > PROTO_CODEC_LOSSLESS || !valid_rate(o->max_rate) || !valid_rate(o->tolerance) ||
-      o->shift > PROTO_MAX_SHIFT || !valid_author(o->author))
+      o->shift > PROTO_MAX_SHIFT || !valid_author(o->author) || (o->up && o->up != 'y' && o->up != 'z'))
     return PROTO_EINVAL;
   int with_caps = o->caps_option || o->caps;
   uint16_t len = (uint16_t)(4 + 7 + 7 + (with_shift ? 4 : 0) + (o->author.len ? 3 + o->author.len : 0) +
-                            (o->forward ? 4 : 0) + (with_caps ? 3 + proto_caps_size(o->caps) : 0));
+                            (o->forward ? 4 : 0) + (with_caps ? 3 + proto_caps_size(o->caps) : 0) + (o->up ? 4 : 0));
   proto__put_u16(b, len);
   put_opt_hdr(b, PROTO_OPT_CODEC, 1);
   proto__put_u8(b, o->codec);
@@ -78,6 +79,10 @@ static int put_opts(proto_buf *b, const opts *o, int with_shift) {
     put_opt_hdr(b, PROTO_OPT_CAPS, (uint16_t)proto_caps_size(o->caps));
     proto_caps_put(b, o->caps);
   }
+  if (o->up) { /* last, so that a WELCOME without it is the bytes it always was */
+    put_opt_hdr(b, PROTO_OPT_UP, 1);
+    proto__put_u8(b, o->up);
+  }
   return b->failed ? PROTO_ENOMEM : 0;
 }
 
@@ -95,7 +100,7 @@ static int get_opts(proto_cur *c, opts *o) {
     PROTO__CHECK(proto__get_u8(&e, &tag));
     PROTO__CHECK(proto__get_u16(&e, &n));
     PROTO__CHECK(proto__get(&e, n, &v));
-    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_CAPS) continue; /* a later version's option */
+    if (tag < PROTO_OPT_CODEC || tag > PROTO_OPT_UP) continue; /* a later version's option */
     if (o->seen & (1u << tag)) return PROTO_EINVAL;
     o->seen |= 1u << tag;
     if (tag == PROTO_OPT_AUTHOR) {
@@ -108,9 +113,14 @@ static int get_opts(proto_cur *c, opts *o) {
       PROTO__CHECK(proto_caps_get(v, n, &o->caps, NULL));
       continue;
     }
-    size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT || tag == PROTO_OPT_FORWARD ? 1 : 4;
+    size_t want = tag == PROTO_OPT_CODEC || tag == PROTO_OPT_SHIFT || tag == PROTO_OPT_FORWARD || tag == PROTO_OPT_UP
+                      ? 1
+                      : 4;
     if (n != want) return PROTO_EINVAL;
-    if (tag == PROTO_OPT_FORWARD) {
+    if (tag == PROTO_OPT_UP) {
+      if (v[0] != 'y' && v[0] != 'z') return PROTO_EINVAL;
+      o->up = v[0];
+    } else if (tag == PROTO_OPT_FORWARD) {
       if (v[0] > 1) return PROTO_EINVAL;
       o->forward = v[0];
     } else if (tag == PROTO_OPT_CODEC) {
@@ -224,7 +234,7 @@ static int encode_welcome(proto_buf *b, uint64_t version, const proto_welcome *m
   proto__put_str(b, m->session.ptr, m->session.len);
   if (o) {
     opts x = {.codec = o->codec, .shift = o->shift, .max_rate = o->max_rate, .tolerance = o->tolerance,
-              .caps = o->caps, .caps_option = o->caps_option};
+              .caps = o->caps, .caps_option = o->caps_option, .up = o->up};
     int rc = put_opts(b, &x, 1);
     if (rc) {
       b->len = mark;
@@ -263,6 +273,7 @@ int proto_decode_welcome2(const uint8_t *p, size_t n, proto_welcome *m, proto_we
   o->tolerance = x.tolerance;
   o->caps = x.caps;
   o->caps_option = x.caps_option;
+  o->up = x.up;
   return finish(&c);
 }
 

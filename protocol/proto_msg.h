@@ -41,7 +41,9 @@ enum {
   PROTO_OPT_AUTHOR = 5,    /* HELLO only, 1..PROTO_MAX_AUTHOR bytes, no zero byte: who edits */
   PROTO_OPT_FORWARD = 6,   /* HELLO only, u8 1: a relay forwarding an editor's EDITs; the server
                             * sends WELCOME and ERRORs naming requests, no SNAPSHOT, no frames */
-  PROTO_OPT_CAPS = 7       /* capability names asked (HELLO) or granted (WELCOME): proto_caps.h */
+  PROTO_OPT_CAPS = 7,      /* capability names asked (HELLO) or granted (WELCOME): proto_caps.h */
+  PROTO_OPT_UP = 8         /* WELCOME only, u8 'y' or 'z': the session's up axis; sent only to a
+                            * connection granted the "up" capability */
 };
 enum {
   PROTO_CODEC_QUANTISED = 0, /* positions, UVs, target deltas and offsets on a grid (default) */
@@ -81,6 +83,8 @@ typedef struct proto_welcome_opts {
   float tolerance;           /* the bound of every lossy field, mesh units; 0 when lossless */
   uint32_t caps;             /* capabilities granted (PROTO_CAP_BIT); decoders: the known names only */
   uint8_t caps_option;       /* the caps option is there (it answers a HELLO that had one) */
+  uint8_t up;                /* 'y' or 'z': the up option is written (encoders) or was there
+                              * (decoders); 0: none */
 } proto_welcome_opts;
 
 /* A target in a snapshot: name, slider range, sparse deltas. */

@@ -4,7 +4,9 @@
  * GLB goes through assimp's glTF 2 exporter. The C API cannot pass exporter properties, so
  * assimp writes morph targets without their names and without default weights; the JSON chunk
  * of the GLB it produces is patched (cJSON) to add mesh.extras.targetNames and mesh.weights,
- * the keys glTF readers (Blender, three.js, assimp itself) use.
+ * the keys glTF readers (Blender, three.js, assimp itself) use. For Z-up positions
+ * (mesh_export_opts.z_up) the same patch gives the scene's root node the rotation that makes
+ * them Y-up, as glTF requires, instead of rotating the vertex data.
  *
  * OBJ is written directly: assimp's OBJ exporter re-indexes vertices in face order and merges
  * equal positions, which would break the promise that OBJ vertex i is mesh vertex i (tests,
@@ -264,12 +266,34 @@ static int mesh_ok(const mesh *m, const struct aiMesh *am) {
   return 1;
 }
 
+/* With z_up, gives the scene's root nodes the rotation -90° about X (glTF is Y-up; +Z then
+ * points up) as a quaternion (x, y, z, w). The root node assimp writes has the identity
+ * transform, so it has no matrix or rotation of its own to combine with. */
+static void rotate_roots_z_up(cJSON *root) {
+  const cJSON *scene = cJSON_GetObjectItemCaseSensitive(root, "scene");
+  cJSON *scenes = cJSON_GetObjectItemCaseSensitive(root, "scenes");
+  cJSON *sc = cJSON_GetArrayItem(scenes, cJSON_IsNumber(scene) ? scene->valueint : 0);
+  cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
+  const cJSON *index;
+  cJSON_ArrayForEach(index, cJSON_GetObjectItemCaseSensitive(sc, "nodes")) {
+    cJSON *node = cJSON_IsNumber(index) ? cJSON_GetArrayItem(nodes, index->valueint) : NULL;
+    if (!node) continue;
+    cJSON_DeleteItemFromObjectCaseSensitive(node, "matrix");
+    cJSON_DeleteItemFromObjectCaseSensitive(node, "rotation");
+    const double h = 0.70710678118654752; /* sin 45° = cos 45° */
+    const double q[4] = {-h, 0.0, 0.0, h};
+    cJSON_AddItemToObject(node, "rotation", cJSON_CreateDoubleArray(q, 4));
+  }
+}
+
 /* Adds extras.targetNames and weights to every glTF mesh whose primitives have targets, and
- * drops extensionsUsed entries nothing uses. `json` is the GLB's JSON chunk. Returns a new
- * malloc'ed string (caller frees) or NULL. */
-static char *patch_gltf_json(const mesh *m, const char *json, size_t len) {
+ * drops extensionsUsed entries nothing uses; with z_up, rotates the root nodes
+ * (rotate_roots_z_up). `json` is the GLB's JSON chunk. Returns a new malloc'ed string (caller
+ * frees) or NULL. */
+static char *patch_gltf_json(const mesh *m, const char *json, size_t len, int z_up) {
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) return NULL;
+  if (z_up) rotate_roots_z_up(root);
   cJSON *meshes = cJSON_GetObjectItemCaseSensitive(root, "meshes");
   cJSON *gm;
   cJSON_ArrayForEach(gm, meshes) {
@@ -325,8 +349,8 @@ static void wr32(unsigned char *b, uint32_t v) {
   b[3] = (unsigned char)(v >> 24);
 }
 
-static int export_glb(const mesh *m, const float *p, const float *normals, uint8_t **bytes, size_t *len,
-                      char *err, size_t errlen) {
+static int export_glb(const mesh *m, const float *p, const float *normals, int z_up, uint8_t **bytes,
+                      size_t *len, char *err, size_t errlen) {
   int rc = MESH_ENOMEM;
   int split = submeshes_are_closed(m);
   unsigned nmeshes = split ? m->submesh_count : 1;
@@ -377,7 +401,7 @@ static int export_glb(const mesh *m, const float *p, const float *normals, uint8
     rc = MESH_EIO;
     goto out;
   }
-  json = patch_gltf_json(m, (const char *)b + 20, json_len);
+  json = patch_gltf_json(m, (const char *)b + 20, json_len, z_up);
   if (!json) goto out;
   size_t jl = strlen(json), jpad = (jl + 3) & ~(size_t)3;
   size_t bin_len = blob->size - 20 - json_len;
@@ -412,6 +436,12 @@ out:
 
 int mesh_export_mem(const mesh *m, const float *positions, mesh_format fmt, uint8_t **out, size_t *len,
                     char *err, size_t errlen) {
+  return mesh_export_mem_opts(m, positions, fmt, NULL, out, len, err, errlen);
+}
+
+int mesh_export_mem_opts(const mesh *m, const float *positions, mesh_format fmt, const mesh_export_opts *opts,
+                         uint8_t **out, size_t *len, char *err, size_t errlen) {
+  int z_up = opts && opts->z_up;
   *out = NULL;
   *len = 0;
   if (m == NULL || (fmt != MESH_FORMAT_OBJ && fmt != MESH_FORMAT_GLB)) return MESH_EINVAL;
@@ -426,7 +456,7 @@ int mesh_export_mem(const mesh *m, const float *positions, mesh_format fmt, uint
   }
   mesh_compute_normals(m, &t, p, MESH_NORMALS_ANGLE, normals);
   mesh_topology_fini(&t);
-  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, out, len) : export_glb(m, p, normals, out, len, err, errlen);
+  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, out, len) : export_glb(m, p, normals, z_up, out, len, err, errlen);
   free(normals);
   return rc;
 }

@@ -68,6 +68,15 @@ typedef enum mesh_format {
 int mesh_export_mem(const mesh *m, const float *positions, mesh_format fmt, uint8_t **out, size_t *len,
                     char *err, size_t errlen);
 
+/* What mesh_export_mem_opts adds; zeros are mesh_export_mem. */
+typedef struct mesh_export_opts {
+  int z_up; /* the positions are Z-up: GLB (Y-up by the glTF spec) gets the root node rotation
+             * -90° about X, so that the vertex data stays as it is and an importer shows it
+             * upright; OBJ has no up axis and is written as it is */
+} mesh_export_opts;
+int mesh_export_mem_opts(const mesh *m, const float *positions, mesh_format fmt, const mesh_export_opts *opts,
+                         uint8_t **out, size_t *len, char *err, size_t errlen);
+
 /* Writes the mesh to `path`. `positions` replaces the mesh's own positions when not NULL (the
  * current shape of a session); normals are recomputed from whichever positions are written.
  * OBJ keeps the render vertex order exactly (v i is vertex i-1). GLB goes through assimp's

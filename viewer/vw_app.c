@@ -34,6 +34,7 @@
 #include "vw_panel.h"
 #include "vw_pump.h"
 #include "vw_render.h"
+#include "proto_caps.h"
 
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2 } app_mode;
 
@@ -610,6 +611,7 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
   if (a->brushing) send_path(a);
   if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
   if (a->gpu && !a->framed) {
+    a->cam.up = a->net.granted.up == 'z' ? 'z' : 'y'; /* a server that does not say: Y-up */
     vw_camera_frame(&a->cam, a->net.replica.mesh->bbox_min, a->net.replica.mesh->bbox_max);
     if (a->front) a->cam.yaw = a->cam.pitch = 0, a->front = 0;
     else if (a->o->has_camera) {
@@ -670,7 +672,9 @@ int vw_app_run(const vw_app_opts *o) {
   vw_net_init(&a->net, o->host, o->port, o->session, o->token, o->role);
   if (o->tls) vw_net_set_tls(&a->net, 1, o->tls_ca);
   if (o->author) vw_net_set_author(&a->net, o->author);
-  vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &o->stream);
+  proto_hello_opts stream = o->stream;
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_UP); /* WELCOME says the session's up axis (the camera's) */
+  vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   /* The settings above are made before the connection's thread starts: from here on every use
    * of a->net is under the pump's lock. */

@@ -16,15 +16,27 @@ void vw_camera_frame(vw_camera *c, const float lo[3], const float hi[3]) {
   c->dist = (r > 0 ? r : 1.0f) / sinf(0.5f * c->fov) * 1.05f;
 }
 
+/* The world's up direction on screen: the session's up axis. */
+static void world_up(const vw_camera *c, vec3 up) {
+  up[0] = 0, up[1] = c->up == 'z' ? 0.0f : 1.0f, up[2] = c->up == 'z' ? 1.0f : 0.0f;
+}
+
 void vw_camera_eye(const vw_camera *c, vec3 eye) {
   float cp = cosf(c->pitch);
+  if (c->up == 'z') {
+    eye[0] = c->target[0] + c->dist * cp * sinf(c->yaw);
+    eye[1] = c->target[1] - c->dist * cp * cosf(c->yaw);
+    eye[2] = c->target[2] + c->dist * sinf(c->pitch);
+    return;
+  }
   eye[0] = c->target[0] + c->dist * cp * sinf(c->yaw);
   eye[1] = c->target[1] + c->dist * sinf(c->pitch);
   eye[2] = c->target[2] + c->dist * cp * cosf(c->yaw);
 }
 
 void vw_camera_matrices(const vw_camera *c, int width, int height, mat4 view, mat4 proj) {
-  vec3 eye, up = {0, 1, 0}, target;
+  vec3 eye, up, target;
+  world_up(c, up);
   vw_camera_eye(c, eye);
   glm_vec3_copy((float *)c->target, target);
   glm_lookat(eye, target, up, view);
@@ -74,11 +86,12 @@ void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px
   (void)width;
   /* One pixel at the target's depth spans 2·dist·tan(fov/2)/height world units. */
   float s = 2.0f * c->dist * tanf(0.5f * c->fov) / (float)(height > 0 ? height : 1);
-  vec3 eye, fwd, right, up, world_up = {0, 1, 0};
+  vec3 eye, fwd, right, up, wup;
+  world_up(c, wup);
   vw_camera_eye(c, eye);
   glm_vec3_sub(c->target, eye, fwd);
   glm_vec3_normalize(fwd);
-  glm_vec3_cross(fwd, world_up, right);
+  glm_vec3_cross(fwd, wup, right);
   glm_vec3_normalize(right);
   glm_vec3_cross(right, fwd, up);
   for (int k = 0; k < 3; k++) c->target[k] += (-dx_px * right[k] + dy_px * up[k]) * s;

@@ -16,6 +16,9 @@ typedef struct vw_camera {
   float dist;        /* from the target */
   vec3 target;
   float fov;         /* vertical, radians */
+  char up;           /* the session's up axis (WELCOME's up option): 'z', or 'y' (0 counts as 'y').
+                      * The camera orbits around it and keeps it up on screen; with 'z', yaw 0
+                      * looks along +Y from -Y (Blender's front view) */
 } vw_camera;
 
 /* Frames the box [lo, hi]: target at its centre, distance so that its bounding sphere fits. */

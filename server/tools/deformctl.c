@@ -45,8 +45,9 @@ static void usage(FILE *out) {
           "\n"
           "  call METHOD 'JSON'              any JSON-RPC method with its params\n"
           "  session.list | server.stats\n"
-          "  session.create NAME MESH        MESH is \"demo\" or a mesh's name in the server's mesh folders\n"
-          "                                  (its meshes/, --mesh-dir), e.g. MD2/faerie.md2\n"
+          "  session.create NAME MESH [UP]   MESH is \"demo\" or a mesh's name in the server's mesh folders\n"
+          "                                  (its meshes/, --mesh-dir), e.g. MD2/faerie.md2; UP y (default)\n"
+          "                                  or z: the file's axis that points up\n"
           "  session.close NAME\n"
           "  session.export NAME FILE        write the current shape into the server's exports/FILE\n"
           "  upload FILE [NAME]              send a local mesh file to the server's meshes/ (as NAME,\n"
@@ -205,9 +206,10 @@ static cJSON *shortcut_params(const char *method, int argc, char **argv, int *ok
   if (strcmp(method, "session.list") == 0 || strcmp(method, "server.stats") == 0) {
     if (argc == 0) return p;
   } else if (strcmp(method, "session.create") == 0) {
-    if (argc == 2) {
+    if (argc == 2 || argc == 3) {
       cJSON_AddStringToObject(p, "session", argv[0]);
       cJSON_AddStringToObject(p, "mesh", argv[1]);
+      if (argc == 3) cJSON_AddStringToObject(p, "up", argv[2]); /* the server checks it: y or z */
       return p;
     }
   } else if (strcmp(method, "session.export") == 0) {

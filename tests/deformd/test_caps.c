@@ -278,7 +278,7 @@ TEST(a_viewer_that_asks_for_capabilities_this_server_does_not_know_is_granted_th
   char err[256];
   proto_hello_opts o = {0};
   ASSERT_EQ(client_caps_parse("noop,presence", &o, err, sizeof(err)), CLIENT_EINVAL);
-  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop)");
+  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop,up)");
   ASSERT_OK(client_caps_parse("noop", &o, err, sizeof(err)), err);
   harness_connect(&h, &c, h.stream_port);
   ASSERT_OK(client_hello2(&c, "demo", PROTO_ROLE_VIEWER, NULL, &o), NULL);
@@ -342,6 +342,70 @@ TEST(a_malformed_capability_list_is_refused_with_a_reason) {
   proto_hello_opts o = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
   harness_join2(&h, &c, &r, "demo", PROTO_ROLE_VIEWER, NULL, &o);
   client_replica_fini(&r);
+  client_close(&c);
+  harness_stop(&h);
+}
+
+/* ---- "up": the session's up axis in WELCOME ---------------------------------------------------- */
+
+/* Joins `session` as a version 2 viewer asking for `caps`; the WELCOME's payload into f. */
+static size_t welcome_of(harness *h, const char *session, uint32_t caps, int with_caps, uint8_t *f, size_t cap,
+                         proto_welcome_opts *o) {
+  client_conn c;
+  char err[256];
+  harness_connect(h, &c, h->stream_port);
+  proto_hello_opts ho = {.caps = caps, .caps_option = (uint8_t)with_caps};
+  ASSERT_OK(client_hello2(&c, session, PROTO_ROLE_VIEWER, NULL, &ho), NULL);
+  proto_header hd;
+  const uint8_t *p;
+  ASSERT_OK(client_read_frame(&c, 10000, &hd, &p, err, sizeof(err)), err);
+  ASSERT_EQ(hd.type, PROTO_WELCOME);
+  ASSERT(hd.length <= cap);
+  memcpy(f, p, hd.length);
+  proto_welcome w;
+  ASSERT_OK(proto_decode_welcome2(p, hd.length, &w, o), NULL);
+  client_close(&c);
+  return hd.length;
+}
+
+TEST(a_viewer_that_asks_for_up_is_told_the_sessions_up_axis_in_welcome_and_others_get_todays_bytes) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  cJSON_Delete(harness_rpc_ok(&h, "session.create", "{\"session\":\"scan\",\"mesh\":\"demo\",\"up\":\"z\"}"));
+  uint8_t f[512];
+  proto_welcome_opts o;
+  /* Asked: the caps option grants "up", then the up option (tag 8, length 1, 'z') ends the list. */
+  static const uint8_t tail_z[] = {PROTO_OPT_CAPS, 3, 0, 2, 'u', 'p', PROTO_OPT_UP, 1, 0, 'z'};
+  size_t n = welcome_of(&h, "scan", PROTO_CAP_BIT(PROTO_CAP_UP), 1, f, sizeof(f), &o);
+  ASSERT(n >= sizeof(tail_z) && memcmp(f + n - sizeof(tail_z), tail_z, sizeof(tail_z)) == 0);
+  ASSERT_EQ(o.caps, PROTO_CAP_BIT(PROTO_CAP_UP));
+  ASSERT_EQ(o.up, 'z');
+  /* The default session says 'y'. */
+  static const uint8_t tail_y[] = {PROTO_OPT_CAPS, 3, 0, 2, 'u', 'p', PROTO_OPT_UP, 1, 0, 'y'};
+  n = welcome_of(&h, "demo", PROTO_CAP_BIT(PROTO_CAP_UP), 1, f, sizeof(f), &o);
+  ASSERT(n >= sizeof(tail_y) && memcmp(f + n - sizeof(tail_y), tail_y, sizeof(tail_y)) == 0);
+  ASSERT_EQ(o.up, 'y');
+  /* Not asked (no caps option, or "noop" only): no up option, the option list as before
+   * capabilities (22 bytes: codec, rate, tolerance, shift), or that plus the noop grant. */
+  n = welcome_of(&h, "scan", 0, 0, f, sizeof(f), &o);
+  ASSERT_EQ(o.up, 0);
+  ASSERT_EQ(o.caps_option, 0);
+  size_t names = 4 + 1 + 1 + 2 + 4; /* client id, role, reserved, "scan" with its u16 length */
+  ASSERT_EQ(n, names + 2 + 22);
+  ASSERT_EQ(f[names] | f[names + 1] << 8, 22);
+  n = welcome_of(&h, "scan", PROTO_CAP_BIT(PROTO_CAP_NOOP), 1, f, sizeof(f), &o);
+  ASSERT_EQ(o.up, 0);
+  static const uint8_t tail_noop[] = {PROTO_OPT_CAPS, 5, 0, 4, 'n', 'o', 'o', 'p'};
+  ASSERT(memcmp(f + n - sizeof(tail_noop), tail_noop, sizeof(tail_noop)) == 0);
+  /* A version 1 viewer cannot ask and is told nothing. */
+  client_conn c;
+  char err[256];
+  proto_welcome w;
+  harness_connect(&h, &c, h.stream_port);
+  ASSERT_OK(client_hello(&c, "scan", PROTO_ROLE_VIEWER, NULL), NULL);
+  ASSERT_OK(client_read_welcome(&c, 10000, &w, &o, err, sizeof(err)), err);
+  ASSERT_EQ(o.protocol_version, PROTO_VERSION);
+  ASSERT_EQ(o.up, 0);
   client_close(&c);
   harness_stop(&h);
 }

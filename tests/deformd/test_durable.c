@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mesh_io.h"
 #include "test.h"
 
 /* ---- what a viewer sees ------------------------------------------------------------------------- */
@@ -1063,4 +1064,96 @@ TEST(an_undo_sent_right_behind_a_stroke_waits_for_it_and_takes_it_back) {
   cJSON_Delete(sc);
   client_close(&c);
   harness_stop(&h);
+}
+
+/* ---- the up axis -------------------------------------------------------------------------------- */
+
+#define ASSERT_UP(got, want) ASSERT(strcmp((got), (want)) == 0)
+
+static const char *info_up(harness *h, const char *method, const char *session, char *buf) {
+  char params[256];
+  snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
+  cJSON *r = harness_rpc_ok(h, method, params);
+  const cJSON *up = cJSON_GetObjectItem(r, "up");
+  snprintf(buf, 8, "%s", cJSON_IsString(up) ? up->valuestring : "(none)");
+  cJSON_Delete(r);
+  return buf;
+}
+
+/* The rotation of the GLB's root node (the first of its scene), or NULL: a copy the caller frees. */
+static cJSON *glb_root_rotation(const uint8_t *glb, size_t n) {
+  ASSERT(n > 20 && memcmp(glb, "glTF", 4) == 0 && memcmp(glb + 16, "JSON", 4) == 0);
+  uint32_t jl = (uint32_t)glb[12] | (uint32_t)glb[13] << 8 | (uint32_t)glb[14] << 16 | (uint32_t)glb[15] << 24;
+  ASSERT(20 + (size_t)jl <= n);
+  cJSON *j = cJSON_ParseWithLength((const char *)glb + 20, jl);
+  ASSERT(j != NULL);
+  const cJSON *scene = cJSON_GetObjectItem(j, "scene");
+  const cJSON *sc = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "scenes"), scene ? scene->valueint : 0);
+  const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(sc, "nodes"), 0);
+  ASSERT(cJSON_IsNumber(first));
+  const cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "nodes"), first->valueint);
+  ASSERT(node != NULL);
+  ASSERT(cJSON_GetObjectItem(node, "matrix") == NULL);
+  const cJSON *rot = cJSON_GetObjectItem(node, "rotation");
+  cJSON *copy = rot ? cJSON_Duplicate(rot, 1) : NULL;
+  cJSON_Delete(j);
+  return copy;
+}
+
+TEST(a_session_created_with_up_z_keeps_it_through_kill_9_and_its_glb_is_rotated_upright) {
+  const char *dir = data_dir("durable-up");
+  harness h;
+  char b[8];
+  start_on(&h, dir, "demo", "--demo");
+  rpc(&h, "session.create", "{\"session\":\"scan\",\"mesh\":\"demo\",\"up\":\"z\"}");
+  ASSERT_UP(info_up(&h, "mesh.info", "scan", b), "z");
+  ASSERT_UP(info_up(&h, "state.get", "scan", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "demo", b), "y"); /* not asked: Y-up, as always */
+  /* Anything else is refused, with a reason, and opens nothing. */
+  static const char *const bad[] = {"\"x\"", "\"Z\"", "\"-z\"", "1", "null", "\"\""};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char params[256], err[512];
+    snprintf(params, sizeof(params), "{\"session\":\"bad\",\"mesh\":\"demo\",\"up\":%s}", bad[i]);
+    ASSERT_EQ(harness_rpc_err(&h, "session.create", params, err, sizeof(err)), -32602);
+    ASSERT_STR_CONTAINS(err, "\"up\" must be \"y\" or \"z\"");
+  }
+  rpc(&h, "sculpt.set", "{\"session\":\"scan\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  seen s0, s1;
+  look(&h, "scan", &s0);
+  harness_kill(&h);
+  start_on(&h, dir, "scan", NULL);
+  ASSERT_UP(info_up(&h, "mesh.info", "scan", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "demo", b), "y");
+  look(&h, "scan", &s1);
+  assert_same(&s0, &s1); /* the file's coordinates: nothing was rotated in the session */
+  /* GLB is Y-up by the spec: the Z-up session's root node turns -90° about X (x, y, z, w); the
+   * Y-up one has no rotation. The vertex data is the session's either way. */
+  size_t n = 0;
+  uint8_t *glb = harness_download(&h, "scan", "glb", -1, &n);
+  cJSON *rot = glb_root_rotation(glb, n);
+  ASSERT(cJSON_GetArraySize(rot) == 4);
+  const double want[4] = {-0.70710678, 0, 0, 0.70710678};
+  for (int k = 0; k < 4; k++) ASSERT(fabs(cJSON_GetArrayItem(rot, k)->valuedouble - want[k]) < 1e-6);
+  cJSON_Delete(rot);
+  /* An importer that honours node transforms (assimp, as Blender does) sees it upright: its Y
+   * range is the session's Z range, its Z range the session's Y range mirrored. */
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(test_write_file("scan-z.glb", glb, n), NULL, &m, err, sizeof(err)), err);
+  cJSON *info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"scan\"}");
+  const cJSON *bb = cJSON_GetObjectItem(info, "bbox");
+  const cJSON *lo = cJSON_GetObjectItem(bb, "min"), *hi = cJSON_GetObjectItem(bb, "max");
+  double eps = 1e-5;
+  ASSERT(fabs(m->bbox_min[1] - cJSON_GetArrayItem(lo, 2)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_max[1] - cJSON_GetArrayItem(hi, 2)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_min[2] + cJSON_GetArrayItem(hi, 1)->valuedouble) < eps);
+  ASSERT(fabs(m->bbox_max[2] + cJSON_GetArrayItem(lo, 1)->valuedouble) < eps);
+  cJSON_Delete(info);
+  mesh_destroy(m);
+  free(glb);
+  glb = harness_download(&h, "demo", "glb", -1, &n);
+  ASSERT(glb_root_rotation(glb, n) == NULL);
+  free(glb);
+  harness_stop(&h);
+  seen_fini(&s0), seen_fini(&s1);
 }

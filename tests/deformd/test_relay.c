@@ -1105,3 +1105,34 @@ TEST(a_viewer_of_a_relay_is_granted_capabilities_as_on_a_primary_and_gets_the_sa
   client_close(&b);
   cluster_down(&rd, &p, &r1, NULL);
 }
+
+/* The up axis travels with the session's epoch: a relay's viewers that ask for "up" are told the
+ * primary's, and the relay's mesh.info reports it. */
+TEST(a_relays_viewers_get_the_up_axis_the_session_was_created_with_on_its_primary) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  cJSON_Delete(harness_rpc_ok(&p, "session.create", "{\"session\":\"scan\",\"mesh\":\"demo\",\"up\":\"z\"}"));
+  wait_listed(&r1, "scan");
+  wait_published(&rd, "scan", 0);
+  client_conn a;
+  char err[256];
+  proto_hello_opts caps = {0};
+  ASSERT_OK(client_caps_parse("up", &caps, err, sizeof(err)), err);
+  const char *const sessions[2] = {"scan", "demo"};
+  const uint8_t want[2] = {'z', 'y'};
+  for (int i = 0; i < 2; i++) {
+    harness_connect(&r1, &a, r1.stream_port);
+    ASSERT_OK(client_hello2(&a, sessions[i], PROTO_ROLE_VIEWER, NULL, &caps), NULL);
+    proto_welcome w;
+    proto_welcome_opts wo;
+    ASSERT_OK(client_read_welcome(&a, WAIT_MS, &w, &wo, err, sizeof(err)), err);
+    ASSERT_EQ(wo.caps, PROTO_CAP_BIT(PROTO_CAP_UP));
+    ASSERT_EQ(wo.up, want[i]);
+    client_close(&a);
+  }
+  cJSON *info = harness_rpc_ok(&r1, "mesh.info", "{\"session\":\"scan\"}");
+  ASSERT(strcmp(cJSON_GetObjectItem(info, "up")->valuestring, "z") == 0);
+  cJSON_Delete(info);
+  cluster_down(&rd, &p, &r1, NULL);
+}

@@ -171,7 +171,7 @@ TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_ide
   int status = run_deformd(args, &log);
   ASSERT(status > 0);
   ASSERT_STR_CONTAINS(log, "schema version 7");
-  ASSERT_STR_CONTAINS(log, "this deformd's 2");
+  ASSERT_STR_CONTAINS(log, "this deformd's 3");
   uint8_t *after = test_read_file(db_file(dir, ""), &n1);
   ASSERT_EQ(n0, n1);
   ASSERT(memcmp(before, after, n0) == 0);
@@ -206,20 +206,26 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   cJSON *s0 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
   cJSON *t0 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   harness_stop(&h);
-  /* Version 1 is the schema before versions: no step rows, checkpoints without history. */
-  sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; PRAGMA user_version = 1;");
+  /* Version 1 is the schema before versions: no step rows, checkpoints without history,
+   * sessions without an up axis (schema 3). */
+  sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; ALTER TABLE sessions DROP COLUMN up; "
+           "PRAGMA user_version = 1;");
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 1);
   start_on(&h, dir, "demo", "--demo");
   cJSON *s1 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
   cJSON *t1 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   ASSERT(cJSON_Compare(s0, s1, 1));
   ASSERT(cJSON_Compare(t0, t1, 1));
+  cJSON *info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"demo\"}"); /* stored before up axes: Y-up */
+  ASSERT(strcmp(cJSON_GetObjectItem(info, "up")->valuestring, "y") == 0);
+  cJSON_Delete(info);
   /* It takes edits and undoes after the upgrade. */
   rpc(&h, "hello", "{\"author\":\"ana\"}");
   rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}");
   rpc(&h, "history.undo", "{\"session\":\"demo\"}");
   harness_stop(&h);
-  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 2);
+  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 3);
+  ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM sessions WHERE up = 'y'"), sql_int(dir, "SELECT count(*) FROM sessions"));
   ASSERT(sql_int(dir, "SELECT count(*) FROM steps") >= 1);
   ASSERT(sql_int(dir, "SELECT count(*) FROM checkpoints WHERE history IS NOT NULL") >= 1);
   cJSON_Delete(s0), cJSON_Delete(s1), cJSON_Delete(t0), cJSON_Delete(t1);

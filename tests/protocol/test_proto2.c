@@ -492,7 +492,7 @@ TEST(hello_and_welcome_version_2_carry_their_options_and_skip_unknown_ones) {
   /* WELCOME v2 reports what was granted; a version 1 WELCOME decodes as version 1. */
   b.len = 0;
   proto_welcome w = {7, PROTO_ROLE_EDITOR, {"demo", 4}};
-  proto_welcome_opts wo = {PROTO_VERSION_2, PROTO_CODEC_QUANTISED, 5, 10.0f, 6.25e-6f, 0, 0}, wdo;
+  proto_welcome_opts wo = {PROTO_VERSION_2, PROTO_CODEC_QUANTISED, 5, 10.0f, 6.25e-6f, 0, 0, 0}, wdo;
   ASSERT_OK(proto_encode_welcome2(&b, 3, &w, &wo), NULL);
   p = one_frame(&b, &h, PROTO_WELCOME);
   proto_welcome wd;

@@ -266,6 +266,15 @@ TEST(deformctl_uploads_opens_and_downloads_over_tls_with_a_token_file) {
   snprintf(a, sizeof(a), "%s session.create w wuson.off", common);
   ASSERT_EQ(run_ctl(a, out, sizeof(out)), 0);
   ASSERT_STR_CONTAINS(out, "\"vertices\":2117");
+  /* An up axis as a third word; a wrong one is the server's -32602. */
+  snprintf(a, sizeof(a), "%s session.create wz wuson.off z", common);
+  ASSERT_EQ(run_ctl(a, out, sizeof(out)), 0);
+  cJSON *info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"wz\"}");
+  ASSERT(strcmp(cJSON_GetObjectItem(info, "up")->valuestring, "z") == 0);
+  cJSON_Delete(info);
+  snprintf(a, sizeof(a), "%s session.create wx wuson.off x 2>&1", common);
+  ASSERT(run_ctl(a, out, sizeof(out)) != 0);
+  ASSERT_STR_CONTAINS(out, "\"up\" must be \"y\" or \"z\"");
   snprintf(a, sizeof(a), "%s weights.set w 2>/dev/null", common); /* nothing to set: a usage error, not a crash */
   run_ctl(a, out, sizeof(out));
   char file[1200];

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mesh_io.h"
 #include "test.h"
 #include "vw_camera.h"
 
@@ -116,6 +117,55 @@ TEST(a_screenshot_of_the_demo_head_shows_the_head_where_it_projects) {
   fprintf(stderr, "head covers %u of the %u pixels of its projected box; %u outside\n", inside, box, outside);
   ASSERT(outside == 0);
   ASSERT(inside > box / 3); /* a head fills its box, not a few stray pixels */
+  stbi_image_free(im.px);
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
+/* libcgal-demo's man.off stands along +Z (0.42 x 0.30 x 1.0). Opened with up "z", deform-view
+ * (which asks for the "up" capability) draws it with Z up: the picture is where a Z-up camera
+ * projects it, and the vertex with the largest z projects above the one with the smallest. With
+ * a Y-up camera, as before, the same scan would be seen from above and fall outside that box. */
+TEST(deform_view_draws_a_z_up_scan_opened_with_up_z_upright) {
+  char copy[1024];
+  snprintf(copy, sizeof(copy), "%s/man.off", test_tmpdir());
+  test_copy_file(test_cgal_mesh("man.off"), copy);
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  cJSON_Delete(harness_rpc_ok(&h, "session.create", "{\"session\":\"man\",\"mesh\":\"man.off\",\"up\":\"z\"}"));
+  char *png = tmp_png("man-z-up.png");
+  const char *const extra[] = {"--session", "man", NULL};
+  screenshot(h.stream_port, png, extra);
+  image im = load(png);
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(copy, NULL, &m, err, sizeof(err)), err);
+  vw_camera cam = camera_for(m);
+  cam.up = 'z';
+  float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f, ytop = 0, ybottom = 0, ztop = -1e9f, zbottom = 1e9f;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    float px, py;
+    const float *p = m->positions + 3 * v;
+    ASSERT(vw_camera_project(&cam, im.w, im.h, p, &px, &py));
+    x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
+    if (p[2] > ztop) ztop = p[2], ytop = py;
+    if (p[2] < zbottom) zbottom = p[2], ybottom = py;
+  }
+  ASSERT(ytop < ybottom);               /* head above feet */
+  ASSERT(y1 - y0 > 1.5f * (x1 - x0));   /* a standing figure: taller than wide */
+  uint32_t inside = 0, outside = 0, box = 0;
+  for (int y = 0; y < im.h; y++)
+    for (int x = 0; x < im.w; x++) {
+      int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
+      box += in;
+      int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
+      if (fg && in) inside++;
+      if (fg && !in) outside++;
+    }
+  fprintf(stderr, "the scan covers %u of the %u pixels of its Z-up projected box; %u outside\n", inside, box, outside);
+  ASSERT(outside == 0);
+  ASSERT(inside > box / 6); /* a thin figure fills less of its box than a head */
   stbi_image_free(im.px);
   mesh_destroy(m);
   harness_stop(&h);

@@ -163,5 +163,6 @@ test('a WELCOME names the capabilities granted, and says nothing of them when th
   const answered = welcomes.filter((w) => w.caps !== null);
   assert.ok(answered.some((w) => w.caps.length === 1 && w.caps[0] === P.CAP.NOOP));
   assert.ok(welcomes.some((w) => w.protocolVersion === P.VERSION_2 && w.caps === null));
+  assert.ok(answered.some((w) => w.caps.length === 1 && w.caps[0] === P.CAP.UP && w.up === 'z'));
   assert.deepEqual(P.decodeCaps(Uint8Array.from([4, 0x6e, 0x6f, 0x6f, 0x70, 2, 0x7a, 0x7a])), ['noop', 'zz']);
 });

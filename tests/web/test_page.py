@@ -712,6 +712,47 @@ def test_a_reload_keeps_the_pages_author_and_its_undo():
         srv.stop()
 
 
+def cgal_meshes():
+    """libcgal-demo's meshes (deploy/deps.sh puts them under the data directory)."""
+    base = os.environ.get("DEFORMD_DATA_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "deformd")
+    path = os.path.join(base, "cgal-demo", "data", "meshes")
+    if not os.path.isfile(os.path.join(path, "man.off")):
+        fail(f"no libcgal-demo meshes in {path}: run deploy/deps.sh")
+    return path
+
+
+def test_a_z_up_scan_opened_with_up_z_renders_upright():
+    """libcgal-demo's man.off stands along +Z (its extent: 0.42 x 0.30 x 1.0). Opened with up "z",
+    the page's camera keeps Z up: the vertex with the largest z projects above the one with the
+    smallest, and the two span (nearly) the whole height of the projected mesh. Opened without,
+    the same scan is seen from +Z, the old behaviour, and those two vertices do not span it."""
+    srv = Server("--mesh-dir", cgal_meshes())
+    srv.call("session.create", {"session": "man", "mesh": "man.off", "up": "z"})
+    srv.call("session.create", {"session": "man_y", "mesh": "man.off"})
+    d = browser()
+    try:
+        for name, up in (("man", "z"), ("man_y", "y")):
+            open_page(d, srv, f"session={name}")
+            if d.execute_script("return deformView.grant.up") != up or d.execute_script("return deformView.up") != up:
+                fail(f"session {name}: WELCOME's up option or the camera's axis is not {up}")
+            p = page_positions(d)
+            n = len(p) // 3
+            top = max(range(n), key=lambda i: p[3 * i + 2])
+            bottom = min(range(n), key=lambda i: p[3 * i + 2])
+            ys = d.execute_script("return Array.from({length: arguments[0]}, (_, i) => deformView.project(i).y)", n)
+            span = max(ys) - min(ys)
+            yt, yb = ys[top], ys[bottom]
+            print(f"{name}: up {up}; top vertex {top} at y {yt:.1f}, bottom {bottom} at y {yb:.1f}, mesh spans {span:.1f} px")
+            shot(d, f"up-{name}.png")
+            if up == "z" and not (yt < yb and yb - yt >= 0.9 * span):
+                fail(f"the Z-up scan is not upright: top vertex at y {yt:.1f}, bottom at {yb:.1f} (span {span:.1f})")
+            if up == "y" and yb - yt >= 0.9 * span:
+                fail("without up the scan already looked upright: the test would not tell")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

@@ -425,7 +425,7 @@ static void other_cases(void) {
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome wm = {9, 1, {"demo", 4}};
-  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f, 0, 0};
+  proto_welcome_opts wo = {2, 0, 5, 10.0f, 6.30575e-06f, 0, 0, 0};
   proto_encode_welcome2(&b, 0, &wm, &wo);
   uint32_t n = proto_load_u32(b.data + 8);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, n, 1);
@@ -434,6 +434,12 @@ static void other_cases(void) {
   wo.caps_option = 1;
   proto_encode_welcome2(&b, 0, &wm, &wo);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
+  wo.caps = PROTO_CAP_BIT(PROTO_CAP_UP); /* granted "up": the session's up axis follows (option 8) */
+  wo.up = 'z';
+  proto_encode_welcome2(&b, 0, &wm, &wo);
+  write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  wo.up = 0;
   b.len = 0;
   proto_encode_welcome(&b, 3, &wm);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);

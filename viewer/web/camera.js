@@ -1,6 +1,9 @@
 // camera.js — the orbit camera: yaw, pitch and distance around a centre, its matrices
 // (column-major, as WebGL takes them), the projection of a point to canvas pixels and the ray
-// through a pixel (picking).
+// through a pixel (picking). `up` is the session's up axis ('y' or 'z', WELCOME's up option):
+// the camera orbits around it and keeps it pointing up on screen; yaw 0, pitch 0 looks at the
+// front (from +Z when Y is up, from -Y when Z is up, as Blender's front view does). Everything
+// stays in the mesh's own coordinates: only the view matrix changes.
 //
 // DOES NOT read input (main.js) or draw (render.js).
 
@@ -49,6 +52,7 @@ export class Camera {
     this.width = 1;
     this.height = 1;
     this.fov = (35 * Math.PI) / 180;
+    this.up = 'y';
   }
 
   // Looks at a bounding box: centre, radius = half the diagonal.
@@ -60,6 +64,12 @@ export class Camera {
 
   eye() {
     const cp = Math.cos(this.pitch);
+    if (this.up === 'z')
+      return [
+        this.center[0] + this.distance * cp * Math.sin(this.yaw),
+        this.center[1] - this.distance * cp * Math.cos(this.yaw),
+        this.center[2] + this.distance * Math.sin(this.pitch),
+      ];
     return [
       this.center[0] + this.distance * cp * Math.sin(this.yaw),
       this.center[1] + this.distance * Math.sin(this.pitch),
@@ -75,7 +85,8 @@ export class Camera {
     let f = [c[0] - e[0], c[1] - e[1], c[2] - e[2]];
     const fl = Math.hypot(...f);
     f = f.map((x) => x / fl);
-    let s = [f[1] * 0 - f[2] * 1, f[2] * 0 - f[0] * 0, f[0] * 1 - f[1] * 0]; // f × up(0,1,0)
+    const up = this.up === 'z' ? [0, 0, 1] : [0, 1, 0];
+    let s = [f[1] * up[2] - f[2] * up[1], f[2] * up[0] - f[0] * up[2], f[0] * up[1] - f[1] * up[0]]; // f × up
     const sl = Math.hypot(...s) || 1;
     s = s.map((x) => x / sl);
     const u = [s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2], s[0] * f[1] - s[1] * f[0]];

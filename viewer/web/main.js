@@ -60,6 +60,7 @@ const net = new Net({
     codec: params.get('lossless') === '1' ? P.CODEC_LOSSLESS : P.CODEC_QUANTISED,
     tolerance: parseFloat(params.get('tolerance')) || 0,
     maxRate: parseFloat(params.get('max_rate')) || 0,
+    caps: [P.CAP.UP], // WELCOME then says the session's up axis (the camera orbits around it)
   },
   onUpdate: () => {
     recompute = true;
@@ -103,7 +104,10 @@ function frame() {
     if (c.snapshot) {
       renderer.load(r);
       if (net.marks) net.marks.uploaded = performance.now();
-      if (!framed) frameCamera(r.snapshot.positions);
+      if (!framed) {
+        camera.up = net.grant && net.grant.up === 'z' ? 'z' : 'y';
+        frameCamera(r.snapshot.positions);
+      }
       buildSliders();
     } else {
       if (c.targets) {
@@ -497,6 +501,7 @@ window.deformView = {
   get lastGesture() { return state.lastGesture; },
   get firstFrameMs() { return stats.first; },
   get grant() { return net.grant; },
+  get up() { return camera.up; }, // the axis the camera keeps up: the session's (WELCOME's up option)
   get bytesIn() { return net.bytesIn; },
   get marks() { return { ...net.marks, firstFrame: stats.first }; },
   positions: () => renderer.positions(),

@@ -33,9 +33,9 @@ export const T = {
   TARGET: 11, TARGET_META: 12,
 };
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
-export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7 };
+export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop' };
+export const CAP = { NOOP: 'noop', UP: 'up' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -238,7 +238,7 @@ function encodeCaps(names) {
 }
 
 function getOpts(c) {
-  const o = { codec: 0, shift: 0, maxRate: 0, tolerance: 0, caps: null };
+  const o = { codec: 0, shift: 0, maxRate: 0, tolerance: 0, caps: null, up: null };
   const len = c.u16();
   const e = new Cursor(c.b, c.at, c.at + len);
   c.bytes(len);
@@ -247,7 +247,7 @@ function getOpts(c) {
     const tag = e.u8();
     const n = e.u16();
     const v = e.bytes(n);
-    if (tag < OPT.CODEC || tag > OPT.CAPS) continue; // a later version's option
+    if (tag < OPT.CODEC || tag > OPT.UP) continue; // a later version's option
     if (seen & (1 << tag)) fail(E.INVAL);
     seen |= 1 << tag;
     if (tag === OPT.AUTHOR) { // HELLO only, but checked as C checks it
@@ -258,9 +258,12 @@ function getOpts(c) {
       o.caps = decodeCaps(v);
       continue;
     }
-    const want = tag === OPT.CODEC || tag === OPT.SHIFT || tag === OPT.FORWARD ? 1 : 4;
+    const want = tag === OPT.CODEC || tag === OPT.SHIFT || tag === OPT.FORWARD || tag === OPT.UP ? 1 : 4;
     if (n !== want) fail(E.INVAL);
-    if (tag === OPT.FORWARD) {
+    if (tag === OPT.UP) { // WELCOME only: the session's up axis, 'y' or 'z'
+      if (v[0] !== 0x79 && v[0] !== 0x7a) fail(E.INVAL);
+      o.up = String.fromCharCode(v[0]);
+    } else if (tag === OPT.FORWARD) {
       if (v[0] > 1) fail(E.INVAL);
     } else if (tag === 1) {
       o.codec = v[0];
@@ -290,6 +293,7 @@ export function decodeWelcome(p) {
   m.maxRate = 0;
   m.tolerance = 0;
   m.caps = null; // the capabilities granted; null: the server did not answer a caps option
+  m.up = null; // 'y' or 'z' when granted the "up" capability; null: not told (Y-up)
   if (c.at === c.end) return m;
   Object.assign(m, getOpts(c));
   m.protocolVersion = VERSION_2;

@@ -63,10 +63,10 @@ typedef struct srv_pub {
 /* A new epoch: refused while another live node owns the session (SRV_LUA_OWNED_CHECK), so a
  * primary never takes a session from another that holds it; else the owner, the mesh and a
  * snapshot, the sequence carried on. ARGV: node, session, lease prefix, epoch, version, state,
- * mesh. */
+ * mesh, up axis ("y" or "z": the session's, which relays give their viewers). */
 static const char *LUA_EPOCH =
     SRV_LUA_OWNED_CHECK
-    "redis.call('HSET', KEYS[1], 'epoch', ARGV[4], 'owner', ARGV[1], 'version', ARGV[5])\n"
+    "redis.call('HSET', KEYS[1], 'epoch', ARGV[4], 'owner', ARGV[1], 'version', ARGV[5], 'up', ARGV[8])\n"
     "redis.call('HDEL', KEYS[1], 'closed')\n"
     "redis.call('PERSIST', KEYS[1])\n"
     "local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') or 0\n"
@@ -224,11 +224,12 @@ static void send_epoch(srv_pub *p) {
   snprintf(version, sizeof(version), "%llu", (unsigned long long)s->version);
   static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
   char prefix[32];
-  const char *args[] = {k->node_id, s->name, prefix, epoch, version, (const char *)cp.data, (const char *)p->blob};
+  const char *up = s->up == 'z' ? "z" : "y";
+  const char *args[] = {k->node_id, s->name, prefix, epoch, version, (const char *)cp.data, (const char *)p->blob, up};
   size_t lens[] = {strlen(k->node_id), strlen(s->name), srv_cluster_key(prefix, sizeof(prefix), NULL, "node:"),
-                   strlen(epoch), strlen(version), cp.len, p->blob_len};
+                   strlen(epoch), strlen(version), cp.len, p->blob_len, 1};
   p->starting = 1;
-  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 5, args, lens, 7) == 0) {
+  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 5, args, lens, 8) == 0) {
     snprintf(p->epoch, sizeof(p->epoch), "%s", epoch);
     p->need_epoch = 0;
     p->since_snapshot = 0;

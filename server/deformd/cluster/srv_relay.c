@@ -100,7 +100,8 @@ typedef struct srv_follow {
 static const char *LUA_LOAD =
     "local s = redis.call('HMGET', KEYS[2], 'epoch', 'seq', 'version', 'state')\n"
     "if not s[1] then return false end\n"
-    "return {s[1], s[2], s[3], s[4], redis.call('GET', KEYS[3]) or '', redis.call('HGET', KEYS[1], 'owner') or ''}\n";
+    "return {s[1], s[2], s[3], s[4], redis.call('GET', KEYS[3]) or '', redis.call('HGET', KEYS[1], 'owner') or '',\n"
+    "        redis.call('HGET', KEYS[1], 'up') or 'y'}\n"; /* a primary before up axes: Y-up */
 
 static srv_follow *find_follow(srv_cluster *k, const char *name) {
   for (srv_follow *f = k->follows; f; f = f->next)
@@ -522,6 +523,7 @@ typedef struct load_job {
   uint8_t *state, *blob;
   size_t state_len, blob_len;
   uint32_t max_vertices;
+  char up;              /* the primary's up axis for the session */
   srv_session *s;
   int rc;
   char err[512];
@@ -542,6 +544,7 @@ static void load_work(uv_work_t *req) {
     return;
   }
   j->s->base_targets = j->s->mesh->target_count;
+  j->s->up = j->up;
   j->rc = srv_record_load_checkpoint(j->s, j->state, j->state_len, j->err, sizeof(j->err));
   if (j->rc == 0 && j->s->version != j->version) {
     snprintf(j->err, sizeof(j->err), "its snapshot says version %llu and holds %llu", (unsigned long long)j->version,
@@ -604,7 +607,7 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
   srv_follow *f = arg;
   srv_cluster *k = f->k;
   (void)r;
-  if (f->dead || k->stopping || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
+  if (f->dead || k->stopping || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
     if (reply && reply->type == REDIS_REPLY_ERROR) srv_log(SRV_LOG_WARN, "relay: loading %s: %s", f->name, reply->str);
     snprintf(f->why, sizeof(f->why), "%s", !reply ? "Redis went away" : reply->type == REDIS_REPLY_ERROR ? reply->str
                                                                         : "its primary has published no snapshot yet");
@@ -613,7 +616,7 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
     maybe_free(k, f);
     return;
   }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < 7; i++)
     if (reply->element[i]->type != REDIS_REPLY_STRING) {
       f->loading = 0;
       f->want_load = 1;
@@ -638,6 +641,7 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
   j->state = dup_bytes(reply->element[3], &j->state_len);
   j->blob = dup_bytes(reply->element[4], &j->blob_len);
   snprintf(f->owner, sizeof(f->owner), "%s", reply->element[5]->str);
+  j->up = reply->element[6]->str[0] == 'z' ? 'z' : 'y';
   j->max_vertices = k->srv->cfg.max_vertices;
   j->req.data = j;
   if (!j->state || !j->blob || uv_queue_work(k->srv->loop, &j->req, load_work, load_done) != 0) {

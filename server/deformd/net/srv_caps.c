@@ -3,7 +3,8 @@
  * frame kind is sent (docs/protocol.md §14).
  *
  * A capability is granted when the client asked for it by a name this build knows and the
- * server serves it (served_caps). Today that is "noop" alone, which unlocks no frame; a later
+ * server serves it (served_caps). Today that is "noop" and "up" (WELCOME then carries the
+ * session's up axis; the port fills it in), which unlock no frame; a later
  * capability that only some connections may have (an editor's, say) decides it here, from the
  * role.
  *
@@ -14,7 +15,7 @@
 #include "srv_conn.h"
 
 /* What this build serves. */
-static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP);
+static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;

@@ -126,8 +126,9 @@ static int send_join(srv_conn *c, srv_session *s) {
     const srv_codec *k = s->codecs[st->codec];
     proto_welcome_opts o = {PROTO_VERSION_2, st->codec == SRV_CODEC_LOSSLESS ? PROTO_CODEC_LOSSLESS : PROTO_CODEC_QUANTISED,
                             srv_codec_shift(st->codec), st->max_rate, k ? proto_grid2_tolerance(&k->grid) : 0.0f,
-                            0, 0};
+                            0, 0, 0};
     srv_caps_welcome(&c->caps, &o);
+    if (srv_caps_has(c, PROTO_CAP_UP)) o.up = (uint8_t)s->up; /* only those who asked: others get today's bytes */
     proto_encode_welcome2(&b, s->version, &w, &o);
   } else {
     proto_encode_welcome(&b, s->version, &w);

@@ -77,6 +77,12 @@ static int create_refusal(srv_server *s, const cJSON *params, char *why, size_t 
              "folders (a path relative to the data directory's meshes/ or to a --mesh-dir folder)");
     return SRV_EPARAMS;
   }
+  const cJSON *up = cJSON_GetObjectItemCaseSensitive(params, "up");
+  if (up && !(cJSON_IsString(up) && (strcmp(up->valuestring, "y") == 0 || strcmp(up->valuestring, "z") == 0))) {
+    snprintf(why, whylen, "invalid params: \"up\" must be \"y\" or \"z\" (the file's axis that points up; "
+             "default \"y\")");
+    return SRV_EPARAMS;
+  }
   if (srv_session_find(s, name->valuestring)) {
     char q[SRV_QUOTE_BUF];
     snprintf(why, whylen, "a session called '%s' already exists", srv_json_quote(name->valuestring, q));
@@ -125,8 +131,9 @@ int srv_methods_create_open(srv_server *s, srv_rpc_call *call, const cJSON *para
   *req = (create_req){call, done, arg};
   const char *name = cJSON_GetObjectItemCaseSensitive(params, "session")->valuestring;
   const char *path = cJSON_GetObjectItemCaseSensitive(params, "mesh")->valuestring;
+  const cJSON *up = cJSON_GetObjectItemCaseSensitive(params, "up"); /* checked: absent, "y" or "z" */
   char why[256]; /* the open's reasons, as long as they have always been */
-  rc = srv_job_open_session(s, name, path, 1, on_created, req, why, sizeof(why));
+  rc = srv_job_open_session(s, name, path, 1, up ? up->valuestring[0] : 'y', on_created, req, why, sizeof(why));
   if (rc) {
     free(req);
     snprintf(err, errlen, "%s", why);
@@ -195,6 +202,7 @@ static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
     srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
     return;
   }
+  cJSON_AddStringToObject(o, "up", x->up == 'z' ? "z" : "y"); /* the session's, not the mesh's */
   srv_rpc_reply(call, o);
 }
 
@@ -219,6 +227,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "editors", editors);
   cJSON_AddNumberToObject(r, "operations", (double)x->ops_applied);
   cJSON_AddNumberToObject(r, "gestures", x->gesture_count); /* in progress, from any client */
+  cJSON_AddStringToObject(r, "up", x->up == 'z' ? "z" : "y");
   srv_rpc_reply(call, r);
 }
 

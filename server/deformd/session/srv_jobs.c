@@ -45,6 +45,7 @@ typedef struct open_job {
   srv_session *session;
   int confined;         /* a client's name, not the operator's path */
   int want_blob;        /* a store keeps the imported mesh */
+  char up;              /* the session's up axis, 'y' or 'z' */
   int status;
   char err[MESH_ERR_LEN + 64];
   srv_open_cb done;
@@ -150,14 +151,15 @@ static void open_done(uv_work_t *req, int status) {
   } else if (j->status) {
     j->status = SRV_EMESH; /* the reason says what the importer refused */
   } else {
+    j->session->up = j->up; /* before the store records it */
     if (s->store) {
       srv_session *x = j->session;
       x->store_id = s->next_session_id++;
       x->base_targets = x->mesh->target_count;
       uv_timeval64_t now;
       uv_gettimeofday(&now);
-      if (srv_store_put_session(s->store, x->store_id, x->name, (double)now.tv_sec + now.tv_usec / 1e6, j->blob,
-                                j->blob_len) != 0)
+      if (srv_store_put_session(s->store, x->store_id, x->name, (double)now.tv_sec + now.tv_usec / 1e6, x->up,
+                                j->blob, j->blob_len) != 0)
         srv_log(SRV_LOG_ERROR, "session %s: cannot queue it for the store (out of memory)", x->name);
     }
     srv_session_add(s, j->session);
@@ -186,8 +188,8 @@ static void on_imported(void *arg, int status, uint8_t *blob, size_t len, const 
   open_job_free(j);
 }
 
-int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
-                         void *arg, char *err, size_t errlen) {
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, char up,
+                         srv_open_cb done, void *arg, char *err, size_t errlen) {
   open_job *j = calloc(1, sizeof(*j));
   if (!j) {
     snprintf(err, errlen, "out of memory");
@@ -204,6 +206,7 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   j->max_vertices = s->cfg.max_vertices;
   j->reserve_mb = s->cfg.reserve_mb;
   j->want_blob = s->store != NULL;
+  j->up = up == 'z' ? 'z' : 'y';
   j->done = done;
   j->arg = arg;
   j->req.data = j;
@@ -264,7 +267,10 @@ static void export_work(uv_work_t *req) {
     snprintf(j->err, sizeof(j->err), "out of memory");
     return;
   }
-  j->status = mesh_export_mem(m, shape, j->format, &j->bytes, &j->len, j->err, sizeof(j->err));
+  /* A Z-up session's GLB gets a root rotation (glTF is Y-up); the vertex data stays the
+   * session's coordinates. session->up never changes, so the pool may read it. */
+  mesh_export_opts eo = {.z_up = j->session->up == 'z'};
+  j->status = mesh_export_mem_opts(m, shape, j->format, &eo, &j->bytes, &j->len, j->err, sizeof(j->err));
   free(shape);
   if (j->status == 0 && j->dir_fd >= 0) {
     j->status = srv_data_write(j->dir_fd, j->name, "exports", j->bytes, j->len, j->err, sizeof(j->err));

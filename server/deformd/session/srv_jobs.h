@@ -19,8 +19,9 @@
  * with a reason in err (then `done` is never called). */
 typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
                             const char *err);
-int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, srv_open_cb done,
-                         void *arg, char *err, size_t errlen);
+/* `up`: 'y' or 'z', the session's up axis (srv_session.up; the store keeps it). */
+int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, char up,
+                         srv_open_cb done, void *arg, char *err, size_t errlen);
 
 /* The current shape of a session as a file in `format` (OBJ or GLB), made on the thread pool
  * (the positions are captured now, on the loop thread): written as `name` beneath dir_fd

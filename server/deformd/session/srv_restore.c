@@ -97,6 +97,7 @@ typedef struct name_ctx {
   int64_t sid;
   char *name;
   double created;
+  char up; /* the session row's up axis */
 } name_ctx;
 
 static int name_row(const srv_store_row *row, void *arg) {
@@ -104,6 +105,7 @@ static int name_row(const srv_store_row *row, void *arg) {
   if (row->session != c->sid) return 0;
   c->name = strdup(row->name);
   c->created = row->time;
+  c->up = row->up;
   return 1;
 }
 
@@ -131,7 +133,7 @@ static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_hi
   srv_session *s = NULL;
   srv_server *fake = NULL;
   srv_store_blob mesh_bytes = {0}, cp = {0};
-  name_ctx nc = {sid, NULL, 0};
+  name_ctx nc = {sid, NULL, 0, 'y'};
   int rc = srv_store_reader_open(db_path, &r, err, errlen);
   if (rc) goto out;
   rc = srv_store_read_sessions(r, name_row, &nc, err, errlen);
@@ -155,6 +157,7 @@ static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_hi
     goto out;
   }
   s->store_id = sid;
+  s->up = nc.up;
   s->base_targets = s->mesh->target_count;
   s->restoring = 1;
   if (with_history && srv_history_init(s) != 0) {

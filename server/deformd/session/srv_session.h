@@ -56,6 +56,7 @@ struct srv_session {
   mesh_stats stats;
   srv_target *targets;       /* per target: range, set value, mute, drivers */
   float offset_quantum;
+  char up;                   /* 'y' or 'z': which file axis points up (viewers, exports); never changes */
   uint64_t version;
   float *weights;            /* target_count: the weights viewers apply (see srv_target) */
   uint64_t *weight_version;  /* target_count: version that last changed it */

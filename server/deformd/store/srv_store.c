@@ -43,7 +43,7 @@
 #define RETRY_MS 1000
 
 typedef enum item_kind {
-  ITEM_SESSION = 1, /* id, name, created, blob (mesh), version (quantum bits) */
+  ITEM_SESSION = 1, /* id, name, created, blob (mesh), version (quantum bits), op_kind (up: 'y' or 'z') */
   ITEM_SESSION_DELETE,
   ITEM_AUTHOR,      /* id, name */
   ITEM_OP,          /* session, v0, v1, step, author, time, kind, blob */
@@ -175,7 +175,7 @@ static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen) {
 static int write_item(srv_store *st, const item *it) {
   sqlite3 *db = st->db;
   static const char *const sql[] = {
-      [ITEM_SESSION] = "INSERT OR REPLACE INTO sessions(id, name, created, mesh) VALUES (?1, ?2, ?3, ?4)",
+      [ITEM_SESSION] = "INSERT OR REPLACE INTO sessions(id, name, created, mesh, up) VALUES (?1, ?2, ?3, ?4, ?5)",
       [ITEM_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
       [ITEM_AUTHOR] = "INSERT OR IGNORE INTO authors(id, name) VALUES (?1, ?2)",
       [ITEM_OP] = "INSERT INTO ops(session, version, first_version, step, author, time, kind, body, changed) "
@@ -235,6 +235,7 @@ static int write_item(srv_store *st, const item *it) {
       sqlite3_bind_text(s, 2, it->name, -1, SQLITE_STATIC);
       sqlite3_bind_double(s, 3, it->time);
       sqlite3_bind_blob64(s, 4, it->blob, it->len, SQLITE_STATIC);
+      sqlite3_bind_text(s, 5, it->op_kind == 'z' ? "z" : "y", 1, SQLITE_STATIC);
       break;
     case ITEM_AUTHOR:
       sqlite3_bind_int64(s, 1, it->author);
@@ -538,7 +539,7 @@ static void on_handle_closed(uv_handle_t *h) {
 /* The schema, one step per version: a new file runs every step, an older one the steps after
  * its user_version, each in a transaction of its own. Version 1 is what deformd wrote before
  * the schema had versions (its tables were always created IF NOT EXISTS). */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 static const char *const schema_steps[SCHEMA_VERSION + 1] = {
     [1] = "CREATE TABLE IF NOT EXISTS sessions(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL, "
           "mesh BLOB);"
@@ -558,6 +559,8 @@ static const char *const schema_steps[SCHEMA_VERSION + 1] = {
           "NULL, skipped INTEGER NOT NULL, author INTEGER NOT NULL, kind INTEGER NOT NULL, PRIMARY KEY(session, "
           "step)) WITHOUT ROWID;"
           "ALTER TABLE checkpoints ADD COLUMN history BLOB;",
+    /* 3: the session's up axis (session.create's `up`); sessions stored before it are Y-up. */
+    [3] = "ALTER TABLE sessions ADD COLUMN up TEXT NOT NULL DEFAULT 'y';",
 };
 
 static int64_t pragma_int(sqlite3 *db, const char *sql, int *rc) {
@@ -754,9 +757,9 @@ void srv_store_close(srv_store *st) {
 
 /* ---- queued writes ----------------------------------------------------------------------------- */
 
-int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, const void *mesh_blob,
-                          size_t len) {
-  item it = {.kind = ITEM_SESSION, .session = sid, .name = (char *)name, .time = created, .len = len};
+int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, char up,
+                          const void *mesh_blob, size_t len) {
+  item it = {.kind = ITEM_SESSION, .session = sid, .name = (char *)name, .time = created, .len = len, .op_kind = up};
   return push(st, &it, mesh_blob);
 }
 

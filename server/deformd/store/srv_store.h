@@ -46,8 +46,9 @@ int srv_store_open(uv_loop_t *loop, const char *dir, int full, srv_store **out, 
 void srv_store_close(srv_store *st);
 /* Queue records (copied) into the batch of this loop iteration. Each returns 0 or
  * SRV_EINTERNAL. */
-int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, const void *mesh_blob,
-                          size_t len);
+/* `up`: the session's up axis, 'y' or 'z' (schema 3's sessions.up). */
+int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, char up,
+                          const void *mesh_blob, size_t len);
 int srv_store_delete_session(srv_store *st, int64_t sid);
 int srv_store_put_author(srv_store *st, uint32_t id, const char *name);
 int srv_store_put_op(srv_store *st, int64_t sid, const srv_store_op *op);
@@ -82,6 +83,7 @@ typedef struct srv_store_row {
   srv_store_op op;  /* ops rows (body valid during the callback); author id for author rows;
                      * token rows: body/len the hash, kind the role, session the id */
   const char *scope; /* token rows: the session it is for, NULL for every session */
+  char up;           /* session rows: 'y' or 'z' (a store before schema 3: 'y') */
 } srv_store_row;
 typedef int (*srv_store_row_cb)(const srv_store_row *row, void *arg); /* nonzero stops */
 typedef struct srv_store_blob {

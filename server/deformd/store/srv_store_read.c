@@ -96,12 +96,20 @@ static int session_row(sqlite3_stmt *s, void *arg) {
   row.session = sqlite3_column_int64(s, 0);
   row.name = (const char *)sqlite3_column_text(s, 1);
   row.time = sqlite3_column_double(s, 2);
+  const unsigned char *up = sqlite3_column_text(s, 3);
+  row.up = up && up[0] == 'z' ? 'z' : 'y';
   return c->cb(&row, c->arg);
 }
 
 int srv_store_read_sessions(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
   rows_ctx c = {cb, arg};
-  return query(r, "SELECT id, name, created FROM sessions ORDER BY id", NULL, 0, session_row, &c, err, errlen);
+  /* A store a newer deformd has not migrated yet (--check-store reads it as it is) has no up
+   * column before schema 3: its sessions are Y-up. */
+  int version = 0;
+  char ignored[64];
+  if (srv__store_recognise(r->db, &version, ignored, sizeof(ignored)) != SQLITE_OK || version < 3)
+    return query(r, "SELECT id, name, created, 'y' FROM sessions ORDER BY id", NULL, 0, session_row, &c, err, errlen);
+  return query(r, "SELECT id, name, created, up FROM sessions ORDER BY id", NULL, 0, session_row, &c, err, errlen);
 }
 
 static int blob_row(sqlite3_stmt *s, void *arg) {
