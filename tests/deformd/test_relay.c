@@ -714,7 +714,7 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
   viewer v;
   join(&v, &r1, 1);
   /* The relay stops reading while the stream moves on by more than it keeps. */
-  kill(r1.pid, SIGSTOP);
+  harness_stop_process(r1.pid);
   for (int i = 0; i < 1600; i++) {
     char params[128];
     snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"smile_L\":%g}}", (i % 2 ? 0.25 : 0.5));

@@ -89,6 +89,9 @@ const char *harness_mesh_name(const char *path);
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
 
+/* Sends SIGSTOP and waits until `pid` is stopped (/proc/PID/stat state T): kill() only queues
+ * the signal, and a SIGCONT sent before the stop took effect cancels it. */
+void harness_stop_process(pid_t pid);
 /* A loopback port nobody listens on now (bound to port 0, then released). */
 int harness_free_port(void);
 /* A memory figure of the running server from /proc/PID/status, in bytes: `field` is "VmRSS"

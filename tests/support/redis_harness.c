@@ -2,6 +2,7 @@
  * redis_harness.c — see redis_harness.h.
  */
 #include "redis_harness.h"
+#include "harness.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -200,5 +201,7 @@ void redis_harness_kill(redis_harness *r) {
 }
 
 void redis_harness_pause(redis_harness *r, int paused) {
-  if (r->pid > 0) kill(r->pid, paused ? SIGSTOP : SIGCONT);
+  if (r->pid <= 0) return;
+  if (paused) harness_stop_process(r->pid); /* stopped for sure, not only signalled */
+  else kill(r->pid, SIGCONT);
 }

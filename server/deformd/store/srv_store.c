@@ -43,7 +43,7 @@
 #define RETRY_MS 1000
 
 typedef enum item_kind {
-  ITEM_SESSION = 1, /* id, name, created, blob (mesh), version (quantum bits), op_kind (up: 'y' or 'z') */
+  ITEM_SESSION = 1, /* id, name, created, blob (mesh), version (quantum bits), up */
   ITEM_SESSION_DELETE,
   ITEM_AUTHOR,      /* id, name */
   ITEM_OP,          /* session, v0, v1, step, author, time, kind, blob */
@@ -63,6 +63,7 @@ typedef struct item {
   uint64_t v0, v1, step;
   uint32_t author, changed;
   int op_kind;
+  char up;              /* ITEM_SESSION: the up axis, 'y' or 'z' */
   double time;
   char *name;
   uint8_t *blob;
@@ -235,7 +236,7 @@ static int write_item(srv_store *st, const item *it) {
       sqlite3_bind_text(s, 2, it->name, -1, SQLITE_STATIC);
       sqlite3_bind_double(s, 3, it->time);
       sqlite3_bind_blob64(s, 4, it->blob, it->len, SQLITE_STATIC);
-      sqlite3_bind_text(s, 5, it->op_kind == 'z' ? "z" : "y", 1, SQLITE_STATIC);
+      sqlite3_bind_text(s, 5, it->up == 'z' ? "z" : "y", 1, SQLITE_STATIC);
       break;
     case ITEM_AUTHOR:
       sqlite3_bind_int64(s, 1, it->author);
@@ -759,7 +760,7 @@ void srv_store_close(srv_store *st) {
 
 int srv_store_put_session(srv_store *st, int64_t sid, const char *name, double created, char up,
                           const void *mesh_blob, size_t len) {
-  item it = {.kind = ITEM_SESSION, .session = sid, .name = (char *)name, .time = created, .len = len, .op_kind = up};
+  item it = {.kind = ITEM_SESSION, .session = sid, .name = (char *)name, .time = created, .len = len, .up = up};
   return push(st, &it, mesh_blob);
 }
 
