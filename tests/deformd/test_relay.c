@@ -720,9 +720,17 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
     snprintf(params, sizeof(params), "{\"session\":\"demo\",\"weights\":{\"smile_L\":%g}}", (i % 2 ? 0.25 : 0.5));
     cJSON_Delete(harness_rpc_ok(&p, "weights.set", params));
   }
-  char len[64];
+  /* The primary answers before it has published (XADD runs on its Redis connection): wait
+   * until all 1,600 are in the stream, or a relay woken early would still find entry 1 there
+   * and follow the stream with no gap at all (it failed so now and then under load). */
+  char len[64], seq[64] = "";
+  for (int i = 0; i < WAIT_MS / 10 && strcmp(seq, "1600") != 0; i++) {
+    redis_harness_command(&rd, "HGET deformd:s:demo:meta seq", seq, sizeof(seq));
+    if (strcmp(seq, "1600") != 0) usleep(10000);
+  }
+  ASSERT(strcmp(seq, "1600") == 0);
   redis_harness_command(&rd, "XLEN deformd:s:demo:stream", len, sizeof(len));
-  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed */
+  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed, so entry 1, the relay's next, is gone */
   kill(r1.pid, SIGCONT);
   uint64_t want = version_of(&p, "demo");
   ASSERT_EQ(harness_expect_error(&v.c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
