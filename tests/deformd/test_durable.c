@@ -88,44 +88,27 @@ static void assert_same(const seen *a, const seen *b) {
   ASSERT(strcmp(a->clips, b->clips) == 0);
 }
 
-static const char *data_dir(const char *name) {
-  static char buf[4][1024];
-  static int k;
-  char *p = buf[k++ % 4];
-  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
-  return p;
-}
-
-static void start_on(harness *h, const char *dir, const char *wait, const char *extra) {
-  const char *args[8] = {"--data", dir, NULL};
-  int n = 2;
-  if (extra) args[n++] = extra;
-  args[n] = NULL;
-  harness_start(h, wait, args);
-}
-
-static void rpc(harness *h, const char *method, const char *params) { cJSON_Delete(harness_rpc_ok(h, method, params)); }
 
 /* ---- restart -------------------------------------------------------------------------------------- */
 
 TEST(every_kind_of_operation_survives_kill_9_bit_identical_on_the_demo_head) {
-  const char *dir = data_dir("durable-demo");
+  const char *dir = test_tmp_path("durable-demo");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8,\"jaw_open\":0.3}}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0],\"20\":[0,-0.002,0.0005]}}");
-  rpc(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"jaw_open\",\"min\":-1,\"max\":2}");
-  rpc(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"brow_up_L\",\"muted\":true}");
-  rpc(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"cheek_puff\",\"drivers\":[\"smile_L\"]}");
-  rpc(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":1,\"pick\":20400,\"handle_radius\":0.01,\"roi_radius\":0.05}");
-  rpc(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.01,0]}");
-  rpc(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0.002,0.012,0]}");
-  rpc(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":1}");
-  rpc(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"inflate\",\"radius\":0.02,\"strength\":0.1,"
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8,\"jaw_open\":0.3}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0],\"20\":[0,-0.002,0.0005]}}");
+  harness_rpc_done(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"jaw_open\",\"min\":-1,\"max\":2}");
+  harness_rpc_done(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"brow_up_L\",\"muted\":true}");
+  harness_rpc_done(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"cheek_puff\",\"drivers\":[\"smile_L\"]}");
+  harness_rpc_done(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":1,\"pick\":20400,\"handle_radius\":0.01,\"roi_radius\":0.05}");
+  harness_rpc_done(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.01,0]}");
+  harness_rpc_done(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0.002,0.012,0]}");
+  harness_rpc_done(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":1}");
+  harness_rpc_done(&h, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"inflate\",\"radius\":0.02,\"strength\":0.1,"
                           "\"samples\":[{\"center\":[0.03,0.02,0.09]},{\"center\":[0.035,0.02,0.09]}]}");
-  rpc(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"nose_long\"}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"nose_long\":0.5}}");
+  harness_rpc_done(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"nose_long\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"nose_long\":0.5}}");
   {
     client_conn c;
     client_replica r;
@@ -136,7 +119,7 @@ TEST(every_kind_of_operation_survives_kill_9_bit_identical_on_the_demo_head) {
     snprintf(params, sizeof(params), "{\"session\":\"demo\",\"pins\":[{\"vertex\":%u,\"position\":[%g,%g,%g]}],"
              "\"regularization\":0.01,\"targets\":[\"smile_L\"]}", v, r.mesh->positions[3 * v] + 0.002,
              r.mesh->positions[3 * v + 1] + 0.003, r.mesh->positions[3 * v + 2]);
-    rpc(&h, "blend.solve", params);
+    harness_rpc_done(&h, "blend.solve", params);
     client_replica_fini(&r);
     client_close(&c);
   }
@@ -144,11 +127,11 @@ TEST(every_kind_of_operation_survives_kill_9_bit_identical_on_the_demo_head) {
   look(&h, "demo", &before);
   ASSERT(before.version >= 10); /* (the two drags may coalesce into one solve) */
   harness_kill(&h);
-  start_on(&h, dir, "demo", "--demo"); /* --demo again: the stored session wins */
+  harness_start_on(&h, dir, "demo", "--demo"); /* --demo again: the stored session wins */
   look(&h, "demo", &after);
   assert_same(&before, &after);
   /* The history came back too: ana's newest step (the blend solve was hers) undoes. */
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   cJSON *u = harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}");
   ASSERT(strcmp(cJSON_GetObjectItem(u, "kind")->valuestring, "blend.solve") == 0);
   ASSERT(cJSON_GetObjectItem(u, "restored")->valueint >= 1);
@@ -159,43 +142,43 @@ TEST(every_kind_of_operation_survives_kill_9_bit_identical_on_the_demo_head) {
 }
 
 TEST(compressed_clips_and_gltf_targets_survive_kill_9_bit_identical) {
-  const char *dir = data_dir("durable-clips");
+  const char *dir = test_tmp_path("durable-clips");
   char create[2048];
   harness h;
-  start_on(&h, dir, NULL, NULL);
+  harness_start_on(&h, dir, NULL, NULL);
   snprintf(create, sizeof(create), "{\"session\":\"faerie\",\"mesh\":\"%s\"}",
            harness_mesh_name(test_assimp_model("MD2/faerie.md2")));
-  rpc(&h, "session.create", create);
+  harness_rpc_done(&h, "session.create", create);
   snprintf(create, sizeof(create), "{\"session\":\"cube\",\"mesh\":\"%s\"}",
            harness_mesh_name(test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf")));
-  rpc(&h, "session.create", create);
+  harness_rpc_done(&h, "session.create", create);
   cJSON *t = harness_rpc_ok(&h, "targets.list", "{\"session\":\"cube\"}");
   ASSERT(cJSON_GetArraySize(t) >= 2);
   char params[512];
   snprintf(params, sizeof(params), "{\"session\":\"cube\",\"weights\":{\"%s\":0.25,\"%s\":0.75}}",
            cJSON_GetObjectItem(cJSON_GetArrayItem(t, 0), "name")->valuestring,
            cJSON_GetObjectItem(cJSON_GetArrayItem(t, 1), "name")->valuestring);
-  rpc(&h, "weights.set", params);
+  harness_rpc_done(&h, "weights.set", params);
   cJSON_Delete(t);
-  rpc(&h, "anim.compress", "{\"session\":\"faerie\",\"clip\":\"stand\",\"max_error\":0.005}");
-  rpc(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"stand\",\"frame\":3}");
-  rpc(&h, "anim.pause", "{\"session\":\"faerie\"}");
-  rpc(&h, "anim.record_start", "{\"session\":\"cube\",\"clip\":\"rec\",\"fps\":30,\"max_frames\":5}");
-  rpc(&h, "sculpt.set", "{\"session\":\"cube\",\"offsets\":{\"1\":[0.01,0,0]}}");
+  harness_rpc_done(&h, "anim.compress", "{\"session\":\"faerie\",\"clip\":\"stand\",\"max_error\":0.005}");
+  harness_rpc_done(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"stand\",\"frame\":3}");
+  harness_rpc_done(&h, "anim.pause", "{\"session\":\"faerie\"}");
+  harness_rpc_done(&h, "anim.record_start", "{\"session\":\"cube\",\"clip\":\"rec\",\"fps\":30,\"max_frames\":5}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"cube\",\"offsets\":{\"1\":[0.01,0,0]}}");
   usleep(300000); /* the recording stops itself at its 5 frames */
-  rpc(&h, "anim.record_stop", "{\"session\":\"cube\"}");
+  harness_rpc_done(&h, "anim.record_stop", "{\"session\":\"cube\"}");
   seen f0, c0, f1, c1;
   look(&h, "faerie", &f0);
   look(&h, "cube", &c0);
   harness_kill(&h);
-  start_on(&h, dir, "faerie", NULL);
+  harness_start_on(&h, dir, "faerie", NULL);
   look(&h, "faerie", &f1);
   look(&h, "cube", &c1);
   assert_same(&f0, &f1);
   assert_same(&c0, &c1);
   /* The compressed clip plays again from where it was: the same weights at frame 3. */
-  rpc(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"stand\",\"frame\":3}");
-  rpc(&h, "anim.pause", "{\"session\":\"faerie\"}");
+  harness_rpc_done(&h, "anim.play", "{\"session\":\"faerie\",\"clip\":\"stand\",\"frame\":3}");
+  harness_rpc_done(&h, "anim.pause", "{\"session\":\"faerie\"}");
   seen f2;
   look(&h, "faerie", &f2);
   ASSERT(memcmp(f2.weights, f1.weights, sizeof(float) * f1.nt) == 0);
@@ -268,10 +251,10 @@ static void copy_dir(const char *from, const char *to) {
 }
 
 TEST(twenty_kill_9_during_steady_edits_lose_nothing_acknowledged) {
-  const char *dir = data_dir("durable-kill");
+  const char *dir = test_tmp_path("durable-kill");
   static const char *const names[EDITORS] = {"smile_L", "smile_R", "jaw_open"};
   harness h;
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   /* The editors' records run across rounds: a round that gets no answer leaves the value of an
    * earlier one. */
   editor *ed = calloc(EDITORS, sizeof(editor));
@@ -298,7 +281,7 @@ TEST(twenty_kill_9_during_steady_edits_lose_nothing_acknowledged) {
     stop = 1;
     for (int k = 0; k < EDITORS; k++) pthread_join(th[k], NULL);
     ASSERT(integrity_ok(dir));
-    start_on(&h, dir, "demo", "--demo");
+    harness_start_on(&h, dir, "demo", "--demo");
     cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
     uint64_t version = (uint64_t)cJSON_GetObjectItem(st, "version")->valuedouble;
     cJSON_Delete(st);
@@ -326,7 +309,7 @@ TEST(twenty_kill_9_during_steady_edits_lose_nothing_acknowledged) {
   harness_stop(&h); /* writes a checkpoint: the copy starts from it and from the log alike */
   copy_dir(dir, copy);
   harness h2;
-  start_on(&h2, copy, "demo", NULL);
+  harness_start_on(&h2, copy, "demo", NULL);
   look(&h2, "demo", &b);
   assert_same(&a, &b);
   harness_stop(&h2);
@@ -436,19 +419,19 @@ static double newest_step(harness *h) {
 }
 
 TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
-  const char *dir = data_dir("durable-undo");
+  const char *dir = test_tmp_path("durable-undo");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}");      /* A */
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");        /* B */
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"6\":[0.002,0,0]}}");      /* C */
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}");      /* A */
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");        /* B */
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"6\":[0.002,0,0]}}");      /* C */
   double c_step, b_step, s;
   undo_redo(&h, "history.undo", "sculpt.set", 1, &c_step);
   undo_redo(&h, "history.undo", "weights.set", 1, &b_step);
   undo_redo(&h, "history.redo", "weights.set", 1, &s);
   ASSERT(s == b_step);
-  rpc(&h, "history.revert", "{\"session\":\"demo\",\"version\":1}"); /* (ends ana's redo of C) */
+  harness_rpc_done(&h, "history.revert", "{\"session\":\"demo\",\"version\":1}"); /* (ends ana's redo of C) */
   double r_step;
   undo_redo(&h, "history.undo", "revert", 1, &r_step); /* smile_L back at 0.5 */
   char *l0 = history_text(&h);
@@ -459,12 +442,12 @@ TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
   look(&h, "demo", &before);
   /* kill -9: nothing was checkpointed; the log and the step rows hold it all. */
   harness_kill(&h);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   look(&h, "demo", &after);
   assert_same(&before, &after);
   char *l1 = history_text(&h);
   if (strcmp(l0, l1) != 0) test__fail(__FILE__, __LINE__, "history.list changed:\n%s\n%s", l0, l1);
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   /* ana's redo stack holds the revert she undid: redo makes it again, under a new step number. */
   undo_redo(&h, "history.redo", "revert", 1, &s);
   ASSERT(s == r_step);
@@ -476,13 +459,13 @@ TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
   look(&h, "demo", &before);
   /* SIGTERM: everything is in the checkpoint the stop writes. */
   harness_stop(&h);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   seen_fini(&after);
   look(&h, "demo", &after);
   assert_same(&before, &after);
   char *l3 = history_text(&h);
   if (strcmp(l2, l3) != 0) test__fail(__FILE__, __LINE__, "history.list changed:\n%s\n%s", l2, l3);
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   undo_redo(&h, "history.redo", "revert", 1, &s);
   ASSERT(s == r_step);
   undo_redo(&h, "history.undo", "revert", 1, &s);
@@ -496,9 +479,9 @@ TEST(undo_and_redo_survive_kill_9_and_sigterm_and_history_list_reads_the_same) {
 }
 
 TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
-  const char *dir = data_dir("durable-undo-nothing");
+  const char *dir = test_tmp_path("durable-undo-nothing");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   client_conn ana, bob;
   as_author(&h, &ana, "ana");
   as_author(&h, &bob, "bob");
@@ -513,7 +496,7 @@ TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
   cJSON_Delete(r);
   client_close(&ana), client_close(&bob);
   harness_kill(&h);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   as_author(&h, &ana, "ana");
   r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
   ASSERT_EQ(code, -32006); /* her one step is undone already */
@@ -527,20 +510,20 @@ TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
 }
 
 TEST(more_steps_than_a_checkpoint_holds_stay_undoable_after_a_restart_up_to_undo_depth) {
-  const char *dir = data_dir("durable-depth");
+  const char *dir = test_tmp_path("durable-depth");
   harness h;
   const char *const args[] = {"--data", dir, "--demo", "--undo-depth", "150", NULL};
   harness_start(&h, "demo", args);
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   /* 1,100 steps: past a checkpoint (every 1,000 operations), then a clean stop (another). */
   char p[160];
   for (int i = 1; i <= 1100; i++) {
     snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 2048.0);
-    rpc(&h, "weights.set", p);
+    harness_rpc_done(&h, "weights.set", p);
   }
   harness_stop(&h);
   harness_start(&h, "demo", args);
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   for (int i = 0; i < 150; i++) undo_redo(&h, "history.undo", "weights.set", 1, NULL);
   char msg[256];
   ASSERT(harness_rpc_err(&h, "history.undo", "{\"session\":\"demo\"}", msg, sizeof(msg)) == -32006);
@@ -554,24 +537,24 @@ TEST(more_steps_than_a_checkpoint_holds_stay_undoable_after_a_restart_up_to_undo
 }
 
 TEST(revert_to_an_old_version_then_undo_the_revert) {
-  const char *dir = data_dir("durable-revert");
+  const char *dir = test_tmp_path("durable-revert");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8}}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
   seen at2;
   look(&h, "demo", &at2);
   ASSERT_EQ(at2.version, 2);
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.1,\"jaw_open\":0.6}}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.005,0,0],\"11\":[0,0.002,0]}}");
-  rpc(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"jaw_open\",\"muted\":true}");
-  rpc(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"extra\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.1,\"jaw_open\":0.6}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.005,0,0],\"11\":[0,0.002,0]}}");
+  harness_rpc_done(&h, "targets.configure", "{\"session\":\"demo\",\"target\":\"jaw_open\",\"muted\":true}");
+  harness_rpc_done(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"extra\"}");
   seen now;
   look(&h, "demo", &now);
   /* An export of version 2 is the shape viewers saw then. */
   char params[1400];
-  rpc(&h, "session.export", "{\"session\":\"demo\",\"path\":\"v2.obj\",\"version\":2}"); /* into exports/ */
+  harness_rpc_done(&h, "session.export", "{\"session\":\"demo\",\"path\":\"v2.obj\",\"version\":2}"); /* into exports/ */
   cJSON *r = harness_rpc_ok(&h, "history.revert", "{\"session\":\"demo\",\"version\":2}");
   ASSERT_EQ(cJSON_GetObjectItem(r, "reverted_to")->valueint, 2);
   cJSON_Delete(r);
@@ -824,7 +807,7 @@ static int set_many(harness *h, int round, uint32_t count, char *msg, size_t msg
  * fails with EFBIG as one past a full disk fails with ENOSPC; raising it again is the room that
  * comes back. */
 static void full_disk_by_file_size_limit(void) {
-  const char *dir = data_dir("durable-fsize");
+  const char *dir = test_tmp_path("durable-fsize");
   char wrapper[1200], script[2048];
   snprintf(wrapper, sizeof(wrapper), "%s/deformd-fsize.sh", test_tmpdir());
   snprintf(script, sizeof(script), "#!/bin/sh\ntrap '' XFSZ\nexec '%s' \"$@\"\n", getenv("DEFORMD_BIN"));
@@ -834,7 +817,7 @@ static void full_disk_by_file_size_limit(void) {
   char *real = strdup(getenv("DEFORMD_BIN"));
   setenv("DEFORMD_BIN", wrapper, 1);
   harness h;
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   setenv("DEFORMD_BIN", real, 1);
   char msg[512];
   ASSERT_EQ(set_smile(&h, 0.25f, msg, sizeof(msg)), 0);
@@ -855,7 +838,7 @@ static void full_disk_by_file_size_limit(void) {
   /* Nothing committed was damaged: after kill -9 the store is intact and has the last value. */
   harness_kill(&h);
   ASSERT(integrity_ok(dir));
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   ASSERT(smile_now(&h) == 0.5f);
   harness_stop(&h);
   free(real);
@@ -882,16 +865,16 @@ static int64_t count_rows(const char *dir, const char *sql) {
 }
 
 TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
-  const char *dir = data_dir("durable-long");
+  const char *dir = test_tmp_path("durable-long");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   /* 1,200 operations: past the checkpoint interval (SRV_CHECKPOINT_OPS, 1000). */
   char p[256];
   for (int i = 1; i <= 1200; i++) {
     if (i % 2) snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 2048.0);
     else snprintf(p, sizeof(p), "{\"session\":\"demo\",\"offsets\":{\"%d\":[%.9g,0,0]}}", 100 + i % 50, i / 1e6);
-    rpc(&h, i % 2 ? "weights.set" : "sculpt.set", p);
+    harness_rpc_done(&h, i % 2 ? "weights.set" : "sculpt.set", p);
   }
   seen before, after;
   look(&h, "demo", &before);
@@ -899,11 +882,11 @@ TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
   harness_kill(&h);
   ASSERT(count_rows(dir, "SELECT count(*) FROM checkpoints") >= 1);
   ASSERT(count_rows(dir, "SELECT max(version) FROM checkpoints") >= 1000);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   look(&h, "demo", &after);
   assert_same(&before, &after);
   /* Undo reaches a step replayed after the checkpoint; older ones are listed. */
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   cJSON_Delete(harness_rpc_ok(&h, "history.undo", "{\"session\":\"demo\"}"));
   cJSON *list = harness_rpc_ok(&h, "history.list", "{\"session\":\"demo\",\"limit\":5000}");
   ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(list, "steps")), 1201);
@@ -926,7 +909,7 @@ TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
   seen_fini(&c0);
   c0 = c2;
   harness_kill(&h);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   look(&h, "demo", &c1);
   assert_same(&c0, &c1);
   harness_stop(&h);
@@ -934,13 +917,13 @@ TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
 }
 
 TEST(history_older_than_history_days_is_folded_into_a_checkpoint) {
-  const char *dir = data_dir("durable-days");
+  const char *dir = test_tmp_path("durable-days");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   for (int i = 1; i <= 20; i++) {
     char p[160];
     snprintf(p, sizeof(p), "{\"session\":\"demo\",\"weights\":{\"jaw_open\":%.9g}}", i / 64.0);
-    rpc(&h, "weights.set", p);
+    harness_rpc_done(&h, "weights.set", p);
   }
   seen before, after;
   look(&h, "demo", &before);
@@ -954,7 +937,7 @@ TEST(history_older_than_history_days_is_folded_into_a_checkpoint) {
   ASSERT_EQ(left, 0);
   ASSERT_EQ(count_rows(dir, "SELECT max(version) FROM checkpoints"), 20);
   harness_kill(&h);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   look(&h, "demo", &after);
   assert_same(&before, &after);
   harness_stop(&h);
@@ -1101,11 +1084,11 @@ static cJSON *glb_root_rotation(const uint8_t *glb, size_t n) {
 }
 
 TEST(a_session_created_with_up_z_keeps_it_through_kill_9_and_its_glb_is_rotated_upright) {
-  const char *dir = data_dir("durable-up");
+  const char *dir = test_tmp_path("durable-up");
   harness h;
   char b[8];
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "session.create", "{\"session\":\"scan\",\"mesh\":\"demo\",\"up\":\"z\"}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"scan\",\"mesh\":\"demo\",\"up\":\"z\"}");
   ASSERT_UP(info_up(&h, "mesh.info", "scan", b), "z");
   ASSERT_UP(info_up(&h, "state.get", "scan", b), "z");
   ASSERT_UP(info_up(&h, "mesh.info", "demo", b), "y"); /* not asked: Y-up, as always */
@@ -1117,11 +1100,11 @@ TEST(a_session_created_with_up_z_keeps_it_through_kill_9_and_its_glb_is_rotated_
     ASSERT_EQ(harness_rpc_err(&h, "session.create", params, err, sizeof(err)), -32602);
     ASSERT_STR_CONTAINS(err, "\"up\" must be \"y\" or \"z\"");
   }
-  rpc(&h, "sculpt.set", "{\"session\":\"scan\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"scan\",\"offsets\":{\"10\":[0.001,0,0]}}");
   seen s0, s1;
   look(&h, "scan", &s0);
   harness_kill(&h);
-  start_on(&h, dir, "scan", NULL);
+  harness_start_on(&h, dir, "scan", NULL);
   ASSERT_UP(info_up(&h, "mesh.info", "scan", b), "z");
   ASSERT_UP(info_up(&h, "mesh.info", "demo", b), "y");
   look(&h, "scan", &s1);

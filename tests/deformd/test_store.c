@@ -19,14 +19,6 @@
 #include "harness.h"
 #include "test.h"
 
-static const char *store_dir(const char *name) {
-  static char buf[4][1024];
-  static int k;
-  char *p = buf[k++ % 4];
-  snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
-  return p;
-}
-
 static const char *db_file(const char *dir, const char *suffix) {
   static char buf[4][1200];
   static int k;
@@ -46,15 +38,6 @@ static double now_s(void) {
   return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-static void start_on(harness *h, const char *dir, const char *wait, const char *extra) {
-  const char *args[8] = {"--data", dir, NULL};
-  int n = 2;
-  if (extra) args[n++] = extra;
-  args[n] = NULL;
-  harness_start(h, wait, args);
-}
-
-static void rpc(harness *h, const char *method, const char *params) { cJSON_Delete(harness_rpc_ok(h, method, params)); }
 
 /* Runs deformd with `args` (ports 0) until it exits (at most 30 s); its stderr goes to *log
  * (malloc'ed, caller frees). Returns its exit status, or -1 when it did not exit. */
@@ -122,9 +105,9 @@ static long long sql_int(const char *dir, const char *text) {
 #define MAIN_GOAL (24ll << 20) /* the edits go on until the main file holds this much */
 
 TEST(the_wal_is_checkpointed_while_serving_and_stays_bounded_under_steady_edits) {
-  const char *dir = store_dir("wal");
+  const char *dir = test_tmp_path("wal");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   /* Steady edits of 2,000 vertices each (records of some 14 KB): the WAL would pass its bound
    * long before the main file reaches its goal if nothing copied it back. */
   size_t cap = 2000 * 48 + 256;
@@ -137,7 +120,7 @@ TEST(the_wal_is_checkpointed_while_serving_and_stays_bounded_under_steady_edits)
     for (int v = 0; v < 2000; v++)
       k += (size_t)snprintf(p + k, cap - k, "%s\"%d\":[%.6f,0,0]", v ? "," : "", v * 7, 0.0001 * ((i + v) % 97 + 1));
     snprintf(p + k, cap - k, "}}");
-    rpc(&h, "sculpt.set", p);
+    harness_rpc_done(&h, "sculpt.set", p);
     long long w = file_size(db_file(dir, "-wal"));
     if (w > wal_max) wal_max = w;
     main_size = file_size(db_file(dir, ""));
@@ -157,10 +140,10 @@ TEST(the_wal_is_checkpointed_while_serving_and_stays_bounded_under_steady_edits)
 /* ---- schema versions --------------------------------------------------------------------------- */
 
 TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_identical) {
-  const char *dir = store_dir("future");
+  const char *dir = test_tmp_path("future");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
   harness_stop(&h);
   /* What a later deformd might have made of it. */
   sql(dir, "PRAGMA user_version = 7; CREATE TABLE future(x); ALTER TABLE sessions ADD COLUMN extra TEXT;");
@@ -180,7 +163,7 @@ TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_ide
 }
 
 TEST(a_foreign_sqlite_file_is_refused_and_left_byte_identical) {
-  const char *dir = store_dir("foreign");
+  const char *dir = test_tmp_path("foreign");
   mkdir(dir, 0700);
   sql(dir, "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes(text) VALUES ('mine');");
   size_t n0 = 0, n1 = 0;
@@ -198,11 +181,11 @@ TEST(a_foreign_sqlite_file_is_refused_and_left_byte_identical) {
 }
 
 TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
-  const char *dir = store_dir("v1");
+  const char *dir = test_tmp_path("v1");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.25}}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.25}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
   cJSON *s0 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
   cJSON *t0 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   harness_stop(&h);
@@ -211,7 +194,7 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; ALTER TABLE sessions DROP COLUMN up; "
            "PRAGMA user_version = 1;");
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 1);
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   cJSON *s1 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
   cJSON *t1 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   ASSERT(cJSON_Compare(s0, s1, 1));
@@ -220,9 +203,9 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   ASSERT(strcmp(cJSON_GetObjectItem(info, "up")->valuestring, "y") == 0);
   cJSON_Delete(info);
   /* It takes edits and undoes after the upgrade. */
-  rpc(&h, "hello", "{\"author\":\"ana\"}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}");
-  rpc(&h, "history.undo", "{\"session\":\"demo\"}");
+  harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}");
+  harness_rpc_done(&h, "history.undo", "{\"session\":\"demo\"}");
   harness_stop(&h);
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 3);
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM sessions WHERE up = 'y'"), sql_int(dir, "SELECT count(*) FROM sessions"));
@@ -263,11 +246,11 @@ static const cJSON *listed(const cJSON *list, const char *name) {
 }
 
 TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_code_and_can_be_closed) {
-  const char *dir = store_dir("damaged");
+  const char *dir = test_tmp_path("damaged");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "session.create", "{\"session\":\"head2\",\"mesh\":\"demo\"}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"head2\",\"mesh\":\"demo\"}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
   harness_stop(&h);
   char *log = NULL;
   const char *check[] = {"--check-store", dir, NULL};
@@ -281,7 +264,7 @@ TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_co
   free(log);
   /* Served as what it is: listed damaged with the reason, its own code, no second error for
    * --demo's session of the same name. */
-  start_on(&h, dir, "head2", "--demo");
+  harness_start_on(&h, dir, "head2", "--demo");
   cJSON *list = harness_rpc_ok(&h, "session.list", NULL);
   const cJSON *d = listed(list, "demo");
   ASSERT(d != NULL);
@@ -309,9 +292,9 @@ TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_co
   ASSERT_STR_CONTAINS(server_log, "session demo is not opened from its mesh");
   free(server_log);
   /* The owner closes it: its rows go, the name is free again. */
-  rpc(&h, "session.close", "{\"session\":\"demo\"}");
+  harness_rpc_done(&h, "session.close", "{\"session\":\"demo\"}");
   ASSERT_EQ(harness_rpc_err(&h, "targets.list", "{\"session\":\"demo\"}", NULL, 0), -32001);
-  rpc(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}");
   harness_stop(&h);
   ASSERT_EQ(run_deformd(check, &log), 0);
   free(log);
@@ -319,7 +302,7 @@ TEST(a_session_whose_stored_mesh_is_corrupt_is_listed_damaged_answers_its_own_co
 
 TEST(check_store_says_1_for_a_directory_without_a_store_and_for_a_foreign_file) {
   char *log = NULL;
-  const char *dir = store_dir("nothing");
+  const char *dir = test_tmp_path("nothing");
   mkdir(dir, 0700);
   const char *check[] = {"--check-store", dir, NULL};
   ASSERT_EQ(run_deformd(check, &log), 1);
@@ -332,18 +315,18 @@ TEST(check_store_says_1_for_a_directory_without_a_store_and_for_a_foreign_file) 
 }
 
 TEST(a_session_whose_log_breaks_exports_the_state_before_the_break) {
-  const char *dir = store_dir("damaged-log");
+  const char *dir = test_tmp_path("damaged-log");
   harness h;
-  start_on(&h, dir, "demo", "--demo");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
-  rpc(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
-  rpc(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}");
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.5}}");
+  harness_rpc_done(&h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"10\":[0.001,0,0]}}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jaw_open\":0.5}}");
   size_t n1 = 0, n3 = 0;
   uint8_t *at1 = harness_download(&h, "demo", "obj", 1, &n1); /* the oracle: version 1 as served */
   harness_kill(&h);
   /* Version 2's record no longer decodes: the log breaks there. */
   sql(dir, "UPDATE ops SET body = x'ff' WHERE version = 2;");
-  start_on(&h, dir, "demo", "--demo");
+  harness_start_on(&h, dir, "demo", "--demo");
   cJSON *list = harness_rpc_ok(&h, "session.list", NULL);
   ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(listed(list, "demo"), "damaged")));
   cJSON_Delete(list);

@@ -494,3 +494,12 @@ void harness_stop_process(pid_t pid) {
   }
   test__fail(__FILE__, __LINE__, "process %d did not stop within 10 s of SIGSTOP", (int)pid);
 }
+
+void harness_start_on(harness *h, const char *dir, const char *wait_session, const char *extra) {
+  const char *args[4] = {"--data", dir, extra, NULL};
+  harness_start(h, wait_session, args);
+}
+
+void harness_rpc_done(harness *h, const char *method, const char *params) {
+  cJSON_Delete(harness_rpc_ok(h, method, params));
+}

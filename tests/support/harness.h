@@ -89,6 +89,10 @@ const char *harness_mesh_name(const char *path);
  * 3 * vertex_count floats, exact (the OBJ writer prints floats with %.9g). Caller frees. */
 float *harness_server_positions(harness *h, const char *session, uint32_t *vertex_count);
 
+/* harness_start with `--data dir` (and one more argument, `extra`, when not NULL). */
+void harness_start_on(harness *h, const char *dir, const char *wait_session, const char *extra);
+/* A JSON-RPC call that must succeed, its result dropped. */
+void harness_rpc_done(harness *h, const char *method, const char *params);
 /* Sends SIGSTOP and waits until `pid` is stopped (/proc/PID/stat state T): kill() only queues
  * the signal, and a SIGCONT sent before the stop took effect cancels it. */
 void harness_stop_process(pid_t pid);
