@@ -9,7 +9,7 @@
  *
  * Layout (all integers u32, all floats IEEE-754 binary32, little-endian):
  *
- *   "DFMB" version=2 flags(bit0 normals, bit1 uvs)
+ *   "DFMB" version=2 flags(bit0 normals, bit1 uvs, bit2 the file says +Z is up: mesh.file_up)
  *   vertex_count triangle_count target_count frame_count frame_rate clip_count submesh_count
  *   bbox_min[3] bbox_max[3]
  *   positions[3V] normals[3V]? uvs[2V]? triangles[3T]
@@ -44,6 +44,7 @@
 #define CLIP_PLAY_ONCE 1u
 #define FLAG_NORMALS 1u
 #define FLAG_UVS 2u
+#define FLAG_Z_UP 4u /* set only for such files: every other blob keeps the bytes it always had */
 /* magic, version, flags, 7 counts, 6 bbox floats */
 #define HEADER_BYTES (4u + 4u * 2u + 4u * 7u + 4u * 6u)
 
@@ -163,7 +164,7 @@ int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len) {
   memcpy(w.p, blob_magic, 4);
   w.p += 4;
   put_u32(&w, BLOB_VERSION);
-  put_u32(&w, (m->normals ? FLAG_NORMALS : 0u) | (m->uvs ? FLAG_UVS : 0u));
+  put_u32(&w, (m->normals ? FLAG_NORMALS : 0u) | (m->uvs ? FLAG_UVS : 0u) | (m->file_up == 'z' ? FLAG_Z_UP : 0u));
   put_u32(&w, m->vertex_count);
   put_u32(&w, m->triangle_count);
   put_u32(&w, m->target_count);
@@ -447,7 +448,7 @@ int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out
     return MESH_EFORMAT;
   }
   uint32_t flags = get_u32(&r);
-  if (flags & ~(FLAG_NORMALS | FLAG_UVS)) {
+  if (flags & ~(FLAG_NORMALS | FLAG_UVS | FLAG_Z_UP)) {
     mesh__set_err(err, errlen, "mesh blob has unknown flags 0x%x", flags);
     return MESH_EFORMAT;
   }
@@ -462,6 +463,7 @@ int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out
   mesh *m = mesh_create();
   if (m == NULL) return MESH_ENOMEM;
   m->frame_rate = rate;
+  m->file_up = (flags & FLAG_Z_UP) ? 'z' : 0;
   for (int k = 0; k < 3; k++) m->bbox_min[k] = get_f32(&r);
   for (int k = 0; k < 3; k++) m->bbox_max[k] = get_f32(&r);
   int rc = read_body(&r, m, flags, v, t, targets, frames, clips, submeshes);

@@ -100,6 +100,12 @@ typedef struct mesh {
   mesh_submesh *submeshes;   /* at least one when the mesh has triangles */
 
   float bbox_min[3], bbox_max[3];  /* of `positions`; see mesh_update_bounds() */
+
+  /* 'z' when the file says its +Z axis points up (an FBX file's GlobalSettings UpAxis = 2,
+   * UpAxisSign = 1), else 0: the file says Y or nothing. Positions are as the file has them;
+   * session.create takes this as the session's up axis when the caller names none. (COLLADA's
+   * up_axis needs nothing: assimp turns a Z_UP file Y-up in its root transform.) */
+  char file_up;
 } mesh;
 
 /* Allocates an empty mesh (all counts zero). Returns NULL when out of memory.

@@ -113,6 +113,7 @@ typedef struct raw_mesh {
   uint32_t frame_name_count;
   char (*frame_names)[MESH__FRAME_NAME_LEN]; /* MD2/MD3 frame names, or NULL */
   int morph_animations; /* assimp saw animations of morph-target weights */
+  char file_up;         /* the file's own up axis: 'z' or 0 (mesh.file_up) */
   uint32_t submesh_count;
   mesh_submesh *submeshes;
 } raw_mesh;
@@ -555,6 +556,7 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
 
   for (unsigned a = 0; a < sc->mNumAnimations; a++)
     if (sc->mAnimations[a] && sc->mAnimations[a]->mNumMorphMeshChannels > 0) r->morph_animations = 1;
+  r->file_up = mesh__scene_up_axis(sc);
   rc = mesh__scene_gather(sc, &g);
   if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
   if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
@@ -788,6 +790,7 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   }
   rc = compact(&r, m);
   if (rc) goto done;
+  m->file_up = r.file_up;
   if (kind != KEYFRAMES_NONE) {
     rc = keyframe_clips(path, kind, &r, m, err, errlen);
     if (rc) goto done;

@@ -153,6 +153,8 @@ int mesh__scene_read(const char *path, int md2_keyframe, const struct aiScene **
  * deeper than 256: a cycle), MESH_ERANGE (a node names a mesh that does not exist) or
  * MESH_ENOMEM; call mesh__scene_fini either way. */
 int mesh__scene_gather(const struct aiScene *sc, mesh__scene *g);
+/* 'z' when the scene's metadata says +Z is up (FBX's UpAxis 2 with UpAxisSign 1), else 0. */
+char mesh__scene_up_axis(const struct aiScene *sc);
 void mesh__scene_fini(mesh__scene *g);
 /* `v` placed by `xf`. */
 void mesh__scene_point(const mesh__mat4d *xf, const struct aiVector3D *v, double out[3]);

@@ -46,6 +46,25 @@ int mesh__scene_read(const char *path, int md2_keyframe, const struct aiScene **
   return 0;
 }
 
+/* FBX files say which axis is up in their GlobalSettings, and assimp's FBX reader passes it on
+ * as scene metadata (integers: 0 X, 1 Y, 2 Z; sign 1 or -1) without turning the geometry.
+ * Only +Z is reported: Y is everyone's default, and X-up or downward axes are rare enough that a
+ * user names the axis (session.create's up) rather than us guessing a rotation. */
+char mesh__scene_up_axis(const struct aiScene *sc) {
+  const struct aiMetadata *md = sc ? sc->mMetaData : NULL;
+  if (!md) return 0;
+  int axis = -1, sign = 1;
+  for (unsigned i = 0; i < md->mNumProperties; i++) {
+    const struct aiMetadataEntry *e = &md->mValues[i];
+    if (e->mType != AI_INT32 || !e->mData) continue;
+    int v;
+    memcpy(&v, e->mData, sizeof(v));
+    if (strcmp(md->mKeys[i].data, "UpAxis") == 0) axis = v;
+    else if (strcmp(md->mKeys[i].data, "UpAxisSign") == 0) sign = v;
+  }
+  return axis == 2 && sign == 1 ? 'z' : 0;
+}
+
 /* ---- transforms --------------------------------------------------------------------------------- */
 
 static mesh__mat4d mat_from_ai(const struct aiMatrix4x4 *a) {

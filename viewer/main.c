@@ -7,7 +7,8 @@
  *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
  *                [--overlay]]
- *               [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]
+ *               [--weights name=value,...] [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]
+ *               [--wireframe]
  *
  * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
  * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
@@ -17,7 +18,8 @@
  * the stream port + 1 on the same host) and opens a session on it. --tls speaks TLS on both
  * and verifies the server's certificate. --screenshot renders off-screen (no window appears; works under Xvfb), writes
  * the PNG and exits 0. --weights overrides weights in this viewer only (the session is not
- * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh). --help also
+ * edited). --camera takes degrees and a distance in mesh units (0: frame the mesh); --view one of
+ * Blender's numpad views about the session's up axis (vw_camera_view); the last of the two wins. --help also
  * lists every key (vw_hud.c's table, the one the H overlay shows).
  */
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "vw_app.h"
 #include "vw_open.h"
 #include "vw_hud.h"
+#include "vw_camera.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -37,7 +40,8 @@ static void usage(FILE *out) {
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
           "                    [--overlay]]\n"
-          "                   [--weights name=value,...] [--camera yaw,pitch,dist] [--wireframe]\n");
+          "                   [--weights name=value,...] [--wireframe]\n"
+          "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n");
 }
 
 static void keys(FILE *out) {
@@ -161,8 +165,10 @@ int main(int argc, char **argv) {
       o.timeout_s = atof(v);
     } else if (strcmp(a, "--weights") == 0) {
       o.weights = v;
+    } else if (strcmp(a, "--view") == 0 && vw_camera_view_named(v)) {
+      o.view = vw_camera_view_named(v), o.has_camera = 0; /* the last of --view and --camera wins */
     } else if (strcmp(a, "--camera") == 0 && sscanf(v, "%f,%f,%f", &o.yaw_deg, &o.pitch_deg, &o.dist) == 3) {
-      o.has_camera = 1;
+      o.has_camera = 1, o.view = 0;
     } else if (strcmp(a, "--max-rate") == 0 && atof(v) > 0 && atof(v) <= 1e6) {
       o.stream.max_rate = (float)atof(v);
     } else if (strcmp(a, "--tolerance") == 0 && atof(v) > 0 && atof(v) < 1e30) {

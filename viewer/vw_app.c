@@ -57,7 +57,8 @@ typedef struct app {
   vw_gpu *gpu;
   vw_render *render;
   vw_camera cam;
-  int framed, front;       /* front: a front view is asked for (with the next framing) */
+  int framed;
+  char view;               /* a view asked for with the next framing (vw_camera_view's letter), or 0 */
   double diag;
   float *weights;          /* replica weights with local overrides applied */
   uint32_t nweights;       /* ... for this many targets (the replica may have more: its thread
@@ -234,7 +235,12 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
       break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;
     case GLFW_KEY_F: a->framed = 0; break;
-    case GLFW_KEY_HOME: case GLFW_KEY_KP_1: a->framed = 0, a->front = 1; break;
+    case GLFW_KEY_HOME: a->framed = 0, a->view = 'f'; break;
+    /* Blender's numpad views about the session's up axis; Ctrl for the opposite side. They turn
+     * the camera only: the zoom and the point looked at stay, as in Blender. */
+    case GLFW_KEY_KP_1: vw_camera_view(&a->cam, a->ctrl ? 'b' : 'f'); break;
+    case GLFW_KEY_KP_3: vw_camera_view(&a->cam, a->ctrl ? 'l' : 'r'); break;
+    case GLFW_KEY_KP_7: vw_camera_view(&a->cam, a->ctrl ? 'u' : 't'); break;
     case GLFW_KEY_T: a->sliders = !a->sliders; break;
     case GLFW_KEY_V: set_mode(a, MODE_VIEW); break;
     case GLFW_KEY_G: set_mode(a, MODE_DRAG); break;
@@ -613,7 +619,7 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
   if (a->gpu && !a->framed) {
     a->cam.up = a->net.granted.up == 'z' ? 'z' : 'y'; /* a server that does not say: Y-up */
     vw_camera_frame(&a->cam, a->net.replica.mesh->bbox_min, a->net.replica.mesh->bbox_max);
-    if (a->front) a->cam.yaw = a->cam.pitch = 0, a->front = 0;
+    if (a->view) vw_camera_view(&a->cam, a->view), a->view = 0;
     else if (a->o->has_camera) {
       a->cam.yaw = glm_rad(a->o->yaw_deg);
       a->cam.pitch = glm_rad(a->o->pitch_deg);
@@ -636,6 +642,7 @@ int vw_app_run(const vw_app_opts *o) {
   a->front_only = 1;
   a->next_gesture = 1;
   a->cam.fov = glm_rad(40.0f);
+  a->view = o->view;
   vw_panel_init(&a->panel);
   parse_overrides(a);
   int shot = o->screenshot != NULL, status = 1, rc;

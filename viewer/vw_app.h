@@ -27,6 +27,7 @@ typedef struct vw_app_opts {
   int frames;              /* screenshot: frames to render after the state is there (default 3) */
   const char *weights;     /* "name=value,...": local overrides (this viewer only) */
   int has_camera;
+  char view;               /* --view: the first view (vw_camera_view's letter), or 0 */
   float yaw_deg, pitch_deg, dist; /* dist <= 0: frame the mesh */
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
   int wireframe;

@@ -4,6 +4,7 @@
 #include "vw_camera.h"
 
 #include <math.h>
+#include <string.h>
 
 void vw_camera_frame(vw_camera *c, const float lo[3], const float hi[3]) {
   float r = 0;
@@ -74,10 +75,33 @@ void vw_camera_ray(const vw_camera *c, int width, int height, float px, float py
   glm_vec3_normalize(dir);
 }
 
+#define PITCH_LIMIT_DEG 89.0f /* the orbit's, and the top and bottom views' */
+
+int vw_camera_view(vw_camera *c, char view) {
+  /* yaw turns about the up axis from the front; pitch raises the eye toward it (vw_camera_eye) */
+  static const struct { char view; float yaw_deg, pitch_deg; } views[] = {
+      {'f', 0, 0}, {'b', 180, 0}, {'r', 90, 0}, {'l', -90, 0}, {'t', 0, PITCH_LIMIT_DEG}, {'u', 0, -PITCH_LIMIT_DEG},
+  };
+  for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
+    if (views[i].view == view) {
+      c->yaw = glm_rad(views[i].yaw_deg);
+      c->pitch = glm_rad(views[i].pitch_deg);
+      return 0;
+    }
+  return -1;
+}
+
+char vw_camera_view_named(const char *name) {
+  static const char *const names[] = {"front", "back", "right", "left", "top", "bottom"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (strcmp(name, names[i]) == 0) return "fbrltu"[i];
+  return 0;
+}
+
 void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch) {
   c->yaw += dyaw;
   c->pitch += dpitch;
-  const float lim = glm_rad(89.0f);
+  const float lim = glm_rad(PITCH_LIMIT_DEG);
   if (c->pitch > lim) c->pitch = lim;
   if (c->pitch < -lim) c->pitch = -lim;
 }

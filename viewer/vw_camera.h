@@ -31,6 +31,15 @@ void vw_camera_matrices(const vw_camera *c, int width, int height, mat4 view, ma
 int vw_camera_project(const vw_camera *c, int width, int height, const float p[3], float *px, float *py);
 /* The ray through pixel (px, py) (y down): origin and unit direction. */
 void vw_camera_ray(const vw_camera *c, int width, int height, float px, float py, vec3 origin, vec3 dir);
+/* Blender's numpad views, about the session's up axis (c->up): 'f' front (keypad 1), 'b' back
+ * (Ctrl+1), 'r' right (3), 'l' left (Ctrl+3), 't' top (7), 'u' under, the bottom (Ctrl+7). Sets
+ * yaw and pitch only (target and distance stay). Front looks from +Z at a Y-up mesh and from -Y at
+ * a Z-up one; right from +X; top down the up axis with the front at the bottom of the screen (the
+ * pitch stops at the orbit's 89°, so the way up on screen stays defined). Returns 0, or -1 (and
+ * changes nothing) for another letter. */
+int vw_camera_view(vw_camera *c, char view);
+/* "front", "back", "right", "left", "top", "bottom": the letter vw_camera_view takes, or 0. */
+char vw_camera_view_named(const char *name);
 /* Orbit, pan (in pixels of the viewport) and zoom (factor). */
 void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch);
 void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px);

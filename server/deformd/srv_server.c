@@ -521,7 +521,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
               "start over)", cfg->sessions[i].name);
       continue;
     }
-    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, 'y', on_session_opened, NULL, why,
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, cfg->sessions[i].up, on_session_opened, NULL, why,
                              sizeof(why)) == 0)
       s->opening++;
     else

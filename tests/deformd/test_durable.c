@@ -1140,3 +1140,48 @@ TEST(a_session_created_with_up_z_keeps_it_through_kill_9_and_its_glb_is_rotated_
   harness_stop(&h);
   seen_fini(&s0), seen_fini(&s1);
 }
+
+/* "Automatic where the format says": an FBX file whose GlobalSettings say UpAxis 2 opens Z-up
+ * when session.create names no axis (test_mesh_blob.c checks the file says so); one that says Y,
+ * and a PLY that says nothing, open Y-up; a given `up` wins. The axis is the session's, stored:
+ * kill -9 and a restart keep it. --up and a config entry's "up" name it for the operator's
+ * sessions. */
+TEST(an_fbx_file_that_says_z_is_up_opens_z_up_unless_told_otherwise_and_keeps_it_through_kill_9) {
+  const char *dir = test_tmp_path("durable-fbx-up");
+  harness h;
+  char b[8];
+  harness_start_on(&h, dir, "demo", "--demo");
+  cJSON *r = harness_rpc_ok(&h, "session.create", "{\"session\":\"zfbx\",\"mesh\":\"FBX/embedded_ascii/box.FBX\"}");
+  ASSERT_UP(cJSON_GetObjectItem(r, "up")->valuestring, "z"); /* the answer says it too */
+  cJSON_Delete(r);
+  harness_rpc_done(&h, "session.create", "{\"session\":\"yfbx\",\"mesh\":\"FBX/box.fbx\"}");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"told\",\"mesh\":\"FBX/embedded_ascii/box.FBX\",\"up\":\"y\"}");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"ply\",\"mesh\":\"PLY/cube.ply\"}");
+  ASSERT_UP(info_up(&h, "mesh.info", "zfbx", b), "z");
+  ASSERT_UP(info_up(&h, "state.get", "zfbx", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "yfbx", b), "y");
+  ASSERT_UP(info_up(&h, "mesh.info", "told", b), "y");
+  ASSERT_UP(info_up(&h, "mesh.info", "ply", b), "y");
+  harness_kill(&h);
+  harness_start_on(&h, dir, "zfbx", NULL);
+  ASSERT_UP(info_up(&h, "mesh.info", "zfbx", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "told", b), "y");
+  harness_stop(&h);
+
+  const char *const cli[] = {"--mesh", test_assimp_model("PLY/cube.ply"), "--up", "z", "--session", "cli",
+                             "--mesh", test_assimp_model("FBX/embedded_ascii/box.FBX"), "--session", "auto", NULL};
+  harness_start(&h, "auto", cli);
+  ASSERT_UP(info_up(&h, "mesh.info", "cli", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "auto", b), "z");
+  harness_stop(&h);
+
+  char cfg[1600];
+  snprintf(cfg, sizeof(cfg), "{\"sessions\": [{\"session\": \"conf\", \"mesh\": \"%s\", \"up\": \"z\"}, "
+           "{\"session\": \"plain\", \"mesh\": \"%s\"}]}", test_assimp_model("PLY/cube.ply"),
+           test_assimp_model("PLY/cube.ply"));
+  const char *const conf[] = {"--config", test_write_file("up.json", cfg, strlen(cfg)), NULL};
+  harness_start(&h, "plain", conf);
+  ASSERT_UP(info_up(&h, "mesh.info", "conf", b), "z");
+  ASSERT_UP(info_up(&h, "mesh.info", "plain", b), "y");
+  harness_stop(&h);
+}

@@ -323,6 +323,26 @@ static void walk_custom(const srv_option *o) {
     done(&p);
     ARGS("--mesh", "a.obj");
     REFUSED("--mesh a.obj needs --session NAME");
+  } else if (strcmp(name, "--up") == 0) {
+    ARGS("--mesh", "a.ply", "--up", "z", "--session", "a", "--mesh", "b.ply", "--session", "b");
+    ASSERT(p.rc == 0 && p.cfg.session_count == 2);
+    ASSERT(p.cfg.sessions[0].up == 'z' && p.cfg.sessions[1].up == 0); /* each --up is its own session's */
+    done(&p);
+    ARGS("--up", "y", "--mesh", "a.ply", "--session", "a");
+    ASSERT(p.rc == 0 && p.cfg.sessions[0].up == 'y');
+    done(&p);
+    ARGS("--mesh", "a.ply", "--up", "x", "--session", "a");
+    REFUSED("--up takes y or z");
+    ARGS("--mesh", "a.ply", "--session", "a", "--up", "z");
+    REFUSED("--up z needs --mesh FILE --session NAME");
+    parse_json(&p, "{\"sessions\": [{\"session\": \"s\", \"mesh\": \"a.ply\", \"up\": \"z\"}, "
+                   "{\"session\": \"t\", \"mesh\": \"demo\"}]}");
+    ASSERT(p.rc == 0 && p.cfg.session_count == 2 && p.cfg.sessions[0].up == 'z' && p.cfg.sessions[1].up == 0);
+    done(&p);
+    parse_json(&p, "{\"sessions\": [{\"session\": \"s\", \"mesh\": \"a.ply\", \"up\": \"Z\"}]}");
+    REFUSED("\"up\" in an entry of \"sessions\" must be");
+    parse_json(&p, "{\"sessions\": [{\"session\": \"s\", \"mesh\": \"a.ply\", \"up\": 2}]}");
+    REFUSED("\"up\" in an entry of \"sessions\" must be");
   } else if (strcmp(name, "--session") == 0) {
     ARGS("--mesh", "a.obj", "--session", "a");
     ASSERT(p.rc == 0 && p.cfg.session_count == 1);
@@ -614,6 +634,7 @@ static int accepted_alone(const srv_option *o, char *err, size_t errlen) {
   if (strcmp(o->flag, "--redis") == 0) args[1] = "redis://127.0.0.1:6379";
   if (strcmp(o->flag, "--relay") == 0) args[1] = "--redis", args[2] = "redis://127.0.0.1:6379";
   if (strcmp(o->flag, "--mesh") == 0) args[2] = "--session", args[3] = "s";
+  if (strcmp(o->flag, "--up") == 0) args[1] = "z", args[2] = "--mesh", args[3] = "m.obj", args[4] = "--session", args[5] = "s";
   if (strcmp(o->flag, "--session") == 0) args[0] = "--mesh", args[1] = "m.obj", args[2] = "--session", args[3] = "s";
   if (strcmp(o->flag, "--tls-cert") == 0 || strcmp(o->flag, "--tls-key") == 0)
     args[0] = "--tls-cert", args[1] = "c.pem", args[2] = "--tls-key", args[3] = "k.pem";

@@ -8,6 +8,9 @@
  * mutated bytes exactly.
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mesh.h"
 #include "test.h"
@@ -48,6 +51,7 @@ static void same_name(const char *a, const char *b, const char *what) {
 static void assert_same_mesh(const mesh *a, const mesh *b) {
   ASSERT_EQ(a->vertex_count, b->vertex_count);
   ASSERT_EQ(a->triangle_count, b->triangle_count);
+  ASSERT_EQ(a->file_up, b->file_up);
   size_t v = a->vertex_count;
   same_bits(a->positions, b->positions, 12 * v, "positions");
   ASSERT((a->normals == NULL) == (b->normals == NULL));
@@ -141,6 +145,47 @@ static void refused(const uint8_t *b, size_t n, uint32_t max_vertices, int code)
                mesh_strerror(rc), err, code, mesh_strerror(code));
   ASSERT(m == NULL);
   ASSERT(err[0] != '\0');
+}
+
+/* The up axis an FBX file declares, read from its text (ASCII FBX: `P: "UpAxis", "int", "Integer",
+ * "",2`): the oracle for what assimp's metadata gave mesh_import. -1 when the file has no such line. */
+static int fbx_text_up_axis(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ASSERT(f != NULL);
+  char line[512];
+  int axis = -1;
+  while (fgets(line, sizeof(line), f))
+    if (strstr(line, "P: \"UpAxis\",")) {
+      const char *comma = strrchr(line, ',');
+      axis = comma ? atoi(comma + 1) : -1;
+      break;
+    }
+  fclose(f);
+  return axis;
+}
+
+/* An FBX file that says Z is up (assimp leaves its geometry as it is and reports the axis):
+ * mesh.file_up is 'z', and the blob carries it in flag bit 2. A file that says Y, and one that says
+ * nothing, keep 0 and blobs without the bit: the bytes every earlier blob had. */
+TEST(an_fbx_file_that_says_z_is_up_is_marked_and_the_blob_keeps_it) {
+  const char *z_fbx = test_assimp_model("FBX/embedded_ascii/box.FBX");
+  ASSERT_EQ(fbx_text_up_axis(z_fbx), 2);
+  mesh *m = import_ok(z_fbx);
+  ASSERT_EQ(m->file_up, 'z');
+  size_t n;
+  uint8_t *b = round_trip(m, &n);
+  ASSERT_EQ(get_le32(b + 8), 4u | (m->normals ? 1u : 0u) | (m->uvs ? 2u : 0u));
+  free(b);
+  mesh_destroy(m);
+  const char *others[] = {"FBX/box.fbx", "PLY/cube.ply", "OFF/Wuson.off"};
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+    m = import_ok(test_assimp_model(others[i]));
+    ASSERT_EQ(m->file_up, 0);
+    b = round_trip(m, &n);
+    ASSERT_EQ(get_le32(b + 8) & 4u, 0u);
+    free(b);
+    mesh_destroy(m);
+  }
 }
 
 TEST(blob_crc_is_the_standard_crc32) {

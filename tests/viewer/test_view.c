@@ -171,6 +171,95 @@ TEST(deform_view_draws_a_z_up_scan_opened_with_up_z_upright) {
   harness_stop(&h);
 }
 
+/* Blender's numpad views about each up axis, written out by hand from Blender's conventions (front
+ * is -Y for Z-up and +Z for Y-up, right is +X, top looks down the up axis): where the eye sits
+ * seen from the point looked at. The top and bottom views stop 1 degree short of the pole. */
+TEST(the_numpad_views_look_along_the_sessions_axes_as_blenders_do) {
+  static const struct { char up, view; float eye[3]; } want[] = {
+      {'z', 'f', {0, -1, 0}}, {'z', 'b', {0, 1, 0}}, {'z', 'r', {1, 0, 0}}, {'z', 'l', {-1, 0, 0}},
+      {'z', 't', {0, 0, 1}},  {'z', 'u', {0, 0, -1}}, {'y', 'f', {0, 0, 1}}, {'y', 'b', {0, 0, -1}},
+      {'y', 'r', {1, 0, 0}},  {'y', 'l', {-1, 0, 0}}, {'y', 't', {0, 1, 0}}, {'y', 'u', {0, -1, 0}},
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    vw_camera c;
+    memset(&c, 0, sizeof(c));
+    c.up = want[i].up, c.dist = 2, c.fov = glm_rad(40.0f);
+    c.target[0] = 0.5f, c.target[1] = -1, c.target[2] = 3;
+    c.yaw = 1.234f, c.pitch = -0.3f; /* wherever the user had turned */
+    ASSERT_EQ(vw_camera_view(&c, want[i].view), 0);
+    vec3 eye;
+    vw_camera_eye(&c, eye);
+    float dot = 0;
+    for (int k = 0; k < 3; k++) dot += (eye[k] - c.target[k]) / c.dist * want[i].eye[k];
+    if (dot < 0.9998f) test__fail(__FILE__, __LINE__, "up %c view %c: eye direction . expected = %f", want[i].up, want[i].view, dot);
+    ASSERT(c.dist == 2 && c.target[1] == -1); /* a view turns; it neither zooms nor moves */
+  }
+  vw_camera c = {.yaw = 0.5f};
+  ASSERT_EQ(vw_camera_view(&c, 'x'), -1);
+  ASSERT(c.yaw == 0.5f);
+  ASSERT_EQ(vw_camera_view_named("top"), 't');
+  ASSERT_EQ(vw_camera_view_named("bottom"), 'u');
+  ASSERT_EQ(vw_camera_view_named("Top"), 0);
+}
+
+/* deform-view --view right and --view top of the Z-up man.off (0.42 x 0.30 x 1.0): the picture
+ * lies within the box a camera at yaw 90 (right), and at pitch 89 (top), projects — cameras set
+ * here by angle, not through vw_camera_view. From the right the figure stands (taller than
+ * wide); from the top it is its 0.42 x 0.30 footprint, the front (-Y) at the bottom. */
+TEST(deform_view_shows_a_z_up_scan_from_the_right_and_from_the_top_about_its_up_axis) {
+  char copy[1024];
+  snprintf(copy, sizeof(copy), "%s/man.off", test_tmpdir());
+  test_copy_file(test_cgal_mesh("man.off"), copy);
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  cJSON_Delete(harness_rpc_ok(&h, "session.create", "{\"session\":\"man\",\"mesh\":\"man.off\",\"up\":\"z\"}"));
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(copy, NULL, &m, err, sizeof(err)), err);
+  for (int top = 0; top <= 1; top++) {
+    char *png = tmp_png(top ? "man-top.png" : "man-right.png");
+    const char *const extra[] = {"--session", "man", "--view", top ? "top" : "right", NULL};
+    screenshot(h.stream_port, png, extra);
+    image im = load(png);
+    vw_camera cam = camera_for(m);
+    cam.up = 'z';
+    cam.yaw = top ? 0 : glm_rad(90.0f);
+    cam.pitch = top ? glm_rad(89.0f) : 0;
+    float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f, yfront = 0, yback = 0, ymin = 1e9f, ymax = -1e9f;
+    for (uint32_t v = 0; v < m->vertex_count; v++) {
+      float px, py;
+      const float *p = m->positions + 3 * v;
+      ASSERT(vw_camera_project(&cam, im.w, im.h, p, &px, &py));
+      x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
+      if (p[1] < ymin) ymin = p[1], yfront = py;
+      if (p[1] > ymax) ymax = p[1], yback = py;
+    }
+    if (top) {
+      ASSERT(y1 - y0 < 1.2f * (x1 - x0)); /* a footprint, not a standing figure */
+      ASSERT(yfront > yback);            /* the front at the bottom of the screen */
+    } else {
+      ASSERT(y1 - y0 > 1.5f * (x1 - x0));
+    }
+    uint32_t inside = 0, outside = 0, box = 0;
+    for (int y = 0; y < im.h; y++)
+      for (int x = 0; x < im.w; x++) {
+        int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
+        box += in;
+        int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
+        if (fg && in) inside++;
+        if (fg && !in) outside++;
+      }
+    fprintf(stderr, "%s view: the scan covers %u of the %u pixels of its projected box; %u outside\n",
+            top ? "top" : "right", inside, box, outside);
+    ASSERT(outside == 0);
+    ASSERT(inside > box / 8);
+    stbi_image_free(im.px);
+  }
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
 TEST(a_weight_changes_the_picture_only_where_the_mesh_moves) {
   harness h;
   const char *const args[] = {"--demo", NULL};

@@ -25,6 +25,7 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.common.by import By
 
 BUILD = None
@@ -721,6 +722,46 @@ def cgal_meshes():
     return path
 
 
+# Where the eye sits seen from the point looked at, for Blender's numpad views about each up axis
+# (written out by hand from Blender's conventions: front is -Y for Z-up, +Z for Y-up; right is +X;
+# top looks down the up axis).
+NUMPAD_EYES = {
+    "z": {"front": (0, -1, 0), "back": (0, 1, 0), "right": (1, 0, 0), "left": (-1, 0, 0), "top": (0, 0, 1), "bottom": (0, 0, -1)},
+    "y": {"front": (0, 0, 1), "back": (0, 0, -1), "right": (1, 0, 0), "left": (-1, 0, 0), "top": (0, 1, 0), "bottom": (0, -1, 0)},
+}
+NUMPAD_KEYS = {"right": (Keys.NUMPAD3, False), "left": (Keys.NUMPAD3, True), "top": (Keys.NUMPAD7, False),
+               "bottom": (Keys.NUMPAD7, True), "back": (Keys.NUMPAD1, True), "front": (Keys.NUMPAD1, False)}
+
+
+def check_numpad_views(d, up, p, n):
+    """Keypad 1, 3, 7 (Alt: the opposite side) put the eye where Blender's views do about the
+    session's up axis, within the top and bottom views' 1 degree short of the pole; in the top view
+    the front of the mesh (the -Y side for Z-up, +Z for Y-up) is at the bottom of the screen."""
+    for view, (key, alt) in NUMPAD_KEYS.items():
+        chain = ActionChains(d)
+        if alt:
+            chain.key_down(Keys.ALT)
+        chain.send_keys(key)
+        if alt:
+            chain.key_up(Keys.ALT)
+        chain.perform()
+        eye = d.execute_script("return deformView.eyeDirection")
+        want = NUMPAD_EYES[up][view]
+        dot = sum(a * b for a, b in zip(eye, want))
+        print(f"up {up}: {view} view, eye direction {[round(x, 4) for x in eye]} (dot {dot:.5f} with {want})")
+        if dot < 0.9998:
+            fail(f"up {up}: the {view} view looks from {eye}, not from {want}")
+        if view == "top":
+            k = 1 if up == "z" else 2
+            front = (min if up == "z" else max)(range(n), key=lambda i: p[3 * i + k])
+            back = (max if up == "z" else min)(range(n), key=lambda i: p[3 * i + k])
+            yf = d.execute_script("return deformView.project(arguments[0]).y", front)
+            yback = d.execute_script("return deformView.project(arguments[0]).y", back)
+            if not yf > yback:
+                fail(f"up {up}: in the top view the front (vertex {front}, y {yf:.1f}) is not below the back ({yback:.1f})")
+            shot(d, f"top-{up}.png")
+
+
 def test_a_z_up_scan_opened_with_up_z_renders_upright():
     """libcgal-demo's man.off stands along +Z (its extent: 0.42 x 0.30 x 1.0). Opened with up "z",
     the page's camera keeps Z up: the vertex with the largest z projects above the one with the
@@ -748,6 +789,7 @@ def test_a_z_up_scan_opened_with_up_z_renders_upright():
                 fail(f"the Z-up scan is not upright: top vertex at y {yt:.1f}, bottom at {yb:.1f} (span {span:.1f})")
             if up == "y" and yb - yt >= 0.9 * span:
                 fail("without up the scan already looked upright: the test would not tell")
+            check_numpad_views(d, up, p, n)
     finally:
         d.quit()
         srv.stop()

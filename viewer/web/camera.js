@@ -42,6 +42,18 @@ function invert(m) {
   return inv.map((x) => x / det);
 }
 
+// How far the orbit raises or lowers the eye, and where the top and bottom views stop (as
+// deform-view's: the way up on screen stays defined).
+export const PITCH_LIMIT = (89 * Math.PI) / 180;
+
+// Blender's numpad views about the session's up axis, as yaw and pitch (deform-view's
+// vw_camera_view has the same table): front looks from +Z at a Y-up mesh and from -Y at a Z-up
+// one, right from +X, top down the up axis with the front at the bottom of the screen.
+const VIEWS = {
+  front: [0, 0], back: [Math.PI, 0], right: [Math.PI / 2, 0], left: [-Math.PI / 2, 0],
+  top: [0, PITCH_LIMIT], bottom: [0, -PITCH_LIMIT],
+};
+
 export class Camera {
   constructor() {
     this.center = [0, 0, 0];
@@ -53,6 +65,15 @@ export class Camera {
     this.height = 1;
     this.fov = (35 * Math.PI) / 180;
     this.up = 'y';
+  }
+
+  // Turns to one of VIEWS (the zoom and the point looked at stay). False for another name.
+  // (Not `view`: that is the view matrix update() computes.)
+  setView(name) {
+    const v = VIEWS[name];
+    if (!v) return false;
+    [this.yaw, this.pitch] = v;
+    return true;
   }
 
   // Looks at a bounding box: centre, radius = half the diagonal.

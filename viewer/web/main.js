@@ -17,7 +17,7 @@
 //
 // DOES NOT decode frames (protocol.js) or write GL (render.js).
 
-import { Camera, pick } from './camera.js';
+import { Camera, PITCH_LIMIT, pick } from './camera.js';
 import { Net } from './net.js';
 import * as P from './protocol.js';
 import { Renderer } from './render.js';
@@ -259,6 +259,17 @@ async function history(redo) {
 }
 $('undo').addEventListener('click', () => history(false));
 $('redo').addEventListener('click', () => history(true));
+// Blender's numpad views (deform-view's keypad 1, 3, 7). Alt, or Ctrl, for the opposite side:
+// browsers keep Ctrl+digit for switching tabs, so Alt is the one that always reaches the page.
+const NUMPAD_VIEWS = { Numpad1: ['front', 'back'], Numpad3: ['right', 'left'], Numpad7: ['top', 'bottom'] };
+addEventListener('keydown', (e) => {
+  const v = NUMPAD_VIEWS[e.code];
+  if (!v || e.target.tagName === 'INPUT') return;
+  camera.setView(v[e.altKey || e.ctrlKey ? 1 : 0]);
+  dirty = true;
+  schedule();
+  e.preventDefault();
+});
 addEventListener('keydown', (e) => {
   if (!(e.ctrlKey || e.metaKey) || e.target.tagName === 'INPUT') return;
   if (e.key === 'z' || e.key === 'y') {
@@ -348,7 +359,7 @@ canvas.addEventListener('pointermove', (e) => {
     return;
   }
   camera.yaw -= dx * 0.008;
-  camera.pitch = Math.max(-1.5, Math.min(1.5, camera.pitch + dy * 0.008));
+  camera.pitch = Math.max(-PITCH_LIMIT, Math.min(PITCH_LIMIT, camera.pitch + dy * 0.008));
   dirty = true;
   schedule();
 });
@@ -502,6 +513,11 @@ window.deformView = {
   get firstFrameMs() { return stats.first; },
   get grant() { return net.grant; },
   get up() { return camera.up; }, // the axis the camera keeps up: the session's (WELCOME's up option)
+  // The unit direction from the point looked at to the eye (the way the view looks, reversed).
+  get eyeDirection() {
+    const e = camera.eye(), c = camera.center, l = Math.hypot(e[0] - c[0], e[1] - c[1], e[2] - c[2]);
+    return [0, 1, 2].map((k) => (e[k] - c[k]) / l);
+  },
   get bytesIn() { return net.bytesIn; },
   get marks() { return { ...net.marks, firstFrame: stats.first }; },
   positions: () => renderer.positions(),

@@ -202,12 +202,13 @@ const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len) {
   return buf;
 }
 
-int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path) {
+int srv_config_add_session(srv_config *c, const char *name, const char *mesh_path, char up) {
   srv_session_spec *g = realloc(c->sessions, sizeof(*g) * (c->session_count + 1));
   if (!g) return SRV_EINTERNAL;
   c->sessions = g;
   g[c->session_count].name = strdup(name);
   g[c->session_count].mesh = strdup(mesh_path);
+  g[c->session_count].up = up;
   if (!g[c->session_count].name || !g[c->session_count].mesh) {
     free(g[c->session_count].name);
     free(g[c->session_count].mesh);

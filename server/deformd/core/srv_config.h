@@ -14,6 +14,7 @@
 typedef struct srv_session_spec {
   char *name;
   char *mesh; /* a path, or "demo" */
+  char up;    /* 'y' or 'z' (--up, the entry's "up"), or 0: the file's own, else 'y' */
 } srv_session_spec;
 
 typedef struct srv_config {
@@ -89,8 +90,9 @@ int srv_config_set_durability(srv_config *c, const char *name);
 /* The store's directory: --data, else $XDG_DATA_HOME/deformd, else ~/.local/share/deformd;
  * NULL for "none". `buf` holds a default that is built. */
 const char *srv_config_data_dir(const srv_config *c, char *buf, size_t len);
-/* Adds a session to open at start. Copies both strings. Returns 0 or SRV_EINTERNAL. */
-int srv_config_add_session(srv_config *c, const char *name, const char *mesh);
+/* Adds a session to open at start, with its up axis ('y', 'z' or 0: the file's own). Copies both
+ * strings. Returns 0 or SRV_EINTERNAL. */
+int srv_config_add_session(srv_config *c, const char *name, const char *mesh, char up);
 /* --mesh-dir PATH (copied). 0 or SRV_EINTERNAL. */
 int srv_config_add_mesh_dir(srv_config *c, const char *path);
 /* The administrator's token: replaces the one set (copied; the old copy is wiped). Reading it

@@ -42,6 +42,7 @@ static int cli_demo(srv_cli *cli, const srv_option *o, const char *value, char *
 static int cli_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_session(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int key_sessions(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
+static int cli_up(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int cli_http_port(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int key_http_port(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
 static int cli_durability(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
@@ -97,10 +98,13 @@ static const srv_option TABLE[] = {
      .help = "open a session named 'demo' on the bundled demo head"},
     {.flag = "--mesh", .arg = "FILE", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_SERVER, .flags = SRV_OPT_REPEAT,
      .cli = cli_mesh, .help = "the mesh of the --session NAME that follows"},
+    {.flag = "--up", .arg = "y|z", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_SERVER, .flags = SRV_OPT_REPEAT,
+     .cli = cli_up, .help = "the up axis of the --session NAME that follows (default: the file's own where it "
+                            "says, as an FBX file does, else y)"},
     {.flag = "--session", .key = "sessions", .arg = "NAME", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_SERVER,
      .flags = SRV_OPT_REPEAT, .cli = cli_session, .set_key = key_sessions,
      .help = "after --mesh FILE: open a session NAME on FILE at start; in the config file "
-             "[{\"session\": NAME, \"mesh\": FILE or \"demo\"}, ...]"},
+             "[{\"session\": NAME, \"mesh\": FILE or \"demo\", \"up\": \"y\" or \"z\" (optional)}, ...]"},
     {.flag = "--data", .key = "data", .arg = "DIR|none", .type = SRV_OPT_STRING, .group = SRV_OPT_G_SERVER,
      FIELD(data_dir), .min = 1, .max = 900, .what = "a directory path, or \"none\" (memory only)",
      .help = "where sessions and their history are kept (default $XDG_DATA_HOME/deformd, else "
@@ -417,7 +421,7 @@ static int cli_help(srv_cli *cli, const srv_option *o, const char *value, char *
 
 static int cli_demo(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
   (void)o, (void)value;
-  if (srv_config_add_session(cli->cfg, "demo", "demo") == 0) return 0;
+  if (srv_config_add_session(cli->cfg, "demo", "demo", 0) == 0) return 0;
   snprintf(err, errlen, "out of memory");
   return SRV_EPARAMS;
 }
@@ -425,6 +429,19 @@ static int cli_demo(srv_cli *cli, const srv_option *o, const char *value, char *
 static int cli_mesh(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
   (void)o, (void)err, (void)errlen;
   cli->pending_mesh = value;
+  return 0;
+}
+
+/* "y" or "z": an up axis (session.create's up). */
+static int up_axis(const char *value) { return strcmp(value, "y") == 0 || strcmp(value, "z") == 0; }
+
+static int cli_up(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  (void)o;
+  if (!up_axis(value)) {
+    snprintf(err, errlen, "--up takes y or z (the file's axis that points up), not '%s'", value);
+    return SRV_EPARAMS;
+  }
+  cli->pending_up = value;
   return 0;
 }
 
@@ -438,11 +455,11 @@ static int cli_session(srv_cli *cli, const srv_option *o, const char *value, cha
     snprintf(err, errlen, "--session takes a name of 1 to %d bytes", PROTO_MAX_NAME);
     return SRV_EPARAMS;
   }
-  if (srv_config_add_session(cli->cfg, value, cli->pending_mesh)) {
+  if (srv_config_add_session(cli->cfg, value, cli->pending_mesh, cli->pending_up ? cli->pending_up[0] : 0)) {
     snprintf(err, errlen, "out of memory");
     return SRV_EPARAMS;
   }
-  cli->pending_mesh = NULL;
+  cli->pending_mesh = cli->pending_up = NULL;
   return 0;
 }
 
@@ -456,13 +473,19 @@ static int key_sessions(srv_config *c, const srv_option *o, const cJSON *v, char
   cJSON_ArrayForEach(s, v) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(s, "session");
     const cJSON *mesh_path = cJSON_GetObjectItemCaseSensitive(s, "mesh");
+    const cJSON *up = cJSON_GetObjectItemCaseSensitive(s, "up");
     if (!cJSON_IsString(name) || !cJSON_IsString(mesh_path) || !name->valuestring[0] ||
         strlen(name->valuestring) > PROTO_MAX_NAME) {
       snprintf(err, errlen, "each entry of \"sessions\" needs \"session\" (a name of 1 to %d bytes) and "
                "\"mesh\" strings", PROTO_MAX_NAME);
       return SRV_EPARAMS;
     }
-    if (srv_config_add_session(c, name->valuestring, mesh_path->valuestring)) {
+    if (up && !(cJSON_IsString(up) && up_axis(up->valuestring))) {
+      snprintf(err, errlen, "\"up\" in an entry of \"sessions\" must be \"y\" or \"z\" (the file's axis that "
+               "points up)");
+      return SRV_EPARAMS;
+    }
+    if (srv_config_add_session(c, name->valuestring, mesh_path->valuestring, up ? up->valuestring[0] : 0)) {
       snprintf(err, errlen, "out of memory");
       return SRV_EPARAMS;
     }
@@ -628,6 +651,7 @@ static int parse_pass(srv_cli *cli, int argc, char **argv, int early, int *usage
 static int check_together(const srv_cli *cli, char *err, size_t errlen) {
   const srv_config *c = cli->cfg;
   if (cli->pending_mesh) snprintf(err, errlen, "--mesh %s needs --session NAME", cli->pending_mesh);
+  else if (cli->pending_up) snprintf(err, errlen, "--up %s needs --mesh FILE --session NAME", cli->pending_up);
   else if (c->relay && !c->redis)
     snprintf(err, errlen, "--relay needs --redis redis://HOST:PORT[/DB] (what it relays)");
   else if (c->relay && c->session_count)

@@ -28,6 +28,7 @@ typedef struct srv_cli {
   const char *write_demo;   /* --write-demo OUT */
   int isolate;              /* --isolate */
   const char *pending_mesh; /* --mesh FILE waiting for its --session NAME */
+  const char *pending_up;   /* --up AXIS waiting for the same */
 } srv_cli;
 
 typedef enum srv_opt_type {

@@ -51,6 +51,7 @@ static cJSON *session_summary(const srv_session *x) {
   cJSON_AddNumberToObject(o, "targets", x->mesh->target_count);
   cJSON_AddNumberToObject(o, "version", (double)x->version);
   cJSON_AddNumberToObject(o, "viewers", x->subscriber_count);
+  cJSON_AddStringToObject(o, "up", x->up == 'z' ? "z" : "y"); /* session.create's answer says what it chose */
   return o;
 }
 
@@ -80,7 +81,7 @@ static int create_refusal(srv_server *s, const cJSON *params, char *why, size_t 
   const cJSON *up = cJSON_GetObjectItemCaseSensitive(params, "up");
   if (up && !(cJSON_IsString(up) && (strcmp(up->valuestring, "y") == 0 || strcmp(up->valuestring, "z") == 0))) {
     snprintf(why, whylen, "invalid params: \"up\" must be \"y\" or \"z\" (the file's axis that points up; "
-             "default \"y\")");
+             "default: the file's own where it says (FBX), else \"y\")");
     return SRV_EPARAMS;
   }
   if (srv_session_find(s, name->valuestring)) {
@@ -133,7 +134,7 @@ int srv_methods_create_open(srv_server *s, srv_rpc_call *call, const cJSON *para
   const char *path = cJSON_GetObjectItemCaseSensitive(params, "mesh")->valuestring;
   const cJSON *up = cJSON_GetObjectItemCaseSensitive(params, "up"); /* checked: absent, "y" or "z" */
   char why[256]; /* the open's reasons, as long as they have always been */
-  rc = srv_job_open_session(s, name, path, 1, up ? up->valuestring[0] : 'y', on_created, req, why, sizeof(why));
+  rc = srv_job_open_session(s, name, path, 1, up ? up->valuestring[0] : 0, on_created, req, why, sizeof(why));
   if (rc) {
     free(req);
     snprintf(err, errlen, "%s", why);

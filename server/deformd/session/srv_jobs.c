@@ -45,7 +45,7 @@ typedef struct open_job {
   srv_session *session;
   int confined;         /* a client's name, not the operator's path */
   int want_blob;        /* a store keeps the imported mesh */
-  char up;              /* the session's up axis, 'y' or 'z' */
+  char up;              /* the session's up axis, 'y' or 'z', or 0: the file's own, else 'y' */
   int status;
   char err[MESH_ERR_LEN + 64];
   srv_open_cb done;
@@ -151,7 +151,8 @@ static void open_done(uv_work_t *req, int status) {
   } else if (j->status) {
     j->status = SRV_EMESH; /* the reason says what the importer refused */
   } else {
-    j->session->up = j->up; /* before the store records it */
+    /* before the store records it; the session's axis never changes afterwards */
+    j->session->up = j->up ? j->up : j->session->mesh->file_up == 'z' ? 'z' : 'y';
     if (s->store) {
       srv_session *x = j->session;
       x->store_id = s->next_session_id++;
@@ -206,7 +207,7 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   j->max_vertices = s->cfg.max_vertices;
   j->reserve_mb = s->cfg.reserve_mb;
   j->want_blob = s->store != NULL;
-  j->up = up == 'z' ? 'z' : 'y';
+  j->up = up == 'z' || up == 'y' ? up : 0;
   j->done = done;
   j->arg = arg;
   j->req.data = j;

@@ -19,7 +19,8 @@
  * with a reason in err (then `done` is never called). */
 typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *session,
                             const char *err);
-/* `up`: 'y' or 'z', the session's up axis (srv_session.up; the store keeps it). */
+/* `up`: 'y' or 'z', the session's up axis (srv_session.up; the store keeps it), or 0: the file's
+ * own (mesh.file_up: an FBX file's UpAxis), else 'y'. */
 int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, char up,
                          srv_open_cb done, void *arg, char *err, size_t errlen);
 
