@@ -87,6 +87,8 @@ void mesh_destroy(mesh *m) {
   free(m->clips);
   for (uint32_t i = 0; i < m->submesh_count; i++) free(m->submeshes[i].name);
   free(m->submeshes);
+  for (uint32_t i = 0; i < m->image_count; i++) free(m->images[i].name), free(m->images[i].rgba);
+  free(m->images);
   free(m);
 }
 
@@ -455,6 +457,27 @@ int mesh_validate(const mesh *m, char *err, size_t errlen) {
         (uint64_t)sm->first_vertex + sm->vertex_count > m->vertex_count) {
       mesh__set_err(err, errlen, "submesh %u range lies outside the mesh", s);
       return MESH_ERANGE;
+    }
+    if (sm->texture > m->image_count) {
+      mesh__set_err(err, errlen, "submesh %u names texture %u but the mesh has %u", s, sm->texture, m->image_count);
+      return MESH_ERANGE;
+    }
+    for (int k = 0; k < 4 && sm->has_color; k++)
+      if (!(sm->base_color[k] >= 0.0f && sm->base_color[k] <= 1.0f)) {
+        mesh__set_err(err, errlen, "submesh %u has a base colour outside [0, 1]", s);
+        return MESH_EINVAL;
+      }
+  }
+  if (m->image_count > MESH_MAX_IMAGES) {
+    mesh__set_err(err, errlen, "mesh has %u textures, more than %u", m->image_count, MESH_MAX_IMAGES);
+    return MESH_ETOOBIG;
+  }
+  for (uint32_t i = 0; i < m->image_count; i++) {
+    const mesh_image *im = &m->images[i];
+    if (!im->name || !im->rgba || im->width == 0 || im->height == 0 || im->width > MESH_MAX_IMAGE_SIDE ||
+        im->height > MESH_MAX_IMAGE_SIDE) {
+      mesh__set_err(err, errlen, "texture %u is empty or larger than %u pixels a side", i, MESH_MAX_IMAGE_SIDE);
+      return MESH_EINVAL;
     }
   }
   return validate_clips(m, err, errlen);

@@ -9,7 +9,8 @@
  *
  * Layout (all integers u32, all floats IEEE-754 binary32, little-endian):
  *
- *   "DFMB" version=2 flags(bit0 normals, bit1 uvs, bit2 the file says +Z is up: mesh.file_up)
+ *   "DFMB" version=2 flags(bit0 normals, bit1 uvs, bit2 the file says +Z is up: mesh.file_up,
+ *                          bit3 materials: submesh colours and textures follow the submeshes)
  *   vertex_count triangle_count target_count frame_count frame_rate clip_count submesh_count
  *   bbox_min[3] bbox_max[3]
  *   positions[3V] normals[3V]? uvs[2V]? triangles[3T]
@@ -19,6 +20,9 @@
  *                           loop_frames clip_flags(bit0 play_once)
  *                           times[key_count] weights[key_count·target_count]
  *   submesh × submesh_count: name_len name first_triangle triangle_count first_vertex vertex_count
+ *   with flag bit 3 (materials):
+ *     material × submesh_count: has_color base_color[4] texture
+ *     image_count, image × image_count: name_len name width height rgba[4·width·height] (bytes)
  *   crc32 of every byte before it (the zlib / PNG polynomial)
  *
  * Names carry no NUL and no terminator. The reader checks every count against the bytes that
@@ -45,6 +49,7 @@
 #define FLAG_NORMALS 1u
 #define FLAG_UVS 2u
 #define FLAG_Z_UP 4u /* set only for such files: every other blob keeps the bytes it always had */
+#define FLAG_MATERIALS 8u /* the same: set only for a mesh with colours or textures */
 /* magic, version, flags, 7 counts, 6 bbox floats */
 #define HEADER_BYTES (4u + 4u * 2u + 4u * 7u + 4u * 6u)
 
@@ -88,6 +93,13 @@ static int add_name(size_t *total, const char *s, uint64_t fixed) {
   return add_size(total, fixed + n);
 }
 
+static int has_materials(const mesh *m) {
+  if (m->image_count) return 1;
+  for (uint32_t i = 0; i < m->submesh_count; i++)
+    if (m->submeshes[i].has_color || m->submeshes[i].texture) return 1;
+  return 0;
+}
+
 int mesh_blob_size(const mesh *m, size_t *len) {
   if (m == NULL || len == NULL) return MESH_EINVAL;
   if ((m->vertex_count && !m->positions) || (m->triangle_count && !m->triangles) ||
@@ -118,6 +130,15 @@ int mesh_blob_size(const mesh *m, size_t *len) {
   }
   for (uint32_t i = 0; i < m->submesh_count && !rc; i++)
     rc = add_name(&t, m->submeshes[i].name, 20);
+  if (has_materials(m)) {
+    if (m->image_count && !m->images) return MESH_EINVAL;
+    rc = rc ? rc : add_size(&t, 24 * (uint64_t)m->submesh_count + 4);
+    for (uint32_t i = 0; i < m->image_count && !rc; i++) {
+      const mesh_image *im = &m->images[i];
+      if (!im->rgba && im->width && im->height) return MESH_EINVAL;
+      rc = add_name(&t, im->name, 12 + 4 * (uint64_t)im->width * im->height);
+    }
+  }
   rc = rc ? rc : add_size(&t, 4);
   if (rc == 0) *len = t;
   return rc;
@@ -164,7 +185,8 @@ int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len) {
   memcpy(w.p, blob_magic, 4);
   w.p += 4;
   put_u32(&w, BLOB_VERSION);
-  put_u32(&w, (m->normals ? FLAG_NORMALS : 0u) | (m->uvs ? FLAG_UVS : 0u) | (m->file_up == 'z' ? FLAG_Z_UP : 0u));
+  put_u32(&w, (m->normals ? FLAG_NORMALS : 0u) | (m->uvs ? FLAG_UVS : 0u) | (m->file_up == 'z' ? FLAG_Z_UP : 0u) |
+                 (has_materials(m) ? FLAG_MATERIALS : 0u));
   put_u32(&w, m->vertex_count);
   put_u32(&w, m->triangle_count);
   put_u32(&w, m->target_count);
@@ -207,6 +229,24 @@ int mesh_blob_encode(const mesh *m, uint8_t *dst, size_t len) {
     put_u32(&w, s->triangle_count);
     put_u32(&w, s->first_vertex);
     put_u32(&w, s->vertex_count);
+  }
+  if (has_materials(m)) {
+    for (uint32_t i = 0; i < m->submesh_count; i++) {
+      const mesh_submesh *s = &m->submeshes[i];
+      put_u32(&w, s->has_color ? 1u : 0u);
+      put_f32s(&w, s->base_color, 4);
+      put_u32(&w, s->texture);
+    }
+    put_u32(&w, m->image_count);
+    for (uint32_t i = 0; i < m->image_count; i++) {
+      const mesh_image *im = &m->images[i];
+      size_t n = 4 * (size_t)im->width * im->height;
+      put_name(&w, im->name);
+      put_u32(&w, im->width);
+      put_u32(&w, im->height);
+      if (n) memcpy(w.p, im->rgba, n);
+      w.p += n;
+    }
   }
   put_u32(&w, mesh_blob_crc32(dst, (size_t)(w.p - dst)));
   return w.p == w.end ? 0 : MESH_EINVAL;
@@ -386,6 +426,51 @@ static int read_submeshes(reader *r, mesh *m, uint32_t count) {
   return 0;
 }
 
+static int read_materials(reader *r, mesh *m) {
+  int rc = need(r, m->submesh_count, 24, "submesh materials");
+  if (rc) return rc;
+  for (uint32_t i = 0; i < m->submesh_count; i++) {
+    mesh_submesh *s = &m->submeshes[i];
+    uint32_t has = get_u32(r);
+    if (has > 1) {
+      mesh__set_err(r->err, r->errlen, "submesh %u of the mesh blob has colour flag %u", i, has);
+      return MESH_EFORMAT;
+    }
+    s->has_color = (int)has;
+    for (int k = 0; k < 4; k++) s->base_color[k] = get_f32(r);
+    s->texture = get_u32(r);
+  }
+  if ((rc = need(r, 1, 4, "image count"))) return rc;
+  uint32_t count = get_u32(r);
+  if ((rc = need(r, count, 12, "images"))) return rc;
+  m->images = calloc((size_t)count + 1, sizeof(*m->images));
+  if (m->images == NULL) return MESH_ENOMEM;
+  for (uint32_t i = 0; i < count; i++) {
+    mesh_image *im = &m->images[i];
+    m->image_count = i + 1;
+    if ((rc = get_name(r, &im->name, "image", i))) return rc;
+    if ((rc = need(r, 2, 4, "image size"))) return rc;
+    im->width = get_u32(r);
+    im->height = get_u32(r);
+    if (im->width > MESH_MAX_IMAGE_SIDE || im->height > MESH_MAX_IMAGE_SIDE) {
+      mesh__set_err(r->err, r->errlen, "image %u of the mesh blob is %u x %u pixels", i, im->width, im->height);
+      return MESH_EFORMAT;
+    }
+    uint64_t n = 4 * (uint64_t)im->width * im->height;
+    if ((rc = need(r, n, 1, "image pixels"))) return rc;
+    im->rgba = malloc((size_t)n + 1);
+    if (!im->rgba) return MESH_ENOMEM;
+    memcpy(im->rgba, r->p, (size_t)n);
+    r->p += n;
+    r->left -= (size_t)n;
+  }
+  if (!has_materials(m)) { /* written only when there is something: one mesh, one blob */
+    mesh__set_err(r->err, r->errlen, "mesh blob marks materials but has no colour and no texture");
+    return MESH_EFORMAT;
+  }
+  return 0;
+}
+
 /* Everything after the header, into `m` (whose counts are filled in as arrays arrive, so that
  * mesh_destroy frees a half-read mesh correctly). */
 static int read_body(reader *r, mesh *m, uint32_t flags, uint32_t v, uint32_t t, uint32_t targets,
@@ -410,6 +495,7 @@ static int read_body(reader *r, mesh *m, uint32_t flags, uint32_t v, uint32_t t,
   }
   if ((rc = read_clips(r, m, clips))) return rc;
   if ((rc = read_submeshes(r, m, submeshes))) return rc;
+  if ((flags & FLAG_MATERIALS) && (rc = read_materials(r, m))) return rc;
   if (r->left != 0) {
     mesh__set_err(r->err, r->errlen, "blob has %zu bytes after its last submesh", r->left);
     return MESH_EFORMAT;
@@ -448,7 +534,7 @@ int mesh_blob_read(const uint8_t *p, size_t n, uint32_t max_vertices, mesh **out
     return MESH_EFORMAT;
   }
   uint32_t flags = get_u32(&r);
-  if (flags & ~(FLAG_NORMALS | FLAG_UVS | FLAG_Z_UP)) {
+  if (flags & ~(FLAG_NORMALS | FLAG_UVS | FLAG_Z_UP | FLAG_MATERIALS)) {
     mesh__set_err(err, errlen, "mesh blob has unknown flags 0x%x", flags);
     return MESH_EFORMAT;
   }

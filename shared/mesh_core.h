@@ -69,7 +69,24 @@ typedef struct mesh_submesh {
   uint32_t triangle_count;
   uint32_t first_vertex;    /* [first_vertex, first_vertex + vertex_count) */
   uint32_t vertex_count;
+  /* Its material's base colour, as the file gives it: glTF's baseColorFactor, an MTL's Kd, ...
+   * (RGBA, each in [0, 1]). has_color 0: the file gives none (viewers draw their own grey). */
+  int has_color;
+  float base_color[4];
+  uint32_t texture;         /* its base-colour texture: 1 + an index into mesh.images; 0: none */
 } mesh_submesh;
+
+/* A decoded base-colour texture (mesh_image.c: PNG, JPEG, BMP, TGA through stb_image; PCX of its
+ * own), shared by the submeshes that name it. */
+typedef struct mesh_image {
+  char *name;               /* owned: the name the material gives it ('/' separators), or "*N"
+                             * for the file's N-th embedded image */
+  uint32_t width, height;   /* each 1 to MESH_MAX_IMAGE_SIDE */
+  uint8_t *rgba;            /* owned: width · height · 4 bytes, row 0 the top of the image */
+} mesh_image;
+
+#define MESH_MAX_IMAGE_SIDE 8192u
+#define MESH_MAX_IMAGES 64u
 
 /* A mesh handle. Create with mesh_create() (empty) or an importer; free with mesh_destroy(). */
 typedef struct mesh {
@@ -98,6 +115,9 @@ typedef struct mesh {
 
   uint32_t submesh_count;
   mesh_submesh *submeshes;   /* at least one when the mesh has triangles */
+
+  uint32_t image_count;      /* the submeshes' textures, each decoded once */
+  mesh_image *images;
 
   float bbox_min[3], bbox_max[3];  /* of `positions`; see mesh_update_bounds() */
 

@@ -116,6 +116,8 @@ typedef struct raw_mesh {
   char file_up;         /* the file's own up axis: 'z' or 0 (mesh.file_up) */
   uint32_t submesh_count;
   mesh_submesh *submeshes;
+  uint32_t image_count;  /* the submeshes' textures (mesh_material.c) */
+  mesh_image *images;
 } raw_mesh;
 
 static void raw_fini(raw_mesh *r) {
@@ -133,6 +135,8 @@ static void raw_fini(raw_mesh *r) {
   free(r->frame_names);
   for (uint32_t i = 0; i < r->submesh_count; i++) free(r->submeshes[i].name);
   free(r->submeshes);
+  for (uint32_t i = 0; i < r->image_count; i++) free(r->images[i].name), free(r->images[i].rgba);
+  free(r->images);
   memset(r, 0, sizeof(*r));
 }
 
@@ -559,6 +563,7 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
   r->file_up = mesh__scene_up_axis(sc);
   rc = mesh__scene_gather(sc, &g);
   if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
+  if (rc == 0) rc = mesh__scene_materials(sc, &g, path, r->submeshes, &r->images, &r->image_count);
   if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
   if (rc == 0 && kind == KEYFRAMES_MD3) {
     rc = mesh__md3_read_frames(path, &g, nframes, r->vertex_count, &r->frames, &r->frame_names, &r->frame_count,
@@ -791,6 +796,8 @@ int mesh_import(const char *path, const mesh_import_opts *opts, mesh **out, char
   rc = compact(&r, m);
   if (rc) goto done;
   m->file_up = r.file_up;
+  m->images = r.images, m->image_count = r.image_count;
+  r.images = NULL, r.image_count = 0;
   if (kind != KEYFRAMES_NONE) {
     rc = keyframe_clips(path, kind, &r, m, err, errlen);
     if (rc) goto done;

@@ -155,6 +155,16 @@ int mesh__scene_read(const char *path, int md2_keyframe, const struct aiScene **
 int mesh__scene_gather(const struct aiScene *sc, mesh__scene *g);
 /* 'z' when the scene's metadata says +Z is up (FBX's UpAxis 2 with UpAxisSign 1), else 0. */
 char mesh__scene_up_axis(const struct aiScene *sc);
+/* Reads the image file `path` (through mesh__fopen: beneath the import's folder when confined),
+ * at most max_bytes of it, and decodes it (mesh_image_decode). MESH_ENOENT when it cannot be
+ * opened, MESH_ETOOBIG when it is longer. */
+int mesh__image_read(const char *path, size_t max_bytes, mesh_image *out, char *err, size_t errlen);
+/* The base colours and textures of the scene's materials, onto the submeshes made from `g`'s
+ * instances (one each, in order); decoded images appended to *images. A texture that cannot be
+ * found or decoded leaves its submesh untextured (files often name images they do not ship);
+ * only running out of memory fails. (mesh_material.c) */
+int mesh__scene_materials(const struct aiScene *sc, const mesh__scene *g, const char *mesh_path,
+                          mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count);
 void mesh__scene_fini(mesh__scene *g);
 /* `v` placed by `xf`. */
 void mesh__scene_point(const mesh__mat4d *xf, const struct aiVector3D *v, double out[3]);

@@ -154,4 +154,11 @@ int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out);
 }
 #endif
 
+/* Decodes an image file's bytes (PNG, JPEG, BMP, TGA through stb_image; 8-bit paletted and
+ * 24/32-bit PCX) into out->width, height and rgba (RGBA8, row 0 the top; the caller frees rgba;
+ * out->name is left NULL). Returns 0; MESH_EFORMAT with a reason for bytes that are no image read
+ * here, a truncated one, or one over MESH_MAX_IMAGE_SIDE a side (checked before allocating);
+ * MESH_ENOMEM. (mesh_image.c) */
+int mesh_image_decode(const uint8_t *bytes, size_t len, mesh_image *out, char *err, size_t errlen);
+
 #endif /* DEFORMD_MESH_IO_H */

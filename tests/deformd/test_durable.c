@@ -1185,3 +1185,38 @@ TEST(an_fbx_file_that_says_z_is_up_opens_z_up_unless_told_otherwise_and_keeps_it
   ASSERT_UP(info_up(&h, "mesh.info", "plain", b), "y");
   harness_stop(&h);
 }
+
+/* A session keeps the textures its file brought: imported by the worker (a separate process,
+ * confined to the mesh folder), listed by mesh.info with the sizes the in-process import gives,
+ * and back after kill -9 from the store's copy of the mesh, not the file. */
+TEST(a_sessions_textures_come_from_the_import_worker_and_survive_kill_9) {
+  const char *dir = test_tmp_path("durable-textures");
+  harness h;
+  harness_start_on(&h, dir, "demo", "--demo");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"spider\",\"mesh\":\"OBJ/spider.obj\"}");
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(test_assimp_model("OBJ/spider.obj"), NULL, &m, err, sizeof(err)), err);
+  ASSERT(m->image_count == 4);
+  for (int pass = 0; pass < 2; pass++) {
+    cJSON *info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"spider\"}");
+    const cJSON *tex = cJSON_GetObjectItem(info, "textures");
+    ASSERT_EQ(cJSON_GetArraySize(tex), (int)m->image_count);
+    for (uint32_t i = 0; i < m->image_count; i++) {
+      const cJSON *t = cJSON_GetArrayItem(tex, (int)i);
+      ASSERT(strcmp(cJSON_GetObjectItem(t, "name")->valuestring, m->images[i].name) == 0);
+      ASSERT_EQ(cJSON_GetObjectItem(t, "width")->valueint, (int)m->images[i].width);
+      ASSERT_EQ(cJSON_GetObjectItem(t, "height")->valueint, (int)m->images[i].height);
+    }
+    cJSON_Delete(info);
+    info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"demo\"}");
+    ASSERT(cJSON_GetObjectItem(info, "textures") == NULL); /* a mesh without: today's answer */
+    cJSON_Delete(info);
+    if (pass == 0) {
+      harness_kill(&h);
+      harness_start_on(&h, dir, "spider", NULL);
+    }
+  }
+  harness_stop(&h);
+  mesh_destroy(m);
+}

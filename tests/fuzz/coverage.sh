@@ -6,7 +6,7 @@
 # build-fuzz-cov, runs each over its seeds, its kept findings and the corpus `make fuzz` grew
 # (build-fuzz/fuzz/NAME/corpus), and prints llvm-cov's report for that target's files.
 set -euo pipefail
-targets=${*:-frames rpc import config}
+targets=${*:-frames rpc import config image}
 cd "$(dirname "$0")/../.."
 build=build-fuzz-cov
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <stb/stb_image_write.h>
 
 #include "mesh.h"
 #include "proto.h"
@@ -346,6 +349,46 @@ static void md2_seed(void) {
   write_seed("import", "walk.md2", EXT_MD2, 1, b, sizeof(b));
 }
 
+/* Images as textures come: small PNG, JPEG, BMP and TGA files (stb_image_write), and PCX files
+ * in 8-bit paletted and 24-bit RGB form, written here (ZSoft RLE, a run of 5 and literals). */
+static void image_seeds(void) {
+  uint8_t px[8 * 6 * 3];
+  for (int i = 0; i < 8 * 6 * 3; i++) px[i] = (uint8_t)(i * 37);
+  char tmp[] = "/tmp/deformd-image-seed-XXXXXX";
+  int fd = mkstemp(tmp);
+  if (fd >= 0) close(fd);
+  const struct { const char *name; int kind; } files[] = {{"rgb.png", 3}, {"rgb.jpg", 0}, {"rgb.bmp", 1}, {"rgb.tga", 2}};
+  for (size_t k = 0; k < 4; k++) {
+    int ok = files[k].kind == 0   ? stbi_write_jpg(tmp, 8, 6, 3, px, 80)
+             : files[k].kind == 1 ? stbi_write_bmp(tmp, 8, 6, 3, px)
+             : files[k].kind == 2 ? stbi_write_tga(tmp, 8, 6, 3, px)
+                                  : stbi_write_png(tmp, 8, 6, 3, px, 8 * 3);
+    FILE *f = ok ? fopen(tmp, "rb") : NULL;
+    uint8_t b[4096];
+    size_t n = f ? fread(b, 1, sizeof(b), f) : 0;
+    if (f) fclose(f);
+    if (n) write_seed("image", files[k].name, 0, 0, b, n);
+  }
+  unlink(tmp);
+  /* PCX: 8 x 2 pixels, 8-bit with its palette, and 24-bit in three planes. */
+  uint8_t pcx[128 + 3 * 2 * 12 + 769];
+  for (int planes = 1; planes <= 3; planes += 2) {
+    memset(pcx, 0, sizeof(pcx));
+    pcx[0] = 0x0A, pcx[1] = 5, pcx[2] = 1, pcx[3] = 8, pcx[8] = 7, pcx[10] = 1, pcx[65] = (uint8_t)planes, pcx[66] = 8;
+    size_t at = 128;
+    for (int line = 0; line < 2 * planes; line++) {
+      pcx[at++] = 0xC5, pcx[at++] = (uint8_t)(line * 40); /* a run of five */
+      pcx[at++] = 0xC1, pcx[at++] = 0xC7;                 /* a literal that looks like a count */
+      pcx[at++] = 0x11, pcx[at++] = 0x22;
+    }
+    if (planes == 1) {
+      pcx[at++] = 0x0C;
+      for (int i = 0; i < 768; i++) pcx[at++] = (uint8_t)(i * 3);
+    }
+    write_seed("image", planes == 1 ? "pal8.pcx" : "rgb24.pcx", 0, 0, pcx, at);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: fuzz-make-seeds CORPUS_DIR\n");
@@ -361,6 +404,7 @@ int main(int argc, char **argv) {
   import(tmp);
   gltf_seed();
   md2_seed();
+  image_seeds();
   char cmd[256];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
   if (system(cmd) != 0) return 1;

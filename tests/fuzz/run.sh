@@ -15,7 +15,7 @@
 set -euo pipefail
 secs=${1:-60}
 shift || true
-targets=${*:-frames rpc import config}
+targets=${*:-frames rpc import config image}
 cd "$(dirname "$0")/../.."
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}

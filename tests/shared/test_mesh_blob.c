@@ -58,6 +58,18 @@ static void assert_same_mesh(const mesh *a, const mesh *b) {
   if (a->normals) same_bits(a->normals, b->normals, 12 * v, "normals");
   ASSERT((a->uvs == NULL) == (b->uvs == NULL));
   if (a->uvs) same_bits(a->uvs, b->uvs, 8 * v, "uvs");
+  ASSERT_EQ(a->image_count, b->image_count);
+  for (uint32_t i = 0; i < a->image_count; i++) {
+    const mesh_image *x = &a->images[i], *y = &b->images[i];
+    ASSERT(strcmp(x->name, y->name) == 0 && x->width == y->width && x->height == y->height);
+    same_bits(x->rgba, y->rgba, 4 * (size_t)x->width * x->height, "texture pixels");
+  }
+  ASSERT_EQ(a->submesh_count, b->submesh_count);
+  for (uint32_t i = 0; i < a->submesh_count; i++) {
+    ASSERT_EQ(a->submeshes[i].has_color, b->submeshes[i].has_color);
+    ASSERT_EQ(a->submeshes[i].texture, b->submeshes[i].texture);
+    same_bits(a->submeshes[i].base_color, b->submeshes[i].base_color, 16, "base colour");
+  }
   same_bits(a->triangles, b->triangles, 12 * (size_t)a->triangle_count, "triangles");
   ASSERT_EQ(a->target_count, b->target_count);
   for (uint32_t i = 0; i < a->target_count; i++) {
@@ -174,7 +186,7 @@ TEST(an_fbx_file_that_says_z_is_up_is_marked_and_the_blob_keeps_it) {
   ASSERT_EQ(m->file_up, 'z');
   size_t n;
   uint8_t *b = round_trip(m, &n);
-  ASSERT_EQ(get_le32(b + 8), 4u | (m->normals ? 1u : 0u) | (m->uvs ? 2u : 0u));
+  ASSERT_EQ(get_le32(b + 8) & 7u, 4u | (m->normals ? 1u : 0u) | (m->uvs ? 2u : 0u));
   free(b);
   mesh_destroy(m);
   const char *others[] = {"FBX/box.fbx", "PLY/cube.ply", "OFF/Wuson.off"};
@@ -186,6 +198,28 @@ TEST(an_fbx_file_that_says_z_is_up_is_marked_and_the_blob_keeps_it) {
     free(b);
     mesh_destroy(m);
   }
+}
+
+/* Colours and textures ride in the blob (flag bit 3) — so the store keeps them with the mesh —
+ * and come back bit for bit; a mesh with neither keeps the bytes blobs always had (no bit 3). */
+TEST(blob_round_trip_keeps_submesh_colours_and_decoded_textures) {
+  const char *with[] = {"OBJ/spider.obj", "glTF2/BoxTextured-glTF-Binary/BoxTextured.glb", "MD2/sydney.md2"};
+  for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++) {
+    mesh *m = import_ok(test_assimp_model(with[i]));
+    ASSERT(m->image_count > 0);
+    size_t n;
+    uint8_t *b = round_trip(m, &n);
+    ASSERT(get_le32(b + 8) & 8u);
+    free(b);
+    mesh_destroy(m);
+  }
+  mesh *m = import_ok(test_assimp_model("PLY/cube.ply"));
+  ASSERT(m->image_count == 0 && !m->submeshes[0].has_color && m->submeshes[0].texture == 0);
+  size_t n;
+  uint8_t *b = round_trip(m, &n);
+  ASSERT_EQ(get_le32(b + 8) & 8u, 0u);
+  free(b);
+  mesh_destroy(m);
 }
 
 TEST(blob_crc_is_the_standard_crc32) {

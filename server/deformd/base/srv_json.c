@@ -44,8 +44,18 @@ cJSON *srv_json_mesh_info(const mesh *m, const mesh_stats *s) {
     cJSON_AddItemToObject(bbox, "min", vec3(m->bbox_min));
     cJSON_AddItemToObject(bbox, "max", vec3(m->bbox_max));
   }
+  /* The base-colour textures the file brought (only when it brought any, so that a mesh without
+   * prints what it always printed). */
+  cJSON *tex = m->image_count ? cJSON_AddArrayToObject(o, "textures") : NULL;
+  for (uint32_t i = 0; tex && i < m->image_count; i++) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", m->images[i].name);
+    cJSON_AddNumberToObject(t, "width", m->images[i].width);
+    cJSON_AddNumberToObject(t, "height", m->images[i].height);
+    cJSON_AddItemToArray(tex, t);
+  }
   /* One failed allocation anywhere above leaves a key missing: report it as a failure. */
-  if (!names || !bbox || cJSON_GetArraySize(o) != 11) {
+  if (!names || !bbox || cJSON_GetArraySize(o) != 11 + (m->image_count ? 1 : 0)) {
     cJSON_Delete(o);
     return NULL;
   }

@@ -501,6 +501,7 @@ static int fix_names(mesh *m) {
   for (uint32_t i = 0; i < m->target_count && !rc; i++) rc = fix_name(&m->targets[i].name);
   for (uint32_t i = 0; i < m->clip_count && !rc; i++) rc = fix_name(&m->clips[i].name);
   for (uint32_t i = 0; i < m->submesh_count && !rc; i++) rc = fix_name(&m->submeshes[i].name);
+  for (uint32_t i = 0; i < m->image_count && !rc; i++) rc = fix_name(&m->images[i].name);
   return rc;
 }
 
