@@ -26,6 +26,7 @@ typedef struct offsets {
   uint32_t nv;
   float *off;
   char *text;
+  float quantum; /* the session's offset quantum */
 } offsets;
 
 static void offsets_fini(offsets *o) {
@@ -49,6 +50,7 @@ static void look(scene *s, offsets *o) {
   client_replica r;
   harness_join(&s->h, &c, &r, s->session, PROTO_ROLE_VIEWER, NULL);
   o->nv = r.mesh->vertex_count;
+  o->quantum = r.quantum;
   o->off = malloc(sizeof(float) * 3 * o->nv);
   memcpy(o->off, r.offsets, sizeof(float) * 3 * o->nv);
   if (!s->rest) {
@@ -330,6 +332,17 @@ static void run_scene(const char *session, const char *dirname, const char *cons
   ASSERT(strcmp(cJSON_GetObjectItem(top, "of_kind")->valuestring, pl->first == FIRST_INFLATE ? "brush" : "gesture") == 0);
   ASSERT_EQ(cJSON_GetObjectItem(top, "vertices")->valueint, restored);
   cJSON_Delete(list);
+  /* A clean stop writes a checkpoint with the undo history in it: the same again from there. */
+  client_close(&ana);
+  harness_stop(&s.h);
+  restart(&s, dir, args);
+  offsets_fini(&again), offsets_fini(&redone);
+  look(&s, &again);
+  ASSERT_SAME_OFFSETS(&again, &undone, "after a clean stop");
+  author(&s, &ana, "ana");
+  call_done(&ana, "history.redo", p);
+  look(&s, &redone);
+  ASSERT_SAME_OFFSETS(&redone, &before, "after a clean stop and a redo");
   client_close(&ana);
   harness_stop(&s.h);
   offsets_fini(&again), offsets_fini(&redone);
@@ -361,4 +374,58 @@ TEST(three_authors_on_a_scan_undo_keeps_the_surface_whole_and_survives_kill_9) {
   const char *const args[] = {"--mesh", test_cgal_mesh("bear.off"), "--session", "scan", NULL};
   plan pl = {FIRST_INFLATE, {0.0, 0.0, 0.4}, 0.15, 3};
   run_scene("scan", "undo-scan", args, &pl);
+}
+
+/* A stroke in two pieces with another author's stroke between them is one step of its author;
+ * its undo takes back the two pieces and nothing of the stroke between: what is left is exactly
+ * (to the quantum) what bob's stroke changed. */
+TEST(an_undo_takes_back_only_its_own_pieces_when_another_authors_stroke_came_between_them) {
+  scene s = {.session = "demo"};
+  harness_start(&s.h, "demo", demo_args);
+  offsets s1, s2, s3, s4;
+  look(&s, &s1);
+  offsets_fini(&s1);
+  client_conn ana, bob;
+  author(&s, &ana, "ana");
+  author(&s, &bob, "bob");
+  const double c[3] = {0.0425, -0.02, 0.079}, u[3] = {1, 0, 0}, w[3] = {0, 1, 0}, zero[3] = {0, 0, 0};
+  const double side[3] = {0, 0.008, 0};
+  char *p1 = stroke_params(&s, "inflate", 0.02, 0.6, c, u, -0.02, 0.0, zero);
+  char *pb = stroke_params(&s, "draw", 0.012, 0.4, c, w, -0.03, 0.03, zero);
+  char *p2 = stroke_params(&s, "inflate", 0.02, 0.6, c, u, 0.0, 0.02, side);
+  p2[strlen(p2) - 1] = '\0'; /* the closing brace: the second piece continues the first */
+  char cont[4200];
+  snprintf(cont, sizeof(cont), "%s,\"continue\":true}", p2);
+  call_done(&ana, "brush.stroke", p1);
+  look(&s, &s1);
+  call_done(&bob, "brush.stroke", pb);
+  look(&s, &s2);
+  call_done(&ana, "brush.stroke", cont);
+  look(&s, &s3);
+  cJSON *list = harness_rpc_ok(&s.h, "history.list", "{\"session\":\"demo\"}");
+  cJSON *steps = cJSON_GetObjectItem(list, "steps");
+  ASSERT_EQ(cJSON_GetArraySize(steps), 2); /* ana's stroke (two operations) and bob's */
+  ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 1), "operations")->valueint, 2);
+  cJSON_Delete(list);
+  call_done(&ana, "history.undo", "{\"session\":\"demo\"}");
+  look(&s, &s4);
+  uint32_t bobs = 0, overlap = 0;
+  for (uint32_t i = 0; i < 3 * s.nv; i++) {
+    double want = (double)s2.off[i] - s1.off[i]; /* bob's own change */
+    if (fabs(s4.off[i] - want) > 0.5 * s4.quantum)
+      test__fail(__FILE__, __LINE__, "vertex %u: %g after the undo, bob changed it by %g", i / 3, s4.off[i], want);
+    bobs += want != 0;
+    overlap += want != 0 && (s1.off[i] != 0 || s3.off[i] != s2.off[i]);
+  }
+  ASSERT(bobs > 0 && overlap > 0); /* bob's stroke is there, and ana's pieces moved some of it */
+  call_done(&ana, "history.redo", "{\"session\":\"demo\"}");
+  offsets s5;
+  look(&s, &s5);
+  ASSERT_SAME_OFFSETS(&s5, &s3, "after undo and redo");
+  free(p1), free(p2), free(pb);
+  offsets_fini(&s1), offsets_fini(&s2), offsets_fini(&s3), offsets_fini(&s4), offsets_fini(&s5);
+  client_close(&ana), client_close(&bob);
+  harness_stop(&s.h);
+  free(s.rest);
+  mesh_topology_fini(&s.t);
 }
