@@ -303,7 +303,7 @@ int bench_undo_main(int argc, char **argv, const char *cmdline) {
   const char *args[] = {"--demo", "--data", o.memory ? "none" : dir, "--reserve-mb", "0", NULL};
   bench_child child;
   char err[512];
-  int rc = bench_child_start(o.deformd, args, &child, err, sizeof(err));
+  int rc = bench_child_start(o.deformd, args, &child, err, sizeof(err)), started = rc == 0;
   if (rc) fprintf(stderr, "deform-bench undo: %s\n", err);
   if (rc == 0 && (rc = bench_wait_session(child.rpc_port, "demo")) != 0)
     fprintf(stderr, "deform-bench undo: the demo session did not open\n");
@@ -320,20 +320,21 @@ int bench_undo_main(int argc, char **argv, const char *cmdline) {
     printf("# %s\n# later  restored  overlapped  undo ms  best ms  redo ms  crease before → after  jump before → after\n",
            cmdline);
   client_conn admin;
-  if (rc == 0 && client_connect(&admin, "127.0.0.1", child.rpc_port, err, sizeof(err)) != 0) rc = 1;
+  int connected = rc == 0 && client_connect(&admin, "127.0.0.1", child.rpc_port, err, sizeof(err)) == 0;
+  if (rc == 0 && !connected) fprintf(stderr, "deform-bench undo: %s\n", err), rc = 1;
   for (int i = 0; rc == 0 && i < o.nlater && !g_stop; i++) {
     if (i) /* a fresh demo session for each N */
       rc = rpc(&admin, "session.close", "{\"session\":\"demo\"}", NULL, NULL) ||
            rpc(&admin, "session.create", "{\"session\":\"demo\",\"mesh\":\"demo\"}", NULL, NULL);
     if (rc == 0) rc = run_one(&o, child.stream_port, child.rpc_port, o.later[i], &rest, &t, &e, cmdline);
   }
+  if (connected) client_close(&admin);
   if (have) {
-    client_close(&admin);
     free(e.pair);
     mesh_topology_fini(&t);
     client_replica_fini(&rest);
   }
-  if (child.pid > 0) bench_child_stop(&child);
+  if (started) bench_child_stop(&child);
   char cmd[128];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "deform-bench undo: could not remove %s\n", dir);
