@@ -214,6 +214,28 @@ static void restart(scene *s, const char *dir, const char *const *args) {
   harness_start(&s->h, s->session, a);
 }
 
+/* Stops the server (kill -9, or a clean stop), starts it again on the same folder, and checks
+ * that the offsets are `now`; then ana's `method` (history.undo or .redo) gives `then`. */
+static void back_after_restart(scene *s, const char *dir, const char *const *args, int clean, const offsets *now,
+                               const char *method, const offsets *then) {
+  if (clean) harness_stop(&s->h);
+  else harness_kill(&s->h);
+  restart(s, dir, args);
+  offsets o;
+  look(s, &o);
+  if (!same_offsets(&o, now)) test__fail(__FILE__, __LINE__, "after %s: the offsets differ", clean ? "a clean stop" : "kill -9");
+  offsets_fini(&o);
+  client_conn ana;
+  author(s, &ana, "ana");
+  char p[256];
+  snprintf(p, sizeof(p), "{\"session\":\"%s\"}", s->session);
+  call_done(&ana, method, p);
+  client_close(&ana);
+  look(s, &o);
+  if (!same_offsets(&o, then)) test__fail(__FILE__, __LINE__, "%s after a restart: the offsets differ", method);
+  offsets_fini(&o);
+}
+
 /* ana's step, then the later strokes; ana undoes. Everything the issue asks of the undo is
  * checked on the way, and again after kill -9. */
 static void run_scene(const char *session, const char *dirname, const char *const *args, const plan *pl) {
@@ -303,28 +325,13 @@ static void run_scene(const char *session, const char *dirname, const char *cons
   look(&s, &again);
   ASSERT_SAME_OFFSETS(&again, &undone, "after a second undo");
   offsets_fini(&again);
-  /* kill -9: the undone state comes back, and ana's redo still gives the offsets before it. */
+  /* kill -9: the undone state comes back, and ana's redo still gives the offsets before it;
+   * again the other way round; then a clean stop, which writes a checkpoint with the undo
+   * history in it. */
   client_close(&ana), client_close(&bob);
   if (pl->authors == 3) client_close(&carl);
-  harness_kill(&s.h);
-  restart(&s, dir, args);
-  look(&s, &again);
-  ASSERT_SAME_OFFSETS(&again, &undone, "after kill -9");
-  offsets_fini(&again);
-  author(&s, &ana, "ana");
-  call_done(&ana, "history.redo", p);
-  look(&s, &redone);
-  ASSERT_SAME_OFFSETS(&redone, &before, "after kill -9 and a redo");
-  offsets_fini(&redone);
-  client_close(&ana);
-  harness_kill(&s.h);
-  restart(&s, dir, args);
-  look(&s, &redone);
-  ASSERT_SAME_OFFSETS(&redone, &before, "after a redo and kill -9");
-  author(&s, &ana, "ana");
-  call_done(&ana, "history.undo", p);
-  look(&s, &again);
-  ASSERT_SAME_OFFSETS(&again, &undone, "after kill -9 and an undo");
+  back_after_restart(&s, dir, args, 0, &undone, "history.redo", &before);
+  back_after_restart(&s, dir, args, 0, &before, "history.undo", &undone);
   /* history.list says what the undo took back. */
   cJSON *list = harness_rpc_ok(&s.h, "history.list", p);
   cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(list, "steps"), 0);
@@ -332,20 +339,8 @@ static void run_scene(const char *session, const char *dirname, const char *cons
   ASSERT(strcmp(cJSON_GetObjectItem(top, "of_kind")->valuestring, pl->first == FIRST_INFLATE ? "brush" : "gesture") == 0);
   ASSERT_EQ(cJSON_GetObjectItem(top, "vertices")->valueint, restored);
   cJSON_Delete(list);
-  /* A clean stop writes a checkpoint with the undo history in it: the same again from there. */
-  client_close(&ana);
+  back_after_restart(&s, dir, args, 1, &undone, "history.redo", &before);
   harness_stop(&s.h);
-  restart(&s, dir, args);
-  offsets_fini(&again), offsets_fini(&redone);
-  look(&s, &again);
-  ASSERT_SAME_OFFSETS(&again, &undone, "after a clean stop");
-  author(&s, &ana, "ana");
-  call_done(&ana, "history.redo", p);
-  look(&s, &redone);
-  ASSERT_SAME_OFFSETS(&redone, &before, "after a clean stop and a redo");
-  client_close(&ana);
-  harness_stop(&s.h);
-  offsets_fini(&again), offsets_fini(&redone);
   offsets_fini(&rest), offsets_fini(&after_ana), offsets_fini(&before), offsets_fini(&undone);
   free(s.rest);
   mesh_topology_fini(&s.t);
