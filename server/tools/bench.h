@@ -26,6 +26,8 @@ void bench_child_stop(bench_child *c);
 void bench_child_kill(bench_child *c);
 int bench_child_gone(const bench_child *c); /* 1 when it exited (not reaped yet) */
 double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, or -1 */
+/* Waits (30 s at most) until deformd on rpc_port has opened (or restored) `session`. 0 or -1. */
+int bench_wait_session(int rpc_port, const char *session);
 /* The deformd next to this program ("" when it cannot tell), into out. */
 void bench_default_deformd(char *out, size_t len);
 /* --tls: cert.pem and key.pem (EC P-256, for 127.0.0.1) in a new folder under $TMPDIR, named
@@ -57,5 +59,6 @@ int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
 int bench_durable_main(int argc, char **argv, const char *cmdline);
 int bench_stream_main(int argc, char **argv, const char *cmdline);
+int bench_undo_main(int argc, char **argv, const char *cmdline);
 
 #endif

@@ -150,6 +150,22 @@ void bench_child_kill(bench_child *c) {
   c->pid = 0;
 }
 
+int bench_wait_session(int rpc_port, const char *session) {
+  client_conn c;
+  char err[256];
+  if (client_connect(&c, "127.0.0.1", rpc_port, err, sizeof(err)) != 0) return -1;
+  int found = 0;
+  for (int tries = 0; tries < 600 && !found && !g_stop; tries++) {
+    cJSON *r = NULL, *e = NULL, *x;
+    if (client_rpc(&c, "session.list", NULL, 10000, &r, &e) == 0)
+      cJSON_ArrayForEach(x, r) found |= strcmp(cJSON_GetObjectItem(x, "session")->valuestring, session) == 0;
+    cJSON_Delete(r), cJSON_Delete(e);
+    if (!found) usleep(50000);
+  }
+  client_close(&c);
+  return found ? 0 : -1;
+}
+
 void bench_default_deformd(char *out, size_t len) {
   char self[4000];
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -173,23 +173,6 @@ static int read_log(const char *dir, log_figures *f) {
   return ok ? 0 : -1;
 }
 
-/* Waits until deformd has opened (or restored) the demo session. Returns 0 or -1. */
-static int wait_demo(int rpc_port) {
-  client_conn c;
-  char err[256];
-  if (client_connect(&c, "127.0.0.1", rpc_port, err, sizeof(err)) != 0) return -1;
-  int found = 0;
-  for (int tries = 0; tries < 600 && !found && !g_stop; tries++) {
-    cJSON *r = NULL, *e = NULL, *x;
-    if (client_rpc(&c, "session.list", NULL, 10000, &r, &e) == 0)
-      cJSON_ArrayForEach(x, r) found |= strcmp(cJSON_GetObjectItem(x, "session")->valuestring, "demo") == 0;
-    cJSON_Delete(r), cJSON_Delete(e);
-    if (!found) usleep(50000);
-  }
-  client_close(&c);
-  return found ? 0 : -1;
-}
-
 typedef struct opts {
   int editors, json;
   double rate, seconds;
@@ -209,7 +192,7 @@ static int run_mode(const opts *o, const char *mode, const char *dir, const char
     fprintf(stderr, "deform-bench durable: %s\n", err);
     return 1;
   }
-  if (wait_demo(child.rpc_port) != 0) {
+  if (bench_wait_session(child.rpc_port, "demo") != 0) {
     fprintf(stderr, "deform-bench durable: the demo session did not open\n");
     bench_child_stop(&child);
     return 1;
@@ -300,7 +283,7 @@ static double time_start(const opts *o, const char *dir, bench_child *c) {
 
 static int run_restart(const opts *o, const char *dir, const char *cmdline) {
   bench_child child;
-  if (time_start(o, dir, &child) < 0 || wait_demo(child.rpc_port) != 0) return 1;
+  if (time_start(o, dir, &child) < 0 || bench_wait_session(child.rpc_port, "demo") != 0) return 1;
   enum { FILLERS = 16 };
   filler f[FILLERS];
   pthread_t th[FILLERS];

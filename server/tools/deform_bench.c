@@ -26,7 +26,8 @@
  * port (a throw-away EC P-256 certificate made with the openssl command), and every client of
  * the bench verifies it: the same run, encrypted per connection (one node only).
  *
- * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c.)
+ * (`deform-bench stream` is bench_stream.c; solve, brush and blend are bench_solve.c, bench_blend.c;
+ * undo is bench_undo.c.)
  *
  * DOES NOT: tune or restart the server, measure anything but loopback, isolate itself from the
  * server (both share the machine's cores), decode meshes (SNAPSHOT payloads are skipped, not
@@ -796,6 +797,7 @@ static void usage(FILE *out) {
           "                          [--max-error E] [--clips FILE...] [--json]\n"
           "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
           "                           [--seconds S] [--deformd PATH]\n"
+          "       deform-bench undo [--later 1,10,100] [--repeat R] [--data none] [--json] [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -814,6 +816,8 @@ static void usage(FILE *out) {
           "           its own (CPU per process and per delivered frame); --sculpt HZ: a second editor\n"
           "           sends a 64-vertex sculpt edit that often; --tls: deformd on TLS (a throw-away\n"
           "           certificate), every client verifying it (one node)\n"
+          "  undo     history.undo of an inflate under N later overlapping strokes of another author: time\n"
+          "           (send to committed answer) and crease / offset jump before and after\n"
           "  --json   one JSON object per result instead of a table\n"
           "  --deformd PATH   server binary (default: deformd next to deform-bench)\n");
 }
@@ -906,10 +910,11 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
-                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0)) {
+                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
-    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0) { /* they start deformd, which must not outlive ^C */
+    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 ||
+        strcmp(argv[1], "undo") == 0) { /* they start deformd, which must not outlive ^C */
       struct sigaction sa;
       memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
@@ -921,6 +926,7 @@ int main(int argc, char **argv) {
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
                  : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
                  : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
+                 : strcmp(argv[1], "undo") == 0   ? bench_undo_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;

@@ -359,17 +359,19 @@ TEST(two_authors_undo_and_redo_only_their_own_steps) {
   cJSON_Delete(call(&bob, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"6\":[0.003,0,0],\"7\":[0.004,0,0]}}", &code));
   ASSERT_EQ(code, 0);
   double q5 = offset_x(&h, "5"), q6b = offset_x(&h, "6"), q7 = offset_x(&h, "7");
-  /* ana's undo: 5 goes back; 6 keeps bob's value (skipped); 7 is bob's alone. */
+  /* ana's undo takes her own change back: 5 goes back; 6 keeps bob's change on top of it (0.003
+   * - 0.002: overlapped, not skipped); 7 is bob's alone. */
   cJSON *r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
   ASSERT_EQ(code, 0);
-  ASSERT_EQ(cJSON_GetObjectItem(r, "restored")->valueint, 1);
-  ASSERT_EQ(cJSON_GetObjectItem(r, "skipped")->valueint, 1);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "restored")->valueint, 2);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "skipped")->valueint, 0);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "overlapped")->valueint, 1);
   cJSON_Delete(r);
-  ASSERT(offset_x(&h, "5") == 0.0 && offset_x(&h, "6") == q6b && offset_x(&h, "7") == q7);
+  ASSERT(offset_x(&h, "5") == 0.0 && fabs(offset_x(&h, "6") - 0.001) < 1e-6 && offset_x(&h, "7") == q7);
   /* Nothing older of ana's: a clear error. */
   r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
   ASSERT_EQ(code, -32006);
-  /* ana's redo: 5 comes back; 6 still bob's. */
+  /* ana's redo: 5 comes back; 6 is bob's value again, bit for bit. */
   cJSON_Delete(call(&ana, "history.redo", "{\"session\":\"demo\"}", &code));
   ASSERT_EQ(code, 0);
   ASSERT(offset_x(&h, "5") == q5 && offset_x(&h, "6") == q6b);
@@ -486,9 +488,11 @@ TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
   as_author(&h, &ana, "ana");
   as_author(&h, &bob, "bob");
   int code;
-  cJSON_Delete(call(&ana, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.001,0,0]}}", &code));
-  cJSON_Delete(call(&bob, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"5\":[0.003,0,0]}}", &code));
-  /* ana's undo finds vertex 5 changed by bob: nothing changes, yet her step is undone. */
+  cJSON_Delete(call(&ana, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.25}}", &code));
+  cJSON_Delete(call(&bob, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}", &code));
+  /* ana's undo finds smile_L changed by bob (weights keep the rule "left as others set them";
+   * sculpt offsets would take her change back under bob's): nothing changes, yet her step is
+   * undone. */
   cJSON *r = call(&ana, "history.undo", "{\"session\":\"demo\"}", &code);
   ASSERT_EQ(code, 0);
   ASSERT_EQ(cJSON_GetObjectItem(r, "restored")->valueint, 0);
@@ -503,7 +507,7 @@ TEST(an_undo_that_changed_nothing_still_counts_after_kill_9) {
   cJSON_Delete(r);
   r = call(&ana, "history.redo", "{\"session\":\"demo\"}", &code);
   ASSERT_EQ(code, 0);
-  ASSERT(strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, "sculpt.set") == 0);
+  ASSERT(strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, "weights.set") == 0);
   cJSON_Delete(r);
   client_close(&ana);
   harness_stop(&h);

@@ -373,12 +373,12 @@ TEST(session_job_answers_keep_their_documented_keys_and_order) {
   reply_free(&r);
 
   expect_keys(&c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"history.undo\",\"params\":{\"session\":\"demo\"}}",
-              "version,author,step,kind,step_first_version,step_last_version,restored,skipped", &r);
+              "version,author,step,kind,step_first_version,step_last_version,restored,skipped,overlapped", &r);
   ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":3,\"author\":\"anonymous-");
   ASSERT_STR_CONTAINS(r.line, "\"kind\":\"brush\",\"step_first_version\":2,\"step_last_version\":2,");
   reply_free(&r);
   expect_keys(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"history.redo\",\"params\":{\"session\":\"demo\"}}",
-              "version,author,step,kind,step_first_version,step_last_version,restored,skipped", &r);
+              "version,author,step,kind,step_first_version,step_last_version,restored,skipped,overlapped", &r);
   ASSERT_STR_CONTAINS(r.line, "\"result\":{\"version\":4,");
   reply_free(&r);
 

@@ -83,8 +83,10 @@ static int list_entry(const srv_history_entry *e, void *arg) {
   cJSON_AddStringToObject(o, "kind", srv_history_cause_name(e->cause));
   char summary[160];
   if (e->cause == SRV_CAUSE_UNDO || e->cause == SRV_CAUSE_REDO)
-    snprintf(summary, sizeof(summary), "%s of step %llu (%u left as others changed them)",
-             srv_history_cause_name(e->cause), (unsigned long long)e->undo_of, e->skipped);
+    snprintf(summary, sizeof(summary), "%s of step %llu%s%s%s: %u vert%s, %u target%s (%u left as others changed them)",
+             srv_history_cause_name(e->cause), (unsigned long long)e->undo_of, e->undo_of_cause ? " (" : "",
+             e->undo_of_cause ? srv_history_cause_name(e->undo_of_cause) : "", e->undo_of_cause ? ")" : "",
+             e->vertices, e->vertices == 1 ? "ex" : "ices", e->targets, e->targets == 1 ? "" : "s", e->skipped);
   else if (e->cause == SRV_CAUSE_REVERT)
     snprintf(summary, sizeof(summary), "revert to version %llu", (unsigned long long)e->undo_of);
   else if (e->targets_added)
@@ -95,6 +97,12 @@ static int list_entry(const srv_history_entry *e, void *arg) {
   else
     snprintf(summary, sizeof(summary), "%s: %u change%s in %u operation%s", srv_history_cause_name(e->cause),
              e->changed, e->changed == 1 ? "" : "s", e->ops, e->ops == 1 ? "" : "s");
+  if (e->cause == SRV_CAUSE_UNDO || e->cause == SRV_CAUSE_REDO) { /* what it took back, or put back */
+    cJSON_AddNumberToObject(o, "of_step", (double)e->undo_of);
+    if (e->undo_of_cause) cJSON_AddStringToObject(o, "of_kind", srv_history_cause_name(e->undo_of_cause));
+  }
+  cJSON_AddNumberToObject(o, "vertices", e->vertices);
+  cJSON_AddNumberToObject(o, "targets", e->targets);
   cJSON_AddNumberToObject(o, "operations", e->ops);
   cJSON_AddStringToObject(o, "summary", summary);
   cJSON_AddBoolToObject(o, "undone", e->undone);

@@ -90,6 +90,7 @@ static cJSON *history(srv_server *s, const srv_history_result *res, uint32_t aut
   }
   cJSON_AddNumberToObject(r, "restored", res->restored);
   cJSON_AddNumberToObject(r, "skipped", res->skipped);
+  cJSON_AddNumberToObject(r, "overlapped", res->overlapped);
   return r;
 }
 

@@ -5,11 +5,19 @@
  * per-author undo and redo, and the records the store keeps (srv_record.c).
  *
  * Undo is per author, as in Figma and Yjs's UndoManager: history.undo reverts the caller's
- * newest step that is not undone, as a new operation. A vertex or target that has another
- * value now than the step left it with was changed by someone since: it keeps that value and
- * counts as skipped. Redo re-applies the step the caller undid last, on the same rule, until
- * the caller makes a new step. The comparison is on values, so undoing one's own newer step
- * first never makes an older one "changed by someone else".
+ * newest step that is not undone, as a new operation; redo re-applies the step the caller
+ * undid last, until the caller makes a new step. Two rules:
+ *   - sculpt offsets: each step keeps its own change per vertex (after - before, summed over
+ *     its operations, in the quantised integers); undo subtracts that change from the offsets
+ *     the vertices have now and redo adds it again. Later steps of others that overlap stay on
+ *     top, the surface moves back continuously (no plateau where someone else worked since),
+ *     and undo then redo gives back the same offsets bit for bit (srv_history_apply.c).
+ *   - target settings and set values: a target that has another value now than the step left
+ *     it with was changed by someone since: it keeps that value and counts as skipped. The
+ *     comparison is on values, so undoing one's own newer step first never makes an older one
+ *     "changed by someone else".
+ * A gesture's change is a field like a stroke's: undo subtracts it as it is, ARAP's rotations
+ * are not solved again (docs/architecture.md, "Undo").
  *
  * Memory: each step keeps its before/after values; the newest `undo_depth` undoable steps of
  * each author keep them (srv_history_set_undo_depth, the undo_depth setting), older steps only
@@ -22,7 +30,8 @@
  * srv_history_on_applied, where an undo or redo step found in the step rows marks its step
  * undone (or not) and moves its author's redo stack as history.undo and .redo did.
  *
- * DOES NOT touch the store's file (srv_store.c) or parse requests (srv_history_rpc.c).
+ * DOES NOT touch the store's file (srv_store.c), parse requests (srv_history_rpc.c) or build the
+ * operations an undo, redo or revert applies (srv_history_apply.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,18 +51,7 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_record.h"
-
-typedef struct hist_offsets { /* ascending vertices */
-  uint32_t n, cap;
-  uint32_t *idx;
-  int32_t *before, *after; /* 3 each */
-} hist_offsets;
-
-typedef struct hist_targets { /* ascending targets: set values and settings */
-  uint32_t n, cap;
-  uint32_t *idx;
-  srv_target *before, *after;
-} hist_targets;
+#include "srv_history_apply.h"
 
 typedef struct srv_step {
   uint64_t id;
@@ -148,7 +146,7 @@ int srv_history_init(srv_session *s) {
   return 0;
 }
 
-static srv_step *find_step(srv_history *h, uint64_t id) {
+static srv_step *find_step(const srv_history *h, uint64_t id) {
   uint32_t lo = 0, hi = h->count;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
@@ -288,8 +286,17 @@ static int ensure_offsets(hist_offsets *o, uint32_t need) {
   return 0;
 }
 
+/* Adds a - b to what o holds (saturating: a step's own change stays a change of int32s). */
+static void add_change(int32_t *o, const int32_t *a, const int32_t *b) {
+  for (int c = 0; c < 3; c++) {
+    int64_t v = (int64_t)o[c] + a[c] - b[c];
+    o[c] = (int32_t)(v > INT32_MAX ? INT32_MAX : v < -INT32_MAX ? -INT32_MAX : v);
+  }
+}
+
 /* Merges n ascending vertices (before values, after values) into o: a vertex seen before keeps
- * its first `before` and takes the new `after`. */
+ * its first `before` and adds this change to its `after`, so that after - before is what the
+ * step itself changed even where someone else's operation came between two of its own. */
 static int merge_offsets(hist_offsets *o, const uint32_t *idx, const int32_t *before, const int32_t *after,
                          uint32_t n) {
   if (n == 0) return 0;
@@ -310,7 +317,8 @@ static int merge_offsets(hist_offsets *o, const uint32_t *idx, const int32_t *be
     } else if (a >= 0 && o->idx[a] == idx[b]) {
       o->idx[w] = o->idx[a];
       memcpy(o->before + 3 * w, o->before + 3 * a, 12);
-      memcpy(o->after + 3 * w, after + 3 * b, 12);
+      memmove(o->after + 3 * w, o->after + 3 * a, 12);
+      add_change(o->after + 3 * w, after + 3 * b, before + 3 * b);
       a--, b--;
     } else {
       o->idx[w] = idx[b];
@@ -502,89 +510,6 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
 
 /* ---- undo, redo, revert --------------------------------------------------------------------------- */
 
-static int same_settings(const srv_target *a, const srv_target *b) {
-  return memcmp(&a->min, &b->min, sizeof(float)) == 0 && memcmp(&a->max, &b->max, sizeof(float)) == 0 &&
-         a->muted == b->muted && a->driver_count == b->driver_count &&
-         memcmp(a->drivers, b->drivers, sizeof(uint32_t) * a->driver_count) == 0;
-}
-
-/* Applies the ops that set what `from` holds back to what `to` holds, wherever the session
- * still has `from` (when check_from) or everywhere: settings, then set values, then offsets,
- * all as step `step` of `author`. Counts what it changed and what others changed since. */
-static int apply_restore(srv_server *srv, srv_session *s, const hist_offsets *o, const hist_targets *g, int forward,
-                         int check_from, uint32_t author, uint8_t cause, uint64_t step, uint32_t *restored,
-                         uint32_t *skipped, char *err, size_t errlen) {
-  *restored = *skipped = 0;
-  uint32_t n = o->n > g->n ? o->n : g->n;
-  uint32_t *idx = malloc(sizeof(uint32_t) * (n + 1));
-  int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)o->n + 1));
-  float *val = malloc(sizeof(float) * ((size_t)g->n + 1));
-  int rc = idx && q && val ? 0 : SRV_EINTERNAL;
-  if (rc) snprintf(err, errlen, "out of memory");
-  /* Settings first: a value may only fit the range it is restored with. */
-  for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
-    uint32_t t = g->idx[i];
-    const srv_target *from = forward ? &g->before[i] : &g->after[i], *to = forward ? &g->after[i] : &g->before[i];
-    if (same_settings(from, to)) continue;
-    if (check_from && !same_settings(&s->targets[t], from)) {
-      (*skipped)++;
-      continue;
-    }
-    srv_target meta = *to;
-    srv_op op = {.kind = SRV_OP_SET_TARGET_META, .author = author, .cause = cause, .step = step, .count = 1,
-                 .indices = &t, .meta = &meta};
-    char why[256];
-    if (srv_session_check(s, &op, why, sizeof(why)) != 0 || srv_session_apply(srv, s, &op) == 0) (*skipped)++;
-    else (*restored)++;
-  }
-  uint32_t k = 0;
-  for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
-    uint32_t t = g->idx[i];
-    float from = forward ? g->before[i].value : g->after[i].value, to = forward ? g->after[i].value : g->before[i].value;
-    if (memcmp(&from, &to, sizeof(float)) == 0 || s->targets[t].driver_count) continue;
-    if (check_from && memcmp(&s->targets[t].value, &from, sizeof(float)) != 0) {
-      (*skipped)++;
-      continue;
-    }
-    /* A restored value outside a range someone changed since is held to that range. */
-    const srv_target *st = &s->targets[t];
-    idx[k] = t;
-    val[k++] = to < st->min ? st->min : to > st->max ? st->max : to;
-  }
-  if (rc == 0 && k) {
-    srv_op op = {.kind = SRV_OP_SET_WEIGHTS, .author = author, .cause = cause, .step = step, .count = k,
-                 .indices = idx, .values = val};
-    char why[256];
-    if (srv_session_check(s, &op, why, sizeof(why)) != 0 || srv_session_apply(srv, s, &op) == 0) *skipped += k;
-    else *restored += k;
-  }
-  k = 0;
-  for (uint32_t i = 0; rc == 0 && i < o->n; i++) {
-    uint32_t v = o->idx[i];
-    const int32_t *from = forward ? o->before + 3 * (size_t)i : o->after + 3 * (size_t)i;
-    const int32_t *to = forward ? o->after + 3 * (size_t)i : o->before + 3 * (size_t)i;
-    if (memcmp(from, to, 12) == 0) continue;
-    if (check_from && memcmp(s->offsets + 3 * (size_t)v, from, 12) != 0) {
-      (*skipped)++;
-      continue;
-    }
-    idx[k] = v;
-    memcpy(q + 3 * (size_t)k, to, 12);
-    k++;
-  }
-  if (rc == 0 && k) {
-    srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .cause = cause, .step = step, .count = k,
-                 .indices = idx, .q = q};
-    char why[256];
-    if (srv_session_check(s, &op, why, sizeof(why)) != 0 || srv_session_apply(srv, s, &op) == 0) *skipped += k;
-    else *restored += k;
-  }
-  free(idx);
-  free(q);
-  free(val);
-  return rc;
-}
-
 /* What an undo, redo or revert acted on, for the next start (srv_history_add_step_meta). */
 static void put_step_row(srv_server *srv, srv_session *s, const srv_step *made) {
   if (!made || !srv->store || !s->store_id) return;
@@ -595,7 +520,7 @@ static void put_step_row(srv_server *srv, srv_session *s, const srv_step *made) 
 }
 
 static void fill_result(srv_history_result *r, const srv_session *s, const srv_step *done, const srv_step *made,
-                        uint32_t restored, uint32_t skipped) {
+                        const hist_count *n) {
   memset(r, 0, sizeof(*r));
   r->version = s->version;
   r->step = done ? done->id : 0;
@@ -603,26 +528,27 @@ static void fill_result(srv_history_result *r, const srv_session *s, const srv_s
   r->step_last_version = done ? done->last_version : 0;
   r->cause = done ? done->cause : 0;
   r->new_step = made ? made->id : 0;
-  r->restored = restored;
-  r->skipped = skipped;
+  r->restored = n->restored;
+  r->skipped = n->skipped;
+  r->overlapped = n->overlapped;
 }
 
 /* Applies `target`'s payload again, backwards (undo) or forwards (redo), as a new step of
  * `author` that names it; *made is that step (NULL when out of memory: the change stands). The
  * pointer `target` may be stale afterwards (the history can grow or drop its oldest). */
 static int replay(srv_server *srv, srv_session *s, const srv_step *target, int forward, uint32_t author, int cause,
-                  srv_step **made, uint32_t *restored, uint32_t *skipped, char *err, size_t errlen) {
+                  srv_step **made, hist_count *n, char *err, size_t errlen) {
   srv_history *h = s->history;
   uint64_t id = target->id, step = srv_history_new_step_id(s);
   hist_offsets o = target->off;
   hist_targets g = target->tg;
-  int rc = apply_restore(srv, s, &o, &g, forward, 1, author, cause, step, restored, skipped, err, errlen);
+  int rc = srv__history_apply(srv, s, &o, &g, forward, 0, author, cause, step, n, err, errlen);
   if (rc) return rc;
   *made = find_step(h, step);
   if (!*made) *made = new_step(h, step, author, cause); /* nothing was left to change */
   if (*made) {
     (*made)->undo_of = id;
-    (*made)->skipped = *skipped;
+    (*made)->skipped = n->skipped;
   }
   return 0;
 }
@@ -650,9 +576,9 @@ int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     return SRV_ERANGE;
   }
   uint64_t id = target->id;
-  uint32_t restored, skipped;
+  hist_count n;
   srv_step *made;
-  int rc = replay(srv, s, target, 0, author, SRV_CAUSE_UNDO, &made, &restored, &skipped, err, errlen);
+  int rc = replay(srv, s, target, 0, author, SRV_CAUSE_UNDO, &made, &n, err, errlen);
   if (rc) return rc;
   target = find_step(h, id); /* the history may have moved (grown, or dropped its oldest) */
   if (target) target->undone = 1;
@@ -663,7 +589,7 @@ int srv_history_undo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     if (g2) r->ids = g2, r->cap = cap;
   }
   if (r && r->n < r->cap) r->ids[r->n++] = id;
-  fill_result(out, s, target, made, restored, skipped);
+  fill_result(out, s, target, made, &n);
   put_step_row(srv, s, made);
   return 0;
 }
@@ -682,15 +608,15 @@ int srv_history_redo(srv_server *srv, srv_session *s, uint32_t author, srv_histo
     return SRV_ERANGE;
   }
   uint64_t id = target->id;
-  uint32_t restored, skipped;
+  hist_count n;
   srv_step *made;
-  int rc = replay(srv, s, target, 1, author, SRV_CAUSE_REDO, &made, &restored, &skipped, err, errlen);
+  int rc = replay(srv, s, target, 1, author, SRV_CAUSE_REDO, &made, &n, err, errlen);
   if (rc) return rc;
   target = find_step(h, id);
   if (target) target->undone = 0;
   r = redo_of(h, author, 0);
   if (r && r->n) r->n--;
-  fill_result(out, s, target, made, restored, skipped);
+  fill_result(out, s, target, made, &n);
   put_step_row(srv, s, made);
   return 0;
 }
@@ -710,13 +636,13 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
   for (uint32_t t = 0; rc == 0 && t < s->mesh->target_count; t++) {
     srv_target then = t < old->mesh->target_count ? old->targets[t] : s->targets[t];
     if (t >= old->mesh->target_count) then.value = 0.0f; /* made since: it contributes nothing then */
-    if (!same_settings(&s->targets[t], &then) || memcmp(&s->targets[t].value, &then.value, sizeof(float)) != 0)
+    if (!srv__history_same_settings(&s->targets[t], &then) || memcmp(&s->targets[t].value, &then.value, sizeof(float)) != 0)
       rc = merge_target(&g, t, &s->targets[t], &then);
   }
-  uint32_t restored = 0, skipped = 0;
+  hist_count n = {0, 0, 0};
   uint64_t step = srv_history_new_step_id(s);
   if (rc == 0)
-    rc = apply_restore(srv, s, &o, &g, 1, 0, author, SRV_CAUSE_REVERT, step, &restored, &skipped, err, errlen);
+    rc = srv__history_apply(srv, s, &o, &g, 1, 1, author, SRV_CAUSE_REVERT, step, &n, err, errlen);
   else
     snprintf(err, errlen, "out of memory"), rc = SRV_EINTERNAL;
   free(o.idx), free(o.before), free(o.after);
@@ -725,7 +651,7 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
   srv_step *made = find_step(s->history, step);
   if (!made) made = new_step(s->history, step, author, SRV_CAUSE_REVERT);
   if (made) made->undo_of = old->version;
-  fill_result(out, s, NULL, made, restored, skipped);
+  fill_result(out, s, NULL, made, &n);
   put_step_row(srv, s, made);
   out->step_last_version = old->version;
   return 0;
@@ -749,7 +675,9 @@ int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t lim
     if (st->ops == 0 || st->first_version >= before_version) continue;
     srv_history_entry e = {st->id,      st->author,         st->cause,       st->time,   st->first_version,
                            st->last_version, st->ops,       st->changed,     st->vertices, st->targets,
-                           st->targets_added, st->undone,   st->has_payload, st->undo_of, st->skipped};
+                           st->targets_added, st->undone,   st->has_payload, st->undo_of, st->skipped, 0};
+    const srv_step *of = st->cause == SRV_CAUSE_UNDO || st->cause == SRV_CAUSE_REDO ? find_step(h, st->undo_of) : NULL;
+    if (of) e.undo_of_cause = of->cause;
     if (cb(&e, arg)) return 1;
     n++;
   }

@@ -29,7 +29,11 @@ typedef struct srv_history_result {
   uint64_t step_first_version, step_last_version;
   int cause;                 /* that step's srv_cause */
   uint64_t new_step;         /* the step this made */
-  uint32_t restored, skipped; /* vertices and targets set back; left as others changed them */
+  /* restored: vertices that took the step's own change back (or again) and targets set back;
+   * skipped: targets left as others changed them since, and vertices left because the result
+   * would leave the quantised offset range; overlapped: restored vertices that others changed
+   * since (their change stays on top). */
+  uint32_t restored, skipped, overlapped;
 } srv_history_result;
 
 /* One step as history.list shows it. */
@@ -43,6 +47,7 @@ typedef struct srv_history_entry {
   int undone, undoable;
   uint64_t undo_of;          /* UNDO / REDO: the step; REVERT: the version reverted to */
   uint32_t skipped;
+  int undo_of_cause;         /* UNDO / REDO: that step's cause (0 when it is no longer listed) */
 } srv_history_entry;
 typedef int (*srv_history_entry_cb)(const srv_history_entry *e, void *arg); /* nonzero stops */
 
