@@ -32,6 +32,7 @@ PACKAGES=(
   gnuplot-nox
   ca-certificates
   assimp-testmodels
+  blender
 )
 
 log() { printf 'deps: %s\n' "$*" >&2; }

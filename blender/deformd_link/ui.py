@@ -1,0 +1,241 @@
+"""ui.py — the add-on's preferences, operators and the panel (View3D > Sidebar > deformd).
+
+Operators are thin: each finds or makes a Link (link.py) and reports what failed in words.
+The panel shows one status line per linked object (linked / paused / disconnected, and the
+last message), and the buttons: Upload, Link to session, Push sculpt, Pull sculpt, Reconnect,
+Unlink.
+
+DOES NOT sync anything itself: link.Link.drain() does, from the timer in __init__.py.
+"""
+import bpy
+from bpy.props import IntProperty, StringProperty
+
+from . import link
+
+PACKAGE = __package__
+
+
+class DeformdPreferences(bpy.types.AddonPreferences):
+    bl_idname = PACKAGE
+
+    host: StringProperty(name="Host", default="localhost", description="deformd's JSON-RPC host")
+    port: IntProperty(name="Port", default=7451, min=1, max=65535, description="deformd's JSON-RPC port")
+    token: StringProperty(name="Token", default="", subtype="PASSWORD",
+                          description="an access token, when the server has tokens (else $DEFORMD_TOKEN)")
+    package_path: StringProperty(name="deformd package folder", default="", subtype="DIR_PATH",
+                                 description="the folder that holds the deformd Python package, when Blender's "
+                                             "Python cannot import it (a checkout's python/ folder)")
+
+    def draw(self, context):
+        col = self.layout.column()
+        col.prop(self, "host")
+        col.prop(self, "port")
+        col.prop(self, "token")
+        col.prop(self, "package_path")
+
+
+def prefs(context):
+    addon = context.preferences.addons.get(PACKAGE)
+    if addon is not None:
+        p = addon.preferences
+        return p.host, p.port, p.token, p.package_path
+    return "localhost", 7451, "", ""
+
+
+class _ServerOperator:
+    host: StringProperty(name="Host", default="", description="empty: the add-on's preference")
+    port: IntProperty(name="Port", default=0, min=0, max=65535, description="0: the add-on's preference")
+    session: StringProperty(name="Session", default="", description="empty: the scene's deformd session name")
+
+    def server(self, context):
+        host, port, token, path = prefs(context)
+        return self.host or host, self.port or port, token, path
+
+    def session_name(self, context, obj):
+        return self.session or context.scene.deformd_session or obj.name
+
+
+def _active_mesh(context):
+    obj = context.active_object
+    if obj is None or obj.type != "MESH":
+        raise link.LinkError("select a mesh object first")
+    if obj.mode != "OBJECT":
+        raise link.LinkError("switch to Object mode first")
+    return obj
+
+
+class DEFORMD_OT_upload(_ServerOperator, bpy.types.Operator):
+    """Upload the active mesh with its shape keys as a new deformd session and link it"""
+    bl_idname = "deformd.upload"
+    bl_label = "Upload as session"
+
+    def execute(self, context):
+        try:
+            obj = _active_mesh(context)
+            host, port, token, path = self.server(context)
+            client = link.connect(host, port, token, path)
+            l = link.upload(obj, client, self.session_name(context, obj), host, port, token)
+        except Exception as e:
+            self.report({"ERROR"}, link._describe(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"'{obj.name}' is session '{l.session}' ({l.vertex_count} welded vertices)")
+        return {"FINISHED"}
+
+
+class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
+    """Link the active mesh to an existing session made from it (same vertices, same order)"""
+    bl_idname = "deformd.attach"
+    bl_label = "Link to session"
+
+    def execute(self, context):
+        try:
+            obj = _active_mesh(context)
+            host, port, token, path = self.server(context)
+            client = link.connect(host, port, token, path)
+            l = link.attach(obj, client, self.session or obj.get("deformd_session") or
+                            self.session_name(context, obj), host, port, token)
+        except Exception as e:
+            self.report({"ERROR"}, link._describe(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"'{obj.name}' is linked to session '{l.session}'")
+        return {"FINISHED"}
+
+
+def _link_of(context):
+    obj = context.active_object
+    l = link.LINKS.get(obj.name) if obj else None
+    if l is None:
+        raise link.LinkError("the active object is not linked to a session")
+    return l
+
+
+class DEFORMD_OT_push_sculpt(bpy.types.Operator):
+    """Send the 'deformd sculpt' key's changes to the session as sculpt offsets (leaving Sculpt or Edit mode does it too)"""
+    bl_idname = "deformd.push_sculpt"
+    bl_label = "Push sculpt"
+
+    def execute(self, context):
+        try:
+            l = _link_of(context)
+            if context.active_object.mode != "OBJECT":
+                raise link.LinkError("switch to Object mode first: the key's data is written when you leave the mode")
+            n = l.push_sculpt()
+        except Exception as e:
+            self.report({"ERROR"}, link._describe(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"sent the sculpt of {n} vertices")
+        return {"FINISHED"}
+
+
+class DEFORMD_OT_pull_sculpt(bpy.types.Operator):
+    """Read the session's sculpt layer into the 'deformd sculpt' key, replacing unsent local changes"""
+    bl_idname = "deformd.pull_sculpt"
+    bl_label = "Pull sculpt"
+
+    def execute(self, context):
+        try:
+            l = _link_of(context)
+            l.pull_sculpt(context.active_object)
+        except Exception as e:
+            self.report({"ERROR"}, link._describe(e))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class DEFORMD_OT_reconnect(bpy.types.Operator):
+    """Connect again and read the session's state"""
+    bl_idname = "deformd.reconnect"
+    bl_label = "Reconnect"
+
+    def execute(self, context):
+        try:
+            l = _link_of(context)
+        except Exception as e:
+            self.report({"ERROR"}, link._describe(e))
+            return {"CANCELLED"}
+        if not l.reconnect():
+            self.report({"ERROR"}, l.error)
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class DEFORMD_OT_unlink(bpy.types.Operator):
+    """Stop syncing the active object (the session stays on the server)"""
+    bl_idname = "deformd.unlink"
+    bl_label = "Unlink"
+
+    def execute(self, context):
+        obj = context.active_object
+        l = link.LINKS.pop(obj.name, None) if obj else None
+        if l:
+            l.close()
+        return {"FINISHED"}
+
+
+class VIEW3D_PT_deformd(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "deformd"
+    bl_label = "deformd live link"
+
+    def draw(self, context):
+        layout = self.layout
+        host, port, _, _ = prefs(context)
+        layout.label(text=f"Server {host}:{port}")
+        layout.prop(context.scene, "deformd_session")
+        obj = context.active_object
+        l = link.LINKS.get(obj.name) if obj else None
+        if l is None:
+            layout.label(text="not linked", icon="UNLINKED")
+            row = layout.row()
+            row.operator("deformd.upload")
+            row.operator("deformd.attach")
+            return
+        icon = {"linked": "LINKED", "paused": "PAUSE", "disconnected": "ERROR"}.get(l.status, "INFO")
+        layout.label(text=f"{l.status}: session '{l.session}', {l.vertex_count} vertices", icon=icon)
+        if l.error:
+            col = layout.column(align=True)
+            for line in _wrap(l.error, 48):
+                col.label(text=line)
+        row = layout.row()
+        row.operator("deformd.push_sculpt")
+        row.operator("deformd.pull_sculpt")
+        row = layout.row()
+        row.operator("deformd.reconnect")
+        row.operator("deformd.unlink")
+
+
+def _wrap(text, width):
+    line, out = "", []
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return out + ([line] if line else [])
+
+
+def redraw():
+    wm = getattr(bpy.context, "window_manager", None)
+    for window in (wm.windows if wm else []):
+        for area in window.screen.areas:
+            if area.type == "VIEW_3D":
+                area.tag_redraw()
+
+
+CLASSES = (DeformdPreferences, DEFORMD_OT_upload, DEFORMD_OT_attach, DEFORMD_OT_push_sculpt,
+           DEFORMD_OT_pull_sculpt, DEFORMD_OT_reconnect, DEFORMD_OT_unlink, VIEW3D_PT_deformd)
+
+
+def register():
+    for c in CLASSES:
+        bpy.utils.register_class(c)
+    bpy.types.Scene.deformd_session = StringProperty(
+        name="Session", default="", description="the session to upload as or link to (empty: the object's name)")
+
+
+def unregister():
+    del bpy.types.Scene.deformd_session
+    for c in reversed(CLASSES):
+        bpy.utils.unregister_class(c)
