@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Dict, Optional, Union
 from . import _conn
 from ._methods import Methods
 from .errors import ConnectionClosed, RpcError
+from .stream import AsyncReplica, StreamConnection, Callback
 
 _LINE_LIMIT = 1 << 30  # an export chunk of 16 MiB is about 22 MB of base64: far below
 
@@ -211,3 +212,20 @@ class Client(Methods[Awaitable[Any]]):
             r = await self.session_export(session, format=format, version=ver, offset=len(out), max_bytes=chunk)
             out += base64.b64decode(r["data"])
         return bytes(out)
+
+    # ---- the stream port -------------------------------------------------------------------------
+    async def watch(self, session: str, codec: str = "lossless", tolerance: float = 0.0, max_rate: float = 0.0,
+                    protocol: int = 2, on_update: Optional[Callback] = None) -> AsyncReplica:
+        """Joins `session` on the stream port as a viewer and returns a live replica once the
+        SNAPSHOT is in. codec: "lossless" (exact floats, the reference) or "quantised" (the
+        session's grid, or the coarser one `tolerance` allows); max_rate: at most this many
+        updates a second (0: every change); protocol 1 for the first version."""
+        conn = await StreamConnection.open(self.host, self.stream_port, session, tls=self.tls, token=self.token,
+                                           protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
+                                           timeout=self.timeout)
+        r = AsyncReplica(conn, session, on_update)
+        try:
+            return await r._start()
+        except BaseException:
+            conn.close()
+            raise

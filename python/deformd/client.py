@@ -9,6 +9,7 @@ from typing import Any, Coroutine, Dict, Optional, TypeVar, Union
 
 from . import _conn, aio
 from ._methods import Methods
+from .stream import Callback, Replica
 
 T = TypeVar("T")
 
@@ -111,6 +112,13 @@ class Client(Methods[Any]):
                  chunk: int = 4 << 20) -> bytes:
         """The session's shape (or `version`) as the bytes of an OBJ or GLB file."""
         return self._run(self._aio.download(session, format, version, chunk))
+
+    def watch(self, session: str, codec: str = "lossless", tolerance: float = 0.0, max_rate: float = 0.0,
+              protocol: int = 2, on_update: Optional[Callback] = None) -> Replica:
+        """Joins `session` on the stream port and returns a live Replica once its SNAPSHOT is in
+        (see deformd.aio.Client.watch). `on_update(replica, header)` runs on the client's thread
+        after each whole update: keep it short, or put the work on a queue."""
+        return Replica(self._run(self._aio.watch(session, codec, tolerance, max_rate, protocol, on_update)), self._run)
 
     def close(self) -> None:
         """Closes the connection and stops the client's thread."""
