@@ -1,0 +1,205 @@
+"""The binary stream port (docs/protocol.md) over asyncio: a connection that says HELLO, reads
+WELCOME, then frames; and the live Replica that watch() returns."""
+import asyncio
+import threading
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from . import _conn
+from . import protocol as P
+from .errors import ConnectionClosed, StreamError
+from .replica import ReplicaState, ReplicaView
+
+CODECS = {"lossless": P.CODEC_LOSSLESS, "quantised": P.CODEC_QUANTISED}
+
+
+class StreamConnection:
+    """One stream connection: HELLO sent, WELCOME read (self.welcome), then read_frame()."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, welcome: Dict[str, Any]):
+        self.reader, self.writer, self.welcome = reader, writer, welcome
+
+    @classmethod
+    async def open(cls, host: str, port: int, session: str, tls: _conn.TLS = None, token: Optional[str] = None,
+                   role: int = P.ROLE_VIEWER, protocol: int = P.VERSION_2, codec: str = "lossless",
+                   tolerance: float = 0.0, max_rate: float = 0.0, author: Optional[str] = None,
+                   caps: Optional[Sequence[str]] = ("up",), timeout: Optional[float] = 30.0) -> "StreamConnection":
+        if codec not in CODECS:
+            raise ValueError(f"codec must be 'lossless' or 'quantised', not {codec!r}")
+        ctx = _conn.tls_context(tls)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=ctx, server_hostname=host if ctx else None), timeout)
+        try:
+            writer.write(P.encode_hello(session, role=role, token=token or "", protocol=protocol,
+                                        codec=CODECS[codec], max_rate=max_rate, tolerance=tolerance,
+                                        author=author or "", caps=list(caps) if caps is not None and protocol == 2
+                                        else None))
+            await writer.drain()
+            h, p = await asyncio.wait_for(read_frame(reader), timeout)
+            if h.type in (P.ERROR, P.BYE):
+                e = P.decode_error(p)
+                raise StreamError(e["code"], e["message"])
+            if h.type != P.WELCOME:
+                raise StreamError(P.E_TYPE, f"expected WELCOME, got type {h.type}")
+            welcome = P.decode_welcome(p)
+            welcome["version"] = h.session_version
+        except BaseException:
+            writer.close()
+            raise
+        return cls(reader, writer, welcome)
+
+    async def send(self, frame: bytes) -> None:
+        self.writer.write(frame)
+        await self.writer.drain()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def read_frame(reader: asyncio.StreamReader) -> Tuple[P.Header, bytes]:
+    """One frame: the header (checked) and its payload."""
+    try:
+        hb = await reader.readexactly(P.HEADER_SIZE)
+    except asyncio.IncompleteReadError:
+        raise ConnectionClosed("the stream connection closed") from None
+    h = P.decode_header(hb)
+    try:
+        return h, await reader.readexactly(h.length)
+    except asyncio.IncompleteReadError:
+        raise ConnectionClosed("the stream connection closed inside a frame") from None
+
+
+Callback = Callable[["AsyncReplica", P.Header], None]
+
+
+class AsyncReplica(ReplicaView):
+    """A live replica of a session (deformd.aio.Client.watch). It applies frames as they come,
+    on the event loop; read it with positions(), weights(), targets()...; wait for a version
+    with `await replica.wait_version(v)`. `on_update(replica, header)` is called after each
+    whole update (on the loop: keep it short, or hand the work to a queue)."""
+
+    def __init__(self, conn: StreamConnection, session: str, on_update: Optional[Callback] = None):
+        self._conn = conn
+        self.session = session
+        self.welcome = conn.welcome
+        self._state = ReplicaState()
+        self._lock = threading.RLock()
+        self._cond = asyncio.Condition()
+        self._on_update = on_update
+        self._task: Optional["asyncio.Task[None]"] = None
+        self.error: Optional[BaseException] = None
+        self.bye: Optional[Dict[str, Any]] = None
+
+    async def _start(self) -> "AsyncReplica":
+        h, p = await read_frame(self._conn.reader)
+        if h.type in (P.ERROR, P.BYE):
+            e = P.decode_error(p)
+            raise StreamError(e["code"], e["message"])
+        with self._lock:
+            self._state.apply(h, p)
+        if not self._state.ready:
+            raise StreamError(P.E_TYPE, f"expected SNAPSHOT, got type {h.type}")
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                h, p = await read_frame(self._conn.reader)
+                if h.type == P.ERROR:
+                    e = P.decode_error(p)
+                    raise StreamError(e["code"], e["message"])
+                if h.type == P.BYE:
+                    self.bye = P.decode_error(p)
+                    raise ConnectionClosed(f"BYE {self.bye['code']}: {self.bye['message']}")
+                before = self._state.frames
+                with self._lock:
+                    self._state.apply(h, p)
+                if self._state.frames != before:
+                    if self._on_update is not None:
+                        self._on_update(self, h)
+                    async with self._cond:
+                        self._cond.notify_all()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            self.error = e
+            async with self._cond:
+                self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._task is None or self._task.done()
+
+    async def wait_version(self, version: int, timeout: Optional[float] = 30.0) -> int:
+        """Waits until the replica has reached `version` (or later); returns the version."""
+        async def until() -> int:
+            async with self._cond:
+                while self._state.version < version:
+                    if self.error is not None:
+                        raise self.error
+                    await self._cond.wait()
+            return self._state.version
+        return await asyncio.wait_for(until(), timeout)
+
+    async def wait_update(self, timeout: Optional[float] = 30.0) -> int:
+        """Waits for the next whole update; returns the version."""
+        n = self._state.frames
+
+        async def until() -> int:
+            async with self._cond:
+                while self._state.frames == n:
+                    if self.error is not None:
+                        raise self.error
+                    await self._cond.wait()
+            return self._state.version
+        return await asyncio.wait_for(until(), timeout)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:
+                pass
+        self._conn.close()
+
+    async def __aenter__(self) -> "AsyncReplica":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Replica(ReplicaView):
+    """The blocking client's live replica (deformd.Client.watch): the same reads as
+    AsyncReplica, and wait_version(v, timeout) / wait_update(timeout) / close() that block. Frames
+    are applied on the client's thread as they arrive."""
+
+    def __init__(self, inner: AsyncReplica, run: Callable[[Any], Any]):
+        self._inner = inner
+        self._run = run
+        self.session = inner.session
+        self.welcome = inner.welcome
+        self._state = inner._state
+        self._lock = inner._lock
+
+    @property
+    def error(self) -> Optional[BaseException]:
+        return self._inner.error
+
+    def wait_version(self, version: int, timeout: Optional[float] = 30.0) -> int:
+        """Blocks until the replica has reached `version`; returns the version reached."""
+        return self._run(self._inner.wait_version(version, timeout))
+
+    def wait_update(self, timeout: Optional[float] = 30.0) -> int:
+        """Blocks until the next whole update; returns the version."""
+        return self._run(self._inner.wait_update(timeout))
+
+    def close(self) -> None:
+        self._run(self._inner.close())
+
+    def __enter__(self) -> "Replica":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
