@@ -20,6 +20,8 @@ class DeformdPreferences(bpy.types.AddonPreferences):
 
     host: StringProperty(name="Host", default="localhost", description="deformd's JSON-RPC host")
     port: IntProperty(name="Port", default=7451, min=1, max=65535, description="deformd's JSON-RPC port")
+    stream_port: IntProperty(name="Stream port", default=7450, min=1, max=65535,
+                             description="deformd's binary stream port (the link watches the session on it)")
     token: StringProperty(name="Token", default="", subtype="PASSWORD",
                           description="an access token, when the server has tokens (else $DEFORMD_TOKEN)")
     package_path: StringProperty(name="deformd package folder", default="", subtype="DIR_PATH",
@@ -30,6 +32,7 @@ class DeformdPreferences(bpy.types.AddonPreferences):
         col = self.layout.column()
         col.prop(self, "host")
         col.prop(self, "port")
+        col.prop(self, "stream_port")
         col.prop(self, "token")
         col.prop(self, "package_path")
 
@@ -38,18 +41,21 @@ def prefs(context):
     addon = context.preferences.addons.get(PACKAGE)
     if addon is not None:
         p = addon.preferences
-        return p.host, p.port, p.token, p.package_path
-    return "localhost", 7451, "", ""
+        return p.host, p.port, p.stream_port, p.token, p.package_path
+    return "localhost", 7451, 7450, "", ""
 
 
 class _ServerOperator:
     host: StringProperty(name="Host", default="", description="empty: the add-on's preference")
     port: IntProperty(name="Port", default=0, min=0, max=65535, description="0: the add-on's preference")
+    stream_port: IntProperty(name="Stream port", default=0, min=0, max=65535,
+                             description="0: the add-on's preference")
     session: StringProperty(name="Session", default="", description="empty: the scene's deformd session name")
 
     def server(self, context):
-        host, port, token, path = prefs(context)
-        return self.host or host, self.port or port, token, path
+        """connect()'s arguments: these properties where set, else the preferences."""
+        host, port, stream_port, token, path = prefs(context)
+        return self.host or host, self.port or port, self.stream_port or stream_port, token, path
 
     def session_name(self, context, obj):
         return self.session or context.scene.deformd_session or obj.name
@@ -72,11 +78,11 @@ class DEFORMD_OT_upload(_ServerOperator, bpy.types.Operator):
     def execute(self, context):
         try:
             obj = _active_mesh(context)
-            host, port, token, path = self.server(context)
-            client = link.connect(host, port, token, path)
-            l = link.upload(obj, client, self.session_name(context, obj), host, port, token)
+            server = self.server(context)
+            client = link.connect(*server)
+            l = link.upload(obj, client, self.session_name(context, obj), server)
         except Exception as e:
-            self.report({"ERROR"}, link._describe(e))
+            self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"'{obj.name}' is session '{l.session}' ({l.vertex_count} welded vertices)")
         return {"FINISHED"}
@@ -90,12 +96,12 @@ class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
     def execute(self, context):
         try:
             obj = _active_mesh(context)
-            host, port, token, path = self.server(context)
-            client = link.connect(host, port, token, path)
+            server = self.server(context)
+            client = link.connect(*server)
             l = link.attach(obj, client, self.session or obj.get("deformd_session") or
-                            self.session_name(context, obj), host, port, token)
+                            self.session_name(context, obj), server)
         except Exception as e:
-            self.report({"ERROR"}, link._describe(e))
+            self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"'{obj.name}' is linked to session '{l.session}'")
         return {"FINISHED"}
@@ -121,7 +127,7 @@ class DEFORMD_OT_push_sculpt(bpy.types.Operator):
                 raise link.LinkError("switch to Object mode first: the key's data is written when you leave the mode")
             n = l.push_sculpt()
         except Exception as e:
-            self.report({"ERROR"}, link._describe(e))
+            self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"sent the sculpt of {n} vertices")
         return {"FINISHED"}
@@ -137,7 +143,7 @@ class DEFORMD_OT_pull_sculpt(bpy.types.Operator):
             l = _link_of(context)
             l.pull_sculpt(context.active_object)
         except Exception as e:
-            self.report({"ERROR"}, link._describe(e))
+            self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         return {"FINISHED"}
 
@@ -151,7 +157,7 @@ class DEFORMD_OT_reconnect(bpy.types.Operator):
         try:
             l = _link_of(context)
         except Exception as e:
-            self.report({"ERROR"}, link._describe(e))
+            self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         if not l.reconnect():
             self.report({"ERROR"}, l.error)
@@ -180,7 +186,7 @@ class VIEW3D_PT_deformd(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        host, port, _, _ = prefs(context)
+        host, port = prefs(context)[:2]
         layout.label(text=f"Server {host}:{port}")
         layout.prop(context.scene, "deformd_session")
         obj = context.active_object
