@@ -112,7 +112,8 @@ class Link:
         self.known = {}          # key name -> (value, slider_min, slider_max, mute) as last synced
         self.still = set()       # new keys that move no vertex (not targets yet)
         self.base = meshio.read_base(obj.data)
-        self.source = None       # render layout (fallback path only): render vertex -> Blender vertex
+        self.welded = None       # mesh.topology: render vertex -> welded vertex (read_weld_map)
+        self.rep = None          # welded vertex -> its representative render vertex
         self.sculpt = array("f", bytes(12 * self.vertex_count))  # the session's offsets as last read
         self.sculpt_written = None  # the "deformd sculpt" key's coordinates as last written or sent
         self.version = 0
@@ -350,22 +351,21 @@ class Link:
         if hasattr(self.client, "positions"):
             kw = {"target": target} if target is not None else {}
             return _flat(self.client.positions(self.session, what=what, welded=True, **kw))
-        # Fallback: the replica, at least as new as what this link has seen or sent.
+        # Fallback: the replica, at least as new as what this link has seen or sent, at each
+        # welded vertex's representative.
         self.replica.wait_version(self.version, timeout=30.0)
         get = {"current": self.replica.positions, "sculpt": self.replica.sculpt_offsets,
                "target": lambda use_numpy: self.replica.target_deltas(target, use_numpy=use_numpy)}[what]
-        return array("f", _flat(get(use_numpy=False))[:3 * self.vertex_count])
+        return meshio.gather(_flat(get(use_numpy=False)), self.weld_map()[1], first_identity=False)
 
     def write_sculpt(self, offsets, first):
         """Sets the sculpt offsets of welded vertices first … first + len/3 − 1."""
         if hasattr(self.client, "set_sculpt_offsets"):
             self._note(self.client.set_sculpt_offsets(self.session, offsets, welded=True, first=first))
             return
-        if self.source is None:
-            self.source = meshio.render_layout(self.obj().data)[0]
         last = first + len(offsets) // 3
         batch = {}
-        for r, v in enumerate(self.source):
+        for r, v in enumerate(self.weld_map()[0]):
             if first <= v < last:
                 k = 3 * (v - first)
                 batch[str(r)] = [offsets[k], offsets[k + 1], offsets[k + 2]]
@@ -374,6 +374,13 @@ class Link:
                 batch = {}
         if batch:
             self._note(self.client.sculpt_set(self.session, offsets=batch))
+
+    def weld_map(self):
+        """(welded, rep): each render vertex's welded vertex (mesh.topology, read once) and each
+        welded vertex's representative, the first render vertex that names it."""
+        if self.welded is None:
+            self.welded, self.rep = read_weld_map(self.client, self.session)
+        return self.welded, self.rep
 
     # ---- connection ------------------------------------------------------------------------------
     def reconnect(self):
@@ -392,6 +399,23 @@ class Link:
         self.want_targets = self.want_sculpt = True
         self.set_status("linked", "reconnected")
         return True
+
+
+def read_weld_map(client, session):
+    """mesh.topology in ranges: (welded, rep) as array('I')."""
+    welded = array("I")
+    while True:
+        r = client.call("mesh.topology", session=session, first=len(welded))
+        welded.extend(r["welded"])
+        if r["count"] == 0 or len(welded) >= r["vertices"]:
+            break
+    rep = array("I", bytes(4 * r["topology_vertices"]))
+    seen = bytearray(r["topology_vertices"])
+    for i, v in enumerate(welded):
+        if not seen[v]:
+            seen[v] = 1
+            rep[v] = i
+    return welded, rep
 
 
 # ---- making a link ---------------------------------------------------------------------------------
@@ -448,7 +472,6 @@ def upload(obj, client, session, server):
     except Exception as e:
         raise LinkError(f"upload of '{obj.name}' as session '{session}' failed: {describe(e)}") from e
     link = Link(obj, client, session, server)
-    link.source = source
     info = client.mesh_info(session)
     n = len(obj.data.vertices)
     if info["topology_vertices"] != n or info["vertices"] != len(source):
@@ -487,6 +510,35 @@ def attach(obj, client, session, server):
     except Exception:
         link.close()
         raise
+    return _start(link, obj)
+
+
+def open_session(context, client, session, server):
+    """A new mesh object of the session's mesh, on its welded vertices (vertex i is welded vertex
+    i, at its base position), its triangles and UVs from the SNAPSHOT, a shape key per target,
+    the sculpt as the "deformd sculpt" key; then linked."""
+    welded, rep = read_weld_map(client, session)
+    replica = client.watch(session)
+    try:
+        base = _flat(replica.base_positions(use_numpy=False))
+        tris, uvs = replica.triangles, replica.uvs
+    finally:
+        replica.close()
+    corners, corner_uv = array("i"), array("f")
+    for t in range(0, len(tris), 3):
+        a, b, c = welded[tris[t]], welded[tris[t + 1]], welded[tris[t + 2]]
+        if a == b or b == c or a == c:
+            continue  # collapsed by the weld, as deformd's topology drops it
+        corners.extend((a, b, c))
+        if uvs is not None:
+            for k in range(3):
+                r = tris[t + k]
+                corner_uv.extend((uvs[2 * r], uvs[2 * r + 1]))
+    obj = meshio.new_mesh_object(context, session, meshio.gather(base, rep, first_identity=False), corners,
+                                 corner_uv if uvs is not None else None)
+    link = Link(obj, client, session, server)
+    link.welded, link.rep = welded, rep
+    link.start_listener()
     return _start(link, obj)
 
 

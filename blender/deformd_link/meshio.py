@@ -165,10 +165,12 @@ def render_layout(mesh):
     return source, uvs, array("I", (render_of_loop[l] for l in tri_loops))
 
 
-def gather(values, source, width=3):
-    """values (width floats per Blender vertex) copied to each render vertex of `source`."""
+def gather(values, source, width=3, first_identity=True):
+    """out[i] = values[source[i]], `width` floats an entry. With first_identity the caller
+    promises source[i] == i below len(values) / width (an upload's render layout), and those
+    are copied at once."""
     out = floats(width * len(source))
-    n = len(values) // width
+    n = min(len(values) // width, len(source)) if first_identity else 0
     out[: width * n] = values[: width * n]
     for r in range(n, len(source)):
         s = source[r]
@@ -176,9 +178,11 @@ def gather(values, source, width=3):
     return out
 
 
-def new_mesh_object(context, name, positions, triangles):
-    """A new object (in the scene's active collection) with a mesh of these welded vertices and
-    triangles, vertex i at positions[3i:3i+3]."""
+def new_mesh_object(context, name, positions, triangles, corner_uvs=None):
+    """A new object (in the scene's active collection) with a mesh of these vertices and
+    triangles, vertex i at positions[3i:3i+3], and a UV layer from corner_uvs (2 floats per
+    triangle corner, as deformd keeps them: assimp turned the glTF V back into Blender's) when
+    given."""
     mesh = bpy.data.meshes.new(name)
     n = len(positions) // 3
     t = len(triangles) // 3
@@ -189,8 +193,9 @@ def new_mesh_object(context, name, positions, triangles):
     mesh.polygons.add(t)
     mesh.polygons.foreach_set("loop_start", array("i", range(0, 3 * t, 3)))
     mesh.polygons.foreach_set("loop_total", array("i", [3]) * t)
+    if corner_uvs is not None:
+        mesh.uv_layers.new(name="UVMap").data.foreach_set("uv", corner_uvs)
     mesh.update(calc_edges=True)
-    mesh.validate()
     obj = bpy.data.objects.new(name, mesh)
     context.collection.objects.link(obj)
     return obj

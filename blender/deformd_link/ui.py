@@ -2,8 +2,8 @@
 
 Operators are thin: each finds or makes a Link (link.py) and reports what failed in words.
 The panel shows one status line per linked object (linked / paused / disconnected, and the
-last message), and the buttons: Upload, Link to session, Push sculpt, Pull sculpt, Reconnect,
-Unlink.
+last message), and the buttons: Upload as session, Link to session, Open session, Push
+sculpt, Pull sculpt, Reconnect, Unlink.
 
 DOES NOT sync anything itself: link.Link.drain() does, from the timer in __init__.py.
 """
@@ -76,12 +76,15 @@ class DEFORMD_OT_upload(_ServerOperator, bpy.types.Operator):
     bl_label = "Upload as session"
 
     def execute(self, context):
+        client = None
         try:
             obj = _active_mesh(context)
             server = self.server(context)
             client = link.connect(*server)
             l = link.upload(obj, client, self.session_name(context, obj), server)
         except Exception as e:
+            if client is not None:
+                client.close()
             self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"'{obj.name}' is session '{l.session}' ({l.vertex_count} welded vertices)")
@@ -94,6 +97,7 @@ class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
     bl_label = "Link to session"
 
     def execute(self, context):
+        client = None
         try:
             obj = _active_mesh(context)
             server = self.server(context)
@@ -101,9 +105,41 @@ class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
             l = link.attach(obj, client, self.session or obj.get("deformd_session") or
                             self.session_name(context, obj), server)
         except Exception as e:
+            if client is not None:
+                client.close()
             self.report({"ERROR"}, link.describe(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"'{obj.name}' is linked to session '{l.session}'")
+        return {"FINISHED"}
+
+
+class DEFORMD_OT_open(_ServerOperator, bpy.types.Operator):
+    """Open a session's mesh as a new object (one vertex per welded vertex) and link it"""
+    bl_idname = "deformd.open"
+    bl_label = "Open session"
+
+    def execute(self, context):
+        client = None
+        try:
+            if context.mode != "OBJECT":
+                raise link.LinkError("switch to Object mode first")
+            session = self.session or context.scene.deformd_session
+            if not session:
+                raise link.LinkError("name the session to open (the Session field)")
+            server = self.server(context)
+            client = link.connect(*server)
+            l = link.open_session(context, client, session, server)
+        except Exception as e:
+            if client is not None:
+                client.close()
+            self.report({"ERROR"}, link.describe(e))
+            return {"CANCELLED"}
+        obj = l.obj()
+        for o in context.selected_objects:
+            o.select_set(False)
+        obj.select_set(True)
+        context.view_layer.objects.active = obj
+        self.report({"INFO"}, f"session '{l.session}' is the new object '{obj.name}' ({l.vertex_count} vertices)")
         return {"FINISHED"}
 
 
@@ -196,6 +232,7 @@ class VIEW3D_PT_deformd(bpy.types.Panel):
             row = layout.row()
             row.operator("deformd.upload")
             row.operator("deformd.attach")
+            layout.operator("deformd.open")
             return
         icon = {"linked": "LINKED", "paused": "PAUSE", "disconnected": "ERROR"}.get(l.status, "INFO")
         layout.label(text=f"{l.status}: session '{l.session}', {l.vertex_count} vertices", icon=icon)
@@ -230,7 +267,7 @@ def redraw():
                 area.tag_redraw()
 
 
-CLASSES = (DeformdPreferences, DEFORMD_OT_upload, DEFORMD_OT_attach, DEFORMD_OT_push_sculpt,
+CLASSES = (DeformdPreferences, DEFORMD_OT_upload, DEFORMD_OT_attach, DEFORMD_OT_open, DEFORMD_OT_push_sculpt,
            DEFORMD_OT_pull_sculpt, DEFORMD_OT_reconnect, DEFORMD_OT_unlink, VIEW3D_PT_deformd)
 
 

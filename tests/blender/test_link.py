@@ -11,7 +11,8 @@ add-on's. bpy.app.timers do not run under -b: the test calls deformd_link.drain_
 is what the timer calls.
 
 Checks, in order: upload of a UV sphere with shape keys and seams (counts, names, values,
-ranges; welded vertex i is Blender vertex i: count and order); a key value and mute set in
+ranges; welded vertex i is Blender vertex i: count and order); the session opened again as a
+new object (the same vertices in the same order, keys, UVs); a key value and mute set in
 Blender reach the session; a weights.set from deformctl reaches the key; a server brush stroke
 is pulled as the "deformd sculpt" key equal to base + the server's offsets within float32; a
 sculpt edit pushed on leaving Sculpt mode and by the button reaches the session on every render
@@ -185,6 +186,30 @@ def main():
     welded = L.read_welded("current")
     check(len(welded) == 3 * n and max_diff(welded, ev, 3 * n) < 1e-6,
           f"the welded positions the link reads are Blender's vertices in order: {len(welded) // 3}")
+
+    # ---- the session opened into Blender: the same vertices, in the same order ----------------
+    loops = {}
+    uvl = mesh.uv_layers.active.data
+    for lp in mesh.loops:
+        loops.setdefault(lp.vertex_index, set()).add(tuple(uvl[lp.index].uv))
+    r = bpy.ops.deformd.open(session="ball")
+    check(r == {"FINISHED"}, f"the open operator finishes: {r}")
+    opened = bpy.context.active_object
+    om = opened.data
+    check(opened != obj and len(om.vertices) == n and key_co(om.shape_keys.reference_key) == base,
+          "the opened mesh has the welded vertices, in Blender's order, at the Basis positions exactly")
+    check([k.name for k in om.shape_keys.key_blocks] == ["Basis", "raise", "squash"] and
+          om.shape_keys.key_blocks["raise"].value == 0.25 and om.shape_keys.key_blocks["squash"].slider_min == -1,
+          "the opened mesh has a key per target, at its value and range")
+    check(max_diff(evaluated(opened), evaluated(obj), 3 * n) < 1e-6, "the opened mesh's mix is the uploaded one's")
+    ouv = om.uv_layers.active.data
+    check(len(om.polygons) == len(mesh.loop_triangles) and
+          all(any(abs(u - a) + abs(v - b) < 1e-6 for a, b in loops[lp.vertex_index])
+              for lp in om.loops for u, v in [tuple(ouv[lp.index].uv)]),
+          "the opened mesh's triangles carry the uploaded UVs")
+    bpy.ops.deformd.unlink()
+    check(opened.name not in link.LINKS, "Unlink stops the opened object's link")
+    bpy.context.view_layer.objects.active = obj
 
     # ---- weights both ways --------------------------------------------------------------------
     raise_.value = 0.75
