@@ -35,7 +35,7 @@ HELLO, WELCOME, SNAPSHOT, WEIGHTS, DELTA, EDIT, ERROR, PING, PONG, BYE, TARGET, 
 BULK = 13  # capability "bulk" (§14): float32 arrays on request, either way
 TYPE_NAMES = {1: "HELLO", 2: "WELCOME", 3: "SNAPSHOT", 4: "WEIGHTS", 5: "DELTA", 6: "EDIT", 7: "ERROR", 8: "PING",
               9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META", 13: "BULK"}
-LAST_TYPE = TARGET_META  # the header check of protocol/proto_frame.c
+LAST_TYPE = BULK  # the header check of protocol/proto_frame.c (PROTO_LAST_TYPE)
 CAP_BULK = "bulk"
 BULK_GET, BULK_SET = 1, 2
 BULK_POSITIONS, BULK_SCULPT, BULK_TARGET = 1, 2, 3
