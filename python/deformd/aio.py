@@ -34,12 +34,14 @@ class Client(Methods[Awaitable[Any]]):
     none); on a connection with a token the token's user is the author. timeout: seconds to wait
     for an answer (None: forever). stream_port: the binary stream port (default 7450) that
     watch() and the bulk arrays use (default: $DEFORMD_STREAM, else 7450 on the same host).
+    bulk=False never asks for the bulk arrays (positions() and set_sculpt_offsets() then take the
+    way they take with a server that has none).
 
     The connection opens on the first call (or `await client.open()`, or `async with`)."""
 
     def __init__(self, host: Optional[str] = None, port: Optional[int] = None, token: Optional[str] = None,
                  tls: _conn.TLS = None, author: Optional[str] = None, timeout: Optional[float] = 30.0,
-                 stream_port: Optional[int] = None, stream_host: Optional[str] = None):
+                 stream_port: Optional[int] = None, stream_host: Optional[str] = None, bulk: bool = True):
         self.host, self.port = _conn.address(host, port, "DEFORMD_RPC", _conn.RPC_PORT)
         self.stream_host, self.stream_port = _conn.address(stream_host if stream_host is not None else host, stream_port,
                                                            "DEFORMD_STREAM", _conn.STREAM_PORT)
@@ -59,6 +61,7 @@ class Client(Methods[Awaitable[Any]]):
         self._opening: Optional["asyncio.Future[None]"] = None
         self._closed_reason: Optional[BaseException] = None
         self._bulk: Dict[Tuple[str, int], BulkLink] = {}
+        self.use_bulk = bulk
         self.bulk_fallbacks = 0  # calls answered without the bulk capability (tests read it)
 
     # ---- connection ------------------------------------------------------------------------------
@@ -271,8 +274,8 @@ class Client(Methods[Awaitable[Any]]):
         if code is None:
             raise ValueError(f'what must be "current", "sculpt" or "target", not {what!r}')
         tindex = await self._target_index(session, target) if code == P.BULK_TARGET else 0
-        link = await self._bulk_link(session, P.ROLE_VIEWER)
-        if link.granted:
+        link = await self._bulk_link(session, P.ROLE_VIEWER) if self.use_bulk else None
+        if link is not None and link.granted:
             h, m = await link.request(lambda rid: P.encode_bulk_get(rid, code, tindex, welded, first,
                                                                     P.BULK_TO_END if count is None else count),
                                       self.timeout)
@@ -324,8 +327,8 @@ class Client(Methods[Awaitable[Any]]):
         values = _arrays.flat_f32(offsets)
         if len(values) % 3:
             raise ValueError(f"offsets must hold 3 floats per vertex, not {len(values)}")
-        link = await self._bulk_link(session, P.ROLE_EDITOR)
-        if link.granted:
+        link = await self._bulk_link(session, P.ROLE_EDITOR) if self.use_bulk else None
+        if link is not None and link.granted:
             h, _ = await link.request(lambda rid: P.encode_bulk_set(rid, values, welded, first), self.timeout)
             return h.session_version
         self.bulk_fallbacks += 1

@@ -25,16 +25,17 @@ class Client(Methods[Any]):
     path, or an ssl.SSLContext. author: sent with `hello` (default $DEFORMD_AUTHOR, else $USER;
     "" for none). timeout: seconds each call waits for its answer (None: forever); the attribute
     can be changed later. stream_port, stream_host: the binary stream port, for watch() and the
-    bulk arrays (default: $DEFORMD_STREAM, else 7450 on the same host). The constructor connects (and raises if it cannot)."""
+    bulk arrays (default: $DEFORMD_STREAM, else 7450 on the same host). bulk=False: never
+    the bulk arrays (the slow way a server without them is answered). The constructor connects (and raises if it cannot)."""
 
     def __init__(self, host: Optional[str] = None, port: Optional[int] = None, token: Optional[str] = None,
                  tls: _conn.TLS = None, author: Optional[str] = None, timeout: Optional[float] = 30.0,
-                 stream_port: Optional[int] = None, stream_host: Optional[str] = None):
+                 stream_port: Optional[int] = None, stream_host: Optional[str] = None, bulk: bool = True):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="deformd-client", daemon=True)
         self._thread.start()
         self._aio = aio.Client(host, port, token=token, tls=tls, author=author, timeout=timeout,
-                               stream_port=stream_port, stream_host=stream_host)
+                               stream_port=stream_port, stream_host=stream_host, bulk=bulk)
         try:
             self._run(self._aio.open())
         except BaseException:

@@ -359,6 +359,81 @@ def test_tokens_are_sent_with_auth_and_in_hello():
         srv.stop()
 
 
+def test_bulk_arrays_agree_with_sculpt_get_state_get_the_replica_and_the_slow_way():
+    """After a scripted session: positions() over the bulk arrays equals the lossless replica and
+    `deformctl watch --dump` bit for bit; the sculpt offsets equal sculpt.get's; a target's deltas
+    the replica's; welded positions number mesh.info's topology_vertices and are render positions;
+    the same calls with bulk=False (a replica joined per call) give the same bits; and
+    set_sculpt_offsets is one step, stored as sculpt.set stores, that history_undo takes back."""
+    srv = Server()
+    try:
+        with srv.client() as c, srv.client(bulk=False) as slow:
+            scripted_session(c)
+            c.sculpt_set("demo", {5: [0.001, -0.002, 0.0005], 41076: [0.25, 0, -0.125]})
+            st = c.state_get("demo")
+            r = c.watch("demo")
+            cur = c.positions("demo")
+            same_bits("bulk positions vs the replica", cur, r.positions())
+            same_bits("bulk positions vs deformctl watch --dump", cur, srv.dump())
+            same_bits("bulk=False positions vs bulk", slow.positions("demo"), cur)
+            if cur.shape != (st["vertices"], 3):
+                fail(f"positions shape {cur.shape}, state.get says {st['vertices']} vertices")
+            dense = array("f", bytes(12 * st["vertices"]))
+            for k, v in c.sculpt_get("demo")["offsets"].items():
+                dense[3 * int(k):3 * int(k) + 3] = array("f", v)
+            same_bits("bulk sculpt vs sculpt.get", c.positions("demo", what="sculpt"), dense)
+            same_bits("bulk sculpt range", c.positions("demo", what="sculpt", first=41070, count=7), dense[3 * 41070:])
+            same_bits("bulk=False sculpt", slow.positions("demo", what="sculpt"), dense)
+            for t in ("bump", 3):
+                same_bits(f"bulk deltas of {t}", c.positions("demo", what="target", target=t), r.target_deltas(t))
+                same_bits(f"bulk=False deltas of {t}", slow.positions("demo", what="target", target=t),
+                          r.target_deltas(t))
+            welded = c.positions("demo", welded=True)
+            if len(welded) != c.mesh_info("demo")["topology_vertices"]:
+                fail(f"{len(welded)} welded positions, mesh.info says {c.mesh_info('demo')['topology_vertices']}")
+            rows = {tuple(x) for x in cur.tolist()}
+            if not all(tuple(x) in rows for x in welded.tolist()):
+                fail("a welded position is no render vertex's position")
+            if c._aio.bulk_fallbacks != 0 or slow._aio.bulk_fallbacks != 4:
+                fail(f"fallbacks: bulk {c._aio.bulk_fallbacks}, bulk=False {slow._aio.bulk_fallbacks}")
+            q = st["offset_quantum"]
+            vals = [[0.003, -0.001, 0.0], [0.0, 0.0, 0.0], [-0.0007, 0.0002, 0.004]]
+            v = c.set_sculpt_offsets("demo", vals, first=1000)
+            if v != c.state_get("demo")["version"]:
+                fail(f"set_sculpt_offsets answered version {v}, state.get says {c.state_get('demo')['version']}")
+            got = c.sculpt_get("demo")["offsets"]
+            for i, xyz in enumerate(vals):
+                want = [P.f32(P.f32(round(P.f32(x) / q)) * q) for x in xyz]
+                have = [P.f32(x) for x in got.get(str(1000 + i), [0, 0, 0])]
+                if have != want:
+                    fail(f"vertex {1000 + i}: sculpt.get {have}, want {want}")
+            step = c.history_list("demo", limit=1)["steps"][0]
+            if step["author"] != "tester" or step["version"] != v:
+                fail(f"the step: {step}")
+            c.history_undo("demo")
+            if "1000" in c.sculpt_get("demo")["offsets"]:
+                fail("history_undo did not take the bulk set back")
+            try:
+                c.set_sculpt_offsets("demo", [[1e30, 0, 0]], first=3)
+                fail("an offset of 1e30 was accepted")
+            except deformd.StreamError as e:
+                if "beyond the largest allowed" not in e.message:
+                    fail(f"1e30: {e}")
+            r.close()
+    finally:
+        srv.stop()
+
+
+def test_the_readme_and_json_api_point_to_the_python_package():
+    """The README and docs/json-api.md §7 name python/README.md."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    readme = open(os.path.join(root, "README.md")).read()
+    api = open(os.path.join(root, "docs", "json-api.md")).read()
+    sec7 = api[api.index("## 7. From Python"):]
+    if "python/README.md" not in readme or "../python/README.md" not in sec7:
+        fail("README.md or docs/json-api.md §7 does not point to python/README.md")
+
+
 TESTS = {name[5:]: f for name, f in sorted(globals().items()) if name.startswith("test_") and callable(f)}
 
 
