@@ -2,7 +2,7 @@
 import getpass
 import os
 import ssl
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 RPC_PORT = 7451
 STREAM_PORT = 7450
@@ -43,3 +43,25 @@ def default_author(author: Optional[str]) -> Optional[str]:
         return getpass.getuser()
     except Exception:  # no login name: the server names the connection anonymous-N
         return None
+
+
+def parse_address(text: str, default_port: int) -> Tuple[str, int]:
+    """HOST:PORT, :PORT, [v6addr]:PORT or HOST (deformctl's forms)."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    else:
+        host, port = text, ""
+    return host or "localhost", int(port) if port else default_port
+
+
+def address(host: Optional[str], port: Optional[int], env: str, default_port: int) -> Tuple[str, int]:
+    """The address to use: what was given, else $DEFORMD_RPC / $DEFORMD_STREAM (as deformctl),
+    else localhost and the default port."""
+    if host is not None and port is not None:
+        return host, port
+    e = os.environ.get(env)
+    eh, ep = parse_address(e, default_port) if e else ("localhost", default_port)
+    return (host if host is not None else eh), (port if port is not None else ep)

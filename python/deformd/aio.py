@@ -11,12 +11,16 @@ import asyncio
 import base64
 import json
 import os
-from typing import Any, Awaitable, Dict, Optional, Union
+from array import array
+from typing import Any, Awaitable, Dict, Optional, Tuple, Union
 
 from . import _conn
 from ._methods import Methods
 from .errors import ConnectionClosed, RpcError
-from .stream import AsyncReplica, StreamConnection, Callback
+from . import _arrays
+from . import protocol as P
+from .errors import DeformdError
+from .stream import AsyncReplica, BulkLink, Callback, StreamConnection
 
 _LINE_LIMIT = 1 << 30  # an export chunk of 16 MiB is about 22 MB of base64: far below
 
@@ -24,21 +28,25 @@ _LINE_LIMIT = 1 << 30  # an export chunk of 16 MiB is about 22 MB of base64: far
 class Client(Methods[Awaitable[Any]]):
     """An asyncio JSON-RPC connection to deformd (docs/json-api.md).
 
-    host, port: the JSON-RPC port (default 7451). token: an access token, sent with `auth` first
+    host, port: the JSON-RPC port (default: $DEFORMD_RPC as HOST:PORT, else localhost:7451). token: an access token, sent with `auth` first
     (default $DEFORMD_TOKEN). tls: None (plain), True (verify with the system's CAs), a CA file,
     or an ssl.SSLContext. author: sent with `hello` (default $DEFORMD_AUTHOR, else $USER; "" for
     none); on a connection with a token the token's user is the author. timeout: seconds to wait
     for an answer (None: forever). stream_port: the binary stream port (default 7450) that
-    watch() and the bulk arrays use.
+    watch() and the bulk arrays use (default: $DEFORMD_STREAM, else 7450 on the same host).
+    bulk=False never asks for the bulk arrays (positions() and set_sculpt_offsets() then take the
+    way they take with a server that has none).
 
     The connection opens on the first call (or `await client.open()`, or `async with`)."""
 
-    def __init__(self, host: str = "localhost", port: int = _conn.RPC_PORT, token: Optional[str] = None,
+    def __init__(self, host: Optional[str] = None, port: Optional[int] = None, token: Optional[str] = None,
                  tls: _conn.TLS = None, author: Optional[str] = None, timeout: Optional[float] = 30.0,
-                 stream_port: int = _conn.STREAM_PORT):
-        self.host = host
-        self.port = port
-        self.stream_port = stream_port
+                 stream_port: Optional[int] = None, stream_host: Optional[str] = None, bulk: bool = True):
+        self.host, self.port = _conn.address(host, port, "DEFORMD_RPC", _conn.RPC_PORT)
+        self.stream_host, self.stream_port = _conn.address(stream_host if stream_host is not None else host, stream_port,
+                                                           "DEFORMD_STREAM", _conn.STREAM_PORT)
+        if stream_host is None and host is None and not os.environ.get("DEFORMD_STREAM"):
+            self.stream_host = self.host  # the stream port of the server the RPC address names
         self.token = _conn.default_token(token)
         self.tls = tls
         self.author = _conn.default_author(author)
@@ -52,6 +60,9 @@ class Client(Methods[Awaitable[Any]]):
         self._next_id = 0
         self._opening: Optional["asyncio.Future[None]"] = None
         self._closed_reason: Optional[BaseException] = None
+        self._bulk: Dict[Tuple[str, int], BulkLink] = {}
+        self.use_bulk = bulk
+        self.bulk_fallbacks = 0  # calls answered without the bulk capability (tests read it)
 
     # ---- connection ------------------------------------------------------------------------------
     async def open(self) -> "Client":
@@ -91,6 +102,9 @@ class Client(Methods[Awaitable[Any]]):
 
     async def close(self) -> None:
         """Closes the connection; calls still waiting raise ConnectionClosed."""
+        links, self._bulk = self._bulk, {}
+        for link in links.values():
+            await link.close()
         w, self._writer = self._writer, None
         if w is not None:
             w.close()
@@ -220,7 +234,7 @@ class Client(Methods[Awaitable[Any]]):
         SNAPSHOT is in. codec: "lossless" (exact floats, the reference) or "quantised" (the
         session's grid, or the coarser one `tolerance` allows); max_rate: at most this many
         updates a second (0: every change); protocol 1 for the first version."""
-        conn = await StreamConnection.open(self.host, self.stream_port, session, tls=self.tls, token=self.token,
+        conn = await StreamConnection.open(self.stream_host, self.stream_port, session, tls=self.tls, token=self.token,
                                            protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
                                            timeout=self.timeout)
         r = AsyncReplica(conn, session, on_update)
@@ -229,3 +243,96 @@ class Client(Methods[Awaitable[Any]]):
         except BaseException:
             conn.close()
             raise
+
+    # ---- bulk arrays -----------------------------------------------------------------------------
+    async def _bulk_link(self, session: str, role: int) -> BulkLink:
+        key = (session, role)
+        link = self._bulk.get(key)
+        if link is not None and link.error is None:
+            return link
+        if link is not None:
+            await link.close()
+        link = await BulkLink.open(self.stream_host, self.stream_port, session, role, self.tls, self.token,
+                                   self.author, self.timeout)
+        self._bulk[key] = link
+        return link
+
+    async def _target_index(self, session: str, target: Union[int, str, None]) -> int:
+        if target is None:
+            raise ValueError('what="target" needs target= (a name or an index)')
+        if isinstance(target, int):
+            return target
+        for t in await self.targets_list(session):
+            if t["name"] == target:
+                return int(t["index"])
+        raise RpcError(-32002, f"unknown target '{target}' in session '{session}'")
+
+    async def positions_array(self, session: str, what: str = "current", target: Union[int, str, None] = None,
+                              welded: bool = False, first: int = 0, count: Optional[int] = None) -> Tuple[int, array]:
+        """(version, flat array('f')) of positions(); see there."""
+        code = P.BULK_WHAT.get(what)
+        if code is None:
+            raise ValueError(f'what must be "current", "sculpt" or "target", not {what!r}')
+        tindex = await self._target_index(session, target) if code == P.BULK_TARGET else 0
+        link = await self._bulk_link(session, P.ROLE_VIEWER) if self.use_bulk else None
+        if link is not None and link.granted:
+            h, m = await link.request(lambda rid: P.encode_bulk_get(rid, code, tindex, welded, first,
+                                                                    P.BULK_TO_END if count is None else count),
+                                      self.timeout)
+            return h.session_version, m["values"]
+        # A server without the capability: a lossless replica, joined once for this answer.
+        self.bulk_fallbacks += 1
+        if welded:
+            raise DeformdError("welded vertices need a server that grants the \"bulk\" capability")
+        r = await self.watch(session)
+        try:
+            with r._lock:
+                st = r._state
+                if code == P.BULK_POSITIONS:
+                    a = st.evaluate()
+                elif code == P.BULK_SCULPT:
+                    a = st.offsets_f32()
+                else:
+                    if tindex >= len(st._need().targets):
+                        raise RpcError(-32002, f"no target {tindex} in session '{session}'")
+                    a = st.target_deltas(tindex)
+                n = st._need().vertex_count
+                version = st.version
+        finally:
+            await r.close()
+        end = n if count is None else first + count
+        if first < 0 or first > n or end > n or end < first:
+            raise RpcError(-32006, f"vertices {first}..{end} out of range (the mesh has {n} vertices)")
+        return version, a[3 * first:3 * end]
+
+    async def positions(self, session: str, what: str = "current", target: Union[int, str, None] = None,
+                        welded: bool = False, first: int = 0, count: Optional[int] = None) -> Any:
+        """Vertex data as float32, 3 per vertex: what="current" the evaluated shape (base +
+        sculpt + Σ w·Δ, docs/protocol.md §8.2), "sculpt" the sculpt offsets, "target" the deltas
+        of `target` (a name or an index). welded: one per topology (welded) vertex, in
+        mesh.info's `topology_vertices` order, instead of one per render vertex. first, count: a
+        range of vertices (count None: to the last).
+
+        Returns numpy float32 (n, 3) when numpy is installed, else a flat array('f') of 3n.
+        Uses the stream port's bulk arrays (one binary answer, capability "bulk"); against a
+        server without them it joins the session once and computes the answer locally."""
+        return _arrays.vec3((await self.positions_array(session, what, target, welded, first, count))[1])
+
+    async def set_sculpt_offsets(self, session: str, offsets: Any, welded: bool = False, first: int = 0) -> int:
+        """Sets the sculpt offsets (absolute, mesh units) of vertices first … first + n − 1 from
+        `offsets` (numpy (n, 3), or a flat sequence of 3n floats, or n triples): one undoable
+        step by this client's author, as sculpt.set. welded: the offsets are per topology
+        vertex and apply to each of its render vertices. Returns the session's version after
+        it. Needs the editor role; NaN, infinities and offsets beyond the largest are refused."""
+        values = _arrays.flat_f32(offsets)
+        if len(values) % 3:
+            raise ValueError(f"offsets must hold 3 floats per vertex, not {len(values)}")
+        link = await self._bulk_link(session, P.ROLE_EDITOR) if self.use_bulk else None
+        if link is not None and link.granted:
+            h, _ = await link.request(lambda rid: P.encode_bulk_set(rid, values, welded, first), self.timeout)
+            return h.session_version
+        self.bulk_fallbacks += 1
+        if welded:
+            raise DeformdError("welded vertices need a server that grants the \"bulk\" capability")
+        obj = {str(first + i): [values[3 * i], values[3 * i + 1], values[3 * i + 2]] for i in range(len(values) // 3)}
+        return int((await self.sculpt_set(session, obj))["version"])

@@ -20,21 +20,22 @@ class Client(Methods[Any]):
         with deformd.Client(port=7451, author="ana") as c:
             c.weights_set("demo", weights={"smile_L": 0.8})
 
-    host, port: the JSON-RPC port (default 7451). token: an access token, sent with `auth`
+    host, port: the JSON-RPC port (default: $DEFORMD_RPC as HOST:PORT, else localhost:7451). token: an access token, sent with `auth`
     (default $DEFORMD_TOKEN). tls: None (plain), True (verify with the system's CAs), a CA file
     path, or an ssl.SSLContext. author: sent with `hello` (default $DEFORMD_AUTHOR, else $USER;
     "" for none). timeout: seconds each call waits for its answer (None: forever); the attribute
-    can be changed later. stream_port: the binary stream port (default 7450), for watch() and the
-    bulk arrays. The constructor connects (and raises if it cannot)."""
+    can be changed later. stream_port, stream_host: the binary stream port, for watch() and the
+    bulk arrays (default: $DEFORMD_STREAM, else 7450 on the same host). bulk=False: never
+    the bulk arrays (the slow way a server without them is answered). The constructor connects (and raises if it cannot)."""
 
-    def __init__(self, host: str = "localhost", port: int = _conn.RPC_PORT, token: Optional[str] = None,
+    def __init__(self, host: Optional[str] = None, port: Optional[int] = None, token: Optional[str] = None,
                  tls: _conn.TLS = None, author: Optional[str] = None, timeout: Optional[float] = 30.0,
-                 stream_port: int = _conn.STREAM_PORT):
+                 stream_port: Optional[int] = None, stream_host: Optional[str] = None, bulk: bool = True):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="deformd-client", daemon=True)
         self._thread.start()
         self._aio = aio.Client(host, port, token=token, tls=tls, author=author, timeout=timeout,
-                               stream_port=stream_port)
+                               stream_port=stream_port, stream_host=stream_host, bulk=bulk)
         try:
             self._run(self._aio.open())
         except BaseException:
@@ -112,6 +113,19 @@ class Client(Methods[Any]):
                  chunk: int = 4 << 20) -> bytes:
         """The session's shape (or `version`) as the bytes of an OBJ or GLB file."""
         return self._run(self._aio.download(session, format, version, chunk))
+
+    def positions(self, session: str, what: str = "current", target: Union[int, str, None] = None,
+                  welded: bool = False, first: int = 0, count: Optional[int] = None) -> Any:
+        """Vertex data as float32, 3 per vertex: what="current" the evaluated shape, "sculpt" the
+        sculpt offsets, "target" the deltas of `target` (name or index); welded: per topology
+        vertex; first, count: a range. numpy float32 (n, 3) when numpy is installed, else a flat
+        array('f'). See deformd.aio.Client.positions."""
+        return self._run(self._aio.positions(session, what, target, welded, first, count))
+
+    def set_sculpt_offsets(self, session: str, offsets: Any, welded: bool = False, first: int = 0) -> int:
+        """Sets the sculpt offsets of vertices first … first + n − 1 (numpy (n, 3) or 3n floats)
+        as one undoable step; returns the version after it. See deformd.aio.Client."""
+        return self._run(self._aio.set_sculpt_offsets(session, offsets, welded, first))
 
     def watch(self, session: str, codec: str = "lossless", tolerance: float = 0.0, max_rate: float = 0.0,
               protocol: int = 2, on_update: Optional[Callback] = None) -> Replica:

@@ -32,9 +32,16 @@ MAX_CAP_NAME = 32
 Q_MAX = (1 << 30) - 1
 
 HELLO, WELCOME, SNAPSHOT, WEIGHTS, DELTA, EDIT, ERROR, PING, PONG, BYE, TARGET, TARGET_META = range(1, 13)
+BULK = 13  # capability "bulk" (§14): float32 arrays on request, either way
 TYPE_NAMES = {1: "HELLO", 2: "WELCOME", 3: "SNAPSHOT", 4: "WEIGHTS", 5: "DELTA", 6: "EDIT", 7: "ERROR", 8: "PING",
-              9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META"}
-LAST_TYPE = TARGET_META
+              9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META", 13: "BULK"}
+LAST_TYPE = BULK  # the header check of protocol/proto_frame.c (PROTO_LAST_TYPE)
+CAP_BULK = "bulk"
+BULK_GET, BULK_SET = 1, 2
+BULK_POSITIONS, BULK_SCULPT, BULK_TARGET = 1, 2, 3
+BULK_WELDED = 1
+BULK_TO_END = 0xFFFFFFFF
+BULK_WHAT = {"current": BULK_POSITIONS, "positions": BULK_POSITIONS, "sculpt": BULK_SCULPT, "target": BULK_TARGET}
 
 OPT_CODEC, OPT_MAX_RATE, OPT_TOLERANCE, OPT_SHIFT, OPT_AUTHOR, OPT_FORWARD, OPT_CAPS, OPT_UP = range(1, 9)
 OPT_LAST = OPT_UP
@@ -924,6 +931,57 @@ def encode_ping(type: int, seq: int, t0: int = 0, t1: int = 0) -> bytes:
 def encode_bye(code: int, message: str) -> bytes:
     m = message.encode()[:1024]
     return frame(BYE, struct.pack("<HI", code, 0) + _str(m))
+
+
+_BULK_REQ = struct.Struct("<IBBBBIII")
+_BULK_ANS = struct.Struct("<IBBBBIIII")
+
+
+def encode_bulk_get(request_id: int, what: int, target: int = 0, welded: bool = False, first: int = 0,
+                    count: int = BULK_TO_END) -> bytes:
+    """BULK GET (docs/protocol.md §15): the current positions, the sculpt offsets or a target's
+    deltas of vertices first … first + count − 1 (BULK_TO_END: to the last), render or welded."""
+    if what not in (BULK_POSITIONS, BULK_SCULPT, BULK_TARGET):
+        fail(E_INVAL)
+    return frame(BULK, _BULK_REQ.pack(request_id, BULK_GET, what, BULK_WELDED if welded else 0, 0,
+                                      target if what == BULK_TARGET else 0, first, count))
+
+
+def encode_bulk_set(request_id: int, values: array, welded: bool = False, first: int = 0) -> bytes:
+    """BULK SET: sculpt offsets (absolute, mesh units) of vertices first … first + n − 1 from a
+    flat float32 array of 3n values."""
+    if len(values) % 3:
+        fail(E_INVAL)
+    for x in values:
+        if not _finite(x):
+            fail(E_NONFINITE)
+    data = values.tobytes() if values.itemsize == 4 and struct.pack("=I", 1) == struct.pack("<I", 1) else \
+        struct.pack(f"<{len(values)}f", *values)
+    return frame(BULK, _BULK_REQ.pack(request_id, BULK_SET, BULK_SCULPT, BULK_WELDED if welded else 0, 0, 0, first,
+                                      len(values) // 3) + data)
+
+
+def decode_bulk(p: bytes) -> Dict[str, Any]:
+    """A BULK answer: request_id, op, what, welded, target, first, count, total, and for GET the
+    values (array('f'), 3 per vertex)."""
+    c = Cursor(p)
+    c.need(_BULK_ANS.size)
+    rid, op, what, flags, reserved, target, first, count, total = _BULK_ANS.unpack_from(p, 0)
+    c.at = _BULK_ANS.size
+    if op not in (BULK_GET, BULK_SET) or what not in (BULK_POSITIONS, BULK_SCULPT, BULK_TARGET) or flags & ~1 \
+            or reserved or first > total or count > total - first:
+        fail(E_INVAL)
+    m: Dict[str, Any] = {"request_id": rid, "op": op, "what": what, "welded": bool(flags & 1), "target": target,
+                         "first": first, "count": count, "total": total, "values": None}
+    if op == BULK_GET:
+        b = c.bytes(12 * count)
+        v = array("f")
+        v.frombytes(bytes(b))
+        if struct.pack("=I", 1) != struct.pack("<I", 1):
+            v.byteswap()
+        m["values"] = v
+    c.finish()
+    return m
 
 
 def dequantise(q: int, quantum: float) -> float:

@@ -55,13 +55,13 @@ class StreamConnection:
         self.writer.close()
 
 
-async def read_frame(reader: asyncio.StreamReader) -> Tuple[P.Header, bytes]:
-    """One frame: the header (checked) and its payload."""
+async def read_frame(reader: asyncio.StreamReader, last_type: int = P.LAST_TYPE) -> Tuple[P.Header, bytes]:
+    """One frame: the header (checked; types up to last_type) and its payload."""
     try:
         hb = await reader.readexactly(P.HEADER_SIZE)
     except asyncio.IncompleteReadError:
         raise ConnectionClosed("the stream connection closed") from None
-    h = P.decode_header(hb)
+    h = P.decode_header(hb, last_type=last_type)
     try:
         return h, await reader.readexactly(h.length)
     except asyncio.IncompleteReadError:
@@ -203,3 +203,72 @@ class Replica(ReplicaView):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class BulkLink:
+    """A stream connection used for BULK requests only (capability "bulk", docs/protocol.md §15):
+    it joins the session quantised at the lowest rate and throws its SNAPSHOT and updates away
+    unread; BULK answers and ERRORs are matched to requests by request_id."""
+
+    def __init__(self, conn: StreamConnection):
+        self.conn = conn
+        self.granted = P.CAP_BULK in (conn.welcome.get("caps") or [])
+        self._pending: Dict[int, "asyncio.Future[Tuple[P.Header, Dict[str, Any]]]"] = {}
+        self._next = 0
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self.error: Optional[BaseException] = None
+
+    @classmethod
+    async def open(cls, host: str, port: int, session: str, role: int, tls: _conn.TLS, token: Optional[str],
+                   author: Optional[str], timeout: Optional[float]) -> "BulkLink":
+        conn = await StreamConnection.open(host, port, session, tls=tls, token=token, role=role, codec="quantised",
+                                           tolerance=0.0, max_rate=0.1, author=author, caps=[P.CAP_BULK, "up"],
+                                           timeout=timeout)
+        return cls(conn)
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                h, p = await read_frame(self.conn.reader, P.BULK)
+                if h.type == P.BULK:
+                    m = P.decode_bulk(p)
+                    f = self._pending.pop(m["request_id"], None)
+                    if f is not None and not f.done():
+                        f.set_result((h, m))
+                elif h.type in (P.ERROR, P.BYE):
+                    e = P.decode_error(p)
+                    f = self._pending.pop(e["request_id"], None) if h.type == P.ERROR else None
+                    if f is not None:
+                        if not f.done():
+                            f.set_exception(StreamError(e["code"], e["message"]))
+                    elif h.type == P.BYE or e["request_id"] == 0:
+                        raise StreamError(e["code"], e["message"])
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            self.error = e if isinstance(e, (StreamError, ConnectionClosed)) else ConnectionClosed(str(e))
+            pending, self._pending = self._pending, {}
+            for f in pending.values():
+                if not f.done():
+                    f.set_exception(self.error)
+
+    async def request(self, make: Callable[[int], bytes], timeout: Optional[float]) -> Tuple[P.Header, Dict[str, Any]]:
+        if self.error is not None:
+            raise self.error
+        self._next = (self._next % 0xFFFFFFFF) + 1
+        rid = self._next
+        f: "asyncio.Future[Tuple[P.Header, Dict[str, Any]]]" = asyncio.get_running_loop().create_future()
+        self._pending[rid] = f
+        try:
+            await self.conn.send(make(rid))
+            return await asyncio.wait_for(f, timeout)
+        finally:
+            self._pending.pop(rid, None)
+
+    async def close(self) -> None:
+        self._task.cancel()
+        try:
+            await self._task
+        except BaseException:
+            pass
+        self.conn.close()

@@ -30,12 +30,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12,
+  TARGET: 11, TARGET_META: 12, BULK: 13,
 };
+const LAST_TYPE = 13; // the header check (proto_frame.h PROTO_LAST_TYPE): BULK needs the "bulk" capability
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -190,7 +191,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || h.type > T.TARGET_META) fail(E.TYPE);
+  if (h.type < T.HELLO || h.type > LAST_TYPE) fail(E.TYPE);
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }
