@@ -20,11 +20,10 @@ timers do not run under `blender -b` — does all the work on the main thread, i
 Local changes go out before remote ones are read, and each call returns only once the server
 has applied it, so a value read back is never older than what this Blender sent.
 
-Vertex identity: Blender vertex i is the session's welded vertex i (meshio.py). Bulk arrays are
-read and written welded, as binary float32 (client.positions / client.set_sculpt_offsets). With
-a deformd package that lacks them, reads come from the watched replica and writes go through
-sculpt.set, using the render layout the add-on uploads (render vertex i is Blender vertex i,
-seam copies after): that fallback holds only for sessions the add-on uploaded.
+Vertex identity: Blender vertex i is the session's welded vertex i (meshio.py, and
+blender/README.md). Every array is read and written welded, as binary float32 (the stream
+port's bulk arrays: client.positions, client.set_sculpt_offsets); mesh.topology's map is read
+only to open a session's mesh.
 
 DOES NOT draw (ui.py) or build meshes and files (meshio.py, glb.py).
 """
@@ -42,7 +41,6 @@ from .meshio import SCULPT_KEY
 UPLOAD_CHUNK = 4 << 20
 WATCH_RATE = 20.0     # updates a second the listener asks for: a brush stroke's DELTAs coalesce
 RETRY_S = 5.0         # a lost connection is tried again this often
-SCULPT_SET_BATCH = 20000
 LINKS = {}            # object name -> Link
 
 DELTA, CATCHUP = 5, 1  # a stream frame type and header flag (docs/protocol.md §5, §7.3)
@@ -112,8 +110,6 @@ class Link:
         self.known = {}          # key name -> (value, slider_min, slider_max, mute) as last synced
         self.still = set()       # new keys that move no vertex (not targets yet)
         self.base = meshio.read_base(obj.data)
-        self.welded = None       # mesh.topology: render vertex -> welded vertex (read_weld_map)
-        self.rep = None          # welded vertex -> its representative render vertex
         self.sculpt = array("f", bytes(12 * self.vertex_count))  # the session's offsets as last read
         self.sculpt_written = None  # the "deformd sculpt" key's coordinates as last written or sent
         self.version = 0
@@ -342,45 +338,20 @@ class Link:
 
     # ---- bulk arrays -----------------------------------------------------------------------------
     def _note(self, result):
-        if isinstance(result, dict) and "version" in result:
-            self.version = max(self.version, result["version"])
+        """The version a call's answer names (weights.set's {"version"}, a bulk SET's int)."""
+        v = result.get("version") if isinstance(result, dict) else result
+        if isinstance(v, int):
+            self.version = max(self.version, v)
 
     def read_welded(self, what, target=None):
         """The session's current positions, sculpt offsets or a target's deltas, one float32
-        triple per welded vertex."""
-        if hasattr(self.client, "positions"):
-            kw = {"target": target} if target is not None else {}
-            return _flat(self.client.positions(self.session, what=what, welded=True, **kw))
-        # Fallback: the replica, at least as new as what this link has seen or sent, at each
-        # welded vertex's representative.
-        self.replica.wait_version(self.version, timeout=30.0)
-        get = {"current": self.replica.positions, "sculpt": self.replica.sculpt_offsets,
-               "target": lambda use_numpy: self.replica.target_deltas(target, use_numpy=use_numpy)}[what]
-        return meshio.gather(_flat(get(use_numpy=False)), self.weld_map()[1], first_identity=False)
+        triple per welded vertex (the stream port's bulk arrays)."""
+        kw = {"target": target} if target is not None else {}
+        return _flat(self.client.positions(self.session, what=what, welded=True, **kw))
 
     def write_sculpt(self, offsets, first):
-        """Sets the sculpt offsets of welded vertices first … first + len/3 − 1."""
-        if hasattr(self.client, "set_sculpt_offsets"):
-            self._note(self.client.set_sculpt_offsets(self.session, offsets, welded=True, first=first))
-            return
-        last = first + len(offsets) // 3
-        batch = {}
-        for r, v in enumerate(self.weld_map()[0]):
-            if first <= v < last:
-                k = 3 * (v - first)
-                batch[str(r)] = [offsets[k], offsets[k + 1], offsets[k + 2]]
-            if len(batch) >= SCULPT_SET_BATCH:
-                self._note(self.client.sculpt_set(self.session, offsets=batch))
-                batch = {}
-        if batch:
-            self._note(self.client.sculpt_set(self.session, offsets=batch))
-
-    def weld_map(self):
-        """(welded, rep): each render vertex's welded vertex (mesh.topology, read once) and each
-        welded vertex's representative, the first render vertex that names it."""
-        if self.welded is None:
-            self.welded, self.rep = read_weld_map(self.client, self.session)
-        return self.welded, self.rep
+        """Sets the sculpt offsets of welded vertices first … first + len/3 − 1, as one step."""
+        self._note(self.client.set_sculpt_offsets(self.session, offsets, welded=True, first=first))
 
     # ---- connection ------------------------------------------------------------------------------
     def reconnect(self):
@@ -537,7 +508,6 @@ def open_session(context, client, session, server):
     obj = meshio.new_mesh_object(context, session, meshio.gather(base, rep, first_identity=False), corners,
                                  corner_uv if uvs is not None else None)
     link = Link(obj, client, session, server)
-    link.welded, link.rep = welded, rep
     link.start_listener()
     return _start(link, obj)
 
