@@ -41,6 +41,7 @@ from .meshio import SCULPT_KEY
 UPLOAD_CHUNK = 4 << 20
 WATCH_RATE = 20.0     # updates a second the listener asks for: a brush stroke's DELTAs coalesce
 RETRY_S = 5.0         # a lost connection is tried again this often
+WATCH_PROTOCOL = 1   # the raw SNAPSHOT: decoding version 2's coded one in pure Python takes seconds
 LINKS = {}            # object name -> Link
 
 DELTA, CATCHUP = 5, 1  # a stream frame type and header flag (docs/protocol.md §5, §7.3)
@@ -61,7 +62,7 @@ def import_deformd(extra_path=""):
     import os
     import sys
 
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))  # a symlinked add-on finds its checkout
     for p in (extra_path, os.environ.get("DEFORMD_PYTHON", ""), os.path.join(here, "..", "..", "python")):
         if p and os.path.isfile(os.path.join(p, "deformd", "__init__.py")):
             sys.path.insert(0, os.path.abspath(p))
@@ -110,7 +111,6 @@ class Link:
         self.known = {}          # key name -> (value, slider_min, slider_max, mute) as last synced
         self.still = set()       # new keys that move no vertex (not targets yet)
         self.base = meshio.read_base(obj.data)
-        self.sculpt = array("f", bytes(12 * self.vertex_count))  # the session's offsets as last read
         self.sculpt_written = None  # the "deformd sculpt" key's coordinates as last written or sent
         self.version = 0
         self.last_mode = obj.mode
@@ -129,7 +129,8 @@ class Link:
         to the replica and calls _on_update, which only queues (kind, version): nothing but
         drain(), on Blender's main thread, touches bpy."""
         self.seen_targets = None
-        self.replica = self.client.watch(self.session, max_rate=WATCH_RATE, on_update=self._on_update)
+        self.replica = self.client.watch(self.session, max_rate=WATCH_RATE, protocol=WATCH_PROTOCOL,
+                                         on_update=self._on_update)
         self.seen_targets = self.replica.targets()
 
     def _on_update(self, replica, header):
@@ -276,15 +277,18 @@ class Link:
         the offsets the session has. Returns how many vertices changed."""
         obj = obj or self.obj()
         kb = meshio.find_key(obj.data, SCULPT_KEY)
-        if kb is None:
+        if kb is None or self.sculpt_written is None:
             return 0
         co = meshio.read_key(kb)
-        old = self.sculpt_written or array("f", self.base)
+        old = self.sculpt_written
         changed = [i for i in range(self.vertex_count) if co[3 * i:3 * i + 3] != old[3 * i:3 * i + 3]]
         if not changed:
             return 0
         first, last = changed[0], changed[-1]
-        offsets = array("f", self.sculpt[3 * first:3 * last + 3])
+        # The unchanged vertices inside the span keep what the session has now (read just before,
+        # so a remote stroke there since the last pull is not undone).
+        offsets = _flat(self.client.positions(self.session, what="sculpt", welded=True, first=first,
+                                              count=last - first + 1))
         for i in changed:
             for k in range(3):
                 offsets[3 * (i - first) + k] = co[3 * i + k] - self.base[3 * i + k]
@@ -319,15 +323,11 @@ class Link:
         self.targets = {t["name"]: t for t in listed}
 
     def pull_sculpt(self, obj=None):
-        """The session's sculpt layer into the "deformd sculpt" key (made, at value 1, when the
-        layer is not empty): Blender's mix is then the session's shape."""
+        """The session's sculpt layer into the "deformd sculpt" key (made at value 1 when
+        missing): Blender's mix is then the session's shape."""
         obj = obj or self.obj()
         sculpt = self.read_welded("sculpt")
-        self.sculpt = sculpt
         kb = meshio.find_key(obj.data, SCULPT_KEY)
-        if kb is None and not any(sculpt):
-            self.sculpt_written = None
-            return
         if kb is None:
             kb = meshio.add_key(obj, SCULPT_KEY)
             kb.value = 1.0
@@ -489,7 +489,7 @@ def open_session(context, client, session, server):
     i, at its base position), its triangles and UVs from the SNAPSHOT, a shape key per target,
     the sculpt as the "deformd sculpt" key; then linked."""
     welded, rep = read_weld_map(client, session)
-    replica = client.watch(session)
+    replica = client.watch(session, protocol=WATCH_PROTOCOL)
     try:
         base = _flat(replica.base_positions(use_numpy=False))
         tris, uvs = replica.triangles, replica.uvs

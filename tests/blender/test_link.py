@@ -198,7 +198,7 @@ def main():
     om = opened.data
     check(opened != obj and len(om.vertices) == n and key_co(om.shape_keys.reference_key) == base,
           "the opened mesh has the welded vertices, in Blender's order, at the Basis positions exactly")
-    check([k.name for k in om.shape_keys.key_blocks] == ["Basis", "raise", "squash"] and
+    check([k.name for k in om.shape_keys.key_blocks] == ["Basis", "raise", "squash", meshio.SCULPT_KEY] and
           om.shape_keys.key_blocks["raise"].value == 0.25 and om.shape_keys.key_blocks["squash"].slider_min == -1,
           "the opened mesh has a key per target, at its value and range")
     check(max_diff(evaluated(opened), evaluated(obj), 3 * n) < 1e-6, "the opened mesh's mix is the uploaded one's")
