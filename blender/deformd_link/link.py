@@ -442,6 +442,17 @@ def upload(obj, client, session, server):
         client.session_create(session, name, up="z")
     except Exception as e:
         raise LinkError(f"upload of '{obj.name}' as session '{session}' failed: {describe(e)}") from e
+    try:
+        return _upload_checked(obj, client, session, server, source)
+    except Exception:
+        try:  # a session that is not the mesh is no use to anyone: it goes
+            client.session_close(session)
+        except Exception:
+            pass
+        raise
+
+
+def _upload_checked(obj, client, session, server, source):
     link = Link(obj, client, session, server)
     info = client.mesh_info(session)
     n = len(obj.data.vertices)
@@ -458,7 +469,7 @@ def upload(obj, client, session, server):
     try:
         verify(link, obj)
     except Exception:
-        link.close()
+        link.replica.close()  # the caller closes the session, then the client
         raise
     kb = meshio.find_key(obj.data, SCULPT_KEY)
     if kb is not None:

@@ -116,6 +116,15 @@ def max_diff(a, b, n):
     return max(abs(a[i] - b[i]) for i in range(n))
 
 
+def refusal(f):
+    """The error an operator reports (under -b, bpy.ops raises it as a RuntimeError)."""
+    try:
+        r = f()
+    except RuntimeError as e:
+        return str(e)
+    fail(f"no error reported ({r})")
+
+
 def until(cond, what, drain, seconds=20.0):
     """Drains the links until cond() holds; fails after `seconds` (a bound, not a timing)."""
     end = time.monotonic() + seconds
@@ -186,6 +195,36 @@ def main():
     welded = L.read_welded("current")
     check(len(welded) == 3 * n and max_diff(welded, ev, 3 * n) < 1e-6,
           f"the welded positions the link reads are Blender's vertices in order: {len(welded) // 3}")
+
+    # ---- meshes an upload refuses, with what to do, leaving no session behind ----------------
+    bpy.ops.mesh.primitive_plane_add()
+    plane = bpy.context.active_object
+    plane.data.vertices.add(1)  # a vertex no face uses
+    why = refusal(lambda: bpy.ops.deformd.upload(session="loose"))
+    check(plane.name not in link.LINKS and "1 vertices belong to no face" in why and "Delete Loose" in why,
+          f"a mesh with a loose vertex is not uploaded, and the refusal says what to do: {why}")
+    bpy.ops.mesh.primitive_plane_add(location=(0, 0, 0))
+    twin = bpy.context.active_object
+    twin.data.vertices.add(3)  # a second triangle on three of the plane's corners: they weld
+    co = array("f", bytes(12 * 7))
+    twin.data.vertices.foreach_get("co", co)
+    co[12:21] = co[0:9]
+    twin.data.vertices.foreach_set("co", co)
+    twin.data.loops.add(3)
+    idx = array("i", bytes(4 * len(twin.data.loops)))
+    twin.data.loops.foreach_get("vertex_index", idx)
+    idx[-3:] = array("i", [4, 5, 6])
+    twin.data.loops.foreach_set("vertex_index", idx)
+    twin.data.polygons.add(1)
+    twin.data.polygons[-1].loop_start, twin.data.polygons[-1].loop_total = len(idx) - 3, 3
+    twin.data.update(calc_edges=True)
+    why = refusal(lambda: bpy.ops.deformd.upload(session="twin"))
+    sessions = [x["session"] for x in srv.ctl("session.list")]
+    check(sessions == ["ball"] and "4 welded vertices where 'Plane.001' has 7" in why and "Merge by Distance" in why,
+          f"a mesh whose vertices share a position is refused, says why, and its session is closed: {sessions} {why}")
+    for o in (plane, twin):
+        bpy.data.objects.remove(o)
+    bpy.context.view_layer.objects.active = obj
 
     # ---- the session opened into Blender: the same vertices, in the same order ----------------
     loops = {}
