@@ -26,20 +26,16 @@ def floats(n):
     return array("f", bytes(4 * n))
 
 
-def vertex_count(mesh):
-    return len(mesh.vertices)
-
-
-def read_vertices(mesh):
-    """mesh.vertices' coordinates (object space), 3 floats a vertex."""
-    co = floats(3 * len(mesh.vertices))
-    mesh.vertices.foreach_get("co", co)
+def read_co(items):
+    """The "co" of each item of a collection (mesh.vertices, key_block.data), 3 floats each."""
+    co = floats(3 * len(items))
+    items.foreach_get("co", co)
     return co
 
 
-def write_vertices(mesh, co):
-    mesh.vertices.foreach_set("co", co)
-    mesh.update()
+def read_vertices(mesh):
+    """mesh.vertices' coordinates (object space)."""
+    return read_co(mesh.vertices)
 
 
 def shape_keys(mesh):
@@ -54,9 +50,7 @@ def basis_key(mesh):
 
 
 def read_key(kb):
-    co = floats(3 * len(kb.data))
-    kb.data.foreach_get("co", co)
-    return co
+    return read_co(kb.data)
 
 
 def write_key(kb, co):

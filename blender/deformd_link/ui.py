@@ -46,27 +46,36 @@ def prefs(context):
 
 
 class _ServerOperator:
+    """An operator that connects and makes a link: execute() runs make(context, client, server)
+    and reports what it returns, or the failure (closing the client it opened)."""
     host: StringProperty(name="Host", default="", description="empty: the add-on's preference")
     port: IntProperty(name="Port", default=0, min=0, max=65535, description="0: the add-on's preference")
     stream_port: IntProperty(name="Stream port", default=0, min=0, max=65535,
                              description="0: the add-on's preference")
     session: StringProperty(name="Session", default="", description="empty: the scene's deformd session name")
 
-    def server(self, context):
-        """connect()'s arguments: these properties where set, else the preferences."""
-        host, port, stream_port, token, path = prefs(context)
-        return self.host or host, self.port or port, self.stream_port or stream_port, token, path
-
-    def session_name(self, context, obj):
-        return self.session or context.scene.deformd_session or obj.name
+    def execute(self, context):
+        client = None
+        try:
+            if context.mode != "OBJECT":
+                raise link.LinkError("switch to Object mode first")
+            host, port, stream_port, token, path = prefs(context)
+            server = (self.host or host, self.port or port, self.stream_port or stream_port, token, path)
+            client = link.connect(*server)
+            message = self.make(context, client, server)
+        except Exception as e:
+            if client is not None:
+                client.close()
+            self.report({"ERROR"}, link.describe(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, message)
+        return {"FINISHED"}
 
 
 def _active_mesh(context):
     obj = context.active_object
     if obj is None or obj.type != "MESH":
         raise link.LinkError("select a mesh object first")
-    if obj.mode != "OBJECT":
-        raise link.LinkError("switch to Object mode first")
     return obj
 
 
@@ -75,20 +84,10 @@ class DEFORMD_OT_upload(_ServerOperator, bpy.types.Operator):
     bl_idname = "deformd.upload"
     bl_label = "Upload as session"
 
-    def execute(self, context):
-        client = None
-        try:
-            obj = _active_mesh(context)
-            server = self.server(context)
-            client = link.connect(*server)
-            l = link.upload(obj, client, self.session_name(context, obj), server)
-        except Exception as e:
-            if client is not None:
-                client.close()
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"'{obj.name}' is session '{l.session}' ({l.vertex_count} welded vertices)")
-        return {"FINISHED"}
+    def make(self, context, client, server):
+        obj = _active_mesh(context)
+        l = link.upload(obj, client, self.session or context.scene.deformd_session or obj.name, server)
+        return f"'{obj.name}' is session '{l.session}' ({l.vertex_count} welded vertices)"
 
 
 class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
@@ -96,21 +95,11 @@ class DEFORMD_OT_attach(_ServerOperator, bpy.types.Operator):
     bl_idname = "deformd.attach"
     bl_label = "Link to session"
 
-    def execute(self, context):
-        client = None
-        try:
-            obj = _active_mesh(context)
-            server = self.server(context)
-            client = link.connect(*server)
-            l = link.attach(obj, client, self.session or obj.get("deformd_session") or
-                            self.session_name(context, obj), server)
-        except Exception as e:
-            if client is not None:
-                client.close()
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"'{obj.name}' is linked to session '{l.session}'")
-        return {"FINISHED"}
+    def make(self, context, client, server):
+        obj = _active_mesh(context)
+        session = self.session or obj.get("deformd_session") or context.scene.deformd_session or obj.name
+        l = link.attach(obj, client, session, server)
+        return f"'{obj.name}' is linked to session '{l.session}'"
 
 
 class DEFORMD_OT_open(_ServerOperator, bpy.types.Operator):
@@ -118,87 +107,68 @@ class DEFORMD_OT_open(_ServerOperator, bpy.types.Operator):
     bl_idname = "deformd.open"
     bl_label = "Open session"
 
-    def execute(self, context):
-        client = None
-        try:
-            if context.mode != "OBJECT":
-                raise link.LinkError("switch to Object mode first")
-            session = self.session or context.scene.deformd_session
-            if not session:
-                raise link.LinkError("name the session to open (the Session field)")
-            server = self.server(context)
-            client = link.connect(*server)
-            l = link.open_session(context, client, session, server)
-        except Exception as e:
-            if client is not None:
-                client.close()
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
+    def make(self, context, client, server):
+        session = self.session or context.scene.deformd_session
+        if not session:
+            raise link.LinkError("name the session to open (the Session field)")
+        l = link.open_session(context, client, session, server)
         obj = l.obj()
         for o in context.selected_objects:
             o.select_set(False)
         obj.select_set(True)
         context.view_layer.objects.active = obj
-        self.report({"INFO"}, f"session '{l.session}' is the new object '{obj.name}' ({l.vertex_count} vertices)")
+        return f"session '{l.session}' is the new object '{obj.name}' ({l.vertex_count} vertices)"
+
+
+class _LinkOperator:
+    """An operator on the active object's link: execute() runs act(context, link) and reports
+    the message it returns, or the failure."""
+
+    def execute(self, context):
+        obj = context.active_object
+        try:
+            l = link.LINKS.get(obj.name) if obj else None
+            if l is None:
+                raise link.LinkError("the active object is not linked to a session")
+            message = self.act(context, l)
+        except Exception as e:
+            self.report({"ERROR"}, link.describe(e))
+            return {"CANCELLED"}
+        if message:
+            self.report({"INFO"}, message)
         return {"FINISHED"}
 
 
-def _link_of(context):
-    obj = context.active_object
-    l = link.LINKS.get(obj.name) if obj else None
-    if l is None:
-        raise link.LinkError("the active object is not linked to a session")
-    return l
-
-
-class DEFORMD_OT_push_sculpt(bpy.types.Operator):
+class DEFORMD_OT_push_sculpt(_LinkOperator, bpy.types.Operator):
     """Send the 'deformd sculpt' key's changes to the session as sculpt offsets (leaving Sculpt or Edit mode does it too)"""
     bl_idname = "deformd.push_sculpt"
     bl_label = "Push sculpt"
 
-    def execute(self, context):
-        try:
-            l = _link_of(context)
-            if context.active_object.mode != "OBJECT":
-                raise link.LinkError("switch to Object mode first: the key's data is written when you leave the mode")
-            n = l.push_sculpt()
-        except Exception as e:
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"sent the sculpt of {n} vertices")
-        return {"FINISHED"}
+    def act(self, context, l):
+        if context.active_object.mode != "OBJECT":
+            raise link.LinkError("switch to Object mode first: the key's data is written when you leave the mode")
+        return f"sent the sculpt of {l.push_sculpt()} vertices"
 
 
-class DEFORMD_OT_pull_sculpt(bpy.types.Operator):
+class DEFORMD_OT_pull_sculpt(_LinkOperator, bpy.types.Operator):
     """Read the session's sculpt layer into the 'deformd sculpt' key, replacing unsent local changes"""
     bl_idname = "deformd.pull_sculpt"
     bl_label = "Pull sculpt"
 
-    def execute(self, context):
-        try:
-            l = _link_of(context)
-            l.pull_sculpt(context.active_object)
-        except Exception as e:
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
-        return {"FINISHED"}
+    def act(self, context, l):
+        l.pull_sculpt(context.active_object)
+        return ""
 
 
-class DEFORMD_OT_reconnect(bpy.types.Operator):
+class DEFORMD_OT_reconnect(_LinkOperator, bpy.types.Operator):
     """Connect again and read the session's state"""
     bl_idname = "deformd.reconnect"
     bl_label = "Reconnect"
 
-    def execute(self, context):
-        try:
-            l = _link_of(context)
-        except Exception as e:
-            self.report({"ERROR"}, link.describe(e))
-            return {"CANCELLED"}
+    def act(self, context, l):
         if not l.reconnect():
-            self.report({"ERROR"}, l.error)
-            return {"CANCELLED"}
-        return {"FINISHED"}
+            raise link.LinkError(l.error)
+        return f"session '{l.session}' reconnected"
 
 
 class DEFORMD_OT_unlink(bpy.types.Operator):
