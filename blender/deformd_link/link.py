@@ -181,6 +181,7 @@ class Link:
             self._pull(obj)
         except Exception as e:
             if _is_rpc_error(e):
+                self.want_targets = True  # a refused value goes back to the session's
                 self.set_status("linked", describe(e))
             else:
                 self.paused = True

@@ -346,7 +346,27 @@ def main():
     srv.ctl("weights.set", "ball", "raise=0.125")
     until(lambda: raise_.value == 0.125, "after reconnecting, weights reach the key", drain)
 
-    # ---- the mesh no longer matches -----------------------------------------------------------
+    # ---- refusals and a mesh that no longer matches -------------------------------------------
+    squash.slider_max = 1.5
+    squash.value = 1.25
+    drain()
+    t = {x["name"]: x for x in srv.ctl("targets.list", "ball")}["squash"]
+    check(L.status == "linked" and (t["min"], t["max"], t["value"]) == (-1, 1.5, 1.25),
+          f"a slider range and a value set together in Blender reach the target: {t}")
+    srv.call("targets.configure", session="ball", target="squash", min=0, max=1)
+    until(lambda: squash.slider_max == 1 and squash.value == 1, "a narrowed range reaches the key", drain)
+    basis = mesh.shape_keys.reference_key
+    moved = key_co(basis)
+    moved[2] += 0.5
+    bpy.ops.object.mode_set(mode="SCULPT")
+    drain()
+    basis.data.foreach_set("co", moved)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    drain()
+    check(L.status == "paused" and "the Basis moved 1 vertices" in L.error, f"a moved Basis pauses the link: {L.error}")
+    basis.data.foreach_set("co", base)
+    drain()
+    check(L.status == "linked", f"undoing it resumes the link: {L.status} {L.error}")
     mesh.vertices.add(1)
     drain()
     check(L.status == "paused" and f"{n + 1} vertices" in L.error, f"a changed vertex count pauses the link: {L.error}")
