@@ -377,7 +377,7 @@ def read_weld_map(client, session):
     """mesh.topology in ranges: (welded, rep) as array('I')."""
     welded = array("I")
     while True:
-        r = client.call("mesh.topology", session=session, first=len(welded))
+        r = client.mesh_topology(session, first=len(welded))
         welded.extend(r["welded"])
         if r["count"] == 0 or len(welded) >= r["vertices"]:
             break

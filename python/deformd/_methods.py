@@ -108,6 +108,12 @@ class Methods(Generic[R]):
         bbox, up axis."""
         return self._rpc("mesh.info", {"session": session})
 
+    def mesh_topology(self, session: str, first: Optional[int] = None, count: Optional[int] = None) -> R:
+        """`mesh.topology`: the welded (topology) vertex of each render vertex, `first` … `first +
+        count − 1` (at most 1,048,576 a call): `{"welded", "first", "count", "vertices",
+        "topology_vertices"}`."""
+        return self._rpc("mesh.topology", _params(session=session, first=first, count=count))
+
     # ---- targets and weights ---------------------------------------------------------------------
     def targets_list(self, session: str) -> R:
         """`targets.list`: every target with its weight, value, range, mute flag and drivers."""
