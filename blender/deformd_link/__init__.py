@@ -41,16 +41,29 @@ def _tick():
     return TICK_S
 
 
+def close_all(*_args):
+    """Ends every link. Runs before another .blend file loads: links go by object name, and the
+    next file's object of that name is another mesh (Link to session links it again)."""
+    for l in list(link.LINKS.values()):
+        l.close()
+    link.LINKS.clear()
+
+
+close_all = bpy.app.handlers.persistent(close_all)
+
+
 def register():
     ui.register()
     if not bpy.app.timers.is_registered(_tick):
         bpy.app.timers.register(_tick, first_interval=TICK_S, persistent=True)
+    if close_all not in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.append(close_all)
 
 
 def unregister():
     if bpy.app.timers.is_registered(_tick):
         bpy.app.timers.unregister(_tick)
-    for l in list(link.LINKS.values()):
-        l.close()
-    link.LINKS.clear()
+    if close_all in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(close_all)
+    close_all()
     ui.unregister()

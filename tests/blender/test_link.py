@@ -17,7 +17,9 @@ Blender reach the session; a weights.set from deformctl reaches the key; a serve
 is pulled as the "deformd sculpt" key equal to base + the server's offsets within float32; a
 sculpt edit pushed on leaving Sculpt mode and by the button reaches the session on every render
 copy of the vertices; a new shape key becomes a target; a target made on the server becomes a
-key; a restarted server is reconnected to; a changed vertex count pauses the link with a message.
+key; a restarted server is reconnected to; a moved Basis and a changed vertex count pause the
+link with a message, and undoing them resumes it; Link to session links the object again; loading
+another file ends the links.
 """
 import json
 import os
@@ -28,6 +30,7 @@ import tempfile
 import time
 from array import array
 
+import bmesh
 import bpy
 
 ARGS = sys.argv[sys.argv.index("--") + 1:]
@@ -373,8 +376,24 @@ def main():
     srv.ctl("weights.set", "ball", "raise=0.5")
     drain()
     check(raise_.value == 0.125, "a paused link changes nothing")
+    bm = bmesh.new()
+    bm.from_mesh(mesh)
+    bm.verts.ensure_lookup_table()
+    bm.verts.remove(bm.verts[-1])
+    bm.to_mesh(mesh)
+    bm.free()
+    until(lambda: raise_.value == 0.5, "taking the vertex away resumes the link", drain)
     bpy.ops.deformd.unlink()
     check(obj.name not in link.LINKS, "Unlink ends the link")
+
+    # ---- Link to session, and a new file ------------------------------------------------------
+    r = bpy.ops.deformd.attach()
+    check(r == {"FINISHED"} and link.LINKS[obj.name].session == "ball",
+          "Link to session links the object to the session it remembers")
+    srv.ctl("weights.set", "ball", "raise=0.375")
+    until(lambda: raise_.value == 0.375, "the relinked object follows the session", drain)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    check(not link.LINKS, "loading another file ends the links")
     srv.stop()
     print("blender link: all checks passed", flush=True)
 
