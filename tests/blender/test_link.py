@@ -51,6 +51,9 @@ def check(cond, msg):
     print("ok:", msg.split(":")[0] if ":" in msg else msg, flush=True)
 
 
+SERVERS = []  # stopped at the end, also when a check fails
+
+
 class Server:
     """deformd on a data directory of its own; restart() keeps the data and the ports."""
 
@@ -61,6 +64,7 @@ class Server:
         self.start()
 
     def start(self):
+        SERVERS.append(self)
         self.log = open(os.path.join(TMP, f"deformd-{time.time_ns()}.log"), "w")
         self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), "--data", self.data, "--stream-port",
                                    str(self.stream), "--rpc-port", str(self.rpc), "--http-port", "off",
@@ -398,4 +402,10 @@ def main():
     print("blender link: all checks passed", flush=True)
 
 
-main()
+try:
+    main()
+finally:
+    for server in SERVERS:
+        if server.p.poll() is None:
+            server.p.kill()
+            server.p.wait()
