@@ -62,6 +62,7 @@ class Client(Methods[Awaitable[Any]]):
         self._closed_reason: Optional[BaseException] = None
         self._bulk: Dict[Tuple[str, int], BulkLink] = {}
         self.use_bulk = bulk
+        self._replicas: "set[AsyncReplica]" = set()
         self.bulk_fallbacks = 0  # calls answered without the bulk capability (tests read it)
 
     # ---- connection ------------------------------------------------------------------------------
@@ -105,6 +106,9 @@ class Client(Methods[Awaitable[Any]]):
         links, self._bulk = self._bulk, {}
         for link in links.values():
             await link.close()
+        replicas, self._replicas = self._replicas, set()
+        for r in replicas:  # replicas end with their client
+            await r.close()
         w, self._writer = self._writer, None
         if w is not None:
             w.close()
@@ -237,9 +241,11 @@ class Client(Methods[Awaitable[Any]]):
         conn = await StreamConnection.open(self.stream_host, self.stream_port, session, tls=self.tls, token=self.token,
                                            protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
                                            timeout=self.timeout)
-        r = AsyncReplica(conn, session, on_update)
+        r = AsyncReplica(conn, session, on_update, self._replicas.discard)
         try:
-            return await r._start()
+            await r._start()
+            self._replicas.add(r)
+            return r
         except BaseException:
             conn.close()
             raise

@@ -77,8 +77,10 @@ class AsyncReplica(ReplicaView):
     with `await replica.wait_version(v)`. `on_update(replica, header)` is called after each
     whole update (on the loop: keep it short, or hand the work to a queue)."""
 
-    def __init__(self, conn: StreamConnection, session: str, on_update: Optional[Callback] = None):
+    def __init__(self, conn: StreamConnection, session: str, on_update: Optional[Callback] = None,
+                 on_close: Optional[Callable[["AsyncReplica"], None]] = None):
         self._conn = conn
+        self._on_close = on_close
         self.session = session
         self.welcome = conn.welcome
         self._state = ReplicaState()
@@ -155,6 +157,9 @@ class AsyncReplica(ReplicaView):
         return await asyncio.wait_for(until(), timeout)
 
     async def close(self) -> None:
+        """Leaves the session (the replica keeps what it had)."""
+        if self._on_close is not None:
+            self._on_close(self)
         if self._task is not None:
             self._task.cancel()
             try:
