@@ -20,7 +20,7 @@ from .errors import ConnectionClosed, RpcError
 from . import _arrays
 from . import protocol as P
 from .errors import DeformdError
-from .stream import AsyncReplica, BulkLink, Callback, StreamConnection
+from .stream import AsyncReplica, BulkLink, Callback, StreamConnection, cancel_task
 
 _LINE_LIMIT = 1 << 30  # an export chunk of 16 MiB is about 22 MB of base64: far below
 
@@ -116,13 +116,8 @@ class Client(Methods[Awaitable[Any]]):
                 await w.wait_closed()
             except Exception:
                 pass
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:
-                pass
-            self._task = None
+        await cancel_task(self._task)
+        self._task = None
         self._fail_all(ConnectionClosed("the client closed the connection"))
 
     async def __aenter__(self) -> "Client":

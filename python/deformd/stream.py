@@ -55,6 +55,17 @@ class StreamConnection:
         self.writer.close()
 
 
+async def cancel_task(task: Optional["asyncio.Task[Any]"]) -> None:
+    """Cancels a reader task and waits until it has ended (whatever it ended with)."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except BaseException:
+        pass
+
+
 async def read_frame(reader: asyncio.StreamReader, last_type: int = P.LAST_TYPE) -> Tuple[P.Header, bytes]:
     """One frame: the header (checked; types up to last_type) and its payload."""
     try:
@@ -160,12 +171,7 @@ class AsyncReplica(ReplicaView):
         """Leaves the session (the replica keeps what it had)."""
         if self._on_close is not None:
             self._on_close(self)
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:
-                pass
+        await cancel_task(self._task)
         self._conn.close()
 
     async def __aenter__(self) -> "AsyncReplica":
@@ -271,9 +277,5 @@ class BulkLink:
             self._pending.pop(rid, None)
 
     async def close(self) -> None:
-        self._task.cancel()
-        try:
-            await self._task
-        except BaseException:
-            pass
+        await cancel_task(self._task)
         self.conn.close()
