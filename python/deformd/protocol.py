@@ -13,7 +13,7 @@ import ctypes
 import math
 import struct
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import meshopt
 from .errors import ProtocolError
@@ -71,7 +71,7 @@ _F32 = struct.Struct("<f")
 _HDR = struct.Struct("<IHBBIQ")
 
 
-def fail(code: int) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+def fail(code: int) -> NoReturn:
     raise ProtocolError(_E_NAMES.get(code, f"protocol error {code}"), code)
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
