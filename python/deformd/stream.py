@@ -1,6 +1,7 @@
 """The binary stream port (docs/protocol.md) over asyncio: a connection that says HELLO, reads
 WELCOME, then frames; and the live Replica that watch() returns."""
 import asyncio
+import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -129,7 +130,11 @@ class AsyncReplica(ReplicaView):
                     self._state.apply(h, p)
                 if self._state.frames != before:
                     if self._on_update is not None:
-                        self._on_update(self, h)
+                        try:
+                            self._on_update(self, h)
+                        except Exception:  # the callback's error is its own: the replica goes on
+                            logging.getLogger("deformd").exception("on_update of the replica of %s failed",
+                                                                   self.session)
                     async with self._cond:
                         self._cond.notify_all()
         except asyncio.CancelledError:
