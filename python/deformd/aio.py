@@ -20,7 +20,7 @@ from .errors import ConnectionClosed, RpcError
 from . import _arrays
 from . import protocol as P
 from .errors import DeformdError
-from .stream import AsyncReplica, BulkLink, Callback, StreamConnection
+from .stream import AsyncReplica, BulkLink, Callback, StreamConnection, cancel_task
 
 _LINE_LIMIT = 1 << 30  # an export chunk of 16 MiB is about 22 MB of base64: far below
 
@@ -62,6 +62,7 @@ class Client(Methods[Awaitable[Any]]):
         self._closed_reason: Optional[BaseException] = None
         self._bulk: Dict[Tuple[str, int], BulkLink] = {}
         self.use_bulk = bulk
+        self._replicas: "set[AsyncReplica]" = set()
         self.bulk_fallbacks = 0  # calls answered without the bulk capability (tests read it)
 
     # ---- connection ------------------------------------------------------------------------------
@@ -105,6 +106,9 @@ class Client(Methods[Awaitable[Any]]):
         links, self._bulk = self._bulk, {}
         for link in links.values():
             await link.close()
+        replicas, self._replicas = self._replicas, set()
+        for r in replicas:  # replicas end with their client
+            await r.close()
         w, self._writer = self._writer, None
         if w is not None:
             w.close()
@@ -112,13 +116,8 @@ class Client(Methods[Awaitable[Any]]):
                 await w.wait_closed()
             except Exception:
                 pass
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:
-                pass
-            self._task = None
+        await cancel_task(self._task)
+        self._task = None
         self._fail_all(ConnectionClosed("the client closed the connection"))
 
     async def __aenter__(self) -> "Client":
@@ -237,9 +236,11 @@ class Client(Methods[Awaitable[Any]]):
         conn = await StreamConnection.open(self.stream_host, self.stream_port, session, tls=self.tls, token=self.token,
                                            protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
                                            timeout=self.timeout)
-        r = AsyncReplica(conn, session, on_update)
+        r = AsyncReplica(conn, session, on_update, self._replicas.discard)
         try:
-            return await r._start()
+            await r._start()
+            self._replicas.add(r)
+            return r
         except BaseException:
             conn.close()
             raise

@@ -149,6 +149,10 @@ class Client(Methods[Any]):
         self.close()
 
     def __del__(self) -> None:
+        # A client dropped unclosed closes itself, except on its own thread (a callback that
+        # dropped the last reference), where waiting for the loop would wait for itself.
+        if getattr(self, "_thread", None) is None or threading.current_thread() is self._thread:
+            return
         try:
             self.close()
         except Exception:

@@ -13,7 +13,7 @@ import ctypes
 import math
 import struct
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import meshopt
 from .errors import ProtocolError
@@ -71,7 +71,7 @@ _F32 = struct.Struct("<f")
 _HDR = struct.Struct("<IHBBIQ")
 
 
-def fail(code: int) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+def fail(code: int) -> NoReturn:
     raise ProtocolError(_E_NAMES.get(code, f"protocol error {code}"), code)
 
 
@@ -968,8 +968,10 @@ def decode_bulk(p: bytes) -> Dict[str, Any]:
     c.need(_BULK_ANS.size)
     rid, op, what, flags, reserved, target, first, count, total = _BULK_ANS.unpack_from(p, 0)
     c.at = _BULK_ANS.size
-    if op not in (BULK_GET, BULK_SET) or what not in (BULK_POSITIONS, BULK_SCULPT, BULK_TARGET) or flags & ~1 \
-            or reserved or first > total or count > total - first:
+    ok_what = what == BULK_SCULPT if op == BULK_SET else op == BULK_GET and what in (BULK_POSITIONS, BULK_SCULPT,
+                                                                                       BULK_TARGET)
+    if not ok_what or flags & ~1 or reserved or (what != BULK_TARGET and target != 0) or first > total \
+            or count > total - first:
         fail(E_INVAL)
     m: Dict[str, Any] = {"request_id": rid, "op": op, "what": what, "welded": bool(flags & 1), "target": target,
                          "first": first, "count": count, "total": total, "values": None}

@@ -1,6 +1,7 @@
 """The binary stream port (docs/protocol.md) over asyncio: a connection that says HELLO, reads
 WELCOME, then frames; and the live Replica that watch() returns."""
 import asyncio
+import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -55,6 +56,17 @@ class StreamConnection:
         self.writer.close()
 
 
+async def cancel_task(task: Optional["asyncio.Task[Any]"]) -> None:
+    """Cancels a reader task and waits until it has ended (whatever it ended with)."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except BaseException:
+        pass
+
+
 async def read_frame(reader: asyncio.StreamReader, last_type: int = P.LAST_TYPE) -> Tuple[P.Header, bytes]:
     """One frame: the header (checked; types up to last_type) and its payload."""
     try:
@@ -77,8 +89,10 @@ class AsyncReplica(ReplicaView):
     with `await replica.wait_version(v)`. `on_update(replica, header)` is called after each
     whole update (on the loop: keep it short, or hand the work to a queue)."""
 
-    def __init__(self, conn: StreamConnection, session: str, on_update: Optional[Callback] = None):
+    def __init__(self, conn: StreamConnection, session: str, on_update: Optional[Callback] = None,
+                 on_close: Optional[Callable[["AsyncReplica"], None]] = None):
         self._conn = conn
+        self._on_close = on_close
         self.session = session
         self.welcome = conn.welcome
         self._state = ReplicaState()
@@ -116,7 +130,11 @@ class AsyncReplica(ReplicaView):
                     self._state.apply(h, p)
                 if self._state.frames != before:
                     if self._on_update is not None:
-                        self._on_update(self, h)
+                        try:
+                            self._on_update(self, h)
+                        except Exception:  # the callback's error is its own: the replica goes on
+                            logging.getLogger("deformd").exception("on_update of the replica of %s failed",
+                                                                   self.session)
                     async with self._cond:
                         self._cond.notify_all()
         except asyncio.CancelledError:
@@ -155,12 +173,10 @@ class AsyncReplica(ReplicaView):
         return await asyncio.wait_for(until(), timeout)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:
-                pass
+        """Leaves the session (the replica keeps what it had)."""
+        if self._on_close is not None:
+            self._on_close(self)
+        await cancel_task(self._task)
         self._conn.close()
 
     async def __aenter__(self) -> "AsyncReplica":
@@ -266,9 +282,5 @@ class BulkLink:
             self._pending.pop(rid, None)
 
     async def close(self) -> None:
-        self._task.cancel()
-        try:
-            await self._task
-        except BaseException:
-            pass
+        await cancel_task(self._task)
         self.conn.close()

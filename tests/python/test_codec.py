@@ -32,7 +32,7 @@ def main(path):
         "ping": P.decode_ping, "weights": P.decode_weights, "delta": P.decode_delta,
         "target_meta": P.decode_target_meta, "target_add": P.decode_target_add, "snapshot": P.decode_snapshot,
         "snapshot2": P.decode_snapshot2, "delta2": lambda p: P.decode_delta2(p, trav),
-        "target_add2": lambda p: P.decode_target_add2(p, trav),
+        "target_add2": lambda p: P.decode_target_add2(p, trav), "bulk": P.decode_bulk,
     }
     cases = [i for i in items if i["kind"] == "case"]
     for d in sorted({c["decoder"] for c in cases}):
@@ -85,11 +85,15 @@ def main(path):
             b = P.encode_ping(a[0], a[1]["seq"], a[1].get("t0", 0), a[1].get("t1", 0))
         elif e["fn"] == "bye":
             b = P.encode_bye(a[0], a[1])
+        elif e["fn"] == "bulkGet":
+            b = P.encode_bulk_get(a[0], a[1], a[3], bool(a[2] & P.BULK_WELDED), a[4], a[5])
+        elif e["fn"] == "bulkSet":
+            b = P.encode_bulk_set(a[0], array("f", a[4]), bool(a[1] & P.BULK_WELDED), a[2])
         else:
             continue
         done += 1
         check(b.hex() == e["hex"], f"{e['fn']}({json.dumps(a)[:60]}): Python wrote {b.hex()[:60]}…, C {e['hex'][:60]}…")
-    check(done >= 7, f"encoder cases checked: {done}")
+    check(done >= 10, f"encoder cases checked: {done}")
     print(f"{len(cases)} decoder cases, {len(streams)} streams, {done} encoder cases")
     if failures:
         print(f"{len(failures)} failures")

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -420,6 +419,38 @@ def test_bulk_arrays_agree_with_sculpt_get_state_get_the_replica_and_the_slow_wa
                 if "beyond the largest allowed" not in e.message:
                     fail(f"1e30: {e}")
             r.close()
+    finally:
+        srv.stop()
+
+
+def test_tls_on_both_ports_is_verified_against_the_ca_given():
+    """deformd with --tls-cert/--tls-key (a certificate made here with openssl, for 127.0.0.1):
+    a client with tls=CA_FILE calls, watches and reads bulk arrays over TLS; one that verifies
+    against the system's CAs is refused by the handshake, not answered."""
+    import ssl
+    d = tempfile.mkdtemp(dir=TMP)
+    script = ("set -e; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=test-ca "
+              "-keyout ca.key -out ca.pem; openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+              "-subj /CN=deformd -keyout key.pem -out req.pem; printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext; "
+              "openssl x509 -req -in req.pem -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext "
+              "-out cert.pem")
+    r = subprocess.run(["bash", "-c", script], cwd=d, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"openssl could not make the test certificate (deploy/deps.sh installs openssl): {r.stderr}")
+    srv = Server("--tls-cert", os.path.join(d, "cert.pem"), "--tls-key", os.path.join(d, "key.pem"))
+    try:
+        with srv.client(tls=os.path.join(d, "ca.pem")) as c:
+            v = c.weights_set("demo", weights={"smile_L": 0.25})["version"]
+            rep = c.watch("demo")
+            if rep.version != v or rep.weights()["smile_L"] != 0.25:
+                fail(f"the replica over TLS: version {rep.version}, weights {rep.weights()['smile_L']}")
+            same_bits("bulk positions over TLS vs the replica", c.positions("demo"), rep.positions())
+            rep.close()
+        try:
+            srv.client(tls=True).close()
+            fail("a client that trusts only the system's CAs was let in")
+        except ssl.SSLError:
+            pass
     finally:
         srv.stop()
 

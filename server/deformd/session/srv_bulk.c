@@ -137,74 +137,50 @@ int srv_bulk_get(srv_server *srv, srv_session *s, const proto_bulk_request *r, s
   return 0;
 }
 
-typedef struct vq {
-  uint32_t v;
-  int32_t q[3];
-} vq;
-
-static int cmp_vq(const void *a, const void *b) {
-  uint32_t x = ((const vq *)a)->v, y = ((const vq *)b)->v;
-  return (x > y) - (x < y);
-}
-
-/* The request's floats checked and quantised, one entry per render vertex they set. */
-static int quantise(const srv_session *s, const proto_bulk_request *r, vq **out, uint32_t *n, char *err, size_t errlen) {
+/* The request's floats checked and quantised into q (3 per vertex of the request), in the order
+ * of the checks: not finite, then beyond the largest offset. */
+static int quantise(const srv_session *s, const proto_bulk_request *r, int32_t *q, char *err, size_t errlen) {
   double limit = (double)((1 << 30) - 1) * s->offset_quantum;
-  int welded = (r->flags & PROTO_BULK_WELDED) != 0;
-  size_t cap = welded ? s->mesh->vertex_count : r->count;
-  vq *e = malloc(sizeof(vq) * (cap + 1));
-  if (!e) {
-    snprintf(err, errlen, "out of memory");
-    return SRV_EINTERNAL;
-  }
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < r->count; i++) {
-    int32_t q[3];
+  for (uint32_t i = 0; i < r->count; i++)
     for (int c = 0; c < 3; c++) {
       float f = proto_load_f32(r->values + 12 * (size_t)i + 4 * (size_t)c);
       if (!isfinite(f)) {
         snprintf(err, errlen, "the offset of %s vertex %u is not finite", numbering_name(r->flags), r->first + i);
-        free(e);
         return SRV_ENOTFINITE;
       }
       if (fabs((double)f) > limit) {
         snprintf(err, errlen, "offset %g of %s vertex %u is beyond the largest allowed (±%g)", (double)f,
                  numbering_name(r->flags), r->first + i, limit);
-        free(e);
         return SRV_ERANGE;
       }
-      q[c] = proto_quantize(f, s->offset_quantum);
+      q[3 * (size_t)i + (size_t)c] = proto_quantize(f, s->offset_quantum);
     }
-    uint32_t v = r->first + i;
-    uint32_t from = welded ? s->topo.topo_offsets[v] : 0, to = welded ? s->topo.topo_offsets[v + 1] : 1;
-    for (uint32_t x = from; x < to; x++) {
-      e[k].v = welded ? s->topo.topo_render[x] : v;
-      memcpy(e[k].q, q, sizeof(q));
-      k++;
-    }
-  }
-  if (welded) qsort(e, k, sizeof(vq), cmp_vq);
-  *out = e;
-  *n = k;
   return 0;
 }
 
 int srv_bulk_set(srv_server *srv, srv_session *s, const proto_bulk_request *r, uint32_t author, uint64_t *version,
                  char *err, size_t errlen) {
-  uint32_t count, n = 0;
+  uint32_t count, n = 0, nv = s->mesh->vertex_count;
+  int welded = (r->flags & PROTO_BULK_WELDED) != 0;
   int rc = check_range(s, r, &count, err, errlen);
-  vq *e = NULL;
-  if (rc || (rc = quantise(s, r, &e, &n, err, errlen)) != 0) return rc;
-  uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-  int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)n + 1));
-  if (!idx || !q) {
+  if (rc) return rc;
+  int32_t *given = malloc(sizeof(int32_t) * 3 * ((size_t)count + 1));
+  uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)(welded ? nv : count) + 1));
+  int32_t *q = malloc(sizeof(int32_t) * 3 * ((size_t)(welded ? nv : count) + 1));
+  if (!given || !idx || !q) {
     snprintf(err, errlen, "out of memory");
     rc = SRV_EINTERNAL;
     goto out;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    idx[i] = e[i].v;
-    memcpy(q + 3 * (size_t)i, e[i].q, sizeof(e[i].q));
+  if ((rc = quantise(s, r, given, err, errlen)) != 0) goto out;
+  /* Ascending render vertices, as SET_OFFSETS wants: welded, every render vertex whose welded
+   * vertex is in the range (all copies of a seam vertex), in render order. */
+  for (uint32_t v = 0; v < (welded ? nv : count); v++) {
+    uint32_t i = welded ? s->topo.render_to_topo[v] - r->first : v;
+    if (welded && (s->topo.render_to_topo[v] < r->first || i >= count)) continue;
+    idx[n] = welded ? v : r->first + v;
+    memcpy(q + 3 * (size_t)n, given + 3 * (size_t)i, 3 * sizeof(int32_t));
+    n++;
   }
   srv_op op = {.kind = SRV_OP_SET_OFFSETS, .author = author, .cause = SRV_CAUSE_SCULPT_SET, .count = n, .indices = idx,
                .q = q};
@@ -218,7 +194,7 @@ int srv_bulk_set(srv_server *srv, srv_session *s, const proto_bulk_request *r, u
     rc = SRV_EINTERNAL;
   }
 out:
-  free(e);
+  free(given);
   free(idx);
   free(q);
   return rc;
