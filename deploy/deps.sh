@@ -19,6 +19,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git python3
+  python3-venv python3-setuptools python3-numpy
   clang libclang-rt-14-dev llvm
   libuv1-dev libcjson-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev
@@ -32,6 +33,7 @@ PACKAGES=(
   gnuplot-nox
   ca-certificates
   assimp-testmodels
+  blender
 )
 
 log() { printf 'deps: %s\n' "$*" >&2; }

@@ -38,6 +38,7 @@ static const struct {
     {"hello", SRV_ROLE_VIEWER},
     {"session.list", SRV_ROLE_VIEWER},
     {"mesh.info", SRV_ROLE_VIEWER},
+    {"mesh.topology", SRV_ROLE_VIEWER},
     {"targets.list", SRV_ROLE_VIEWER},
     {"weights.get", SRV_ROLE_VIEWER},
     {"sculpt.get", SRV_ROLE_VIEWER},

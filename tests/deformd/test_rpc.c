@@ -2,6 +2,8 @@
  * test_rpc.c — JSON-RPC against a real deformd: methods, named errors, and malformed input that
  * fails only its own request.
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -106,6 +108,89 @@ static int raw_request(harness *h, client_conn *c, const char *bytes, size_t n) 
   if (e) fprintf(stderr, "error %d: %s\n", code, cJSON_GetObjectItem(e, "message")->valuestring);
   cJSON_Delete(o);
   return code;
+}
+
+/* mesh.topology against the demo head's own positions: every render vertex names a welded
+ * vertex whose first render vertex (its representative) lies within the weld tolerance of it;
+ * welded vertices are numbered in the order their first render vertex comes; render vertices
+ * at exactly one position (seam copies, found here by sorting, not by the weld's grid) share
+ * one; ranges put together are the whole map; bad ranges are refused with a reason. */
+static const float *sort_positions;
+static int by_position(const void *a, const void *b) {
+  const float *p = sort_positions + 3 * (size_t)*(const uint32_t *)a, *q = sort_positions + 3 * (size_t)*(const uint32_t *)b;
+  return memcmp(p, q, 12);
+}
+
+TEST(mesh_topology_names_the_welded_vertex_of_each_render_vertex) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  uint32_t n = m->vertex_count;
+  uint32_t *welded = malloc(sizeof(uint32_t) * n), *rep = malloc(sizeof(uint32_t) * n);
+  uint32_t got = 0;
+  while (got < n) { /* three calls: 20000 at a time */
+    char params[128];
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"first\":%u,\"count\":20000}", got);
+    cJSON *r = harness_rpc_ok(&h, "mesh.topology", params);
+    const cJSON *a = cJSON_GetObjectItem(r, "welded");
+    ASSERT_EQ(cJSON_GetObjectItem(r, "first")->valueint, (int)got);
+    ASSERT_EQ(cJSON_GetObjectItem(r, "vertices")->valueint, (int)n);
+    ASSERT_EQ(cJSON_GetObjectItem(r, "topology_vertices")->valueint, 40962);
+    ASSERT_EQ(cJSON_GetArraySize(a), cJSON_GetObjectItem(r, "count")->valueint);
+    ASSERT(cJSON_GetArraySize(a) == (int)(n - got < 20000 ? n - got : 20000));
+    uint32_t k = got;
+    for (const cJSON *e = a->child; e; e = e->next) welded[k++] = (uint32_t)e->valueint;
+    got = k;
+    cJSON_Delete(r);
+  }
+  cJSON *all = harness_rpc_ok(&h, "mesh.topology", "{\"session\":\"demo\"}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(all, "welded")), (int)n);
+  uint32_t r0 = 0;
+  for (const cJSON *e = cJSON_GetObjectItem(all, "welded")->child; e; e = e->next) ASSERT_EQ(e->valueint, (int)welded[r0++]);
+  cJSON_Delete(all);
+
+  double diag = 0;
+  for (int k = 0; k < 3; k++) diag += ((double)m->bbox_max[k] - m->bbox_min[k]) * ((double)m->bbox_max[k] - m->bbox_min[k]);
+  double tol = 1e-6 * sqrt(diag);
+  uint32_t next = 0;
+  for (uint32_t r = 0; r < n; r++) {
+    ASSERT(welded[r] <= next);
+    if (welded[r] == next) rep[next++] = r;
+    const float *p = m->positions + 3 * (size_t)r, *q = m->positions + 3 * (size_t)rep[welded[r]];
+    double d2 = 0;
+    for (int k = 0; k < 3; k++) d2 += ((double)p[k] - q[k]) * ((double)p[k] - q[k]);
+    ASSERT(sqrt(d2) <= tol);
+  }
+  ASSERT_EQ(next, 40962u);
+  uint32_t *order = malloc(sizeof(uint32_t) * n);
+  for (uint32_t r = 0; r < n; r++) order[r] = r;
+  sort_positions = m->positions;
+  qsort(order, n, sizeof(uint32_t), by_position);
+  uint32_t seams = 0;
+  for (uint32_t i = 1; i < n; i++)
+    if (memcmp(m->positions + 3 * (size_t)order[i], m->positions + 3 * (size_t)order[i - 1], 12) == 0) {
+      ASSERT_EQ(welded[order[i]], welded[order[i - 1]]);
+      seams++;
+    }
+  ASSERT_EQ(seams, n - 40962u); /* the demo head's seam copies are exact copies */
+
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "mesh.topology", "{\"session\":\"demo\",\"first\":41078}", msg, sizeof(msg)), -32006);
+  ASSERT_STR_CONTAINS(msg, "past the last render vertex (the mesh has 41077)");
+  ASSERT_EQ(harness_rpc_err(&h, "mesh.topology", "{\"session\":\"demo\",\"count\":1048577}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "at most 1048576 a call");
+  ASSERT_EQ(harness_rpc_err(&h, "mesh.topology", "{\"session\":\"demo\",\"first\":-1}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "mesh.topology", "{\"session\":\"demo\",\"count\":1.5}", msg, sizeof(msg)), -32602);
+  ASSERT_EQ(harness_rpc_err(&h, "mesh.topology", "{\"session\":\"nope\"}", msg, sizeof(msg)), -32001);
+  cJSON *empty = harness_rpc_ok(&h, "mesh.topology", "{\"session\":\"demo\",\"first\":41077}");
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(empty, "welded")), 0);
+  cJSON_Delete(empty);
+  free(order);
+  free(welded);
+  free(rep);
+  mesh_destroy(m);
+  harness_stop(&h);
 }
 
 TEST(rpc_errors_have_codes_and_reasons) {

@@ -4,8 +4,9 @@
  *
  * Input: byte 0 chooses what is fuzzed, the rest is the data.
  *   even: the rest is one payload, given to every message decoder in turn; what decodes is then
- *         walked to its end (weights, offsets, snapshot targets, index lists, samples, pins), so
- *         a count the decoder let through but the bytes do not hold shows as an overflow.
+ *         walked to its end (weights, offsets, snapshot targets, index lists, samples, pins, BULK
+ *         values), so a count the decoder let through but the bytes do not hold shows as an
+ *         overflow.
  *   odd:  the rest is a stream of frames (20-byte headers and payloads) applied in order to a
  *         fresh client_replica, as a viewer applies what the server sends.
  * Limits are small (4096 vertices, 1 MiB frames) so that large counts stay cheap to refuse.
@@ -19,6 +20,7 @@
 
 #include "client_replica.h"
 #include "proto.h"
+#include "proto_bulk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -111,6 +113,12 @@ static void decode_all(const uint8_t *p, size_t n) {
       default: break;
     }
   }
+  proto_bulk_request bq;
+  if (proto_decode_bulk_request(p, n, &bq) == 0 && bq.op == PROTO_BULK_SET)
+    for (uint32_t i = 0; i < 3 * bq.count; i++) sink += (uint64_t)(proto_load_f32(bq.values + 4 * (size_t)i) != 0);
+  proto_bulk_answer ba;
+  if (proto_decode_bulk_answer(p, n, &ba) == 0 && ba.op == PROTO_BULK_GET)
+    for (uint32_t i = 0; i < 3 * ba.count; i++) sink += (uint64_t)(proto_load_f32(ba.values + 4 * (size_t)i) != 0);
 }
 
 static void replay(const uint8_t *p, size_t n) {

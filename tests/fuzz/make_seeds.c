@@ -26,6 +26,7 @@
 
 #include "mesh.h"
 #include "proto.h"
+#include "proto_bulk.h"
 
 static const char *root;
 
@@ -107,6 +108,12 @@ static void frames(void) {
   uint32_t drivers[2] = {0, 1};
   proto_encode_target_meta(&b, 6, 0, 2, -1.0f, 2.0f, PROTO_TARGET_MUTED, 2, drivers);
   payload_seed("target_meta", &b);
+  static const float bulk[6] = {0.001f, 0, -0.002f, 0.5f, 1, -1};
+  proto_encode_bulk_set(&b, 19, PROTO_BULK_WELDED, 2, 2, bulk);
+  payload_seed("bulk_set", &b);
+  proto_bulk_answer ba = {20, PROTO_BULK_GET, PROTO_BULK_POSITIONS, 0, 0, 1, 2, 4, NULL};
+  proto_encode_bulk_answer(&b, 3, &ba, bulk);
+  payload_seed("bulk_answer", &b);
 
   /* A viewer's stream: a snapshot of a tetrahedron with two targets, then live frames. */
   static const float pos[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};

@@ -39,6 +39,7 @@ function jsDecode(decoder, p, trav) {
     case 'snapshot2': return P.decodeSnapshot2(p);
     case 'delta2': return P.decodeDelta2(p, trav);
     case 'target_add2': return P.decodeTargetAdd2(p, trav);
+    case 'bulk': return P.decodeBulk(p);
     default: throw new Error(`no decoder ${decoder}`);
   }
 }
@@ -68,7 +69,7 @@ for (const d of decoders) {
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
-    'target_add2', 'snapshot', 'snapshot2']) {
+    'target_add2', 'snapshot', 'snapshot2', 'bulk']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
   }
@@ -105,6 +106,8 @@ const encoders = {
   author: ([id, a]) => P.encodeAuthor(id, a),
   ping: ([type, p]) => P.encodePing(type, p),
   bye: ([code, m]) => P.encodeBye(code, m),
+  bulkGet: ([id, what, flags, target, first, count]) => P.encodeBulkGet(id, what, flags, target, first, count),
+  bulkSet: ([id, flags, first, count, v]) => P.encodeBulkSet(id, flags, first, count, v),
 };
 
 for (const e of items.filter((i) => i.kind === 'encoder')) {

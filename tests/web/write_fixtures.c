@@ -23,6 +23,7 @@
 #include "mesh.h"
 #include "proto.h"
 #include "proto2.h"
+#include "proto_bulk.h"
 #include "proto_caps.h"
 
 static FILE *out;
@@ -98,6 +99,10 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
     rc = proto_decode_delta2(p, n, &small_trav, &o);
     if (rc == 0) proto_offsets2_free(&o);
     return rc;
+  }
+  if (strcmp(d, "bulk") == 0) { /* a BULK answer, as a client decodes it */
+    proto_bulk_answer a;
+    return proto_decode_bulk_answer(p, n, &a);
   }
   if (strcmp(d, "target_add2") == 0) {
     uint32_t index;
@@ -451,6 +456,20 @@ static void other_cases(void) {
   proto_ping pg = {123456789012345ull, 987654321ull, 42};
   proto_encode_ping(&b, PROTO_PONG, &pg);
   write_cases("ping", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  /* BULK answers: a GET of 2 of 5 welded vertices' positions, a target's, and a SET's. */
+  static const float vals[6] = {0.5f, -1, 2.25f, 1e-7f, 0, -3};
+  proto_bulk_answer ba = {77, PROTO_BULK_GET, PROTO_BULK_POSITIONS, PROTO_BULK_WELDED, 0, 3, 2, 5, NULL};
+  b.len = 0;
+  proto_encode_bulk_answer(&b, 9, &ba, vals);
+  write_cases("bulk", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  ba = (proto_bulk_answer){78, PROTO_BULK_GET, PROTO_BULK_TARGET, 0, 4, 0, 1, 1, NULL};
+  b.len = 0;
+  proto_encode_bulk_answer(&b, 9, &ba, vals);
+  write_cases("bulk", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  ba = (proto_bulk_answer){79, PROTO_BULK_SET, PROTO_BULK_SCULPT, 0, 0, 10, 2, 41077, NULL};
+  b.len = 0;
+  proto_encode_bulk_answer(&b, 10, &ba, NULL);
+  write_cases("bulk", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   proto_buf_fini(&b);
 }
 
@@ -535,6 +554,13 @@ static void encoder_cases(void) {
   enc("ping", "[8,{\"seq\":42,\"t0\":123456789012345}]", &b);
   proto_encode_bye(&b, PROTO_ERR_NONE, "bye");
   enc("bye", "[0,\"bye\"]", &b);
+  proto_encode_bulk_get(&b, 7, PROTO_BULK_SCULPT, 0, 0, 100, 1);
+  enc("bulkGet", "[7,2,0,0,100,1]", &b);
+  proto_encode_bulk_get(&b, 8, PROTO_BULK_TARGET, PROTO_BULK_WELDED, 3, 0, PROTO_BULK_TO_END);
+  enc("bulkGet", "[8,3,1,3,0,4294967295]", &b);
+  static const float set[6] = {0.001f, 0, -0.002f, 0.25f, -0.5f, 1e-6f};
+  proto_encode_bulk_set(&b, 9, PROTO_BULK_WELDED, 12, 2, set);
+  enc("bulkSet", "[9,1,12,2,[0.001,0,-0.002,0.25,-0.5,0.000001]]", &b);
   proto_buf_fini(&b);
 }
 

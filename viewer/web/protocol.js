@@ -1,11 +1,12 @@
 // protocol.js — deformd's binary stream protocol in JavaScript (docs/protocol.md): the frame
 // header, decoders of every message a server sends (WELCOME, SNAPSHOT, WEIGHTS, DELTA, ERROR and
-// BYE, PING and PONG, TARGET, TARGET_META) in versions 1 and 2, and encoders of every message a
-// client sends (HELLO, EDIT of every kind, PING, BYE).
+// BYE, PING and PONG, TARGET, TARGET_META, and BULK to a client granted "bulk") in versions 1
+// and 2, and encoders of every message a client sends (HELLO, EDIT of every kind, PING, BYE, BULK).
 //
-// It mirrors protocol/proto_frame.c, proto_hello.c, proto_caps.c, proto_msg.c, proto_trav.c and proto_snap2.c
-// check for check, in the same order, so that a frame the C decoder refuses is refused here with
-// the same PROTO_E* code (ProtoError.code), and an encoder writes the C encoder's bytes;
+// It mirrors protocol/proto_frame.c, proto_hello.c, proto_caps.c, proto_msg.c, proto_trav.c,
+// proto_snap2.c and proto_bulk.c check for check, in the same order, so that a frame the C
+// decoder refuses is refused here with the same PROTO_E* code (ProtoError.code), and an encoder
+// writes the C encoder's bytes;
 // tests/web/protocol.test.mjs checks both on fixtures the C code writes. Floats are rebuilt in
 // float32 arithmetic (Math.fround after each operation, as C does), so a version 2 viewer here
 // holds the same bits as one in C.
@@ -30,12 +31,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12,
+  TARGET: 11, TARGET_META: 12, BULK: 13,
 };
+const LAST_TYPE = 13; // the header check (proto_frame.h PROTO_LAST_TYPE): BULK needs the "bulk" capability
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -190,7 +192,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || h.type > T.TARGET_META) fail(E.TYPE);
+  if (h.type < T.HELLO || h.type > LAST_TYPE) fail(E.TYPE);
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }
@@ -804,6 +806,61 @@ export function decodeTargetAdd2(p, trav) {
   checkDrivers(t.drivers, index, index);
   c.finish();
   return { index, weight, target: t };
+}
+
+// ---- BULK (capability "bulk", docs/protocol.md §15) ----------------------------------------------
+
+export const BULK = { GET: 1, SET: 2, POSITIONS: 1, SCULPT: 2, TARGET: 3, WELDED: 1, TO_END: 0xffffffff };
+const bulkWhatOk = (op, what) => (op === BULK.SET ? what === BULK.SCULPT : op === BULK.GET && what >= 1 && what <= 3);
+
+// A BULK answer (proto_decode_bulk_answer): {requestId, op, what, flags, target, first, count,
+// total, values (Float32Array of 3 · count for GET, null for SET)}.
+export function decodeBulk(p) {
+  if (p.length < 24) fail(E.TRUNCATED);
+  const dv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  const a = {
+    requestId: dv.getUint32(0, true), op: p[4], what: p[5], flags: p[6], target: dv.getUint32(8, true),
+    first: dv.getUint32(12, true), count: dv.getUint32(16, true), total: dv.getUint32(20, true), values: null,
+  };
+  if (!bulkWhatOk(a.op, a.what) || a.flags & ~BULK.WELDED || p[7] !== 0 || (a.what !== BULK.TARGET && a.target !== 0))
+    fail(E.INVAL);
+  if (a.first > a.total || a.count > a.total - a.first) fail(E.INVAL);
+  const n = a.op === BULK.GET ? a.count : 0;
+  if (p.length < 24 + 12 * n) fail(E.TRUNCATED);
+  if (p.length > 24 + 12 * n) fail(E.TRAILING);
+  if (a.op === BULK.GET) {
+    a.values = new Float32Array(3 * n);
+    for (let i = 0; i < 3 * n; i++) a.values[i] = dv.getFloat32(24 + 4 * i, true);
+  }
+  return a;
+}
+
+function bulkRequest(requestId, op, what, flags, target, first, count, values) {
+  if (!bulkWhatOk(op, what) || flags & ~BULK.WELDED || (what !== BULK.TARGET && target !== 0) ||
+      (op === BULK.SET && count === BULK.TO_END))
+    fail(E.INVAL);
+  const w = new Writer().begin(T.BULK);
+  w.u32(requestId);
+  w.u8(op);
+  w.u8(what);
+  w.u8(flags);
+  w.u8(0);
+  w.u32(target);
+  w.u32(first);
+  w.u32(count);
+  if (op === BULK.SET) for (let i = 0; i < 3 * count; i++) w.f32(values[i]);
+  return w.end();
+}
+
+// BULK GET: the current positions, the sculpt offsets or a target's deltas of vertices first …
+// first + count − 1 (BULK.TO_END: to the last), render or welded (flags BULK.WELDED).
+export function encodeBulkGet(requestId, what, flags, target, first, count) {
+  return bulkRequest(requestId, BULK.GET, what, flags, target, first, count, null);
+}
+
+// BULK SET: the sculpt offsets of vertices first … first + count − 1 from 3 · count floats.
+export function encodeBulkSet(requestId, flags, first, count, values) {
+  return bulkRequest(requestId, BULK.SET, BULK.SCULPT, flags, 0, first, count, values);
 }
 
 // ---- writing --------------------------------------------------------------------------------------

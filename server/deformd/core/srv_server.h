@@ -50,7 +50,7 @@ typedef struct srv_stats {
   uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
   /* Stream bytes by message type (index = proto_type; a SNAPSHOT counts whole), and by viewer
    * class (srv_conn.c counts them as they are handed to the socket). */
-  uint64_t type_bytes[PROTO_TARGET_META + 1], type_frames[PROTO_TARGET_META + 1];
+  uint64_t type_bytes[PROTO_LAST_TYPE + 1], type_frames[PROTO_LAST_TYPE + 1];
   srv_class_stat classes[SRV_CLASS_STATS];
   uint32_t class_count;
 } srv_stats;

@@ -1,8 +1,9 @@
 /*
  * srv_stream.c — the binary stream port: HELLO (protocol version 1, or 2 with its options: a
  * codec, a tolerance, a maximum rate), the SNAPSHOT a joining viewer gets in its codec,
- * editors' EDIT frames, PING/PONG, the catch-up a lagging viewer gets once its socket drains,
- * and the mapping of the service's SRV_E* codes to PROTO_ERR_* codes.
+ * editors' EDIT frames, BULK requests (capability "bulk"), PING/PONG, the catch-up a lagging
+ * viewer gets once its socket drains, and the mapping of the service's SRV_E* codes to
+ * PROTO_ERR_* codes.
  *
  * Malformed frames: a bad header (magic, version, length over the limit) closes the connection,
  * since frame boundaries can no longer be trusted; a payload that does not decode, or an edit
@@ -41,6 +42,7 @@
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
+#include "srv_bulk.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
 
@@ -513,6 +515,86 @@ out:
   free(q);
 }
 
+/* A BULK answer (GET: the array; SET: the version after it), or the ERROR naming the request. */
+static void send_bulk(srv_conn *c, uint64_t version, const proto_bulk_answer *a, const float *values) {
+  proto_buf b;
+  proto_buf_init(&b);
+  srv_frame *f = proto_encode_bulk_answer(&b, version, a, values) == 0 ? srv_frame_from_buf(&b) : NULL;
+  if (!f) {
+    proto_buf_fini(&b);
+    srv_conn_send_error(c, PROTO_ERR_OVERLOADED, a->request_id, "out of memory building the BULK answer");
+    return;
+  }
+  srv_conn_send(c, f);
+  srv_frame_unref(f);
+}
+
+static void bulk_answered(srv_server *srv, void *arg, int status, const proto_bulk_answer *a, const float *values,
+                          uint64_t version, const char *err) {
+  (void)srv;
+  srv_conn *c = arg;
+  if (status) srv_conn_send_error(c, stream_code(status), a->request_id, err);
+  else send_bulk(c, version, a, values);
+  srv_conn_unref(c);
+}
+
+/* BULK (docs/protocol.md §15): only from connections granted "bulk" (others get what any type
+ * a client may not send gets); a SET needs an editor, like EDIT, and the primary's loop. */
+static void on_bulk(srv_conn *c, const uint8_t *p, size_t n) {
+  srv_server *srv = c->server;
+  char why[256];
+  if (!srv_caps_has(c, PROTO_CAP_BULK) || c->stream->forward_only) {
+    srv_conn_send_error(c, PROTO_ERR_MALFORMED, 0,
+                        "message type 13 is not accepted from clients (BULK needs the \"bulk\" capability in HELLO)");
+    return;
+  }
+  proto_bulk_request r;
+  int rc = proto_decode_bulk_request(p, n, &r);
+  uint32_t rid = n >= 4 ? proto_load_u32(p) : 0;
+  if (rc) {
+    snprintf(why, sizeof(why), "malformed BULK: %s", proto_strerror(rc));
+    srv_conn_send_error(c, PROTO_ERR_MALFORMED, rid, why);
+    return;
+  }
+  srv_session *s = srv_fanout_session(c);
+  if (!s) {
+    srv_conn_send_error(c, PROTO_ERR_SESSION_CLOSED, rid, "the session is closed");
+    return;
+  }
+  if (r.op == PROTO_BULK_GET) {
+    srv_conn_ref(c);
+    rc = srv_bulk_get(srv, s, &r, bulk_answered, c, why, sizeof(why));
+    if (rc) {
+      srv_conn_send_error(c, stream_code(rc), rid, why);
+      srv_conn_unref(c);
+    }
+    return;
+  }
+  char failed[160];
+  if (c->stream->role != PROTO_ROLE_EDITOR) {
+    srv_conn_send_error(c, PROTO_ERR_FORBIDDEN, rid, "this connection joined as a viewer: BULK SET needs an editor");
+    return;
+  }
+  if (srv->route_edit) { /* in a cluster the session's primary applies edits (srv_forward.c): not forwarded yet */
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, "BULK SET is not served in a cluster (--redis): use sculpt.set");
+    return;
+  }
+  if (srv->store && srv_store_failed(srv->store, failed, sizeof(failed))) {
+    snprintf(why, sizeof(why), "the store cannot write (%s): edits are refused until it can", failed);
+    srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
+    return;
+  }
+  uint64_t version = 0;
+  rc = srv_bulk_set(srv, s, &r, srv_conn_author(c), &version, why, sizeof(why));
+  if (rc) {
+    srv_conn_send_error(c, stream_code(rc), rid, why);
+    return;
+  }
+  proto_bulk_answer a = {r.request_id, PROTO_BULK_SET, PROTO_BULK_SCULPT, r.flags, 0, r.first, r.count,
+                         (r.flags & PROTO_BULK_WELDED) ? s->topo.vertex_count : s->mesh->vertex_count, NULL};
+  send_bulk(c, version, &a, NULL);
+}
+
 static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   if (c->stage == SRV_STAGE_GREETING) {
     if (h->type == PROTO_HELLO)
@@ -547,6 +629,9 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
       break;
     }
     case PROTO_PONG:
+      break;
+    case PROTO_BULK:
+      on_bulk(c, p, h->length);
       break;
     case PROTO_BYE:
       srv_conn_finish(c, NULL);

@@ -1,7 +1,7 @@
 /*
  * srv_methods.c — dispatch over the method tables (each method file exports its own, with the
  * role each method needs), and the session-level methods: session.create/list/close,
- * mesh.info, state.get and server.stats (docs/json-api.md has each with examples, and the
+ * mesh.info, mesh.topology, state.get and server.stats (docs/json-api.md has each with examples, and the
  * roles in its security section).
  *
  * Dispatch asks srv_access.c whether the connection's grant covers the method's role on the
@@ -207,6 +207,56 @@ static void m_mesh_info(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, o);
 }
 
+/* mesh.topology: which welded (topology) vertex each render vertex is, a range at a time, so a
+ * client that keeps one vertex per surface point (the Blender add-on) can open the session's
+ * mesh on welded vertices: render triangles and per-corner UVs come with the stream's SNAPSHOT,
+ * and welded vertex i's representative is the first render vertex that names it. */
+#define TOPOLOGY_MAX_COUNT 1048576u
+
+static int topology_range(srv_rpc_call *call, const cJSON *params, const char *key, double dflt, double *out) {
+  int r = srv_rpc_number(call, params, key, out);
+  if (r < 0) return -1;
+  if (r == 0) *out = dflt;
+  if (*out < 0 || *out != (double)(uint64_t)*out) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be an integer >= 0", key);
+    return -1;
+  }
+  return 0;
+}
+
+static void m_mesh_topology(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  const mesh_topology *t = &x->topo;
+  double first = 0, count = 0;
+  if (topology_range(call, params, "first", 0, &first) < 0 ||
+      topology_range(call, params, "count", TOPOLOGY_MAX_COUNT, &count) < 0)
+    return;
+  if (first > t->render_count) {
+    srv_rpc_error(call, SRV_ERANGE, "first %.0f is past the last render vertex (the mesh has %u)", first,
+                  t->render_count);
+    return;
+  }
+  if (count > TOPOLOGY_MAX_COUNT) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"count\" is at most %u a call: ask for ranges",
+                  TOPOLOGY_MAX_COUNT);
+    return;
+  }
+  uint32_t from = (uint32_t)first, n = t->render_count - from < count ? t->render_count - from : (uint32_t)count;
+  cJSON *r = cJSON_CreateObject();
+  cJSON *welded = cJSON_AddArrayToObject(r, "welded");
+  if (!r || !welded) {
+    cJSON_Delete(r);
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++) cJSON_AddItemToArray(welded, cJSON_CreateNumber(t->render_to_topo[from + i]));
+  cJSON_AddNumberToObject(r, "first", from);
+  cJSON_AddNumberToObject(r, "count", n);
+  cJSON_AddNumberToObject(r, "vertices", t->render_count);
+  cJSON_AddNumberToObject(r, "topology_vertices", t->vertex_count);
+  srv_rpc_reply(call, r);
+}
 
 static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
@@ -235,10 +285,10 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
 /* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
 static void add_stream_stats(cJSON *r, const srv_stats *st) {
   static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
-                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK"};
   cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
   cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
-  for (int t = 1; t <= PROTO_TARGET_META; t++) {
+  for (int t = 1; t <= PROTO_LAST_TYPE; t++) {
     if (!st->type_frames[t]) continue;
     cJSON_AddNumberToObject(types, names[t], (double)st->type_bytes[t]);
     cJSON_AddNumberToObject(frames, names[t], (double)st->type_frames[t]);
@@ -318,6 +368,7 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
 static const srv_method session_methods[] = {
     {"session.list", m_session_list, 0, SRV_ROLE_VIEWER}, /* lists what the token may view */
     {"mesh.info", m_mesh_info, ON, SRV_ROLE_VIEWER},
+    {"mesh.topology", m_mesh_topology, ON, SRV_ROLE_VIEWER},
     {"state.get", m_state_get, ON, SRV_ROLE_VIEWER},
     {"session.close", m_session_close, ON | EDITS, SRV_ROLE_OWNER},
     {"session.create", m_session_create, PARAMS | EDITS, SRV_ROLE_ADMIN},
