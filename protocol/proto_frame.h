@@ -52,7 +52,8 @@ typedef enum proto_type {
   PROTO_PONG = 9,     /* either way */
   PROTO_BYE = 10,     /* either way */
   PROTO_TARGET = 11,  /* server -> client: a new morph target (made from the sculpt layer) */
-  PROTO_TARGET_META = 12 /* server -> client: a target's range, mute flag or drivers changed */
+  PROTO_TARGET_META = 12, /* server -> client: a target's range, mute flag or drivers changed */
+  PROTO_MASK = 20         /* server -> one editor: its author's mask (capability "mask", §14.7) */
 } proto_type;
 
 /* Header flags. */

@@ -41,6 +41,10 @@
 #include "srv_session.h"
 #include "srv_state.h"
 #include "srv_history.h"
+#include "srv_frame.h"
+#include "srv_conn.h"
+#include "srv_caps.h"
+#include "srv_fanout.h"
 
 #define MAX_DABS 65536
 #define MASK_ROW_FORMAT 1
@@ -309,6 +313,48 @@ void srv_mask_restore_done(srv_session *s) {
   if (s->history) srv_history_reserve_step_ids(s, top);
 }
 
+/* ---- MASK frames: to the author's own connections granted "mask" ---------------------------------- */
+
+static srv_frame *mask_frame(const srv_session *s, uint32_t author) {
+  const author_mask *a = find_author(s, author);
+  uint32_t nv = s->mesh->vertex_count, n = 0;
+  uint32_t *idx = malloc(sizeof(uint32_t) * ((size_t)nv + 1));
+  float *val = malloc(sizeof(float) * ((size_t)nv + 1));
+  srv_frame *f = NULL;
+  if (idx && val) {
+    for (uint32_t r = 0; a && r < nv; r++) {
+      float m = a->m[s->topo.render_to_topo[r]];
+      if (m > 0.0f) idx[n] = r, val[n++] = m;
+    }
+    proto_buf b;
+    proto_buf_init(&b);
+    if (proto_encode_mask(&b, s->version, nv, n, idx, val) == 0) f = srv_frame_from_buf(&b);
+    proto_buf_fini(&b);
+  }
+  free(idx);
+  free(val);
+  return f;
+}
+
+void srv_mask_send(srv_session *s, struct srv_conn *c) {
+  if (!srv_caps_has(c, PROTO_CAP_MASK)) return;
+  srv_frame *f = mask_frame(s, srv_conn_author(c));
+  if (f) srv_conn_send(c, f);
+  srv_frame_unref(f);
+}
+
+/* After a change of `author`'s mask: one frame, encoded once, to each of the author's granted
+ * connections in the session. */
+static void send_to_author(srv_session *s, uint32_t author) {
+  srv_frame *f = NULL;
+  for (srv_conn *c = srv_fanout_first(s); c; c = srv_fanout_next(c)) {
+    if (srv_conn_author(c) != author || !srv_caps_has(c, PROTO_CAP_MASK)) continue;
+    if (!f && !(f = mask_frame(s, author))) return;
+    srv_conn_send(c, f);
+  }
+  srv_frame_unref(f);
+}
+
 /* ---- steps ----------------------------------------------------------------------------------------- */
 
 /* The difference between the author's mask and `next` becomes a step (newer undone steps go).
@@ -489,7 +535,7 @@ static void job_done(uv_work_t *req, int status) {
     if (changed < 0) {
       srv_reply_error(&j->reply, SRV_EINTERNAL, "out of memory");
     } else {
-      if (id) store_author(srv, s, j->spec.author);
+      if (id) store_author(srv, s, j->spec.author), send_to_author(s, j->spec.author);
       srv_mask_done done = {s->version, id, (uint32_t)changed, masked_render(s, a), j->dabs};
       srv_reply_ok(&j->reply, &(srv_result){.kind = SRV_RESULT_MASK, .mask = &done});
     }
@@ -567,6 +613,34 @@ int srv_mask_request(srv_server *srv, srv_session *s, const srv_mask_spec *spec,
   x->queued++;
   start_next(srv, s);
   return 0;
+}
+
+int srv_mask_edit(srv_server *srv, srv_session *s, const proto_mask_edit *e, uint32_t author, srv_reply reply,
+                  char *err, size_t errlen) {
+  static const srv_mask_kind kinds[] = {SRV_MASK_STROKE, SRV_MASK_CLEAR, SRV_MASK_INVERT, SRV_MASK_AUTO};
+  srv_mask_spec spec = {.kind = kinds[e->op & 3], .author = author, .tool = (dfm_mask_tool)e->tool,
+                        .falloff = (dfm_falloff)e->falloff, .mode = (srv_mask_auto)e->mode, .vertex = e->vertex,
+                        .angle = (double)e->angle * M_PI / 180.0, .rings = e->rings, .add = e->combine == 1};
+  dfm_brush_sample *smp = NULL;
+  if (e->op == PROTO_MASK_STROKE) {
+    smp = calloc((size_t)e->count + 1, sizeof(*smp));
+    if (!smp) {
+      snprintf(err, errlen, "out of memory");
+      return SRV_EINTERNAL;
+    }
+    for (uint32_t i = 0; i < e->count; i++) {
+      float f[5];
+      proto_mask_sample_at(e, i, f);
+      for (int k = 0; k < 3; k++) smp[i].center[k] = f[k];
+      smp[i].radius = f[3];
+      smp[i].strength = f[4];
+    }
+    spec.samples = smp;
+    spec.count = e->count;
+  }
+  int rc = srv_mask_request(srv, s, &spec, reply, err, errlen);
+  free(smp);
+  return rc;
 }
 
 int srv_mask_busy(const srv_session *s, uint32_t author) {
@@ -673,6 +747,7 @@ int srv_mask_undo(srv_server *srv, srv_session *s, uint32_t author, int redo, sr
   if (redo) a->top++;
   else a->top--, st->undo_seq = new_step_id(s);
   store_author(srv, s, author);
+  send_to_author(s, author);
   memset(out, 0, sizeof(*out));
   out->version = s->version;
   out->step = st->id;

@@ -57,6 +57,14 @@ typedef struct srv_mask_done {
  * SRV_EPARAMS / SRV_ELIMIT / SRV_EINTERNAL with a reason (nothing queued, reply untouched). */
 int srv_mask_request(srv_server *srv, srv_session *s, const srv_mask_spec *spec, srv_reply reply, char *err,
                      size_t errlen);
+/* The same for an EDIT MASK (docs/protocol.md §4.12): its fields checked and turned into a spec. */
+int srv_mask_edit(srv_server *srv, srv_session *s, const proto_mask_edit *e, uint32_t author, srv_reply reply,
+                  char *err, size_t errlen);
+/* Sends `c` its author's mask as a MASK frame (empty when there is none), when `c` was granted
+ * the capability "mask"; nothing otherwise. Every change of an author's mask is sent so to each
+ * of that author's connections in the session, and to nobody else. */
+struct srv_conn;
+void srv_mask_send(srv_session *s, struct srv_conn *c);
 /* 1 while a mask request of `author` is queued or running. */
 int srv_mask_busy(const srv_session *s, uint32_t author);
 /* The session is closing: waiting requests are answered with an error. */
