@@ -15,7 +15,6 @@
 
 #include "proto.h"
 #include "proto_internal.h"
-#include "proto_caps.h"
 
 const char *proto_strerror(int code) {
   switch (code) {
@@ -62,7 +61,8 @@ int proto_header_decode(const uint8_t *b, const proto_limits *limits, proto_head
   h->session_version = proto__ld64(b + 12);
   if (h->magic != PROTO_MAGIC) return PROTO_EMAGIC;
   if (h->version < PROTO_VERSION || h->version > PROTO_VERSION_MAX) return PROTO_EVERSION;
-  if (h->type < PROTO_HELLO || (h->type > PROTO_TARGET_META && proto_cap_of_type(h->type) < 0)) return PROTO_ETYPE;
+  /* Types 1-12, and those a capability unlocks (proto_cap_of_type's: MASK). */
+  if (h->type < PROTO_HELLO || (h->type > PROTO_TARGET_META && h->type != PROTO_MASK)) return PROTO_ETYPE;
   if (h->length > l.max_frame) return PROTO_ETOOBIG;
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dfm_mask.h"
+#include "dfm_internal.h"
 
 static const char *const tool_names[] = {"paint", "erase", "smooth"};
 
@@ -181,83 +182,24 @@ int dfm_mask_boundary(const mesh_adjacency *adj, const uint32_t *triangles, uint
   return 0;
 }
 
-/* ---- the feather: Dijkstra from every fully held vertex, up to `band` ------------------------- */
-
-typedef struct heap {
-  uint32_t *v;
-  double *d;
-  uint32_t n;
-} heap;
-
-static void heap_push(heap *h, uint32_t v, double d) {
-  uint32_t i = h->n++;
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (h->d[p] <= d) break;
-    h->v[i] = h->v[p], h->d[i] = h->d[p];
-    i = p;
-  }
-  h->v[i] = v, h->d[i] = d;
-}
-
-static void heap_pop(heap *h, uint32_t *v, double *d) {
-  *v = h->v[0], *d = h->d[0];
-  uint32_t lv = h->v[--h->n];
-  double ld = h->d[h->n];
-  uint32_t i = 0;
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= h->n) break;
-    if (c + 1 < h->n && h->d[c + 1] < h->d[c]) c++;
-    if (ld <= h->d[c]) break;
-    h->v[i] = h->v[c], h->d[i] = h->d[c];
-    i = c;
-  }
-  h->v[i] = lv, h->d[i] = ld;
-}
-
-static double edge_length(const double *p, uint32_t a, uint32_t b) {
-  const double *x = p + 3 * (size_t)a, *y = p + 3 * (size_t)b;
-  double dx = x[0] - y[0], dy = x[1] - y[1], dz = x[2] - y[2];
-  return sqrt(dx * dx + dy * dy + dz * dz);
-}
+/* ---- the feather: the geodesic distance to the fully held part, up to `band` ------------------ */
 
 int dfm_mask_free(const mesh_adjacency *adj, const double *positions, const float *mask, double band, float *out) {
-  uint32_t n = adj->vertex_count;
+  uint32_t n = adj->vertex_count, nseeds = 0;
   for (uint32_t v = 0; v < n; v++) out[v] = mask ? 1.0f - clamp01(mask[v]) : 1.0f;
   if (!mask || !(band > 0.0)) return 0;
   double *dist = malloc(sizeof(double) * ((size_t)n + 1));
-  /* A vertex enters the heap once per edge that lowers its distance: at most the edge count. */
-  size_t cap = (size_t)adj->vv_offsets[n] + n + 1;
-  heap h = {malloc(sizeof(uint32_t) * cap), malloc(sizeof(double) * cap), 0};
-  if (!dist || !h.v || !h.d) {
-    free(dist);
-    free(h.v);
-    free(h.d);
-    return DFM_ENOMEM;
-  }
-  for (uint32_t v = 0; v < n; v++) {
-    dist[v] = INFINITY;
-    if (mask[v] >= 1.0f) dist[v] = 0.0, heap_push(&h, v, 0.0);
-  }
-  while (h.n) {
-    uint32_t v;
-    double d;
-    heap_pop(&h, &v, &d);
-    if (d > dist[v] || d >= band) continue;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
-      uint32_t u = adj->vv[e];
-      double du = d + edge_length(positions, v, u);
-      if (du < dist[u] && h.n < cap) dist[u] = du, heap_push(&h, u, du);
-    }
-  }
-  for (uint32_t v = 0; v < n; v++) {
+  uint32_t *seeds = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  int rc = dist && seeds ? 0 : DFM_ENOMEM;
+  for (uint32_t v = 0; !rc && v < n; v++)
+    if (mask[v] >= 1.0f) seeds[nseeds++] = v;
+  if (!rc && nseeds) rc = dfm__geodesic_distances(adj, positions, seeds, nseeds, band, 0, dist, NULL, NULL);
+  for (uint32_t v = 0; !rc && nseeds && v < n; v++) {
     if (!(dist[v] < band)) continue;
     double t = dist[v] / band;
     out[v] = (float)((double)out[v] * (t * t * (3.0 - 2.0 * t)));
   }
   free(dist);
-  free(h.v);
-  free(h.d);
-  return 0;
+  free(seeds);
+  return rc;
 }

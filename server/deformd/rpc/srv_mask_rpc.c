@@ -29,16 +29,6 @@
 #include "srv_rpc.h"
 #include "srv_methods.h"
 
-/* Reads a number in [lo, hi] (answers and returns -1 when it is not one). */
-static int number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out) {
-  int r = srv_rpc_number(call, params, key, out);
-  if (r > 0 && !(*out >= lo && *out <= hi)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be between %g and %g (got %g)", key, lo, hi, *out);
-    return -1;
-  }
-  return r;
-}
-
 static void ask(srv_server *s, srv_rpc_call *call, srv_session *x, srv_mask_spec *spec) {
   char err[256];
   spec->author = srv_conn_author(call->conn);
@@ -61,41 +51,14 @@ static void srv_m_mask_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) 
     return;
   }
   double radius = -1, strength = 1.0;
-  if (srv_rpc_number(call, params, "radius", &radius) < 0 || number_in(call, params, "strength", 0.0, 1.0, &strength) < 0)
+  if (srv_rpc_number(call, params, "radius", &radius) < 0 || srv_rpc_number_in(call, params, "strength", 0.0, 1.0, &strength) < 0)
     return;
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "samples");
-  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-  if (n < 1 || n > 65536) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 points of the stroke's path");
-    return;
-  }
-  dfm_brush_sample *samples = calloc((size_t)n, sizeof(*samples));
-  if (!samples) {
-    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-    return;
-  }
-  int i = 0;
-  cJSON *smp;
-  cJSON_ArrayForEach(smp, list) {
-    dfm_brush_sample *d = &samples[i++];
-    d->radius = radius;
-    d->strength = strength;
-    if (!cJSON_IsObject(smp) || srv_rpc_numbers(call, smp, "center", 3, d->center) != 1) {
-      if (cJSON_IsObject(smp) && cJSON_GetObjectItemCaseSensitive(smp, "center")) goto out; /* answered */
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d needs \"center\": [x, y, z]", i - 1);
-      goto out;
-    }
-    if (srv_rpc_number(call, smp, "radius", &d->radius) < 0 || number_in(call, smp, "strength", 0.0, 1.0, &d->strength) < 0)
-      goto out;
-    if (!(d->radius > 0) || !isfinite(d->radius)) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d has no positive \"radius\" (give one per stroke or per sample)", i - 1);
-      goto out;
-    }
-  }
+  dfm_brush_sample *samples = NULL;
+  int n = srv_rpc_samples(call, params, radius, strength, 0.0, 1.0, 0, &samples);
+  if (n < 0) return;
   spec.samples = samples;
   spec.count = (uint32_t)n;
   ask(s, call, x, &spec);
-out:
   free(samples);
 }
 
@@ -133,8 +96,8 @@ static void srv_m_mask_auto(srv_server *s, srv_rpc_call *call, cJSON *params) {
   }
   spec.add = combine && strcmp(combine->valuestring, "add") == 0;
   double vertex = -1, angle = 60.0, rings = 1;
-  if (number_in(call, params, "vertex", 0, 4294967295.0, &vertex) < 0 || number_in(call, params, "angle", 0, 180, &angle) < 0 ||
-      number_in(call, params, "rings", 1, 1000, &rings) < 0)
+  if (srv_rpc_number_in(call, params, "vertex", 0, 4294967295.0, &vertex) < 0 || srv_rpc_number_in(call, params, "angle", 0, 180, &angle) < 0 ||
+      srv_rpc_number_in(call, params, "rings", 1, 1000, &rings) < 0)
     return;
   if (spec.mode != SRV_MASK_AUTO_BOUNDARY && (vertex < 0 || vertex != floor(vertex))) {
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: mode %s needs \"vertex\": the picked vertex", modes[m]);

@@ -45,6 +45,7 @@
 #include "srv_conn.h"
 #include "srv_caps.h"
 #include "srv_fanout.h"
+#include "srv_brush.h"
 
 #define MAX_DABS 65536
 #define MASK_ROW_FORMAT 1
@@ -74,6 +75,7 @@ typedef struct mask_job {
   srv_state shape;    /* STROKE and AUTO normal: captured when the job starts */
   int has_shape;
   float *m;           /* the author's mask when the job started, changed by the job */
+  uint64_t max_work;  /* the server's max_brush_work when it came: a stroke's scans are bounded too */
   uint32_t dabs;
   int status;
   char err[256];
@@ -499,6 +501,16 @@ static void job_work(uv_work_t *req) {
                                                   : "out of memory", MAX_DABS);
         break;
       }
+      /* Each dab scans every vertex: the same budget as a brush's scans (srv_brush_budget.c). */
+      uint64_t work = (uint64_t)j->dabs * nt / SRV_BRUSH_SCAN_RATIO;
+      if (work > j->max_work) {
+        free(dabs);
+        j->status = SRV_ELIMIT;
+        snprintf(j->err, sizeof(j->err), "mask stroke refused: %u dabs over %u vertices are %llu units of work; the budget is "
+                 "%llu (--max-brush-work): send a shorter stroke", j->dabs, nt, (unsigned long long)work,
+                 (unsigned long long)j->max_work);
+        break;
+      }
       j->status = dfm_mask_dabs(j->spec.tool, j->spec.falloff, &s->adj, p, dabs, j->dabs, j->m, NULL, j->err,
                                 sizeof(j->err));
       free(dabs);
@@ -603,6 +615,7 @@ int srv_mask_request(srv_server *srv, srv_session *s, const srv_mask_spec *spec,
   }
   j->spec = *spec;
   j->spec.samples = NULL;
+  j->max_work = srv->cfg.max_brush_work;
   j->srv = srv;
   j->s = s;
   j->reply = reply;
