@@ -174,6 +174,18 @@ static void script_masks(harness *h, client_conn *viewers, rec *recs, const char
   client_close(&ed);
 }
 
+static const char *const four_names[4] = {"v1", "v2", "v2-lossless", "v2"};
+
+/* The recording's three viewers (version 1; version 2 quantised; version 2 lossless), in its
+ * order, and a fourth of version 2 that asks for `caps`. */
+static void join_four(harness *h, client_conn *viewers, rec *recs, uint32_t caps) {
+  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS}, asks = {.caps = caps};
+  join(h, &viewers[0], &recs[0], four_names[0], NULL);
+  join(h, &viewers[1], &recs[1], four_names[1], &quantised);
+  join(h, &viewers[2], &recs[2], four_names[2], &lossless);
+  join(h, &viewers[3], &recs[3], four_names[3], &asks);
+}
+
 /* The first line where two recordings differ, for the failure message. */
 static void assert_same_text(const char *got, const char *want, const char *what) {
   if (strcmp(got, want) == 0) return;
@@ -198,16 +210,10 @@ TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_be
   harness h;
   harness_start(&h, "demo", demo_args);
   /* The fourth asks for "noop" (not in the recording: the old server would not grant it). */
-  static const char *const names[4] = {"v1", "v2", "v2-lossless", "v2"};
   client_conn viewers[4];
   rec recs[4] = {{0}};
-  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS};
-  proto_hello_opts noop = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
-  join(&h, &viewers[0], &recs[0], names[0], NULL);
-  join(&h, &viewers[1], &recs[1], names[1], &quantised);
-  join(&h, &viewers[2], &recs[2], names[2], &lossless);
-  join(&h, &viewers[3], &recs[3], names[3], &noop);
-  script(&h, viewers, recs, names, 4);
+  join_four(&h, viewers, recs, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  script(&h, viewers, recs, four_names, 4);
   const char *record = getenv("CAPS_RECORD");
   if (!record) {
     /* Granted in WELCOME: the no-caps WELCOME's bytes (its own client id, 5 in place of 3), with
@@ -245,7 +251,7 @@ TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_be
   free(all.text);
 }
 
-/* ---- HELLOs written by hand: names this build does not know, malformed lists ------------------ */
+/* ---- HELLOs written by hand: four_names this build does not know, malformed lists ------------------ */
 
 static void put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
@@ -268,7 +274,7 @@ static size_t hello_with_caps(uint8_t *f, const uint8_t *value, size_t n) {
 }
 
 /* Joins with a hand-written caps list: the WELCOME must end with the caps option `answer`
- * (alen bytes: tag, length, names) and decode to `granted`, and the SNAPSHOT follow. */
+ * (alen bytes: tag, length, four_names) and decode to `granted`, and the SNAPSHOT follow. */
 static void join_raw(harness *h, const uint8_t *value, size_t n, const uint8_t *answer, size_t alen,
                      uint32_t granted) {
   client_conn c;
@@ -478,17 +484,12 @@ TEST(mask_steps_send_nothing_to_viewers_without_the_mask_capability_and_their_by
   harness h;
   harness_start(&h, "demo", demo_args);
   /* Three viewers as the recording's, and a fourth granted "mask" (author: none, not ana). */
-  static const char *const names[4] = {"v1", "v2", "v2-lossless", "v2"};
   client_conn viewers[4];
   rec recs[4] = {{0}};
-  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS};
+  join_four(&h, viewers, recs, PROTO_CAP_BIT(PROTO_CAP_MASK));
   proto_hello_opts mask = {.caps = PROTO_CAP_BIT(PROTO_CAP_MASK)};
-  join(&h, &viewers[0], &recs[0], names[0], NULL);
-  join(&h, &viewers[1], &recs[1], names[1], &quantised);
-  join(&h, &viewers[2], &recs[2], names[2], &lossless);
-  join(&h, &viewers[3], &recs[3], names[3], &mask);
   ASSERT(strstr(recs[3].text, "07050004" "6d61736b") != NULL); /* granted: "mask" */
-  rec_until(&viewers[3], &recs[3], names[3], 0);               /* its own (empty) mask after the snapshot */
+  rec_until(&viewers[3], &recs[3], four_names[3], 0);               /* its own (empty) mask after the snapshot */
   ASSERT(strstr(recs[3].text, " type=20 ") != NULL);
   client_conn ana; /* connected after the viewers, whose client ids the recording has */
   harness_connect(&h, &ana, h.rpc_port);
@@ -507,7 +508,7 @@ TEST(mask_steps_send_nothing_to_viewers_without_the_mask_capability_and_their_by
   ASSERT_OK(proto_encode_edit_author(&b, 1, "ana"), NULL);
   ASSERT_OK(client_send_buf(&ed, &b), NULL);
   proto_buf_fini(&b);
-  script_masks(&h, viewers, recs, names, 4, &ana);
+  script_masks(&h, viewers, recs, four_names, 4, &ana);
   rec all = {0};
   for (int i = 0; i < 3; i++) rec_printf(&all, "%s", recs[i].text);
   char path[1024];

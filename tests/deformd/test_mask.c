@@ -130,82 +130,88 @@ static oracle_crease crease_of(const client_replica *r) {
   return c;
 }
 
-TEST(masked_vertices_stay_bit_for_bit_still_under_every_brush_kind) {
+/* The demo head with ana's hard-edged disc of radius 0.012 on the cheek, a viewer following it,
+ * and the vertices the disc holds. */
+typedef struct scene {
   harness h;
-  harness_start(&h, "demo", demo_args);
   client_conn ana, v;
   client_replica r;
-  connect_as(&h, &ana, "ana");
-  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
   double c[3];
-  cheek(&r, c);
-  paint_disc(&ana, "demo", c, 0.012);
-  uint32_t nheld;
-  uint32_t *held = held_vertices(&ana, "demo", &nheld, NULL);
-  ASSERT(nheld > 20);
-  uint32_t nv = r.mesh->vertex_count;
+  uint32_t *held, nheld;
+} scene;
+
+static void scene_start(scene *x) {
+  harness_start(&x->h, "demo", demo_args);
+  connect_as(&x->h, &x->ana, "ana");
+  harness_join(&x->h, &x->v, &x->r, "demo", PROTO_ROLE_VIEWER, NULL);
+  cheek(&x->r, x->c);
+  paint_disc(&x->ana, "demo", x->c, 0.012);
+  x->held = held_vertices(&x->ana, "demo", &x->nheld, NULL);
+  ASSERT(x->nheld > 20);
+}
+
+static void scene_stop(scene *x) {
+  free(x->held);
+  client_replica_fini(&x->r);
+  client_close(&x->v);
+  client_close(&x->ana);
+  harness_stop(&x->h);
+}
+
+TEST(masked_vertices_stay_bit_for_bit_still_under_every_brush_kind) {
+  scene x;
+  scene_start(&x);
+  client_conn *ana = &x.ana, *v = &x.v;
+  client_replica *r = &x.r;
+  const double *c = x.c;
+  uint32_t nv = r->mesh->vertex_count;
   float *before = malloc(sizeof(float) * 3 * nv);
   static const char *const kinds[] = {"grab", "inflate", "smooth", "flatten", "pinch", "draw", "crease", "layer"};
   for (int k = 0; k < 8; k++) {
-    memcpy(before, r.offsets, sizeof(float) * 3 * nv);
-    cJSON *s = ok(&ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"%s\",\"radius\":0.03,\"strength\":0.5,"
+    memcpy(before, r->offsets, sizeof(float) * 3 * nv);
+    cJSON *s = ok(ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"%s\",\"radius\":0.03,\"strength\":0.5,"
                   "\"samples\":[{\"center\":[%.9g,%.9g,%.9g],\"direction\":[0,0.004,0.002]},"
                   "{\"center\":[%.9g,%.9g,%.9g],\"direction\":[0,0.004,0.002]}]}", kinds[k], c[0] - 0.01, c[1], c[2],
                   c[0] + 0.01, c[1] + 0.002, c[2]);
     uint64_t ver = num(s, "version");
     cJSON_Delete(s);
-    harness_follow(&v, &r, ver, 20000);
-    uint32_t moved = any_moved(before, r.offsets, nv), held_now = held_moved(before, r.offsets, held, nheld);
-    fprintf(stderr, "%-8s moved %u vertices, %u of the %u held\n", kinds[k], moved, held_now, nheld);
+    harness_follow(v, r, ver, 20000);
+    uint32_t moved = any_moved(before, r->offsets, nv), held_now = held_moved(before, r->offsets, x.held, x.nheld);
+    fprintf(stderr, "%-8s moved %u vertices, %u of the %u held\n", kinds[k], moved, held_now, x.nheld);
     ASSERT(moved > 50);
     ASSERT_EQ(held_now, 0);
   }
   free(before);
-  free(held);
-  client_replica_fini(&r);
-  client_close(&v);
-  client_close(&ana);
-  harness_stop(&h);
+  scene_stop(&x);
 }
 
 TEST(masked_vertices_stay_bit_for_bit_still_under_arap_and_laplacian_gestures) {
-  harness h;
-  harness_start(&h, "demo", demo_args);
-  client_conn ana, v;
-  client_replica r;
-  connect_as(&h, &ana, "ana");
-  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
-  double c[3];
-  cheek(&r, c);
-  paint_disc(&ana, "demo", c, 0.012);
-  uint32_t nheld;
-  uint32_t *held = held_vertices(&ana, "demo", &nheld, NULL);
-  const double beside[3] = {c[0] + 0.035, c[1], c[2]};
-  uint32_t pick = nearest(&r, beside), nv = r.mesh->vertex_count;
+  scene x;
+  scene_start(&x);
+  client_conn *ana = &x.ana, *v = &x.v;
+  client_replica *r = &x.r;
+  const double beside[3] = {x.c[0] + 0.035, x.c[1], x.c[2]};
+  uint32_t pick = nearest(r, beside), nv = r->mesh->vertex_count;
   float *before = malloc(sizeof(float) * 3 * nv);
   static const char *const modes[] = {"arap", "laplacian"};
   for (int m = 0; m < 2; m++) {
-    memcpy(before, r.offsets, sizeof(float) * 3 * nv);
-    cJSON_Delete(ok(&ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":%d,\"mode\":\"%s\",\"pick\":%u,"
+    memcpy(before, r->offsets, sizeof(float) * 3 * nv);
+    cJSON_Delete(ok(ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":%d,\"mode\":\"%s\",\"pick\":%u,"
                     "\"handle_radius\":0.006,\"roi_radius\":0.06}", m + 1, modes[m], pick));
-    cJSON *d = ok(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[0,0.006,0.004]}", m + 1);
+    cJSON *d = ok(ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":%d,\"translate\":[0,0.006,0.004]}", m + 1);
     uint64_t ver = num(d, "version");
     cJSON_Delete(d);
-    cJSON_Delete(ok(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":%d}", m + 1));
-    harness_follow(&v, &r, ver, 20000);
-    uint32_t moved = any_moved(before, r.offsets, nv), held_now = held_moved(before, r.offsets, held, nheld);
-    fprintf(stderr, "%-9s moved %u vertices, %u of the %u held\n", modes[m], moved, held_now, nheld);
+    cJSON_Delete(ok(ana, "deform.end", "{\"session\":\"demo\",\"gesture\":%d}", m + 1));
+    harness_follow(v, r, ver, 20000);
+    uint32_t moved = any_moved(before, r->offsets, nv), held_now = held_moved(before, r->offsets, x.held, x.nheld);
+    fprintf(stderr, "%-9s moved %u vertices, %u of the %u held\n", modes[m], moved, held_now, x.nheld);
     ASSERT(moved > 50);
     ASSERT_EQ(held_now, 0);
-    cJSON_Delete(ok(&ana, "deform.reset", "{\"session\":\"demo\"}"));
-    harness_follow(&v, &r, version_now(&ana), 20000);
+    cJSON_Delete(ok(ana, "deform.reset", "{\"session\":\"demo\"}"));
+    harness_follow(v, r, version_now(ana), 20000);
   }
   free(before);
-  free(held);
-  client_replica_fini(&r);
-  client_close(&v);
-  client_close(&ana);
-  harness_stop(&h);
+  scene_stop(&x);
 }
 
 /* The same hard-edged disc (values 1 inside, 0 outside) under an ARAP drag beside it and a draw
@@ -215,46 +221,42 @@ TEST(masked_vertices_stay_bit_for_bit_still_under_arap_and_laplacian_gestures) {
  * without the feather would step at the disc's rim (the last check: bob's stroke, unmasked,
  * moves the rim's vertices by far more than ana's). */
 TEST(no_crease_over_10_degrees_at_the_masks_edge_under_a_gesture_or_a_brush) {
-  harness h;
-  harness_start(&h, "demo", demo_args);
-  client_conn ana, bob, v;
-  client_replica r;
-  connect_as(&h, &ana, "ana");
-  connect_as(&h, &bob, "bob");
-  harness_join(&h, &v, &r, "demo", PROTO_ROLE_VIEWER, NULL);
-  double c[3];
-  cheek(&r, c);
-  paint_disc(&ana, "demo", c, 0.012);
+  scene x;
+  scene_start(&x);
+  client_conn *ana = &x.ana, *v = &x.v, bob;
+  client_replica *r = &x.r;
+  const double *c = x.c;
+  connect_as(&x.h, &bob, "bob");
   const double beside[3] = {c[0] + 0.04, c[1], c[2]};
-  uint32_t pick = nearest(&r, beside);
-  cJSON_Delete(ok(&ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":1,\"pick\":%u,\"handle_radius\":0.006,"
+  uint32_t pick = nearest(r, beside);
+  cJSON_Delete(ok(ana, "deform.begin", "{\"session\":\"demo\",\"gesture\":1,\"pick\":%u,\"handle_radius\":0.006,"
                   "\"roi_radius\":0.06}", pick));
-  cJSON *d = ok(&ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.005,0.003]}");
+  cJSON *d = ok(ana, "deform.drag", "{\"session\":\"demo\",\"gesture\":1,\"translate\":[0,0.005,0.003]}");
   uint64_t ver = num(d, "version");
   cJSON_Delete(d);
-  cJSON_Delete(ok(&ana, "deform.end", "{\"session\":\"demo\",\"gesture\":1}"));
-  harness_follow(&v, &r, ver, 20000);
-  oracle_crease g = crease_of(&r);
+  cJSON_Delete(ok(ana, "deform.end", "{\"session\":\"demo\",\"gesture\":1}"));
+  harness_follow(v, r, ver, 20000);
+  oracle_crease g = crease_of(r);
   fprintf(stderr, "ARAP drag beside the mask: worst edge turn %.2f°, %u edges over 10°\n", g.max_deg, g.over);
   ASSERT(g.max_deg > 0.5);
   ASSERT_EQ(g.over, 0);
   float rim[2][3];
   const double at_rim[3] = {c[0] + 0.0125, c[1], c[2]};
-  uint32_t rv = nearest(&r, at_rim);
+  uint32_t rv = nearest(r, at_rim);
   for (int who = 0; who < 2; who++) {
-    cJSON_Delete(ok(&ana, "deform.reset", "{\"session\":\"demo\"}"));
+    cJSON_Delete(ok(ana, "deform.reset", "{\"session\":\"demo\"}"));
     float zero[3];
-    cJSON *s = ok(&ana, "state.get", "{\"session\":\"demo\"}");
-    harness_follow(&v, &r, num(s, "version"), 20000);
+    cJSON *s = ok(ana, "state.get", "{\"session\":\"demo\"}");
+    harness_follow(v, r, num(s, "version"), 20000);
     cJSON_Delete(s);
-    memcpy(zero, r.offsets + 3 * rv, sizeof(zero));
-    s = ok(who ? &bob : &ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"draw\",\"radius\":0.03,\"strength\":0.3,"
+    memcpy(zero, r->offsets + 3 * rv, sizeof(zero));
+    s = ok(who ? &bob : ana, "brush.stroke", "{\"session\":\"demo\",\"brush\":\"draw\",\"radius\":0.03,\"strength\":0.3,"
            "\"samples\":[{\"center\":[%.9g,%.9g,%.9g]},{\"center\":[%.9g,%.9g,%.9g]}]}", c[0] - 0.01, c[1], c[2],
            c[0] + 0.01, c[1], c[2]);
-    harness_follow(&v, &r, num(s, "version"), 20000);
+    harness_follow(v, r, num(s, "version"), 20000);
     cJSON_Delete(s);
-    oracle_crease b = crease_of(&r);
-    for (int k = 0; k < 3; k++) rim[who][k] = r.offsets[3 * rv + k] - zero[k];
+    oracle_crease b = crease_of(r);
+    for (int k = 0; k < 3; k++) rim[who][k] = r->offsets[3 * rv + k] - zero[k];
     fprintf(stderr, "draw stroke by %s: worst edge turn %.2f°, %u edges over 10°; rim vertex moved %.3g\n",
             who ? "bob (no mask)" : "ana (masked)", b.max_deg, b.over,
             sqrt(rim[who][0] * rim[who][0] + rim[who][1] * rim[who][1] + rim[who][2] * rim[who][2]));
@@ -263,11 +265,8 @@ TEST(no_crease_over_10_degrees_at_the_masks_edge_under_a_gesture_or_a_brush) {
   double na = sqrt(rim[0][0] * rim[0][0] + rim[0][1] * rim[0][1] + rim[0][2] * rim[0][2]);
   double nb = sqrt(rim[1][0] * rim[1][0] + rim[1][1] * rim[1][1] + rim[1][2] * rim[1][2]);
   ASSERT(nb > 0 && na < 0.2 * nb);
-  client_replica_fini(&r);
-  client_close(&v);
-  client_close(&ana);
   client_close(&bob);
-  harness_stop(&h);
+  scene_stop(&x);
 }
 
 /* Two icospheres of radius 0.1, one at the origin and one at x = 0.3, as an OBJ in the test's
