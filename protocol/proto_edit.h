@@ -31,7 +31,8 @@ typedef enum proto_edit_kind {
   PROTO_EDIT_BLEND_PINS = 8,    /* direct manipulation: target weights that put pinned vertices where asked */
   PROTO_EDIT_UNDO = 9,          /* undo this editor's author's newest step (history.undo) */
   PROTO_EDIT_REDO = 10,         /* redo the step it undid last (history.redo) */
-  PROTO_EDIT_AUTHOR = 11        /* the author name this connection's edits are recorded under */
+  PROTO_EDIT_AUTHOR = 11,       /* the author name this connection's edits are recorded under */
+  PROTO_EDIT_MASK = 12          /* a step of the author's mask: stroke, clear, invert, auto (§4.12) */
 } proto_edit_kind;
 
 /* A list of u32 vertex indices inside a payload (count, then count little-endian u32). */
@@ -98,6 +99,36 @@ typedef struct proto_blend_pins {
   const uint8_t *pins;    /* count × (u32 vertex, 3 × f32 position), 16 bytes each */
 } proto_blend_pins;
 
+/* MASK edits (proto_mask.c): what `op` does, and its body. */
+enum { PROTO_MASK_STROKE = 0, PROTO_MASK_CLEAR = 1, PROTO_MASK_INVERT = 2, PROTO_MASK_AUTO = 3 };
+#define PROTO_MAX_MASK_SAMPLES 65536
+typedef struct proto_mask_edit {
+  uint8_t op;             /* PROTO_MASK_* */
+  uint8_t tool;           /* STROKE: 0 paint, 1 erase, 2 smooth */
+  uint8_t falloff;        /* STROKE: as a brush's */
+  uint32_t count;         /* STROKE: 1..PROTO_MAX_MASK_SAMPLES */
+  const uint8_t *samples; /* STROKE: count × 5 float32: center, radius (> 0), strength (0..1) */
+  uint8_t mode;           /* AUTO: 0 topology, 1 normal, 2 boundary */
+  uint8_t combine;        /* AUTO: 0 replace, 1 add */
+  uint32_t vertex;        /* AUTO topology and normal: the picked render vertex */
+  float angle;            /* AUTO normal: degrees, 0..180 */
+  uint16_t rings;         /* AUTO boundary: >= 1 */
+} proto_mask_edit;
+/* Sample i of a decoded stroke: center[3], radius, strength. */
+void proto_mask_sample_at(const proto_mask_edit *m, uint32_t i, float out[5]);
+int proto_encode_edit_mask(proto_buf *b, uint32_t request_id, const proto_mask_edit *m, const float *samples);
+/* The MASK frame (server -> client): an author's whole mask at the session's version — the
+ * vertices above 0 (ascending) and their values in (0, 1]. */
+typedef struct proto_mask_view {
+  uint32_t vertex_count;  /* the mesh's render vertices */
+  uint32_t count;
+  const uint8_t *vertices, *values; /* count × u32, count × f32 */
+} proto_mask_view;
+int proto_encode_mask(proto_buf *b, uint64_t version, uint32_t vertex_count, uint32_t count, const uint32_t *vertices,
+                      const float *values);
+/* Checks counts against the bytes, indices ascending below vertex_count, values in (0, 1]. */
+int proto_decode_mask(const uint8_t *p, size_t n, proto_mask_view *m);
+
 typedef struct proto_edit {
   uint32_t request_id; /* echoed in an ERROR that refuses it */
   uint8_t kind;        /* proto_edit_kind */
@@ -110,6 +141,7 @@ typedef struct proto_edit {
   proto_index_list reset; /* RESET: count 0 = every vertex */
   proto_blend_pins blend_pins; /* BLEND_PINS */
   proto_str author;            /* AUTHOR: 1 to PROTO_MAX_AUTHOR bytes */
+  proto_mask_edit mask;        /* MASK */
 } proto_edit;
 
 /* Encoders append one complete frame to `b` (see proto_msg.h): they fail only for memory

@@ -53,9 +53,10 @@ typedef enum proto_type {
   PROTO_BYE = 10,     /* either way */
   PROTO_TARGET = 11,  /* server -> client: a new morph target (made from the sculpt layer) */
   PROTO_TARGET_META = 12, /* server -> client: a target's range, mute flag or drivers changed */
-  PROTO_BULK = 13         /* either way, capability "bulk" only: vertex arrays as float32 (proto_bulk.h) */
+  PROTO_BULK = 13,        /* either way, capability "bulk" only: vertex arrays as float32 (proto_bulk.h) */
+  PROTO_MASK = 20         /* server -> one editor: its author's mask (capability "mask", §14.7) */
 } proto_type;
-#define PROTO_LAST_TYPE PROTO_BULK /* the header check: types 1 to this */
+#define PROTO_LAST_TYPE PROTO_BULK /* the header check: types 1 to this, and PROTO_MASK */
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */

@@ -60,6 +60,9 @@ int proto__get_u16(proto_cur *c, uint16_t *v);
 int proto__get_u32(proto_cur *c, uint32_t *v);
 int proto__get_u64(proto_cur *c, uint64_t *v);
 int proto__get_f32(proto_cur *c, float *v); /* PROTO_ENONFINITE for NaN/Inf */
+/* An EDIT MASK's body (proto_mask.c), for proto_decode_edit. */
+struct proto_mask_edit;
+int proto__get_edit_mask(proto_cur *c, uint32_t vertex_limit, struct proto_mask_edit *m);
 int proto__get_str(proto_cur *c, proto_str *s);
 int proto__get_varint(proto_cur *c, uint32_t *v);
 

@@ -611,7 +611,9 @@ int proto_decode_edit(const uint8_t *p, size_t n, const proto_limits *limits, pr
   else if (m->kind == PROTO_EDIT_AUTHOR) {
     CHECK(proto__get_str(&c, &m->author));
     if (m->author.len == 0 || m->author.len > PROTO_MAX_AUTHOR) return PROTO_EINVAL;
-  } else if (m->kind != PROTO_EDIT_UNDO && m->kind != PROTO_EDIT_REDO)
+  } else if (m->kind == PROTO_EDIT_MASK)
+    CHECK(proto__get_edit_mask(&c, l.max_vertices, &m->mask));
+  else if (m->kind != PROTO_EDIT_UNDO && m->kind != PROTO_EDIT_REDO)
     return PROTO_EINVAL;
   return finish(&c);
 }

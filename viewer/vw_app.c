@@ -35,8 +35,9 @@
 #include "vw_pump.h"
 #include "vw_render.h"
 #include "proto_caps.h"
+#include "vw_mask.h"
 
-typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2 } app_mode;
+typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2, MODE_MASK = 3 } app_mode;
 
 /* Keys 1-8 and the protocol's brush numbers (proto_brush.brush). */
 static const char *const brush_names[8] = {"draw", "grab", "inflate", "smooth", "flatten", "pinch", "crease", "layer"};
@@ -83,6 +84,9 @@ typedef struct app {
   float hover[3], last_point[3];
   proto_brush_sample path[PATH_MAX_POINTS];
   uint32_t npath;
+  /* the author's mask: drawn darker; M paints it (Ctrl erases), sent whole at release */
+  vw_mask mask;
+  int erasing;
   /* sliders */
   vw_panel panel;
   int panel_dirty;
@@ -157,12 +161,23 @@ static int may_edit(app *a) {
 
 /* ---- brush strokes --------------------------------------------------------------------------- */
 
+/* A mask stroke goes out whole when the button is released (one step of the author's mask, one
+ * undo), unlike a brush's pieces: painting a mask moves nothing to watch meanwhile. Needs the lock. */
+static void send_mask_path(app *a) {
+  if (a->npath && vw_mask_stroke(&a->net, a->path, a->npath, a->erasing) == 0) {
+    const char *why = vw_hud_why_no_edit(&a->net);
+    vw_hud_flash(&a->hud, vw_net_now_ms(), "mask stroke not sent: %s", why ? why : a->net.last_error);
+  }
+  a->npath = 0;
+}
+
 /* Adds the point under the cursor to the stroke's path: on the surface, or for grab on the
  * plane through the stroke's start facing the camera (the surface under grab moves away). */
 static void add_path_point(app *a) {
   float p[3];
   uint32_t vertex;
-  if (a->brush_kind == BRUSH_GRAB ? !on_drag_plane(a, p) : !pick(a, p, &vertex)) return;
+  if (a->brush_kind == BRUSH_GRAB && a->mode == MODE_BRUSH ? !on_drag_plane(a, p) : !pick(a, p, &vertex)) return;
+  if (a->npath == PATH_MAX_POINTS && a->mode == MODE_MASK) send_mask_path(a); /* a long stroke: in steps */
   if (a->npath == PATH_MAX_POINTS) return; /* sent each frame: only a very slow frame fills it */
   float dx = p[0] - a->last_point[0], dy = p[1] - a->last_point[1], dz = p[2] - a->last_point[2];
   if (a->npath + a->stroke_sent > 0 && dx * dx + dy * dy + dz * dz < 1e-14f * (float)(a->diag * a->diag)) return;
@@ -245,7 +260,14 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_V: set_mode(a, MODE_VIEW); break;
     case GLFW_KEY_G: set_mode(a, MODE_DRAG); break;
     case GLFW_KEY_B: set_mode(a, MODE_BRUSH); break;
-    case GLFW_KEY_M: a->mirror = !a->mirror; break;
+    case GLFW_KEY_X: a->mirror = !a->mirror; break;
+    case GLFW_KEY_M: /* Blender's mask keys: M the mask brush, Alt+M clear */
+      if (!(mods & GLFW_MOD_ALT)) set_mode(a, MODE_MASK);
+      else if (may_edit(a) && vw_mask_clear(&a->net)) vw_hud_flash(&a->hud, vw_net_now_ms(), "mask cleared");
+      break;
+    case GLFW_KEY_I:
+      if (a->ctrl && may_edit(a) && vw_mask_invert(&a->net)) vw_hud_flash(&a->hud, vw_net_now_ms(), "mask inverted");
+      break;
     case GLFW_KEY_A: a->autosmooth = !a->autosmooth; break;
     case GLFW_KEY_N: a->front_only = !a->front_only; break;
     case GLFW_KEY_1: case GLFW_KEY_2: case GLFW_KEY_3: case GLFW_KEY_4:
@@ -326,12 +348,14 @@ static void press(app *a) {
   a->brushing = 1;
   a->stroke_sent = 0;
   a->npath = 0;
+  a->erasing = a->ctrl; /* Ctrl-drag erases the mask */
   add_path_point(a);
 }
 
 static void on_button(GLFWwindow *w, int button, int action, int mods) {
   app *a = app_of(w);
   a->shift = (mods & GLFW_MOD_SHIFT) != 0;
+  a->ctrl = (mods & GLFW_MOD_CONTROL) != 0;
   int down = action == GLFW_PRESS;
   if (button == GLFW_MOUSE_BUTTON_RIGHT) a->rmb = down;
   if (button == GLFW_MOUSE_BUTTON_MIDDLE) a->mmb = down;
@@ -342,7 +366,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
     press(a);
   } else {
     if (a->dragging) vw_net_gesture_end(&a->net, a->gesture);
-    if (a->brushing) send_path(a);
+    if (a->brushing) a->mode == MODE_MASK ? send_mask_path(a) : send_path(a);
     a->dragging = 0;
     a->brushing = 0;
     a->slider_target = -1;
@@ -379,7 +403,7 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
       vw_net_gesture_drag(&a->net, &d);
     }
   }
-  if (a->mode == MODE_BRUSH) {
+  if (a->mode == MODE_BRUSH || a->mode == MODE_MASK) {
     uint32_t vertex;
     float hit[3];
     a->have_hover = pick(a, hit, &vertex);
@@ -546,7 +570,7 @@ static void draw_overlay(app *a) {
   vw_hud_watch(&a->hud, &a->net, now);
   char line[640], why[400], rtt[32] = "-";
   vw_hud_state st = vw_hud_status(&a->net, now, why, sizeof(why));
-  const char *modes[3] = {"view", "drag", "brush"};
+  const char *modes[4] = {"view", "drag", "brush", "mask"};
   if (a->net.latency_ms >= 0) snprintf(rtt, sizeof(rtt), "%.2f ms", 2.0 * a->net.latency_ms);
   snprintf(line, sizeof(line), "%s  v%llu  %.0f fps  %.1f KB/s  round trip %s  mode: %s", a->net.session,
            (unsigned long long)rep->version, a->fps, a->net.bytes_per_s / 1024.0, rtt, modes[a->mode]);
@@ -555,9 +579,16 @@ static void draw_overlay(app *a) {
   vw_render_text(r, 8, 6, 1.5f, state_colour, vw_hud_state_name(st));
   vw_render_text(r, 8 + 9.0f * (float)strlen(vw_hud_state_name(st)) + 12, 6, 1.5f, white, line);
   if (a->mode == MODE_BRUSH) {
-    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s  (1-8 [ ] - = M A N, H for help)",
+    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s  (1-8 [ ] - = X A N, H for help)",
              brush_names[a->brush_kind], a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "",
              a->front_only ? "  front faces" : "  all faces", a->autosmooth ? "  autosmooth" : "");
+    vw_render_text(r, 8, 30, 1.5f, grey, line);
+    if (a->have_hover)
+      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), mark);
+  }
+  if (a->mode == MODE_MASK) {
+    snprintf(line, sizeof(line), "mask %s  radius %.3f  (drag paints, Ctrl+drag erases, Alt+M clear, Ctrl+I invert)",
+             a->brushing && a->erasing ? "erase" : "paint", a->brush_radius);
     vw_render_text(r, 8, 30, 1.5f, grey, line);
     if (a->have_hover)
       vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), mark);
@@ -614,7 +645,9 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
     vw_net_set_weights(&a->net, 1, &t, &a->pending_value);
     a->pending_weight = 0;
   }
-  if (a->brushing) send_path(a);
+  if (a->brushing && a->mode != MODE_MASK) send_path(a);
+  if ((rc = vw_mask_sync(&a->mask, &a->net.replica, err, errlen)) != 0) return rc;
+  vw_render_set_mask(a->render, a->gpu ? vw_mask_buffer(&a->mask) : 0);
   if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
   if (a->gpu && !a->framed) {
     a->cam.up = a->net.granted.up == 'z' ? 'z' : 'y'; /* a server that does not say: Y-up */
@@ -681,6 +714,7 @@ int vw_app_run(const vw_app_opts *o) {
   if (o->author) vw_net_set_author(&a->net, o->author);
   proto_hello_opts stream = o->stream;
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_UP); /* WELCOME says the session's up axis (the camera's) */
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_MASK); /* MASK frames: this author's own mask, drawn darker */
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   /* The settings above are made before the connection's thread starts: from here on every use
@@ -694,6 +728,8 @@ int vw_app_run(const vw_app_opts *o) {
     vw_pump_lock(&a->pump);
     rc = frame_net(a, shot, err, sizeof(err));
     int live = a->net.state == VW_NET_LIVE, ready = a->gpu && live && a->net.replica.version >= o->wait_version;
+    /* Granted "mask": the server sends the author's mask right after the snapshot. */
+    if ((a->net.granted.caps & PROTO_CAP_BIT(PROTO_CAP_MASK)) && !a->net.replica.mask) ready = 0;
     vw_pump_unlock(&a->pump);
     if (rc == 0 && a->gpu) rc = vw_gpu_update(a->gpu, err, sizeof(err)); /* the passes need no lock */
     if (rc) {
@@ -746,6 +782,7 @@ out:
   vw__gl_framebuffer_free(&fb);
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
+  vw_mask_free(&a->mask);
   vw_render_destroy(a->render);
   vw_context_fini(&a->ctx);
   vw_panel_fini(&a->panel);

@@ -344,6 +344,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     case PROTO_DELTA:
     case PROTO_TARGET:
     case PROTO_TARGET_META:
+    case PROTO_MASK: /* the author's own mask (capability "mask"): the replica keeps it */
       /* Before this connection's SNAPSHOT the replica holds the previous server's state. */
       if (n->phase != PHASE_LIVE) {
         set_error(n, PROTO_ERR_MALFORMED, 0, "state frame type %u before the SNAPSHOT", h->type);
@@ -630,6 +631,11 @@ uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, 
                       const proto_brush_sample *samples) {
   uint32_t id = edit_begin(n);
   return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, flags, count, samples)) : 0;
+}
+
+uint32_t vw_net_mask(vw_net *n, const proto_mask_edit *m, const float *samples) {
+  uint32_t id = edit_begin(n);
+  return id ? edit_end(n, id, proto_encode_edit_mask(&n->out, id, m, samples)) : 0;
 }
 
 uint32_t vw_net_history(vw_net *n, int redo) {

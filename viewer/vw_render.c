@@ -54,6 +54,7 @@ struct vw_render {
   mesh_uniforms mesh_u, wire_u;
   GLint u_size;
   GLuint mesh_vao;
+  GLuint mask_buffer;      /* one float per render vertex (vw_mask.c), 0: no mask */
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
@@ -116,7 +117,17 @@ static void bind_mesh(vw_render *r, vw_gpu *g) {
   glEnableVertexAttribArray(0);
   glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, 3 * sizeof(float), (void *)0);
   glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, vw_gpu_index_buffer(g));
+  if (r->mask_buffer) {
+    glBindBuffer(GL_ARRAY_BUFFER, r->mask_buffer);
+    glEnableVertexAttribArray(1);
+    glVertexAttribPointer(1, 1, GL_FLOAT, GL_FALSE, sizeof(float), (void *)0);
+  } else {
+    glDisableVertexAttribArray(1);
+    glVertexAttrib1f(1, 0.0f); /* nothing held: the plain colour */
+  }
 }
+
+void vw_render_set_mask(vw_render *r, unsigned int buffer) { r->mask_buffer = buffer; }
 
 void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, int height, int wireframe) {
   glViewport(0, 0, width, height);

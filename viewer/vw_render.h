@@ -20,6 +20,9 @@ void vw_render_destroy(vw_render *r);
 
 /* Clears to the background and draws the mesh of `g` (may be NULL: background only). */
 void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, int height, int wireframe);
+/* The author's mask to darken the mesh by: a GL buffer of one float per render vertex of the
+ * mesh drawn (vw_mask.h), or 0 for none. Borrowed: the caller keeps it alive while set. */
+void vw_render_set_mask(vw_render *r, unsigned int buffer);
 /* A 3D point marker (e.g. the picked vertex or the brush centre), `size` pixels, and a circle of
  * world radius `radius` around it facing the camera (0 for none). */
 void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,

@@ -118,18 +118,23 @@ const vw__gl_program_desc vw__shaders_passes[VW__SHADERS_PASS_COUNT] = {
 static const char render_mesh_vs[] =
     "#version 330 core\n"
     "layout(location = 0) in vec3 aPos;\n"
+    "layout(location = 1) in float aMask;\n" /* the author's mask (vw_mask.c), 0 without one */
     "uniform mat4 uViewProj;\n"
     "uniform usamplerBuffer uRenderToTopo;\n"
     "uniform samplerBuffer uNormals;\n"
     "out vec3 vNormal;\n"
     "out vec3 vPos;\n"
+    "out float vMask;\n"
     "void main() {\n"
     "  int t = int(texelFetch(uRenderToTopo, gl_VertexID).r);\n"
     "  vNormal = texelFetch(uNormals, t).xyz;\n"
     "  vPos = aPos;\n"
+    "  vMask = clamp(aMask, 0.0, 1.0);\n"
     "  gl_Position = uViewProj * vec4(aPos, 1.0);\n"
     "}\n";
 
+/* What the author's mask holds is drawn darker: the base colour times 1 − MASK_DARKEN × mask. */
+#define MASK_DARKEN "0.6"
 /* Key, fill and hemispheric light, linear colour (the mesh and the wireframe share it). */
 #define SHADE_FN                                                                      \
   "vec3 shade(vec3 normal, vec3 pos, vec3 eye, vec3 base) {\n"                        \
@@ -151,6 +156,7 @@ static const char render_mesh_fs[] =
     "#version 330 core\n"
     "in vec3 vNormal;\n"
     "in vec3 vPos;\n"
+    "in float vMask;\n"
     "uniform vec3 uEye;\n"
     "uniform vec4 uColor;\n"
     "uniform int uFlat;\n"
@@ -158,7 +164,8 @@ static const char render_mesh_fs[] =
     SHADE_FN
     "void main() {\n"
     "  if (uFlat != 0) { fragColor = uColor; return; }\n"
-    "  fragColor = vec4(pow(shade(vNormal, vPos, uEye, uColor.rgb), vec3(1.0 / 2.2)), 1.0);\n"
+    "  vec3 base = uColor.rgb * (1.0 - " MASK_DARKEN " * vMask);\n"
+    "  fragColor = vec4(pow(shade(vNormal, vPos, uEye, base), vec3(1.0 / 2.2)), 1.0);\n"
     "}\n";
 
 /* The wireframe, drawn in the same pass as the surface: each triangle carries barycentric
@@ -172,9 +179,11 @@ static const char render_wire_gs[] =
     "layout(triangle_strip, max_vertices = 3) out;\n"
     "in vec3 vNormal[];\n"
     "in vec3 vPos[];\n"
+    "in float vMask[];\n"
     "uniform vec2 uViewport;\n"
     "out vec3 gNormal;\n"
     "out vec3 gPos;\n"
+    "out float gMask;\n"
     "noperspective out vec3 gBary;\n"
     "flat out float gFade;\n"
     "void main() {\n"
@@ -188,6 +197,7 @@ static const char render_wire_gs[] =
     "  for (int i = 0; i < 3; i++) {\n"
     "    gNormal = vNormal[i];\n"
     "    gPos = vPos[i];\n"
+    "    gMask = vMask[i];\n"
     "    gBary = vec3(i == 0, i == 1, i == 2);\n"
     "    gFade = fade;\n"
     "    gl_Position = gl_in[i].gl_Position;\n"
@@ -200,6 +210,7 @@ static const char render_wire_fs[] =
     "#version 330 core\n"
     "in vec3 gNormal;\n"
     "in vec3 gPos;\n"
+    "in float gMask;\n"
     "noperspective in vec3 gBary;\n"
     "flat in float gFade;\n"
     "uniform vec3 uEye;\n"
@@ -208,7 +219,7 @@ static const char render_wire_fs[] =
     "out vec4 fragColor;\n"
     SHADE_FN
     "void main() {\n"
-    "  vec3 c = shade(gNormal, gPos, uEye, uColor.rgb);\n"
+    "  vec3 c = shade(gNormal, gPos, uEye, uColor.rgb * (1.0 - " MASK_DARKEN " * gMask));\n"
     "  vec3 px = gBary / max(fwidth(gBary), vec3(1e-6));\n" /* distance to each edge in pixels */
     "  float edge = 1.0 - smoothstep(0.4, 1.4, min(min(px.x, px.y), px.z));\n"
     "  c = mix(c, uLine.rgb, edge * gFade * uLine.a);\n"

@@ -22,6 +22,7 @@ void client_replica_fini(client_replica *r) {
   free(r->weights);
   free(r->offsets);
   free(r->meta);
+  free(r->mask);
   memset(r, 0, sizeof(*r));
 }
 
@@ -233,6 +234,26 @@ static int set_offsets(client_replica *r, uint32_t v, const int32_t q[3]) {
   return 0;
 }
 
+/* A MASK frame: the whole mask, so every value not listed is 0. It carries no new version. */
+static int apply_mask(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen) {
+  proto_mask_view m;
+  int rc = r->have_snapshot ? proto_decode_mask(p, h->length, &m) : PROTO_ETYPE;
+  if (rc == 0 && m.vertex_count != r->mesh->vertex_count) rc = PROTO_EINVAL;
+  if (rc) {
+    snprintf(err, errlen, "MASK: %s", r->have_snapshot ? proto_strerror(rc) : "before the snapshot");
+    return rc;
+  }
+  if (!r->mask && !(r->mask = malloc(sizeof(float) * ((size_t)m.vertex_count + 1)))) {
+    snprintf(err, errlen, "out of memory");
+    return PROTO_ENOMEM;
+  }
+  memset(r->mask, 0, sizeof(float) * m.vertex_count);
+  for (uint32_t i = 0; i < m.count; i++)
+    r->mask[proto_load_u32(m.vertices + 4 * (size_t)i)] = proto_load_f32(m.values + 4 * (size_t)i);
+  r->mask_serial++;
+  return 0;
+}
+
 int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *p, char *err,
                       size_t errlen) {
   if (h->type == PROTO_SNAPSHOT)
@@ -258,6 +279,7 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
     if (!(h->flags & PROTO_FLAG_MORE)) r->version = h->session_version;
     return 0;
   }
+  if (h->type == PROTO_MASK) return apply_mask(r, h, p, err, errlen);
   if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
   if (!r->have_snapshot) {
     snprintf(err, errlen, "state frame before the snapshot");

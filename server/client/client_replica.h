@@ -41,11 +41,15 @@ typedef struct client_replica {
   /* The vertex span [delta_first, delta_end) of the last DELTA applied (empty when equal). */
   uint32_t delta_first, delta_end;
   double decode_ms;  /* how long the last SNAPSHOT took to decode and rebuild */
+  /* The connection's author's mask (MASK frames, capability "mask"): vertex_count values in
+   * [0, 1], NULL until the first MASK frame; mask_serial counts the frames applied. */
+  float *mask;
+  uint32_t mask_serial;
 } client_replica;
 
 void client_replica_init(client_replica *r);
 void client_replica_fini(client_replica *r);
-/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS or DELTA frame. Other frames are ignored
+/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS, DELTA or MASK frame. Other frames are ignored
  * (returns 0). Returns 0, or a PROTO_E* / MESH_E* code with a reason when the frame does not
  * decode or does not fit the mesh (an index beyond it, a frame before the snapshot). */
 int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *payload, char *err,

@@ -38,6 +38,7 @@
 #include "srv_restore.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
+#include "srv_mask.h"
 #include "srv_blend.h"
 #include "srv_anim.h"
 #include "srv_jobs.h"
@@ -303,6 +304,7 @@ static void close_session_work(srv_session *x) {
   srv_history_close_waiting(x);
   srv_gesture_close_all(x);
   srv_brush_close_all(x);
+  srv_mask_close_all(x);
   srv_blend_close_all(x);
   srv_anim_close(x);
 }

@@ -529,6 +529,10 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
       if (f > 0.0) add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
     }
     if (extras) add_extras(brush, smp, adj, positions, s, i, passes, d);
+    if (brush->take) {
+      double k = brush->take[s->idx[i]];
+      for (int c = 0; c < 3; c++) d[c] = k > 0.0 ? d[c] * k : 0.0;
+    }
     const double *p = positions + 3 * (size_t)s->idx[i];
     double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
     if (!finite3(q)) {

@@ -92,6 +92,9 @@ typedef struct dfm_brush {
                        * never turn a triangle by more than 45° from how it was there: the
                        * vertices of a triangle that a dab would turn further stay where they
                        * are for that dab (a fold-over guard) */
+  const float *take;  /* per position, in [0, 1], or NULL (1 everywhere): each dab's displacement
+                       * of a vertex is multiplied by it, and a vertex with 0 is never moved,
+                       * bit for bit (an author's mask, dfm_mask_free in dfm_mask.h) */
 } dfm_brush;
 
 /* Checks samples as dfm_brush_apply and strokes do: center and direction finite, radius finite

@@ -146,6 +146,13 @@ typedef struct dfm__region {
                          * outside it are dropped */
 } dfm__region;
 
+/* dfm_region.c: Dijkstra over edges (rest lengths in `positions`) from every seed at once, up to
+ * `radius` (inclusive) and at most `max_count` settled vertices (0: no limit): dist[v] for each
+ * vertex (n entries, INFINITY where not reached), the settled vertices in order into `settled`
+ * (may be NULL) and their number into *count (may be NULL). 0 or DFM_ENOMEM. */
+int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
+                            uint32_t seed_count, double radius, uint32_t max_count, double *dist, uint32_t *settled,
+                            uint32_t *count);
 int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                      const dfm_params *params);
 void dfm__region_fini(dfm__region *r);

@@ -62,20 +62,16 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
-                        uint32_t seed_count, double radius, uint32_t max_count, uint32_t **out,
-                        uint32_t *count) {
+int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
+                            uint32_t seed_count, double radius, uint32_t max_count, double *dist, uint32_t *result,
+                            uint32_t *count) {
   uint32_t n = adj->vertex_count;
   /* Lazy deletion: a vertex can be pushed once per edge, so size the heap by the edge count. */
   size_t cap = adj->vv_offsets[n] + seed_count + 1;
-  double *dist = malloc(sizeof(double) * (n + 1));
   heap h = {malloc(sizeof(uint32_t) * cap), malloc(sizeof(double) * cap), 0};
-  uint32_t *result = malloc(sizeof(uint32_t) * (n + 1));
-  if (!dist || !h.v || !h.d || !result) {
-    free(dist);
+  if (!h.v || !h.d) {
     free(h.v);
     free(h.d);
-    free(result);
     return DFM_ENOMEM;
   }
   for (uint32_t v = 0; v < n; v++) dist[v] = INFINITY;
@@ -90,7 +86,8 @@ int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, cons
     double d;
     heap_pop(&h, &v, &d);
     if (d > dist[v]) continue; /* stale entry */
-    result[k++] = v;
+    if (result) result[k] = v;
+    k++;
     const double *pv = positions + 3 * (size_t)v;
     for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
       uint32_t u = adj->vv[e];
@@ -104,9 +101,25 @@ int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, cons
       }
     }
   }
-  free(dist);
   free(h.v);
   free(h.d);
+  if (count) *count = k;
+  return 0;
+}
+
+int dfm_geodesic_region(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
+                        uint32_t seed_count, double radius, uint32_t max_count, uint32_t **out,
+                        uint32_t *count) {
+  uint32_t n = adj->vertex_count, k = 0;
+  double *dist = malloc(sizeof(double) * (n + 1));
+  uint32_t *result = malloc(sizeof(uint32_t) * (n + 1));
+  int rc = dist && result ? dfm__geodesic_distances(adj, positions, seeds, seed_count, radius, max_count, dist, result, &k)
+                          : DFM_ENOMEM;
+  free(dist);
+  if (rc) {
+    free(result);
+    return rc;
+  }
   qsort(result, k, sizeof(uint32_t), cmp_u32);
   *out = result;
   *count = k;

@@ -103,15 +103,37 @@ static void join(harness *h, client_conn *c, rec *r, const char *who, const prot
   rec_until(c, r, who, 0);                 /* SNAPSHOT */
 }
 
-/* The scripted session: each change is read by every viewer before the next. */
+/* ana's mask steps over JSON-RPC (with `ana`, a connection that said hello as ana): none of
+ * them is a frame for anyone but ana's connections granted "mask". */
+static void ana_masks(client_conn *ana, int round) {
+  if (!ana) return;
+  static const char *const calls[3][2] = {
+      {"mask.stroke", "{\"session\":\"demo\",\"radius\":0.012,\"samples\":[{\"center\":[0.03,0.02,0.09]}]}"},
+      {"mask.auto", "{\"session\":\"demo\",\"mode\":\"normal\",\"vertex\":20400,\"angle\":30,\"combine\":\"add\"}"},
+      {"mask.invert", "{\"session\":\"demo\"}"}};
+  cJSON *r = NULL;
+  char msg[256];
+  ASSERT_EQ(harness_call(ana, calls[round][0], calls[round][1], &r, msg, sizeof(msg)), 0);
+  cJSON_Delete(r);
+}
+
+/* The scripted session: each change is read by every viewer before the next; with `ana`, ana's
+ * mask steps in between (over JSON-RPC, and as a binary EDIT MASK of the editor as ana). */
+static void script_masks(harness *h, client_conn *viewers, rec *recs, const char *const *names, int n, client_conn *ana);
 static void script(harness *h, client_conn *viewers, rec *recs, const char *const *names, int n) {
+  script_masks(h, viewers, recs, names, n, NULL);
+}
+
+static void script_masks(harness *h, client_conn *viewers, rec *recs, const char *const *names, int n, client_conn *ana) {
   uint64_t v;
 #define ALL_READ(version)                                                                     \
   do {                                                                                        \
     for (int i_ = 0; i_ < n; i_++) rec_until(&viewers[i_], &recs[i_], names[i_], (version)); \
   } while (0)
+  ana_masks(ana, 0);
   v = rpc_version(h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8,\"jaw_open\":0.25}}");
   ALL_READ(v);
+  ana_masks(ana, 1);
   v = rpc_version(h, "sculpt.set", "{\"session\":\"demo\",\"offsets\":{\"12\":[0.001,0,-0.002],\"20400\":[0,0.003,0]}}");
   ALL_READ(v);
   v = rpc_version(h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0,\"blink_R\":1}}");
@@ -126,6 +148,15 @@ static void script(harness *h, client_conn *viewers, rec *recs, const char *cons
   uint32_t idx[3] = {5, 6, 7};
   int32_t q[9] = {100, 0, -100, 0, 50, 0, -7, 7, 7};
   ASSERT_OK(proto_encode_edit_offsets(&b, 1, 3, idx, q), NULL);
+  if (ana) { /* the editor as ana: a mask stroke by EDIT MASK, then the offsets */
+    const float smp[5] = {0.03f, 0.02f, 0.09f, 0.02f, 1.0f};
+    proto_buf m;
+    proto_buf_init(&m);
+    ASSERT_OK(proto_encode_edit_author(&m, 2, "ana"), NULL);
+    ASSERT_OK(proto_encode_edit_mask(&m, 3, &(proto_mask_edit){.op = PROTO_MASK_STROKE, .count = 1}, smp), NULL);
+    ASSERT_OK(client_send_buf(&ed, &m), NULL);
+    proto_buf_fini(&m);
+  }
   ASSERT_OK(client_send_buf(&ed, &b), NULL);
   proto_buf_fini(&b);
   v = before;
@@ -135,11 +166,24 @@ static void script(harness *h, client_conn *viewers, rec *recs, const char *cons
   }
   ASSERT(v > before);
   ALL_READ(v);
+  ana_masks(ana, 2);
   v = rpc_version(h, "history.undo", "{\"session\":\"demo\"}");
   ALL_READ(v);
 #undef ALL_READ
   client_replica_fini(&er);
   client_close(&ed);
+}
+
+static const char *const four_names[4] = {"v1", "v2", "v2-lossless", "v2"};
+
+/* The recording's three viewers (version 1; version 2 quantised; version 2 lossless), in its
+ * order, and a fourth of version 2 that asks for `caps`. */
+static void join_four(harness *h, client_conn *viewers, rec *recs, uint32_t caps) {
+  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS}, asks = {.caps = caps};
+  join(h, &viewers[0], &recs[0], four_names[0], NULL);
+  join(h, &viewers[1], &recs[1], four_names[1], &quantised);
+  join(h, &viewers[2], &recs[2], four_names[2], &lossless);
+  join(h, &viewers[3], &recs[3], four_names[3], &asks);
 }
 
 /* The first line where two recordings differ, for the failure message. */
@@ -166,16 +210,10 @@ TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_be
   harness h;
   harness_start(&h, "demo", demo_args);
   /* The fourth asks for "noop" (not in the recording: the old server would not grant it). */
-  static const char *const names[4] = {"v1", "v2", "v2-lossless", "v2"};
   client_conn viewers[4];
   rec recs[4] = {{0}};
-  proto_hello_opts quantised = {0}, lossless = {.codec = PROTO_CODEC_LOSSLESS};
-  proto_hello_opts noop = {.caps = PROTO_CAP_BIT(PROTO_CAP_NOOP)};
-  join(&h, &viewers[0], &recs[0], names[0], NULL);
-  join(&h, &viewers[1], &recs[1], names[1], &quantised);
-  join(&h, &viewers[2], &recs[2], names[2], &lossless);
-  join(&h, &viewers[3], &recs[3], names[3], &noop);
-  script(&h, viewers, recs, names, 4);
+  join_four(&h, viewers, recs, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  script(&h, viewers, recs, four_names, 4);
   const char *record = getenv("CAPS_RECORD");
   if (!record) {
     /* Granted in WELCOME: the no-caps WELCOME's bytes (its own client id, 5 in place of 3), with
@@ -213,7 +251,7 @@ TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_be
   free(all.text);
 }
 
-/* ---- HELLOs written by hand: names this build does not know, malformed lists ------------------ */
+/* ---- HELLOs written by hand: four_names this build does not know, malformed lists ------------------ */
 
 static void put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
@@ -236,7 +274,7 @@ static size_t hello_with_caps(uint8_t *f, const uint8_t *value, size_t n) {
 }
 
 /* Joins with a hand-written caps list: the WELCOME must end with the caps option `answer`
- * (alen bytes: tag, length, names) and decode to `granted`, and the SNAPSHOT follow. */
+ * (alen bytes: tag, length, four_names) and decode to `granted`, and the SNAPSHOT follow. */
 static void join_raw(harness *h, const uint8_t *value, size_t n, const uint8_t *answer, size_t alen,
                      uint32_t granted) {
   client_conn c;
@@ -278,7 +316,7 @@ TEST(a_viewer_that_asks_for_capabilities_this_server_does_not_know_is_granted_th
   char err[256];
   proto_hello_opts o = {0};
   ASSERT_EQ(client_caps_parse("noop,presence", &o, err, sizeof(err)), CLIENT_EINVAL);
-  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop,up,bulk)");
+  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop,up,bulk,mask)");
   ASSERT_OK(client_caps_parse("noop", &o, err, sizeof(err)), err);
   harness_connect(&h, &c, h.stream_port);
   ASSERT_OK(client_hello2(&c, "demo", PROTO_ROLE_VIEWER, NULL, &o), NULL);
@@ -407,5 +445,97 @@ TEST(a_viewer_that_asks_for_up_is_told_the_sessions_up_axis_in_welcome_and_other
   ASSERT_EQ(o.protocol_version, PROTO_VERSION);
   ASSERT_EQ(o.up, 0);
   client_close(&c);
+  harness_stop(&h);
+}
+
+/* ---- masks (§14.7): MASK frames to their author's connections granted "mask", nobody else ------- */
+
+/* The frames of one recording after its first line (WELCOME), without its MASK lines and
+ * without each line's name and frame number (a MASK frame shifts them). */
+static char *without_masks(const char *text) {
+  char *out = malloc(strlen(text) + 1), *o = out;
+  const char *p = strchr(text, '\n') + 1;
+  while (*p) {
+    const char *e = strchr(p, '\n'), *t = strstr(p, " type=");
+    size_t n = (size_t)(e - p) + 1;
+    if (strncmp(t, " type=20 ", 9) != 0) memcpy(o, t, (size_t)(e - t) + 1), o += (size_t)(e - t) + 1;
+    p += n;
+  }
+  *o = '\0';
+  return out;
+}
+
+/* Reads until a MASK frame holding `count` vertices (frames of other kinds pass by). */
+static void read_mask_of(client_conn *c, client_replica *r, uint32_t count) {
+  for (;;) {
+    proto_header h;
+    const uint8_t *p;
+    char err[256];
+    ASSERT_OK(client_read_frame(c, 10000, &h, &p, err, sizeof(err)), err);
+    ASSERT_OK(client_replica_apply(r, &h, p, err, sizeof(err)), err);
+    if (h.type != PROTO_MASK) continue;
+    proto_mask_view m;
+    ASSERT_OK(proto_decode_mask(p, h.length, &m), NULL);
+    if (m.count == count) return;
+  }
+}
+
+TEST(mask_steps_send_nothing_to_viewers_without_the_mask_capability_and_their_bytes_stay_todays) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  /* Three viewers as the recording's, and a fourth granted "mask" (author: none, not ana). */
+  client_conn viewers[4];
+  rec recs[4] = {{0}};
+  join_four(&h, viewers, recs, PROTO_CAP_BIT(PROTO_CAP_MASK));
+  proto_hello_opts mask = {.caps = PROTO_CAP_BIT(PROTO_CAP_MASK)};
+  ASSERT(strstr(recs[3].text, "07050004" "6d61736b") != NULL); /* granted: "mask" */
+  rec_until(&viewers[3], &recs[3], four_names[3], 0);               /* its own (empty) mask after the snapshot */
+  ASSERT(strstr(recs[3].text, " type=20 ") != NULL);
+  client_conn ana; /* connected after the viewers, whose client ids the recording has */
+  harness_connect(&h, &ana, h.rpc_port);
+  cJSON *r = NULL;
+  char msg[256];
+  ASSERT_EQ(harness_call(&ana, "hello", "{\"author\":\"ana\"}", &r, msg, sizeof(msg)), 0);
+  cJSON_Delete(r);
+  /* ana's editor, granted "mask": its mask comes after each of ana's mask steps. */
+  client_conn ed;
+  client_replica er;
+  harness_connect(&h, &ed, h.stream_port);
+  client_replica_init(&er);
+  ASSERT_OK(client_hello2(&ed, "demo", PROTO_ROLE_EDITOR, NULL, &mask), NULL);
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto_encode_edit_author(&b, 1, "ana"), NULL);
+  ASSERT_OK(client_send_buf(&ed, &b), NULL);
+  proto_buf_fini(&b);
+  script_masks(&h, viewers, recs, four_names, 4, &ana);
+  rec all = {0};
+  for (int i = 0; i < 3; i++) rec_printf(&all, "%s", recs[i].text);
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/tests/deformd/stream_bytes_e71ec77.txt", getenv("DEFORMD_SOURCE_DIR"));
+  size_t len;
+  char *want = (char *)test_read_file(path, &len);
+  assert_same_text(all.text, want, "with ana's mask steps, the frames against those of the server at e71ec77");
+  free(want);
+  char *granted = without_masks(recs[3].text), *plain = without_masks(recs[1].text);
+  assert_same_text(granted, plain, "a viewer granted mask, of another author, gets today's frames and its own mask");
+  ASSERT_EQ(strstr(strstr(recs[3].text, " type=20 ") + 1, " type=20 "), NULL); /* one MASK: its own, on joining */
+  /* ana's editor ends with ana's mask as mask.get answers it. */
+  ASSERT_EQ(harness_call(&ana, "mask.get", "{\"session\":\"demo\"}", &r, msg, sizeof(msg)), 0);
+  uint32_t n = (uint32_t)cJSON_GetArraySize(cJSON_GetObjectItem(r, "vertices"));
+  ASSERT(n > 100);
+  read_mask_of(&ed, &er, n);
+  ASSERT(er.mask != NULL && er.mask_serial >= 4);
+  cJSON *vs = cJSON_GetObjectItem(r, "vertices"), *ms = cJSON_GetObjectItem(r, "values");
+  for (uint32_t i = 0; i < n; i++)
+    ASSERT(er.mask[cJSON_GetArrayItem(vs, (int)i)->valueint] == (float)cJSON_GetArrayItem(ms, (int)i)->valuedouble);
+  cJSON_Delete(r);
+  free(granted);
+  free(plain);
+  client_replica_fini(&er);
+  client_close(&ed);
+  for (int i = 0; i < 4; i++) client_close(&viewers[i]), free(recs[i].text);
+  free(all.text);
+  client_close(&ana);
   harness_stop(&h);
 }

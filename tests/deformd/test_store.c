@@ -156,7 +156,7 @@ TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_ide
   int status = run_deformd(args, &log);
   ASSERT(status > 0);
   ASSERT_STR_CONTAINS(log, "schema version 7");
-  ASSERT_STR_CONTAINS(log, "this deformd's 3");
+  ASSERT_STR_CONTAINS(log, "this deformd's 4");
   uint8_t *after = test_read_file(db_file(dir, ""), &n1);
   ASSERT_EQ(n0, n1);
   ASSERT(memcmp(before, after, n0) == 0);
@@ -192,9 +192,9 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   cJSON *t0 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   harness_stop(&h);
   /* Version 1 is the schema before versions: no step rows, checkpoints without history,
-   * sessions without an up axis (schema 3). */
+   * sessions without an up axis (schema 3), no masks (schema 4). */
   sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; ALTER TABLE sessions DROP COLUMN up; "
-           "PRAGMA user_version = 1;");
+           "DROP TABLE masks; PRAGMA user_version = 1;");
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 1);
   harness_start_on(&h, dir, "demo", "--demo");
   cJSON *s1 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
@@ -208,8 +208,10 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   harness_rpc_done(&h, "hello", "{\"author\":\"ana\"}");
   harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.75}}");
   harness_rpc_done(&h, "history.undo", "{\"session\":\"demo\"}");
+  harness_rpc_done(&h, "mask.invert", "{\"session\":\"demo\"}"); /* schema 4's masks table came back */
   harness_stop(&h);
-  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 3);
+  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 4);
+  ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM masks"), 1);
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM sessions WHERE up = 'y'"), sql_int(dir, "SELECT count(*) FROM sessions"));
   ASSERT(sql_int(dir, "SELECT count(*) FROM steps") >= 1);
   ASSERT(sql_int(dir, "SELECT count(*) FROM checkpoints WHERE history IS NOT NULL") >= 1);

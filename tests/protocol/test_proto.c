@@ -337,7 +337,7 @@ TEST(edit_round_trips_and_unknown_kind_is_refused) {
   ASSERT_EQ(e.request_id, 77);
   ASSERT_EQ(e.kind, PROTO_EDIT_WEIGHTS);
   ASSERT_EQ(e.weights.count, 1);
-  b.data[PROTO_HEADER_SIZE + 4] = 12; /* kind: past AUTHOR (11), the last one */
+  b.data[PROTO_HEADER_SIZE + 4] = 13; /* kind: past MASK (12), the last one */
   ASSERT_EQ(proto_decode_edit(p, h.length, NULL, &e), PROTO_EINVAL);
   proto_buf_fini(&b);
 }
@@ -974,7 +974,7 @@ TEST(undo_redo_and_author_edits_round_trip_byte_by_byte_and_bad_names_are_refuse
   ASSERT_EQ(proto_decode_edit(empty, sizeof(empty), NULL, &e), PROTO_EINVAL);
   uint8_t trailing[] = {1, 0, 0, 0, 0x09, 0x00};
   ASSERT_EQ(proto_decode_edit(trailing, sizeof(trailing), NULL, &e), PROTO_ETRAILING);
-  uint8_t unknown[] = {1, 0, 0, 0, 0x0c};
+  uint8_t unknown[] = {1, 0, 0, 0, 0x0d};
   ASSERT_EQ(proto_decode_edit(unknown, sizeof(unknown), NULL, &e), PROTO_EINVAL);
   proto_buf_fini(&b);
 }

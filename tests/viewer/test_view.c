@@ -504,3 +504,63 @@ TEST(deform_view_open_uploads_a_local_mesh_over_tls_opens_a_session_and_draws_it
   stbi_image_free(im.px);
   harness_stop(&h);
 }
+
+/* ana's mask (a disc around the nose tip, painted over JSON-RPC) in deform-view as ana: the
+ * picture darkens only where the held vertices project, and only there, against the same view
+ * as bob (whose mask is empty). The server sends each author's mask to that author alone
+ * (capability "mask"), so bob's picture is the plain head. */
+TEST(deform_view_darkens_what_its_authors_mask_holds_and_nothing_else) {
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  client_conn ana;
+  harness_connect(&h, &ana, h.rpc_port);
+  cJSON *r = NULL;
+  char msg[256];
+  ASSERT_EQ(harness_call(&ana, "hello", "{\"author\":\"ana\"}", &r, msg, sizeof(msg)), 0);
+  cJSON_Delete(r);
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  const float *tip = m->positions + 3 * 20400;
+  char p[512];
+  snprintf(p, sizeof(p), "{\"session\":\"demo\",\"radius\":0.02,\"falloff\":\"constant\",\"samples\":[{\"center\":[%.9g,%.9g,%.9g]}]}",
+           tip[0], tip[1], tip[2]);
+  ASSERT_EQ(harness_call(&ana, "mask.stroke", p, &r, msg, sizeof(msg)), 0);
+  cJSON_Delete(r);
+  char *pa = tmp_png("mask_ana.png"), *pb = tmp_png("mask_bob.png");
+  const char *const as_ana[] = {"--author", "ana", NULL}, *const as_bob[] = {"--author", "bob", NULL};
+  screenshot(h.stream_port, pa, as_ana);
+  screenshot(h.stream_port, pb, as_bob);
+  image ia = load(pa), ib = load(pb);
+  /* Where the held vertices project (the disc within 0.02 of the tip), one pixel around. */
+  vw_camera cam = camera_for(m);
+  float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    const float *q = m->positions + 3 * v;
+    float d2 = (q[0] - tip[0]) * (q[0] - tip[0]) + (q[1] - tip[1]) * (q[1] - tip[1]) + (q[2] - tip[2]) * (q[2] - tip[2]);
+    if (d2 >= 0.02f * 0.02f) continue;
+    float px, py;
+    ASSERT(vw_camera_project(&cam, ia.w, ia.h, q, &px, &py));
+    x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
+  }
+  uint32_t changed = 0, stray = 0, darker = 0;
+  for (int y = 0; y < ia.h; y++)
+    for (int x = 0; x < ia.w; x++) {
+      size_t i = 4 * ((size_t)y * ia.w + x);
+      if (memcmp(ia.px + i, ib.px + i, 3) == 0) continue;
+      changed++;
+      if (x < x0 - 2 || x > x1 + 2 || y < y0 - 2 || y > y1 + 2) stray++;
+      int sa = ia.px[i] + ia.px[i + 1] + ia.px[i + 2], sb = ib.px[i] + ib.px[i + 1] + ib.px[i + 2];
+      darker += 10 * sa < 8 * sb; /* at least a fifth darker */
+    }
+  fprintf(stderr, "ana's mask changed %u pixels (%u a fifth darker or more), inside [%.0f, %.0f] x [%.0f, %.0f] but %u\n",
+          changed, darker, x0, x1, y0, y1, stray);
+  ASSERT(changed > 50);
+  ASSERT_EQ(stray, 0);
+  ASSERT(darker > changed * 8 / 10);
+  stbi_image_free(ia.px);
+  stbi_image_free(ib.px);
+  mesh_destroy(m);
+  client_close(&ana);
+  harness_stop(&h);
+}

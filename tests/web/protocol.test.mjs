@@ -40,6 +40,7 @@ function jsDecode(decoder, p, trav) {
     case 'delta2': return P.decodeDelta2(p, trav);
     case 'target_add2': return P.decodeTargetAdd2(p, trav);
     case 'bulk': return P.decodeBulk(p);
+    case 'mask': return P.decodeMask(p);
     default: throw new Error(`no decoder ${decoder}`);
   }
 }
@@ -69,7 +70,7 @@ for (const d of decoders) {
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
-    'target_add2', 'snapshot', 'snapshot2', 'bulk']) {
+    'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
   }
@@ -104,6 +105,7 @@ const encoders = {
   blendPins: ([id, f, l, pins]) => P.encodeBlendPins(id, f, l, pins),
   history: ([id, redo]) => P.encodeHistory(id, redo),
   author: ([id, a]) => P.encodeAuthor(id, a),
+  editMask: ([id, m]) => P.encodeEditMask(id, m),
   ping: ([type, p]) => P.encodePing(type, p),
   bye: ([code, m]) => P.encodeBye(code, m),
   bulkGet: ([id, what, flags, target, first, count]) => P.encodeBulkGet(id, what, flags, target, first, count),

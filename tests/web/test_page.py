@@ -795,6 +795,71 @@ def test_a_z_up_scan_opened_with_up_z_renders_upright():
         srv.stop()
 
 
+def test_the_page_darkens_what_its_authors_mask_holds_and_nothing_else():
+    """ana's mask (a disc around the nose tip painted over JSON-RPC) reaches ana's page as a MASK
+    frame (capability "mask"): the canvas darkens, and every changed pixel is darker and near the
+    projection of a held vertex; the page's mask equals mask.get's. Its Ctrl+I inverts it."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv, "session=demo&author=ana")
+        drawn = "return deformView.maskFrames >= 1 && deformView.maskDrawn === deformView.maskFrames && deformView.maskHeld === arguments[0]"
+        wait_for("the page's first mask (empty)", lambda: d.execute_script(drawn, 0))
+        w, h, bpp, a = canvas_pixels(d)
+        pos = d.execute_script("return Array.from(deformView.positions())")
+        tip = pos[3 * 20400:3 * 20400 + 3]
+        srv.call("hello", {"author": "ana"})
+        srv.call("mask.stroke", {"session": "demo", "radius": 0.02, "falloff": "constant",
+                                 "samples": [{"center": tip}]})
+        got = srv.call("mask.get", {"session": "demo"})
+        wait_for("the page's mask, drawn", lambda: d.execute_script(drawn, len(got["vertices"])))
+        _, _, _, b = canvas_pixels(d)
+        shot(d, "page-mask.png")
+        page_mask = d.execute_script("return Array.from(deformView.mask)")
+        nonzero = [i for i, m in enumerate(page_mask) if m > 0]
+        if nonzero != got["vertices"] or [page_mask[i] for i in nonzero] != got["values"]:
+            fail("the page's mask differs from mask.get's")
+        cam = d.execute_script("return deformView.camera()")
+        m = cam["mvp"]
+
+        def px(p):
+            x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
+            y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
+            ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
+            return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+
+        cell, reach = 4, 6
+        near = set()
+        for i in nonzero:
+            q = px(pos[3 * i:3 * i + 3])
+            cx, cy = int(q[0] // cell), int(q[1] // cell)
+            for dx in range(-reach // cell - 1, reach // cell + 2):
+                for dy in range(-reach // cell - 1, reach // cell + 2):
+                    near.add((cx + dx, cy + dy))
+        changed = far = lighter = 0
+        for y in range(h):
+            for x in range(w):
+                o = (y * w + x) * bpp
+                if max(abs(a[o + k] - b[o + k]) for k in range(3)) > 8:
+                    changed += 1
+                    far += (x // cell, y // cell) not in near
+                    lighter += sum(b[o:o + 3]) > sum(a[o:o + 3])  # (a highlight's white is not darkened)
+        print(f"{len(nonzero)} vertices masked; {changed} pixels changed, {far} away from them, {lighter} lighter")
+        if changed < 100:
+            fail(f"only {changed} pixels changed")
+        if far or lighter:
+            fail(f"{far} pixels changed away from the mask, {lighter} lighter")
+        d.find_element(By.TAG_NAME, "body").send_keys("\ue009i")  # Ctrl+I: the page inverts its mask
+        want = len(pos) // 3 - len(nonzero)
+        wait_for("the inverted mask in the page", lambda: d.execute_script(drawn, want))
+        inv = srv.call("mask.get", {"session": "demo"})
+        if len(inv["vertices"]) != want:
+            fail(f"Ctrl+I left {len(inv['vertices'])} vertices masked, not {want}")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
     proto_header h;
     return n < PROTO_HEADER_SIZE ? PROTO_ETRUNCATED : proto_header_decode(p, NULL, &h);
   }
+  if (strcmp(d, "mask") == 0) {
+    proto_mask_view m;
+    return proto_decode_mask(p, n, &m);
+  }
   if (strcmp(d, "welcome") == 0) {
     proto_welcome m;
     proto_welcome_opts o;
@@ -470,6 +474,12 @@ static void other_cases(void) {
   b.len = 0;
   proto_encode_bulk_answer(&b, 10, &ba, NULL);
   write_cases("bulk", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0; /* MASK (capability "mask"): its bytes, and each byte changed, against the JS decoder */
+  const uint32_t mv[3] = {2, 5, 9};
+  const float mm[3] = {0.25f, 1.0f, 0.5f};
+  proto_encode_mask(&b, 42, 10, 3, mv, mm);
+  write_cases("mask", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  write_case("header", b.data, PROTO_HEADER_SIZE); /* type 20 is a header a granted client reads */
   proto_buf_fini(&b);
 }
 
@@ -549,6 +559,13 @@ static void encoder_cases(void) {
   enc("history", "[45,true]", &b);
   proto_encode_edit_author(&b, 46, "ana");
   enc("author", "[46,\"ana\"]", &b);
+  const float ms[5] = {0, 0.1f, 0.2f, 0.02f, 0.5f};
+  proto_encode_edit_mask(&b, 48, &(proto_mask_edit){.op = PROTO_MASK_STROKE, .tool = 1, .falloff = 3, .count = 1}, ms);
+  enc("editMask", "[48,{\"op\":0,\"tool\":1,\"falloff\":3,\"samples\":[{\"center\":[0,0.1,0.2],\"radius\":0.02,\"strength\":0.5}]}]", &b);
+  proto_encode_edit_mask(&b, 49, &(proto_mask_edit){.op = PROTO_MASK_AUTO, .mode = 1, .combine = 1, .vertex = 77, .angle = 45, .rings = 3}, NULL);
+  enc("editMask", "[49,{\"op\":3,\"mode\":1,\"combine\":1,\"vertex\":77,\"angle\":45,\"rings\":3}]", &b);
+  proto_encode_edit_mask(&b, 50, &(proto_mask_edit){.op = PROTO_MASK_INVERT}, NULL);
+  enc("editMask", "[50,{\"op\":2}]", &b);
   proto_ping pg = {123456789012345ull, 0, 42};
   proto_encode_ping(&b, PROTO_PING, &pg);
   enc("ping", "[8,{\"seq\":42,\"t0\":123456789012345}]", &b);

@@ -60,7 +60,9 @@ const net = new Net({
     codec: params.get('lossless') === '1' ? P.CODEC_LOSSLESS : P.CODEC_QUANTISED,
     tolerance: parseFloat(params.get('tolerance')) || 0,
     maxRate: parseFloat(params.get('max_rate')) || 0,
-    caps: [P.CAP.UP], // WELCOME then says the session's up axis (the camera orbits around it)
+    // WELCOME then says the session's up axis (the camera orbits around it); MASK frames bring
+    // this author's own mask, drawn darker.
+    caps: [P.CAP.UP, P.CAP.MASK],
   },
   onUpdate: () => {
     recompute = true;
@@ -115,6 +117,10 @@ function frame() {
         buildSliders();
       } else if (c.meta) buildSliders();
       renderer.uploadSculpt(r, c.first, c.end);
+    }
+    if (c.mask) {
+      renderer.uploadMask(r);
+      stats.maskDrawn = r.maskSerial || 0; // drawn below, in this frame
     }
     renderer.compute(r.snapshot.weights);
     recompute = false;
@@ -271,22 +277,33 @@ addEventListener('keydown', (e) => {
   e.preventDefault();
 });
 addEventListener('keydown', (e) => {
-  if (!(e.ctrlKey || e.metaKey) || e.target.tagName === 'INPUT') return;
+  if (e.target.tagName === 'INPUT') return;
+  // Blender's mask keys, as deform-view's: M the mask brush, Alt+M clear, Ctrl+I invert.
+  if (e.code === 'KeyM' && !e.ctrlKey && !e.metaKey) {
+    if (e.altKey) maskOp(P.MASK_OP.CLEAR);
+    else setMode('mask');
+    e.preventDefault();
+    return;
+  }
+  if (!(e.ctrlKey || e.metaKey)) return;
   if (e.key === 'z' || e.key === 'y') {
     history(e.key === 'y' || e.shiftKey);
+    e.preventDefault();
+  } else if (e.key === 'i') {
+    maskOp(P.MASK_OP.INVERT);
     e.preventDefault();
   }
 });
 
 // ---- modes and input ----------------------------------------------------------------------------
 
-for (const m of ['view', 'drag', 'brush']) {
+for (const m of ['view', 'drag', 'brush', 'mask']) {
   $(`mode-${m}`).addEventListener('click', () => setMode(m));
 }
 function setMode(m) {
   mode = m;
-  for (const x of ['view', 'drag', 'brush']) $(`mode-${x}`).classList.toggle('on', x === m);
-  $('brush-panel').hidden = m !== 'brush';
+  for (const x of ['view', 'drag', 'brush', 'mask']) $(`mode-${x}`).classList.toggle('on', x === m);
+  $('brush-panel').hidden = m !== 'brush' && m !== 'mask';
 }
 
 const pointers = new Map();
@@ -331,6 +348,7 @@ canvas.addEventListener('pointerdown', (e) => {
   const hit = pickAt(x, y);
   if (!hit) return;
   if (mode === 'drag') beginGesture(hit, x, y);
+  else if (mode === 'mask') beginMaskStroke(hit, e.ctrlKey || e.metaKey);
   else beginStroke(hit, x, y);
 });
 
@@ -356,6 +374,10 @@ canvas.addEventListener('pointermove', (e) => {
   }
   if (state.stroke) {
     moveStroke(x, y);
+    return;
+  }
+  if (state.mask) {
+    moveMaskStroke(x, y);
     return;
   }
   camera.yaw -= dx * 0.008;
@@ -491,6 +513,35 @@ function sendSample(center, direction) {
 
 function endStroke() {
   state.stroke = null;
+  endMaskStroke();
+}
+
+// ---- the author's mask --------------------------------------------------------------------------
+
+// A mask stroke gathers its path and goes out whole when the pointer is released: one EDIT MASK,
+// one step of the author's mask (one undo). Ctrl-drag erases. The server answers with a MASK
+// frame (capability "mask") that the replica keeps and the renderer darkens.
+function beginMaskStroke(hit, erase) {
+  const radius = Math.fround(parseFloat($('radius').value) * diag());
+  state.mask = { erase, radius, points: [hit.point] };
+}
+
+function moveMaskStroke(x, y) {
+  const point = pickAt(x, y)?.point;
+  if (point && state.mask.points.length < 65536) state.mask.points.push(point);
+}
+
+function endMaskStroke() {
+  const m = state.mask;
+  state.mask = null;
+  if (!m) return;
+  const samples = m.points.map((c) => ({ center: c.map(Math.fround), radius: m.radius, strength: 1 }));
+  net.sendFrame(P.encodeEditMask(net.nextRequest(), { op: P.MASK_OP.STROKE, tool: m.erase ? P.MASK_TOOL.ERASE : P.MASK_TOOL.PAINT, samples }));
+}
+
+function maskOp(op) {
+  if (net.readOnly || !net.connected) return;
+  net.sendFrame(P.encodeEditMask(net.nextRequest(), { op }));
 }
 
 // ---- the page's API ---------------------------------------------------------------------------------
@@ -532,6 +583,15 @@ window.deformView = {
   camera: () => ({ mvp: Array.from(camera.mvp), width: canvas.width, height: canvas.height, ratio: devicePixelRatio }),
   pickAt: (x, y) => pickAt(x * devicePixelRatio, y * devicePixelRatio),
   setMode,
+  // The author's mask as the page holds it (null before the first MASK frame), how many MASK
+  // frames it applied, and how many of them the canvas shows (equal once drawn); maskHeld: the
+  // vertices above 0.
+  get mask() { return net.replica.mask || null; },
+  get maskFrames() { return net.replica.maskSerial || 0; },
+  get maskDrawn() { return stats.maskDrawn || 0; },
+  get maskHeld() { return net.replica.mask ? net.replica.mask.reduce((n, m) => n + (m > 0), 0) : 0; },
+  maskInvert: () => maskOp(P.MASK_OP.INVERT),
+  maskClear: () => maskOp(P.MASK_OP.CLEAR),
   undo: () => history(false),
   redo: () => history(true),
   call: (method, p) => net.call(method, p),

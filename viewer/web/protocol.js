@@ -31,13 +31,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12, BULK: 13,
+  TARGET: 11, TARGET_META: 12, BULK: 13, MASK: 20,
 };
 const LAST_TYPE = 13; // the header check (proto_frame.h PROTO_LAST_TYPE): BULK needs the "bulk" capability
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -46,8 +46,11 @@ export const CODEC_QUANTISED = 0;
 export const CODEC_LOSSLESS = 1;
 export const EDIT = {
   WEIGHTS: 1, OFFSETS: 2, GESTURE_BEGIN: 3, GESTURE_DRAG: 4, GESTURE_END: 5, BRUSH: 6, RESET: 7,
-  BLEND_PINS: 8, UNDO: 9, REDO: 10, AUTHOR: 11,
+  BLEND_PINS: 8, UNDO: 9, REDO: 10, AUTHOR: 11, MASK: 12,
 };
+// EDIT MASK's ops and tools (proto_edit.h PROTO_MASK_*; docs/protocol.md §5.6.4).
+export const MASK_OP = { STROKE: 0, CLEAR: 1, INVERT: 2, AUTO: 3 };
+export const MASK_TOOL = { PAINT: 0, ERASE: 1, SMOOTH: 2 };
 // EDIT BRUSH: brush kinds and the flags byte (proto.h PROTO_BRUSH_*).
 export const BRUSH = { GRAB: 0, INFLATE: 1, SMOOTH: 2, FLATTEN: 3, PINCH: 4, DRAW: 5, CREASE: 6, LAYER: 7 };
 export const BRUSH_MIRROR_X = 0x01;
@@ -192,7 +195,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || h.type > LAST_TYPE) fail(E.TYPE);
+  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, MASK: their capabilities
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }
@@ -449,6 +452,27 @@ export function decodeTargetMeta(p) {
   c.finish();
   m.index = index;
   return m;
+}
+
+// MASK (20, capability "mask"): the author's whole mask, the vertices above 0 and their values
+// (docs/protocol.md §14.7); checked as proto_decode_mask checks it.
+export function decodeMask(p) {
+  const c = new Cursor(p);
+  const vertexCount = c.u32();
+  const count = c.u32();
+  if (count > vertexCount) fail(E.INVAL);
+  c.need(8 * count);
+  const vertices = new Uint32Array(count);
+  const values = new Float32Array(count);
+  for (let i = 0; i < count; i++) vertices[i] = c.u32();
+  for (let i = 0; i < count; i++) values[i] = c.f32raw();
+  c.finish();
+  for (let i = 0; i < count; i++) {
+    if (vertices[i] >= vertexCount || (i && vertices[i] <= vertices[i - 1])) fail(E.INVAL);
+    if (!finite(values[i])) fail(E.NONFINITE);
+    if (!(values[i] > 0 && values[i] <= 1)) fail(E.INVAL);
+  }
+  return { vertexCount, vertices, values };
 }
 
 export function decodeTargetAdd(p, limits) {
@@ -1140,6 +1164,44 @@ export function encodeAuthor(requestId, author) {
   if (a.length === 0 || a.length > MAX_AUTHOR) fail(E.INVAL);
   const w = editBegin(requestId, EDIT.AUTHOR);
   w.str(a);
+  return w.end();
+}
+
+// EDIT kind 12: a step of the author's mask. op MASK_OP.*; a stroke: tool, falloff, samples
+// [{center, radius, strength}]; auto: mode (0 topology, 1 normal, 2 boundary), combine (0
+// replace, 1 add), vertex, angle (degrees), rings.
+export function encodeEditMask(requestId, { op, tool = 0, falloff = 0, samples = [], mode = 0, combine = 0, vertex = 0, angle = 60, rings = 1 }) {
+  if (!(op >= 0 && op <= 3)) fail(E.INVAL);
+  if (op === MASK_OP.STROKE) {
+    if (!(tool >= 0 && tool <= 2) || !(falloff >= 0 && falloff <= 3) || samples.length === 0 || samples.length > 65536) fail(E.INVAL);
+    for (const s of samples) {
+      if (!allFinite(s.center) || !finite(s.radius) || !finite(s.strength)) fail(E.NONFINITE);
+      if (!(s.radius > 0) || !(s.strength >= 0 && s.strength <= 1)) fail(E.INVAL);
+    }
+  }
+  if (op === MASK_OP.AUTO) {
+    if (!finite(angle)) fail(E.NONFINITE);
+    if (!(mode >= 0 && mode <= 2) || !(combine === 0 || combine === 1) || !(angle >= 0 && angle <= 180) || !(rings >= 1 && rings <= 65535))
+      fail(E.INVAL);
+  }
+  const w = editBegin(requestId, EDIT.MASK);
+  w.u8(op);
+  if (op === MASK_OP.STROKE) {
+    w.u8(tool);
+    w.u8(falloff);
+    w.u32(samples.length);
+    for (const s of samples) {
+      for (const x of s.center) w.f32(x);
+      w.f32(s.radius);
+      w.f32(s.strength);
+    }
+  } else if (op === MASK_OP.AUTO) {
+    w.u8(mode);
+    w.u8(combine);
+    w.u32(vertex);
+    w.f32(angle);
+    w.u16(rings);
+  }
   return w.end();
 }
 

@@ -87,6 +87,8 @@ void main() {
   o = vec4(l > 0.0 ? n / l : vec3(0.0, 0.0, 1.0), 1.0);
 }`;
 
+const MASK_DARKEN = '0.6'; // what a mask holds: the colour times 1 − 0.6 × mask
+
 const VS_MESH = `#version 300 es
 precision highp float;
 precision highp int;
@@ -95,10 +97,13 @@ uniform sampler2D u_nrm;
 uniform mat4 u_mvp;
 uniform mat4 u_view;
 in uint a_topo;
+in float a_mask; // the author's mask (0 without one): drawn darker
 out vec3 v_n;
 out vec3 v_p;
+out float v_mask;
 ivec2 at(uint i) { return ivec2(int(i % ${TEX_W}u), int(i / ${TEX_W}u)); }
 void main() {
+  v_mask = clamp(a_mask, 0.0, 1.0);
   vec3 p = texelFetch(u_pos, at(uint(gl_VertexID)), 0).xyz;
   v_n = mat3(u_view) * texelFetch(u_nrm, at(a_topo), 0).xyz;
   v_p = (u_view * vec4(p, 1.0)).xyz;
@@ -109,16 +114,18 @@ const FS_MESH = `#version 300 es
 precision highp float;
 in vec3 v_n;
 in vec3 v_p;
+in float v_mask;
 uniform vec3 u_color;
 out vec4 o;
 void main() {
+  vec3 base = u_color * (1.0 - ${MASK_DARKEN} * v_mask); // as deform-view's (vw_shaders.c)
   vec3 n = normalize(v_n);
   if (!gl_FrontFacing) n = -n;
   vec3 l = normalize(vec3(0.4, 0.6, 1.0));
   vec3 e = normalize(-v_p);
   float diff = max(dot(n, l), 0.0);
   float spec = pow(max(dot(reflect(-l, n), e), 0.0), 32.0);
-  vec3 c = u_color * (0.22 + 0.78 * diff) + vec3(0.18) * spec;
+  vec3 c = base * (0.22 + 0.78 * diff) + vec3(0.18) * spec;
   o = vec4(pow(c, vec3(1.0 / 2.2)), 1.0);
 }`;
 
@@ -279,6 +286,12 @@ export class Renderer {
     const loc = gl.getAttribLocation(this.mesh.p, 'a_topo');
     gl.enableVertexAttribArray(loc);
     gl.vertexAttribIPointer(loc, 1, gl.UNSIGNED_INT, 0, 0);
+    this.maskBuf = gl.createBuffer();
+    gl.bindBuffer(gl.ARRAY_BUFFER, this.maskBuf);
+    gl.bufferData(gl.ARRAY_BUFFER, replica.mask || new Float32Array(V), gl.DYNAMIC_DRAW);
+    const mloc = gl.getAttribLocation(this.mesh.p, 'a_mask');
+    gl.enableVertexAttribArray(mloc);
+    gl.vertexAttribPointer(mloc, 1, gl.FLOAT, false, 0, 0);
     this.indexBuf = gl.createBuffer();
     gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.indexBuf);
     gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, s.triangles, gl.STATIC_DRAW);
@@ -286,6 +299,15 @@ export class Renderer {
     gl.bindVertexArray(null);
     this.loadTargets(replica);
     this.current = 0;
+  }
+
+  // The author's mask (replica.mask, one float per render vertex; null: nothing held).
+  uploadMask(replica) {
+    if (!this.V) return;
+    const gl = this.gl;
+    gl.bindBuffer(gl.ARRAY_BUFFER, this.maskBuf);
+    gl.bufferSubData(gl.ARRAY_BUFFER, 0, replica.mask || new Float32Array(this.V));
+    gl.bindBuffer(gl.ARRAY_BUFFER, null);
   }
 
   // Target deltas as layers (all of them again: a target is created rarely).
@@ -468,7 +490,7 @@ export class Renderer {
     for (const t of [this.base, this.sculpt, this.deltas, this.span, this.inc, this.tri, this.nrm, ...(this.pos || [])])
       if (t) gl.deleteTexture(t);
     for (const f of [this.nrmFb, ...(this.posFb || [])]) if (f) gl.deleteFramebuffer(f);
-    for (const b of [this.topoBuf, this.indexBuf]) if (b) gl.deleteBuffer(b);
+    for (const b of [this.topoBuf, this.indexBuf, this.maskBuf]) if (b) gl.deleteBuffer(b);
     this.deltas = null;
     this.V = 0;
   }

@@ -37,6 +37,18 @@ export class Replica {
       this.version = h.sessionVersion;
       return h.type;
     }
+    if (h.type === P.T.MASK) {
+      // The author's own mask (capability "mask"): the whole of it, every vertex not listed 0.
+      if (!this.snapshot) throw new ReplicaError('MASK before the snapshot');
+      const m = P.decodeMask(p);
+      if (m.vertexCount !== this.vertexCount) throw new ReplicaError(`MASK: ${m.vertexCount} vertices, the mesh ${this.vertexCount}`);
+      const mask = new Float32Array(this.vertexCount);
+      for (let i = 0; i < m.vertices.length; i++) mask[m.vertices[i]] = m.values[i];
+      this.mask = mask;
+      this.maskSerial = (this.maskSerial || 0) + 1; // MASK frames applied
+      this.changes.mask = true;
+      return h.type;
+    }
     if (h.type !== P.T.WEIGHTS && h.type !== P.T.DELTA && h.type !== P.T.TARGET && h.type !== P.T.TARGET_META) return h.type;
     if (!this.snapshot) throw new ReplicaError(`a state frame (type ${h.type}) before the snapshot`);
     const s = this.snapshot;
@@ -80,7 +92,8 @@ export class Replica {
     const V = s.vertexCount;
     s.q = new Int32Array(3 * V);
     this.snapshot = s;
-    this.changes = { snapshot: true, weights: true, targets: true, meta: true, first: V, end: 0 };
+    this.mask = null; // a new mesh: the next MASK frame brings its mask
+    this.changes = { snapshot: true, weights: true, targets: true, meta: true, mask: true, first: V, end: 0 };
     this.setOffsets(s.offsets);
   }
 
@@ -100,7 +113,7 @@ export class Replica {
   // What changed since the last call (and forgets it).
   takeChanges() {
     const c = this.changes;
-    this.changes = { snapshot: false, weights: false, targets: false, meta: false, first: this.vertexCount, end: 0 };
+    this.changes = { snapshot: false, weights: false, targets: false, meta: false, mask: false, first: this.vertexCount, end: 0 };
     return c;
   }
 

@@ -23,6 +23,7 @@ struct srv_blend_solved;   /* session/srv_blend.h */
 struct srv_blend_fitted;   /* session/srv_blend.h */
 struct srv_clip;           /* session/srv_anim.h */
 struct srv_history_result; /* session/srv_history.h */
+struct srv_mask_done;      /* session/srv_mask.h */
 
 typedef enum srv_result_kind {
   SRV_RESULT_VERSION,        /* deform.drag, deform.end: the session's version after it */
@@ -32,6 +33,7 @@ typedef enum srv_result_kind {
   SRV_RESULT_BLEND_FIT,      /* blend.fit: weights fitted to a shape (applied or not) */
   SRV_RESULT_ANIM_COMPRESS,  /* anim.compress: the clip, whose stored report is the answer */
   SRV_RESULT_HISTORY,        /* history.undo, history.redo: what it did, and whose it was */
+  SRV_RESULT_MASK,           /* mask.stroke, .clear, .invert, .auto: the author's mask step */
 } srv_result_kind;
 
 /* One answer. The pointers are borrowed: valid during the ok() call only, so a transport that
@@ -45,6 +47,7 @@ typedef struct srv_result {
     const struct srv_blend_solved *blend_solved;
     const struct srv_blend_fitted *blend_fitted;
     const struct srv_clip *compressed;
+    const struct srv_mask_done *mask;
     struct {
       const struct srv_history_result *result;
       uint32_t author;

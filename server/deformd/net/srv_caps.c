@@ -15,7 +15,8 @@
 #include "srv_conn.h"
 
 /* What this build serves. */
-static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_BULK);
+static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_BULK) |
+                                    PROTO_CAP_BIT(PROTO_CAP_MASK);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;

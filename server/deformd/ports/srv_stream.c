@@ -43,6 +43,7 @@
 #include "srv_brush.h"
 #include "srv_blend.h"
 #include "srv_bulk.h"
+#include "srv_mask.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
 
@@ -196,6 +197,7 @@ static void join_ready(srv_conn *c, int status) {
   st->max_rate = srv_fanout_subscribe(s, c, st->codec, st->max_rate);
   c->server->stats.classes[c->stat_slot].viewers++;
   if (c->server->on_joined) c->server->on_joined(c);
+  srv_mask_send(s, c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
           c->id, c->peer, s->name, st->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
           (unsigned long long)s->version, st->protocol, st->codec, (double)st->max_rate);
@@ -427,6 +429,8 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
                                   (e->brush.flags & PROTO_BRUSH_CONTINUE) != 0, reply, why, sizeof(why));
       free(smp);
     }
+  } else if (e->kind == PROTO_EDIT_MASK) {
+    rc = srv_mask_edit(srv, s, &e->mask, srv_conn_author(c), reply, why, sizeof(why));
   } else if (e->kind == PROTO_EDIT_BLEND_PINS) {
     rc = srv_blend_solve_edit(srv, s, &e->blend_pins, srv_conn_author(c), reply, why, sizeof(why));
   } else {
@@ -444,6 +448,8 @@ static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (e->kind == PROTO_EDIT_AUTHOR) {
     if (adopt_author(c, e->author) != 0)
       srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
+    else
+      srv_mask_send(s, c); /* the mask of the author it now edits as (capability "mask") */
     return;
   }
   srv_conn_ref(c);

@@ -539,16 +539,6 @@ static void srv_m_deform_reset(srv_server *s, srv_rpc_call *call, cJSON *params)
   srv_rpc_reply(call, res);
 }
 
-/* Reads a number in [lo, hi] (answers and returns -1 when it is not one). */
-static int number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out) {
-  int r = srv_rpc_number(call, params, key, out);
-  if (r > 0 && !(*out >= lo && *out <= hi)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be between %g and %g (got %g)", key, lo, hi, *out);
-    return -1;
-  }
-  return r;
-}
-
 static void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_session *x = srv_rpc_want_session(s, call, params);
   if (!x) return;
@@ -567,9 +557,9 @@ static void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params)
   int piece = 0;
   if (srv_rpc_bool(call, params, "mirror_x", &brush.mirror_x) < 0 || srv_rpc_bool(call, params, "continue", &piece) < 0 ||
       srv_rpc_bool(call, params, "front_faces_only", &brush.front_only) < 0 ||
-      number_in(call, params, "spacing", 0.01, 1.0, &brush.spacing) < 0 ||
-      number_in(call, params, "autosmooth", 0.0, 1.0, &brush.autosmooth) < 0 ||
-      number_in(call, params, "height", 0.0, 1e30, &brush.height) < 0)
+      srv_rpc_number_in(call, params, "spacing", 0.01, 1.0, &brush.spacing) < 0 ||
+      srv_rpc_number_in(call, params, "autosmooth", 0.0, 1.0, &brush.autosmooth) < 0 ||
+      srv_rpc_number_in(call, params, "height", 0.0, 1e30, &brush.height) < 0)
     return;
   int view = srv_rpc_numbers(call, params, "view", 3, brush.view);
   if (view < 0) return;
@@ -579,43 +569,16 @@ static void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params)
   }
   /* Grab's strength is how much of the path the surface follows: all of it by default. */
   double radius = -1, strength = brush.kind == DFM_BRUSH_GRAB ? 1.0 : 0.5;
-  if (srv_rpc_number(call, params, "radius", &radius) < 0 || number_in(call, params, "strength", -1.0, 1.0, &strength) < 0)
+  if (srv_rpc_number(call, params, "radius", &radius) < 0 || srv_rpc_number_in(call, params, "strength", -1.0, 1.0, &strength) < 0)
     return;
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "samples");
-  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-  if (n < 1 || n > 65536) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 points of the stroke's path");
-    return;
-  }
-  dfm_brush_sample *samples = calloc((size_t)n, sizeof(*samples));
-  if (!samples) {
-    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-    return;
-  }
-  int i = 0;
-  cJSON *smp;
-  cJSON_ArrayForEach(smp, list) {
-    dfm_brush_sample *d = &samples[i++];
-    d->radius = radius;
-    d->strength = strength;
-    if (!cJSON_IsObject(smp) || srv_rpc_numbers(call, smp, "center", 3, d->center) != 1) {
-      if (cJSON_IsObject(smp) && cJSON_GetObjectItemCaseSensitive(smp, "center")) goto out; /* answered */
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d needs \"center\": [x, y, z]", i - 1);
-      goto out;
-    }
-    if (srv_rpc_numbers(call, smp, "direction", 3, d->direction) < 0) goto out;
-    if (srv_rpc_number(call, smp, "radius", &d->radius) < 0 || number_in(call, smp, "strength", -1.0, 1.0, &d->strength) < 0) goto out;
-    if (!(d->radius > 0)) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d has no positive \"radius\" (give one per stroke or per sample)", i - 1);
-      goto out;
-    }
-  }
+  dfm_brush_sample *samples = NULL;
+  int n = srv_rpc_samples(call, params, radius, strength, -1.0, 1.0, 1, &samples);
+  if (n < 0) return;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);
   int rc = srv_brush_stroke_piece(s, x, &brush, samples, (uint32_t)n, srv_conn_author(call->conn), call->conn->id, piece,
                                   reply, err, sizeof(err));
   if (rc) srv_rpc_error(call, rc, "%s", err);
-out:
   free(samples);
 }
 

@@ -24,6 +24,7 @@
 #include "srv_brush.h"
 #include "srv_blend.h"
 #include "srv_anim.h"
+#include "srv_mask.h"
 #include "srv_result_json.h"
 
 static cJSON *gesture_begun(const srv_gesture_begun *b) {
@@ -94,6 +95,16 @@ static cJSON *history(srv_server *s, const srv_history_result *res, uint32_t aut
   return r;
 }
 
+static cJSON *mask_done(const srv_mask_done *m) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "version", (double)m->version);
+  cJSON_AddNumberToObject(r, "step", (double)m->step);
+  cJSON_AddNumberToObject(r, "changed", m->changed);
+  cJSON_AddNumberToObject(r, "masked", m->masked);
+  if (m->dabs) cJSON_AddNumberToObject(r, "dabs", m->dabs);
+  return r;
+}
+
 cJSON *srv_result_json(srv_server *s, const srv_result *r) {
   switch (r->kind) {
     case SRV_RESULT_VERSION: {
@@ -107,6 +118,7 @@ cJSON *srv_result_json(srv_server *s, const srv_result *r) {
     case SRV_RESULT_BLEND_FIT: return blend_fitted(r->blend_fitted);
     case SRV_RESULT_ANIM_COMPRESS: return cJSON_Duplicate(r->compressed->report, 1);
     case SRV_RESULT_HISTORY: return history(s, r->history.result, r->history.author);
+    case SRV_RESULT_MASK: return mask_done(r->mask);
   }
   return NULL;
 }

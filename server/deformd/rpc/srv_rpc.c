@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include "dfm_brush.h"
 #include "srv_rpc.h"
 #include "srv_result_json.h"
 #include "srv_error.h"
@@ -236,6 +237,56 @@ int srv_rpc_numbers(srv_rpc_call *call, const cJSON *params, const char *key, in
     out[i] = v->valuedouble;
   }
   return 1;
+}
+
+int srv_rpc_number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out) {
+  int r = srv_rpc_number(call, params, key, out);
+  if (r > 0 && !(*out >= lo && *out <= hi)) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be between %g and %g (got %g)", key, lo, hi, *out);
+    return -1;
+  }
+  return r;
+}
+
+int srv_rpc_samples(srv_rpc_call *call, const cJSON *params, double radius, double strength, double lo, double hi,
+                    int direction, dfm_brush_sample **out) {
+  *out = NULL;
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "samples");
+  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+  if (n < 1 || n > 65536) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"samples\" must be an array of 1 to 65536 points of the stroke's path");
+    return -1;
+  }
+  dfm_brush_sample *samples = calloc((size_t)n, sizeof(*samples));
+  if (!samples) {
+    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
+    return -1;
+  }
+  int i = 0;
+  cJSON *smp;
+  cJSON_ArrayForEach(smp, list) {
+    dfm_brush_sample *d = &samples[i++];
+    d->radius = radius;
+    d->strength = strength;
+    if (!cJSON_IsObject(smp) || srv_rpc_numbers(call, smp, "center", 3, d->center) != 1) {
+      if (!(cJSON_IsObject(smp) && cJSON_GetObjectItemCaseSensitive(smp, "center"))) /* else answered */
+        srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d needs \"center\": [x, y, z]", i - 1);
+      goto bad;
+    }
+    if ((direction && srv_rpc_numbers(call, smp, "direction", 3, d->direction) < 0) ||
+        srv_rpc_number(call, smp, "radius", &d->radius) < 0 ||
+        srv_rpc_number_in(call, smp, "strength", lo, hi, &d->strength) < 0)
+      goto bad;
+    if (!(d->radius > 0)) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: sample %d has no positive \"radius\" (give one per stroke or per sample)", i - 1);
+      goto bad;
+    }
+  }
+  *out = samples;
+  return n;
+bad:
+  free(samples);
+  return -1;
 }
 
 int srv_rpc_bool(srv_rpc_call *call, const cJSON *params, const char *key, int *out) {

@@ -39,6 +39,15 @@ void srv_rpc_send_error(srv_conn *c, cJSON *id, int code, const char *message);
 int srv_rpc_number(srv_rpc_call *call, const cJSON *params, const char *key, double *out);
 int srv_rpc_numbers(srv_rpc_call *call, const cJSON *params, const char *key, int n, double *out);
 int srv_rpc_bool(srv_rpc_call *call, const cJSON *params, const char *key, int *out);
+/* A number that must lie in [lo, hi] (answers SRV_EPARAMS naming the range otherwise). */
+int srv_rpc_number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out);
+/* A stroke's path (brush.stroke, mask.stroke): "samples", 1 to 65536 objects with "center"
+ * [x, y, z], optional "direction" (when `direction`), "radius" (default `radius`) and "strength"
+ * (default `strength`, within [lo, hi]). Returns the count with *out malloc'ed (caller frees), or
+ * -1 after answering the call. */
+struct dfm_brush_sample;
+int srv_rpc_samples(srv_rpc_call *call, const cJSON *params, double radius, double strength, double lo, double hi,
+                    int direction, struct dfm_brush_sample **out);
 /* An array of vertex indices (integers >= 0); *out is malloc'ed (caller frees; NULL when
  * absent). */
 int srv_rpc_vertices(srv_rpc_call *call, const cJSON *params, const char *key, uint32_t **out, uint32_t *count);

@@ -38,6 +38,8 @@
 #include "srv_session.h"
 #include "srv_state.h"
 #include "srv_history.h"
+#include "srv_mask.h"
+#include "dfm_mask.h"
 
 #define PIECES_KEPT 4
 
@@ -63,6 +65,7 @@ typedef struct stroke {
   uint64_t max_work;    /* the server's max_brush_work when the stroke arrived */
   srv_reply reply;
   srv_state shape;      /* captured when the job starts, not when the stroke arrived */
+  float *mask;          /* the author's mask then (srv_mask_copy; NULL: none): what it holds */
   uint32_t *idx;        /* result: render vertices whose offset the stroke sets, ascending */
   int32_t *q;
   uint32_t n;
@@ -78,6 +81,7 @@ typedef struct stroke {
 static void stroke_free(stroke *k) {
   dfm_stroke_state_fini(&k->path);
   srv_state_release(&k->shape);
+  free(k->mask);
   free(k->samples);
   free(k->idx);
   free(k->q);
@@ -129,9 +133,24 @@ static void stroke_work(uv_work_t *req) {
     goto out;
   }
   k->brush.vertex_names = names;
+  /* Masks (srv_mask.c): the author's held vertices take none of the stroke, feathered over the
+   * brush's radius at the mask's edge (dfm_mask_free). */
+  float *take = NULL;
+  if (k->mask) {
+    take = malloc(sizeof(float) * ((size_t)nt + 1));
+    if (!take || dfm_mask_free(&s->adj, p, k->mask, k->samples[0].radius, take) != 0) {
+      free(take);
+      k->status = DFM_ENOMEM;
+      snprintf(k->err, sizeof(k->err), "out of memory");
+      goto out;
+    }
+    k->brush.take = take;
+  }
   k->status = dfm_stroke_apply(&k->brush, &s->adj, t->triangles, t->triangle_count, k->samples, k->count, p, moved,
                                &k->path, &k->dabs, k->err, sizeof(k->err));
   k->brush.vertex_names = NULL;
+  k->brush.take = NULL;
+  free(take);
   if (k->status) goto out;
   uint32_t count = 0;
   for (uint32_t r = 0; r < nv; r++) count += moved[t->render_to_topo[r]];
@@ -266,6 +285,7 @@ static void start_next(srv_server *srv, srv_session *s) {
     s->stroke_count--;
     k->req.data = k;
     take_piece(s, k);
+    k->mask = srv_mask_copy(s, k->author);
     if (srv_state_capture(s, &k->shape) != 0 || uv_queue_work(srv->loop, &k->req, stroke_work, stroke_done) != 0) {
       srv_reply_error(&k->reply, SRV_EINTERNAL, "cannot start the stroke");
       srv_session_unref(s);

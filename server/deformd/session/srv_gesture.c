@@ -40,6 +40,7 @@
 #include "srv_session.h"
 #include "srv_state.h"
 #include "srv_history.h"
+#include "srv_mask.h"
 
 typedef enum g_state { G_FACTORING, G_READY, G_SOLVING, G_FAILED } g_state;
 
@@ -59,6 +60,8 @@ struct srv_gesture {
   dfm_system *sys;        /* touched by at most one job at a time */
   double *rest;           /* 3 × topology vertices: the shape at begin */
   double *out;            /* 3 × topology vertices: the solver's output, reused by every drag */
+  float *mask;            /* the author's mask at begin, per topology vertex (NULL: none): a
+                           * value of 1 is an anchor, a partial value scales the displacement */
   uint32_t *region;       /* render vertices that can move, ascending */
   int32_t *region_q0;     /* their quantised offsets at begin (3 each) */
   uint32_t region_count;
@@ -125,6 +128,7 @@ static void gesture_free(srv_gesture *g) {
   free(g->out);
   free(g->region);
   free(g->region_q0);
+  free(g->mask);
   g->session->gesture_bytes -= g->charge;
   give_back(g->srv, g->charge);
   free(g);
@@ -207,6 +211,40 @@ static uint32_t *to_topo(const mesh_topology *t, const uint32_t *render, uint32_
   return out;
 }
 
+/* The author's mask (srv_mask.c): the vertices it holds fully leave the handle and become
+ * anchors, in the region (or anywhere, with none), so the solve meets them with the smooth
+ * border's zero slope (dfm_border.c) where the mask ends. Returns 0, DFM_EINVAL or DFM_ENOMEM. */
+static int hold_masked(begin_job *j, srv_gesture *g, const mesh_topology *t) {
+  uint32_t nt = t->vertex_count, keep = 0;
+  for (uint32_t i = 0; i < j->nh; i++)
+    if (g->mask[j->h[i]] < 1.0f) j->h[keep++] = j->h[i];
+  j->nh = keep;
+  if (!keep && j->params.soft_count == 0) {
+    snprintf(j->err, sizeof(j->err), "every handle vertex is held by your mask: pick a vertex it does not hold");
+    return DFM_EINVAL;
+  }
+  uint8_t *in = calloc((size_t)nt + 1, 1);
+  uint32_t *an = malloc(sizeof(uint32_t) * ((size_t)j->na + nt + 1));
+  if (!in || !an) {
+    free(in);
+    free(an);
+    return DFM_ENOMEM;
+  }
+  if (j->troi)
+    for (uint32_t i = 0; i < j->nr; i++) in[j->troi[i]] = 1;
+  else
+    memset(in, 1, nt);
+  uint32_t na = 0;
+  for (uint32_t i = 0; i < j->na; i++) an[na++] = j->an[i], in[j->an[i]] = 0; /* given anchors once */
+  for (uint32_t v = 0; v < nt; v++)
+    if (in[v] && g->mask[v] >= 1.0f) an[na++] = v;
+  free(in);
+  free(j->an);
+  j->an = an;
+  j->na = na;
+  return 0;
+}
+
 /* The first step of a begin, on the pool: the shape at begin, the handle, the region and the
  * anchors in topology vertices. Cheap next to the factorisation, and what the memory estimate
  * needs (srv_gesture_begin's budget check runs between the two steps, on the loop). */
@@ -254,6 +292,7 @@ static void region_work(uv_work_t *req) {
       j->tsoft_position[3 * (size_t)i + k] = isnan(at) ? g->rest[3 * (size_t)v + k] : at;
     }
   }
+  if (g->mask && (j->status = hold_masked(j, g, t)) != 0) goto out;
   j->status = 0;
 out:
   if (j->status == DFM_ENOMEM && !j->err[0]) snprintf(j->err, sizeof(j->err), "out of memory");
@@ -478,6 +517,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   g->client = owner;
   g->srv = srv;
   g->author = spec->author;
+  g->mask = srv_mask_copy(s, spec->author);
   g->step = 0; /* taken when its first drag applies: step ids follow the versions */
   g->session = s;
   g->state = G_FACTORING;
@@ -511,6 +551,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
       (spec->soft && !j->soft) || !j->soft_weight || !j->soft_position ||
       uv_queue_work(srv->loop, &j->req, region_work, begin_done) != 0) {
     begin_job_free(j);
+    free(g->mask);
     free(g);
     snprintf(err, errlen, "cannot start the factorisation");
     return SRV_EINTERNAL;
@@ -555,8 +596,13 @@ static void solve_work(uv_work_t *req) {
   if (j->status == 0) {
     for (uint32_t i = 0; i < g->region_count; i++) {
       uint32_t r = g->region[i], v = t->render_to_topo[r];
+      float held = g->mask ? g->mask[v] : 0.0f;
+      if (held >= 1.0f) { /* masked: exactly as it was at begin */
+        memcpy(j->q + 3 * (size_t)i, g->region_q0 + 3 * (size_t)i, sizeof(int32_t) * 3);
+        continue;
+      }
       for (int k = 0; k < 3; k++) {
-        double d = out[3 * (size_t)v + k] - g->rest[3 * (size_t)v + k];
+        double d = (out[3 * (size_t)v + k] - g->rest[3 * (size_t)v + k]) * (1.0 - (double)held);
         float off = proto_dequantize(g->region_q0[3 * (size_t)i + k], j->quantum) + (float)d;
         j->q[3 * (size_t)i + k] = proto_quantize(off, j->quantum);
       }

@@ -253,6 +253,10 @@ static srv_step *new_step_in_order(srv_history *h, uint64_t id, uint32_t author,
 
 uint64_t srv_history_new_step_id(srv_session *s) { return s->history->next_id++; }
 
+void srv_history_reserve_step_ids(srv_session *s, uint64_t id) {
+  if (id >= s->history->next_id) s->history->next_id = id + 1;
+}
+
 void srv_history_set_replay_time(srv_session *s, double t) {
   if (s->history) s->history->replay_time = t;
 }
@@ -662,8 +666,8 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
 const char *srv_history_cause_name(int cause) {
   static const char *const names[] = {"?", "edit", "weights.set", "sculpt.set", "deform.reset", "gesture", "brush",
                                       "blend.solve", "blend.fit", "targets.create_from_sculpt", "targets.configure",
-                                      "anim.compress", "anim.play", "undo", "redo", "revert"};
-  return cause > 0 && cause <= SRV_CAUSE_REVERT ? names[cause] : names[0];
+                                      "anim.compress", "anim.play", "undo", "redo", "revert", "mask"};
+  return cause > 0 && cause <= SRV_CAUSE_MASK ? names[cause] : names[0];
 }
 
 int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,

@@ -55,6 +55,8 @@ int srv_history_init(srv_session *s);
 void srv_history_fini(srv_session *s);
 /* A step id for operations that belong together (a gesture, a playback, an undo). */
 uint64_t srv_history_new_step_id(srv_session *s);
+/* Restore: step ids continue above `id` (mask steps take theirs from this counter, srv_mask.c). */
+void srv_history_reserve_step_ids(srv_session *s, uint64_t id);
 /* srv_server.on_applied: records the step and, with a store, the operation's record. */
 void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, uint64_t version,
                             const srv_before *before);

@@ -20,6 +20,7 @@
 #include "srv_history.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
+#include "srv_mask.h"
 
 /* An undo or redo that came while its author's strokes or drags were still queued or solving:
  * it runs once they have applied, in the order requests came (per session). */
@@ -33,14 +34,19 @@ struct history_wait {
 static void run_now(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply *reply) {
   srv_history_result res;
   char err[512];
-  int rc = redo ? srv_history_redo(s, x, author, &res, err, sizeof(err))
-                : srv_history_undo(s, x, author, &res, err, sizeof(err));
+  int rc;
+  /* A mask step of the author's may be newer than the author's other steps (srv_mask.c). */
+  if (redo ? srv_mask_redo_first(x, author) : srv_mask_undo_first(x, author))
+    rc = srv_mask_undo(s, x, author, redo, &res, err, sizeof(err));
+  else
+    rc = redo ? srv_history_redo(s, x, author, &res, err, sizeof(err))
+              : srv_history_undo(s, x, author, &res, err, sizeof(err));
   if (rc) srv_reply_error(reply, rc, err);
   else srv_reply_ok(reply, &(srv_result){.kind = SRV_RESULT_HISTORY, .history = {&res, author}});
 }
 
 static int author_busy(const srv_session *x, uint32_t author) {
-  return srv_brush_busy(x, author) || srv_gesture_busy(x, author);
+  return srv_brush_busy(x, author) || srv_gesture_busy(x, author) || srv_mask_busy(x, author);
 }
 
 void srv_history_ask(srv_server *s, srv_session *x, uint32_t author, int redo, srv_reply reply) {

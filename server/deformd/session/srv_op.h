@@ -64,7 +64,8 @@ typedef enum srv_cause {
   SRV_CAUSE_ANIM_PLAY,       /* the player's frames (one step per anim.play) */
   SRV_CAUSE_UNDO,            /* history.undo */
   SRV_CAUSE_REDO,            /* history.redo */
-  SRV_CAUSE_REVERT           /* history.revert */
+  SRV_CAUSE_REVERT,          /* history.revert */
+  SRV_CAUSE_MASK             /* mask.*: a step of an author's mask (srv_mask.c), never an operation */
 } srv_cause;
 
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */

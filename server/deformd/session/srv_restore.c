@@ -27,6 +27,7 @@
 #include "srv_session.h"
 #include "srv_record.h"
 #include "srv_history.h"
+#include "srv_mask.h"
 #include "srv_anim.h"
 
 typedef struct replay_ctx {
@@ -122,6 +123,12 @@ static int clip_row(const srv_store_row *row, void *arg) {
   return c->rc != 0;
 }
 
+static int mask_row(const srv_store_row *row, void *arg) {
+  clip_ctx *c = arg;
+  c->rc = srv_mask_load(c->s, row->op.author, row->op.body, row->op.len, c->err, c->errlen);
+  return c->rc != 0;
+}
+
 /* srv_restore_session; with `partial`, a failure in the replay leaves there the session as the
  * records before the one that failed made it (or NULL). */
 static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_history, uint32_t max_vertices,
@@ -200,6 +207,12 @@ static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_hi
     clip_ctx cc = {s, 0, err, errlen};
     rc = srv_store_read_clips(r, sid, clip_row, &cc, err, errlen);
     if (rc == 0) rc = cc.rc;
+    /* The authors' masks (schema 4 on): the current ones, beside the shape, not in it. */
+    int schema = 0;
+    if (rc == 0) rc = srv_store_reader_schema(r, &schema, err, errlen);
+    if (rc == 0 && schema >= 4) rc = srv_store_read_masks(r, sid, mask_row, &cc, err, errlen);
+    if (rc == 0) rc = cc.rc;
+    if (rc == 0) srv_mask_restore_done(s);
     if (rc) goto out;
   } else if (s->version != up_to) {
     snprintf(err, errlen, "version %llu of session '%s' is not in the store (its history starts later or ends at %llu)",

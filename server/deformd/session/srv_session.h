@@ -19,6 +19,7 @@
 typedef struct srv_anim srv_anim;
 typedef struct srv_gesture srv_gesture;
 typedef struct srv_history srv_history;
+typedef struct srv_masks srv_masks;
 
 #define SRV_BLOCK_SHIFT 6 /* vertex versions are kept per block of 64 vertices */
 
@@ -87,6 +88,8 @@ struct srv_session {
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
   struct srv_history *history; /* steps, undo and redo (srv_history.c) */
   void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
+  struct srv_masks *masks;   /* each author's mask, its steps and requests (srv_mask.c), or NULL */
+  void (*masks_fini)(srv_session *s); /* set with `masks`: frees them with the session */
   int64_t store_id;          /* the store's id (0: not stored) */
   uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
   int restoring;             /* replaying the store: on_applied records history, writes nothing */

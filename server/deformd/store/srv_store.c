@@ -53,9 +53,11 @@ typedef enum item_kind {
   ITEM_TOKEN,       /* session (the token's id), op_kind (role), name (user), time, blob: hash +
                      * the session it is for (none: every session) */
   ITEM_TOKEN_DELETE, /* session (the token's id) */
-  ITEM_STEP         /* session, step, v1 (what it undid, redid or reverted to), changed (skipped), author,
+  ITEM_STEP,        /* session, step, v1 (what it undid, redid or reverted to), changed (skipped), author,
                      * op_kind (its srv_cause) */
+  ITEM_MASK         /* session, author, blob: that author's mask and its undo steps (srv_mask.c) */
 } item_kind;
+#define ITEM_LAST ITEM_MASK
 
 typedef struct item {
   item_kind kind;
@@ -103,7 +105,7 @@ struct srv_store {
   batch *failed, *failed_tail; /* writer only: to retry first, in order */
   int stop, retry_now;
   int readonly;                /* writer: db was opened read-only (a read-only file system) */
-  sqlite3_stmt *stmt[ITEM_STEP + 1]; /* writer: prepared once, reset after each use */
+  sqlite3_stmt *stmt[ITEM_LAST + 1]; /* writer: prepared once, reset after each use */
   uv_timer_t ckpt_timer;       /* the WAL checkpoints run on the pool, not in a commit */
   uv_work_t ckpt_req;
   int ckpt_running;
@@ -189,13 +191,14 @@ static int write_item(srv_store *st, const item *it) {
       [ITEM_TOKEN_DELETE] = "DELETE FROM tokens WHERE id = ?1",
       [ITEM_STEP] = "INSERT OR REPLACE INTO steps(session, step, undo_of, skipped, author, kind) VALUES (?1, ?2, ?3, "
                     "?4, ?5, ?6)",
+      [ITEM_MASK] = "INSERT OR REPLACE INTO masks(session, author, body) VALUES (?1, ?2, ?3)",
   };
   if (it->kind == ITEM_SESSION_DELETE) {
     /* The session's rows go with it (no ON DELETE CASCADE: explicit is easier to read). */
     const char *const del[] = {"DELETE FROM ops WHERE session = ?1", "DELETE FROM checkpoints WHERE session = ?1",
                                "DELETE FROM clips WHERE session = ?1", "DELETE FROM steps WHERE session = ?1",
-                               "DELETE FROM sessions WHERE id = ?1"};
-    for (int k = 0; k < 5; k++) {
+                               "DELETE FROM masks WHERE session = ?1", "DELETE FROM sessions WHERE id = ?1"};
+    for (int k = 0; k < 6; k++) {
       sqlite3_stmt *s = NULL;
       int rc = sqlite3_prepare_v2(db, del[k], -1, &s, NULL);
       if (rc == SQLITE_OK) sqlite3_bind_int64(s, 1, it->session), rc = sqlite3_step(s);
@@ -284,6 +287,11 @@ static int write_item(srv_store *st, const item *it) {
     case ITEM_TOKEN_DELETE:
       sqlite3_bind_int64(s, 1, it->session);
       break;
+    case ITEM_MASK:
+      sqlite3_bind_int64(s, 1, it->session);
+      sqlite3_bind_int64(s, 2, it->author);
+      sqlite3_bind_blob64(s, 3, it->blob, it->len, SQLITE_STATIC);
+      break;
     default:
       break;
   }
@@ -294,7 +302,7 @@ static int write_item(srv_store *st, const item *it) {
 }
 
 static void finalize_all(srv_store *st) {
-  for (int k = 0; k <= ITEM_STEP; k++) {
+  for (int k = 0; k <= ITEM_LAST; k++) {
     sqlite3_finalize(st->stmt[k]);
     st->stmt[k] = NULL;
   }
@@ -540,7 +548,7 @@ static void on_handle_closed(uv_handle_t *h) {
 /* The schema, one step per version: a new file runs every step, an older one the steps after
  * its user_version, each in a transaction of its own. Version 1 is what deformd wrote before
  * the schema had versions (its tables were always created IF NOT EXISTS). */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 static const char *const schema_steps[SCHEMA_VERSION + 1] = {
     [1] = "CREATE TABLE IF NOT EXISTS sessions(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL, "
           "mesh BLOB);"
@@ -562,6 +570,10 @@ static const char *const schema_steps[SCHEMA_VERSION + 1] = {
           "ALTER TABLE checkpoints ADD COLUMN history BLOB;",
     /* 3: the session's up axis (session.create's `up`); sessions stored before it are Y-up. */
     [3] = "ALTER TABLE sessions ADD COLUMN up TEXT NOT NULL DEFAULT 'y';",
+    /* 4: each author's mask and its undo steps, one row per session and author (srv_mask.c
+     * encodes the body); a mask is not an operation, so it is not in ops. */
+    [4] = "CREATE TABLE IF NOT EXISTS masks(session INTEGER NOT NULL, author INTEGER NOT NULL, body BLOB NOT NULL, "
+          "PRIMARY KEY(session, author)) WITHOUT ROWID;",
 };
 
 static int64_t pragma_int(sqlite3 *db, const char *sql, int *rc) {
@@ -806,6 +818,11 @@ int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_
 
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len) {
   item it = {.kind = ITEM_CLIP, .session = sid, .name = (char *)name, .len = len};
+  return push(st, &it, body);
+}
+
+int srv_store_put_mask(srv_store *st, int64_t sid, uint32_t author, const void *body, size_t len) {
+  item it = {.kind = ITEM_MASK, .session = sid, .author = author, .len = len};
   return push(st, &it, body);
 }
 

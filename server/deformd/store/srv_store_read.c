@@ -223,6 +223,20 @@ int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, 
   return query(r, "SELECT name, body FROM clips WHERE session = ?1 ORDER BY seq", &sid, 1, clip_row, &c, err, errlen);
 }
 
+static int mask_row(sqlite3_stmt *s, void *arg) {
+  rows_ctx *c = arg;
+  srv_store_row row = {0};
+  row.op.author = (uint32_t)sqlite3_column_int64(s, 0);
+  row.op.body = sqlite3_column_blob(s, 1);
+  row.op.len = (size_t)sqlite3_column_bytes(s, 1);
+  return c->cb(&row, c->arg);
+}
+
+int srv_store_read_masks(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen) {
+  rows_ctx c = {cb, arg};
+  return query(r, "SELECT author, body FROM masks WHERE session = ?1 ORDER BY author", &sid, 1, mask_row, &c, err, errlen);
+}
+
 static int author_row(sqlite3_stmt *s, void *arg) {
   rows_ctx *c = arg;
   srv_store_row row = {0};
