@@ -15,6 +15,7 @@
 static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_NOOP] = "noop",
     [PROTO_CAP_UP] = "up",
+    [PROTO_CAP_PRESENCE] = "presence",
 };
 
 const char *proto_cap_name(proto_cap cap) {
@@ -28,8 +29,10 @@ int proto_cap_find(const char *name, size_t len) {
 }
 
 int proto_cap_of_type(uint8_t type) {
-  (void)type; /* no optional message type yet: a new one returns its capability here */
-  return -1;
+  switch (type) {
+    case PROTO_PRESENCE: return PROTO_CAP_PRESENCE;
+    default: return -1; /* every type of versions 1 and 2 */
+  }
 }
 
 size_t proto_caps_size(uint32_t set) {

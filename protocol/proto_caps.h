@@ -29,6 +29,7 @@ typedef enum proto_cap {
   PROTO_CAP_NOOP = 0, /* "noop": unlocks no frame; granted to whoever asks, so that the negotiation
                        * itself is exercised end to end before the first real capability exists */
   PROTO_CAP_UP = 1,   /* "up": unlocks no frame; WELCOME carries the session's up axis (option 8) */
+  PROTO_CAP_PRESENCE = 2, /* "presence": PRESENCE frames (proto_presence.h), both ways */
   PROTO_CAP_COUNT
 } proto_cap;
 

@@ -61,7 +61,7 @@ int proto_header_decode(const uint8_t *b, const proto_limits *limits, proto_head
   h->session_version = proto__ld64(b + 12);
   if (h->magic != PROTO_MAGIC) return PROTO_EMAGIC;
   if (h->version < PROTO_VERSION || h->version > PROTO_VERSION_MAX) return PROTO_EVERSION;
-  if (h->type < PROTO_HELLO || h->type > PROTO_TARGET_META) return PROTO_ETYPE;
+  if (h->type < PROTO_HELLO || h->type > PROTO_TYPE_LAST || h->type == 13) return PROTO_ETYPE;
   if (h->length > l.max_frame) return PROTO_ETOOBIG;
   return 0;
 }

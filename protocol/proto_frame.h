@@ -52,8 +52,12 @@ typedef enum proto_type {
   PROTO_PONG = 9,     /* either way */
   PROTO_BYE = 10,     /* either way */
   PROTO_TARGET = 11,  /* server -> client: a new morph target (made from the sculpt layer) */
-  PROTO_TARGET_META = 12 /* server -> client: a target's range, mute flag or drivers changed */
+  PROTO_TARGET_META = 12, /* server -> client: a target's range, mute flag or drivers changed */
+  /* 13 is left free. Types from here on belong to a capability (proto_caps.h): only connections
+   * granted it send or receive them. */
+  PROTO_PRESENCE = 14 /* either way, capability "presence": participants, cursors, cameras */
 } proto_type;
+#define PROTO_TYPE_LAST PROTO_PRESENCE /* the highest type a header may carry */
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */

@@ -4,7 +4,9 @@
  *
  * A capability is granted when the client asked for it by a name this build knows and the
  * server serves it (served_caps). Today that is "noop" and "up" (WELCOME then carries the
- * session's up axis; the port fills it in), which unlock no frame; a later
+ * session's up axis; the port fills it in), which unlock no frame, and "presence" (PRESENCE
+ * frames both ways, for viewers and editors alike: anyone who may watch a session sees who is
+ * in it); a later
  * capability that only some connections may have (an editor's, say) decides it here, from the
  * role.
  *
@@ -15,7 +17,8 @@
 #include "srv_conn.h"
 
 /* What this build serves. */
-static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP);
+static const uint32_t served_caps =
+    PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;

@@ -357,7 +357,7 @@ static void count_out(srv_conn *c, const uint8_t *p, size_t n, int pieces) {
   for (size_t at = 0; at + PROTO_HEADER_SIZE <= n;) {
     uint8_t type = p[at + 6];
     size_t len = pieces ? n : PROTO_HEADER_SIZE + (size_t)proto_load_u32(p + at + 8);
-    if (type <= PROTO_TARGET_META) {
+    if (type <= PROTO_TYPE_LAST) {
       st->type_bytes[type] += len < n - at ? len : n - at;
       st->type_frames[type]++;
     }

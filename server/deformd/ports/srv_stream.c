@@ -38,6 +38,7 @@
 #include "srv_session_wire.h"
 #include "srv_history.h"
 #include "srv_fanout.h"
+#include "srv_presence.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
@@ -82,6 +83,7 @@ static void reply_error(srv_reply *r, int srv_code, const char *message) {
 static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 
 static void on_drained(srv_conn *c) {
+  srv_presence_drained(c); /* a presence update it missed while slow: the whole list now */
   srv_session *s = srv_fanout_session(c);
   if (!c->lagging || !s) return;
   if (srv_fanout_paced(c)) { /* paced: it catches up with its class's next update */
@@ -193,6 +195,9 @@ static void join_ready(srv_conn *c, int status) {
   c->sent_version = s->version;
   st->max_rate = srv_fanout_subscribe(s, c, st->codec, st->max_rate);
   c->server->stats.classes[c->stat_slot].viewers++;
+  /* After its SNAPSHOT: the participants as they are now, when it asked for presence. */
+  if (srv_presence_join(s, c, st->role, srv_caps_has(c, PROTO_CAP_PRESENCE)) != 0)
+    srv_log(SRV_LOG_WARN, "connection %u: out of memory for presence: it is not listed", c->id);
   if (c->server->on_joined) c->server->on_joined(c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
           c->id, c->peer, s->name, st->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
@@ -476,6 +481,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
     return;
   }
+  srv_presence_touch(s, c); /* not idle */
   if (e.kind == PROTO_EDIT_UNDO || e.kind == PROTO_EDIT_REDO || e.kind == PROTO_EDIT_AUTHOR) {
     on_history_edit(c, s, &e);
     return;
@@ -513,6 +519,21 @@ out:
   free(q);
 }
 
+/* PRESENCE from a connection granted "presence" (docs/protocol.md §15): its cursor, camera and
+ * ABOUT; from any other, the answer every type it may not send gets. */
+static void on_presence(srv_conn *c, const uint8_t *p, size_t n) {
+  srv_session *s = srv_fanout_session(c);
+  char why[160];
+  if (!srv_caps_has(c, PROTO_CAP_PRESENCE) || c->stream->forward_only) {
+    snprintf(why, sizeof(why), "message type %u is not accepted from clients not granted \"presence\"", PROTO_PRESENCE);
+    srv_conn_send_error(c, PROTO_ERR_MALFORMED, 0, why);
+    return;
+  }
+  if (!s) return; /* its session closed: nothing to tell anyone */
+  int rc = srv_presence_frame(s, c, p, n, why, sizeof(why));
+  if (rc) srv_conn_send_error(c, rc == PROTO_ENONFINITE || rc == PROTO_EINVAL ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, 0, why);
+}
+
 static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   if (c->stage == SRV_STAGE_GREETING) {
     if (h->type == PROTO_HELLO)
@@ -547,6 +568,9 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
       break;
     }
     case PROTO_PONG:
+      break;
+    case PROTO_PRESENCE:
+      on_presence(c, p, h->length);
       break;
     case PROTO_BYE:
       srv_conn_finish(c, NULL);
@@ -594,6 +618,7 @@ static void on_close(srv_conn *c) {
   if (c->stat_slot >= 0) c->server->stats.classes[c->stat_slot].viewers--;
   c->stat_slot = -1;
   srv_fanout_unsubscribe(c);
+  srv_presence_leave(c->server, c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }

@@ -234,10 +234,10 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
 /* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
 static void add_stream_stats(cJSON *r, const srv_stats *st) {
   static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
-                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META"};
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "?", "PRESENCE"};
   cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
   cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
-  for (int t = 1; t <= PROTO_TARGET_META; t++) {
+  for (int t = 1; t <= PROTO_TYPE_LAST; t++) {
     if (!st->type_frames[t]) continue;
     cJSON_AddNumberToObject(types, names[t], (double)st->type_bytes[t]);
     cJSON_AddNumberToObject(frames, names[t], (double)st->type_frames[t]);
@@ -281,6 +281,9 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "clients_dropped", (double)s->stats.clients_dropped);
   cJSON_AddNumberToObject(r, "connections_refused", (double)s->stats.connections_refused);
   cJSON_AddNumberToObject(r, "lagging_connections", lagging);
+  cJSON *presence = cJSON_AddObjectToObject(r, "presence"); /* srv_presence.c */
+  cJSON_AddNumberToObject(presence, "updates", (double)s->stats.presence_updates);
+  cJSON_AddNumberToObject(presence, "skipped", (double)s->stats.presence_skipped);
   cJSON_AddNumberToObject(r, "queued_bytes", (double)queued);
   cJSON_AddNumberToObject(r, "rpc_requests", (double)s->stats.rpc_requests);
   cJSON_AddNumberToObject(r, "rpc_errors", (double)s->stats.rpc_errors);
@@ -327,7 +330,7 @@ static const srv_method_table own_methods = {session_methods, sizeof(session_met
 /* Every table; a name is in one of them only (the tests count them against the spec). */
 static const srv_method_table *const tables[] = {
     &srv_token_rpc_methods, &own_methods,          &srv_edit_rpc_methods,     &srv_history_rpc_methods,
-    &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods,
+    &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods, &srv_presence_rpc_methods,
 };
 #define TABLE_COUNT (sizeof(tables) / sizeof(tables[0]))
 
