@@ -14,162 +14,13 @@
 
 #include "harness.h"
 #include "proto_caps.h"
+#include "presence_client.h"
 #include "proto_presence.h"
 #include "test.h"
 
 static const char *const demo_args[] = {"--demo", NULL};
 
 #define ASSERT_STR_SAME(a, b) ASSERT(strcmp((a), (b)) == 0)
-
-/* What one presence client has heard: participants by id. */
-typedef struct heard {
-  uint32_t self;
-  struct {
-    uint32_t id;
-    char author[PROTO_MAX_AUTHOR + 1];
-    uint8_t role, flags, client;
-    int has_state, left;
-    proto_presence_state state;
-  } p[16];
-  int n;
-  uint32_t frames;
-} heard;
-
-static int find(heard *w, uint32_t id) {
-  for (int i = 0; i < w->n; i++)
-    if (w->p[i].id == id) return i;
-  ASSERT(w->n < 16);
-  memset(&w->p[w->n], 0, sizeof(w->p[0]));
-  w->p[w->n].id = id;
-  return w->n++;
-}
-
-/* Applies one PRESENCE payload (every record must decode). */
-static void hear(heard *w, const uint8_t *p, size_t n) {
-  proto_presence_iter it;
-  proto_presence_rec r;
-  int rc;
-  w->frames++;
-  proto_presence_iter_init(&it, p, n);
-  while ((rc = proto_presence_next(&it, &r)) == 1) {
-    if (r.kind == PROTO_PRES_CLEAR) {
-      w->n = 0;
-    } else if (r.kind == PROTO_PRES_INFO) {
-      int i = find(w, r.u.info.id);
-      snprintf(w->p[i].author, sizeof(w->p[i].author), "%.*s", (int)r.u.info.author.len, r.u.info.author.ptr);
-      w->p[i].role = r.u.info.role;
-      w->p[i].flags = r.u.info.flags;
-      w->p[i].client = r.u.info.client;
-      w->p[i].left = 0;
-    } else if (r.kind == PROTO_PRES_LEAVE) {
-      w->p[find(w, r.u.id)].left = 1;
-    } else if (r.kind == PROTO_PRES_STATE) {
-      int i = find(w, r.u.state.id);
-      w->p[i].state = r.u.state;
-      w->p[i].has_state = 1;
-    } else {
-      test__fail(__FILE__, __LINE__, "the server sent a record of kind %u", r.kind);
-    }
-  }
-  ASSERT_OK(rc, "a PRESENCE frame the server sent decodes");
-}
-
-/* Reads frames (PRESENCE into w, the others into the replica) until `done(w, arg)` or 10 s. */
-static void hear_until(client_conn *c, client_replica *r, heard *w, int (*done)(heard *, const void *),
-                       const void *arg) {
-  char err[256];
-  uint64_t deadline = client_now_ns() + 10000000000ull;
-  while (!done(w, arg)) {
-    ASSERT(client_now_ns() < deadline);
-    proto_header h;
-    const uint8_t *p;
-    int rc = client_read_frame(c, 200, &h, &p, err, sizeof(err));
-    if (rc == CLIENT_ETIMEDOUT) continue;
-    ASSERT_OK(rc, err);
-    ASSERT(h.type != PROTO_ERROR);
-    if (h.type == PROTO_PRESENCE) {
-      ASSERT_EQ(h.session_version, 0);
-      hear(w, p, h.length);
-    } else if (r) {
-      ASSERT_OK(client_replica_apply(r, &h, p, err, sizeof(err)), err);
-    }
-  }
-}
-
-static int has_author(heard *w, const void *arg) {
-  for (int i = 0; i < w->n; i++)
-    if (!w->p[i].left && strcmp(w->p[i].author, arg) == 0) return 1;
-  return 0;
-}
-
-typedef struct want_state {
-  uint32_t id;
-  const proto_presence_state *s;
-} want_state;
-
-static int same_state(const proto_presence_state *a, const proto_presence_state *b) {
-  return a->flags == b->flags && a->tool == b->tool && memcmp(a->hit, b->hit, sizeof(a->hit)) == 0 &&
-         memcmp(a->normal, b->normal, sizeof(a->normal)) == 0 && a->radius == b->radius &&
-         memcmp(a->eye, b->eye, sizeof(a->eye)) == 0 && memcmp(a->target, b->target, sizeof(a->target)) == 0 &&
-         a->fov == b->fov;
-}
-
-static int has_state(heard *w, const void *arg) {
-  const want_state *x = arg;
-  for (int i = 0; i < w->n; i++)
-    if (w->p[i].id == x->id && w->p[i].has_state && same_state(&w->p[i].state, x->s)) return 1;
-  return 0;
-}
-
-static int has_left(heard *w, const void *arg) {
-  uint32_t id = *(const uint32_t *)arg;
-  for (int i = 0; i < w->n; i++)
-    if (w->p[i].id == id) return w->p[i].left;
-  return 0;
-}
-
-/* Joins `session` with the capability "presence" as `author`; the WELCOME's client id in w->self. */
-static void join_presence(harness *h, client_conn *c, client_replica *r, heard *w, proto_role role, const char *author) {
-  proto_hello_opts o = {.caps = PROTO_CAP_BIT(PROTO_CAP_PRESENCE), .author = {author, (uint16_t)strlen(author)}};
-  char err[256];
-  harness_connect(h, c, h->stream_port);
-  ASSERT_OK(client_hello2(c, "demo", role, NULL, &o), NULL);
-  client_replica_init(r);
-  memset(w, 0, sizeof(*w));
-  for (;;) {
-    proto_header hd;
-    const uint8_t *p;
-    ASSERT_OK(client_read_frame(c, 30000, &hd, &p, err, sizeof(err)), err);
-    if (hd.type == PROTO_WELCOME) {
-      proto_welcome wm;
-      proto_welcome_opts wo;
-      ASSERT_OK(proto_decode_welcome2(p, hd.length, &wm, &wo), NULL);
-      ASSERT_EQ(wo.caps, PROTO_CAP_BIT(PROTO_CAP_PRESENCE));
-      w->self = wm.client_id;
-    }
-    ASSERT(hd.type != PROTO_PRESENCE); /* the list comes after the SNAPSHOT */
-    ASSERT_OK(client_replica_apply(r, &hd, p, err, sizeof(err)), err);
-    if (hd.type == PROTO_SNAPSHOT) break;
-  }
-  hear_until(c, r, w, has_author, author); /* the whole list, itself in it */
-}
-
-static void send_state(client_conn *c, const proto_presence_state *s) {
-  proto_buf b;
-  proto_buf_init(&b);
-  size_t at = proto_presence_begin(&b);
-  ASSERT_OK(proto_presence_put_state(&b, s), NULL);
-  ASSERT_OK(proto_presence_end(&b, at), NULL);
-  ASSERT_OK(client_send_buf(c, &b), NULL);
-  proto_buf_fini(&b);
-}
-
-static proto_presence_state a_state(float t) {
-  proto_presence_state s = {.flags = PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, .tool = PROTO_TOOL_BRUSH0 + 2,
-                            .hit = {0.01f * t, 0.125f, -0.3f}, .normal = {0, 0.6f, 0.8f}, .radius = 0.02f,
-                            .eye = {0.1f, 0.2f, 1.5f + t}, .target = {0, 0.1f, 0}, .fov = 0.7853982f};
-  return s;
-}
 
 static cJSON *participant(cJSON *list, const char *author) {
   cJSON *e;
@@ -184,22 +35,22 @@ TEST(presence_clients_see_each_others_authors_cursors_and_cameras_and_who_left) 
   client_conn a, b;
   client_replica ra, rb;
   heard wa, wb;
-  join_presence(&h, &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
-  join_presence(&h, &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
-  ASSERT(has_author(&wb, "ana")); /* bob's list had ana in it already */
-  hear_until(&a, &ra, &wa, has_author, "bob");
-  int i = find(&wa, wb.self);
+  presence_join(&h, "demo", &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
+  presence_join(&h, "demo", &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
+  ASSERT(heard_author(&wb, "ana")); /* bob's list had ana in it already */
+  heard_until(&a, &ra, &wa, heard_author, "bob");
+  int i = heard_find(&wa, wb.self);
   ASSERT_EQ(wa.p[i].role, PROTO_ROLE_VIEWER);
   ASSERT_EQ(wa.p[i].flags & PROTO_PRES_EDITING, 0);
-  ASSERT_EQ(wb.p[find(&wb, wa.self)].flags & PROTO_PRES_EDITING, PROTO_PRES_EDITING);
+  ASSERT_EQ(wb.p[heard_find(&wb, wa.self)].flags & PROTO_PRES_EDITING, PROTO_PRES_EDITING);
   /* ana moves: bob gets exactly her floats; many moves coalesce, the last one always arrives. */
-  proto_presence_state last = a_state(0);
+  proto_presence_state last = presence_sample(0);
   for (int k = 0; k < 50; k++) {
-    last = a_state((float)k);
-    send_state(&a, &last);
+    last = presence_sample((float)k);
+    presence_send_state(&a, &last);
   }
   want_state ws = {wa.self, &last};
-  hear_until(&b, &rb, &wb, has_state, &ws);
+  heard_until(&b, &rb, &wb, heard_state, &ws);
   /* presence.list: both, with ana's cursor and camera. */
   char params[64];
   snprintf(params, sizeof(params), "{\"session\":\"demo\"}");
@@ -222,7 +73,7 @@ TEST(presence_clients_see_each_others_authors_cursors_and_cameras_and_who_left) 
   uint32_t bob_id = wb.self;
   client_replica_fini(&rb);
   client_close(&b);
-  hear_until(&a, &ra, &wa, has_left, &bob_id);
+  heard_until(&a, &ra, &wa, heard_left, &bob_id);
   client_replica_fini(&ra);
   client_close(&a);
   harness_stop(&h);
@@ -234,36 +85,36 @@ TEST(a_client_may_share_no_cursor_or_camera_and_is_still_listed_by_name) {
   client_conn a, b;
   client_replica ra, rb;
   heard wa, wb;
-  join_presence(&h, &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
+  presence_join(&h, "demo", &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
   /* ana says she is private, then moves: bob sees her name, flagged private, and no cursor. */
   proto_buf buf;
   proto_buf_init(&buf);
   size_t at = proto_presence_begin(&buf);
   ASSERT_OK(proto_presence_put_about(&buf, PROTO_CLIENT_VIEW, PROTO_PRES_PRIVATE), NULL);
-  proto_presence_state s = a_state(1);
+  proto_presence_state s = presence_sample(1);
   ASSERT_OK(proto_presence_put_state(&buf, &s), NULL);
   ASSERT_OK(proto_presence_end(&buf, at), NULL);
   ASSERT_OK(client_send_buf(&a, &buf), NULL);
   proto_buf_fini(&buf);
   /* An ordinary STATE from a JSON client after it, so that "no cursor" is not just "not yet". */
-  join_presence(&h, &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
+  presence_join(&h, "demo", &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
   cJSON_Delete(harness_rpc_ok(&h, "presence.set",
                               "{\"session\":\"demo\",\"cursor\":{\"hit\":[0,0.5,0],\"normal\":[0,1,0],\"radius\":0.1}}"));
   uint64_t deadline = client_now_ns() + 10000000000ull;
   int json_id = -1;
   while (json_id < 0) {
     ASSERT(client_now_ns() < deadline);
-    hear_until(&b, &rb, &wb, has_author, "ana");
+    heard_until(&b, &rb, &wb, heard_author, "ana");
     for (int i = 0; i < wb.n; i++)
       if (wb.p[i].client == PROTO_CLIENT_JSON && wb.p[i].has_state) json_id = (int)i;
     if (json_id < 0) {
       proto_header hd;
       const uint8_t *p;
       char err[256];
-      if (client_read_frame(&b, 200, &hd, &p, err, sizeof(err)) == 0 && hd.type == PROTO_PRESENCE) hear(&wb, p, hd.length);
+      if (client_read_frame(&b, 200, &hd, &p, err, sizeof(err)) == 0 && hd.type == PROTO_PRESENCE) heard_apply(&wb, p, hd.length);
     }
   }
-  int i = find(&wb, wa.self);
+  int i = heard_find(&wb, wa.self);
   ASSERT_EQ(wb.p[i].flags & PROTO_PRES_PRIVATE, PROTO_PRES_PRIVATE);
   ASSERT_EQ(wb.p[i].client, PROTO_CLIENT_VIEW);
   ASSERT_EQ(wb.p[i].has_state, 0);
@@ -305,17 +156,17 @@ TEST(presence_never_reaches_the_store_or_the_history_and_bumps_no_version) {
   client_conn a, b;
   client_replica ra, rb;
   heard wa, wb;
-  join_presence(&h, &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
-  join_presence(&h, &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
-  proto_presence_state last = a_state(0);
+  presence_join(&h, "demo", &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
+  presence_join(&h, "demo", &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
+  proto_presence_state last = presence_sample(0);
   for (int k = 0; k < 200; k++) {
-    last = a_state((float)k);
-    send_state(&a, &last);
-    send_state(&b, &last);
+    last = presence_sample((float)k);
+    presence_send_state(&a, &last);
+    presence_send_state(&b, &last);
   }
   cJSON_Delete(harness_rpc_ok(&h, "presence.set", "{\"session\":\"demo\",\"camera\":{\"eye\":[0,0,2],\"target\":[0,0,0],\"fov\":0.8}}"));
   want_state ws = {wa.self, &last};
-  hear_until(&b, &rb, &wb, has_state, &ws);
+  heard_until(&b, &rb, &wb, heard_state, &ws);
   st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
   ASSERT_EQ(cJSON_GetObjectItem(st, "version")->valuedouble, version);
   cJSON_Delete(st);
@@ -339,20 +190,20 @@ TEST(a_viewer_that_reads_nothing_slows_nobodys_presence_or_edits) {
   client_conn z;
   client_replica rz;
   heard wz;
-  join_presence(&h, &z, &rz, &wz, PROTO_ROLE_VIEWER, "zed");
+  presence_join(&h, "demo", &z, &rz, &wz, PROTO_ROLE_VIEWER, "zed");
   int small = 4096;
   setsockopt(z.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
   client_conn a, b;
   client_replica ra, rb;
   heard wa, wb;
-  join_presence(&h, &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
-  join_presence(&h, &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
+  presence_join(&h, "demo", &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
+  presence_join(&h, "demo", &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
   /* ana sculpts every vertex 30 times (megabytes of DELTA for the sleeper) and moves after each. */
   uint32_t n = rb.mesh->vertex_count;
   uint32_t *idx = malloc(sizeof(uint32_t) * n);
   int32_t *q = malloc(sizeof(int32_t) * 3 * n);
   ASSERT(idx && q);
-  proto_presence_state last = a_state(0);
+  proto_presence_state last = presence_sample(0);
   for (int round = 1; round <= 30; round++) {
     for (uint32_t v = 0; v < n; v++) {
       idx[v] = v;
@@ -363,8 +214,8 @@ TEST(a_viewer_that_reads_nothing_slows_nobodys_presence_or_edits) {
     ASSERT_OK(proto_encode_edit_offsets(&buf, (uint32_t)round, n, idx, q), NULL);
     ASSERT_OK(client_send_buf(&a, &buf), NULL);
     proto_buf_fini(&buf);
-    last = a_state((float)round);
-    send_state(&a, &last);
+    last = presence_sample((float)round);
+    presence_send_state(&a, &last);
   }
   /* bob gets every edit (the last offsets exactly) and ana's last cursor. */
   cJSON *st = harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}");
@@ -372,8 +223,8 @@ TEST(a_viewer_that_reads_nothing_slows_nobodys_presence_or_edits) {
   cJSON_Delete(st);
   ASSERT(version >= 30);
   want_state ws = {wa.self, &last};
-  hear_until(&b, &rb, &wb, has_state, &ws);
-  while (rb.version < version) hear_until(&b, &rb, &wb, has_state, &ws), harness_follow(&b, &rb, version, 10000);
+  heard_until(&b, &rb, &wb, heard_state, &ws);
+  harness_follow(&b, &rb, version, 20000);
   for (uint32_t v = 0; v < n; v += 997)
     ASSERT_EQ(rb.offsets[3 * v], proto_dequantize(q[3 * v], rb.quantum));
   /* The sleeper was skipped, not waited for: the server says so. */
@@ -399,8 +250,8 @@ TEST(a_client_not_granted_presence_may_not_send_it_and_a_bad_frame_is_refused_wi
   client_conn c;
   client_replica r;
   harness_join2(&h, &c, &r, "demo", PROTO_ROLE_EDITOR, NULL, &(proto_hello_opts){0});
-  proto_presence_state s = a_state(0);
-  send_state(&c, &s);
+  proto_presence_state s = presence_sample(0);
+  presence_send_state(&c, &s);
   char err[256];
   proto_header hd;
   const uint8_t *p;
@@ -414,9 +265,9 @@ TEST(a_client_not_granted_presence_may_not_send_it_and_a_bad_frame_is_refused_wi
   client_close(&c);
   /* Granted, but a fov of 4 radians: INVALID, with the record named; the connection stays. */
   heard w;
-  join_presence(&h, &c, &r, &w, PROTO_ROLE_VIEWER, "ana");
+  presence_join(&h, "demo", &c, &r, &w, PROTO_ROLE_VIEWER, "ana");
   s.fov = 4;
-  send_state(&c, &s);
+  presence_send_state(&c, &s);
   for (;;) {
     ASSERT_OK(client_read_frame(&c, 10000, &hd, &p, err, sizeof(err)), err);
     if (hd.type == PROTO_ERROR) break;
