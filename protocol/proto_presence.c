@@ -143,3 +143,17 @@ int proto_decode_presence(const uint8_t *p, size_t n, uint32_t *count) {
   if (count) *count = it.count;
   return rc;
 }
+
+void proto_presence_colour(const char *name, size_t len, uint8_t rgb[3]) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)name[i]) * 16777619u;
+  uint32_t hue = h % 360, sector = hue / 60, f = hue % 60;
+  const uint32_t chroma = 161, base = 230 - chroma;
+  uint32_t rising = base + chroma * f / 60, falling = base + chroma * (60 - f) / 60, top = base + chroma;
+  static const uint8_t order[6][3] = {{0, 1, 2}, {1, 0, 2}, {1, 2, 0}, {2, 1, 0}, {2, 0, 1}, {0, 2, 1}};
+  /* order[s]: which channel is top, rising/falling, bottom in sector s. */
+  uint32_t mid = sector % 2 == 0 ? rising : falling;
+  rgb[order[sector][0]] = (uint8_t)top;
+  rgb[order[sector][1]] = (uint8_t)mid;
+  rgb[order[sector][2]] = (uint8_t)base;
+}

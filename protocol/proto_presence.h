@@ -124,6 +124,12 @@ int proto_presence_next(proto_presence_iter *it, proto_presence_rec *r);
 /* Checks a whole payload: 0 or the first record's error, and the record count in *count. */
 int proto_decode_presence(const uint8_t *p, size_t n, uint32_t *count);
 
+/* An author's colour, the same in every viewer (deform-view, the page: viewer/web/protocol.js
+ * presenceColour): FNV-1a 32 of the name's bytes, its value mod 360 a hue, turned into RGB
+ * with value 230 and chroma 161 in integers only, so that C and JavaScript give the same bytes
+ * (docs/protocol.md §15.4). */
+void proto_presence_colour(const char *name, size_t len, uint8_t rgb[3]);
+
 #ifdef __cplusplus
 }
 #endif
