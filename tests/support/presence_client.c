@@ -134,7 +134,7 @@ void presence_send_state(client_conn *c, const proto_presence_state *s) {
 }
 
 proto_presence_state presence_sample(float t) {
-  proto_presence_state s = {.flags = PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, .tool = PROTO_TOOL_BRUSH0 + 2,
+  proto_presence_state s = {.flags = PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, .tool = PROTO_TOOL_BRUSH0 + 1, /* inflate */
                             .hit = {0.01f * t, 0.125f, -0.3f}, .normal = {0, 0.6f, 0.8f}, .radius = 0.02f,
                             .eye = {0.1f, 0.2f, 1.5f + t}, .target = {0, 0.1f, 0}, .fov = 0.7853982f};
   return s;

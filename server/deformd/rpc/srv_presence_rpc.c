@@ -26,9 +26,10 @@
 #include "srv_methods.h"
 
 static const char *const client_names[PROTO_CLIENT_KIND_COUNT] = {"unknown", "view", "page", "tool", "json"};
-/* Tool names, PROTO_TOOL_* order: none, deform, then the brushes of EDIT BRUSH. */
-static const char *const tool_names[PROTO_TOOL_MAX + 1] = {"none", "deform", "draw", "grab", "inflate", "smooth",
-                                                           "flatten", "pinch", "crease", "layer"};
+/* Tool names, PROTO_TOOL_* order: none, deform, then the brushes of EDIT BRUSH in its numbering
+ * (grab 0, inflate 1, smooth 2, flatten 3, pinch 4, draw 5, crease 6, layer 7). */
+static const char *const tool_names[PROTO_TOOL_MAX + 1] = {"none", "deform", "grab", "inflate", "smooth", "flatten",
+                                                           "pinch", "draw", "crease", "layer"};
 
 static cJSON *vec3(const float *v) {
   cJSON *a = cJSON_CreateArray();
@@ -113,8 +114,8 @@ static int read_cursor(srv_rpc_call *call, const cJSON *c, proto_presence_state 
     for (int i = 0; cJSON_IsString(tool) && i <= PROTO_TOOL_MAX; i++)
       if (strcmp(tool->valuestring, tool_names[i]) == 0) found = i;
     if (found < 0) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"cursor.tool\" must be one of none, deform, draw, grab, "
-                                       "inflate, smooth, flatten, pinch, crease, layer");
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"cursor.tool\" must be one of none, deform, grab, inflate, "
+                                       "smooth, flatten, pinch, draw, crease, layer");
       return -1;
     }
     st->tool = (uint8_t)found;
