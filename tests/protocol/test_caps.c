@@ -183,7 +183,8 @@ TEST(the_capability_registry_names_its_ids_and_no_frame_of_versions_1_and_2_need
   ASSERT_EQ(proto_cap_find("noo", 3), -1);
   ASSERT_EQ(proto_cap_find("noopy", 5), -1);
   ASSERT(PROTO_CAP_COUNT <= 32); /* a set is a uint32_t */
-  for (int t = 0; t < 256; t++) ASSERT_EQ(proto_cap_of_type((uint8_t)t), -1);
+  for (int t = 0; t < 256; t++) ASSERT_EQ(proto_cap_of_type((uint8_t)t), t == PROTO_PRESENCE ? PROTO_CAP_PRESENCE : -1);
+  for (int t = PROTO_HELLO; t <= PROTO_TARGET_META; t++) ASSERT_EQ(proto_cap_of_type((uint8_t)t), -1);
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
     const char *name = proto_cap_name((proto_cap)i);
     uint8_t v[40];

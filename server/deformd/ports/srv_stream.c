@@ -447,6 +447,8 @@ static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (e->kind == PROTO_EDIT_AUTHOR) {
     if (adopt_author(c, e->author) != 0)
       srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
+    else
+      srv_presence_renamed(srv, c);
     return;
   }
   srv_conn_ref(c);
@@ -519,6 +521,13 @@ out:
   free(q);
 }
 
+/* A forwarded EDIT AUTHOR: the name is adopted here as well, for this node's presence list. */
+static void author_here(srv_conn *c, const uint8_t *p, size_t n) {
+  proto_edit e;
+  if (n < 5 || p[4] != PROTO_EDIT_AUTHOR || proto_decode_edit(p, n, &c->server->limits, &e) != 0) return;
+  if (adopt_author(c, e.author) == 0) srv_presence_renamed(c->server, c);
+}
+
 /* PRESENCE from a connection granted "presence" (docs/protocol.md §15): its cursor, camera and
  * ABOUT; from any other, the answer every type it may not send gets. */
 static void on_presence(srv_conn *c, const uint8_t *p, size_t n) {
@@ -546,8 +555,10 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
     case PROTO_EDIT:
       /* An editor on a relay: the session's owner applies it (srv_forward.c). */
       if (c->stream->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
-          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length))
+          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length)) {
+        author_here(c, p, h->length); /* the owner records it; this node's presence names it too */
         break;
+      }
       on_edit(c, p, h->length);
       break;
     case PROTO_PING: {

@@ -38,6 +38,8 @@
 #include "srv_presence.h"
 
 #define REMOTE_BIT 0x80000000u
+/* What a joiner's first list may find queued before it (its SNAPSHOT), beyond the usual limit. */
+#define SRV_PRESENCE_JOIN_ALLOWANCE ((size_t)1 << 30)
 
 typedef struct participant {
   uint32_t id;
@@ -51,6 +53,7 @@ typedef struct participant {
   int info_dirty, state_dirty;
   int has_state;
   int seen;                   /* srv_presence_remote: listed in a node's whole list */
+  int joining;                /* its first list is being offered (behind its SNAPSHOT) */
   uint64_t active_ms;         /* uv_now() when it last moved, edited or joined */
   proto_presence_state state;
 } participant;
@@ -193,7 +196,7 @@ static srv_frame *whole_list(srv_presence *pr) {
 static void offer(srv_presence *pr, participant *q, srv_frame *f) {
   srv_conn *c = q->conn;
   if (c->closing || c->finishing) return;
-  if (!f || c->lagging || c->queued + f->len > pr->srv->cfg.soft_limit / 4) {
+  if (!f || c->lagging || c->queued + f->len > pr->srv->cfg.soft_limit / 4 + SRV_PRESENCE_JOIN_ALLOWANCE * q->joining) {
     q->stale = 1;
     pr->srv->stats.presence_skipped++;
     return;
@@ -268,8 +271,11 @@ int srv_presence_join(srv_session *s, srv_conn *c, uint8_t role, int wants) {
   q->wants = wants;
   name_of(c, q->author, sizeof(q->author));
   if (wants) {
+    /* Right behind its SNAPSHOT, which may be megabytes still queued: that is no slow reader. */
     srv_frame *f = whole_list(pr);
+    q->joining = 1;
     offer(pr, q, f);
+    q->joining = 0;
     srv_frame_unref(f);
   }
   schedule(pr);
@@ -351,6 +357,19 @@ int srv_presence_set(srv_session *s, srv_conn *c, uint8_t role, const proto_pres
   if (state) take_state(q, state, now_ms(pr));
   schedule(pr);
   return 0;
+}
+
+void srv_presence_renamed(srv_server *srv, srv_conn *c) {
+  for (srv_session *s = srv->sessions; s; s = s->next) {
+    participant *q = find_conn(s->presence, c);
+    if (!q) continue;
+    char name[PROTO_MAX_AUTHOR + 1];
+    name_of(c, name, sizeof(name));
+    if (strcmp(name, q->author) == 0) continue;
+    memcpy(q->author, name, sizeof(name));
+    q->info_dirty = 1;
+    schedule(s->presence);
+  }
 }
 
 void srv_presence_touch(srv_session *s, const srv_conn *c) {

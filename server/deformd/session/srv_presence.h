@@ -53,6 +53,8 @@ int srv_presence_frame(srv_session *s, srv_conn *c, const uint8_t *p, size_t n, 
  * role from its grant) until it closes or sets on another session; `state` (NULL: keep) and
  * `private_` (-1: keep) as a STATE and an ABOUT would. Returns 0 or SRV_EINTERNAL. */
 int srv_presence_set(srv_session *s, srv_conn *c, uint8_t role, const proto_presence_state *state, int private_);
+/* `c` is recorded under another author now (EDIT AUTHOR, hello): the others are told. */
+void srv_presence_renamed(srv_server *srv, srv_conn *c);
 /* `c` edited `s`: its idle time starts again. */
 void srv_presence_touch(srv_session *s, const srv_conn *c);
 /* `c` drained its output: a frame skipped while it was slow is made good with the whole list. */
