@@ -8,13 +8,13 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <string.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "proto_caps.h"
 #include "presence_client.h"
+#include "store_rows.h"
 #include "proto_presence.h"
 #include "test.h"
 
@@ -31,10 +31,10 @@ static cJSON *participant(cJSON *list, const char *author) {
 
 TEST(presence_clients_see_each_others_authors_cursors_and_cameras_and_who_left) {
   harness h;
-  harness_start(&h, "demo", demo_args);
   client_conn a, b;
   client_replica ra, rb;
   heard wa, wb;
+  harness_start(&h, "demo", demo_args);
   presence_join(&h, "demo", &a, &ra, &wa, PROTO_ROLE_EDITOR, "ana");
   presence_join(&h, "demo", &b, &rb, &wb, PROTO_ROLE_VIEWER, "bob");
   ASSERT(heard_author(&wb, "ana")); /* bob's list had ana in it already */
@@ -130,19 +130,6 @@ TEST(a_client_may_share_no_cursor_or_camera_and_is_still_listed_by_name) {
   harness_stop(&h);
 }
 
-static int64_t count_rows(const char *dir, const char *sql) {
-  char path[1200];
-  snprintf(path, sizeof(path), "%s/deformd.sqlite3", dir);
-  sqlite3 *db;
-  ASSERT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-  sqlite3_stmt *st;
-  ASSERT(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
-  ASSERT(sqlite3_step(st) == SQLITE_ROW);
-  int64_t n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
 
 TEST(presence_never_reaches_the_store_or_the_history_and_bumps_no_version) {
   const char *dir = test_tmp_path("presence-store");
