@@ -584,7 +584,7 @@ static void draw_overlay(app *a) {
   else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
   else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
   else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
-  vw_presence_draw(r, &a->net.presence, &a->cam, a->ctx.width, a->ctx.height);
+  vw_presence_draw(r, &a->net.presence, &a->cam, a->ctx.width, a->ctx.height, now);
   if (a->net.presence.notice_count != a->notices_seen) { /* "ana joined", "bob left" */
     a->notices_seen = a->net.presence.notice_count;
     vw_hud_flash(&a->hud, now, "%s", vw_presence_notice(&a->net.presence));

@@ -393,7 +393,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     }
     case PROTO_PRESENCE:
       /* Not the session's state: a bad one is reported and skipped, the connection stays. */
-      if (n->phase == PHASE_LIVE && vw_presence_apply(&n->presence, p, h->length) == 0) ch->presence = 1;
+      if (n->phase == PHASE_LIVE && vw_presence_apply(&n->presence, p, h->length, now) == 0) ch->presence = 1;
       else set_error(n, 0, 0, "a PRESENCE frame was skipped (malformed, or before the SNAPSHOT)");
       return 0;
     case PROTO_PONG: {

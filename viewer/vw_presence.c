@@ -51,7 +51,7 @@ typedef struct before {
   int n;
 } before;
 
-static void on_info(vw_presence *pr, const proto_presence_info *m, const before *was) {
+static void on_info(vw_presence *pr, const proto_presence_info *m, const before *was, uint64_t now) {
   vw_participant *q = (vw_participant *)vw_presence_find(pr, m->id);
   int joined = 0;
   if (!q) {
@@ -67,13 +67,13 @@ static void on_info(vw_presence *pr, const proto_presence_info *m, const before 
   q->role = m->role;
   q->client = m->client;
   q->flags = m->flags;
-  q->idle_ms = m->idle_ms;
+  q->active_ms = now > m->idle_ms ? now - m->idle_ms : 0;
   proto_presence_colour(q->author, strlen(q->author), q->rgb);
   if (q->flags & PROTO_PRES_PRIVATE) q->has_state = 0;
   if (joined) notice(pr, q->author, m->flags & PROTO_PRES_EDITING ? "joined (editing)" : "joined (watching)");
 }
 
-int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n) {
+int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n, uint64_t now) {
   if (proto_decode_presence(p, n, NULL) != 0) return PROTO_EINVAL;
   proto_presence_iter it;
   proto_presence_rec r;
@@ -91,7 +91,7 @@ int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n) {
       pr->following = following; /* kept if the leader is in the new list (checked below) */
       cleared = 1;
     } else if (r.kind == PROTO_PRES_INFO) {
-      on_info(pr, &r.u.info, cleared ? &was : NULL);
+      on_info(pr, &r.u.info, cleared ? &was : NULL, now);
     } else if (r.kind == PROTO_PRES_LEAVE) {
       for (int i = 0; i < pr->n; i++)
         if (pr->p[i].id == r.u.id) {
@@ -103,6 +103,7 @@ int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n) {
       if (q && !(q->flags & PROTO_PRES_PRIVATE)) {
         q->state = r.u.state;
         q->has_state = 1;
+        q->active_ms = now;
       }
     }
   }

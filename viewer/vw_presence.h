@@ -28,7 +28,8 @@ typedef struct vw_participant {
   char author[PROTO_MAX_AUTHOR + 1];
   uint8_t role, client, flags;     /* PROTO_ROLE_*, proto_client_kind, PROTO_PRES_* */
   uint8_t rgb[3];                  /* its author's colour */
-  uint32_t idle_ms;                /* as the last INFO said */
+  uint64_t active_ms;              /* when it was last active, on vw_net_now_ms's clock: the
+                                    * last INFO's idle time back from its arrival, or its last STATE */
   int has_state;
   proto_presence_state state;
 } vw_participant;
@@ -51,7 +52,7 @@ typedef struct vw_presence {
 /* A new connection (WELCOME gave `self`): nobody known yet, following nobody. */
 void vw_presence_reset(vw_presence *pr, uint32_t self);
 /* Applies a PRESENCE payload from the server. Returns 0 or a PROTO_E* code (nothing applied). */
-int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n);
+int vw_presence_apply(vw_presence *pr, const uint8_t *p, size_t n, uint64_t now_ms);
 const vw_participant *vw_presence_find(const vw_presence *pr, uint32_t id);
 /* The newest notice ("ana joined", "bob left") and its number (notice_count): the HUD flashes
  * one it has not shown. NULL when there is none. */

@@ -18,7 +18,8 @@ static const char *tool_name(uint8_t tool) {
   return tool <= PROTO_TOOL_MAX ? names[tool] : "";
 }
 
-void vw_presence_draw(vw_render *r, const vw_presence *pr, const vw_camera *cam, int width, int height) {
+void vw_presence_draw(vw_render *r, const vw_presence *pr, const vw_camera *cam, int width, int height,
+                      uint64_t now_ms) {
   char line[160];
   float y = 52;
   for (int i = 0; i < pr->n; i++) {
@@ -28,8 +29,9 @@ void vw_presence_draw(vw_render *r, const vw_presence *pr, const vw_camera *cam,
     snprintf(line, sizeof(line), "%s%s  %s%s%s", pr->following == q->id ? "> " : "", q->author,
              q->flags & PROTO_PRES_EDITING ? "editing" : "watching", q->id == pr->self ? " (you)" : "",
              q->flags & PROTO_PRES_PRIVATE ? " (private)" : "");
-    if (q->idle_ms >= 10000 && q->id != pr->self)
-      snprintf(line + strlen(line), sizeof(line) - strlen(line), "  idle %u s", q->idle_ms / 1000);
+    uint64_t idle = now_ms > q->active_ms ? now_ms - q->active_ms : 0;
+    if (idle >= 10000 && q->id != pr->self)
+      snprintf(line + strlen(line), sizeof(line) - strlen(line), "  idle %llu s", (unsigned long long)(idle / 1000));
     vw_render_text(r, 8, y, 1.2f, rgba, line);
     y += 14;
     if (q->id == pr->self || !q->has_state) continue;

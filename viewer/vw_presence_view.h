@@ -16,7 +16,8 @@
 #include "vw_presence.h"
 #include "vw_render.h"
 
-void vw_presence_draw(vw_render *r, const vw_presence *pr, const vw_camera *cam, int width, int height);
+void vw_presence_draw(vw_render *r, const vw_presence *pr, const vw_camera *cam, int width, int height,
+                      uint64_t now_ms);
 /* This viewer's STATE: its camera always; its cursor when have_hit (hit, unit normal, brush
  * radius in mesh units, PROTO_TOOL_*). */
 void vw_presence_state_of(proto_presence_state *out, const vw_camera *cam, int have_hit, const float hit[3],

@@ -541,9 +541,16 @@ function normalAt(hit, dir) {
   return n.map((v) => v / l);
 }
 
-// This page's cursor and camera, sent when they changed (Presence.due: at most 30 Hz).
+// This page's cursor and camera, sent when they changed (Presence.due: at most 30 Hz); with
+// ?private=1 only an ABOUT saying it shares neither (it is still listed by name).
+const sharesNothing = params.get('private') === '1';
 function sharePresence(force = false) {
   if (!net.connected || !net.grant || !(net.grant.caps || []).includes(P.CAP.PRESENCE) || !net.replica.ready) return null;
+  if (sharesNothing) {
+    if (presence.sent === null) net.sendFrame(P.encodePresence(null, { client: P.CLIENT.PAGE, flags: P.PRES_PRIVATE }));
+    presence.sent = 'private';
+    return null;
+  }
   let hit = null;
   if (hoverPx) {
     const h = pickAt(hoverPx[0], hoverPx[1]);

@@ -52,7 +52,8 @@ export class Presence {
         if (!known && this.listed && r.id !== this.self && !(before && before.has(r.id)))
           this.notice(`${r.author} joined (${r.flags & P.PRES_EDITING ? 'editing' : 'watching'})`);
         const q = known || { state: null };
-        Object.assign(q, { id: r.id, author: r.author, role: r.role, client: r.client, flags: r.flags, idleMs: r.idleMs });
+        Object.assign(q, { id: r.id, author: r.author, role: r.role, client: r.client, flags: r.flags, idleMs: r.idleMs,
+          activeAt: performance.now() - r.idleMs });
         q.rgb = P.presenceColour(r.author);
         if (q.flags & P.PRES_PRIVATE) q.state = null;
         this.people.set(r.id, q);
@@ -62,7 +63,10 @@ export class Presence {
         this.people.delete(r.id);
       } else if (r.kind === P.PRES.STATE) {
         const q = this.people.get(r.id);
-        if (q && !(q.flags & P.PRES_PRIVATE)) q.state = r;
+        if (q && !(q.flags & P.PRES_PRIVATE)) {
+          q.state = r;
+          q.activeAt = performance.now();
+        }
       }
     }
     if (before) {
@@ -179,7 +183,8 @@ export function drawPresence(ctx, presence, camera) {
 export function showPeople(div, select, presence, now = performance.now()) {
   const rows = presence.list().map((q) => {
     const what = q.flags & P.PRES_EDITING ? 'editing' : 'watching';
-    const idle = q.idleMs >= 10000 && q.id !== presence.self ? ` · idle ${Math.round(q.idleMs / 1000)} s` : '';
+    const idleMs = now - q.activeAt; // since its last STATE, or the last INFO's idle time on
+    const idle = idleMs >= 10000 && q.id !== presence.self ? ` · idle ${Math.round(idleMs / 1000)} s` : '';
     const you = q.id === presence.self ? ' (you)' : '';
     return `<div style="color:${css(q.rgb)}">${escape(q.author)}${you} · ${what}${idle}</div>`;
   });
