@@ -17,6 +17,7 @@ static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_UP] = "up",
     [PROTO_CAP_BULK] = "bulk",
     [PROTO_CAP_MASK] = "mask",
+    [PROTO_CAP_PRESENCE] = "presence",
 };
 
 const char *proto_cap_name(proto_cap cap) {
@@ -30,9 +31,12 @@ int proto_cap_find(const char *name, size_t len) {
 }
 
 int proto_cap_of_type(uint8_t type) {
-  if (type == PROTO_BULK) return PROTO_CAP_BULK;
-  if (type == PROTO_MASK) return PROTO_CAP_MASK;
-  return -1; /* versions 1 and 2: every connection */
+  switch (type) {
+    case PROTO_BULK: return PROTO_CAP_BULK;
+    case PROTO_PRESENCE: return PROTO_CAP_PRESENCE;
+    case PROTO_MASK: return PROTO_CAP_MASK;
+    default: return -1; /* every type of versions 1 and 2 */
+  }
 }
 
 size_t proto_caps_size(uint32_t set) {

@@ -53,10 +53,13 @@ typedef enum proto_type {
   PROTO_BYE = 10,     /* either way */
   PROTO_TARGET = 11,  /* server -> client: a new morph target (made from the sculpt layer) */
   PROTO_TARGET_META = 12, /* server -> client: a target's range, mute flag or drivers changed */
+  /* Types from here on belong to a capability (proto_caps.h): only connections granted it send or
+   * receive them. */
   PROTO_BULK = 13,        /* either way, capability "bulk" only: vertex arrays as float32 (proto_bulk.h) */
+  PROTO_PRESENCE = 14,    /* either way, capability "presence": participants, cursors, cameras */
   PROTO_MASK = 20         /* server -> one editor: its author's mask (capability "mask", §14.7) */
 } proto_type;
-#define PROTO_LAST_TYPE PROTO_BULK /* the header check: types 1 to this, and PROTO_MASK */
+#define PROTO_LAST_TYPE PROTO_PRESENCE /* the header check: types 1 to this, and PROTO_MASK */
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */

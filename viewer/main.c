@@ -41,7 +41,8 @@ static void usage(FILE *out) {
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
           "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--wireframe]\n"
-          "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n");
+          "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n"
+          "                   [--private]  (share no cursor or camera with the session's other participants)\n");
 }
 
 static void keys(FILE *out) {
@@ -107,6 +108,9 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
+      continue;
+    } else if (strcmp(a, "--private") == 0) {
+      o.private_presence = 1;
       continue;
     } else if (strcmp(a, "--tls") == 0) {
       o.tls = 1;

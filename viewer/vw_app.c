@@ -32,6 +32,7 @@
 #include "vw_hud.h"
 #include "vw_net.h"
 #include "vw_panel.h"
+#include "vw_presence_view.h"
 #include "vw_pump.h"
 #include "vw_render.h"
 #include "proto_caps.h"
@@ -97,6 +98,10 @@ typedef struct app {
   float *cpu_pos;
   uint64_t cpu_pos_at;
   vw_hud hud;
+  /* presence: the surface under the cursor (any mode), the notices already flashed */
+  int have_cursor;
+  float cursor[3], cursor_n[3];
+  uint32_t notices_seen;
   /* stats */
   double fps, fps_t0;
   int fps_frames;
@@ -286,6 +291,13 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_Y:
       if (a->ctrl && may_edit(a) && vw_net_history(&a->net, 1)) vw_hud_flash(&a->hud, vw_net_now_ms(), "redo");
       break;
+    case GLFW_KEY_P: { /* follow another participant's camera (vw_presence.c) */
+      uint32_t id = vw_presence_follow_next(&a->net.presence);
+      const vw_participant *q = vw_presence_find(&a->net.presence, id);
+      vw_hud_flash(&a->hud, vw_net_now_ms(), q ? "following %s's camera (P: next, orbit: stop)" : "%s",
+                   q ? q->author : "following nobody");
+      break;
+    }
     default: break;
   }
   vw_pump_unlock(&a->pump);
@@ -409,6 +421,14 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
     a->have_hover = pick(a, hit, &vertex);
     if (a->have_hover) memcpy(a->hover, hit, sizeof(hit));
     if (a->brushing) add_path_point(a);
+  }
+  if (orbit || pan) a->net.presence.following = 0; /* the user takes the camera back */
+  if (vw_net_has_presence(&a->net) && in_sync(a)) { /* the cursor the others see */
+    const float *p = current_positions(a);
+    vec3 o, d;
+    vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)x, (float)y, o, d);
+    const mesh *m = a->net.replica.mesh;
+    a->have_cursor = p && vw_edit_pick_surface(p, m->triangles, m->triangle_count, o, d, a->cursor, a->cursor_n);
   }
   vw_pump_unlock(&a->pump);
 }
@@ -601,6 +621,11 @@ static void draw_overlay(app *a) {
   else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
   else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
   else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
+  vw_presence_draw(r, &a->net.presence, &a->cam, a->ctx.width, a->ctx.height, now);
+  if (a->net.presence.notice_count != a->notices_seen) { /* "ana joined", "bob left" */
+    a->notices_seen = a->net.presence.notice_count;
+    vw_hud_flash(&a->hud, now, "%s", vw_presence_notice(&a->net.presence));
+  }
   if (a->sliders && in_sync(a)) draw_panel(a);
   if (a->help) draw_help(a);
   vw_render_flush_2d(r, a->ctx.width, a->ctx.height);
@@ -632,6 +657,29 @@ static void report(int rc, const char *err) {
   fprintf(stderr, "deform-view: %s\n", err[0] ? err : vw_strerror(rc));
 }
 
+/* Presence, once a frame: the followed participant's camera becomes this one's (so it is on
+ * the leader's within the frame after its STATE arrived), and this viewer's cursor and camera
+ * go out when they changed (vw_presence_due: at most 30 times a second). Under the lock. */
+static void frame_presence(app *a) {
+  vw_presence *pr = &a->net.presence;
+  float eye[3], target[3], fov;
+  if (vw_presence_leader(pr, eye, target, &fov)) vw_camera_look(&a->cam, eye, target, fov);
+  if (!vw_net_has_presence(&a->net)) return;
+  if (!pr->ever_sent && a->o->private_presence) { /* said once: listed by name, nothing else */
+    pr->ever_sent = vw_net_send_presence(&a->net, NULL, PROTO_CLIENT_VIEW, 1);
+    return;
+  }
+  if (a->o->private_presence) return;
+  uint8_t tool = a->mode == MODE_DRAG ? PROTO_TOOL_DEFORM
+                 : a->mode == MODE_BRUSH ? (uint8_t)(PROTO_TOOL_BRUSH0 + brush_ids[a->brush_kind])
+                                         : PROTO_TOOL_NONE;
+  float radius = a->mode == MODE_BRUSH ? (float)(a->brush_radius * a->diag) : 0.0f;
+  proto_presence_state s;
+  vw_presence_state_of(&s, &a->cam, a->have_cursor, a->cursor, a->cursor_n, radius, tool);
+  int first = !pr->ever_sent;
+  if (vw_presence_due(pr, &s, vw_net_now_ms())) vw_net_send_presence(&a->net, &s, first ? PROTO_CLIENT_VIEW : 0, 0);
+}
+
 /* One frame's work with the connection: what changed goes to the GPU, a dragged slider's value
  * and the stroke's new points go out, the camera is framed on a new mesh. Under the lock. */
 static int frame_net(app *a, int shot, char *err, size_t errlen) {
@@ -648,6 +696,7 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
   if (a->brushing && a->mode != MODE_MASK) send_path(a);
   if ((rc = vw_mask_sync(&a->mask, &a->net.replica, err, errlen)) != 0) return rc;
   vw_render_set_mask(a->render, a->gpu ? vw_mask_buffer(&a->mask) : 0);
+  frame_presence(a);
   if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
   if (a->gpu && !a->framed) {
     a->cam.up = a->net.granted.up == 'z' ? 'z' : 'y'; /* a server that does not say: Y-up */
@@ -715,6 +764,7 @@ int vw_app_run(const vw_app_opts *o) {
   proto_hello_opts stream = o->stream;
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_UP); /* WELCOME says the session's up axis (the camera's) */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_MASK); /* MASK frames: this author's own mask, drawn darker */
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_PRESENCE); /* who else is here, their cursors and cameras */
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   /* The settings above are made before the connection's thread starts: from here on every use

@@ -125,3 +125,16 @@ void vw_camera_zoom(vw_camera *c, float factor) {
   c->dist *= factor;
   if (c->dist < 1e-6f) c->dist = 1e-6f;
 }
+
+void vw_camera_look(vw_camera *c, const float eye[3], const float target[3], float fov) {
+  float d[3] = {eye[0] - target[0], eye[1] - target[1], eye[2] - target[2]};
+  float dist = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  if (!(dist > 0)) return;
+  float along_up = c->up == 'z' ? d[2] : d[1];
+  float across = c->up == 'z' ? -d[1] : d[2]; /* the yaw 0 direction (see vw_camera_eye) */
+  c->pitch = asinf(fmaxf(-1.0f, fminf(1.0f, along_up / dist)));
+  if (fabsf(d[0]) + fabsf(across) > 1e-12f * dist) c->yaw = atan2f(d[0], across);
+  c->dist = dist;
+  glm_vec3_copy((float *)target, c->target);
+  c->fov = fov;
+}

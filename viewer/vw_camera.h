@@ -44,5 +44,9 @@ char vw_camera_view_named(const char *name);
 void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch);
 void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px);
 void vw_camera_zoom(vw_camera *c, float factor);
+/* Puts the camera at `eye` looking at `target` with vertical field of view `fov` (another
+ * participant's camera, to follow it): vw_camera_eye gives `eye` back within rounding. The up
+ * axis stays the camera's; an eye straight above or below the target keeps the current yaw. */
+void vw_camera_look(vw_camera *c, const float eye[3], const float target[3], float fov);
 
 #endif

@@ -17,5 +17,9 @@
  * `positions` has 3 floats per vertex; `dir` need not be normalised. */
 int vw_edit_pick(const float *positions, const uint32_t *triangles, uint32_t triangle_count, const float origin[3],
             const float dir[3], float hit[3], uint32_t *vertex);
+/* The same hit, with the hit triangle's unit normal on the side the ray came from (a
+ * participant's cursor, vw_presence_view.c). */
+int vw_edit_pick_surface(const float *positions, const uint32_t *triangles, uint32_t triangle_count,
+                         const float origin[3], const float dir[3], float hit[3], float normal[3]);
 
 #endif

@@ -34,6 +34,7 @@ const vw_hud_key vw_hud_keys[] = {
     {"A", "auto-smoothing on or off"},
     {"N", "front faces only on or off"},
     {"Ctrl+Z, Ctrl+Y or Ctrl+Shift+Z", "undo, redo"},
+    {"P", "follow the next participant's camera (after the last: nobody); orbiting stops it"},
     {"H, ?", "this help"},
     {"Esc", "close the help, stop filtering, or quit"},
 };

@@ -12,6 +12,8 @@
  * DOES NOT touch GL, and DOES NOT interpret the replica beyond telling what changed.
  */
 #include "vw_net.h"
+#include "proto_caps.h"
+#include "proto_presence.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -312,6 +314,7 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       }
       n->role = (proto_role)w.role;
       n->client_id = w.client_id;
+      vw_presence_reset(&n->presence, w.client_id);
       enter_phase(n, PHASE_SNAPSHOT, now);
       if (n->protocol == PROTO_VERSION && n->role == PROTO_ROLE_EDITOR && n->author[0]) {
         uint32_t id = n->next_request++;
@@ -389,6 +392,11 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
       }
       return 0;
     }
+    case PROTO_PRESENCE:
+      /* Not the session's state: a bad one is reported and skipped, the connection stays. */
+      if (n->phase == PHASE_LIVE && vw_presence_apply(&n->presence, p, h->length, now) == 0) ch->presence = 1;
+      else set_error(n, 0, 0, "a PRESENCE frame was skipped (malformed, or before the SNAPSHOT)");
+      return 0;
     case PROTO_PONG: {
       proto_ping pg;
       if (proto_decode_ping(p, h->length, &pg) == 0 && pg.seq == n->ping_seq && pg.t0_ns == n->ping_sent_ns) {
@@ -636,6 +644,19 @@ uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, 
 uint32_t vw_net_mask(vw_net *n, const proto_mask_edit *m, const float *samples) {
   uint32_t id = edit_begin(n);
   return id ? edit_end(n, id, proto_encode_edit_mask(&n->out, id, m, samples)) : 0;
+}
+
+int vw_net_has_presence(const vw_net *n) {
+  return n->phase == PHASE_LIVE && (n->granted.caps & PROTO_CAP_BIT(PROTO_CAP_PRESENCE)) != 0;
+}
+
+int vw_net_send_presence(vw_net *n, const proto_presence_state *s, uint8_t about_client, int private_) {
+  if (!vw_net_has_presence(n) || n->out.len - n->out_off > VW_NET_MAX_QUEUED / 16) return 0;
+  size_t at = proto_presence_begin(&n->out);
+  if (about_client) proto_presence_put_about(&n->out, about_client, private_ ? PROTO_PRES_PRIVATE : 0);
+  if (s) proto_presence_put_state(&n->out, s);
+  if (proto_presence_end(&n->out, at) != 0 || flush_out(n) != 0) return 0;
+  return 1;
 }
 
 uint32_t vw_net_history(vw_net *n, int redo) {

@@ -22,6 +22,7 @@
 #include "client.h"
 #include "client_replica.h"
 #include "proto.h"
+#include "vw_presence.h"
 
 typedef enum vw_net_state {
   VW_NET_CONNECTING = 0, /* connecting or waiting for WELCOME + SNAPSHOT */
@@ -42,6 +43,7 @@ typedef struct vw_net_changes {
   uint32_t frames;          /* frames applied to the replica (SNAPSHOT and state frames) */
   int partial;              /* the last frame applied carried MORE: the replica is between two
                              * versions until the rest of that update arrives (docs/protocol.md §2) */
+  int presence;             /* a PRESENCE frame changed `presence` (participants, cursors) */
 } vw_net_changes;
 
 typedef struct vw_net {
@@ -66,6 +68,8 @@ typedef struct vw_net {
   vw_net_state state;
   client_conn conn;
   client_replica replica;      /* kept while DOWN; replaced by the SNAPSHOT of the next connection */
+  vw_presence presence;     /* the session's participants (PRESENCE frames, when granted
+                             * "presence": ask for it in the HELLO's caps), reset at each WELCOME */
   proto_role role;          /* what the server granted (WELCOME); 0 before the first WELCOME */
   uint32_t client_id;       /* the server's id for this connection (WELCOME) */
   proto_welcome_opts granted; /* version 2: codec, rate and tolerance the server granted */
@@ -162,6 +166,12 @@ uint32_t vw_net_history(vw_net *n, int redo);
  * cut); "" keeps the server's anonymous-<connection id>. */
 void vw_net_set_author(vw_net *n, const char *author);
 int vw_net_can_edit(const vw_net *n);
+/* This viewer's cursor and camera (and with about_client > 0 an ABOUT saying what it is and,
+ * private_ set, that it shares neither) as a PRESENCE frame, when the server granted "presence"
+ * and the connection is live; watching is enough. Returns 1 when queued, 0 when not. */
+int vw_net_send_presence(vw_net *n, const proto_presence_state *s, uint8_t about_client, int private_);
+/* Whether this connection was granted "presence". */
+int vw_net_has_presence(const vw_net *n);
 
 /* Names of vw_net_state values ("connecting", "live", "down"), for the HUD. */
 const char *vw_net_state_name(vw_net_state s);

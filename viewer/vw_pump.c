@@ -24,6 +24,7 @@ void vw_pump_merge(vw_net_changes *acc, const vw_net_changes *ch) {
   acc->weights |= ch->weights;
   acc->new_targets += ch->new_targets;
   acc->target_meta |= ch->target_meta;
+  acc->presence |= ch->presence;
   if (ch->offsets_end > ch->offsets_first) {
     if (acc->offsets_end > acc->offsets_first) {
       if (ch->offsets_first < acc->offsets_first) acc->offsets_first = ch->offsets_first;

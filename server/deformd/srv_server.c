@@ -34,6 +34,7 @@
 #include "srv_access.h"
 #include "srv_op.h"
 #include "srv_session.h"
+#include "srv_presence.h"
 #include "srv_history.h"
 #include "srv_restore.h"
 #include "srv_gesture.h"
@@ -307,6 +308,7 @@ static void close_session_work(srv_session *x) {
   srv_mask_close_all(x);
   srv_blend_close_all(x);
   srv_anim_close(x);
+  srv_presence_close(x);
 }
 
 /* Every stored session, rebuilt before the server listens (nobody can ask for one that is not

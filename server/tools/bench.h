@@ -60,5 +60,6 @@ int bench_blend_main(int argc, char **argv, const char *cmdline);
 int bench_durable_main(int argc, char **argv, const char *cmdline);
 int bench_stream_main(int argc, char **argv, const char *cmdline);
 int bench_undo_main(int argc, char **argv, const char *cmdline);
+int bench_presence_main(int argc, char **argv, const char *cmdline); /* bench_presence.c */
 
 #endif

@@ -798,6 +798,7 @@ static void usage(FILE *out) {
           "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
           "                           [--seconds S] [--deformd PATH]\n"
           "       deform-bench undo [--later 1,10,100] [--repeat R] [--data none] [--json] [--deformd PATH]\n"
+          "       deform-bench presence [--editors 50] [--viewers 500] [--rate 60] [--seconds 10] [--json]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -818,6 +819,8 @@ static void usage(FILE *out) {
           "           certificate), every client verifying it (one node)\n"
           "  undo     history.undo of an inflate under N later overlapping strokes of another author: time\n"
           "           (send to committed answer) and crease / offset jump before and after\n"
+          "  presence E editors move cursors and cameras at HZ to V viewers of a fresh deformd --demo:\n"
+          "           delivery latency p50/p99/max, records delivered, server CPU, frames skipped\n"
           "  --json   one JSON object per result instead of a table\n"
           "  --deformd PATH   server binary (default: deformd next to deform-bench)\n");
 }
@@ -910,11 +913,12 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
-                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0)) {
+                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0 ||
+                    strcmp(argv[1], "presence") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
-    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 ||
-        strcmp(argv[1], "undo") == 0) { /* they start deformd, which must not outlive ^C */
+    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "undo") == 0 ||
+        strcmp(argv[1], "presence") == 0) { /* they start deformd, which must not outlive ^C */
       struct sigaction sa;
       memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
@@ -927,6 +931,7 @@ int main(int argc, char **argv) {
                  : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
                  : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
                  : strcmp(argv[1], "undo") == 0   ? bench_undo_main(argc, argv, c)
+                 : strcmp(argv[1], "presence") == 0 ? bench_presence_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;

@@ -45,6 +45,8 @@ static const struct {
     {"state.get", SRV_ROLE_VIEWER},
     {"anim.list", SRV_ROLE_VIEWER},
     {"history.list", SRV_ROLE_VIEWER},
+    {"presence.list", SRV_ROLE_VIEWER},
+    {"presence.set", SRV_ROLE_VIEWER},
     {"weights.set", SRV_ROLE_EDITOR},
     {"sculpt.set", SRV_ROLE_EDITOR},
     {"deform.begin", SRV_ROLE_EDITOR},

@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "proto_caps.h"
+#include "proto_presence.h"
 #include "test.h"
 
 static const char *const demo_args[] = {"--demo", NULL};
@@ -103,6 +104,29 @@ static void join(harness *h, client_conn *c, rec *r, const char *who, const prot
   rec_until(c, r, who, 0);                 /* SNAPSHOT */
 }
 
+/* A participant granted "presence" that moves its cursor before each change of the script
+ * (NULL: none): viewers that did not ask for presence must not see a byte of it. */
+static client_conn *mover;
+static float mover_t;
+
+static void move(void) {
+  if (!mover) return;
+  proto_buf b;
+  proto_buf_init(&b);
+  for (int k = 0; k < 5; k++) {
+    size_t at = proto_presence_begin(&b);
+    mover_t += 1;
+    proto_presence_state s = {.flags = PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, .tool = PROTO_TOOL_DEFORM,
+                              .hit = {mover_t, 0, 0}, .normal = {0, 0, 1}, .radius = 0.05f,
+                              .eye = {0, 0, 2}, .target = {0, 0, 0}, .fov = 0.8f};
+    ASSERT_OK(proto_presence_put_state(&b, &s), NULL);
+    ASSERT_OK(proto_presence_end(&b, at), NULL);
+  }
+  ASSERT_OK(client_send_buf(mover, &b), NULL);
+  proto_buf_fini(&b);
+  usleep(20000); /* past one presence period, so that an update is sent to whoever gets them */
+}
+
 /* ana's mask steps over JSON-RPC (with `ana`, a connection that said hello as ana): none of
  * them is a frame for anyone but ana's connections granted "mask". */
 static void ana_masks(client_conn *ana, int round) {
@@ -129,7 +153,9 @@ static void script_masks(harness *h, client_conn *viewers, rec *recs, const char
 #define ALL_READ(version)                                                                     \
   do {                                                                                        \
     for (int i_ = 0; i_ < n; i_++) rec_until(&viewers[i_], &recs[i_], names[i_], (version)); \
+    move();                                                                                   \
   } while (0)
+  move();
   ana_masks(ana, 0);
   v = rpc_version(h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"smile_L\":0.8,\"jaw_open\":0.25}}");
   ALL_READ(v);
@@ -213,7 +239,33 @@ TEST(v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_be
   client_conn viewers[4];
   rec recs[4] = {{0}};
   join_four(&h, viewers, recs, PROTO_CAP_BIT(PROTO_CAP_NOOP));
+  /* Two participants granted presence (one moving through the whole script, one watching what
+   * it gets): they join after the recorded viewers, so those keep the client ids recorded. */
+  client_conn pat, watcher;
+  proto_hello_opts pres = {.caps = PROTO_CAP_BIT(PROTO_CAP_PRESENCE), .author = {"pat", 3}};
+  harness_connect(&h, &pat, h.stream_port);
+  ASSERT_OK(client_hello2(&pat, "demo", PROTO_ROLE_VIEWER, NULL, &pres), NULL);
+  rec prec = {0};
+  rec_until(&pat, &prec, "pat", 0); /* WELCOME */
+  rec_until(&pat, &prec, "pat", 0); /* SNAPSHOT */
+  harness_connect(&h, &watcher, h.stream_port);
+  ASSERT_OK(client_hello2(&watcher, "demo", PROTO_ROLE_VIEWER, NULL, &pres), NULL);
+  mover = &pat;
   script(&h, viewers, recs, four_names, 4);
+  mover = NULL;
+  /* ... and the watcher did get pat's moves: the presence was there to be seen. */
+  int presence_frames = 0;
+  for (;;) {
+    proto_header ph;
+    const uint8_t *pp;
+    char perr[256];
+    if (client_read_frame(&watcher, 2000, &ph, &pp, perr, sizeof(perr)) != 0) break;
+    if (ph.type == PROTO_PRESENCE && ++presence_frames >= 3) break;
+  }
+  ASSERT(presence_frames >= 3);
+  client_close(&pat);
+  client_close(&watcher);
+  free(prec.text);
   const char *record = getenv("CAPS_RECORD");
   if (!record) {
     /* Granted in WELCOME: the no-caps WELCOME's bytes (its own client id, 5 in place of 3), with
@@ -315,8 +367,8 @@ TEST(a_viewer_that_asks_for_capabilities_this_server_does_not_know_is_granted_th
   client_conn c;
   char err[256];
   proto_hello_opts o = {0};
-  ASSERT_EQ(client_caps_parse("noop,presence", &o, err, sizeof(err)), CLIENT_EINVAL);
-  ASSERT_STR_CONTAINS(err, "unknown capability 'presence' (this build knows: noop,up,bulk,mask)");
+  ASSERT_EQ(client_caps_parse("noop,textures", &o, err, sizeof(err)), CLIENT_EINVAL);
+  ASSERT_STR_CONTAINS(err, "unknown capability 'textures' (this build knows: noop,up,bulk,mask,presence)");
   ASSERT_OK(client_caps_parse("noop", &o, err, sizeof(err)), err);
   harness_connect(&h, &c, h.stream_port);
   ASSERT_OK(client_hello2(&c, "demo", PROTO_ROLE_VIEWER, NULL, &o), NULL);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "store_rows.h"
 #include "mesh_io.h"
 #include "test.h"
 
@@ -853,20 +854,6 @@ TEST(a_full_disk_reached_by_a_file_size_limit_refuses_edits_and_recovers) { full
 
 /* ---- checkpoints and compaction ---------------------------------------------------------------- */
 
-static int64_t count_rows(const char *dir, const char *sql) {
-  char path[1200];
-  snprintf(path, sizeof(path), "%s/deformd.sqlite3", dir);
-  sqlite3 *db = NULL;
-  int64_t n = -1;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-      n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(db);
-  return n;
-}
 
 TEST(a_long_history_restarts_from_its_checkpoint_and_compacts) {
   const char *dir = test_tmp_path("durable-long");

@@ -183,8 +183,11 @@ TEST(the_capability_registry_names_its_ids_and_no_frame_of_versions_1_and_2_need
   ASSERT_EQ(proto_cap_find("noo", 3), -1);
   ASSERT_EQ(proto_cap_find("noopy", 5), -1);
   ASSERT(PROTO_CAP_COUNT <= 32); /* a set is a uint32_t */
-  for (int t = 0; t < 256; t++) /* versions 1 and 2 (1-12) need none; BULK needs "bulk", MASK "mask" */
-    ASSERT_EQ(proto_cap_of_type((uint8_t)t), t == PROTO_BULK ? (int)PROTO_CAP_BULK : t == PROTO_MASK ? (int)PROTO_CAP_MASK : -1);
+  for (int t = 0; t < 256; t++) /* versions 1 and 2 (1-12) need none; BULK needs "bulk", PRESENCE "presence", MASK "mask" */
+    ASSERT_EQ(proto_cap_of_type((uint8_t)t), t == PROTO_BULK       ? (int)PROTO_CAP_BULK
+                                             : t == PROTO_PRESENCE ? (int)PROTO_CAP_PRESENCE
+                                             : t == PROTO_MASK     ? (int)PROTO_CAP_MASK
+                                                                   : -1);
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
     const char *name = proto_cap_name((proto_cap)i);
     uint8_t v[40];
@@ -200,8 +203,10 @@ TEST(the_capability_registry_names_its_ids_and_no_frame_of_versions_1_and_2_need
   ASSERT_EQ(set, PROTO_CAP_BIT(PROTO_CAP_NOOP));
   ASSERT_OK(proto_caps_parse("", &set, &bad), NULL);
   ASSERT_EQ(set, 0);
-  ASSERT_EQ(proto_caps_parse("noop,presence", &set, &bad), PROTO_EINVAL);
-  ASSERT_STR_CONTAINS(bad, "presence");
+  ASSERT_EQ(proto_caps_parse("noop,textures", &set, &bad), PROTO_EINVAL);
+  ASSERT_STR_CONTAINS(bad, "textures");
+  ASSERT_OK(proto_caps_parse("noop,presence", &set, &bad), NULL);
+  ASSERT_EQ(set, PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE));
   char text[64];
   proto_caps_format(PROTO_CAP_BIT(PROTO_CAP_NOOP), text, sizeof(text));
   ASSERT_STR_CONTAINS(text, "noop");

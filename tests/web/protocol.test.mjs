@@ -29,6 +29,7 @@ function jsDecode(decoder, p, trav) {
     case 'header': return P.decodeHeader(p);
     case 'welcome': return P.decodeWelcome(p);
     case 'caps': return P.decodeCaps(p);
+    case 'presence': return P.decodePresence(p);
     case 'error': return P.decodeError(p);
     case 'ping': return P.decodePing(p);
     case 'weights': return P.decodeWeights(p);
@@ -69,7 +70,7 @@ for (const d of decoders) {
 }
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
-  for (const d of ['header', 'welcome', 'caps', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
+  for (const d of ['header', 'welcome', 'caps', 'presence', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
     'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
@@ -110,6 +111,7 @@ const encoders = {
   bye: ([code, m]) => P.encodeBye(code, m),
   bulkGet: ([id, what, flags, target, first, count]) => P.encodeBulkGet(id, what, flags, target, first, count),
   bulkSet: ([id, flags, first, count, v]) => P.encodeBulkSet(id, flags, first, count, v),
+  presence: ([state, about]) => P.encodePresence(state, about),
 };
 
 for (const e of items.filter((i) => i.kind === 'encoder')) {
@@ -170,4 +172,22 @@ test('a WELCOME names the capabilities granted, and says nothing of them when th
   assert.ok(welcomes.some((w) => w.protocolVersion === P.VERSION_2 && w.caps === null));
   assert.ok(answered.some((w) => w.caps.length === 1 && w.caps[0] === P.CAP.UP && w.up === 'z'));
   assert.deepEqual(P.decodeCaps(Uint8Array.from([4, 0x6e, 0x6f, 0x6f, 0x70, 2, 0x7a, 0x7a])), ['noop', 'zz']);
+});
+
+test('an author has the same colour here as in C (proto_presence_colour), for every name the C writer tried', () => {
+  const colours = items.filter((i) => i.kind === 'colour');
+  assert.ok(colours.length >= 5);
+  for (const c of colours) assert.deepEqual(P.presenceColour(c.name), c.rgb, c.name);
+});
+
+test('a PRESENCE update decodes to its records: the list, who they are, where they look, who left', () => {
+  const valid = cases.filter((c) => c.decoder === 'presence' && c.expect === 0).map((c) => P.decodePresence(bytes(c.hex)));
+  const update = valid.find((r) => r.length === 5);
+  assert.deepEqual(update.map((r) => r.kind), [P.PRES.CLEAR, P.PRES.INFO, P.PRES.INFO, P.PRES.STATE, P.PRES.LEAVE]);
+  assert.equal(update[1].author, 'ana');
+  assert.equal(update[2].flags, P.PRES_PRIVATE | P.PRES_REMOTE);
+  assert.equal(update[3].id, 3);
+  assert.equal(update[3].fov, Math.fround(0.785398));
+  assert.deepEqual(update[3].hit, [0.1, 0.2, 0.3].map(Math.fround));
+  assert.equal(update[4].id, 7);
 });

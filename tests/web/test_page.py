@@ -17,6 +17,7 @@ import math
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -50,13 +51,14 @@ def wait_for(what, cond, timeout=60.0, every=0.05):
 
 
 class Server:
-    def __init__(self, *args, admin_token=None):
+    def __init__(self, *args, admin_token=None, demo=True):
         self.log = open(os.path.join(TMP, f"deformd-{time.time_ns()}.log"), "w")
         env = dict(os.environ)
         env.pop("DEFORMD_ADMIN_TOKEN", None)
         if admin_token:  # the administrator's token comes from the environment, never the command line
             env["DEFORMD_ADMIN_TOKEN"] = admin_token
-        self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), "--demo", "--data", "none", "--stream-port", "0",
+        self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), *(["--demo"] if demo else []), "--data", "none",
+                                   "--stream-port", "0",
                                    "--rpc-port", "0", "--http-port", "0", "--log-level", "warn", *args],
                                   stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
         line = self.p.stdout.readline()
@@ -69,7 +71,8 @@ class Server:
         self.id = 0
         if admin_token:
             self.call("auth", {"token": admin_token})
-        wait_for("the demo session", lambda: any(s["session"] == "demo" for s in self.call("session.list")))
+        if demo:
+            wait_for("the demo session", lambda: any(s["session"] == "demo" for s in self.call("session.list")))
 
     def call(self, method, params=None, ok=True):
         self.id += 1
@@ -858,6 +861,204 @@ def test_the_page_darkens_what_its_authors_mask_holds_and_nothing_else():
     finally:
         d.quit()
         srv.stop()
+
+
+class PresenceClient:
+    """A stream client granted "presence" (docs/protocol.md §14, §16), written from the spec with
+    struct: HELLO version 2 with the caps option and an author, then PRESENCE frames both ways."""
+
+    def __init__(self, port, author, session="demo"):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = b""
+        name, who = session.encode(), author.encode()
+        caps = bytes([8]) + b"presence"
+        opts = (struct.pack("<BHB", 1, 1, 0) + struct.pack("<BHf", 2, 4, 0) + struct.pack("<BHf", 3, 4, 0) +
+                struct.pack("<BH", 5, len(who)) + who + struct.pack("<BH", 7, len(caps)) + caps)
+        body = (struct.pack("<HBB", 2, 2, 0) + struct.pack("<H", len(name)) + name + struct.pack("<H", 0) +
+                struct.pack("<H", len(opts)) + opts)
+        self.sock.sendall(self.frame(1, body, version=2))
+        welcome = self.read(lambda t, p: t == 2)
+        self.id = struct.unpack_from("<I", welcome, 0)[0]
+        self.people = {}  # id -> {"author", "flags", "state"}
+
+    @staticmethod
+    def frame(t, body, version=1):
+        return b"DFMD" + struct.pack("<HBBIQ", version, t, 0, len(body), 0) + body
+
+    def read(self, want, timeout=60.0):
+        """Frames until want(type, payload) holds; returns that payload."""
+        end = time.time() + timeout
+        while True:
+            while len(self.buf) >= 20:
+                t, n = self.buf[6], struct.unpack_from("<I", self.buf, 8)[0]
+                if len(self.buf) < 20 + n:
+                    break
+                p, self.buf = self.buf[20:20 + n], self.buf[20 + n:]
+                if t == 14:
+                    self.apply(p)
+                if want(t, p):
+                    return p
+            left = end - time.time()
+            if left <= 0:
+                fail("timed out reading frames")
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                fail("the server closed the connection")
+            self.buf += chunk
+
+    def apply(self, p):
+        at = 0
+        while at < len(p):
+            kind = p[at]
+            at += 1
+            if kind == 1:  # INFO
+                rid, role, client, flags, idle, n = struct.unpack_from("<IBBBIH", p, at)
+                at += 13
+                self.people.setdefault(rid, {"state": None}).update(author=p[at:at + n].decode(), flags=flags)
+                at += n
+            elif kind == 2:  # LEAVE
+                self.people.pop(struct.unpack_from("<I", p, at)[0], None)
+                at += 4
+            elif kind == 3:  # STATE
+                rid, flags, tool = struct.unpack_from("<IBB", p, at)
+                v = struct.unpack_from("<14f", p, at + 6)
+                at += 62
+                if rid in self.people:
+                    self.people[rid]["state"] = {"flags": flags, "tool": tool, "hit": list(v[0:3]), "normal": list(v[3:6]),
+                                                 "radius": v[6], "eye": list(v[7:10]), "target": list(v[10:13]), "fov": v[13]}
+            elif kind == 4:  # CLEAR
+                self.people = {}
+            else:
+                fail(f"a PRESENCE record of kind {kind}")
+
+    def send_state(self, hit, eye, target, fov, radius=0.02, tool=3):
+        body = struct.pack("<BIBB", 3, 0, 3, tool) + struct.pack("<14f", *hit, 0, 0, 1, radius, *eye, *target, fov)
+        self.sock.sendall(self.frame(14, body))
+
+    def find(self, author):
+        return next((i for i, q in self.people.items() if q.get("author") == author), None)
+
+    def close(self):
+        self.sock.close()
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def author_colour(name):
+    """An author's colour (docs/protocol.md §15.4), computed here a third time: FNV-1a 32 of the
+    name, mod 360 a hue, value 230 and chroma 161 in integers."""
+    h = 2166136261
+    for b in name.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    hue = h % 360
+    sector, f = hue // 60, hue % 60
+    base, top = 230 - 161, 230
+    mid = base + (161 * f // 60 if sector % 2 == 0 else 161 * (60 - f) // 60)
+    order = [[0, 1, 2], [1, 0, 2], [1, 2, 0], [2, 1, 0], [2, 0, 1], [0, 2, 1]][sector]
+    rgb = [0, 0, 0]
+    rgb[order[0]], rgb[order[1]], rgb[order[2]] = top, mid, base
+    return rgb
+
+
+def start_redis():
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    n = port.getsockname()[1]
+    port.close()
+    d = tempfile.mkdtemp(prefix="redis-", dir=TMP)
+    p = subprocess.Popen(["redis-server", "--port", str(n), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                          "--dir", d], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def up():
+        try:
+            socket.create_connection(("127.0.0.1", n)).close()
+            return True
+        except OSError:
+            return False
+    wait_for("redis-server", up, 20)
+    return p, f"redis://127.0.0.1:{n}"
+
+
+def test_a_page_on_a_relay_and_a_client_on_the_primary_see_each_others_cursors_and_the_page_follows():
+    """A page served by a relay and a stream client on the primary (one session, presence over
+    Redis): each gets the other's cursor and camera exactly as sent (float32), the page draws the
+    client's cursor in its author's colour (the colour computed here from its name), follows its
+    camera within one animation frame, and is told when it leaves."""
+    redis, url = start_redis()
+    common = ["--redis", url, "--lease-ms", "1000", "--redis-timeout-ms", "1000"]
+    srv = Server(*common)
+    relay = Server("--relay", "--hello-timeout-ms", "60000", *common, demo=False)
+    d = browser(800, 600)
+    ana = None
+    try:
+        wait_for("the relay's registry lists demo",
+                 lambda: any(s.get("session") == "demo" for s in relay.call("server.stats").get("cluster", {}).get("sessions", [])), 60)
+        ana = PresenceClient(srv.stream, "ana")
+        open_page(d, relay, "session=demo&author=pat")
+        wait_for("the page joined with presence", lambda: d.execute_script(
+            "return deformView.connected && deformView.grant.caps.includes('presence')"))
+        # ana hears of pat (through Redis), pat of ana.
+        ana.read(lambda t, p: ana.find("pat") is not None)
+        wait_for("ana in the page", lambda: d.execute_script("return deformView.presence.people.some((q) => q.author === 'ana')"))
+        # ana's cursor on vertex 20400 as the page holds it, her camera somewhere else.
+        pos = d.execute_script("return Array.from(deformView.positions().slice(3 * 20400, 3 * 20400 + 3))")
+        eye, target, fov = [0.3, 0.1, 0.8], [0.0, 0.05, 0.0], 0.7
+        t0 = time.time()
+        ana.send_state(pos, eye, target, fov)
+        got = wait_for("ana's cursor in the page", lambda: d.execute_script(
+            "const q = deformView.presence.people.find((q) => q.author === 'ana'); return q && q.state"), 60, 0.002)
+        print(f"ana's cursor reached the page through the relay in {1000 * (time.time() - t0):.1f} ms (polled)")
+        for k in range(3):
+            if got["hit"][k] != f32(pos[k]) or got["eye"][k] != f32(eye[k]) or got["target"][k] != f32(target[k]):
+                fail(f"the page holds ana's state {got}, she sent {pos} {eye} {target}")
+        if got["fov"] != f32(fov):
+            fail("the field of view differs")
+        # The page draws her cursor where the vertex projects, in her colour.
+        want = author_colour("ana")
+        if d.execute_script("return deformView.presence.people.find((q) => q.author === 'ana').rgb") != want:
+            fail("the page's colour for ana is not the one her name hashes to")
+        at = d.execute_script("return deformView.project(20400)")
+        def drawn():
+            px = d.execute_script("return deformView.overlayPixel(arguments[0], arguments[1])", at["x"], at["y"])
+            return px[3] > 200 and all(abs(px[k] - want[k]) <= 2 for k in range(3))
+        wait_for("ana's cursor drawn in her colour", drawn, 30)
+        # pat's cursor, over the middle of the canvas: ana gets exactly what the page sent.
+        sent = d.execute_script("const c = document.getElementById('view').getBoundingClientRect(); "
+                                "return deformView.presenceMove(c.width / 2, c.height / 2)")
+        if not sent or not (sent["flags"] & 1):
+            fail(f"the page had no cursor over the mesh to send: {sent}")
+        pat = ana.find("pat")
+        ana.read(lambda t, p: (ana.people.get(pat) or {}).get("state") and
+                 all(ana.people[pat]["state"]["hit"][k] == f32(sent["hit"][k]) for k in range(3)))
+        if not ana.people[pat]["flags"] & 4:
+            fail("pat, on the relay, is not flagged remote on the primary")
+        # Follow: one animation frame later the page's camera is ana's.
+        ana_id = d.execute_script("return deformView.presence.people.find((q) => q.author === 'ana').id")
+        pose = d.execute_async_script(
+            "const done = arguments[1]; deformView.follow(arguments[0]); "
+            "requestAnimationFrame(() => done(deformView.cameraPose()));", ana_id)
+        for k in range(3):
+            if abs(pose["eye"][k] - f32(eye[k])) > 1e-6 or pose["target"][k] != f32(target[k]):
+                fail(f"following ana, the page's camera is {pose}, hers {eye} {target}")
+        if pose["fov"] != f32(fov):
+            fail("following ana, the page's field of view is not hers")
+        ana.close()
+        ana = None
+        wait_for("the page told ana left", lambda: "ana left" in d.execute_script("return deformView.presence.notices"), 30)
+        if d.execute_script("return deformView.presence.following") != 0:
+            fail("the page still follows a participant who left")
+        shot(d, "presence.png")
+    finally:
+        if ana:
+            ana.close()
+        d.quit()
+        relay.stop()
+        srv.stop()
+        redis.kill()
+        redis.wait()
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}

@@ -25,6 +25,7 @@
 #include "proto2.h"
 #include "proto_bulk.h"
 #include "proto_caps.h"
+#include "proto_presence.h"
 
 static FILE *out;
 
@@ -115,6 +116,10 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
     rc = proto_decode_target_add2(p, n, &small_trav, &index, &weight, &t);
     if (rc == 0) proto_target2_free(&t);
     return rc;
+  }
+  if (strcmp(d, "presence") == 0) {
+    uint32_t count;
+    return proto_decode_presence(p, n, &count);
   }
   fprintf(stderr, "unknown decoder %s\n", d);
   exit(1);
@@ -428,6 +433,49 @@ static void caps_cases(void) {
   write_case("caps", p, caps_list(p, space, 1));
 }
 
+/* ---- PRESENCE: a server's update, records that are refused, and authors' colours ---------------- */
+
+static void presence_cases(void) {
+  proto_buf b;
+  proto_buf_init(&b);
+  size_t at = proto_presence_begin(&b);
+  proto_presence_put_clear(&b);
+  proto_presence_info ana = {3, PROTO_ROLE_EDITOR, PROTO_CLIENT_VIEW, PROTO_PRES_EDITING, 1500, {"ana", 3}};
+  proto_presence_info bob = {0x80000001u, PROTO_ROLE_VIEWER, PROTO_CLIENT_PAGE, PROTO_PRES_PRIVATE | PROTO_PRES_REMOTE, 0,
+                             {"bob", 3}};
+  proto_presence_put_info(&b, &ana);
+  proto_presence_put_info(&b, &bob);
+  proto_presence_state st = {3, PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, PROTO_TOOL_BRUSH0 + 1, {0.1f, 0.2f, 0.3f},
+                             {0, 0.6f, 0.8f}, 0.02f, {0, 0.1f, 1.5f}, {0, 0.1f, 0}, 0.785398f};
+  proto_presence_put_state(&b, &st);
+  proto_presence_put_leave(&b, 7);
+  proto_presence_end(&b, at);
+  write_cases("presence", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
+  at = proto_presence_begin(&b); /* a client's: ABOUT, then a STATE with the cursor only */
+  proto_presence_put_about(&b, PROTO_CLIENT_PAGE, PROTO_PRES_PRIVATE);
+  st.id = 0;
+  st.flags = PROTO_PRES_CURSOR;
+  proto_presence_put_state(&b, &st);
+  proto_presence_end(&b, at);
+  write_cases("presence", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  b.len = 0;
+  write_case("presence", NULL, 0); /* no records */
+  uint8_t many[PROTO_MAX_PRESENCE_RECORDS + 1];
+  memset(many, PROTO_PRES_CLEAR, sizeof(many));
+  write_case("presence", many, PROTO_MAX_PRESENCE_RECORDS);     /* the most records */
+  write_case("presence", many, PROTO_MAX_PRESENCE_RECORDS + 1); /* one too many */
+  proto_buf_fini(&b);
+  static const char *const names[] = {"ana", "bob", "anonymous-7", "Zoë", "a", "x"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    uint8_t rgb[3];
+    proto_presence_colour(names[i], strlen(names[i]), rgb);
+    item_begin("colour");
+    fprintf(out, "\"name\":\"%s\",\"rgb\":[%u,%u,%u]", names[i], rgb[0], rgb[1], rgb[2]);
+    item_end();
+  }
+}
+
 /* ---- messages a client receives besides the session's: WELCOME, ERROR, BYE, PONG ---------------- */
 
 static void other_cases(void) {
@@ -453,6 +501,7 @@ static void other_cases(void) {
   proto_encode_welcome(&b, 3, &wm);
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   caps_cases();
+  presence_cases();
   b.len = 0;
   proto_encode_error(&b, PROTO_ERR_FORBIDDEN, 7, "editing needs the server's token");
   write_cases("error", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
@@ -578,6 +627,20 @@ static void encoder_cases(void) {
   static const float set[6] = {0.001f, 0, -0.002f, 0.25f, -0.5f, 1e-6f};
   proto_encode_bulk_set(&b, 9, PROTO_BULK_WELDED, 12, 2, set);
   enc("bulkSet", "[9,1,12,2,[0.001,0,-0.002,0.25,-0.5,0.000001]]", &b);
+  size_t pat = proto_presence_begin(&b);
+  proto_presence_state ps = {0, PROTO_PRES_CURSOR | PROTO_PRES_CAMERA, PROTO_TOOL_DEFORM, {0.1f, 0.2f, 0.3f},
+                             {0, 0, 1}, 0.05f, {0, 0, 2}, {0, 0.1f, 0}, 0.8f};
+  proto_presence_put_state(&b, &ps);
+  proto_presence_end(&b, pat);
+  enc("presence", "[{\"flags\":3,\"tool\":1,\"hit\":[0.1,0.2,0.3],\"normal\":[0,0,1],\"radius\":0.05,"
+                  "\"eye\":[0,0,2],\"target\":[0,0.1,0],\"fov\":0.8},null]", &b);
+  pat = proto_presence_begin(&b);
+  proto_presence_put_about(&b, PROTO_CLIENT_PAGE, PROTO_PRES_PRIVATE);
+  ps.flags = PROTO_PRES_CAMERA; /* the camera only: the cursor's fields go as zeros */
+  proto_presence_put_state(&b, &ps);
+  proto_presence_end(&b, pat);
+  enc("presence", "[{\"flags\":2,\"tool\":1,\"hit\":[0.1,0.2,0.3],\"normal\":[0,0,1],\"radius\":0.05,"
+                  "\"eye\":[0,0,2],\"target\":[0,0.1,0],\"fov\":0.8},{\"client\":2,\"flags\":2}]", &b);
   proto_buf_fini(&b);
 }
 

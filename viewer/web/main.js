@@ -19,6 +19,7 @@
 
 import { Camera, PITCH_LIMIT, pick } from './camera.js';
 import { Net } from './net.js';
+import { Presence, applyCamera, drawPresence, showPeople, stateOf } from './presence.js';
 import * as P from './protocol.js';
 import { Renderer } from './render.js';
 
@@ -50,6 +51,13 @@ let framed = false;
 const stats = { frames: 0, frameMs: [], drawMs: [], first: null };
 const state = { lastGesture: null, gestureSeq: 0, dragging: null, marker: null };
 
+// Who else is here (presence.js): its changes redraw the overlay.
+const presence = new Presence(() => {
+  overlayDirty = true;
+  schedule();
+});
+let overlayDirty = true;
+
 const net = new Net({
   base: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}`,
   session,
@@ -61,9 +69,11 @@ const net = new Net({
     tolerance: parseFloat(params.get('tolerance')) || 0,
     maxRate: parseFloat(params.get('max_rate')) || 0,
     // WELCOME then says the session's up axis (the camera orbits around it); MASK frames bring
-    // this author's own mask, drawn darker.
-    caps: [P.CAP.UP, P.CAP.MASK],
+    // this author's own mask, drawn darker; PRESENCE frames say who else is here and where they work.
+    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE],
   },
+  onWelcome: (w) => presence.reset(w.clientId),
+  onPresence: (payload) => presence.apply(payload),
   onUpdate: () => {
     recompute = true;
     schedule();
@@ -92,6 +102,7 @@ function schedule() {
 function frame() {
   scheduled = false;
   const r = net.replica;
+  if (followLeader()) dirty = true;
   const w = canvas.clientWidth * devicePixelRatio;
   const h = canvas.clientHeight * devicePixelRatio;
   if (canvas.width !== Math.round(w) || canvas.height !== Math.round(h)) {
@@ -142,7 +153,9 @@ function frame() {
       if (stats.first === null) stats.first = performance.now();
       stats.drawnVersion = r.version;
     }
+    overlayDirty = true;
   }
+  if (overlayDirty) drawOverlay();
   showStatus();
 }
 
@@ -380,6 +393,7 @@ canvas.addEventListener('pointermove', (e) => {
     moveMaskStroke(x, y);
     return;
   }
+  presence.follow(0); // orbiting takes the camera back from a followed participant
   camera.yaw -= dx * 0.008;
   camera.pitch = Math.max(-PITCH_LIMIT, Math.min(PITCH_LIMIT, camera.pitch + dy * 0.008));
   dirty = true;
@@ -552,6 +566,74 @@ function median(a) {
   return s[Math.floor(s.length / 2)];
 }
 
+// ---- presence: others' cursors and cameras, following, this page's own -------------------------
+
+const overlay = $('overlay');
+const overlayCtx = overlay.getContext('2d');
+let hoverPx = null; // the pointer over the canvas (canvas pixels), for this page's cursor
+
+function followLeader() {
+  const pose = presence.leader();
+  if (!pose) return false;
+  applyCamera(camera, pose);
+  return true;
+}
+
+function drawOverlay() {
+  overlayDirty = false;
+  if (overlay.width !== canvas.width || overlay.height !== canvas.height) {
+    overlay.width = canvas.width;
+    overlay.height = canvas.height;
+  }
+  camera.update(canvas.width, canvas.height);
+  drawPresence(overlayCtx, presence, camera);
+  showPeople($('people'), $('follow'), presence);
+}
+
+// The unit normal of the triangle a pick hit, on the side the ray came from.
+function normalAt(hit, dir) {
+  const p = renderer.positions(), t = net.replica.snapshot.triangles;
+  const [a, b, c] = [0, 1, 2].map((k) => 3 * t[3 * hit.triangle + k]);
+  const e1 = [0, 1, 2].map((k) => p[b + k] - p[a + k]), e2 = [0, 1, 2].map((k) => p[c + k] - p[a + k]);
+  let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+  if (n[0] * dir[0] + n[1] * dir[1] + n[2] * dir[2] > 0) n = n.map((v) => -v);
+  const l = Math.hypot(...n) || 1;
+  return n.map((v) => v / l);
+}
+
+// This page's cursor and camera, sent when they changed (Presence.due: at most 30 Hz); with
+// ?private=1 only an ABOUT saying it shares neither (it is still listed by name).
+const sharesNothing = params.get('private') === '1';
+function sharePresence(force = false) {
+  if (!net.connected || !net.grant || !(net.grant.caps || []).includes(P.CAP.PRESENCE) || !net.replica.ready) return null;
+  if (sharesNothing) {
+    if (presence.sent === null) net.sendFrame(P.encodePresence(null, { client: P.CLIENT.PAGE, flags: P.PRES_PRIVATE }));
+    presence.sent = 'private';
+    return null;
+  }
+  let hit = null;
+  if (hoverPx) {
+    const h = pickAt(hoverPx[0], hoverPx[1]);
+    if (h) hit = { point: h.point, normal: normalAt(h, camera.ray(hoverPx[0], hoverPx[1]).dir) };
+  }
+  const tool = mode === 'drag' ? P.TOOL.DEFORM : mode === 'brush' ? P.TOOL.BRUSH0 + parseInt($('brush').value, 10) : P.TOOL.NONE;
+  const radius = mode === 'brush' ? Math.fround(parseFloat($('radius').value) * diag()) : 0;
+  const s = stateOf(camera, hit, tool, radius);
+  if (force) presence.sent = null;
+  const f = presence.due(s, { client: P.CLIENT.PAGE, flags: 0 });
+  if (f) net.sendFrame(f);
+  return f ? s : null;
+}
+canvas.addEventListener('pointermove', (e) => (hoverPx = pixel(e)));
+canvas.addEventListener('pointerleave', () => (hoverPx = null));
+setInterval(() => sharePresence(), 1000 / 30);
+setInterval(() => { overlayDirty = true; schedule(); }, 1000); // idle times and notices age
+$('follow').addEventListener('change', (e) => {
+  presence.follow(parseInt(e.target.value, 10));
+  dirty = true;
+  schedule();
+});
+
 window.deformView = {
   get connected() { return net.connected; },
   get session() { return session; },
@@ -599,6 +681,24 @@ window.deformView = {
   // it reaches the number, the server has read every EDIT the page sent before.
   ping: () => net.ping(),
   get lastPong() { return net.lastPong || 0; },
+  // Presence: everyone this page knows of ({id, author, flags, rgb, state}), its own id, whom it
+  // follows; follow(id) (0: nobody); the camera as {eye, target, fov}; presenceMove(x, y) puts
+  // this page's cursor over CSS pixel (x, y) and sends it now (the state sent, or null).
+  get presence() { return { self: presence.self, following: presence.following, notices: presence.notices.map((n) => n.text), people: presence.list() }; },
+  follow(id) {
+    presence.follow(id);
+    dirty = true;
+    schedule();
+  },
+  cameraPose: () => ({ eye: camera.eye(), target: [...camera.center], fov: camera.fov }),
+  presenceMove(x, y) {
+    hoverPx = [x * devicePixelRatio, y * devicePixelRatio];
+    return sharePresence(true);
+  },
+  // The overlay's RGBA at CSS pixel (x, y): where others' cursors are drawn.
+  overlayPixel(x, y) {
+    return Array.from(overlayCtx.getImageData(Math.round(x * devicePixelRatio), Math.round(y * devicePixelRatio), 1, 1).data);
+  },
   // The answer to the page's last undo or redo (null before one, or after one that failed).
   get lastHistory() { return state.lastHistory || null; },
   clearHistory() { state.lastHistory = null; },

@@ -16,7 +16,7 @@ import * as P from './protocol.js';
 import { Replica } from './replica.js';
 
 export class Net {
-  constructor({ base, session, token = '', readOnly = false, author, hello = {}, onUpdate, onStatus }) {
+  constructor({ base, session, token = '', readOnly = false, author, hello = {}, onUpdate, onStatus, onWelcome, onPresence }) {
     this.base = base; // "ws://host:port"
     this.session = session;
     this.token = token;
@@ -25,6 +25,8 @@ export class Net {
     this.hello = hello; // version 2 options: codec, maxRate, tolerance
     this.onUpdate = onUpdate || (() => {});
     this.onStatus = onStatus || (() => {});
+    this.onWelcome = onWelcome || (() => {}); // each connection's WELCOME (its client id)
+    this.onPresence = onPresence || (() => {}); // PRESENCE payloads (presence.js), when granted
     this.replica = new Replica();
     this.connected = false;
     this.role = 0;
@@ -115,6 +117,16 @@ export class Net {
       this.role = w.role;
       this.grant = w;
       if (this.role === P.ROLE_EDITOR) this.sendFrame(P.encodeAuthor(this.nextRequest(), this.author));
+      this.onWelcome(w);
+      return;
+    }
+    if (h.type === P.T.PRESENCE) { // not the session's state: a bad one is skipped, not fatal
+      try {
+        this.onPresence(f.payload);
+      } catch (e) {
+        this.error = `a PRESENCE frame was skipped: ${e.message}`;
+        this.onStatus();
+      }
       return;
     }
     if (h.type === P.T.ERROR || h.type === P.T.BYE) {

@@ -31,13 +31,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12, BULK: 13, MASK: 20,
+  TARGET: 11, TARGET_META: 12, BULK: 13, PRESENCE: 14, MASK: 20,
 };
-const LAST_TYPE = 13; // the header check (proto_frame.h PROTO_LAST_TYPE): BULK needs the "bulk" capability
+const LAST_TYPE = 14; // the header check (proto_frame.h PROTO_LAST_TYPE), and MASK (20): types past 12 need their capabilities
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -195,7 +195,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, MASK: their capabilities
+  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, PRESENCE, MASK: their capabilities
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }
@@ -1208,4 +1208,101 @@ export function encodeEditMask(requestId, { op, tool = 0, falloff = 0, samples =
 // Offsets in mesh units from session quanta: (float)q · quantum, in float32 (docs/protocol.md §8.1).
 export function dequantise(q, quantum) {
   return f32(f32(q) * quantum);
+}
+
+// ---- PRESENCE (type 14, capability "presence"; docs/protocol.md §16, proto_presence.h) ---------
+
+export const PRES = { INFO: 1, LEAVE: 2, STATE: 3, CLEAR: 4, ABOUT: 5 };
+export const CLIENT = { UNKNOWN: 0, VIEW: 1, PAGE: 2, TOOL: 3, JSON: 4 };
+export const PRES_EDITING = 1;
+export const PRES_PRIVATE = 2;
+export const PRES_REMOTE = 4;
+export const PRES_CURSOR = 1;
+export const PRES_CAMERA = 2;
+export const TOOL = { NONE: 0, DEFORM: 1, BRUSH0: 2, MAX: 9 };
+export const MAX_PRESENCE_RECORDS = 4096;
+
+const vec3 = (c) => [c.f32(), c.f32(), c.f32()];
+
+function getInfo(c) {
+  const r = { kind: PRES.INFO, id: c.u32(), role: c.u8(), client: c.u8(), flags: c.u8(), idleMs: c.u32() };
+  const n = c.u16();
+  if (n > MAX_NAME) fail(E.TOOBIG);
+  const a = c.bytes(n);
+  if (a.indexOf(0) >= 0) fail(E.INVAL);
+  if (r.role !== ROLE_VIEWER && r.role !== ROLE_EDITOR) fail(E.INVAL);
+  if (r.client > CLIENT.JSON || r.flags & ~7) fail(E.INVAL);
+  if (a.length === 0 || a.length > MAX_AUTHOR || a.some((b) => b < 0x20 || b === 0x7f)) fail(E.INVAL);
+  r.author = new TextDecoder().decode(a);
+  return r;
+}
+
+function getState(c) {
+  const r = { kind: PRES.STATE, id: c.u32(), flags: c.u8(), tool: c.u8() };
+  r.hit = vec3(c);
+  r.normal = vec3(c);
+  r.radius = c.f32();
+  r.eye = vec3(c);
+  r.target = vec3(c);
+  r.fov = c.f32();
+  if (r.flags & ~3 || r.tool > TOOL.MAX || r.radius < 0) fail(E.INVAL);
+  if (r.flags & PRES_CAMERA && !(r.fov > 0 && r.fov < Math.fround(Math.PI))) fail(E.INVAL);
+  return r;
+}
+
+// A PRESENCE payload: its records, in order (proto_presence_next, check for check).
+export function decodePresence(p) {
+  const c = new Cursor(p);
+  const out = [];
+  while (c.at < c.end) {
+    if (out.length === MAX_PRESENCE_RECORDS) fail(E.TOOBIG);
+    const kind = c.u8();
+    if (kind === PRES.INFO) out.push(getInfo(c));
+    else if (kind === PRES.LEAVE) out.push({ kind, id: c.u32() });
+    else if (kind === PRES.STATE) out.push(getState(c));
+    else if (kind === PRES.CLEAR) out.push({ kind });
+    else if (kind === PRES.ABOUT) {
+      const r = { kind, client: c.u8(), flags: c.u8() };
+      if (r.client > CLIENT.JSON || r.flags & ~PRES_PRIVATE) fail(E.INVAL);
+      out.push(r);
+    } else fail(E.INVAL);
+  }
+  return out;
+}
+
+// A client's PRESENCE frame: its STATE ({flags, tool, hit, normal, radius, eye, target, fov};
+// the parts its flags leave out are sent as zeros), with an ABOUT ({client, flags}) first when
+// `about` is given (proto_presence_put_about / put_state).
+export function encodePresence(state, about = null) {
+  const w = new Writer().begin(T.PRESENCE);
+  if (about) {
+    if (about.client > CLIENT.JSON || about.flags & ~PRES_PRIVATE) fail(E.INVAL);
+    w.u8(PRES.ABOUT), w.u8(about.client), w.u8(about.flags);
+  }
+  if (state) {
+    const cursor = state.flags & PRES_CURSOR, camera = state.flags & PRES_CAMERA;
+    const z = [0, 0, 0];
+    const vals = [...(cursor ? state.hit : z), ...(cursor ? state.normal : z), cursor ? state.radius : 0,
+      ...(camera ? state.eye : z), ...(camera ? state.target : z), camera ? state.fov : 0];
+    if (!allFinite(vals) || !allFinite(vals.map(f32))) fail(E.NONFINITE);
+    w.u8(PRES.STATE), w.u32(0), w.u8(state.flags), w.u8(cursor ? state.tool : 0);
+    for (const v of vals) w.f32(v);
+  }
+  return w.end();
+}
+
+// An author's colour, the same bytes as proto_presence_colour: FNV-1a 32 of the name's UTF-8,
+// mod 360 a hue, RGB at value 230 and chroma 161 in integers (docs/protocol.md §15.4).
+export function presenceColour(name) {
+  let h = 2166136261;
+  for (const b of utf8(name)) h = Math.imul(h ^ b, 16777619) >>> 0;
+  const hue = h % 360, sector = Math.floor(hue / 60), f = hue % 60;
+  const chroma = 161, base = 230 - chroma;
+  const mid = sector % 2 === 0 ? base + Math.floor((chroma * f) / 60) : base + Math.floor((chroma * (60 - f)) / 60);
+  const order = [[0, 1, 2], [1, 0, 2], [1, 2, 0], [2, 1, 0], [2, 0, 1], [0, 2, 1]][sector];
+  const rgb = [0, 0, 0];
+  rgb[order[0]] = base + chroma;
+  rgb[order[1]] = mid;
+  rgb[order[2]] = base;
+  return rgb;
 }

@@ -20,6 +20,8 @@
  *                         created; never the token)
  *   tokens:next           the last token id given; tokens:revoked  set of ids taken back
  *   tokens:seq, tokens:log  the tokens' change stream: <seq>-0 {op, id, rec}
+ *   presence:<name>       a pub/sub channel (never a key): each node's presence records for
+ *                         the session (srv_presence_link.c); nothing of it is stored
  *
  * DOES NOT hold session state: sessions stay srv_session (session/srv_session.h); these files move them.
  */
@@ -68,6 +70,14 @@ void srv_redis_destroy(srv_redis *r);
  * the connection. Returns 0, SRV_EBUSY (not connected) or SRV_ELIMIT / SRV_EINTERNAL. */
 int srv_redis_command(srv_redis *r, uint32_t timeout_ms, srv_redis_reply_cb cb, void *arg, int argc,
                       const char **argv, const size_t *lens);
+/* Turns the connection into a subscriber of the channels matching `pattern` (PSUBSCRIBE; it
+ * carries no other command from then on): cb gets each message's channel and payload, valid
+ * during the call. The subscription goes with the connection: subscribe again when the state
+ * callback says ready. No watchdog deadline (a subscription is never "answered"). Returns 0 or
+ * SRV_EBUSY (not connected). */
+typedef void (*srv_redis_message_cb)(srv_redis *r, const char *channel, size_t clen, const char *msg, size_t mlen,
+                                     void *arg);
+int srv_redis_psubscribe(srv_redis *r, const char *pattern, srv_redis_message_cb cb, void *arg);
 int srv_redis_ready(const srv_redis *r);
 uint32_t srv_redis_in_flight(const srv_redis *r);
 void srv_redis_get_stats(const srv_redis *r, srv_redis_stats *out);
@@ -149,6 +159,7 @@ typedef struct srv_cluster {
   struct srv_fwd *fwds;      /* srv_forward.c */
   struct srv_ctokens *tokens;/* srv_cluster_tokens.c */
   struct srv_claim *claims;  /* srv_registry.c: names claimed for a session.create not open yet */
+  struct srv_plink *plink;   /* srv_presence_link.c */
   srv_conn *resuming;        /* srv_relay.c: its HELLO runs again now that the session is loaded */
   srv_cluster_stats stats;
   int stopping;
@@ -238,6 +249,19 @@ void srv_cluster_tokens_tick(srv_cluster *k);
 void srv_cluster_tokens_stop(srv_cluster *k);
 void srv_cluster_tokens_fini(srv_cluster *k);
 cJSON *srv_cluster_tokens_stats(const srv_cluster *k); /* server.stats cluster.tokens (caller frees) */
+
+/* ---- presence between nodes (srv_presence_link.c) --------------------------------------------- */
+
+/* Its own Redis connection, subscribed to every session's presence channel, and the server's
+ * on_presence hook (this node's participants' records PUBLISHed on the command connection).
+ * Returns 0 or SRV_EINTERNAL. */
+int srv_presence_link_start(srv_cluster *k);
+/* Every tick: each session's whole list of this node's participants once a second (a node
+ * that joined or missed a message is made exact by it), and the participants of a node not
+ * heard from in 5 s dropped. */
+void srv_presence_link_tick(srv_cluster *k);
+void srv_presence_link_stop(srv_cluster *k);
+cJSON *srv_presence_link_stats(const srv_cluster *k); /* server.stats cluster.presence (caller frees) */
 
 /* ---- the node, the registry, placement (srv_registry.c) --------------------------------------- */
 

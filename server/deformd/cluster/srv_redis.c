@@ -58,6 +58,8 @@ struct srv_redis {
   uint32_t dl_head, dl_count;
   srv_redis_state_cb state_cb;
   void *state_arg;
+  srv_redis_message_cb msg_cb; /* srv_redis_psubscribe: a subscribed connection's messages */
+  void *msg_arg;
   srv_redis_stats stats;
 };
 
@@ -434,6 +436,7 @@ void srv_redis_destroy(srv_redis *r) {
   if (!r) return;
   r->destroying = 1;
   r->state_cb = NULL;
+  r->msg_cb = NULL;
   r->retry_at = 0;
   if (r->ac && r->ready) {
     r->dl_count = 0;
@@ -473,6 +476,30 @@ int srv_redis_command(srv_redis *r, uint32_t timeout_ms, srv_redis_reply_cb cb, 
     return SRV_EBUSY;
   }
   push_deadline(r, timeout_ms);
+  r->stats.commands++;
+  return 0;
+}
+
+/* A subscribed connection's replies: the PSUBSCRIBE's confirmation, then each message as
+ * ["pmessage", pattern, channel, payload]. hiredis keeps calling this with the same privdata
+ * for as long as the subscription lasts; NULL when the connection goes. */
+static void on_pmessage(redisAsyncContext *ac, void *reply, void *privdata) {
+  srv_redis *r = privdata;
+  redisReply *rep = reply;
+  (void)ac;
+  if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !r->msg_cb) return;
+  redisReply *kind = rep->element[0], *chan = rep->element[2], *msg = rep->element[3];
+  if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "pmessage") != 0 || chan->type != REDIS_REPLY_STRING ||
+      msg->type != REDIS_REPLY_STRING)
+    return;
+  r->msg_cb(r, chan->str, chan->len, msg->str, msg->len, r->msg_arg);
+}
+
+int srv_redis_psubscribe(srv_redis *r, const char *pattern, srv_redis_message_cb cb, void *arg) {
+  if (!r->ac || !r->ready || r->destroying) return SRV_EBUSY;
+  r->msg_cb = cb;
+  r->msg_arg = arg;
+  if (redisAsyncCommand(r->ac, on_pmessage, r, "PSUBSCRIBE %s", pattern) != REDIS_OK) return SRV_EBUSY;
   r->stats.commands++;
   return 0;
 }

@@ -196,6 +196,7 @@ static void on_tick(uv_timer_t *t) {
   uint64_t now = uv_now(k->srv->loop);
   if (now - k->last_lease >= k->srv->cfg.lease_ms / 3) renew_lease(k);
   if (now - k->last_survey >= SURVEY_MS) survey(k);
+  srv_presence_link_tick(k);
   if (k->relay) srv_relay_tick(k);
   else srv_publish_tick(k);
 }
@@ -523,6 +524,7 @@ static void stats_extra(srv_server *s, cJSON *r) {
   cJSON *o = cJSON_AddObjectToObject(r, "cluster");
   cJSON_AddStringToObject(o, "role", k->relay ? "relay" : "primary");
   cJSON_AddStringToObject(o, "node", k->node_id);
+  cJSON_AddItemToObject(o, "presence", srv_presence_link_stats(k));
   cJSON *rd = cJSON_AddObjectToObject(o, "redis");
   char where[300];
   snprintf(where, sizeof(where), "%s:%d/%d", k->url.host, k->url.port, k->url.db);
@@ -624,7 +626,7 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   srv->cluster = k;
   if (srv_redis_create(srv->loop, &k->url, "commands", on_redis_state, k, &k->cmd) != 0 ||
       (k->relay && srv_redis_create(srv->loop, &k->url, "reads", on_redis_state, k, &k->block) != 0) ||
-      srv_cluster_tokens_start(k) != 0) {
+      srv_cluster_tokens_start(k) != 0 || srv_presence_link_start(k) != 0) {
     srv_cluster_stop(srv);
     return SRV_EINTERNAL;
   }
@@ -672,6 +674,7 @@ void srv_cluster_stop(srv_server *srv) {
   srv->on_joined = NULL;
   srv_relay_stop(k);
   srv_cluster_tokens_stop(k);
+  srv_presence_link_stop(k);
   srv_forward_fini(k);
   srv->on_conn_closed = NULL;
   if (uv_is_active((uv_handle_t *)&k->timer) || k->timer.data) {

@@ -48,6 +48,7 @@ typedef struct srv_stats {
   uint64_t frames_sent, bytes_sent, frames_coalesced, clients_dropped, catchups_sent;
   uint64_t connections_accepted, connections_refused, rpc_requests, rpc_errors;
   uint64_t blend_factorisations, blend_solves, blend_fits; /* srv_blend.c */
+  uint64_t presence_updates, presence_skipped; /* srv_presence.c: frames sent, frames not sent to a slow one */
   /* Stream bytes by message type (index = proto_type; a SNAPSHOT counts whole), and by viewer
    * class (srv_conn.c counts them as they are handed to the socket). */
   uint64_t type_bytes[PROTO_LAST_TYPE + 1], type_frames[PROTO_LAST_TYPE + 1];
@@ -128,6 +129,9 @@ struct srv_server {
   void (*on_conn_closed)(srv_conn *c);  /* both transports' on_close */
   void (*on_joined)(srv_conn *c);       /* a viewer got its SNAPSHOT */
   void (*stats_extra)(srv_server *s, cJSON *r); /* server.stats */
+  /* srv_presence.c: each update's records about this node's own participants, for the other
+   * nodes of the session (cluster/srv_presence_link.c); `full` when they are the whole list. */
+  void (*on_presence)(srv_server *s, srv_session *x, const uint8_t *p, size_t n, int full);
   /* srv_token_rpc.c, srv_access.c: with --redis tokens are the cluster's (srv_cluster_tokens.c).
    * token_create stores a new token's record (never the token) in Redis and calls done with
    * its id, unique in the cluster; token_revoke takes a token back on every node (done may be

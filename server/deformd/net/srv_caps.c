@@ -4,9 +4,11 @@
  *
  * A capability is granted when the client asked for it by a name this build knows and the
  * server serves it (served_caps). Today that is "noop" and "up" (WELCOME then carries the
- * session's up axis; the port fills it in), which unlock no frame, and "bulk" (BULK frames:
- * viewers and editors alike; a BULK SET needs an editor, which the port checks per request); a
- * later capability that only some connections may have decides it here, from the role.
+ * session's up axis; the port fills it in), which unlock no frame, "bulk" (BULK frames:
+ * viewers and editors alike; a BULK SET needs an editor, which the port checks per request),
+ * "presence" (PRESENCE frames both ways, for viewers and editors alike: anyone who may watch a
+ * session sees who is in it) and "mask" (MASK frames, the author's own mask); a later capability
+ * that only some connections may have decides it here, from the role.
  *
  * DOES NOT parse the option (protocol/proto_caps.c), send frames, or keep anything but the
  * srv_caps a connection holds.
@@ -16,7 +18,7 @@
 
 /* What this build serves. */
 static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_BULK) |
-                                    PROTO_CAP_BIT(PROTO_CAP_MASK);
+                                    PROTO_CAP_BIT(PROTO_CAP_MASK) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;

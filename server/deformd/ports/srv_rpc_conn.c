@@ -25,6 +25,7 @@
 #include "srv_server.h"
 #include "srv_conn.h"
 #include "srv_session.h"
+#include "srv_presence.h"
 #include "srv_gesture.h"
 #include "srv_rpc.h"
 #include "srv_methods.h"
@@ -181,6 +182,7 @@ static void on_close(srv_conn *c) {
   c->rpc = NULL;
   srv_transfer_release(c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
+  srv_presence_leave(c->server, c); /* a presence.set client */
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }
 

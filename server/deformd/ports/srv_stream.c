@@ -39,6 +39,7 @@
 #include "srv_session_wire.h"
 #include "srv_history.h"
 #include "srv_fanout.h"
+#include "srv_presence.h"
 #include "srv_gesture.h"
 #include "srv_brush.h"
 #include "srv_blend.h"
@@ -85,6 +86,7 @@ static void reply_error(srv_reply *r, int srv_code, const char *message) {
 static const srv_reply_ops stream_reply_ops = {reply_ok, reply_error};
 
 static void on_drained(srv_conn *c) {
+  srv_presence_drained(c); /* a presence update it missed while slow: the whole list now */
   srv_session *s = srv_fanout_session(c);
   if (!c->lagging || !s) return;
   if (srv_fanout_paced(c)) { /* paced: it catches up with its class's next update */
@@ -196,6 +198,9 @@ static void join_ready(srv_conn *c, int status) {
   c->sent_version = s->version;
   st->max_rate = srv_fanout_subscribe(s, c, st->codec, st->max_rate);
   c->server->stats.classes[c->stat_slot].viewers++;
+  /* After its SNAPSHOT: the participants as they are now, when it asked for presence. */
+  if (srv_presence_join(s, c, st->role, srv_caps_has(c, PROTO_CAP_PRESENCE)) != 0)
+    srv_log(SRV_LOG_WARN, "connection %u: out of memory for presence: it is not listed", c->id);
   if (c->server->on_joined) c->server->on_joined(c);
   srv_mask_send(s, c);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
@@ -448,8 +453,10 @@ static void on_history_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
   if (e->kind == PROTO_EDIT_AUTHOR) {
     if (adopt_author(c, e->author) != 0)
       srv_conn_send_error(c, PROTO_ERR_INVALID, e->request_id, "an author name may not hold control characters");
-    else
+    else {
       srv_mask_send(s, c); /* the mask of the author it now edits as (capability "mask") */
+      srv_presence_renamed(srv, c);
+    }
     return;
   }
   srv_conn_ref(c);
@@ -484,6 +491,7 @@ static void on_edit(srv_conn *c, const uint8_t *p, size_t n) {
     srv_conn_send_error(c, PROTO_ERR_INVALID, rid, why);
     return;
   }
+  srv_presence_touch(s, c); /* not idle */
   if (e.kind == PROTO_EDIT_UNDO || e.kind == PROTO_EDIT_REDO || e.kind == PROTO_EDIT_AUTHOR) {
     on_history_edit(c, s, &e);
     return;
@@ -601,6 +609,28 @@ static void on_bulk(srv_conn *c, const uint8_t *p, size_t n) {
   send_bulk(c, version, &a, NULL);
 }
 
+/* A forwarded EDIT AUTHOR: the name is adopted here as well, for this node's presence list. */
+static void author_here(srv_conn *c, const uint8_t *p, size_t n) {
+  proto_edit e;
+  if (n < 5 || p[4] != PROTO_EDIT_AUTHOR || proto_decode_edit(p, n, &c->server->limits, &e) != 0) return;
+  if (adopt_author(c, e.author) == 0) srv_presence_renamed(c->server, c);
+}
+
+/* PRESENCE from a connection granted "presence" (docs/protocol.md §16): its cursor, camera and
+ * ABOUT; from any other, the answer every type it may not send gets. */
+static void on_presence(srv_conn *c, const uint8_t *p, size_t n) {
+  srv_session *s = srv_fanout_session(c);
+  char why[160];
+  if (!srv_caps_has(c, PROTO_CAP_PRESENCE) || c->stream->forward_only) {
+    snprintf(why, sizeof(why), "message type %u is not accepted from clients not granted \"presence\"", PROTO_PRESENCE);
+    srv_conn_send_error(c, PROTO_ERR_MALFORMED, 0, why);
+    return;
+  }
+  if (!s) return; /* its session closed: nothing to tell anyone */
+  int rc = srv_presence_frame(s, c, p, n, why, sizeof(why));
+  if (rc) srv_conn_send_error(c, rc == PROTO_ENONFINITE || rc == PROTO_EINVAL ? PROTO_ERR_INVALID : PROTO_ERR_MALFORMED, 0, why);
+}
+
 static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
   if (c->stage == SRV_STAGE_GREETING) {
     if (h->type == PROTO_HELLO)
@@ -613,8 +643,10 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
     case PROTO_EDIT:
       /* An editor on a relay: the session's owner applies it (srv_forward.c). */
       if (c->stream->role == PROTO_ROLE_EDITOR && c->server->route_edit &&
-          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length))
+          c->server->route_edit(c, p - PROTO_HEADER_SIZE, PROTO_HEADER_SIZE + (size_t)h->length)) {
+        author_here(c, p, h->length); /* the owner records it; this node's presence names it too */
         break;
+      }
       on_edit(c, p, h->length);
       break;
     case PROTO_PING: {
@@ -638,6 +670,9 @@ static void on_frame(srv_conn *c, const proto_header *h, const uint8_t *p) {
       break;
     case PROTO_BULK:
       on_bulk(c, p, h->length);
+      break;
+    case PROTO_PRESENCE:
+      on_presence(c, p, h->length);
       break;
     case PROTO_BYE:
       srv_conn_finish(c, NULL);
@@ -685,6 +720,7 @@ static void on_close(srv_conn *c) {
   if (c->stat_slot >= 0) c->server->stats.classes[c->stat_slot].viewers--;
   c->stat_slot = -1;
   srv_fanout_unsubscribe(c);
+  srv_presence_leave(c->server, c);
   for (srv_session *x = c->server->sessions; x; x = x->next) srv_gesture_drop_owner(c->server, x, c->id);
   if (c->server->on_conn_closed) c->server->on_conn_closed(c);
 }

@@ -285,7 +285,7 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
 /* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
 static void add_stream_stats(cJSON *r, const srv_stats *st) {
   static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
-                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK"};
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK", "PRESENCE"};
   cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
   cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
   for (int t = 1; t <= PROTO_LAST_TYPE; t++) {
@@ -332,6 +332,9 @@ static void m_server_stats(srv_server *s, srv_rpc_call *call, cJSON *params) {
   cJSON_AddNumberToObject(r, "clients_dropped", (double)s->stats.clients_dropped);
   cJSON_AddNumberToObject(r, "connections_refused", (double)s->stats.connections_refused);
   cJSON_AddNumberToObject(r, "lagging_connections", lagging);
+  cJSON *presence = cJSON_AddObjectToObject(r, "presence"); /* srv_presence.c */
+  cJSON_AddNumberToObject(presence, "updates", (double)s->stats.presence_updates);
+  cJSON_AddNumberToObject(presence, "skipped", (double)s->stats.presence_skipped);
   cJSON_AddNumberToObject(r, "queued_bytes", (double)queued);
   cJSON_AddNumberToObject(r, "rpc_requests", (double)s->stats.rpc_requests);
   cJSON_AddNumberToObject(r, "rpc_errors", (double)s->stats.rpc_errors);
@@ -380,6 +383,7 @@ static const srv_method_table own_methods = {session_methods, sizeof(session_met
 static const srv_method_table *const tables[] = {
     &srv_token_rpc_methods, &own_methods,          &srv_edit_rpc_methods,     &srv_history_rpc_methods,
     &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods, &srv_mask_rpc_methods,
+    &srv_presence_rpc_methods,
 };
 #define TABLE_COUNT (sizeof(tables) / sizeof(tables[0]))
 

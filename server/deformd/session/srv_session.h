@@ -87,6 +87,7 @@ struct srv_session {
   struct srv_blend *blend;   /* blendshape solves: cached pin factors, the pending solve (srv_blend.c) */
   struct srv_anim *anim;     /* clips, player and recorder (srv_anim*.c) */
   struct srv_history *history; /* steps, undo and redo (srv_history.c) */
+  struct srv_presence *presence; /* participants, cursors, cameras (srv_presence.c); never stored */
   void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
   struct srv_masks *masks;   /* each author's mask, its steps and requests (srv_mask.c), or NULL */
   void (*masks_fini)(srv_session *s); /* set with `masks`: frees them with the session */
