@@ -112,7 +112,7 @@ class Client(Methods[Awaitable[Any]]):
         links, self._bulk = self._bulk, {}
         for link in links.values():
             await link.close()
-        replicas, self._replicas = self._replicas, set()
+        replicas, self._replicas = list(self._replicas), set()
         for r in replicas:  # replicas end with their client
             await r.close()
         await self._close_rpc()
@@ -245,7 +245,7 @@ class Client(Methods[Awaitable[Any]]):
         conn = await StreamConnection.open(self.stream_host, self.stream_port, session, tls=self.tls, token=self.token,
                                            protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
                                            timeout=self.timeout)
-        r = AsyncReplica(conn, session, on_update, self._replicas.discard)
+        r = AsyncReplica(conn, session, on_update, lambda x: self._replicas.discard(x))
         try:
             await r._start()
             self._replicas.add(r)
