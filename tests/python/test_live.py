@@ -212,7 +212,8 @@ def test_pipelined_calls_answered_out_of_order_reach_their_callers():
 
 
 def test_asyncio_client_has_the_same_methods_and_pipelines():
-    """deformd.aio.Client: gather() of a slow and fast calls, a refused call as RpcError, watch."""
+    """deformd.aio.Client: gather() of a slow and fast calls, a refused call as RpcError, watch;
+    replicas left open close with their client."""
     srv = Server()
 
     async def main():
@@ -230,6 +231,10 @@ def test_asyncio_client_has_the_same_methods_and_pipelines():
             await r.wait_version(v)
             assert r.weights()["jaw_open"] == 0.25
             await r.close()
+            left = [await c.watch("demo"), await c.watch("demo", codec="quantised")]
+        # The client closed with two replicas open: they closed with it, and keep what they had.
+        assert all(x.closed for x in left), [x.closed for x in left]
+        assert left[1].weights()["jaw_open"] == 0.25
     try:
         def methods(cls):
             return {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
