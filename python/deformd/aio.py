@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 import os
+import ssl
 from array import array
 from typing import Any, Awaitable, Dict, Optional, Tuple, Union
 
@@ -74,14 +75,19 @@ class Client(Methods[Awaitable[Any]]):
             await asyncio.shield(self._opening)
             return self
         loop = asyncio.get_running_loop()
-        if self._writer is not None:  # the connection failed: a new one
-            await self.close()
+        if self._writer is not None:  # the connection failed: a new one (replicas and bulk links stay)
+            await self._close_rpc()
         self._opening = loop.create_future()
         try:
             ctx = _conn.tls_context(self.tls)
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None,
-                                        limit=_LINE_LIMIT), self.timeout)
+            try:
+                self._reader, self._writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None,
+                                            limit=_LINE_LIMIT), self.timeout)
+            except ssl.SSLError:
+                raise  # a certificate that does not verify says so itself
+            except (OSError, asyncio.TimeoutError) as e:
+                raise ConnectionClosed(f"cannot connect to deformd at {self.host}:{self.port}: {e}") from e
             self._closed_reason = None
             self._task = loop.create_task(self._read_loop())
             if self.token is not None:
@@ -95,7 +101,7 @@ class Client(Methods[Awaitable[Any]]):
         except BaseException as e:
             self._opening.set_exception(e)
             self._opening.exception()  # retrieved: a second opener re-raises it
-            await self.close()
+            await self._close_rpc()
             raise
         finally:
             self._opening = None
@@ -106,9 +112,12 @@ class Client(Methods[Awaitable[Any]]):
         links, self._bulk = self._bulk, {}
         for link in links.values():
             await link.close()
-        replicas, self._replicas = self._replicas, set()
+        replicas, self._replicas = list(self._replicas), set()
         for r in replicas:  # replicas end with their client
             await r.close()
+        await self._close_rpc()
+
+    async def _close_rpc(self) -> None:
         w, self._writer = self._writer, None
         if w is not None:
             w.close()
@@ -236,7 +245,7 @@ class Client(Methods[Awaitable[Any]]):
         conn = await StreamConnection.open(self.stream_host, self.stream_port, session, tls=self.tls, token=self.token,
                                            protocol=protocol, codec=codec, tolerance=tolerance, max_rate=max_rate,
                                            timeout=self.timeout)
-        r = AsyncReplica(conn, session, on_update, self._replicas.discard)
+        r = AsyncReplica(conn, session, on_update, lambda x: self._replicas.discard(x))
         try:
             await r._start()
             self._replicas.add(r)

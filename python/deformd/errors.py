@@ -23,7 +23,8 @@ class RpcError(DeformdError):
 
 
 class ConnectionClosed(DeformdError):
-    """The connection closed (or failed) before the answer came."""
+    """The connection closed (or failed) before the answer came, or could not be made (the
+    server is not running, or not at that address). The next call connects again."""
 
 
 class ProtocolError(DeformdError):

@@ -2,6 +2,7 @@
 WELCOME, then frames; and the live Replica that watch() returns."""
 import asyncio
 import logging
+import ssl
 import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -27,8 +28,13 @@ class StreamConnection:
         if codec not in CODECS:
             raise ValueError(f"codec must be 'lossless' or 'quantised', not {codec!r}")
         ctx = _conn.tls_context(tls)
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=ctx, server_hostname=host if ctx else None), timeout)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=ctx, server_hostname=host if ctx else None), timeout)
+        except ssl.SSLError:
+            raise
+        except (OSError, asyncio.TimeoutError) as e:
+            raise ConnectionClosed(f"cannot connect to deformd's stream port at {host}:{port}: {e}") from e
         try:
             writer.write(P.encode_hello(session, role=role, token=token or "", protocol=protocol,
                                         codec=CODECS[codec], max_rate=max_rate, tolerance=tolerance,

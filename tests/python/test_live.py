@@ -34,15 +34,16 @@ def fail(msg):
 class Server:
     """deformd --demo on free ports, with a data directory (uploads need one)."""
 
-    def __init__(self, *args, admin_token=None):
+    def __init__(self, *args, admin_token=None, ports=(0, 0), data=None):
         self.dir = tempfile.mkdtemp(dir=TMP)
         self.log = open(os.path.join(self.dir, "deformd.log"), "w")
         env = dict(os.environ)
         env.pop("DEFORMD_ADMIN_TOKEN", None)
         if admin_token:
             env["DEFORMD_ADMIN_TOKEN"] = admin_token
-        self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), "--demo", "--data", os.path.join(self.dir, "data"),
-                                   "--stream-port", "0", "--rpc-port", "0", "--http-port", "off", "--log-level", "warn",
+        self.p = subprocess.Popen([os.path.join(BUILD, "bin", "deformd"), "--demo", "--data",
+                                   data or os.path.join(self.dir, "data"), "--stream-port", str(ports[0]),
+                                   "--rpc-port", str(ports[1]), "--http-port", "off", "--log-level", "warn",
                                    *args], stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
         line = self.p.stdout.readline()
         m = re.match(r"stream_port=(\d+) rpc_port=(\d+)", line)
@@ -211,7 +212,8 @@ def test_pipelined_calls_answered_out_of_order_reach_their_callers():
 
 
 def test_asyncio_client_has_the_same_methods_and_pipelines():
-    """deformd.aio.Client: gather() of a slow and fast calls, a refused call as RpcError, watch."""
+    """deformd.aio.Client: gather() of a slow and fast calls, a refused call as RpcError, watch;
+    replicas left open close with their client."""
     srv = Server()
 
     async def main():
@@ -229,6 +231,10 @@ def test_asyncio_client_has_the_same_methods_and_pipelines():
             await r.wait_version(v)
             assert r.weights()["jaw_open"] == 0.25
             await r.close()
+            left = [await c.watch("demo"), await c.watch("demo", codec="quantised")]
+        # The client closed with two replicas open: they closed with it, and keep what they had.
+        assert all(x.closed for x in left), [x.closed for x in left]
+        assert left[1].weights()["jaw_open"] == 0.25
     try:
         def methods(cls):
             return {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
@@ -452,6 +458,41 @@ def test_tls_on_both_ports_is_verified_against_the_ca_given():
         except ssl.SSLError:
             pass
     finally:
+        srv.stop()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_client_connects_again_after_the_server_restarts():
+    """A call while the server is down raises ConnectionClosed; once it is back (same ports, same
+    data directory) the next call connects again, says hello again (the same author: its undo
+    works across the restart) and the bulk arrays reopen their stream connection."""
+    ports = (free_port(), free_port())
+    data = tempfile.mkdtemp(dir=TMP)
+    srv = Server(ports=ports, data=data)
+    c = srv.client(timeout=30)
+    try:
+        c.weights_set("demo", weights={"smile_L": 0.5})
+        before = c.positions("demo")
+        srv.stop()
+        try:
+            c.state_get("demo")
+            fail("a call to a stopped server was answered")
+        except deformd.ConnectionClosed:
+            pass
+        srv = Server(ports=ports, data=data)
+        if c.weights_get("demo")["weights"]["smile_L"] != 0.5:
+            fail("the restarted server lost the weight")
+        same_bits("positions after the restart", c.positions("demo"), before)
+        c.history_undo("demo")  # the step of the first connection's author
+        if c.weights_get("demo")["weights"]["smile_L"] != 0:
+            fail("undo after the restart did not take back the author's step")
+    finally:
+        c.close()
         srv.stop()
 
 
