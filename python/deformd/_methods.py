@@ -148,6 +148,50 @@ class Methods(Generic[R]):
         """`sculpt.get`: `{"version", "offsets": {"index": [x, y, z]}}` of every sculpted vertex."""
         return self._rpc("sculpt.get", {"session": session})
 
+    # ---- masks (docs/json-api.md "Masks": the caller's own mask, held under its brushes) ------
+    def mask_stroke(self, session: str, samples: Sequence[Mapping[str, Any]], radius: float,
+                    tool: Optional[str] = None, strength: Optional[float] = None,
+                    falloff: Optional[str] = None) -> R:
+        """`mask.stroke`: paints (`tool` "paint"), erases ("erase") or smooths ("smooth") the
+        caller's mask along `samples` (`[{"center": [x, y, z]}, ...]`); one undoable step."""
+        return self._rpc("mask.stroke", _params(session=session, samples=[dict(x) for x in samples], radius=radius,
+                                                tool=tool, strength=strength, falloff=falloff))
+
+    def mask_clear(self, session: str) -> R:
+        """`mask.clear`: every value of the caller's mask to 0 (one undoable step)."""
+        return self._rpc("mask.clear", {"session": session})
+
+    def mask_invert(self, session: str) -> R:
+        """`mask.invert`: every value m of the caller's mask to 1 − m (one undoable step)."""
+        return self._rpc("mask.invert", {"session": session})
+
+    def mask_auto(self, session: str, mode: str, vertex: Optional[int] = None, angle: Optional[float] = None,
+                  rings: Optional[int] = None, combine: Optional[str] = None) -> R:
+        """`mask.auto`: a mask by `mode` "topology" (holds what is not connected to `vertex`),
+        "normal" (holds what turns more than `angle` degrees from `vertex`'s normal) or
+        "boundary" (the open edges' vertices and `rings` − 1 rings around them); `combine`
+        "replace" (the default) or "add" (the larger value per vertex)."""
+        return self._rpc("mask.auto", _params(session=session, mode=mode, vertex=vertex, angle=angle, rings=rings,
+                                              combine=combine))
+
+    def mask_get(self, session: str) -> R:
+        """`mask.get`: the caller's mask, `{"version", "vertices", "values"}`."""
+        return self._rpc("mask.get", {"session": session})
+
+    # ---- presence (docs/json-api.md "Presence": who is here, never stored) -------------------
+    def presence_list(self, session: str) -> R:
+        """`presence.list`: the session's participants (author, role, client, idle time, cursor,
+        camera)."""
+        return self._rpc("presence.list", {"session": session})
+
+    def presence_set(self, session: str, cursor: Optional[Mapping[str, Any]] = None,
+                     camera: Optional[Mapping[str, Any]] = None, private: Optional[bool] = None) -> R:
+        """`presence.set`: this connection's cursor (`{"hit", "normal", "radius", "tool"}`) and
+        camera (`{"eye", "target", "fov"}`) as other participants see them; `private` shares
+        neither."""
+        return self._rpc("presence.set", _params(session=session, cursor=None if cursor is None else dict(cursor),
+                                                 camera=None if camera is None else dict(camera), private=private))
+
     def deform_begin(self, session: str, pick: Optional[int] = None, handle: Optional[Sequence[int]] = None,
                      mode: Optional[str] = None, border: Optional[str] = None, iterations: Optional[int] = None,
                      gesture: Optional[int] = None, handle_radius: Optional[float] = None,

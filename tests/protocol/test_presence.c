@@ -75,13 +75,13 @@ TEST(presence_records_decode_to_what_was_encoded_and_each_bad_value_is_refused) 
   static const uint8_t unknown_kind[] = {6};
   ASSERT_EQ(proto_decode_presence(unknown_kind, 1, &count), PROTO_EINVAL);
   proto_buf_fini(&b);
-  /* Type 13 is no message; 14 is a header like any other. */
-  uint8_t hd[PROTO_HEADER_SIZE] = {'D', 'F', 'M', 'D', 1, 0, 13};
-  ASSERT_EQ(proto_header_decode(hd, NULL, &h), PROTO_ETYPE);
-  hd[6] = 14;
+  /* 14 is a header like any other (as BULK's 13 and MASK's 20 are); 15 to 19 and 21 are none. */
+  uint8_t hd[PROTO_HEADER_SIZE] = {'D', 'F', 'M', 'D', 1, 0, 14};
   ASSERT_OK(proto_header_decode(hd, NULL, &h), NULL);
-  hd[6] = 15;
-  ASSERT_EQ(proto_header_decode(hd, NULL, &h), PROTO_ETYPE);
+  for (int t = 15; t <= 21; t++) {
+    hd[6] = (uint8_t)t;
+    ASSERT_EQ(proto_header_decode(hd, NULL, &h), t == PROTO_MASK ? 0 : PROTO_ETYPE);
+  }
 }
 
 TEST(an_authors_colour_is_the_hsv_colour_of_its_hue_at_value_230_and_saturation_0_7) {
