@@ -328,7 +328,7 @@ static const srv_method_table own_methods = {session_methods, sizeof(session_met
 /* Every table; a name is in one of them only (the tests count them against the spec). */
 static const srv_method_table *const tables[] = {
     &srv_token_rpc_methods, &own_methods,          &srv_edit_rpc_methods,     &srv_history_rpc_methods,
-    &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods,
+    &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods, &srv_face_rpc_methods,
 };
 #define TABLE_COUNT (sizeof(tables) / sizeof(tables[0]))
 

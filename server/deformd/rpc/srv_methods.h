@@ -75,6 +75,7 @@ extern const srv_method_table srv_edit_rpc_methods;     /* targets.*, weights.*,
 extern const srv_method_table srv_history_rpc_methods;  /* hello, history.* */
 extern const srv_method_table srv_blend_rpc_methods;    /* blend.* */
 extern const srv_method_table srv_anim_rpc_methods;     /* anim.* */
+extern const srv_method_table srv_face_rpc_methods;     /* face.* */
 
 /* srv_transfer_rpc.c: the connection closes: its unfinished upload is discarded, its kept
  * download freed. */
