@@ -265,6 +265,54 @@ TEST(a_faster_source_is_merged_at_the_rate_and_its_newest_frame_lands) {
   harness_stop(&h);
 }
 
+/* ---- the demo head with no mapping ------------------------------------------------------------------ */
+
+TEST(a_phone_drives_the_demo_heads_arkit_targets_and_vrm_presets_with_no_mapping) {
+  harness h;
+  const char *args[] = {"--demo", "--livelink-port", "0", "--vmc-port", "0", NULL};
+  harness_start(&h, "demo", args);
+  char port[16];
+  snprintf(port, sizeof(port), "%d", face_port(&h, "livelink"));
+  const char *log = test_tmp_path("phone.log");
+  const char *ll[] = {"livelink", port, "--hz", "60", "--seconds", "1", "--log", log, NULL};
+  int st;
+  pid_t pid = spawn_sender(ll);
+  ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (int tries = 0; tries < 300 && face_counter(&h, "livelink", "frames") < 60; tries++) usleep(10000);
+  ASSERT_EQ(face_counter(&h, "livelink", "frames"), 60);
+  usleep(100000); /* the last frame's period */
+  /* the last frame's 52 values, each on the target of its name (the log has them by name) */
+  size_t len;
+  char *text = (char *)test_read_file(log, &len), *at = text, *end = text + len, *line, *last = NULL;
+  while ((line = test_next_line(&at, end)) != NULL) last = line;
+  cJSON *frame = cJSON_Parse(last), *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+  const cJSON *v;
+  int checked = 0;
+  cJSON_ArrayForEach(v, cJSON_GetObjectItem(frame, "values")) {
+    const cJSON *got = cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), v->string);
+    if (!got) test__fail(__FILE__, __LINE__, "the demo head has no target %s", v->string);
+    ASSERT_NEAR(got->valuedouble, v->valuedouble, 1e-6);
+    checked++;
+  }
+  ASSERT_EQ(checked, 52);
+  cJSON_Delete(frame);
+  cJSON_Delete(w);
+  free(text);
+  /* VRM 1.0's blink (VMC) closes both ARKit eyes */
+  snprintf(port, sizeof(port), "%d", face_port(&h, "vmc"));
+  const char *vmc[] = {"vmc", port, "--hz", "10", "--seconds", "0.1", "--names", "blink", "--log",
+                       test_tmp_path("blink.log"), NULL};
+  pid = spawn_sender(vmc);
+  ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (int tries = 0; tries < 300 && face_counter(&h, "vmc", "applied") < 1; tries++) usleep(10000);
+  w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+  double blink = 1.0 / 1024; /* face_sender.py's value(0, 0) */
+  ASSERT_NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "eyeBlinkLeft")->valuedouble, blink, 1e-7);
+  ASSERT_NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), "eyeBlinkRight")->valuedouble, blink, 1e-7);
+  cJSON_Delete(w);
+  harness_stop(&h);
+}
+
 /* ---- malformed datagrams ---------------------------------------------------------------------------------- */
 
 TEST(malformed_face_datagrams_are_counted_and_dropped_without_disturbing_the_session_or_other_clients) {

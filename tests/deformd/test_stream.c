@@ -439,8 +439,8 @@ TEST(quantised_weight_runs_in_edits_set_exactly_the_weights_they_encode) {
   uint32_t rid = 0;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 3);
-  /* A run past the last target of the mesh (16 targets): refused. */
-  send_edit_run(&ed, &b, 4, 14, 4, NULL, q8, s8);
+  /* A run past the last target of the mesh (68 targets): refused. */
+  send_edit_run(&ed, &b, 4, 66, 4, NULL, q8, s8);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 4);
   ASSERT_EQ(server_version(&h), 2);
