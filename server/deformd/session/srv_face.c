@@ -3,10 +3,10 @@
  * onto a session's targets and applied as SET_WEIGHTS operations authored by the input; takes
  * as history steps; takes kept in the store as coalesced runs.
  *
- * Rate. An input applies at most `face_rate` times a second. A finished frame is merged into
- * the pending one (each name keeps its newest value) and applied at once when the last apply
- * was a period ago, else when the input's timer fires at the end of the period: a faster source
- * is merged, never dropped, and the newest value of every name always lands.
+ * Rate. An input applies at most `face_rate` times a second (a token bucket, take_token). A
+ * finished frame is merged into the pending one (each name keeps its newest value) and applied
+ * at once when a token is there, else when the input's timer fires as the next one comes: a
+ * faster source is merged, never dropped, and the newest value of every name always lands.
  *
  * Takes. The first frame after a pause of `face_idle_ms` (or the first ever) opens a take: a
  * history step of its own (srv_history_new_step_id), which every frame of the take joins, so
@@ -79,7 +79,8 @@ struct srv_face_input {
   char author_name[32];
   uint32_t author;
   uv_timer_t timer;
-  uint64_t last_apply_ns;   /* uv_hrtime of the last apply (0: none yet) */
+  double tokens;            /* applies it may make now (a bucket of FACE_BURST filled at face_rate) */
+  uint64_t refill_ns;       /* uv_hrtime the bucket was last filled (0: never: it starts full) */
   uint64_t last_frame_ms;   /* uv_now of the last applied frame */
   uint64_t run_started_ms;
   int pending_frames;       /* frames merged into `pending` since the last apply */
@@ -252,6 +253,25 @@ void srv_face_discard(srv_face_input *in) { in->building.n = 0; }
 
 static void apply_pending(srv_face_input *in);
 
+/* The rate is a token bucket of FACE_BURST applies refilled at face_rate a second: a steady source
+ * at the rate, whose frames come a little early or late (network jitter), never waits, and a
+ * faster one is held to the rate with one apply more at most in any second. */
+#define FACE_BURST 2.0
+
+/* Takes a token and returns 0, or returns the milliseconds until one is there. */
+static uint64_t take_token(srv_face_input *in) {
+  double rate = in->srv->cfg.face_rate;
+  uint64_t now = uv_hrtime();
+  in->tokens = in->refill_ns ? in->tokens + (double)(now - in->refill_ns) * rate / 1e9 : FACE_BURST;
+  if (in->tokens > FACE_BURST) in->tokens = FACE_BURST;
+  in->refill_ns = now;
+  if (in->tokens >= 1.0) {
+    in->tokens -= 1.0;
+    return 0;
+  }
+  return (uint64_t)ceil((1.0 - in->tokens) * 1000.0 / rate);
+}
+
 void srv_face_commit(srv_face_input *in) {
   in->counts[SRV_FACE_FRAMES]++;
   for (uint32_t i = 0; i < in->building.n; i++)
@@ -259,12 +279,12 @@ void srv_face_commit(srv_face_input *in) {
       break; /* (both hold at most SRV_FACE_MAX_NAMES; a pending one full of other names keeps them) */
   in->building.n = 0;
   if (in->pending_frames++) in->counts[SRV_FACE_MERGED]++;
-  uint64_t period = 1000000000ull / in->srv->cfg.face_rate, now = uv_hrtime();
-  if (!in->last_apply_ns || now - in->last_apply_ns >= period) {
+  if (in->pending_frames > 1) return; /* an apply is already waiting for its token */
+  uint64_t wait_ms = take_token(in);
+  if (wait_ms == 0) {
     apply_pending(in);
     return;
   }
-  uint64_t wait_ms = (period - (now - in->last_apply_ns) + 999999) / 1000000;
   if (!uv_is_active((uv_handle_t *)&in->timer) || uv_timer_get_due_in(&in->timer) > wait_ms)
     uv_timer_start(&in->timer, on_timer, wait_ms, 0);
 }
@@ -445,7 +465,6 @@ static void end_take(srv_face_input *in) {
 static void apply_pending(srv_face_input *in) {
   srv_server *srv = in->srv;
   uint64_t now_ms = uv_now(srv->loop);
-  in->last_apply_ns = uv_hrtime();
   in->pending_frames = 0;
   srv_session *s = srv->stopping ? NULL : srv_session_find(srv, in->session);
   if (!s || s->restoring) {
@@ -495,7 +514,9 @@ static void apply_pending(srv_face_input *in) {
 static void on_timer(uv_timer_t *t) {
   srv_face_input *in = t->data;
   if (in->pending_frames) {
-    apply_pending(in);
+    uint64_t wait_ms = take_token(in);
+    if (wait_ms) uv_timer_start(&in->timer, on_timer, wait_ms, 0);
+    else apply_pending(in);
     return;
   }
   end_take(in); /* idle for face_idle_ms: the take is over */
