@@ -57,5 +57,6 @@ int bench_brush_main(int argc, char **argv, const char *cmdline);
 int bench_blend_main(int argc, char **argv, const char *cmdline);
 int bench_durable_main(int argc, char **argv, const char *cmdline);
 int bench_stream_main(int argc, char **argv, const char *cmdline);
+int bench_face_main(int argc, char **argv, const char *cmdline);
 
 #endif

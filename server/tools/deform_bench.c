@@ -796,6 +796,8 @@ static void usage(FILE *out) {
           "                          [--max-error E] [--clips FILE...] [--json]\n"
           "       deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]\n"
           "                           [--seconds S] [--deformd PATH]\n"
+          "       deform-bench face [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink] [--json]\n"
+          "                         [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -808,6 +810,8 @@ static void usage(FILE *out) {
           "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
           "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
           "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
+          "  face     a face tracker's UDP datagrams (VMC or Live Link Face) at H Hz to deformd --demo:\n"
+          "           latency from each datagram to the WEIGHTS frame read by each of N viewers\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced;\n"
           "           --relays R: the viewers join R relays of the primary through a redis-server of\n"
@@ -906,10 +910,10 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
-                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0)) {
+                    strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "face") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
-    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0) { /* they start deformd, which must not outlive ^C */
+    if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "face") == 0) { /* they start deformd, which must not outlive ^C */
       struct sigaction sa;
       memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
@@ -921,6 +925,7 @@ int main(int argc, char **argv) {
                  : strcmp(argv[1], "brush") == 0 ? bench_brush_main(argc, argv, c)
                  : strcmp(argv[1], "blend") == 0 ? bench_blend_main(argc, argv, c)
                  : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
+                 : strcmp(argv[1], "face") == 0 ? bench_face_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;
