@@ -453,3 +453,81 @@ TEST(five_seconds_of_live_input_leave_one_history_step_and_a_few_stored_runs_tha
   /* the take is one undo: its author's history.undo takes every target back to 0 */
   harness_stop(&h);
 }
+
+/* ---- capture to playback -------------------------------------------------------------------------------------- */
+
+TEST(a_live_take_recorded_and_compressed_plays_back_within_its_error_bound) {
+  harness h;
+  const char *args[] = {"--demo", "--vmc-port", "0", NULL};
+  harness_start(&h, "demo", args);
+  harness_rpc_done(&h, "anim.record_start", "{\"session\":\"demo\",\"clip\":\"take\",\"fps\":30}");
+  char port[16];
+  snprintf(port, sizeof(port), "%d", face_port(&h, "vmc"));
+  /* ARKit names on the head's targets of the same names (the default mapping) */
+  const char *send[] = {"vmc", port, "--hz", "60", "--seconds", "2", "--names",
+                        "jawOpen,mouthSmileLeft,eyeBlinkLeft,browInnerUp", "--log", test_tmp_path("take.log"), NULL};
+  int st;
+  pid_t pid = spawn_sender(send);
+  ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (int tries = 0; tries < 300 && face_counter(&h, "vmc", "frames") < 120; tries++) usleep(10000);
+  ASSERT_EQ(face_counter(&h, "vmc", "frames"), 120);
+  usleep(300000); /* the last frame applied and sampled a few times */
+  uint32_t nv;
+  float *live = harness_server_positions(&h, "demo", &nv); /* the take's last shape, live */
+  cJSON *r = harness_rpc_ok(&h, "anim.record_stop", "{\"session\":\"demo\"}");
+  int frames = cJSON_GetObjectItem(r, "frames")->valueint;
+  ASSERT(frames >= 60); /* 2 s and more at 30 fps: the take frame by frame, as recorded */
+  cJSON_Delete(r);
+  r = harness_rpc_ok(&h, "anim.compress", "{\"session\":\"demo\",\"clip\":\"take\",\"max_error\":0.002}");
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(r, "budget_met")));
+  ASSERT(cJSON_GetObjectItem(r, "max_error_relative")->valuedouble <= 0.002);
+  double streamed = cJSON_GetObjectItem(r, "streamed_max_error")->valuedouble;
+  ASSERT(cJSON_GetObjectItem(r, "streamed_max_error_relative")->valuedouble <= 0.002);
+  ASSERT(cJSON_GetObjectItem(r, "components")->valueint < frames);
+  cJSON_Delete(r);
+  /* the live weights off, then the clip's last frame: the shape is the live one within the bound */
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jawOpen\":0,\"mouthSmileLeft\":0,"
+                                      "\"eyeBlinkLeft\":0,\"browInnerUp\":0}}");
+  harness_rpc_done(&h, "anim.play", "{\"session\":\"demo\",\"clip\":\"take\",\"loop\":false}");
+  harness_rpc_done(&h, "anim.pause", "{\"session\":\"demo\"}");
+  char seek[128];
+  snprintf(seek, sizeof(seek), "{\"session\":\"demo\",\"frame\":%d}", frames - 1);
+  harness_rpc_done(&h, "anim.seek", seek);
+  uint32_t np;
+  float *played = harness_server_positions(&h, "demo", &np);
+  ASSERT_EQ(np, nv);
+  double worst = 0, moved = 0;
+  float *base = NULL;
+  for (uint32_t v = 0; v < nv; v++) {
+    double dx = played[3 * v] - live[3 * v], dy = played[3 * v + 1] - live[3 * v + 1], dz = played[3 * v + 2] - live[3 * v + 2];
+    worst = fmax(worst, sqrt(dx * dx + dy * dy + dz * dz));
+  }
+  /* and the take did move the head: the played frame is not the rest shape */
+  harness_rpc_done(&h, "anim.stop", "{\"session\":\"demo\"}");
+  base = harness_server_positions(&h, "demo", &np);
+  for (uint32_t v = 0; v < nv; v++) {
+    double dx = played[3 * v] - base[3 * v], dy = played[3 * v + 1] - base[3 * v + 1], dz = played[3 * v + 2] - base[3 * v + 2];
+    moved = fmax(moved, sqrt(dx * dx + dy * dy + dz * dz));
+  }
+  fprintf(stderr, "take: %d frames, played last frame within %.3g of live (bound %.3g), moved %.3g\n", frames, worst,
+          streamed, moved);
+  ASSERT(worst <= streamed + 1e-6);
+  ASSERT(moved > 10 * streamed);
+  /* a second take (a still one), and a crossfade from the first into it */
+  harness_rpc_done(&h, "anim.record_start", "{\"session\":\"demo\",\"clip\":\"take2\",\"fps\":30}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jawOpen\":0.5}}");
+  usleep(200000);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.record_stop", "{\"session\":\"demo\"}"));
+  harness_rpc_done(&h, "anim.compress", "{\"session\":\"demo\",\"clip\":\"take2\",\"components\":1}");
+  harness_rpc_done(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"jawOpen\":0}}");
+  harness_rpc_done(&h, "anim.play", "{\"session\":\"demo\",\"clip\":\"take\"}");
+  harness_rpc_done(&h, "anim.blend", "{\"session\":\"demo\",\"clip\":\"take2\",\"duration\":0.2}");
+  usleep(600000);
+  r = harness_rpc_ok(&h, "anim.list", "{\"session\":\"demo\"}");
+  ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "player"), "clip")->valuestring, "take2") == 0);
+  cJSON_Delete(r);
+  free(base);
+  free(played);
+  free(live);
+  harness_stop(&h);
+}
