@@ -225,32 +225,28 @@ static void expect_sixty_hz(harness *h, const char *kind, const follow_result *f
   ASSERT_EQ(face_counter(h, kind, "malformed"), 0);
 }
 
-TEST(a_vmc_sender_at_60_hz_for_5_s_drives_the_session_through_the_mapping_and_no_frame_is_lost) {
+/* deformd --demo with one input on, a 60 Hz sender for 5 s, then the counters checked. */
+static follow_result sixty_hz_run(const char *kind, const char *flag, const char *log, int loose) {
   harness h;
-  const char *args[] = {"--demo", "--vmc-port", "0", NULL};
+  const char *args[] = {"--demo", flag, "0", NULL};
   harness_start(&h, "demo", args);
-  follow_result fr = drive_and_follow(&h, "vmc", test_tmp_path("vmc.log"), 0);
-  expect_sixty_hz(&h, "vmc", &fr);
-  ASSERT(fr.states >= 150); /* most frames had a period of their own (60 Hz against --face-rate 60) */
+  follow_result fr = drive_and_follow(&h, kind, test_tmp_path(log), loose);
+  expect_sixty_hz(&h, kind, &fr);
   harness_stop(&h);
+  return fr;
+}
+
+TEST(a_vmc_sender_at_60_hz_for_5_s_drives_the_session_through_the_mapping_and_no_frame_is_lost) {
+  follow_result fr = sixty_hz_run("vmc", "--vmc-port", "vmc.log", 0);
+  ASSERT(fr.states >= 150); /* most frames were applied on their own (60 Hz against --face-rate 60) */
 }
 
 TEST(a_vmc_sender_of_one_message_per_datagram_is_the_same_as_bundles) {
-  harness h;
-  const char *args[] = {"--demo", "--vmc-port", "0", NULL};
-  harness_start(&h, "demo", args);
-  follow_result fr = drive_and_follow(&h, "vmc", test_tmp_path("loose.log"), 1);
-  expect_sixty_hz(&h, "vmc", &fr);
-  harness_stop(&h);
+  sixty_hz_run("vmc", "--vmc-port", "loose.log", 1);
 }
 
 TEST(a_live_link_face_sender_at_60_hz_for_5_s_drives_the_session_through_the_mapping) {
-  harness h;
-  const char *args[] = {"--demo", "--livelink-port", "0", NULL};
-  harness_start(&h, "demo", args);
-  follow_result fr = drive_and_follow(&h, "livelink", test_tmp_path("livelink.log"), 0);
-  expect_sixty_hz(&h, "livelink", &fr);
-  harness_stop(&h);
+  sixty_hz_run("livelink", "--livelink-port", "livelink.log", 0);
 }
 
 TEST(a_faster_source_is_merged_at_the_rate_and_its_newest_frame_lands) {
@@ -456,6 +452,16 @@ TEST(five_seconds_of_live_input_leave_one_history_step_and_a_few_stored_runs_tha
 
 /* ---- capture to playback -------------------------------------------------------------------------------------- */
 
+/* The largest distance between the same vertex of two shapes. */
+static double farthest(const float *a, const float *b, uint32_t n) {
+  double worst = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    double dx = a[3 * v] - b[3 * v], dy = a[3 * v + 1] - b[3 * v + 1], dz = a[3 * v + 2] - b[3 * v + 2];
+    worst = fmax(worst, sqrt(dx * dx + dy * dy + dz * dz));
+  }
+  return worst;
+}
+
 TEST(a_live_take_recorded_and_compressed_plays_back_within_its_error_bound) {
   harness h;
   const char *args[] = {"--demo", "--vmc-port", "0", NULL};
@@ -496,19 +502,12 @@ TEST(a_live_take_recorded_and_compressed_plays_back_within_its_error_bound) {
   uint32_t np;
   float *played = harness_server_positions(&h, "demo", &np);
   ASSERT_EQ(np, nv);
-  double worst = 0, moved = 0;
+  double worst = farthest(played, live, nv), moved;
   float *base = NULL;
-  for (uint32_t v = 0; v < nv; v++) {
-    double dx = played[3 * v] - live[3 * v], dy = played[3 * v + 1] - live[3 * v + 1], dz = played[3 * v + 2] - live[3 * v + 2];
-    worst = fmax(worst, sqrt(dx * dx + dy * dy + dz * dz));
-  }
   /* and the take did move the head: the played frame is not the rest shape */
   harness_rpc_done(&h, "anim.stop", "{\"session\":\"demo\"}");
   base = harness_server_positions(&h, "demo", &np);
-  for (uint32_t v = 0; v < nv; v++) {
-    double dx = played[3 * v] - base[3 * v], dy = played[3 * v + 1] - base[3 * v + 1], dz = played[3 * v + 2] - base[3 * v + 2];
-    moved = fmax(moved, sqrt(dx * dx + dy * dy + dz * dz));
-  }
+  moved = farthest(played, base, nv);
   fprintf(stderr, "take: %d frames, played last frame within %.3g of live (bound %.3g), moved %.3g\n", frames, worst,
           streamed, moved);
   ASSERT(worst <= streamed + 1e-6);

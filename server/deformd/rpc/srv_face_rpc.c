@@ -46,9 +46,8 @@ static void srv_m_face_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
   srv_rpc_reply(call, r);
 }
 
-static void srv_m_face_map_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
-  srv_session *x = srv_rpc_want_session(s, call, params);
-  if (!x) return;
+/* The session's mapping as the answer of both map methods. */
+static void reply_map(srv_server *s, srv_rpc_call *call, const srv_session *x) {
   cJSON *r = srv_face_map_get(s, x->name);
   if (!r) {
     srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
@@ -56,6 +55,12 @@ static void srv_m_face_map_get(srv_server *s, srv_rpc_call *call, cJSON *params)
   }
   cJSON_AddStringToObject(r, "session", x->name);
   srv_rpc_reply(call, r);
+}
+
+static void srv_m_face_map_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
+  srv_session *x = srv_rpc_want_session(s, call, params);
+  if (!x) return;
+  reply_map(s, call, x);
 }
 
 static void srv_m_face_map_set(srv_server *s, srv_rpc_call *call, cJSON *params) {
@@ -72,13 +77,7 @@ static void srv_m_face_map_set(srv_server *s, srv_rpc_call *call, cJSON *params)
     srv_rpc_error(call, rc, "invalid params: %s", why);
     return;
   }
-  cJSON *r = srv_face_map_get(s, x->name);
-  if (!r) {
-    srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
-    return;
-  }
-  cJSON_AddStringToObject(r, "session", x->name);
-  srv_rpc_reply(call, r);
+  reply_map(s, call, x);
 }
 
 static const srv_method methods[] = {
