@@ -302,11 +302,11 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   }
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"bump\":0.25}}"));
   uint64_t final = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
-  /* The live viewer got the TARGET frame: 17 targets, weight 1, shape unchanged at `created`. */
+  /* The live viewer got the TARGET frame: 69 targets, weight 1, shape unchanged at `created`. */
   harness_follow(&v, &vr, created, 10000);
   ASSERT_EQ(vr.mesh->target_count, 69);
-  ASSERT(strcmp(vr.mesh->targets[16].name, "bump") == 0);
-  ASSERT(vr.weights[16] == 1.0f);
+  ASSERT(strcmp(vr.mesh->targets[68].name, "bump") == 0);
+  ASSERT(vr.weights[68] == 1.0f);
   float *after = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
   ASSERT_OK(client_replica_positions(&vr, after), NULL);
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT_NEAR(after[i], before[i], 1e-7);

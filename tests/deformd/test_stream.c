@@ -208,7 +208,8 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
   fprintf(stderr, "frame %zu bytes, max queued %zu bytes, catch-ups seen %d\n", frame_size, max_queued, catchups);
   /* Memory stays bounded: per connection at most the soft limit or one frame, never the sum of
    * everything sent (every frame × every viewer). */
-  ASSERT(max_queued <= 4 * (65536 + frame_size) + 3000000);
+  ASSERT(max_queued <= 4 * (65536 + frame_size) + 4500000); /* + the SNAPSHOT `stuck` never reads
+                                                             * (4.2 MB in version 1: the head's 68 targets) */
   assert_same_shape(&h, &ar);
   assert_same_shape(&h, &pr);
   ASSERT(catchups >= 1);
