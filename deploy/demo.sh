@@ -43,7 +43,7 @@ else
   echo "Wrote $(pwd)/demo.png (the demo head smiling, rendered by deform-view under Xvfb)."
 fi
 "$bin/deformd" --write-demo demo.glb
-echo "Wrote $(pwd)/demo.glb (the neutral head with its 16 blendshapes, for any glTF viewer)."
+echo "Wrote $(pwd)/demo.glb (the neutral head with its 68 blendshapes, for any glTF viewer)."
 echo "Run the server yourself:  $bin/deformd --demo"
 echo "watch and sculpt it:      $view"
 echo "and script it:            $bin/deformctl weights.set demo jaw_open=0.6"

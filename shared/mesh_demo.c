@@ -1,7 +1,8 @@
 /*
  * mesh_demo.c — the bundled demo head, generated in code.
  *
- * Builds a closed, head-shaped triangle mesh with UVs, normals and 16 sculpted blendshapes from
+ * Builds a closed, head-shaped triangle mesh with UVs, normals and 68 sculpted blendshapes (16 of
+ * its own, then ARKit's 52 names, see below) from
  * pure math. The surface is a subdivided icosahedron (level 6, 40962 vertices) whose vertices are
  * pushed out along rays until they meet an implicit head: smoothly blended ellipsoids and cones
  * for cranium, jaw, neck stub, nose, brow, eyes, lips, cheekbones and ears. The rays start on the
@@ -419,9 +420,11 @@ static const demo_v3 demo_zero = {0.0, 0.0, 0.0};
  * elevation around the hinge: the lower lip and everything below the mouth line move fully, the
  * upper lip not at all, with a wider blend across the cheeks so they stretch instead of
  * creasing; the neck and everything behind the hinge stay put. */
-static demo_v3 demo_jaw_open(demo_v3 p) {
-  const demo_v3 hinge = {0.0, -0.008, 0.010};
-  const double angle = 0.15; /* rad: the chin moves about 1.8 cm */
+static const demo_v3 demo_hinge = {0.0, -0.008, 0.010};
+
+/* How much of the jaw's motion a point takes (0 .. 1): see demo_jaw_open. */
+static double demo_jaw_weight(demo_v3 p) {
+  const demo_v3 hinge = demo_hinge;
   double ax = fabs(p.x);
   double elev = atan2(p.y - hinge.y, p.z - hinge.z);
   double mouth = atan2(DEMO_MOUTH_Y - hinge.y, 0.095 - hinge.z);
@@ -431,8 +434,14 @@ static demo_v3 demo_jaw_open(demo_v3 p) {
   double w = demo_smoothstep(hi, lo, elev);
   w *= demo_smoothstep(hinge.z, hinge.z + 0.035, p.z);
   w *= demo_smoothstep(-0.150, -0.105, p.y);
+  return w;
+}
+
+static demo_v3 demo_jaw_open(demo_v3 p) {
+  const double angle = 0.15; /* rad: the chin moves about 1.8 cm */
+  double w = demo_jaw_weight(p);
   if (w == 0.0) return demo_zero;
-  demo_v3 q = demo_rotate(p, hinge, v3(1, 0, 0), angle * w);
+  demo_v3 q = demo_rotate(p, demo_hinge, v3(1, 0, 0), angle * w);
   return v3_sub(q, p);
 }
 
@@ -536,6 +545,143 @@ static demo_v3 demo_mouth_left(demo_v3 p) {
   return v3_sub(q, p);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * ARKit's 52 blendshapes (ARFaceAnchor.BlendShapeLocation), so a phone drives the head with no
+ * mapping. The head is one closed surface with no eyeballs to turn and no mouth cavity or tongue:
+ * the eye-look shapes move the lids the way they follow a gaze, and tongueOut parts the lips. "Left"
+ * is the character's left (+X), as in ARKit; each Right shape is its Left twin's mirror. Several
+ * reuse a shape above unchanged (jawOpen is jaw_open, eyeBlinkLeft is blink_L, ...).
+ */
+
+/* The lids turned about the eyeball's centre, as demo_blink turns them: `upper` at and above the
+ * upper lid's edge (fading out towards the brow), `lower` at and below the lower lid's edge
+ * (fading out towards the cheek), in between a linear blend; positive turns carry the front of the
+ * eye downwards. Amounts are fractions of a blink's full turn. */
+static demo_v3 demo_lids(demo_v3 p, double upper, double lower) {
+  const demo_v3 e = {DEMO_EYE_X, DEMO_EYE_Y, DEMO_EYE_Z};
+  double rho = sqrt((p.y - e.y) * (p.y - e.y) + (p.z - e.z) * (p.z - e.z));
+  double w = demo_bell(fabs(p.x - e.x) / 0.024) * demo_smoothstep(0.022, 0.0165, rho);
+  if (w == 0.0 || p.z <= e.z) return demo_zero;
+  const double lid_r = DEMO_EYE_R + DEMO_LID_T;
+  double a = atan2(p.y - e.y, p.z - e.z);
+  double edge = asin(demo_lid_upper(p.x) / lid_r), low = asin(demo_lid_lower(p.x) / lid_r);
+  double shut = 0.85 * (edge - low), turn;
+  if (a >= edge) turn = upper * shut * demo_smoothstep(45.0 * DEMO_DEG, edge, a);
+  else if (a > low) turn = shut * (lower + (upper - lower) * (a - low) / (edge - low));
+  else turn = lower * shut * demo_smoothstep(-45.0 * DEMO_DEG, low, a);
+  if (turn == 0.0) return demo_zero;
+  return v3_sub(demo_rotate(p, e, v3(1, 0, 0), turn * w), p);
+}
+
+static demo_v3 demo_eye_look_down(demo_v3 p) { return demo_lids(p, 0.35, 0.25); }
+static demo_v3 demo_eye_look_up(demo_v3 p) { return demo_lids(p, -0.2, -0.15); }
+static demo_v3 demo_eye_squint(demo_v3 p) { return demo_lids(p, 0.1, -0.3); }
+static demo_v3 demo_eye_wide(demo_v3 p) { return demo_lids(p, -0.25, 0.1); }
+
+/* The lids and the skin round the eye turned about a vertical axis through the eyeball's centre,
+ * as they follow the gaze sideways: `angle` > 0 towards +X on the front of the eye. */
+static demo_v3 demo_eye_side(demo_v3 p, double angle) {
+  const demo_v3 e = {DEMO_EYE_X, DEMO_EYE_Y, DEMO_EYE_Z};
+  double w = demo_bell3(p, e, v3(0.020, 0.018, 0.022));
+  if (w == 0.0 || p.z <= e.z) return demo_zero;
+  return v3_sub(demo_rotate(p, e, v3(0, 1, 0), angle * w), p);
+}
+static demo_v3 demo_eye_look_in(demo_v3 p) { return demo_eye_side(p, -0.18); }
+static demo_v3 demo_eye_look_out(demo_v3 p) { return demo_eye_side(p, 0.18); }
+
+/* The lower face slid forward, or turned towards +X about a vertical axis behind the mouth. */
+static demo_v3 demo_jaw_forward(demo_v3 p) {
+  double w = demo_jaw_weight(p);
+  return w == 0.0 ? demo_zero : v3(0.0, 0.0, 0.004 * w);
+}
+static demo_v3 demo_jaw_left(demo_v3 p) {
+  double w = demo_jaw_weight(p);
+  if (w == 0.0) return demo_zero;
+  return v3_sub(demo_rotate(p, v3(0.0, -0.06, 0.0), v3(0, 1, 0), 0.06 * w), p);
+}
+
+/* Points within `r` of `c` drawn towards the lips' crease (y = DEMO_MOUTH_Y) by up to `k` of their
+ * height above or below it; k < 0.5 keeps the map one-to-one (the bell's slope is bounded). */
+static demo_v3 demo_lips_press(demo_v3 p, demo_v3 c, demo_v3 r, double k) {
+  double w = demo_bell3(p, c, r);
+  return w == 0.0 ? demo_zero : v3(0.0, -k * w * (p.y - DEMO_MOUTH_Y), 0.0);
+}
+static demo_v3 demo_mouth_close(demo_v3 p) {
+  return demo_lips_press(p, v3(0.0, DEMO_MOUTH_Y, 0.088), v3(0.030, 0.016, 0.025), 0.35);
+}
+static demo_v3 demo_mouth_press(demo_v3 p) {
+  return demo_lips_press(p, v3(0.012, DEMO_MOUTH_Y, 0.088), v3(0.018, 0.014, 0.022), 0.3);
+}
+
+/* The lips pushed forward into an O: forward, a little together, and apart vertically. */
+static demo_v3 demo_mouth_funnel(demo_v3 p) {
+  double w = demo_bell3(p, v3(0.0, DEMO_MOUTH_Y, 0.090), v3(0.030, 0.022, 0.030));
+  if (w == 0.0) return demo_zero;
+  return v3(-0.1 * p.x * w, 0.2 * w * (p.y - DEMO_MOUTH_Y), 0.005 * w);
+}
+
+/* A bell at `c` with radii `r` moving its points by `d`. */
+static demo_v3 demo_push(demo_v3 p, demo_v3 c, demo_v3 r, demo_v3 d) {
+  double w = demo_bell3(p, c, r);
+  return w == 0.0 ? demo_zero : v3_scale(d, w);
+}
+
+static const demo_v3 demo_corner = {DEMO_MOUTH_X, DEMO_MOUTH_Y, 0.086};
+static demo_v3 demo_mouth_dimple(demo_v3 p) {
+  return demo_push(p, demo_corner, v3(0.015, 0.015, 0.022), v3_scale(v3_unit(v3(0.3, 0.0, -1.0)), 0.004));
+}
+static demo_v3 demo_mouth_stretch(demo_v3 p) {
+  return demo_push(p, demo_corner, v3(0.018, 0.018, 0.026), v3_scale(v3_unit(v3(1.0, -0.5, -0.2)), 0.005));
+}
+static demo_v3 demo_mouth_roll_lower(demo_v3 p) {
+  return demo_push(p, v3(0.0, -0.066, 0.088), v3(0.025, 0.008, 0.012), v3(0.0, 0.0015, -0.004));
+}
+static demo_v3 demo_mouth_roll_upper(demo_v3 p) {
+  return demo_push(p, v3(0.0, -0.053, 0.090), v3(0.025, 0.008, 0.012), v3(0.0, -0.0015, -0.004));
+}
+static demo_v3 demo_mouth_shrug_lower(demo_v3 p) {
+  return demo_push(p, v3(0.0, -0.072, 0.085), v3(0.028, 0.016, 0.020), v3(0.0, 0.004, 0.002));
+}
+static demo_v3 demo_mouth_shrug_upper(demo_v3 p) {
+  return demo_push(p, v3(0.0, -0.052, 0.088), v3(0.026, 0.010, 0.015), v3(0.0, 0.003, 0.001));
+}
+static demo_v3 demo_mouth_lower_down(demo_v3 p) {
+  return demo_push(p, v3(0.010, -0.067, 0.087), v3(0.016, 0.010, 0.015), v3(0.0, -0.004, 0.0));
+}
+static demo_v3 demo_mouth_upper_up(demo_v3 p) {
+  return demo_push(p, v3(0.010, -0.052, 0.088), v3(0.016, 0.010, 0.015), v3(0.0, 0.003, 0.0));
+}
+
+/* Brows: both inner ends raised (mirror-symmetric through |x|), or the outer end of one. */
+static demo_v3 demo_brow_inner_up(demo_v3 p) {
+  double w = demo_bell3(v3(fabs(p.x), p.y, p.z), v3(0.012, 0.036, 0.090), v3(0.022, 0.030, 0.040));
+  w *= demo_above_eye(p);
+  return w == 0.0 ? demo_zero : v3(0.0, 0.005 * w, 0.0006 * w);
+}
+static demo_v3 demo_brow_outer_up(demo_v3 p) {
+  double w = demo_bell3(p, v3(0.046, 0.034, 0.075), v3(0.022, 0.030, 0.040));
+  w *= demo_above_eye(p);
+  return w == 0.0 ? demo_zero : v3(0.0, 0.005 * w, 0.0006 * w);
+}
+
+/* The cheek raised towards the eye, kept below the lower lid. */
+static demo_v3 demo_cheek_squint(demo_v3 p) {
+  double w = demo_bell3(p, v3(0.040, -0.012, 0.068), v3(0.020, 0.018, 0.025));
+  w *= demo_smoothstep(DEMO_EYE_Y - 0.004, DEMO_EYE_Y - 0.014, p.y);
+  return w == 0.0 ? demo_zero : v3(0.0, 0.003 * w, 0.001 * w);
+}
+
+/* A nostril wing and the skin beside the nose raised. */
+static demo_v3 demo_nose_sneer(demo_v3 p) {
+  return demo_push(p, v3(0.013, -0.020, 0.092), v3(0.012, 0.016, 0.016), v3(0.0, 0.003, 0.0005));
+}
+
+/* No tongue to put out: the jaw drops a little and the lower lip comes forward, parting the lips. */
+static demo_v3 demo_tongue_out(demo_v3 p) {
+  demo_v3 j = v3_scale(demo_jaw_open(p), 0.3);
+  return v3_add(j, demo_push(p, v3(0.0, -0.068, 0.087), v3(0.022, 0.010, 0.014), v3(0.0, -0.001, 0.002)));
+}
+
 typedef demo_v3 (*demo_shape_fn)(demo_v3 p);
 
 static const struct {
@@ -551,6 +697,33 @@ static const struct {
     {"blink_R", demo_blink, 1},        {"cheek_puff", demo_cheek_puff, 0},
     {"nose_wide", demo_nose_wide, 0},  {"lip_pucker", demo_lip_pucker, 0},
     {"mouth_left", demo_mouth_left, 0}, {"mouth_right", demo_mouth_left, 1},
+    /* ARKit's 52, in ARFaceAnchor's order (Live Link Face sends them so) */
+    {"eyeBlinkLeft", demo_blink, 0},             {"eyeLookDownLeft", demo_eye_look_down, 0},
+    {"eyeLookInLeft", demo_eye_look_in, 0},      {"eyeLookOutLeft", demo_eye_look_out, 0},
+    {"eyeLookUpLeft", demo_eye_look_up, 0},      {"eyeSquintLeft", demo_eye_squint, 0},
+    {"eyeWideLeft", demo_eye_wide, 0},           {"eyeBlinkRight", demo_blink, 1},
+    {"eyeLookDownRight", demo_eye_look_down, 1}, {"eyeLookInRight", demo_eye_look_in, 1},
+    {"eyeLookOutRight", demo_eye_look_out, 1},   {"eyeLookUpRight", demo_eye_look_up, 1},
+    {"eyeSquintRight", demo_eye_squint, 1},      {"eyeWideRight", demo_eye_wide, 1},
+    {"jawForward", demo_jaw_forward, 0},         {"jawLeft", demo_jaw_left, 0},
+    {"jawRight", demo_jaw_left, 1},              {"jawOpen", demo_jaw_open, 0},
+    {"mouthClose", demo_mouth_close, 0},         {"mouthFunnel", demo_mouth_funnel, 0},
+    {"mouthPucker", demo_lip_pucker, 0},         {"mouthLeft", demo_mouth_left, 0},
+    {"mouthRight", demo_mouth_left, 1},          {"mouthSmileLeft", demo_smile, 0},
+    {"mouthSmileRight", demo_smile, 1},          {"mouthFrownLeft", demo_frown, 0},
+    {"mouthFrownRight", demo_frown, 1},          {"mouthDimpleLeft", demo_mouth_dimple, 0},
+    {"mouthDimpleRight", demo_mouth_dimple, 1},  {"mouthStretchLeft", demo_mouth_stretch, 0},
+    {"mouthStretchRight", demo_mouth_stretch, 1}, {"mouthRollLower", demo_mouth_roll_lower, 0},
+    {"mouthRollUpper", demo_mouth_roll_upper, 0}, {"mouthShrugLower", demo_mouth_shrug_lower, 0},
+    {"mouthShrugUpper", demo_mouth_shrug_upper, 0}, {"mouthPressLeft", demo_mouth_press, 0},
+    {"mouthPressRight", demo_mouth_press, 1},    {"mouthLowerDownLeft", demo_mouth_lower_down, 0},
+    {"mouthLowerDownRight", demo_mouth_lower_down, 1}, {"mouthUpperUpLeft", demo_mouth_upper_up, 0},
+    {"mouthUpperUpRight", demo_mouth_upper_up, 1}, {"browDownLeft", demo_brow_down, 0},
+    {"browDownRight", demo_brow_down, 1},        {"browInnerUp", demo_brow_inner_up, 0},
+    {"browOuterUpLeft", demo_brow_outer_up, 0},  {"browOuterUpRight", demo_brow_outer_up, 1},
+    {"cheekPuff", demo_cheek_puff, 0},           {"cheekSquintLeft", demo_cheek_squint, 0},
+    {"cheekSquintRight", demo_cheek_squint, 1},  {"noseSneerLeft", demo_nose_sneer, 0},
+    {"noseSneerRight", demo_nose_sneer, 1},      {"tongueOut", demo_tongue_out, 0},
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -47,6 +47,8 @@
 #include "srv_ports.h"
 #include "srv_http.h"
 #include "srv_cluster.h"
+#include "srv_face.h"
+#include "srv_face_udp.h"
 #include "deformd.h"
 
 static void on_connection(uv_stream_t *listener, int status, srv_conn_kind kind) {
@@ -275,10 +277,14 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* One line on stdout for scripts and tests that asked for port 0, printed once every session
  * named on the command line is open (or has failed): whoever reads it can use them at once. */
 static void announce_ports(srv_server *s) {
+  char face[64] = "";
+  int vmc = srv_face_udp_port(s, SRV_FACE_VMC), ll = srv_face_udp_port(s, SRV_FACE_LIVELINK);
+  if (vmc >= 0) snprintf(face, sizeof(face), " vmc_port=%d", vmc);
+  if (ll >= 0) snprintf(face + strlen(face), sizeof(face) - strlen(face), " livelink_port=%d", ll);
   if (s->cfg.http_port >= 0)
-    printf("stream_port=%d rpc_port=%d http_port=%d\n", s->stream_port, s->rpc_port, s->http_port);
+    printf("stream_port=%d rpc_port=%d http_port=%d%s\n", s->stream_port, s->rpc_port, s->http_port, face);
   else
-    printf("stream_port=%d rpc_port=%d\n", s->stream_port, s->rpc_port);
+    printf("stream_port=%d rpc_port=%d%s\n", s->stream_port, s->rpc_port, face);
   fflush(stdout);
 }
 
@@ -296,6 +302,7 @@ static void on_session_opened(srv_server *s, void *arg, int status, srv_session 
 
 /* Every applied operation: the history (and the store), then, with --redis, the stream. */
 static void on_applied(srv_server *s, srv_session *x, const srv_op *op, uint64_t version, const srv_before *before) {
+  srv_face_on_applied(s, x, op, version); /* a face take's open run is stored before this op's record */
   srv_history_on_applied(s, x, op, version, before);
   if (s->cluster && !s->cluster->stopping) srv_publish_applied(s->cluster, x, op, version, before);
 }
@@ -309,6 +316,35 @@ static void close_session_work(srv_session *x) {
   srv_blend_close_all(x);
   srv_anim_close(x);
   srv_presence_close(x);
+}
+
+/* The face inputs (--vmc-port, --livelink-port) and the mapping file of their sessions, read
+ * here at start, before the loop serves anyone. */
+static int start_face(srv_server *s) {
+  char err[512];
+  int rc = srv_face_create(s);
+  if (rc == 0 && s->cfg.face_map) {
+    size_t n = 0;
+    char *text = NULL;
+    FILE *f = fopen(s->cfg.face_map, "rb");
+    if (f && (text = malloc((1u << 20) + 1)) != NULL) n = fread(text, 1, 1u << 20, f);
+    cJSON *j = text ? cJSON_ParseWithLength(text, n) : NULL;
+    if (!j) {
+      snprintf(err, sizeof(err), "--face-map %s: %s", s->cfg.face_map, f ? "not a JSON object of at most 1 MiB"
+                                                                            : "cannot open the file");
+      rc = UV_EINVAL;
+    }
+    const char *names[2] = {s->cfg.vmc_session ? s->cfg.vmc_session : "demo",
+                            s->cfg.livelink_session ? s->cfg.livelink_session : "demo"};
+    for (int k = 0; k < 2 && rc == 0; k++)
+      if (srv_face_map_set(s, names[k], j, err, sizeof(err)) != 0) rc = UV_EINVAL;
+    cJSON_Delete(j);
+    free(text);
+    if (f) fclose(f);
+  }
+  if (rc == 0) rc = srv_face_udp_start(s, err, sizeof(err));
+  if (rc) srv_log(SRV_LOG_ERROR, "%s", err);
+  return rc;
 }
 
 /* Every stored session, rebuilt before the server listens (nobody can ask for one that is not
@@ -505,6 +541,10 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
     close_all_listeners(s);
     return rc;
   }
+  if ((rc = start_face(s)) != 0) {
+    close_all_listeners(s);
+    return rc;
+  }
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   uv_timer_start(&s->tick, on_tick, 100, 100);
@@ -542,6 +582,8 @@ void srv_server_stop(srv_server *s, const char *why) {
   srv_import_shutdown(&s->importer);
   srv_access_stop(s);
   close_all_listeners(s);
+  srv_face_udp_stop(s);
+  srv_face_shutdown(s); /* takes end: their runs go to the store before its last commit */
   proto_buf b;
   proto_buf_init(&b);
   proto_encode_bye(&b, PROTO_ERR_SHUTDOWN, why);
@@ -567,6 +609,9 @@ void srv_server_fini(srv_server *s) {
     srv_session_unref(s->damaged[i].readable);
   }
   free(s->damaged);
+  srv_face_udp_stop(s); /* a failed start */
+  srv_face_shutdown(s);
+  srv_face_destroy(s);
   srv_authors_fini(&s->authors);
   srv_access_fini(&s->access);
   if (s->node_token) explicit_bzero(s->node_token, strlen(s->node_token));

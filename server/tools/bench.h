@@ -61,5 +61,6 @@ int bench_durable_main(int argc, char **argv, const char *cmdline);
 int bench_stream_main(int argc, char **argv, const char *cmdline);
 int bench_undo_main(int argc, char **argv, const char *cmdline);
 int bench_presence_main(int argc, char **argv, const char *cmdline); /* bench_presence.c */
+int bench_face_main(int argc, char **argv, const char *cmdline);
 
 #endif

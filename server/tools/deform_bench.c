@@ -799,6 +799,8 @@ static void usage(FILE *out) {
           "                           [--seconds S] [--deformd PATH]\n"
           "       deform-bench undo [--later 1,10,100] [--repeat R] [--data none] [--json] [--deformd PATH]\n"
           "       deform-bench presence [--editors 50] [--viewers 500] [--rate 60] [--seconds 10] [--json]\n"
+          "       deform-bench face [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink] [--json]\n"
+          "                         [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -811,6 +813,8 @@ static void usage(FILE *out) {
           "  stream   bytes on the wire per protocol version and codec: joins of the demo head and the\n"
           "           dragon scan, and traces (ARAP drag, brush strokes, PCA playback of faerie.md2, a\n"
           "           52-target weight animation at 60 Hz) against raw positions and sparse float32\n"
+          "  face     a face tracker's UDP datagrams (VMC or Live Link Face) at H Hz to deformd --demo:\n"
+          "           latency from each datagram to the WEIGHTS frame read by each of N viewers\n"
           "  fanout   one editor sends HZ weight edits/s for S s to a fresh deformd --demo;\n"
           "           N viewers on loopback measure delivery, latency and what was coalesced;\n"
           "           --relays R: the viewers join R relays of the primary through a redis-server of\n"
@@ -914,11 +918,11 @@ int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
                     strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0 ||
-                    strcmp(argv[1], "presence") == 0)) {
+                    strcmp(argv[1], "presence") == 0 || strcmp(argv[1], "face") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
     if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "undo") == 0 ||
-        strcmp(argv[1], "presence") == 0) { /* they start deformd, which must not outlive ^C */
+        strcmp(argv[1], "presence") == 0 || strcmp(argv[1], "face") == 0) { /* they start deformd, which must not outlive ^C */
       struct sigaction sa;
       memset(&sa, 0, sizeof(sa));
       sa.sa_handler = on_signal;
@@ -932,6 +936,7 @@ int main(int argc, char **argv) {
                  : strcmp(argv[1], "stream") == 0 ? bench_stream_main(argc, argv, c)
                  : strcmp(argv[1], "undo") == 0   ? bench_undo_main(argc, argv, c)
                  : strcmp(argv[1], "presence") == 0 ? bench_presence_main(argc, argv, c)
+                 : strcmp(argv[1], "face") == 0 ? bench_face_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;

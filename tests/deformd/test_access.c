@@ -47,6 +47,7 @@ static const struct {
     {"history.list", SRV_ROLE_VIEWER},
     {"presence.list", SRV_ROLE_VIEWER},
     {"presence.set", SRV_ROLE_VIEWER},
+    {"face.map_get", SRV_ROLE_VIEWER},
     {"weights.set", SRV_ROLE_EDITOR},
     {"sculpt.set", SRV_ROLE_EDITOR},
     {"deform.begin", SRV_ROLE_EDITOR},
@@ -77,6 +78,7 @@ static const struct {
     {"anim.compress", SRV_ROLE_OWNER},
     {"history.revert", SRV_ROLE_OWNER},
     {"history.compact", SRV_ROLE_OWNER},
+    {"face.map_set", SRV_ROLE_OWNER},
     {"session.export", SRV_ROLE_OWNER},
     {"session.close", SRV_ROLE_OWNER},
     {"token.create", SRV_ROLE_OWNER},
@@ -85,6 +87,7 @@ static const struct {
     {"session.create", SRV_ROLE_ADMIN},
     {"mesh.upload", SRV_ROLE_ADMIN},
     {"server.stats", SRV_ROLE_ADMIN},
+    {"face.list", SRV_ROLE_ADMIN},
 };
 #define SPEC_COUNT (sizeof(spec) / sizeof(spec[0]))
 

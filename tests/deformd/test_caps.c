@@ -8,7 +8,9 @@
  * The oracle for "exactly today's bytes" is tests/deformd/stream_bytes_e71ec77.txt: every frame
  * three viewers (version 1; version 2 quantised; version 2 lossless) received through a scripted
  * session (join, weights, sculpt offsets over JSON-RPC and over a binary EDIT, an undo) from the
- * deformd built at commit e71ec77, the last one without capabilities. Small frames are kept
+ * deformd built at commit e71ec77, the last one without capabilities (recorded again from e71ec77
+ * with the face branch's shared/mesh_demo.c, the head with ARKit's 52 targets: only the three
+ * SNAPSHOT lines changed). Small frames are kept
  * whole (hex), SNAPSHOTs as length and FNV-1a 64 hash. To record it again from another build:
  *   CAPS_RECORD=FILE DEFORMD_BIN=that/deformd build/tests/test-deformd
  *     v1_and_v2_viewers_that_ask_for_no_capability_get_the_bytes_of_the_server_before_capabilities

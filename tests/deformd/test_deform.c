@@ -291,7 +291,7 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   float *before = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
   ASSERT_OK(client_replica_positions(&vr, before), NULL);
   cJSON *r = harness_rpc_ok(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"bump\"}");
-  ASSERT_EQ(cJSON_GetObjectItem(r, "index")->valueint, 16);
+  ASSERT_EQ(cJSON_GetObjectItem(r, "index")->valueint, 68);
   uint64_t created = version_of(r);
   ASSERT_EQ(harness_rpc_err(&h, "targets.create_from_sculpt", "{\"session\":\"demo\",\"name\":\"smile_L\"}", msg, sizeof(msg)), -32006);
   /* Lots of traffic for the slow viewer to fall behind on, then a weight for the new target. */
@@ -302,11 +302,11 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   }
   cJSON_Delete(harness_rpc_ok(&h, "weights.set", "{\"session\":\"demo\",\"weights\":{\"bump\":0.25}}"));
   uint64_t final = version_of(harness_rpc_ok(&h, "state.get", "{\"session\":\"demo\"}"));
-  /* The live viewer got the TARGET frame: 17 targets, weight 1, shape unchanged at `created`. */
+  /* The live viewer got the TARGET frame: 69 targets, weight 1, shape unchanged at `created`. */
   harness_follow(&v, &vr, created, 10000);
-  ASSERT_EQ(vr.mesh->target_count, 17);
-  ASSERT(strcmp(vr.mesh->targets[16].name, "bump") == 0);
-  ASSERT(vr.weights[16] == 1.0f);
+  ASSERT_EQ(vr.mesh->target_count, 69);
+  ASSERT(strcmp(vr.mesh->targets[68].name, "bump") == 0);
+  ASSERT(vr.weights[68] == 1.0f);
   float *after = malloc(sizeof(float) * 3 * vr.mesh->vertex_count);
   ASSERT_OK(client_replica_positions(&vr, after), NULL);
   for (uint32_t i = 0; i < 3 * vr.mesh->vertex_count; i++) ASSERT_NEAR(after[i], before[i], 1e-7);
@@ -318,12 +318,12 @@ TEST(a_sculpt_turned_into_a_target_reaches_every_viewer_and_keeps_the_shape) {
   client_conn late;
   client_replica lr;
   harness_join(&h, &late, &lr, "demo", PROTO_ROLE_VIEWER, NULL);
-  ASSERT_EQ(lr.mesh->target_count, 17);
+  ASSERT_EQ(lr.mesh->target_count, 69);
   uint32_t n;
   float *server = harness_server_positions(&h, "demo", &n);
   client_replica *all[3] = {&vr, &sr, &lr};
   for (int k = 0; k < 3; k++) {
-    ASSERT_EQ(all[k]->mesh->target_count, 17);
+    ASSERT_EQ(all[k]->mesh->target_count, 69);
     float *p = malloc(sizeof(float) * 3 * n);
     ASSERT_OK(client_replica_positions(all[k], p), NULL);
     for (uint32_t i = 0; i < 3 * n; i++)

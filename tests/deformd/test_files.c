@@ -489,7 +489,7 @@ TEST(a_glb_download_keeps_the_base_the_targets_and_the_weights_as_default_weight
   char err[MESH_ERR_LEN];
   ASSERT_OK(mesh_import(path, NULL, &got, err, sizeof(err)), err);
   ASSERT_EQ(got->vertex_count, nv);
-  ASSERT_EQ(got->target_count, 16);
+  ASSERT_EQ(got->target_count, 68);
   const double diagonal = mesh_bbox_diagonal(got), tol = 1e-5 * diagonal;
   /* The default weights are the session's weights. */
   float *w = calloc(got->target_count, sizeof(float)), *zero = calloc(got->target_count, sizeof(float));

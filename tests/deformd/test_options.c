@@ -448,6 +448,51 @@ static void walk_custom(const srv_option *o) {
     done(&p);
     parse_json(&p, "{\"redis\": \"h:1\"}");
     REFUSED("\"redis\"");
+  } else if (strcmp(name, "--vmc-port") == 0 || strcmp(name, "--livelink-port") == 0) {
+    int vmc = name[2] == 'v';
+    const char *key = vmc ? "vmc_port" : "livelink_port";
+#define FACE_PORT (vmc ? p.cfg.vmc_port : p.cfg.livelink_port)
+    parse_json(&p, "{}");
+    ASSERT(p.rc == 0 && FACE_PORT == -1); /* off unless asked */
+    done(&p);
+    ARGS(name, "0");
+    ASSERT(p.rc == 0 && FACE_PORT == 0);
+    done(&p);
+    ARGS(name, "39539");
+    ASSERT(p.rc == 0 && FACE_PORT == 39539);
+    done(&p);
+    ARGS(name, "7", name, "off");
+    ASSERT(p.rc == 0 && FACE_PORT == -1);
+    done(&p);
+    ARGS(name, "65536");
+    REFUSED(name);
+    ARGS(name, "on");
+    REFUSED(name);
+    char j[128];
+    snprintf(j, sizeof(j), "{\"%s\": 39540}", key);
+    parse_json(&p, j);
+    ASSERT(p.rc == 0 && FACE_PORT == 39540);
+    done(&p);
+    snprintf(j, sizeof(j), "{\"%s\": \"off\"}", key);
+    parse_json(&p, j);
+    ASSERT(p.rc == 0 && FACE_PORT == -1);
+    done(&p);
+    snprintf(j, sizeof(j), "{\"%s\": -1}", key);
+    parse_json(&p, j);
+    REFUSED(key);
+    ARGS(name, "7", "--relay", "--redis", "redis://h:1");
+    REFUSED("a relay owns no session");
+#undef FACE_PORT
+  } else if (strcmp(name, "face_allow") == 0) {
+    parse_json(&p, "{\"face_allow\": [\"192.168.1.23\", \"fe80::1\"]}");
+    ASSERT(p.rc == 0 && p.cfg.face_allow_count == 2 && strcmp(p.cfg.face_allow[1], "fe80::1") == 0);
+    done(&p);
+    parse_json(&p, "{\"face_allow\": \"192.168.1.23\"}");
+    REFUSED("\"face_allow\"");
+    parse_json(&p, "{\"face_allow\": [\"\"]}");
+    REFUSED("\"face_allow\"");
+    parse_json(&p, "{\"face_allow\": [7]}");
+    REFUSED("\"face_allow\"");
   } else {
     test__fail(__FILE__, __LINE__, "the row %s has a setter of its own and no case in test_options.c", name);
   }
@@ -507,6 +552,16 @@ static const struct {
     {"--import-memory-mb", AT(import_memory_mb)},
     {"--import-seconds", AT(import_seconds)},
     {"--import-workers", AT(import_workers)},
+    {"--vmc-port", AT(vmc_port)},
+    {"--vmc-listen", AT(vmc_listen)},
+    {"--vmc-session", AT(vmc_session)},
+    {"--livelink-port", AT(livelink_port)},
+    {"--livelink-listen", AT(livelink_listen)},
+    {"--livelink-session", AT(livelink_session)},
+    {"--face-map", AT(face_map)},
+    {"--face-rate", AT(face_rate)},
+    {"--face-idle-ms", AT(face_idle_ms)},
+    {"--face-flush-ms", AT(face_flush_ms)},
 };
 #undef AT
 

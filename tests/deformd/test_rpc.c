@@ -23,11 +23,11 @@ TEST(rpc_methods_answer_with_results) {
   const cJSON *w = cJSON_GetObjectItem(r, "weights");
   ASSERT((float)cJSON_GetObjectItem(w, "smile_L")->valuedouble == 0.8f);
   ASSERT(cJSON_GetObjectItem(w, "smile_R")->valuedouble == 0.0);
-  ASSERT_EQ(cJSON_GetArraySize(w), 16);
+  ASSERT_EQ(cJSON_GetArraySize(w), 68);
   cJSON_Delete(r);
 
   r = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
-  ASSERT_EQ(cJSON_GetArraySize(r), 16);
+  ASSERT_EQ(cJSON_GetArraySize(r), 68);
   ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(r, 0), "name")->valuestring, "jaw_open") == 0);
   cJSON_Delete(r);
 
@@ -42,7 +42,7 @@ TEST(rpc_methods_answer_with_results) {
   ASSERT_EQ(cJSON_GetObjectItem(r, "vertices")->valueint, want.vertices);
   ASSERT_EQ(cJSON_GetObjectItem(r, "topology_vertices")->valueint, want.topology_vertices);
   ASSERT_EQ(cJSON_GetObjectItem(r, "boundary_edges")->valueint, 0);
-  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(r, "targets")), 16);
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(r, "targets")), 68);
   cJSON_Delete(r);
   mesh_topology_fini(&t);
   mesh_destroy(m);

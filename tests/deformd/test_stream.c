@@ -208,7 +208,8 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
   fprintf(stderr, "frame %zu bytes, max queued %zu bytes, catch-ups seen %d\n", frame_size, max_queued, catchups);
   /* Memory stays bounded: per connection at most the soft limit or one frame, never the sum of
    * everything sent (every frame × every viewer). */
-  ASSERT(max_queued <= 4 * (65536 + frame_size) + 3000000);
+  ASSERT(max_queued <= 4 * (65536 + frame_size) + 4500000); /* + the SNAPSHOT `stuck` never reads
+                                                             * (4.2 MB in version 1: the head's 68 targets) */
   assert_same_shape(&h, &ar);
   assert_same_shape(&h, &pr);
   ASSERT(catchups >= 1);
@@ -439,8 +440,8 @@ TEST(quantised_weight_runs_in_edits_set_exactly_the_weights_they_encode) {
   uint32_t rid = 0;
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 3);
-  /* A run past the last target of the mesh (16 targets): refused. */
-  send_edit_run(&ed, &b, 4, 14, 4, NULL, q8, s8);
+  /* A run past the last target of the mesh (68 targets): refused. */
+  send_edit_run(&ed, &b, 4, 66, 4, NULL, q8, s8);
   ASSERT_EQ(harness_expect_error(&ed, PROTO_ERROR, &rid, 5000), PROTO_ERR_INVALID);
   ASSERT_EQ(rid, 4);
   ASSERT_EQ(server_version(&h), 2);

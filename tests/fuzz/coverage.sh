@@ -6,7 +6,7 @@
 # build-fuzz-cov, runs each over its seeds, its kept findings and the corpus `make fuzz` grew
 # (build-fuzz/fuzz/NAME/corpus), and prints llvm-cov's report for that target's files.
 set -euo pipefail
-targets=${*:-frames rpc import config image}
+targets=${*:-frames rpc import config image face}
 cd "$(dirname "$0")/../.."
 build=build-fuzz-cov
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -19,6 +19,7 @@ declare -A files=(
   [rpc]="server/deformd/srv_rpc_conn.c server/deformd/srv_json_text.c server/deformd/srv_rpc.c server/deformd/srv_methods.c server/deformd/srv_edit_rpc.c server/deformd/srv_blend_rpc.c server/deformd/srv_anim_rpc.c"
   [import]="shared/mesh_import.c shared/mesh_ply.c shared/mesh_off.c shared/mesh_md2.c shared/mesh_md3.c shared/mesh_gltf_anim.c shared/mesh_blob.c server/deformd/srv_import.c"
   [config]="server/deformd/srv_config.c server/deformd/srv_json_text.c"
+  [face]="protocol/proto_osc.c protocol/proto_livelink.c"
 )
 for t in $targets; do
   prof=$build/fuzz-$t.profraw

@@ -3,7 +3,7 @@
 #
 # Builds the libFuzzer targets with clang 14 in build-fuzz (-DDEFORMD_FUZZ=ON: ASan + UBSan
 # and the fuzzer's coverage on every project target), then runs each target (frames, rpc,
-# import, config; default all) for SECONDS (default 60) from its seed corpus
+# import, config, face; default all) for SECONDS (default 60) from its seed corpus
 # (tests/fuzz/corpus/NAME) and its kept findings (tests/fuzz/regress/NAME). New inputs go to
 # build-fuzz/fuzz/NAME/corpus, crashes to build-fuzz/fuzz/NAME/artifacts. The import target
 # also starts from the small files of Debian's assimp-testmodels, and runs with -fork so that a
@@ -15,7 +15,7 @@
 set -euo pipefail
 secs=${1:-60}
 shift || true
-targets=${*:-frames rpc import config image}
+targets=${*:-frames rpc import config image face}
 cd "$(dirname "$0")/../.."
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}

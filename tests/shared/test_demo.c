@@ -88,7 +88,13 @@ TEST(demo_head_left_and_right_shapes_mirror_each_other) {
   float *dl = malloc(sizeof(float) * 3 * m->vertex_count), *dr = malloc(sizeof(float) * 3 * m->vertex_count);
   float *w = calloc(m->target_count, sizeof(float));
   const char *pairs[][2] = {{"smile_L", "smile_R"}, {"brow_up_L", "brow_up_R"}, {"blink_L", "blink_R"},
-                            {"frown_L", "frown_R"}};
+                            {"frown_L", "frown_R"}, {"eyeLookDownLeft", "eyeLookDownRight"},
+                            {"eyeLookOutLeft", "eyeLookOutRight"}, {"eyeSquintLeft", "eyeSquintRight"},
+                            {"eyeWideLeft", "eyeWideRight"}, {"mouthDimpleLeft", "mouthDimpleRight"},
+                            {"mouthStretchLeft", "mouthStretchRight"}, {"mouthPressLeft", "mouthPressRight"},
+                            {"mouthLowerDownLeft", "mouthLowerDownRight"}, {"mouthUpperUpLeft", "mouthUpperUpRight"},
+                            {"browOuterUpLeft", "browOuterUpRight"}, {"cheekSquintLeft", "cheekSquintRight"},
+                            {"noseSneerLeft", "noseSneerRight"}};
   for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
     int l = mesh_find_target(m, pairs[p][0]), r = mesh_find_target(m, pairs[p][1]);
     ASSERT(l >= 0 && r >= 0);
@@ -119,6 +125,62 @@ TEST(demo_head_left_and_right_shapes_mirror_each_other) {
   free(dl);
   free(dr);
   free(sorted);
+  mesh_destroy(m);
+}
+
+/* ARKit's 52 blendshape names, from Apple's ARFaceAnchor.BlendShapeLocation documentation. */
+static const char *const ARKIT[52] = {
+    "browDownLeft", "browDownRight", "browInnerUp", "browOuterUpLeft", "browOuterUpRight", "cheekPuff",
+    "cheekSquintLeft", "cheekSquintRight", "eyeBlinkLeft", "eyeBlinkRight", "eyeLookDownLeft",
+    "eyeLookDownRight", "eyeLookInLeft", "eyeLookInRight", "eyeLookOutLeft", "eyeLookOutRight", "eyeLookUpLeft",
+    "eyeLookUpRight", "eyeSquintLeft", "eyeSquintRight", "eyeWideLeft", "eyeWideRight", "jawForward", "jawLeft",
+    "jawOpen", "jawRight", "mouthClose", "mouthDimpleLeft", "mouthDimpleRight", "mouthFrownLeft",
+    "mouthFrownRight", "mouthFunnel", "mouthLeft", "mouthLowerDownLeft", "mouthLowerDownRight", "mouthPressLeft",
+    "mouthPressRight", "mouthPucker", "mouthRight", "mouthRollLower", "mouthRollUpper", "mouthShrugLower",
+    "mouthShrugUpper", "mouthSmileLeft", "mouthSmileRight", "mouthStretchLeft", "mouthStretchRight",
+    "mouthUpperUpLeft", "mouthUpperUpRight", "noseSneerLeft", "noseSneerRight", "tongueOut"};
+
+static void tri_normal(const float *p, const uint32_t *t, double n[3]) {
+  const float *a = p + 3 * t[0], *b = p + 3 * t[1], *c = p + 3 * t[2];
+  double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+  n[0] = u[1] * v[2] - u[2] * v[1], n[1] = u[2] * v[0] - u[0] * v[2], n[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+TEST(demo_head_has_all_52_arkit_targets_none_of_which_folds_a_triangle) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_head(&m), NULL);
+  ASSERT_EQ(m->target_count, 16 + 52); /* its own 16 stay, first */
+  for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) ASSERT(mesh_find_target(m, required[i]) < 16);
+  float *pos = malloc(sizeof(float) * 3 * m->vertex_count), *w = calloc(m->target_count, sizeof(float));
+  for (int k = 0; k < 52; k++) {
+    int t = mesh_find_target(m, ARKIT[k]);
+    if (t < 16) test__fail(__FILE__, __LINE__, "no ARKit target %s after the demo head's own", ARKIT[k]);
+    const mesh_target *tg = &m->targets[t];
+    ASSERT(tg->count > 50 && tg->count < m->vertex_count / 2);
+    double biggest = 0;
+    for (uint32_t v = 0; v < tg->count; v++) {
+      const float *d = tg->deltas + 3 * v;
+      biggest = fmax(biggest, sqrt((double)d[0] * d[0] + (double)d[1] * d[1] + (double)d[2] * d[2]));
+    }
+    if (!(biggest > 0.0005 && biggest < 0.05)) test__fail(__FILE__, __LINE__, "%s moves %g m", ARKIT[k], biggest);
+    /* At full weight no triangle turns over or collapses: its normal keeps within 90 degrees of
+     * the rest normal and its area stays above a tenth of the rest area. */
+    memset(w, 0, sizeof(float) * m->target_count);
+    w[t] = 1;
+    mesh_evaluate(m, w, NULL, pos);
+    for (uint32_t f = 0; f < m->triangle_count; f++) {
+      double n0[3], n1[3];
+      tri_normal(m->positions, m->triangles + 3 * f, n0);
+      tri_normal(pos, m->triangles + 3 * f, n1);
+      double a0 = sqrt(n0[0] * n0[0] + n0[1] * n0[1] + n0[2] * n0[2]);
+      double a1 = sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2]);
+      double c = (n0[0] * n1[0] + n0[1] * n1[1] + n0[2] * n1[2]) / (a0 * a1);
+      if (!(c > 0.0) || a1 < 0.1 * a0)
+        test__fail(__FILE__, __LINE__, "%s folds triangle %u (cos %.3f, area x%.3f)", ARKIT[k], f, c, a1 / a0);
+    }
+  }
+  free(pos);
+  free(w);
   mesh_destroy(m);
 }
 

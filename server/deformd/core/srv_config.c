@@ -54,6 +54,21 @@ void srv_config_init(srv_config *c) {
   c->lease_ms = 3000;
   c->replica_idle_ms = 60000;
   c->redis_timeout_ms = 5000;
+  c->vmc_port = c->livelink_port = -1;
+  snprintf(c->vmc_listen, sizeof(c->vmc_listen), "127.0.0.1");
+  snprintf(c->livelink_listen, sizeof(c->livelink_listen), "127.0.0.1");
+  c->face_rate = 60;
+  c->face_idle_ms = 1000;
+  c->face_flush_ms = 5000;
+}
+
+int srv_config_add_face_allow(srv_config *c, const char *addr) {
+  char **g = realloc(c->face_allow, sizeof(char *) * (c->face_allow_count + 1));
+  if (!g) return SRV_EINTERNAL;
+  c->face_allow = g;
+  if (!(g[c->face_allow_count] = strdup(addr))) return SRV_EINTERNAL;
+  c->face_allow_count++;
+  return 0;
 }
 
 int srv_config_set_string(char **field, const char *value) {
@@ -83,6 +98,14 @@ void srv_config_fini(srv_config *c) {
   free(c->redis);
   free(c->node_id);
   c->redis = c->node_id = NULL;
+  free(c->vmc_session);
+  free(c->livelink_session);
+  free(c->face_map);
+  c->vmc_session = c->livelink_session = c->face_map = NULL;
+  for (uint32_t i = 0; i < c->face_allow_count; i++) free(c->face_allow[i]);
+  free(c->face_allow);
+  c->face_allow = NULL;
+  c->face_allow_count = 0;
   c->data_dir = NULL;
   free(c->import_worker_path);
   c->import_worker_path = NULL;

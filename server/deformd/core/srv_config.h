@@ -79,6 +79,16 @@ typedef struct srv_config {
   uint32_t lease_ms;         /* the node's lease in the registry (3000), renewed every third */
   uint32_t replica_idle_ms;  /* a relay drops a replica with no viewer for this long (60000; 0: keeps it) */
   uint32_t redis_timeout_ms; /* a command unanswered this long means Redis stalled (5000) */
+  /* Live face input (docs/operations.md, Face input): UDP, unauthenticated. */
+  int vmc_port, livelink_port;   /* VMC (OSC) and Live Link Face inputs: -1 off (default), 0 any free port */
+  char vmc_listen[64], livelink_listen[64]; /* the numeric address each binds (127.0.0.1) */
+  char *vmc_session, *livelink_session;     /* the session each drives (NULL: "demo") */
+  uint32_t face_rate;            /* weight applies per second per input, at most (60) */
+  uint32_t face_idle_ms;         /* a pause this long ends a take: its history step and stored run (1000) */
+  uint32_t face_flush_ms;        /* during a take, its run is stored at least this often (5000) */
+  char **face_allow;             /* numeric source addresses accepted besides loopback */
+  uint32_t face_allow_count;
+  char *face_map;                /* a mapping file (JSON) for the inputs' sessions, read at start */
 } srv_config;
 
 /* Fills defaults. */
@@ -108,6 +118,8 @@ int srv_config_is_loopback(const char *addr);
  * the second marked optional: a machine without IPv6 cannot bind it). Returns how many, or -1
  * when an entry is empty, too long, or past SRV_MAX_LISTEN. */
 int srv_config_listen_addresses(const char *list, char out[SRV_MAX_LISTEN][64], int optional[SRV_MAX_LISTEN]);
+/* Adds an address to face_allow (copied). 0 or SRV_EINTERNAL. */
+int srv_config_add_face_allow(srv_config *c, const char *addr);
 /* Sets a string option (copied). Returns 0 or SRV_EINTERNAL. */
 int srv_config_set_string(char **field, const char *value);
 

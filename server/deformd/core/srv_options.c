@@ -58,6 +58,9 @@ static int cli_mesh_dir(srv_cli *cli, const srv_option *o, const char *value, ch
 static int key_mesh_dirs(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
 static int cli_redis(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
 static int key_redis(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
+static int cli_face_port(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen);
+static int key_face_port(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
+static int key_face_allow(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen);
 
 /* ---- the table --------------------------------------------------------------------------------- */
 
@@ -187,6 +190,42 @@ static const srv_option TABLE[] = {
     INT_ROW("--replica-idle-ms", "replica_idle_ms", "N", SRV_OPT_G_CLUSTER, replica_idle_ms, 0, 86400000, "60000",
             "a relay loads a session when a viewer (or, with its primary lost, a read) first asks "
             "for it, and drops it once it has had no viewer this long; 0: keeps it"),
+
+    /* Live face input (docs/operations.md, Face input): UDP on the loop, unauthenticated. */
+    {.flag = "--vmc-port", .key = "vmc_port", .arg = "N|off", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_FACE,
+     FIELD(vmc_port), .max = 65535, .def = "off", .cli = cli_face_port, .set_key = key_face_port,
+     .help = "receive VMC (OSC over UDP: /VMC/Ext/Blend/Val, /VMC/Ext/Blend/Apply) on this UDP port; "
+             "0: any free port; off: none"},
+    {.flag = "--vmc-listen", .key = "vmc_listen", .arg = "ADDR", .type = SRV_OPT_TEXT, .group = SRV_OPT_G_FACE,
+     FIELD(vmc_listen), .def = "127.0.0.1", .what = "a numeric address",
+     .help = "the numeric address the VMC input binds; senders other than loopback need \"face_allow\""},
+    {.flag = "--vmc-session", .key = "vmc_session", .arg = "NAME", .type = SRV_OPT_STRING, .group = SRV_OPT_G_FACE,
+     FIELD(vmc_session), .min = 1, .max = PROTO_MAX_NAME, .what = "a session name of 1 to 255 bytes",
+     .help = "the session the VMC input drives (default demo)"},
+    {.flag = "--livelink-port", .key = "livelink_port", .arg = "N|off", .type = SRV_OPT_CUSTOM,
+     .group = SRV_OPT_G_FACE, FIELD(livelink_port), .max = 65535, .def = "off", .cli = cli_face_port,
+     .set_key = key_face_port,
+     .help = "receive Live Link Face frames (UDP, packet version 6) on this port; 0: any free port; off: none"},
+    {.flag = "--livelink-listen", .key = "livelink_listen", .arg = "ADDR", .type = SRV_OPT_TEXT,
+     .group = SRV_OPT_G_FACE, FIELD(livelink_listen), .def = "127.0.0.1", .what = "a numeric address",
+     .help = "the numeric address the Live Link input binds; senders other than loopback need \"face_allow\""},
+    {.flag = "--livelink-session", .key = "livelink_session", .arg = "NAME", .type = SRV_OPT_STRING,
+     .group = SRV_OPT_G_FACE, FIELD(livelink_session), .min = 1, .max = PROTO_MAX_NAME,
+     .what = "a session name of 1 to 255 bytes", .help = "the session the Live Link input drives (default demo)"},
+    {.key = "face_allow", .arg = "[ADDR, ...]", .type = SRV_OPT_CUSTOM, .group = SRV_OPT_G_FACE,
+     .set_key = key_face_allow,
+     .help = "numeric source addresses the face inputs accept besides loopback (UDP proves nothing: "
+             "anyone who can send from one of them drives the session)"},
+    {.flag = "--face-map", .key = "face_map", .arg = "FILE", .type = SRV_OPT_STRING, .group = SRV_OPT_G_FACE,
+     FIELD(face_map), .min = 1, .max = 4096, .what = "a file path",
+     .help = "a mapping file (JSON, docs/json-api.md face.map_set) for the inputs' sessions, read at start"},
+    INT_ROW("--face-rate", "face_rate", "N", SRV_OPT_G_FACE, face_rate, 1, 1000, "60",
+            "weight applies per second per input, at most; a faster source is merged (the newest value "
+            "of each name lands at the next apply)"),
+    INT_ROW("--face-idle-ms", "face_idle_ms", "N", SRV_OPT_G_FACE, face_idle_ms, 50, 3600000, "1000",
+            "a pause this long ends a take: one history step per take, and its run stored"),
+    INT_ROW("--face-flush-ms", "face_flush_ms", "N", SRV_OPT_G_FACE, face_flush_ms, 100, 3600000, "5000",
+            "during a take its coalesced run is stored at least this often (what kill -9 can lose)"),
 
     /* Bounds: per connection, per request, per session. */
     INT_ROW("--soft-limit", "limits.soft_limit", "BYTES", SRV_OPT_G_LIMITS, soft_limit, 0, 1e12, "1048576",
@@ -612,6 +651,29 @@ static int key_redis(srv_config *c, const srv_option *o, const cJSON *v, char *e
   return SRV_EPARAMS;
 }
 
+static int cli_face_port(srv_cli *cli, const srv_option *o, const char *value, char *err, size_t errlen) {
+  if (strcmp(value, "off") != 0) return cli_int(cli, o, value, err, errlen);
+  *(int *)field(cli->cfg, o) = -1;
+  return 0;
+}
+
+static int key_face_port(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen) {
+  if (!cJSON_IsString(v) || strcmp(v->valuestring, "off") != 0) return key_int(c, o, v, err, errlen);
+  *(int *)field(c, o) = -1;
+  return 0;
+}
+
+static int key_face_allow(srv_config *c, const srv_option *o, const cJSON *v, char *err, size_t errlen) {
+  (void)o;
+  const cJSON *d;
+  int ok = cJSON_IsArray(v);
+  cJSON_ArrayForEach(d, v) ok = ok && cJSON_IsString(d) && d->valuestring[0] && strlen(d->valuestring) < 64 &&
+                                srv_config_add_face_allow(c, d->valuestring) == 0;
+  if (ok) return 0;
+  snprintf(err, errlen, "\"face_allow\" must be an array of numeric addresses");
+  return SRV_EPARAMS;
+}
+
 /* ---- the command line ------------------------------------------------------------------------------ */
 
 /* One pass over argv: the SRV_OPT_EARLY rows when `early`, the others when not. */
@@ -657,6 +719,8 @@ static int check_together(const srv_cli *cli, char *err, size_t errlen) {
   else if (c->relay && c->session_count)
     snprintf(err, errlen, "a relay owns no session: --demo, --mesh and \"sessions\" belong on a primary");
   else if (!c->tls_cert != !c->tls_key) snprintf(err, errlen, "--tls-cert and --tls-key go together");
+  else if (c->relay && (c->vmc_port >= 0 || c->livelink_port >= 0))
+    snprintf(err, errlen, "a relay owns no session: --vmc-port and --livelink-port belong on a primary");
   else return 0;
   return SRV_EPARAMS;
 }
@@ -676,6 +740,7 @@ static const char *const GROUP_TITLE[SRV_OPT_G_COUNT] = {
     [SRV_OPT_G_ACCESS] = "access (docs/json-api.md, Security)",
     [SRV_OPT_G_FILES] = "files clients may name (the data directory, see --data)",
     [SRV_OPT_G_CLUSTER] = "many machines (docs/operations.md)",
+    [SRV_OPT_G_FACE] = "live face input (docs/operations.md)",
     [SRV_OPT_G_LIMITS] = "bounds",
 };
 
@@ -724,8 +789,9 @@ void srv_options_usage(FILE *out) {
   fprintf(out, "\nA setting with a flag and a config key takes the flag's value when both are given; a key\n"
                "limits.NAME is NAME in the config file's \"limits\" object.\n"
                "The chosen ports are printed on stdout as one line, stream_port=N rpc_port=M http_port=H\n"
-               "(without http_port when it is off), once the sessions named by --demo and --session are\n"
-               "open (or have failed to open).\n");
+               "(without http_port when it is off; then vmc_port=V and livelink_port=L for the face\n"
+               "inputs that are on), once the sessions named by --demo and --session are open (or have\n"
+               "failed to open).\n");
 }
 
 /* ---- the config file ----------------------------------------------------------------------------------- */

@@ -63,6 +63,7 @@ typedef enum srv_opt_group {
   SRV_OPT_G_ACCESS,
   SRV_OPT_G_FILES,
   SRV_OPT_G_CLUSTER,
+  SRV_OPT_G_FACE,
   SRV_OPT_G_LIMITS,
   SRV_OPT_G_COUNT
 } srv_opt_group;

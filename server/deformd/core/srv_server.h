@@ -114,6 +114,8 @@ struct srv_server {
   /* Many machines (--redis, srv_registry.c). The hooks below are NULL on a single node; each is
    * how a lower layer hands a request up to the cluster layer. */
   struct srv_cluster *cluster;
+  struct srv_face *face;     /* live face inputs and mappings (session/srv_face.c) */
+  struct srv_face_udp *face_udp; /* their sockets (ports/srv_face_udp.c); NULL when none is on */
   /* srv_methods_dispatch, after the access check: nonzero when the call was taken (sent to
    * the session's owner, or placed on another node). */
   int (*route_rpc)(srv_server *s, struct srv_rpc_call *call, const char *method, cJSON *params);

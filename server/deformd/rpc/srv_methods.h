@@ -77,6 +77,7 @@ extern const srv_method_table srv_blend_rpc_methods;    /* blend.* */
 extern const srv_method_table srv_anim_rpc_methods;     /* anim.* */
 extern const srv_method_table srv_mask_rpc_methods;     /* mask.* */
 extern const srv_method_table srv_presence_rpc_methods; /* presence.list, presence.set */
+extern const srv_method_table srv_face_rpc_methods;     /* face.* */
 
 /* srv_transfer_rpc.c: the connection closes: its unfinished upload is discarded, its kept
  * download freed. */

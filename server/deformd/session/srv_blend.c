@@ -126,7 +126,21 @@ static void blend_release(srv_session *s) {
   s->blend = NULL;
 }
 
-/* The solved targets: the explicit list, or every target neither muted nor a combination.
+/* Whether target t moves exactly what an earlier target already in `flags` moves, by exactly as
+ * much (the demo head's jawOpen is its jaw_open): solving both could not tell them apart. */
+static int copy_of_earlier(const mesh *m, uint32_t t, const uint8_t *flags) {
+  const mesh_target *a = &m->targets[t];
+  for (uint32_t u = 0; u < t; u++) {
+    const mesh_target *b = &m->targets[u];
+    if (flags[u] && b->count == a->count && memcmp(b->indices, a->indices, sizeof(uint32_t) * a->count) == 0 &&
+        memcmp(b->deltas, a->deltas, sizeof(float) * 3 * a->count) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* The solved targets: the explicit list, or every target neither muted, a combination, nor a copy
+ * of an earlier one.
  * Fills flags (target_count) and, when list is not NULL, the ascending list and its length.
  * Returns 0 or an SRV_E* code with a reason. */
 static int solved_set(const srv_session *s, const uint32_t *targets, uint32_t n, uint8_t *flags, uint32_t *list,
@@ -153,7 +167,7 @@ static int solved_set(const srv_session *s, const uint32_t *targets, uint32_t n,
       flags[t] = 1;
     }
   } else {
-    for (uint32_t t = 0; t < nt; t++) flags[t] = !s->targets[t].muted && !s->targets[t].driver_count;
+    for (uint32_t t = 0; t < nt; t++) flags[t] = !s->targets[t].muted && !s->targets[t].driver_count && !copy_of_earlier(m, t, flags);
   }
   uint32_t k = 0;
   for (uint32_t t = 0; t < nt; t++)

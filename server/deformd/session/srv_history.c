@@ -509,7 +509,8 @@ void srv_history_on_applied(srv_server *srv, srv_session *s, const srv_op *op, u
         step_drop_payload(&h->steps[i]);
       }
   }
-  if (srv->store && s->store_id && !s->restoring && st) log_op(srv, s, op, st, version, b);
+  /* A face input's live frame is not a record: srv_face.c stores its take as coalesced runs. */
+  if (srv->store && s->store_id && !s->restoring && st && !op->live) log_op(srv, s, op, st, version, b);
 }
 
 /* ---- undo, redo, revert --------------------------------------------------------------------------- */
@@ -666,8 +667,8 @@ int srv_history_revert(srv_server *srv, srv_session *s, const srv_session *old, 
 const char *srv_history_cause_name(int cause) {
   static const char *const names[] = {"?", "edit", "weights.set", "sculpt.set", "deform.reset", "gesture", "brush",
                                       "blend.solve", "blend.fit", "targets.create_from_sculpt", "targets.configure",
-                                      "anim.compress", "anim.play", "undo", "redo", "revert", "mask"};
-  return cause > 0 && cause <= SRV_CAUSE_MASK ? names[cause] : names[0];
+                                      "anim.compress", "anim.play", "undo", "redo", "revert", "mask", "face"};
+  return cause > 0 && cause <= SRV_CAUSE_FACE ? names[cause] : names[0];
 }
 
 int srv_history_list(const srv_session *s, uint64_t before_version, uint32_t limit, srv_history_entry_cb cb,

@@ -65,7 +65,8 @@ typedef enum srv_cause {
   SRV_CAUSE_UNDO,            /* history.undo */
   SRV_CAUSE_REDO,            /* history.redo */
   SRV_CAUSE_REVERT,          /* history.revert */
-  SRV_CAUSE_MASK             /* mask.*: a step of an author's mask (srv_mask.c), never an operation */
+  SRV_CAUSE_MASK,            /* mask.*: a step of an author's mask (srv_mask.c), never an operation */
+  SRV_CAUSE_FACE             /* a face input's frames (one step per take, srv_face.c) */
 } srv_cause;
 
 /* An operation record: who, what, parameters. Arrays are borrowed for the call. */
@@ -74,6 +75,8 @@ struct srv_op {
   uint32_t author; /* srv_authors id */
   uint8_t cause;   /* srv_cause */
   uint64_t step;   /* the undo step it belongs to (srv_history_step), or 0: a step of its own */
+  uint8_t live;    /* a face input's frame: the store gets its take's coalesced run from srv_face.c
+                    * instead of this record */
   uint32_t count;
   const uint32_t *indices; /* target or vertex indices */
   const float *values;     /* SET_WEIGHTS */
