@@ -19,7 +19,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git python3
-  python3-venv python3-setuptools python3-numpy
+  python3-venv python3-setuptools python3-wheel python3-numpy
   clang libclang-rt-14-dev llvm
   libuv1-dev libcjson-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev

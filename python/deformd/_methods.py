@@ -178,6 +178,21 @@ class Methods(Generic[R]):
         """`mask.get`: the caller's mask, `{"version", "vertices", "values"}`."""
         return self._rpc("mask.get", {"session": session})
 
+    # ---- live face input (docs/json-api.md "Live face input"; docs/operations.md §13) -----------
+    def face_list(self) -> R:
+        """`face.list` (admin): each face input (VMC, Live Link Face) with its port, session and
+        counters."""
+        return self._rpc("face.list", {})
+
+    def face_map_get(self, session: str) -> R:
+        """`face.map_get`: the mapping from tracker names (ARKit, VRM presets) to the session's
+        targets."""
+        return self._rpc("face.map_get", {"session": session})
+
+    def face_map_set(self, session: str, mapping: Any) -> R:
+        """`face.map_set` (owner): replaces the session's mapping while live; answers it as set."""
+        return self._rpc("face.map_set", {"session": session, "mapping": mapping})
+
     # ---- presence (docs/json-api.md "Presence": who is here, never stored) -------------------
     def presence_list(self, session: str) -> R:
         """`presence.list`: the session's participants (author, role, client, idle time, cursor,

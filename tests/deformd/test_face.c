@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "srv_op.h"
 #include "test.h"
 
 /* ---- the mapping the tests set, and the same computed here ---------------------------------------- */
@@ -427,7 +428,9 @@ TEST(five_seconds_of_live_input_leave_one_history_step_and_a_few_stored_runs_tha
   int rows = count_rows(db, "SELECT count(*) FROM ops");
   /* a run per --face-flush-ms (5 s) of the take and one at its end: not one per frame */
   if (rows < 1 || rows > 3) test__fail(__FILE__, __LINE__, "%d stored records for %u frames", rows, fr.states);
-  ASSERT_EQ(count_rows(db, "SELECT count(*) FROM ops WHERE kind = 16"), rows); /* SRV_CAUSE_FACE */
+  char by_face[96];
+  snprintf(by_face, sizeof(by_face), "SELECT count(*) FROM ops WHERE kind = %d", (int)SRV_CAUSE_FACE);
+  ASSERT_EQ(count_rows(db, by_face), rows);
   ASSERT_EQ(count_rows(db, "SELECT max(version) FROM ops"), (int)v);
   ASSERT_EQ(count_rows(db, "SELECT min(first_version) FROM ops"), 1);
   const char *again[] = {"--data", dir, "--demo", NULL};

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench_python.py BUILD_DIR [--runs N] — the Python package's figures for docs/performance.md,
-against a deformd --demo of its own (the demo head: 41,077 vertices, 16 targets), with the venv
+against a deformd --demo of its own (the demo head: 41,077 vertices, 68 targets), with the venv
 tests/python/run.sh makes (`bash tests/python/run.sh build install` first):
 
     bash tests/python/run.sh build bench_python.py --runs 20
