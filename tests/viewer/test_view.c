@@ -69,6 +69,21 @@ static int is_background(const unsigned char *p) {
   return abs(p[0] - 41) <= 1 && abs(p[1] - 43) <= 1 && abs(p[2] - 48) <= 1;
 }
 
+/* Foreground pixels inside and outside the box [x0, x1] x [y0, y1] (one pixel of slack), and
+ * the box's pixels. */
+static void cover(const image *im, float x0, float y0, float x1, float y1, uint32_t *inside, uint32_t *outside,
+                  uint32_t *box) {
+  *inside = *outside = *box = 0;
+  for (int y = 0; y < im->h; y++)
+    for (int x = 0; x < im->w; x++) {
+      int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
+      *box += in;
+      int fg = !is_background(im->px + 4 * ((size_t)y * im->w + x));
+      if (fg && in) (*inside)++;
+      if (fg && !in) (*outside)++;
+    }
+}
+
 static char *tmp_png(const char *name) {
   static char buf[4][1024];
   static int k;
@@ -105,15 +120,8 @@ TEST(a_screenshot_of_the_demo_head_shows_the_head_where_it_projects) {
     ASSERT(vw_camera_project(&cam, im.w, im.h, m->positions + 3 * v, &px, &py));
     x0 = fminf(x0, px), y0 = fminf(y0, py), x1 = fmaxf(x1, px), y1 = fmaxf(y1, py);
   }
-  uint32_t inside = 0, outside = 0, box = 0;
-  for (int y = 0; y < im.h; y++)
-    for (int x = 0; x < im.w; x++) {
-      int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
-      box += in;
-      int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
-      if (fg && in) inside++;
-      if (fg && !in) outside++;
-    }
+  uint32_t inside, outside, box;
+  cover(&im, x0, y0, x1, y1, &inside, &outside, &box);
   fprintf(stderr, "head covers %u of the %u pixels of its projected box; %u outside\n", inside, box, outside);
   ASSERT(outside == 0);
   ASSERT(inside > box / 3); /* a head fills its box, not a few stray pixels */
@@ -154,15 +162,8 @@ TEST(deform_view_draws_a_z_up_scan_opened_with_up_z_upright) {
   }
   ASSERT(ytop < ybottom);               /* head above feet */
   ASSERT(y1 - y0 > 1.5f * (x1 - x0));   /* a standing figure: taller than wide */
-  uint32_t inside = 0, outside = 0, box = 0;
-  for (int y = 0; y < im.h; y++)
-    for (int x = 0; x < im.w; x++) {
-      int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
-      box += in;
-      int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
-      if (fg && in) inside++;
-      if (fg && !in) outside++;
-    }
+  uint32_t inside, outside, box;
+  cover(&im, x0, y0, x1, y1, &inside, &outside, &box);
   fprintf(stderr, "the scan covers %u of the %u pixels of its Z-up projected box; %u outside\n", inside, box, outside);
   ASSERT(outside == 0);
   ASSERT(inside > box / 6); /* a thin figure fills less of its box than a head */
@@ -241,15 +242,8 @@ TEST(deform_view_shows_a_z_up_scan_from_the_right_and_from_the_top_about_its_up_
     } else {
       ASSERT(y1 - y0 > 1.5f * (x1 - x0));
     }
-    uint32_t inside = 0, outside = 0, box = 0;
-    for (int y = 0; y < im.h; y++)
-      for (int x = 0; x < im.w; x++) {
-        int in = x >= x0 - 1 && x <= x1 + 1 && y >= y0 - 1 && y <= y1 + 1;
-        box += in;
-        int fg = !is_background(im.px + 4 * ((size_t)y * im.w + x));
-        if (fg && in) inside++;
-        if (fg && !in) outside++;
-      }
+    uint32_t inside, outside, box;
+    cover(&im, x0, y0, x1, y1, &inside, &outside, &box);
     fprintf(stderr, "%s view: the scan covers %u of the %u pixels of its projected box; %u outside\n",
             top ? "top" : "right", inside, box, outside);
     ASSERT(outside == 0);
