@@ -3,13 +3,16 @@
  * frame on the wire (docs/performance.md, Live face input).
  *
  *   deform-bench face [--deformd PATH] [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink]
- *                     [--json]
+ *                     [--threads] [--json]
  *
  * Starts deformd --demo with the input on, connects N viewers (protocol version 1, frames read
  * raw: no replica), and sends H frames a second for S seconds from this process: frame i sets
  * jawOpen to (i mod 1000 + 1) / 1024, exact in float32, so each viewer tells from the WEIGHTS
- * frame it receives which datagram it shows. A datagram's latency, per viewer, is from just
- * before its sendto() to when that viewer's thread has read the WEIGHTS frame; frames merged
+ * frame it receives which datagram it shows. The viewers are read by one thread, epoll over
+ * their sockets (as deform-bench fanout reads), so what is timed is the server's path and the
+ * kernel's, not a hundred reader threads waiting for two cores; --threads gives each viewer a
+ * thread of its own instead. A datagram's latency, per viewer, is from just
+ * before its sendto() to when that viewer's frame has been read; frames merged
  * into a newer one by the rate limit are counted, not timed. Reports p50, p99 and the largest
  * over every (frame, viewer), and how many frames were merged or never seen.
  *
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,7 +39,7 @@
 
 typedef struct face_opts {
   char deformd[4096];
-  int viewers, json, livelink;
+  int viewers, json, livelink, threads;
   double hz, seconds;
 } face_opts;
 
@@ -51,6 +55,28 @@ typedef struct face_viewer {
 
 static atomic_int viewers_stop;
 
+/* One frame a viewer read at `now`: its SNAPSHOT's end, or a WEIGHTS frame to time. */
+static void take_frame(face_viewer *v, const proto_header *h, const uint8_t *p, uint64_t now) {
+  if (h->type == PROTO_SNAPSHOT && !(h->flags & PROTO_FLAG_MORE)) atomic_store(&v->ready, 1);
+  if (h->type != PROTO_WEIGHTS) return;
+  proto_weights_view w;
+  if (proto_decode_weights(p, h->length, NULL, &w) != 0) return;
+  proto_iter it;
+  uint32_t t;
+  float x;
+  proto_weights_begin(&w, &it);
+  while (proto_weights_next(&it, &t, &x)) {
+    if ((int)t != v->jaw) continue;
+    long code = lroundf(x * 1024.0f) - 1; /* i mod 1000 */
+    /* the newest frame with that code sent so far */
+    for (long i = code; i >= 0 && i < v->frames; i += 1000) {
+      if (i + 1000 < v->frames && send_ns[i + 1000] && send_ns[i + 1000] <= now) continue;
+      if (send_ns[i] && v->lat_ms[i] < 0) v->lat_ms[i] = (double)(now - send_ns[i]) / 1e6;
+      break;
+    }
+  }
+}
+
 static void *viewer_main(void *arg) {
   face_viewer *v = arg;
   while (!atomic_load(&viewers_stop)) {
@@ -61,22 +87,33 @@ static void *viewer_main(void *arg) {
     uint64_t now = client_now_ns();
     if (rc == CLIENT_ETIMEDOUT) continue;
     if (rc) break;
-    if (h.type == PROTO_SNAPSHOT && !(h.flags & PROTO_FLAG_MORE)) atomic_store(&v->ready, 1);
-    if (h.type != PROTO_WEIGHTS) continue;
-    proto_weights_view w;
-    if (proto_decode_weights(p, h.length, NULL, &w) != 0) continue;
-    proto_iter it;
-    uint32_t t;
-    float x;
-    proto_weights_begin(&w, &it);
-    while (proto_weights_next(&it, &t, &x)) {
-      if ((int)t != v->jaw) continue;
-      long code = lroundf(x * 1024.0f) - 1; /* i mod 1000 */
-      /* the newest frame with that code sent so far */
-      for (long i = code; i >= 0 && i < v->frames; i += 1000) {
-        if (i + 1000 < v->frames && send_ns[i + 1000] && send_ns[i + 1000] <= now) continue;
-        if (send_ns[i] && v->lat_ms[i] < 0) v->lat_ms[i] = (double)(now - send_ns[i]) / 1e6;
-        break;
+    take_frame(v, &h, p, now);
+  }
+  return NULL;
+}
+
+/* Every viewer from one thread: epoll over their sockets, each ready one read to its last whole
+ * frame (a partial frame stays buffered for the next wake-up). */
+typedef struct epoll_reader {
+  pthread_t th;
+  face_viewer *v;
+  int count, ep;
+} epoll_reader;
+
+static void *epoll_main(void *arg) {
+  epoll_reader *r = arg;
+  struct epoll_event ev[64];
+  while (!atomic_load(&viewers_stop)) {
+    int n = epoll_wait(r->ep, ev, 64, 100);
+    uint64_t now = client_now_ns();
+    for (int k = 0; k < n; k++) {
+      face_viewer *v = ev[k].data.ptr;
+      for (;;) {
+        proto_header h;
+        const uint8_t *p;
+        char err[128];
+        if (client_read_frame(&v->c, 0, &h, &p, err, sizeof(err)) != 0) break;
+        take_frame(v, &h, p, now);
       }
     }
   }
@@ -139,6 +176,7 @@ static int parse(int argc, char **argv, face_opts *o) {
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) o->json = 1;
+    else if (strcmp(a, "--threads") == 0) o->threads = 1;
     else if (strcmp(a, "--deformd") == 0 && v) snprintf(o->deformd, sizeof(o->deformd), "%s", v), i++;
     else if (strcmp(a, "--viewers") == 0 && v) o->viewers = atoi(v), i++;
     else if (strcmp(a, "--hz") == 0 && v) o->hz = atof(v), i++;
@@ -146,7 +184,7 @@ static int parse(int argc, char **argv, face_opts *o) {
     else if (strcmp(a, "--kind") == 0 && v) o->livelink = strcmp(v, "livelink") == 0, i++;
     else {
       fprintf(stderr, "usage: deform-bench face [--deformd PATH] [--viewers N] [--hz H] [--seconds S] "
-                      "[--kind vmc|livelink] [--json]\n");
+                      "[--kind vmc|livelink] [--threads] [--json]\n");
       return -1;
     }
   }
@@ -209,6 +247,7 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
     fprintf(stderr, "deform-bench face: no face input or no jawOpen target\n");
     goto out;
   }
+  epoll_reader reader = {.v = v, .ep = o.threads ? -1 : epoll_create1(0)};
   for (; joined < o.viewers; joined++) {
     face_viewer *x = &v[joined];
     x->jaw = jaw, x->frames = frames;
@@ -220,8 +259,14 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
       free(x->lat_ms);
       goto out;
     }
-    pthread_create(&x->th, NULL, viewer_main, x);
+    if (o.threads) {
+      pthread_create(&x->th, NULL, viewer_main, x);
+    } else {
+      struct epoll_event e = {.events = EPOLLIN, .data.ptr = x};
+      epoll_ctl(reader.ep, EPOLL_CTL_ADD, x->c.fd, &e);
+    }
   }
+  if (!o.threads) pthread_create(&reader.th, NULL, epoll_main, &reader);
   /* every viewer has its SNAPSHOT before the first datagram (60 s at most) */
   for (int k = 0, waited = 0; k < joined && waited < 6000; waited++) {
     while (k < joined && atomic_load(&v[k].ready)) k++;
@@ -245,8 +290,10 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
 out:
   atomic_store(&viewers_stop, 1);
   size_t n = 0, unseen = 0;
+  if (!o.threads && joined) pthread_join(reader.th, NULL);
+  if (reader.ep >= 0) close(reader.ep);
   for (int k = 0; k < joined; k++) {
-    pthread_join(v[k].th, NULL);
+    if (o.threads) pthread_join(v[k].th, NULL);
     for (int i = 0; i < frames; i++)
       if (v[k].lat_ms[i] >= 0) all[n++] = v[k].lat_ms[i];
       else unseen++;
@@ -264,13 +311,15 @@ out:
     qsort(all, n, sizeof(double), cmp_d);
     double p50 = all[n / 2], p99 = all[(size_t)(0.99 * (double)(n - 1))], worst = all[n - 1];
     if (o.json)
-      printf("{\"bench\":\"face\",\"kind\":\"%s\",\"viewers\":%d,\"hz\":%g,\"frames\":%d,\"timed\":%zu,"
+      printf("{\"bench\":\"face\",\"kind\":\"%s\",\"readers\":\"%s\",\"viewers\":%d,\"hz\":%g,\"frames\":%d,\"timed\":%zu,"
              "\"merged\":%.0f,\"unseen\":%zu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"cmdline\":\"%s\"}\n",
-             o.livelink ? "livelink" : "vmc", o.viewers, o.hz, frames, n, merged, unseen, p50, p99, worst, cmdline);
+             o.livelink ? "livelink" : "vmc", o.threads ? "threads" : "epoll", o.viewers, o.hz, frames, n, merged, unseen,
+             p50, p99, worst, cmdline);
     else
-      printf("face %s: %d viewers, %g Hz, %d frames (%.0f merged): datagram -> WEIGHTS read, over %zu "
+      printf("face %s (%s): %d viewers, %g Hz, %d frames (%.0f merged): datagram -> WEIGHTS read, over %zu "
              "(frame, viewer): p50 %.3f ms, p99 %.3f ms, max %.3f ms; %zu not seen\n",
-             o.livelink ? "livelink" : "vmc", o.viewers, o.hz, frames, merged, n, p50, p99, worst, unseen);
+             o.livelink ? "livelink" : "vmc", o.threads ? "a thread per viewer" : "one epoll reader", o.viewers, o.hz,
+             frames, merged, n, p50, p99, worst, unseen);
   } else if (status == 0) {
     fprintf(stderr, "deform-bench face: no frame reached a viewer\n");
     status = 1;

@@ -799,7 +799,7 @@ static void usage(FILE *out) {
           "                           [--seconds S] [--deformd PATH]\n"
           "       deform-bench undo [--later 1,10,100] [--repeat R] [--data none] [--json] [--deformd PATH]\n"
           "       deform-bench presence [--editors 50] [--viewers 500] [--rate 60] [--seconds 10] [--json]\n"
-          "       deform-bench face [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink] [--json]\n"
+          "       deform-bench face [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink] [--threads] [--json]\n"
           "                         [--deformd PATH]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
