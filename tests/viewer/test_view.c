@@ -130,18 +130,24 @@ TEST(a_screenshot_of_the_demo_head_shows_the_head_where_it_projects) {
   harness_stop(&h);
 }
 
+/* deformd --demo with a session "man" on a copy of libcgal-demo's man.off (its path in `copy`),
+ * opened with up "z". */
+static void start_with_man_z_up(harness *h, char copy[1024]) {
+  snprintf(copy, 1024, "%s/man.off", test_tmpdir());
+  test_copy_file(test_cgal_mesh("man.off"), copy);
+  const char *const args[] = {"--demo", NULL};
+  harness_start(h, "demo", args);
+  cJSON_Delete(harness_rpc_ok(h, "session.create", "{\"session\":\"man\",\"mesh\":\"man.off\",\"up\":\"z\"}"));
+}
+
 /* libcgal-demo's man.off stands along +Z (0.42 x 0.30 x 1.0). Opened with up "z", deform-view
  * (which asks for the "up" capability) draws it with Z up: the picture is where a Z-up camera
  * projects it, and the vertex with the largest z projects above the one with the smallest. With
  * a Y-up camera, as before, the same scan would be seen from above and fall outside that box. */
 TEST(deform_view_draws_a_z_up_scan_opened_with_up_z_upright) {
   char copy[1024];
-  snprintf(copy, sizeof(copy), "%s/man.off", test_tmpdir());
-  test_copy_file(test_cgal_mesh("man.off"), copy);
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
-  cJSON_Delete(harness_rpc_ok(&h, "session.create", "{\"session\":\"man\",\"mesh\":\"man.off\",\"up\":\"z\"}"));
+  start_with_man_z_up(&h, copy);
   char *png = tmp_png("man-z-up.png");
   const char *const extra[] = {"--session", "man", NULL};
   screenshot(h.stream_port, png, extra);
@@ -209,12 +215,8 @@ TEST(the_numpad_views_look_along_the_sessions_axes_as_blenders_do) {
  * wide); from the top it is its 0.42 x 0.30 footprint, the front (-Y) at the bottom. */
 TEST(deform_view_shows_a_z_up_scan_from_the_right_and_from_the_top_about_its_up_axis) {
   char copy[1024];
-  snprintf(copy, sizeof(copy), "%s/man.off", test_tmpdir());
-  test_copy_file(test_cgal_mesh("man.off"), copy);
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
-  cJSON_Delete(harness_rpc_ok(&h, "session.create", "{\"session\":\"man\",\"mesh\":\"man.off\",\"up\":\"z\"}"));
+  start_with_man_z_up(&h, copy);
   mesh *m = NULL;
   char err[256];
   ASSERT_OK(mesh_import(copy, NULL, &m, err, sizeof(err)), err);
