@@ -9,18 +9,27 @@
  * raw: no replica), and sends H frames a second for S seconds from this process: frame i sets
  * jawOpen to (i mod 1000 + 1) / 1024, exact in float32, so each viewer tells from the WEIGHTS
  * frame it receives which datagram it shows. The viewers are read by one thread, epoll over
- * their sockets (as deform-bench fanout reads), so what is timed is the server's path and the
- * kernel's, not a hundred reader threads waiting for two cores; --threads gives each viewer a
- * thread of its own instead. A datagram's latency, per viewer, is from just
- * before its sendto() to when that viewer's frame has been read; frames merged
- * into a newer one by the rate limit are counted, not timed. Reports p50, p99 and the largest
- * over every (frame, viewer), and how many frames were merged or never seen.
+ * their sockets (as deform-bench fanout reads); --threads gives each viewer a thread of its own
+ * instead. Frames merged into a newer one by the rate limit are counted, not timed.
+ *
+ * Two latencies per (frame, viewer), both from just before the datagram's sendto():
+ *   wire: to the kernel's receive timestamp of the viewer's bytes (SO_TIMESTAMPNS, the
+ *         SCM_TIMESTAMPNS of the recvmsg that read the frame's last bytes). On loopback the
+ *         kernel stamps a segment when the server's write() hands it to the loopback device,
+ *         so this is the moment the frame was on the wire, whenever the bench gets to read
+ *         it — what issue 28's goal names.
+ *   read: to when this process had read the frame (CLOCK_MONOTONIC after the read): the wire
+ *         figure plus the wait of the bench's own reader for a core.
+ * It also prints what the server measured of its part (face.list latency_us: the UDP receive
+ * callback to the last viewer's write returned).
  *
  * DOES NOT replicate the session: viewers only decode WEIGHTS.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +37,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -43,20 +53,30 @@ typedef struct face_opts {
   double hz, seconds;
 } face_opts;
 
-static uint64_t send_ns[MAX_FRAMES]; /* written before the datagram goes, read by the viewers */
+/* Written before the datagram goes, read by the viewers: CLOCK_MONOTONIC (the "read" latency)
+ * and CLOCK_REALTIME (the clock of the kernel's receive timestamps). */
+static uint64_t send_ns[MAX_FRAMES], send_rt_ns[MAX_FRAMES];
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct face_viewer {
   pthread_t th;
   client_conn c;
   int stream_port, jaw, frames;
-  double *lat_ms; /* per frame index: the latency this viewer saw, or -1 */
+  double *lat_ms;  /* per frame index: the latency to this viewer's read, or -1 */
+  double *wire_ms; /* the same to the kernel's receive timestamp */
   atomic_int ready; /* its SNAPSHOT has come whole */
 } face_viewer;
 
 static atomic_int viewers_stop;
 
-/* One frame a viewer read at `now`: its SNAPSHOT's end, or a WEIGHTS frame to time. */
-static void take_frame(face_viewer *v, const proto_header *h, const uint8_t *p, uint64_t now) {
+/* One frame a viewer read at `now` (monotonic) whose last bytes the kernel stamped at `wire`
+ * (realtime; 0: no stamp came): its SNAPSHOT's end, or a WEIGHTS frame to time. */
+static void take_frame(face_viewer *v, const proto_header *h, const uint8_t *p, uint64_t now, uint64_t wire) {
   if (h->type == PROTO_SNAPSHOT && !(h->flags & PROTO_FLAG_MORE)) atomic_store(&v->ready, 1);
   if (h->type != PROTO_WEIGHTS) return;
   proto_weights_view w;
@@ -71,29 +91,83 @@ static void take_frame(face_viewer *v, const proto_header *h, const uint8_t *p, 
     /* the newest frame with that code sent so far */
     for (long i = code; i >= 0 && i < v->frames; i += 1000) {
       if (i + 1000 < v->frames && send_ns[i + 1000] && send_ns[i + 1000] <= now) continue;
-      if (send_ns[i] && v->lat_ms[i] < 0) v->lat_ms[i] = (double)(now - send_ns[i]) / 1e6;
+      if (send_ns[i] && v->lat_ms[i] < 0) {
+        v->lat_ms[i] = (double)(now - send_ns[i]) / 1e6;
+        if (wire) v->wire_ms[i] = ((double)wire - (double)send_rt_ns[i]) / 1e6;
+      }
       break;
     }
   }
 }
 
+/* Reads what the socket has (waiting up to timeout_ms for it) into the viewer's buffer with
+ * recvmsg, and the kernel's receive timestamp of its last bytes into *wire (realtime ns, 0 when
+ * none came). Returns 0, CLIENT_ETIMEDOUT when nothing came, or an error. */
+static int read_stamped(face_viewer *v, int timeout_ms, uint64_t *wire) {
+  client_conn *c = &v->c;
+  *wire = 0;
+  if (timeout_ms > 0) {
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    if (poll(&pfd, 1, timeout_ms) <= 0) return CLIENT_ETIMEDOUT;
+  }
+  if (c->off > 0) { /* unread bytes to the front, as client.c keeps them */
+    memmove(c->buf, c->buf + c->off, c->len - c->off);
+    c->len -= c->off;
+    c->off = 0;
+  }
+  if (c->cap - c->len < 65536) {
+    size_t cap = c->cap ? 2 * c->cap : 131072;
+    uint8_t *g = realloc(c->buf, cap);
+    if (!g) return CLIENT_ENOMEM;
+    c->buf = g;
+    c->cap = cap;
+  }
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec)) * 2];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {c->buf + c->len, c->cap - c->len};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  ssize_t r = recvmsg(c->fd, &m, MSG_DONTWAIT);
+  if (r < 0) return errno == EAGAIN || errno == EINTR ? CLIENT_ETIMEDOUT : CLIENT_EIO;
+  if (r == 0) return CLIENT_ECLOSED;
+  c->len += (size_t)r;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+      struct timespec ts;
+      memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+      *wire = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+  return 0;
+}
+
+/* Every whole frame in the viewer's buffer, timed; a partial one stays for the next read. */
+static int take_buffered(face_viewer *v, uint64_t now, uint64_t wire) {
+  client_conn *c = &v->c;
+  while (c->len - c->off >= PROTO_HEADER_SIZE) {
+    proto_header h;
+    if (proto_header_decode(c->buf + c->off, &c->limits, &h) != 0) return CLIENT_EMALFORMED;
+    if (c->len - c->off < PROTO_HEADER_SIZE + (size_t)h.length) break;
+    take_frame(v, &h, c->buf + c->off + PROTO_HEADER_SIZE, now, wire);
+    c->off += PROTO_HEADER_SIZE + h.length;
+  }
+  return 0;
+}
+
 static void *viewer_main(void *arg) {
   face_viewer *v = arg;
   while (!atomic_load(&viewers_stop)) {
-    proto_header h;
-    const uint8_t *p;
-    char err[128];
-    int rc = client_read_frame(&v->c, 100, &h, &p, err, sizeof(err));
+    uint64_t wire;
+    int rc = read_stamped(v, 100, &wire);
     uint64_t now = client_now_ns();
     if (rc == CLIENT_ETIMEDOUT) continue;
-    if (rc) break;
-    take_frame(v, &h, p, now);
+    if (rc || take_buffered(v, now, wire)) break;
   }
   return NULL;
 }
 
-/* Every viewer from one thread: epoll over their sockets, each ready one read to its last whole
- * frame (a partial frame stays buffered for the next wake-up). */
+/* Every viewer from one thread: epoll over their sockets, each ready one read once (what it
+ * has), its whole frames timed. */
 typedef struct epoll_reader {
   pthread_t th;
   face_viewer *v;
@@ -105,16 +179,11 @@ static void *epoll_main(void *arg) {
   struct epoll_event ev[64];
   while (!atomic_load(&viewers_stop)) {
     int n = epoll_wait(r->ep, ev, 64, 100);
-    uint64_t now = client_now_ns();
     for (int k = 0; k < n; k++) {
       face_viewer *v = ev[k].data.ptr;
-      for (;;) {
-        proto_header h;
-        const uint8_t *p;
-        char err[128];
-        if (client_read_frame(&v->c, 0, &h, &p, err, sizeof(err)) != 0) break;
-        take_frame(v, &h, p, now);
-      }
+      uint64_t wire;
+      if (read_stamped(v, 0, &wire) != 0) continue;
+      take_buffered(v, client_now_ns(), wire);
     }
   }
   return NULL;
@@ -167,6 +236,12 @@ static size_t encode_frame(int livelink, float jaw, int frame, uint8_t *out) {
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* Sorts xs and gives its median, 99th percentile and largest. */
+static void percentiles(double *xs, size_t n, double *p50, double *p99, double *max) {
+  qsort(xs, n, sizeof(double), cmp_d);
+  *p50 = xs[n / 2], *p99 = xs[(size_t)(0.99 * (double)(n - 1))], *max = xs[n - 1];
 }
 
 static int parse(int argc, char **argv, face_opts *o) {
@@ -241,6 +316,7 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
   int rpc_open = 0;
   face_viewer *v = calloc((size_t)o.viewers, sizeof(face_viewer));
   double *all = malloc(sizeof(double) * (size_t)frames * (size_t)o.viewers);
+  double *wire = malloc(sizeof(double) * (size_t)frames * (size_t)o.viewers);
   int joined = 0;
   if ((rpc_open = client_connect(&rpc, "127.0.0.1", child.rpc_port, err, sizeof(err)) == 0) == 0 ||
       look_up(&rpc, &port, &jaw) != 0) {
@@ -252,11 +328,15 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
     face_viewer *x = &v[joined];
     x->jaw = jaw, x->frames = frames;
     x->lat_ms = malloc(sizeof(double) * (size_t)frames);
-    for (int i = 0; i < frames; i++) x->lat_ms[i] = -1;
+    x->wire_ms = malloc(sizeof(double) * (size_t)frames);
+    for (int i = 0; i < frames; i++) x->lat_ms[i] = x->wire_ms[i] = -1;
+    int on = 1;
     if (client_connect(&x->c, "127.0.0.1", child.stream_port, err, sizeof(err)) != 0 ||
+        setsockopt(x->c.fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) != 0 ||
         client_hello(&x->c, "demo", PROTO_ROLE_VIEWER, NULL) != 0) {
-      fprintf(stderr, "deform-bench face: viewer %d: %s\n", joined, err);
+      fprintf(stderr, "deform-bench face: viewer %d: %s\n", joined, err[0] ? err : strerror(errno));
       free(x->lat_ms);
+      free(x->wire_ms);
       goto out;
     }
     if (o.threads) {
@@ -281,6 +361,7 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
     if (due > now) usleep((useconds_t)((due - now) / 1000));
     uint8_t d[512];
     size_t n = encode_frame(o.livelink, (float)(i % 1000 + 1) / 1024.0f, i, d);
+    send_rt_ns[i] = realtime_ns();
     send_ns[i] = client_now_ns();
     sendto(fd, d, n, 0, (struct sockaddr *)&to, sizeof(to));
   }
@@ -289,43 +370,63 @@ int bench_face_main(int argc, char **argv, const char *cmdline) {
   status = 0;
 out:
   atomic_store(&viewers_stop, 1);
-  size_t n = 0, unseen = 0;
+  size_t n = 0, nw = 0, unseen = 0;
   if (!o.threads && joined) pthread_join(reader.th, NULL);
   if (reader.ep >= 0) close(reader.ep);
   for (int k = 0; k < joined; k++) {
     if (o.threads) pthread_join(v[k].th, NULL);
-    for (int i = 0; i < frames; i++)
+    for (int i = 0; i < frames; i++) {
       if (v[k].lat_ms[i] >= 0) all[n++] = v[k].lat_ms[i];
       else unseen++;
+      if (v[k].wire_ms[i] >= 0) wire[nw++] = v[k].wire_ms[i];
+    }
     free(v[k].lat_ms);
+    free(v[k].wire_ms);
     client_close(&v[k].c);
   }
   cJSON *stats = NULL, *rerr = NULL, *p = cJSON_CreateObject();
-  double merged = -1;
-  if (status == 0 && client_rpc(&rpc, "face.list", p, 10000, &stats, &rerr) == 0)
-    merged = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(stats, "inputs"), 0), "merged")->valuedouble;
+  double merged = -1, held = -1, srv_p50 = -1, srv_p99 = -1, srv_max = -1;
+  if (status == 0 && client_rpc(&rpc, "face.list", p, 10000, &stats, &rerr) == 0) {
+    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItem(stats, "inputs"), 0);
+    merged = cJSON_GetObjectItem(in, "merged")->valuedouble;
+    const cJSON *h = cJSON_GetObjectItem(in, "held"); /* (a deformd before the counter has none) */
+    held = cJSON_IsNumber(h) ? h->valuedouble : -1;
+    const cJSON *lat = cJSON_GetObjectItem(in, "latency_us");
+    if (cJSON_IsObject(lat)) {
+      srv_p50 = cJSON_GetObjectItem(lat, "p50")->valuedouble / 1000;
+      srv_p99 = cJSON_GetObjectItem(lat, "p99")->valuedouble / 1000;
+      srv_max = cJSON_GetObjectItem(lat, "max")->valuedouble / 1000;
+    }
+  }
   cJSON_Delete(stats);
   cJSON_Delete(rerr);
   cJSON_Delete(p);
   if (status == 0 && n) {
-    qsort(all, n, sizeof(double), cmp_d);
-    double p50 = all[n / 2], p99 = all[(size_t)(0.99 * (double)(n - 1))], worst = all[n - 1];
+    double r50, r99, rmax, w50 = -1, w99 = -1, wmax = -1;
+    percentiles(all, n, &r50, &r99, &rmax);
+    if (nw) percentiles(wire, nw, &w50, &w99, &wmax);
     if (o.json)
       printf("{\"bench\":\"face\",\"kind\":\"%s\",\"readers\":\"%s\",\"viewers\":%d,\"hz\":%g,\"frames\":%d,\"timed\":%zu,"
-             "\"merged\":%.0f,\"unseen\":%zu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"cmdline\":\"%s\"}\n",
-             o.livelink ? "livelink" : "vmc", o.threads ? "threads" : "epoll", o.viewers, o.hz, frames, n, merged, unseen,
-             p50, p99, worst, cmdline);
+             "\"merged\":%.0f,\"held\":%.0f,\"unseen\":%zu,\"wire_timed\":%zu,\"wire_p50_ms\":%.3f,\"wire_p99_ms\":%.3f,"
+             "\"wire_max_ms\":%.3f,\"read_p50_ms\":%.3f,\"read_p99_ms\":%.3f,\"read_max_ms\":%.3f,"
+             "\"server_p50_ms\":%.3f,\"server_p99_ms\":%.3f,\"server_max_ms\":%.3f,\"cmdline\":\"%s\"}\n",
+             o.livelink ? "livelink" : "vmc", o.threads ? "threads" : "epoll", o.viewers, o.hz, frames, n, merged, held, unseen,
+             nw, w50, w99, wmax, r50, r99, rmax, srv_p50, srv_p99, srv_max, cmdline);
     else
-      printf("face %s (%s): %d viewers, %g Hz, %d frames (%.0f merged): datagram -> WEIGHTS read, over %zu "
-             "(frame, viewer): p50 %.3f ms, p99 %.3f ms, max %.3f ms; %zu not seen\n",
+      printf("face %s (%s): %d viewers, %g Hz, %d frames (%.0f merged, %.0f held for the rate), over %zu (frame, viewer), "
+             "%zu not seen:\n"
+             "  datagram -> WEIGHTS on the wire (kernel timestamp): p50 %.3f ms, p99 %.3f ms, max %.3f ms\n"
+             "  datagram -> WEIGHTS read by the bench:              p50 %.3f ms, p99 %.3f ms, max %.3f ms\n"
+             "  server, receive -> last write (face.list):          p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
              o.livelink ? "livelink" : "vmc", o.threads ? "a thread per viewer" : "one epoll reader", o.viewers, o.hz,
-             frames, merged, n, p50, p99, worst, unseen);
+             frames, merged, held, n, unseen, w50, w99, wmax, r50, r99, rmax, srv_p50, srv_p99, srv_max);
   } else if (status == 0) {
     fprintf(stderr, "deform-bench face: no frame reached a viewer\n");
     status = 1;
   }
   if (rpc_open) client_close(&rpc);
   free(all);
+  free(wire);
   free(v);
   bench_child_stop(&child);
   return status;

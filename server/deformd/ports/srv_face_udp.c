@@ -139,6 +139,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr *addr, unsigned flags) {
+  uint64_t received = uv_hrtime(); /* where the server's part of a frame's latency starts */
   face_sock *fs = h->data;
   (void)buf;
   if (nread < 0) {
@@ -155,8 +156,10 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struc
     srv_face_count(fs->in, SRV_FACE_MALFORMED);
     return;
   }
+  srv_face_received(fs->in, received);
   if (fs->kind == SRV_FACE_VMC) srv_face_udp_vmc(fs->in, fs->buf, (size_t)nread);
   else srv_face_udp_livelink(fs->in, fs->buf, (size_t)nread);
+  srv_face_received(fs->in, 0);
 }
 
 static void free_sock(uv_handle_t *h) { free(h->data); }

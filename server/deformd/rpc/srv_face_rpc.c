@@ -18,7 +18,7 @@
 
 static const char *const COUNTER[SRV_FACE_COUNTERS] = {
     [SRV_FACE_PACKETS] = "packets",     [SRV_FACE_FRAMES] = "frames",       [SRV_FACE_APPLIED] = "applied",
-    [SRV_FACE_MERGED] = "merged",       [SRV_FACE_MALFORMED] = "malformed", [SRV_FACE_NONFINITE] = "nonfinite",
+    [SRV_FACE_MERGED] = "merged",       [SRV_FACE_HELD] = "held",       [SRV_FACE_MALFORMED] = "malformed", [SRV_FACE_NONFINITE] = "nonfinite",
     [SRV_FACE_TOO_MANY] = "too_many_names", [SRV_FACE_REFUSED] = "refused_source",
     [SRV_FACE_IGNORED] = "ignored_messages", [SRV_FACE_UNKNOWN] = "unknown_names",
     [SRV_FACE_NO_SESSION] = "no_session",
@@ -41,6 +41,15 @@ static void srv_m_face_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
     if (in.take_step) cJSON_AddNumberToObject(o, "take_step", (double)in.take_step);
     else cJSON_AddNullToObject(o, "take_step");
     cJSON_AddNumberToObject(o, "runs_stored", (double)in.runs_stored);
+    if (in.latency_samples) {
+      cJSON *lat = cJSON_AddObjectToObject(o, "latency_us");
+      cJSON_AddNumberToObject(lat, "frames", in.latency_samples);
+      cJSON_AddNumberToObject(lat, "p50", in.latency_p50_us);
+      cJSON_AddNumberToObject(lat, "p99", in.latency_p99_us);
+      cJSON_AddNumberToObject(lat, "max", in.latency_max_us);
+    } else {
+      cJSON_AddNullToObject(o, "latency_us");
+    }
     cJSON_AddItemToArray(list, o);
   }
   srv_rpc_reply(call, r);

@@ -79,7 +79,7 @@ struct srv_face_input {
   char author_name[32];
   uint32_t author;
   uv_timer_t timer;
-  double tokens;            /* applies it may make now (a bucket of FACE_BURST filled at face_rate) */
+  double tokens;            /* applies it may make now (a bucket of bucket_size() filled at face_rate) */
   uint64_t refill_ns;       /* uv_hrtime the bucket was last filled (0: never: it starts full) */
   uint64_t last_frame_ms;   /* uv_now of the last applied frame */
   uint64_t run_started_ms;
@@ -90,6 +90,9 @@ struct srv_face_input {
   face_run run;
   uint64_t runs_stored;
   uint64_t counts[SRV_FACE_COUNTERS];
+  uint64_t received_ns;     /* uv_hrtime the datagram being handed over came (0: none) */
+  uint32_t latency_ns[SRV_FACE_LATENCY_SAMPLES]; /* a ring of the newest frames' */
+  uint64_t latency_count;
 };
 
 struct srv_face {
@@ -212,6 +215,22 @@ srv_face_input *srv_face_input_add(srv_server *srv, srv_face_kind kind, const ch
 
 void srv_face_count(srv_face_input *in, srv_face_counter which) { in->counts[which]++; }
 
+void srv_face_received(srv_face_input *in, uint64_t ns) { in->received_ns = ns; }
+
+static int cmp_u32(const void *a, const void *b);
+
+static void latency_info(const srv_face_input *in, srv_face_info *out) {
+  uint32_t n = in->latency_count < SRV_FACE_LATENCY_SAMPLES ? (uint32_t)in->latency_count : SRV_FACE_LATENCY_SAMPLES;
+  uint32_t sorted[SRV_FACE_LATENCY_SAMPLES];
+  if (n == 0) return;
+  memcpy(sorted, in->latency_ns, sizeof(uint32_t) * n);
+  qsort(sorted, n, sizeof(uint32_t), cmp_u32);
+  out->latency_samples = n;
+  out->latency_p50_us = sorted[n / 2] / 1e3;
+  out->latency_p99_us = sorted[(uint32_t)(0.99 * (n - 1))] / 1e3;
+  out->latency_max_us = sorted[n - 1] / 1e3;
+}
+
 uint32_t srv_face_input_count(const srv_server *srv) { return srv->face ? srv->face->count : 0; }
 
 void srv_face_input_info(const srv_server *srv, uint32_t i, srv_face_info *out) {
@@ -227,6 +246,7 @@ void srv_face_input_info(const srv_server *srv, uint32_t i, srv_face_info *out) 
   out->take_step = in->step;
   out->run_first_version = in->run.s ? in->run.first : 0;
   out->runs_stored = in->runs_stored;
+  latency_info(in, out);
 }
 
 /* ---- frames ---------------------------------------------------------------------------------------- */
@@ -253,17 +273,23 @@ void srv_face_discard(srv_face_input *in) { in->building.n = 0; }
 
 static void apply_pending(srv_face_input *in);
 
-/* The rate is a token bucket of FACE_BURST applies refilled at face_rate a second: a steady source
- * at the rate, whose frames come a little early or late (network jitter), never waits, and a
- * faster one is held to the rate with one apply more at most in any second. */
-#define FACE_BURST 2.0
+/* The rate is a token bucket refilled at face_rate a second that holds FACE_JITTER_S of applies
+ * more than one: a faster source is held to the rate (with that many applies more at most in
+ * any second), and a source at the rate whose frames come late and then catch up never waits
+ * while it is no later than FACE_JITTER_S. Measured (docs/performance.md, deform-bench face):
+ * with a bucket of two (a tolerance of one period, 17 ms at 60 Hz) a 60 Hz sender that was once
+ * 30 ms late left every later frame of the take waiting up to 11 ms for its token, because a
+ * source exactly at the rate never refills a bucket it has emptied. */
+#define FACE_JITTER_S 0.1
+
+static double bucket_size(double rate) { return 1.0 + ceil(rate * FACE_JITTER_S); }
 
 /* Takes a token and returns 0, or returns the milliseconds until one is there. */
 static uint64_t take_token(srv_face_input *in) {
-  double rate = in->srv->cfg.face_rate;
+  double rate = in->srv->cfg.face_rate, full = bucket_size(rate);
   uint64_t now = uv_hrtime();
-  in->tokens = in->refill_ns ? in->tokens + (double)(now - in->refill_ns) * rate / 1e9 : FACE_BURST;
-  if (in->tokens > FACE_BURST) in->tokens = FACE_BURST;
+  in->tokens = in->refill_ns ? in->tokens + (double)(now - in->refill_ns) * rate / 1e9 : full;
+  if (in->tokens > full) in->tokens = full;
   in->refill_ns = now;
   if (in->tokens >= 1.0) {
     in->tokens -= 1.0;
@@ -285,6 +311,7 @@ void srv_face_commit(srv_face_input *in) {
     apply_pending(in);
     return;
   }
+  in->counts[SRV_FACE_HELD]++;
   if (!uv_is_active((uv_handle_t *)&in->timer) || uv_timer_get_due_in(&in->timer) > wait_ms)
     uv_timer_start(&in->timer, on_timer, wait_ms, 0);
 }
@@ -488,8 +515,15 @@ static void apply_pending(srv_face_input *in) {
     if (srv_session_check(s, &op, why, sizeof(why)) != 0) {
       srv_log(SRV_LOG_WARN, "session %s: %s's frame refused: %s", s->name, in->author_name, why);
     } else {
-      if (in->run.s && now_ms - in->run_started_ms >= srv->cfg.face_flush_ms) store_run(in);
-      uint64_t v = srv_session_apply(srv, s, &op);
+      int flush = in->run.s && now_ms - in->run_started_ms >= srv->cfg.face_flush_ms;
+      uint64_t v = srv_session_apply(srv, s, &op); /* the frame is on every viewer's socket now */
+      if (v && in->received_ns) {
+        uint64_t took = uv_hrtime() - in->received_ns;
+        in->latency_ns[in->latency_count++ % SRV_FACE_LATENCY_SAMPLES] = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
+      }
+      /* The run so far (the frames before this one) is stored after the fan-out, never before
+       * it: its record's encoding and queueing are off the datagram's path to the viewers. */
+      if (flush) store_run(in);
       if (v) {
         in->counts[SRV_FACE_APPLIED]++;
         if (!in->run.s) {

@@ -35,6 +35,7 @@ typedef enum srv_face_counter {
   SRV_FACE_FRAMES,        /* frames finished (a VMC Apply, a Live Link datagram) */
   SRV_FACE_APPLIED,       /* weight changes applied (one operation each) */
   SRV_FACE_MERGED,        /* frames merged into a newer one before an apply (rate limit) */
+  SRV_FACE_HELD,          /* frames that waited for the rate limit's next token (applied late) */
   SRV_FACE_MALFORMED,     /* datagrams dropped: truncated, bad type tags, wrong size or version */
   SRV_FACE_NONFINITE,     /* datagrams dropped: a NaN or Inf value */
   SRV_FACE_TOO_MANY,      /* datagrams dropped: more than SRV_FACE_MAX_NAMES names in one frame */
@@ -55,7 +56,14 @@ typedef struct srv_face_info {
   uint64_t take_step;          /* the history step of the take in progress (0: none) */
   uint64_t run_first_version;  /* the first version not yet stored as a run (0: none) */
   uint64_t runs_stored;        /* coalesced records handed to the store */
+  /* The server's part of the latency, over the last SRV_FACE_LATENCY_SAMPLES frames applied
+   * straight from a datagram: its receive callback to the op applied, its frame written to
+   * every viewer (microseconds; latency_samples 0: none yet). */
+  uint32_t latency_samples;
+  double latency_p50_us, latency_p99_us, latency_max_us;
 } srv_face_info;
+
+#define SRV_FACE_LATENCY_SAMPLES 1024
 
 /* The server's face state (srv->face), made at start. Returns 0 or UV_ENOMEM. */
 int srv_face_create(srv_server *srv);
@@ -71,6 +79,9 @@ void srv_face_destroy(srv_server *srv);
 srv_face_input *srv_face_input_add(srv_server *srv, srv_face_kind kind, const char *listen, int port,
                                    const char *session, char *err, size_t errlen);
 void srv_face_count(srv_face_input *in, srv_face_counter which);
+/* The datagram being handed over was received at `ns` (uv_hrtime); 0 once it is done. A frame
+ * it applies at once is timed from there (srv_face_info.latency_*). */
+void srv_face_received(srv_face_input *in, uint64_t ns);
 /* One value of the frame being built (name[0..len), newest wins per name). Returns 0, or -1
  * when the frame already has SRV_FACE_MAX_NAMES names (the caller drops the packet). */
 int srv_face_set(srv_face_input *in, const char *name, size_t len, float value);
