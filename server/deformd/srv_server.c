@@ -336,8 +336,7 @@ static int start_face(srv_server *s) {
     }
     const char *names[2] = {s->cfg.vmc_session ? s->cfg.vmc_session : "demo",
                             s->cfg.livelink_session ? s->cfg.livelink_session : "demo"};
-    for (int k = 0; k < 2 && rc == 0; k++)
-      if (srv_face_map_set(s, names[k], j, err, sizeof(err)) != 0) rc = UV_EINVAL;
+    if (rc == 0 && srv_face_map_file(s, j, names, err, sizeof(err)) != 0) rc = UV_EINVAL;
     cJSON_Delete(j);
     free(text);
     if (f) fclose(f);

@@ -453,6 +453,65 @@ TEST(five_seconds_of_live_input_leave_one_history_step_and_a_few_stored_runs_tha
   harness_stop(&h);
 }
 
+/* ---- the mapping is durable ------------------------------------------------------------------------------------ */
+
+TEST(a_face_mapping_set_before_a_kill_9_comes_back_and_drives_the_restarted_session) {
+  harness h;
+  const char *dir = test_tmp_path("face-map-store");
+  const char *args[] = {"--data", dir, "--demo", "--vmc-port", "0", NULL};
+  harness_start(&h, "demo", args);
+  harness_rpc_done(&h, "face.map_set", MAP_JSON); /* answered once the store has committed it */
+  cJSON *before = harness_rpc_ok(&h, "face.map_get", "{\"session\":\"demo\"}");
+  harness_kill(&h);
+  char db[1200];
+  snprintf(db, sizeof(db), "%s/deformd.sqlite3", dir);
+  ASSERT_EQ(count_rows(db, "SELECT count(*) FROM face_maps"), 1);
+  harness_start(&h, "demo", args);
+  cJSON *after = harness_rpc_ok(&h, "face.map_get", "{\"session\":\"demo\"}");
+  ASSERT(cJSON_Compare(before, after, 1));
+  /* the entries as MAP sets them, not only the same as before */
+  const cJSON *map = cJSON_GetObjectItem(after, "map");
+  ASSERT_EQ(cJSON_GetArraySize(map), 5);
+  const cJSON *blink = cJSON_GetArrayItem(cJSON_GetObjectItem(map, "eyeBlinkLeft"), 0);
+  ASSERT(strcmp(cJSON_GetObjectItem(blink, "target")->valuestring, "blink_L") == 0);
+  ASSERT_NEAR(cJSON_GetObjectItem(blink, "gain")->valuedouble, 0.5, 0);
+  ASSERT_NEAR(cJSON_GetObjectItem(blink, "offset")->valuedouble, 0.25, 0);
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(map, "browInnerUp")), 2);
+  cJSON_Delete(before);
+  cJSON_Delete(after);
+  /* datagrams drive the mapped targets: the last frame sent, through MAP, is the session's */
+  char port[16];
+  snprintf(port, sizeof(port), "%d", face_port(&h, "vmc"));
+  const char *log = test_tmp_path("face-map-store.log");
+  const char *send[] = {"vmc", port, "--hz", "60", "--seconds", "0.5", "--names",
+                        "jawOpen,eyeBlinkLeft,browInnerUp,cheekPuff,mouthPucker", "--log", log, NULL};
+  pid_t pid = spawn_sender(send);
+  int st;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  uint32_t nsent;
+  sent_frame *sent = read_log(log, &nsent);
+  ASSERT(nsent > 1);
+  /* the newest frame lands at once or at the rate's next token: a bounded wait for it */
+  int same = 0;
+  for (int tries = 0; tries < 100 && !same; tries++) {
+    cJSON *w = harness_rpc_ok(&h, "weights.get", "{\"session\":\"demo\"}");
+    same = 1;
+    for (int t = 0; t < MAPPED_N; t++)
+      same = same && fabs(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "weights"), MAPPED[t])->valuedouble -
+                          sent[nsent - 1].expect[t]) < 1e-6;
+    cJSON_Delete(w);
+    if (!same) usleep(50000);
+  }
+  ASSERT(same);
+  ASSERT_EQ(face_counter(&h, "vmc", "frames"), nsent);
+  free(sent);
+  /* the session's row goes with it */
+  harness_rpc_done(&h, "session.close", "{\"session\":\"demo\"}");
+  harness_stop(&h);
+  ASSERT_EQ(count_rows(db, "SELECT count(*) FROM face_maps"), 0);
+}
+
 /* ---- capture to playback -------------------------------------------------------------------------------------- */
 
 /* The largest distance between the same vertex of two shapes. */

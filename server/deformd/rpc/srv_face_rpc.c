@@ -1,7 +1,7 @@
 /*
  * srv_face_rpc.c — the face.* JSON-RPC methods (docs/json-api.md, Live face input): the inputs
  * and their counters (face.list), a session's mapping read and replaced while live
- * (face.map_get, face.map_set).
+ * (face.map_get, face.map_set; the session keeps it, durable with a store).
  *
  * DOES NOT receive or apply frames (ports/srv_face_udp.c, session/srv_face.c).
  */
@@ -57,7 +57,7 @@ static void srv_m_face_list(srv_server *s, srv_rpc_call *call, cJSON *params) {
 
 /* The session's mapping as the answer of both map methods. */
 static void reply_map(srv_server *s, srv_rpc_call *call, const srv_session *x) {
-  cJSON *r = srv_face_map_get(s, x->name);
+  cJSON *r = srv_face_map_get(s, x);
   if (!r) {
     srv_rpc_error(call, SRV_EINTERNAL, "out of memory");
     return;
@@ -81,9 +81,9 @@ static void srv_m_face_map_set(srv_server *s, srv_rpc_call *call, cJSON *params)
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mapping\" must be an object (docs/json-api.md face.map_set)");
     return;
   }
-  int rc = srv_face_map_set(s, x->name, m, why, sizeof(why));
+  int rc = srv_face_map_set(s, x, m, why, sizeof(why));
   if (rc) {
-    srv_rpc_error(call, rc, "invalid params: %s", why);
+    srv_rpc_error(call, rc, rc == SRV_EPARAMS ? "invalid params: %s" : "%s", why);
     return;
   }
   reply_map(s, call, x);
@@ -92,7 +92,7 @@ static void srv_m_face_map_set(srv_server *s, srv_rpc_call *call, cJSON *params)
 static const srv_method methods[] = {
     {"face.list", srv_m_face_list, 0, SRV_ROLE_ADMIN},
     {"face.map_get", srv_m_face_map_get, SRV_METHOD_ON, SRV_ROLE_VIEWER},
-    {"face.map_set", srv_m_face_map_set, SRV_METHOD_ON, SRV_ROLE_OWNER},
+    {"face.map_set", srv_m_face_map_set, SRV_METHOD_ON | SRV_METHOD_EDITS, SRV_ROLE_OWNER},
 };
 
 const srv_method_table srv_face_rpc_methods = {methods, sizeof(methods) / sizeof(methods[0])};

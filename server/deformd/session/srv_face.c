@@ -54,8 +54,7 @@ typedef struct face_entry {
   float gain, offset;
 } face_entry;
 
-typedef struct face_map { /* one session's mapping */
-  char *session;
+typedef struct srv_face_map { /* one session's mapping (srv_session.face_map) */
   int identity, presets;
   face_entry *e;
   uint32_t n;
@@ -98,8 +97,8 @@ struct srv_face_input {
 struct srv_face {
   srv_face_input **inputs;
   uint32_t count;
-  face_map *maps;
-  uint32_t map_count;
+  face_map *file_map;       /* --face-map FILE's, for the inputs' sessions without one of their own */
+  char *file_sessions[2];
 };
 
 /* ---- the default mapping's VRM 1.0 presets (VRMC_vrm-1.0 expressions) onto ARKit names ---------- */
@@ -153,7 +152,12 @@ static void free_input(uv_handle_t *h) {
 static void map_fini(face_map *m) {
   for (uint32_t i = 0; i < m->n; i++) free(m->e[i].target);
   free(m->e);
-  free(m->session);
+}
+
+static void session_map_fini(srv_session *s) {
+  if (s->face_map) map_fini(s->face_map);
+  free(s->face_map);
+  s->face_map = NULL;
 }
 
 static void store_run(srv_face_input *in);
@@ -176,8 +180,9 @@ void srv_face_destroy(srv_server *srv) {
   srv_face *f = srv->face;
   if (!f) return;
   free(f->inputs);
-  for (uint32_t i = 0; i < f->map_count; i++) map_fini(&f->maps[i]);
-  free(f->maps);
+  if (f->file_map) map_fini(f->file_map);
+  free(f->file_map);
+  for (int k = 0; k < 2; k++) free(f->file_sessions[k]);
   free(f);
   srv->face = NULL;
 }
@@ -318,9 +323,13 @@ void srv_face_commit(srv_face_input *in) {
 
 /* ---- the mapping ------------------------------------------------------------------------------------ */
 
-static face_map *find_map(const srv_face *f, const char *session) {
-  for (uint32_t i = 0; i < f->map_count; i++)
-    if (strcmp(f->maps[i].session, session) == 0) return &f->maps[i];
+/* The mapping that drives s: its own (face.map_set), else --face-map FILE's where s is an input's
+ * session, else NULL (the default: identity and presets). */
+static const face_map *map_for(const srv_server *srv, const srv_session *s) {
+  const srv_face *f = srv->face;
+  if (s->face_map) return s->face_map;
+  for (int k = 0; f && f->file_map && k < 2; k++)
+    if (f->file_sessions[k] && strcmp(f->file_sessions[k], s->name) == 0) return f->file_map;
   return NULL;
 }
 
@@ -385,7 +394,7 @@ static int cmp_u32(const void *a, const void *b) {
 /* The pending frame as ascending (target, value) pairs, held to each target's range, without
  * combination targets (their weight is their drivers') and without values that change nothing. */
 static int frame_weights(srv_face_input *in, srv_session *s, contrib *c) {
-  const face_map *m = find_map(in->srv->face, s->name);
+  const face_map *m = map_for(in->srv, s);
   for (uint32_t i = 0; i < in->pending.n; i++) {
     int r = map_value(m, s, in->pending.name[i], in->pending.value[i], c);
     if (r < 0) return -1;
@@ -621,37 +630,72 @@ static int parse_map(face_map *m, const cJSON *j, char *err, size_t errlen) {
   return 0;
 }
 
-int srv_face_map_set(srv_server *srv, const char *session, const cJSON *mapping, char *err, size_t errlen) {
-  srv_face *f = srv->face;
-  face_map m = {0};
-  int rc = parse_map(&m, mapping, err, errlen);
-  if (rc == 0 && !(m.session = strdup(session))) {
-    snprintf(err, errlen, "out of memory");
-    rc = SRV_EINTERNAL;
-  }
-  face_map *old = find_map(f, session);
-  if (rc == 0 && !old) {
-    face_map *g = realloc(f->maps, sizeof(face_map) * (f->map_count + 1));
-    if (!g) {
-      snprintf(err, errlen, "out of memory");
-      rc = SRV_EINTERNAL;
-    } else {
-      f->maps = g;
-      old = &f->maps[f->map_count++];
-      memset(old, 0, sizeof(*old));
-    }
-  }
-  if (rc) {
-    map_fini(&m);
-    return rc == SRV_EINTERNAL ? SRV_EINTERNAL : SRV_EPARAMS;
-  }
-  map_fini(old);
-  *old = m;
+/* The session's mapping becomes m (moved: m's entries are the session's now). */
+static int map_install(srv_session *s, face_map *m) {
+  face_map *to = s->face_map ? s->face_map : calloc(1, sizeof(*to));
+  if (!to) return SRV_EINTERNAL;
+  if (s->face_map) map_fini(to);
+  *to = *m;
+  s->face_map = to;
+  s->face_map_fini = session_map_fini;
   return 0;
 }
 
-cJSON *srv_face_map_get(const srv_server *srv, const char *session) {
-  const face_map *m = srv->face ? find_map(srv->face, session) : NULL;
+int srv_face_map_set(srv_server *srv, srv_session *s, const cJSON *mapping, char *err, size_t errlen) {
+  face_map m = {0};
+  int rc = parse_map(&m, mapping, err, errlen);
+  char *text = NULL;
+  if (rc == 0 && srv->store && s->store_id) {
+    /* Stored as face.map_get writes it (one form whatever the caller wrote), queued before the
+     * session takes it: a mapping that cannot be kept is not taken. */
+    face_map *old = s->face_map;
+    s->face_map = &m;
+    cJSON *j = srv_face_map_get(srv, s);
+    s->face_map = old;
+    text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!text || srv_store_put_face_map(srv->store, s->store_id, text, strlen(text)) != 0) rc = SRV_EINTERNAL;
+  }
+  if (rc == 0) rc = map_install(s, &m);
+  free(text);
+  if (rc) {
+    if (rc == SRV_EINTERNAL) snprintf(err, errlen, "out of memory");
+    map_fini(&m);
+  }
+  return rc;
+}
+
+int srv_face_map_load(srv_session *s, const uint8_t *json, size_t len, char *err, size_t errlen) {
+  cJSON *j = cJSON_ParseWithLength((const char *)json, len);
+  face_map m = {0};
+  char why[256] = "not JSON";
+  int rc = j ? parse_map(&m, j, why, sizeof(why)) : SRV_EPARAMS;
+  cJSON_Delete(j);
+  if (rc == 0) rc = map_install(s, &m);
+  if (rc) {
+    map_fini(&m);
+    snprintf(err, errlen, "session '%s': its stored face mapping does not read: %s", s->name,
+             rc == SRV_EINTERNAL ? "out of memory" : why);
+    return SRV_EIO;
+  }
+  return 0;
+}
+
+int srv_face_map_file(srv_server *srv, const cJSON *mapping, const char *const sessions[2], char *err, size_t errlen) {
+  srv_face *f = srv->face;
+  face_map *m = calloc(1, sizeof(*m));
+  int rc = m ? parse_map(m, mapping, err, errlen) : SRV_EINTERNAL;
+  for (int k = 0; rc == 0 && k < 2; k++)
+    if (!(f->file_sessions[k] = strdup(sessions[k]))) rc = SRV_EINTERNAL;
+  if (rc == SRV_EINTERNAL) snprintf(err, errlen, "out of memory");
+  if (rc && m) map_fini(m);
+  if (rc) free(m);
+  else f->file_map = m;
+  return rc;
+}
+
+cJSON *srv_face_map_get(const srv_server *srv, const srv_session *s) {
+  const face_map *m = map_for(srv, s);
   cJSON *r = cJSON_CreateObject(), *map = cJSON_CreateObject();
   if (!r || !map) {
     cJSON_Delete(r);

@@ -101,12 +101,21 @@ void srv_face_input_info(const srv_server *srv, uint32_t i, srv_face_info *out);
 
 /* A session's mapping from source names to targets (see docs/json-api.md face.map_set):
  * {"identity": bool, "presets": bool, "map": {SOURCE: TARGET | [{"target": T, "gain": g,
- * "offset": o}, ...]}}. Replaces the session's mapping; targets are looked up by name at each
- * apply (a target added later is found). Returns 0 or SRV_EPARAMS with a reason. */
-int srv_face_map_set(srv_server *srv, const char *session, const cJSON *mapping, char *err, size_t errlen);
-/* The session's mapping as that JSON (the default when none was set). Caller deletes it; NULL
- * when out of memory. */
-cJSON *srv_face_map_get(const srv_server *srv, const char *session);
+ * "offset": o}, ...]}}. Replaces the session's mapping (srv_session.face_map) and, with a store,
+ * queues it as the session's face_maps row (the caller's answer waits for the commit); targets
+ * are looked up by name at each apply (a target added later is found). Returns 0, SRV_EPARAMS
+ * with a reason, or SRV_EINTERNAL (out of memory: the old mapping stays). */
+int srv_face_map_set(srv_server *srv, srv_session *s, const cJSON *mapping, char *err, size_t errlen);
+/* A stored mapping (the face_maps row's JSON text, srv_restore.c, any thread) becomes the
+ * session's. Returns 0 or SRV_EIO with a reason. */
+int srv_face_map_load(srv_session *s, const uint8_t *json, size_t len, char *err, size_t errlen);
+/* --face-map FILE's mapping (the same JSON), for `sessions` (the two inputs' sessions) while
+ * they have none of their own: a mapping set by face.map_set, stored, wins over it. Returns 0 or
+ * SRV_EPARAMS / SRV_EINTERNAL with a reason. */
+int srv_face_map_file(srv_server *srv, const cJSON *mapping, const char *const sessions[2], char *err, size_t errlen);
+/* The mapping that drives the session as that JSON (its own, else the file's where it is an
+ * input's session, else the default). Caller deletes it; NULL when out of memory. */
+cJSON *srv_face_map_get(const srv_server *srv, const srv_session *s);
 
 /* The default mapping's VRM 1.0 presets: preset i's name and its (target, gain) pairs; NULL
  * past the last. (Tests and docs read the table.) */

@@ -29,6 +29,7 @@
 #include "srv_history.h"
 #include "srv_mask.h"
 #include "srv_anim.h"
+#include "srv_face.h"
 
 typedef struct replay_ctx {
   srv_server *fake;   /* on_applied only: history without writes */
@@ -219,6 +220,11 @@ static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_hi
     if (rc == 0 && schema >= 4) rc = srv_store_read_masks(r, sid, mask_row, &cc, err, errlen);
     if (rc == 0) rc = cc.rc;
     if (rc == 0) srv_mask_restore_done(s);
+    /* Its face mapping (schema 5 on), as face.map_set last left it. */
+    srv_store_blob fm = {0};
+    if (rc == 0 && schema >= 5) rc = srv_store_read_face_map(r, sid, &fm, err, errlen);
+    if (rc == 0 && fm.data) rc = srv_face_map_load(s, fm.data, fm.len, err, errlen);
+    free(fm.data);
     if (rc) goto out;
   } else if (s->version != up_to) {
     snprintf(err, errlen, "version %llu of session '%s' is not in the store (its history starts later or ends at %llu)",

@@ -63,6 +63,8 @@ int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
 /* An author's mask with its undo steps (srv_mask.c's bytes, copied), replacing the row before. */
 int srv_store_put_mask(srv_store *st, int64_t sid, uint32_t author, const void *body, size_t len);
+/* A session's face mapping as JSON text (srv_face.c, copied), replacing the row before. */
+int srv_store_put_face_map(srv_store *st, int64_t sid, const char *json, size_t len);
 /* Access tokens (srv_access.c): the hash only, never the token. */
 int srv_store_put_token(srv_store *st, int64_t id, const uint8_t hash[32], int role, const char *session,
                         const char *user, double created);
@@ -120,6 +122,8 @@ int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before,
 int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* The session's mask rows: op.author, op.body, op.len. */
 int srv_store_read_masks(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+/* The session's face mapping (schema 5 on; out->data NULL when it has none). */
+int srv_store_read_face_map(srv_store_reader *r, int64_t sid, srv_store_blob *out, char *err, size_t errlen);
 int srv_store_read_tokens(srv_store_reader *r, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* PRAGMA integrity_check is "ok". */
 int srv_store_integrity_ok(srv_store_reader *r, char *err, size_t errlen);

@@ -237,6 +237,11 @@ int srv_store_read_masks(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, 
   return query(r, "SELECT author, body FROM masks WHERE session = ?1 ORDER BY author", &sid, 1, mask_row, &c, err, errlen);
 }
 
+int srv_store_read_face_map(srv_store_reader *r, int64_t sid, srv_store_blob *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof(*out));
+  return query(r, "SELECT 0, body FROM face_maps WHERE session = ?1", &sid, 1, blob_row, out, err, errlen);
+}
+
 static int author_row(sqlite3_stmt *s, void *arg) {
   rows_ctx *c = arg;
   srv_store_row row = {0};
