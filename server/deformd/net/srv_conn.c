@@ -372,27 +372,13 @@ int srv_conn_send(srv_conn *c, srv_frame *f) {
     return UV_EPERM;
   }
   count_out(c, f->data, f->len, 0);
-  c->server->stats.frames_sent++;
-  size_t done = 0;
-  if (!c->tls && !c->ws && c->queued == 0) {
-    /* A plain TCP peer that has read everything so far (every viewer that keeps up): the frame
-     * goes straight into its socket, with no request, no reference and no callback; only what
-     * the socket does not take now is queued below. (Any error is left to uv_write's callback,
-     * which closes the connection as for any failed write.) */
-    uv_buf_t all = uv_buf_init((char *)f->data, (unsigned)f->len);
-    int r = uv_try_write((uv_stream_t *)&c->tcp, &all, 1);
-    if (r > 0) {
-      done = (size_t)r;
-      c->server->stats.bytes_sent += done;
-    }
-    if (done == f->len) return 0;
-  }
   write_req *w = calloc(1, sizeof(*w));
   if (!w) return UV_ENOMEM;
   w->frames = w->inline_frames;
   w->frames[w->nframes++] = srv_frame_ref(f);
-  w->len = f->len - done;
-  uv_buf_t buf = uv_buf_init((char *)f->data + done, (unsigned)(f->len - done));
+  w->len = f->len;
+  uv_buf_t buf = uv_buf_init((char *)f->data, (unsigned)f->len);
+  c->server->stats.frames_sent++;
   return submit(c, w, &buf, 1);
 }
 
