@@ -32,9 +32,22 @@ struct solve_plan {
   double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
                       * chain instead of a division: the triangles of small supernodes waited
                       * on their divisions) */
+  float *lx32;       /* L's values rounded to float32 (dfm__sweep_plan_f32), or NULL */
 };
 
 int dfm__sweep_plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
+
+int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p) {
+  size_t count = (size_t)((const SuiteSparse_long *)L->px)[L->nsuper];
+  if (p->lx32) return 0;
+  p->lx32 = malloc(sizeof(float) * (count + 1));
+  if (!p->lx32) return DFM_ENOMEM;
+  const double *x = L->x;
+  for (size_t i = 0; i < count; i++) p->lx32[i] = (float)x[i];
+  return 0;
+}
+
+int dfm__sweep_plan_has_f32(const solve_plan *p) { return p && p->lx32; }
 
 void dfm__sweep_plan_free(solve_plan *p) {
   if (!p) return;
@@ -42,6 +55,7 @@ void dfm__sweep_plan_free(solve_plan *p) {
   free(p->rmap);
   free(p->scratch);
   free(p->inv_diag);
+  free(p->lx32);
   free(p);
 }
 
@@ -134,6 +148,7 @@ out:
  * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
 typedef struct sweep_job {
   const cholmod_factor *L;
+  const float *lx32;     /* non-NULL: read the factor's values from this float32 copy */
   const double *inv_diag;
   dfm_v4 *w, *t, *acc;
   const int32_t *rmap;
@@ -142,40 +157,46 @@ typedef struct sweep_job {
   int backward;
 } sweep_job;
 
-__attribute__((target_clones("avx2", "default")))
-static void sweep(const sweep_job *job) {
+/* The sweep, for factor values of type double (f32 = 0) or float (f32 = 1); always inlined into
+ * the two functions below, so each is compiled for its type with no test in the loops. The sums
+ * are in double either way. */
+#define LV(off) (f32 ? (double)Lkf[off] : Lkd[off])
+static inline __attribute__((always_inline)) void sweep_body(const sweep_job *job, int f32) {
   const cholmod_factor *L = job->L;
   const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
   const double *Lx = L->x;
+  const float *Lx32 = job->lx32;
   dfm_v4 *w = job->w, *t = job->t;
   for (size_t q = 0; q < job->count; q++) {
     size_t k = job->nodes[job->backward ? job->count - 1 - q : q];
     size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
     size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
-    const double *Lk = Lx + px[k];
+    const double *Lkd = f32 ? NULL : Lx + px[k];
+    const float *Lkf = f32 ? Lx32 + px[k] : NULL;
     const SuiteSparse_long *rows = rs + pi[k] + nscol;
     dfm_v4 *wk = w + k1;
     if (!job->backward) {
       /* Forward: L y = P b. The triangle, then the rows below, four columns at a time so each
        * pass over t does four columns' work. */
       for (size_t j = 0; j < nscol; j++) {
-        const double *col = Lk + j * nsrow;
+        size_t col = j * nsrow;
         dfm_v4 wj = wk[j] * job->inv_diag[k1 + j];
         wk[j] = wj;
-        for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
+        for (size_t i = j + 1; i < nscol; i++) wk[i] -= LV(col + i) * wj;
       }
       if (!nbelow) continue;
       for (size_t i = 0; i < nbelow; i++) t[i] = (dfm_v4){0, 0, 0, 0};
       size_t j = 0;
       for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        size_t b0 = j * nsrow + nscol, b1 = b0 + nsrow, b2 = b1 + nsrow, b3 = b2 + nsrow;
         dfm_v4 w0 = wk[j], w1 = wk[j + 1], w2 = wk[j + 2], w3 = wk[j + 3];
-        for (size_t i = 0; i < nbelow; i++) t[i] += (b0[i] * w0 + b1[i] * w1) + (b2[i] * w2 + b3[i] * w3);
+        for (size_t i = 0; i < nbelow; i++)
+          t[i] += (LV(b0 + i) * w0 + LV(b1 + i) * w1) + (LV(b2 + i) * w2 + LV(b3 + i) * w3);
       }
       for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
+        size_t b0 = j * nsrow + nscol;
         dfm_v4 w0 = wk[j];
-        for (size_t i = 0; i < nbelow; i++) t[i] += b0[i] * w0;
+        for (size_t i = 0; i < nbelow; i++) t[i] += LV(b0 + i) * w0;
       }
       if (job->rmap) {
         for (size_t i = 0; i < nbelow; i++) {
@@ -194,32 +215,41 @@ static void sweep(const sweep_job *job) {
       for (size_t i = 0; i < nbelow; i++) t[i] = w[rows[i]];
       size_t j = 0;
       for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        size_t b0 = j * nsrow + nscol, b1 = b0 + nsrow, b2 = b1 + nsrow, b3 = b2 + nsrow;
         dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
         for (size_t i = 0; i < nbelow; i++) {
           dfm_v4 ti = t[i];
-          a0 += b0[i] * ti, a1 += b1[i] * ti, a2 += b2[i] * ti, a3 += b3[i] * ti;
+          a0 += LV(b0 + i) * ti, a1 += LV(b1 + i) * ti, a2 += LV(b2 + i) * ti, a3 += LV(b3 + i) * ti;
         }
         wk[j] -= a0, wk[j + 1] -= a1, wk[j + 2] -= a2, wk[j + 3] -= a3;
       }
       for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
+        size_t b0 = j * nsrow + nscol;
         dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0;
         size_t i = 0;
-        for (; i + 2 <= nbelow; i += 2) a0 += b0[i] * t[i], a1 += b0[i + 1] * t[i + 1];
-        if (i < nbelow) a0 += b0[i] * t[i];
+        for (; i + 2 <= nbelow; i += 2) a0 += LV(b0 + i) * t[i], a1 += LV(b0 + i + 1) * t[i + 1];
+        if (i < nbelow) a0 += LV(b0 + i) * t[i];
         wk[j] -= a0 + a1;
       }
     }
     for (size_t j = nscol; j-- > 0;) {
-      const double *col = Lk + j * nsrow;
+      size_t col = j * nsrow;
       dfm_v4 a = wk[j], a1 = {0, 0, 0, 0}; /* two sums: one waits on the multiply-add's latency */
       size_t i = j + 1;
-      for (; i + 2 <= nscol; i += 2) a -= col[i] * wk[i], a1 += col[i + 1] * wk[i + 1];
-      if (i < nscol) a -= col[i] * wk[i];
+      for (; i + 2 <= nscol; i += 2) a -= LV(col + i) * wk[i], a1 += LV(col + i + 1) * wk[i + 1];
+      if (i < nscol) a -= LV(col + i) * wk[i];
       wk[j] = (a - a1) * job->inv_diag[k1 + j];
     }
   }
+}
+#undef LV
+
+__attribute__((target_clones("avx2", "default"))) static void sweep_f64(const sweep_job *job) { sweep_body(job, 0); }
+__attribute__((target_clones("avx2", "default"))) static void sweep_f32(const sweep_job *job) { sweep_body(job, 1); }
+
+static void sweep(const sweep_job *job) {
+  if (job->lx32) sweep_f32(job);
+  else sweep_f64(job);
 }
 
 static void sweep_range(void *ctx, size_t lo, size_t hi) {
@@ -233,6 +263,33 @@ static void sweep_pair(const sweep_job *a, const sweep_job *b) {
   dfm_parallel_for(2, 1, sweep_range, jobs);
 }
 
+/* Into and out of the factor's order: P b interleaved into w, and x = Pᵀ w. Random reads (or
+ * writes) of three columns: 3-4 ms a drag at the dragon's 435k unknowns on one thread, so they
+ * run on the pool too. */
+typedef struct permute_job {
+  const SuiteSparse_long *perm;
+  size_t n;
+  const double *b;
+  double *x;
+  dfm_v4 *w;
+} permute_job;
+
+static void gather_range(void *ctx, size_t lo, size_t hi) {
+  const permute_job *j = ctx;
+  for (size_t k = lo; k < hi; k++) {
+    size_t q = (size_t)j->perm[k];
+    j->w[k] = (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0};
+  }
+}
+
+static void scatter_range(void *ctx, size_t lo, size_t hi) {
+  const permute_job *j = ctx;
+  for (size_t k = lo; k < hi; k++) {
+    size_t q = (size_t)j->perm[k];
+    j->x[q] = j->w[k][0], j->x[q + j->n] = j->w[k][1], j->x[q + 2 * j->n] = j->w[k][2];
+  }
+}
+
 /* A X = B for the three columns of B with a supernodal LLᵀ = P A Pᵀ, all three at once.
  * CHOLMOD's own supernodal solve calls dtrsm/dgemm per supernode, which for three columns spends
  * its time packing and dispatching (docs/performance.md). Here each supernode's dense block is
@@ -240,20 +297,18 @@ static void sweep_pair(const sweep_job *a, const sweep_job *b) {
  * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
  * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
 void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                       dfm_v4 *t) {
-  const SuiteSparse_long *perm = L->Perm;
+                       dfm_v4 *t, int f32) {
+  const float *lx = f32 ? p->lx32 : NULL;
   size_t n = L->n;
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    w[k] = (dfm_v4){b[q], b[q + n], b[q + 2 * n], 0};
-  }
+  permute_job pj = {L->Perm, n, b, x, w};
+  dfm_parallel_for(n, dfm__grain(n), gather_range, &pj);
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
-  sweep_job r_fwd = {L, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
+  sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
   r_bwd.backward = 1;
   if (p->na) {
     for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
-    sweep_job a = {L, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
+    sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, lx, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
     sweep_pair(&a, &bj);
     for (size_t c = 0; c < n; c++)
       if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
@@ -261,11 +316,8 @@ void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const doubl
   sweep(&r_fwd);
   sweep(&r_bwd);
   if (p->na) {
-    sweep_job a = {L, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
+    sweep_job a = {L, lx, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, lx, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
     sweep_pair(&a, &bj);
   }
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    x[q] = w[k][0], x[q + n] = w[k][1], x[q + 2 * n] = w[k][2];
-  }
+  dfm_parallel_for(n, dfm__grain(n), scatter_range, &pj);
 }
