@@ -26,7 +26,10 @@ struct solve_plan {
   uint32_t *nodes;   /* A's supernodes, then B's, then R's, each ascending */
   size_t na, nb, nr;
   int32_t *rmap;     /* per column: its slot among R's columns, or -1 */
+  uint32_t *rcol;    /* per slot: R's column */
   size_t rcols;
+  size_t a_lo, a_hi; /* A's columns (a subtree's are contiguous): its thread gathers and
+                      * scatters those, the other thread the rest */
   void *scratch;     /* second thread: rows of the tallest supernode; both threads: R's columns */
   size_t tallest;
   double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
@@ -53,6 +56,7 @@ void dfm__sweep_plan_free(solve_plan *p) {
   if (!p) return;
   free(p->nodes);
   free(p->rmap);
+  free(p->rcol);
   free(p->scratch);
   free(p->inv_diag);
   free(p->lx32);
@@ -123,10 +127,14 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
         else p->nr++;
       }
   for (size_t c = 0; c < n; c++) p->rmap[c] = -1;
-  if (p->na)
+  p->rcol = malloc(sizeof(uint32_t) * (n + 1));
+  if (!p->rcol) goto out;
+  if (p->na) {
     for (size_t k = 0; k < ns; k++)
       if (cls[k] == 0)
-        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rmap[c] = (int32_t)p->rcols++;
+        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rcol[p->rcols] = (uint32_t)c, p->rmap[c] = (int32_t)p->rcols++;
+    p->a_lo = (size_t)super[first[best_c]], p->a_hi = (size_t)super[best_c + 1];
+  }
   p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
   p->inv_diag = malloc(sizeof(double) * (n + 1));
   if (!p->scratch || !p->inv_diag) goto out;
@@ -155,6 +163,8 @@ typedef struct sweep_job {
   const uint32_t *nodes;
   size_t count;
   int backward;
+  const struct permute_job *pj; /* with two threads: gathers (forward) or scatters (backward) */
+  size_t lo[2], hi[2];          /* these column ranges of P b / Pᵀ w itself */
 } sweep_job;
 
 /* The sweep, for factor values of type double (f32 = 0) or float (f32 = 1); always inlined into
@@ -252,20 +262,10 @@ static void sweep(const sweep_job *job) {
   else sweep_f64(job);
 }
 
-static void sweep_range(void *ctx, size_t lo, size_t hi) {
-  const sweep_job *jobs = ctx;
-  for (size_t i = lo; i < hi; i++) sweep(&jobs[i]);
-}
-
-/* Runs two sweeps side by side on the pool (one after the other when it is busy). */
-static void sweep_pair(const sweep_job *a, const sweep_job *b) {
-  sweep_job jobs[2] = {*a, *b};
-  dfm_parallel_for(2, 1, sweep_range, jobs);
-}
-
 /* Into and out of the factor's order: P b interleaved into w, and x = Pᵀ w. Random reads (or
- * writes) of three columns: 3-4 ms a drag at the dragon's 435k unknowns on one thread, so they
- * run on the pool too. */
+ * writes) of three columns, 3-4 ms a drag at the dragon's 435k unknowns on one thread: with two
+ * threads each sweep thread does its own columns' share, in the hand-offs the sweeps make
+ * anyway. */
 typedef struct permute_job {
   const SuiteSparse_long *perm;
   size_t n;
@@ -274,20 +274,36 @@ typedef struct permute_job {
   dfm_v4 *w;
 } permute_job;
 
-static void gather_range(void *ctx, size_t lo, size_t hi) {
-  const permute_job *j = ctx;
+static void gather_range(const permute_job *j, size_t lo, size_t hi) {
   for (size_t k = lo; k < hi; k++) {
     size_t q = (size_t)j->perm[k];
     j->w[k] = (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0};
   }
 }
 
-static void scatter_range(void *ctx, size_t lo, size_t hi) {
-  const permute_job *j = ctx;
+static void scatter_range(const permute_job *j, size_t lo, size_t hi) {
   for (size_t k = lo; k < hi; k++) {
     size_t q = (size_t)j->perm[k];
     j->x[q] = j->w[k][0], j->x[q + j->n] = j->w[k][1], j->x[q + 2 * j->n] = j->w[k][2];
   }
+}
+
+static void sweep_range(void *ctx, size_t lo, size_t hi) {
+  const sweep_job *jobs = ctx;
+  for (size_t i = lo; i < hi; i++) {
+    const sweep_job *j = &jobs[i];
+    if (j->pj && !j->backward)
+      for (int r = 0; r < 2; r++) gather_range(j->pj, j->lo[r], j->hi[r]);
+    sweep(j);
+    if (j->pj && j->backward)
+      for (int r = 0; r < 2; r++) scatter_range(j->pj, j->lo[r], j->hi[r]);
+  }
+}
+
+/* Runs two sweeps side by side on the pool (one after the other when it is busy). */
+static void sweep_pair(const sweep_job *a, const sweep_job *b) {
+  sweep_job jobs[2] = {*a, *b};
+  dfm_parallel_for(2, 1, sweep_range, jobs);
 }
 
 /* A X = B for the three columns of B with a supernodal LLᵀ = P A Pᵀ, all three at once.
@@ -301,23 +317,27 @@ void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const doubl
   const float *lx = f32 ? p->lx32 : NULL;
   size_t n = L->n;
   permute_job pj = {L->Perm, n, b, x, w};
-  dfm_parallel_for(n, dfm__grain(n), gather_range, &pj);
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
-  sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
+  sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0, NULL, {0, 0}, {0, 0}}, r_bwd = r_fwd;
   r_bwd.backward = 1;
-  if (p->na) {
-    for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
-    sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, lx, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
-    sweep_pair(&a, &bj);
-    for (size_t c = 0; c < n; c++)
-      if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
+  if (!p->na) {
+    gather_range(&pj, 0, n);
+    sweep(&r_fwd);
+    sweep(&r_bwd);
+    scatter_range(&pj, 0, n);
+    return;
   }
+  for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
+  /* A's thread moves A's columns in and out, B's thread everything else (R's included: the
+   * forward pair only writes R's updates to acc, and R is swept before the backward pair). */
+  sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0, &pj, {p->a_lo, 0}, {p->a_hi, 0}};
+  sweep_job bj = {L, lx, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0, &pj, {0, p->a_hi}, {p->a_lo, n}};
+  sweep_pair(&a, &bj);
+  for (size_t i = 0; i < p->rcols; i++) w[p->rcol[i]] -= acc_a[i] + acc_b[i];
   sweep(&r_fwd);
   sweep(&r_bwd);
-  if (p->na) {
-    sweep_job a = {L, lx, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, lx, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
-    sweep_pair(&a, &bj);
-  }
-  dfm_parallel_for(n, dfm__grain(n), scatter_range, &pj);
+  a.backward = bj.backward = 1;
+  a.acc = bj.acc = NULL, a.rmap = bj.rmap = NULL;
+  sweep_pair(&a, &bj);
 }
