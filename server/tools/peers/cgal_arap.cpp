@@ -5,8 +5,9 @@
 //   cgal_arap MESH [--handle H] [--drags D]     (prints one JSON line)
 //
 // The handle is deform-bench's: the H vertices (default 50) nearest the topmost (largest y)
-// vertex by Dijkstra over the edges. The region is every vertex, so only the handle is held
-// (deformd's --border sharp). Each drag moves the handle as deform-bench does (up by a tenth of
+// vertex by Dijkstra over the edges. The region is the handle's whole connected part, so only
+// the handle is held (deformd's --border sharp; parts it does not reach are fixed, as deformd
+// pins parts no constraint reaches). Each drag moves the handle as deform-bench does (up by a tenth of
 // the bounding-box diagonal over the drags, sideways by a sine, turning to 0.3 rad about z
 // around the handle's centroid) and runs one iteration (deform(1, 0)), warm-started from the
 // last. "prefactor" is insert_roi/insert_control plus preprocess() (the factorisation).
@@ -109,7 +110,7 @@ int main(int argc, char **argv) {
   Vertex top = *mesh.vertices().begin();
   for (Vertex v : mesh.vertices()) {
     box += mesh.point(v).bbox();
-    if (mesh.point(v).y() > mesh.point(top).y()) top = v;
+    if (!mesh.is_isolated(v) && (mesh.is_isolated(top) || mesh.point(v).y() > mesh.point(top).y())) top = v;
   }
   double diag = std::sqrt((box.xmax() - box.xmin()) * (box.xmax() - box.xmin()) +
                           (box.ymax() - box.ymin()) * (box.ymax() - box.ymin()) +
@@ -121,9 +122,19 @@ int main(int argc, char **argv) {
   std::vector<Point> rest;
   for (Vertex v : handle) rest.push_back(mesh.point(v));
 
+  // The region: the handle's connected part. Parts no handle reaches (loose pieces of a scan,
+  // or pieces the soup's orientation split off at non-manifold edges) stay outside it, fixed,
+  // as deformd pins them; in the region they would make the system singular.
+  std::vector<char> reached(mesh.number_of_vertices(), 0);
+  std::vector<Vertex> region(1, top);
+  reached[top] = 1;
+  for (std::size_t i = 0; i < region.size(); i++)
+    for (Vertex u : CGAL::vertices_around_target(mesh.halfedge(region[i]), mesh))
+      if (!reached[u]) reached[u] = 1, region.push_back(u);
+
   double t0 = now_ms();
   Deformation deformation(mesh);
-  deformation.insert_roi_vertices(mesh.vertices().begin(), mesh.vertices().end());
+  deformation.insert_roi_vertices(region.begin(), region.end());
   deformation.insert_control_vertices(handle.begin(), handle.end());
   if (!deformation.preprocess()) {
     std::fprintf(stderr, "cgal_arap: preprocess failed (a part of the mesh no handle holds?)\n");
@@ -144,9 +155,9 @@ int main(int argc, char **argv) {
     deformation.deform(1, 0);
     ms.push_back(now_ms() - t1);
   }
-  std::printf("{\"peer\":\"cgal-5.5-sre-arap\",\"mesh\":\"%s\",\"vertices\":%zu,\"triangles\":%zu,\"handle\":%zu,"
+  std::printf("{\"peer\":\"cgal-5.5-sre-arap\",\"mesh\":\"%s\",\"vertices\":%zu,\"triangles\":%zu,\"region\":%zu,\"handle\":%zu,"
               "\"drags\":%d,\"prefactor_ms\":%.3f,\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f}\n",
               path, static_cast<std::size_t>(mesh.number_of_vertices()), static_cast<std::size_t>(mesh.number_of_faces()),
-              handle.size(), drags, prefactor, ms[0], percentile(ms, 0.5), percentile(ms, 0.95));
+              region.size(), handle.size(), drags, prefactor, ms[0], percentile(ms, 0.5), percentile(ms, 0.95));
   return 0;
 }
