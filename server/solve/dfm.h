@@ -84,6 +84,14 @@ void dfm_quat_to_matrix(const double q[4], double R[9]);
  * the two solve paths: CHOLMOD's simplicial solve and our three-column supernodal one). */
 typedef enum dfm_factor { DFM_FACTOR_AUTO = 0, DFM_FACTOR_SIMPLICIAL = 1, DFM_FACTOR_SUPERNODAL = 2 } dfm_factor;
 
+/* The values the ARAP iterations' sweeps read. FLOAT: a float32 copy of the factor (half the
+ * bytes per sweep, sums still in double; each iteration's result stays within 1e-6 of the mesh's
+ * bounding-box diagonal of the double solve: tests/solve/test_sweep32.c). AUTO: FLOAT for a
+ * supernodal factor of at least DFM_SWEEP32_MIN stored values, DOUBLE below. The harmonic start
+ * and the Laplacian and biharmonic modes always solve in double. */
+typedef enum dfm_sweeps { DFM_SWEEPS_AUTO = 0, DFM_SWEEPS_DOUBLE = 1, DFM_SWEEPS_FLOAT = 2 } dfm_sweeps;
+#define DFM_SWEEP32_MIN 4000000
+
 typedef struct dfm_params {
   dfm_mode mode;
   int uniform;                  /* uniform instead of cotangent weights */
@@ -103,6 +111,7 @@ typedef struct dfm_params {
   dfm_factor factor;            /* DFM_FACTOR_AUTO (0): CHOLMOD chooses from the predicted fill */
   int whole_mesh;               /* build on the whole mesh even for a small region (tests
                                  * compare it with the region-local system) */
+  dfm_sweeps sweeps;            /* DFM_SWEEPS_AUTO (0): float32 sweeps for big ARAP factors */
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -115,6 +124,7 @@ typedef struct dfm_info {
   double factor_flops;   /* floating-point operations of the factorisation (CHOLMOD's count) */
   int supernodal;        /* the factor is supernodal (solved by dfm's three-column solve) */
   int solve_threads;     /* 2 when its sweeps are split over two threads, else 1 */
+  int sweep32;           /* the ARAP iterations' sweeps read a float32 copy of the factor */
   double analyze_ms, factor_ms;
   /* The rest of dfm_system_create: regions and roles, edge weights, matrix assembly, and the
    * ARAP tables (rotations' stars). */

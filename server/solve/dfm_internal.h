@@ -194,7 +194,9 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
 void dfm__sweep_plan_free(solve_plan *p);
 int dfm__sweep_plan_threads(const solve_plan *p);
 void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                       dfm_v4 *t);
+                       dfm_v4 *t, int f32);
+int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p);
+int dfm__sweep_plan_has_f32(const solve_plan *p);
 
 /* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
 static inline size_t dfm__grain(size_t n) {

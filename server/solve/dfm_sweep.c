@@ -26,22 +26,40 @@ struct solve_plan {
   uint32_t *nodes;   /* A's supernodes, then B's, then R's, each ascending */
   size_t na, nb, nr;
   int32_t *rmap;     /* per column: its slot among R's columns, or -1 */
+  uint32_t *rcol;    /* per slot: R's column */
   size_t rcols;
+  size_t a_lo, a_hi; /* A's columns (a subtree's are contiguous): its thread gathers and
+                      * scatters those, the other thread the rest */
   void *scratch;     /* second thread: rows of the tallest supernode; both threads: R's columns */
   size_t tallest;
   double *inv_diag;  /* per column: 1 / L's diagonal entry (a multiply on the sweeps' dependent
                       * chain instead of a division: the triangles of small supernodes waited
                       * on their divisions) */
+  float *lx32;       /* L's values rounded to float32 (dfm__sweep_plan_f32), or NULL */
 };
 
 int dfm__sweep_plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
+
+int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p) {
+  size_t count = (size_t)((const SuiteSparse_long *)L->px)[L->nsuper];
+  if (p->lx32) return 0;
+  p->lx32 = malloc(sizeof(float) * (count + 1));
+  if (!p->lx32) return DFM_ENOMEM;
+  const double *x = L->x;
+  for (size_t i = 0; i < count; i++) p->lx32[i] = (float)x[i];
+  return 0;
+}
+
+int dfm__sweep_plan_has_f32(const solve_plan *p) { return p && p->lx32; }
 
 void dfm__sweep_plan_free(solve_plan *p) {
   if (!p) return;
   free(p->nodes);
   free(p->rmap);
+  free(p->rcol);
   free(p->scratch);
   free(p->inv_diag);
+  free(p->lx32);
   free(p);
 }
 
@@ -109,10 +127,14 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
         else p->nr++;
       }
   for (size_t c = 0; c < n; c++) p->rmap[c] = -1;
-  if (p->na)
+  p->rcol = malloc(sizeof(uint32_t) * (n + 1));
+  if (!p->rcol) goto out;
+  if (p->na) {
     for (size_t k = 0; k < ns; k++)
       if (cls[k] == 0)
-        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rmap[c] = (int32_t)p->rcols++;
+        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rcol[p->rcols] = (uint32_t)c, p->rmap[c] = (int32_t)p->rcols++;
+    p->a_lo = (size_t)super[first[best_c]], p->a_hi = (size_t)super[best_c + 1];
+  }
   p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
   p->inv_diag = malloc(sizeof(double) * (n + 1));
   if (!p->scratch || !p->inv_diag) goto out;
@@ -134,48 +156,57 @@ out:
  * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
 typedef struct sweep_job {
   const cholmod_factor *L;
+  const float *lx32;     /* non-NULL: read the factor's values from this float32 copy */
   const double *inv_diag;
   dfm_v4 *w, *t, *acc;
   const int32_t *rmap;
   const uint32_t *nodes;
   size_t count;
   int backward;
+  const struct permute_job *pj; /* with two threads: gathers (forward) or scatters (backward) */
+  size_t lo[2], hi[2];          /* these column ranges of P b / Pᵀ w itself */
 } sweep_job;
 
-__attribute__((target_clones("avx2", "default")))
-static void sweep(const sweep_job *job) {
+/* The sweep, for factor values of type double (f32 = 0) or float (f32 = 1); always inlined into
+ * the two functions below, so each is compiled for its type with no test in the loops. The sums
+ * are in double either way. */
+#define LV(off) (f32 ? (double)Lkf[off] : Lkd[off])
+static inline __attribute__((always_inline)) void sweep_body(const sweep_job *job, int f32) {
   const cholmod_factor *L = job->L;
   const SuiteSparse_long *super = L->super, *pi = L->pi, *px = L->px, *rs = L->s;
   const double *Lx = L->x;
+  const float *Lx32 = job->lx32;
   dfm_v4 *w = job->w, *t = job->t;
   for (size_t q = 0; q < job->count; q++) {
     size_t k = job->nodes[job->backward ? job->count - 1 - q : q];
     size_t k1 = (size_t)super[k], nscol = (size_t)(super[k + 1] - super[k]);
     size_t nsrow = (size_t)(pi[k + 1] - pi[k]), nbelow = nsrow - nscol;
-    const double *Lk = Lx + px[k];
+    const double *Lkd = f32 ? NULL : Lx + px[k];
+    const float *Lkf = f32 ? Lx32 + px[k] : NULL;
     const SuiteSparse_long *rows = rs + pi[k] + nscol;
     dfm_v4 *wk = w + k1;
     if (!job->backward) {
       /* Forward: L y = P b. The triangle, then the rows below, four columns at a time so each
        * pass over t does four columns' work. */
       for (size_t j = 0; j < nscol; j++) {
-        const double *col = Lk + j * nsrow;
+        size_t col = j * nsrow;
         dfm_v4 wj = wk[j] * job->inv_diag[k1 + j];
         wk[j] = wj;
-        for (size_t i = j + 1; i < nscol; i++) wk[i] -= col[i] * wj;
+        for (size_t i = j + 1; i < nscol; i++) wk[i] -= LV(col + i) * wj;
       }
       if (!nbelow) continue;
       for (size_t i = 0; i < nbelow; i++) t[i] = (dfm_v4){0, 0, 0, 0};
       size_t j = 0;
       for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        size_t b0 = j * nsrow + nscol, b1 = b0 + nsrow, b2 = b1 + nsrow, b3 = b2 + nsrow;
         dfm_v4 w0 = wk[j], w1 = wk[j + 1], w2 = wk[j + 2], w3 = wk[j + 3];
-        for (size_t i = 0; i < nbelow; i++) t[i] += (b0[i] * w0 + b1[i] * w1) + (b2[i] * w2 + b3[i] * w3);
+        for (size_t i = 0; i < nbelow; i++)
+          t[i] += (LV(b0 + i) * w0 + LV(b1 + i) * w1) + (LV(b2 + i) * w2 + LV(b3 + i) * w3);
       }
       for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
+        size_t b0 = j * nsrow + nscol;
         dfm_v4 w0 = wk[j];
-        for (size_t i = 0; i < nbelow; i++) t[i] += b0[i] * w0;
+        for (size_t i = 0; i < nbelow; i++) t[i] += LV(b0 + i) * w0;
       }
       if (job->rmap) {
         for (size_t i = 0; i < nbelow; i++) {
@@ -194,37 +225,79 @@ static void sweep(const sweep_job *job) {
       for (size_t i = 0; i < nbelow; i++) t[i] = w[rows[i]];
       size_t j = 0;
       for (; j + 4 <= nscol; j += 4) {
-        const double *b0 = Lk + j * nsrow + nscol, *b1 = b0 + nsrow, *b2 = b1 + nsrow, *b3 = b2 + nsrow;
+        size_t b0 = j * nsrow + nscol, b1 = b0 + nsrow, b2 = b1 + nsrow, b3 = b2 + nsrow;
         dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
         for (size_t i = 0; i < nbelow; i++) {
           dfm_v4 ti = t[i];
-          a0 += b0[i] * ti, a1 += b1[i] * ti, a2 += b2[i] * ti, a3 += b3[i] * ti;
+          a0 += LV(b0 + i) * ti, a1 += LV(b1 + i) * ti, a2 += LV(b2 + i) * ti, a3 += LV(b3 + i) * ti;
         }
         wk[j] -= a0, wk[j + 1] -= a1, wk[j + 2] -= a2, wk[j + 3] -= a3;
       }
       for (; j < nscol; j++) {
-        const double *b0 = Lk + j * nsrow + nscol;
+        size_t b0 = j * nsrow + nscol;
         dfm_v4 a0 = {0, 0, 0, 0}, a1 = a0;
         size_t i = 0;
-        for (; i + 2 <= nbelow; i += 2) a0 += b0[i] * t[i], a1 += b0[i + 1] * t[i + 1];
-        if (i < nbelow) a0 += b0[i] * t[i];
+        for (; i + 2 <= nbelow; i += 2) a0 += LV(b0 + i) * t[i], a1 += LV(b0 + i + 1) * t[i + 1];
+        if (i < nbelow) a0 += LV(b0 + i) * t[i];
         wk[j] -= a0 + a1;
       }
     }
     for (size_t j = nscol; j-- > 0;) {
-      const double *col = Lk + j * nsrow;
+      size_t col = j * nsrow;
       dfm_v4 a = wk[j], a1 = {0, 0, 0, 0}; /* two sums: one waits on the multiply-add's latency */
       size_t i = j + 1;
-      for (; i + 2 <= nscol; i += 2) a -= col[i] * wk[i], a1 += col[i + 1] * wk[i + 1];
-      if (i < nscol) a -= col[i] * wk[i];
+      for (; i + 2 <= nscol; i += 2) a -= LV(col + i) * wk[i], a1 += LV(col + i + 1) * wk[i + 1];
+      if (i < nscol) a -= LV(col + i) * wk[i];
       wk[j] = (a - a1) * job->inv_diag[k1 + j];
     }
+  }
+}
+#undef LV
+
+__attribute__((target_clones("avx2", "default"))) static void sweep_f64(const sweep_job *job) { sweep_body(job, 0); }
+__attribute__((target_clones("avx2", "default"))) static void sweep_f32(const sweep_job *job) { sweep_body(job, 1); }
+
+static void sweep(const sweep_job *job) {
+  if (job->lx32) sweep_f32(job);
+  else sweep_f64(job);
+}
+
+/* Into and out of the factor's order: P b interleaved into w, and x = Pᵀ w. Random reads (or
+ * writes) of three columns, 3-4 ms a drag at the dragon's 435k unknowns on one thread: with two
+ * threads each sweep thread does its own columns' share, in the hand-offs the sweeps make
+ * anyway. */
+typedef struct permute_job {
+  const SuiteSparse_long *perm;
+  size_t n;
+  const double *b;
+  double *x;
+  dfm_v4 *w;
+} permute_job;
+
+static void gather_range(const permute_job *j, size_t lo, size_t hi) {
+  for (size_t k = lo; k < hi; k++) {
+    size_t q = (size_t)j->perm[k];
+    j->w[k] = (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0};
+  }
+}
+
+static void scatter_range(const permute_job *j, size_t lo, size_t hi) {
+  for (size_t k = lo; k < hi; k++) {
+    size_t q = (size_t)j->perm[k];
+    j->x[q] = j->w[k][0], j->x[q + j->n] = j->w[k][1], j->x[q + 2 * j->n] = j->w[k][2];
   }
 }
 
 static void sweep_range(void *ctx, size_t lo, size_t hi) {
   const sweep_job *jobs = ctx;
-  for (size_t i = lo; i < hi; i++) sweep(&jobs[i]);
+  for (size_t i = lo; i < hi; i++) {
+    const sweep_job *j = &jobs[i];
+    if (j->pj && !j->backward)
+      for (int r = 0; r < 2; r++) gather_range(j->pj, j->lo[r], j->hi[r]);
+    sweep(j);
+    if (j->pj && j->backward)
+      for (int r = 0; r < 2; r++) scatter_range(j->pj, j->lo[r], j->hi[r]);
+  }
 }
 
 /* Runs two sweeps side by side on the pool (one after the other when it is busy). */
@@ -240,32 +313,31 @@ static void sweep_pair(const sweep_job *a, const sweep_job *b) {
  * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
  * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
 void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                       dfm_v4 *t) {
-  const SuiteSparse_long *perm = L->Perm;
+                       dfm_v4 *t, int f32) {
+  const float *lx = f32 ? p->lx32 : NULL;
   size_t n = L->n;
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    w[k] = (dfm_v4){b[q], b[q + n], b[q + 2 * n], 0};
-  }
+  permute_job pj = {L->Perm, n, b, x, w};
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
-  sweep_job r_fwd = {L, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0}, r_bwd = r_fwd;
+  sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0, NULL, {0, 0}, {0, 0}}, r_bwd = r_fwd;
   r_bwd.backward = 1;
-  if (p->na) {
-    for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
-    sweep_job a = {L, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0}, bj = {L, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0};
-    sweep_pair(&a, &bj);
-    for (size_t c = 0; c < n; c++)
-      if (p->rmap[c] >= 0) w[c] -= acc_a[p->rmap[c]] + acc_b[p->rmap[c]];
+  if (!p->na) {
+    gather_range(&pj, 0, n);
+    sweep(&r_fwd);
+    sweep(&r_bwd);
+    scatter_range(&pj, 0, n);
+    return;
   }
+  for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
+  /* A's thread moves A's columns in and out, B's thread everything else (R's included: the
+   * forward pair only writes R's updates to acc, and R is swept before the backward pair). */
+  sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0, &pj, {p->a_lo, 0}, {p->a_hi, 0}};
+  sweep_job bj = {L, lx, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0, &pj, {0, p->a_hi}, {p->a_lo, n}};
+  sweep_pair(&a, &bj);
+  for (size_t i = 0; i < p->rcols; i++) w[p->rcol[i]] -= acc_a[i] + acc_b[i];
   sweep(&r_fwd);
   sweep(&r_bwd);
-  if (p->na) {
-    sweep_job a = {L, p->inv_diag, w, t, NULL, NULL, A, p->na, 1}, bj = {L, p->inv_diag, w, t2, NULL, NULL, B, p->nb, 1};
-    sweep_pair(&a, &bj);
-  }
-  for (size_t k = 0; k < n; k++) {
-    size_t q = (size_t)perm[k];
-    x[q] = w[k][0], x[q + n] = w[k][1], x[q + 2 * n] = w[k][2];
-  }
+  a.backward = bj.backward = 1;
+  a.acc = bj.acc = NULL, a.rmap = bj.rmap = NULL;
+  sweep_pair(&a, &bj);
 }

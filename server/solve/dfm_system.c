@@ -161,6 +161,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->pinned = s->pinned;
   if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->factor_flops = s->cc.fl, info->supernodal = s->L->is_super;
   info->solve_threads = dfm__sweep_plan_threads(s->plan);
+  info->sweep32 = dfm__sweep_plan_has_f32(s->plan);
   info->analyze_ms = s->analyze_ms;
   info->factor_ms = s->factor_ms;
   info->roles_ms = s->roles_ms;
@@ -406,8 +407,8 @@ static void start_cholmod(dfm_system *s) {
   s->cc.print = 0;
 }
 
-/* Analyses A (AMD, or the order computed beside the weights), factorises it and frees it, then
- * allocates B, x, the sweep workspace and plan. 0, DFM_ENOMEM, DFM_ESOLVER or DFM_ESINGULAR. */
+/* Analyses A (AMD, or the order beside the weights), factorises and frees it, then allocates B, x, the sweep
+ * workspace, plan (and float32 copy). 0, DFM_ENOMEM, DFM_ESOLVER or DFM_ESINGULAR. */
 static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t errlen) {
   uint32_t nf = s->nf;
   struct timespec t0;
@@ -427,9 +428,7 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
    * count is fixed when CHOLMOD is built (num_threads(CHOLMOD_OMP_NUM_THREADS)), one region
    * per large supernode. On two cores, beside the ARAP tables and OpenBLAS's own threads,
    * the wake-ups cost more than they save: the 16k-vertex region factorised in 37-44 ms
-   * with them and 27-28 ms without, the 164k sphere in 0.74-0.79 s against 0.51-0.59 s
-   * (docs/performance.md). No parallel region inside this thread may fork: the dfm
-   * modules' own loops run on dfm_pool, not OpenMP. */
+   * with them and 27-28 ms without, 164k 0.74-0.79 s against 0.51-0.59 s (performance.md). */
   omp_set_max_active_levels(0);
   cholmod_l_factorize(A, s->L, &s->cc);
   s->factor_ms = ms_since(&t0);
@@ -460,7 +459,8 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
   s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
   if (!s->x || !s->work) return DFM_ENOMEM;
   if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) return DFM_ENOMEM;
-  return 0;
+  if (!s->L->is_super || s->p.mode != DFM_ARAP || s->p.sweeps == DFM_SWEEPS_DOUBLE) return 0;
+  return s->p.sweeps == DFM_SWEEPS_FLOAT || ((SuiteSparse_long *)s->L->px)[s->L->nsuper] >= DFM_SWEEP32_MIN ? dfm__sweep_plan_f32(s->L, s->plan) : 0;
 }
 
 /* Assembles the lower triangle of A (free × free) and the known-vertex coupling, then analyses
@@ -594,14 +594,14 @@ static void weights_and_order(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-static int solve_columns(dfm_system *s, char *err, size_t errlen);
+static int solve_columns(dfm_system *s, int f32, char *err, size_t errlen); /* f32: the float32 factor if any */
 static void known_rhs(dfm_system *s, const double *x, const double *soft_target);
 
 /* Solves with the gesture's own factor for the knowns' values `x` (3 per vertex) and soft
  * targets `soft` (3 per column, or NULL), into `dst` (3 per column, interleaved). */
 static int solve_field(dfm_system *s, const double *x, const double *soft, double *dst, char *err, size_t errlen) {
   known_rhs(s, x, soft);
-  int rc = solve_columns(s, err, errlen);
+  int rc = solve_columns(s, 0, err, errlen);
   if (rc) return rc;
   uint32_t nf = s->nf;
   for (uint32_t k = 0; k < nf; k++)
@@ -843,9 +843,9 @@ static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
   }
 }
 
-static int solve_columns(dfm_system *s, char *err, size_t errlen) {
+static int solve_columns(dfm_system *s, int f32, char *err, size_t errlen) {
   if (s->L->is_super) {
-    dfm__sweep_solve3(s->L, s->plan, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf);
+    dfm__sweep_solve3(s->L, s->plan, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf, f32 && dfm__sweep_plan_has_f32(s->plan));
     return 0;
   }
   if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||
@@ -903,7 +903,7 @@ static int arap_iteration(dfm_system *s, const dfm_xform *xf, double *p, char *e
   if (s->nrot_fit < s->nrot) dfm__border_prescribe_rotations(s, xf);
   known_rhs(s, p, s->soft_p);
   dfm__arap_add_rotation_rhs(s);
-  int rc = solve_columns(s, err, errlen);
+  int rc = solve_columns(s, 1, err, errlen);
   if (rc) return rc;
   rc = scatter(s, p, 0);
   if (rc) snprintf(err, errlen, "the ARAP solve produced non-finite positions");
@@ -926,7 +926,7 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, int smooth, double *out,
   int rc = 0;
   if (s->nf) {
     known_rhs(s, d, s->soft_d);
-    rc = solve_columns(s, err, errlen);
+    rc = solve_columns(s, 0, err, errlen);
     if (rc == 0 && smooth) dfm__border_shape_harmonic(s);
     if (rc == 0) rc = scatter(s, out, 1);
     if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the %s solve produced non-finite positions", dfm_mode_name(s->p.mode));

@@ -4,7 +4,7 @@
  *
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
- *                      [--border smooth|sharp] [--json]
+ *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
  *                      [--falloff F] [--mirror] [--json]
  *
@@ -48,6 +48,14 @@
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* CPU time of the whole process (every thread): what a drag costs the cores, which other
+ * tenants' load moves less than it moves wall time. */
+static double cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
@@ -182,10 +190,65 @@ typedef struct solve_opts {
   const char *mesh;
   dfm_mode mode;
   uint32_t roi, handle;
-  int iters, drags, json, gestures, sharp;
+  int iters, drags, json, gestures, sharp, compare;
   dfm_factor factor;
   long reserve_mb; /* -1: dfm_memory_estimate(V), as deformd */
+  dfm_sweeps sweeps;
 } solve_opts;
+
+/* Drag d of `drags`: the handle dragged up and turning slowly, as a hand would. */
+static void drag_xform(const shape *s, const double pivot[3], int d, int drags, dfm_xform *x) {
+  dfm_xform_identity(x);
+  double f = (double)(d + 1) / drags, angle = 0.3 * f;
+  x->translate[1] = 0.1 * s->diag * f;
+  x->translate[0] = 0.02 * s->diag * sin(6.0 * f);
+  x->rotation[2] = sin(angle / 2), x->rotation[3] = cos(angle / 2);
+  memcpy(x->pivot, pivot, sizeof(double) * 3);
+}
+
+/* --compare-sweeps: the gesture built twice, with float32 and with double sweeps, dragged in
+ * turn drag by drag (which goes first alternating), so that the VM's drift and other tenants'
+ * load fall on both alike. Prints both p50s (wall and CPU) and the largest distance between the
+ * two results after any drag, over the diagonal. */
+static int compare_sweeps(const shape *s, dfm_params p, const double pivot[3], int drags, const char *cmdline) {
+  char err[512] = "";
+  dfm_system *sys[2] = {NULL, NULL};
+  size_t n3 = 3 * (size_t)s->t.vertex_count;
+  double *out[2] = {malloc(sizeof(double) * n3), malloc(sizeof(double) * n3)};
+  double *ms[2] = {malloc(sizeof(double) * (size_t)drags), malloc(sizeof(double) * (size_t)drags)};
+  double *cpu[2] = {malloc(sizeof(double) * (size_t)drags), malloc(sizeof(double) * (size_t)drags)};
+  int rc = out[0] && out[1] && ms[0] && ms[1] && cpu[0] && cpu[1] ? 0 : DFM_ENOMEM;
+  for (int k = 0; k < 2 && rc == 0; k++) {
+    p.sweeps = k ? DFM_SWEEPS_DOUBLE : DFM_SWEEPS_FLOAT;
+    rc = dfm_system_create(&s->t, &s->a, s->t.positions, &p, &sys[k], err, sizeof(err));
+    memcpy(out[k], s->t.positions, sizeof(double) * n3);
+  }
+  double worst = 0;
+  for (int d = 0; d < drags && rc == 0; d++) {
+    dfm_xform x;
+    drag_xform(s, pivot, d, drags, &x);
+    for (int i = 0; i < 2 && rc == 0; i++) {
+      int k = (d + i) % 2;
+      double t1 = now_ms(), c1 = cpu_ms();
+      rc = dfm_system_solve(sys[k], &x, out[k], err, sizeof(err));
+      ms[k][d] = now_ms() - t1, cpu[k][d] = cpu_ms() - c1;
+    }
+    for (size_t i = 0; i < n3 && rc == 0; i++) worst = fmax(worst, fabs(out[0][i] - out[1][i]));
+  }
+  if (rc == 0)
+    printf("{\"bench\":\"solve-compare-sweeps\",\"command\":\"%s\",\"vertices\":%u,\"drags\":%d,"
+           "\"float_p50_ms\":%.3f,\"double_p50_ms\":%.3f,\"float_cpu_p50_ms\":%.3f,\"double_cpu_p50_ms\":%.3f,"
+           "\"max_diff_over_diag\":%.3g}\n",
+           cmdline, s->t.vertex_count, drags, percentile(ms[0], drags, 0.5), percentile(ms[1], drags, 0.5),
+           percentile(cpu[0], drags, 0.5), percentile(cpu[1], drags, 0.5), worst / s->diag);
+  else
+    fprintf(stderr, "deform-bench solve: %s\n", err[0] ? err : "out of memory");
+  for (int k = 0; k < 2; k++) {
+    dfm_system_destroy(sys[k]);
+    free(out[k]), free(ms[k]), free(cpu[k]);
+  }
+  return rc ? 1 : 0;
+}
 
 static int parse_uint(const char *text, long max, long *out) {
   char *end = NULL;
@@ -196,11 +259,12 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, DFM_FACTOR_AUTO, -1};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
     if (strcmp(a, "--json") == 0) o.json = 1;
+    else if (strcmp(a, "--compare-sweeps") == 0) o.compare = 1;
     else if (strcmp(a, "--mode") == 0 && val && dfm_mode_parse(val, &o.mode) == 0) i++;
     else if (strcmp(a, "--roi") == 0 && val && (strcmp(val, "all") == 0 || parse_uint(val, 100000000, &v) == 0))
       o.roi = strcmp(argv[++i], "all") == 0 ? 0 : (uint32_t)v;
@@ -214,6 +278,9 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "auto") == 0) o.factor = DFM_FACTOR_AUTO, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "simplicial") == 0) o.factor = DFM_FACTOR_SIMPLICIAL, i++;
     else if (strcmp(a, "--factor") == 0 && val && strcmp(val, "supernodal") == 0) o.factor = DFM_FACTOR_SUPERNODAL, i++;
+    else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "auto") == 0) o.sweeps = DFM_SWEEPS_AUTO, i++;
+    else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "double") == 0) o.sweeps = DFM_SWEEPS_DOUBLE, i++;
+    else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "float") == 0) o.sweeps = DFM_SWEEPS_FLOAT, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
     else {
       fprintf(stderr, "deform-bench solve: bad or incomplete option '%s'\n", a);
@@ -221,7 +288,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -241,7 +308,16 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++) pivot[k] += s.t.positions[3 * handle[i] + k] / nh;
   dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters,
-                  .factor = o.factor, .smooth_border = !o.sharp};
+                  .factor = o.factor, .smooth_border = !o.sharp, .sweeps = o.sweeps};
+  if (o.compare) {
+    size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
+    if (reserve) dfm_memory_reserve(reserve);
+    int crc = compare_sweeps(&s, p, pivot, o.drags, cmdline);
+    free(handle);
+    free(roi);
+    shape_fini(&s);
+    return crc;
+  }
   /* G gestures one after another, as a server sees them: the first pays for fresh memory
    * (page faults), the later ones reuse what the previous gesture freed. The last one is
    * dragged. */
@@ -271,41 +347,38 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   dfm_system_info(sys, &info);
   double *out = malloc(sizeof(double) * 3 * s.t.vertex_count);
   if (out) memcpy(out, s.t.positions, sizeof(double) * 3 * s.t.vertex_count); /* a solve writes what can move */
-  double *ms = malloc(sizeof(double) * (size_t)o.drags);
-  for (int d = 0; d < o.drags && out && ms; d++) {
-    /* A handle dragged up and turning slowly, as a hand would. */
+  double *ms = malloc(sizeof(double) * (size_t)o.drags), *cpu = malloc(sizeof(double) * (size_t)o.drags);
+  for (int d = 0; d < o.drags && out && ms && cpu; d++) {
     dfm_xform x;
-    dfm_xform_identity(&x);
-    double f = (double)(d + 1) / o.drags, angle = 0.3 * f;
-    x.translate[1] = 0.1 * s.diag * f;
-    x.translate[0] = 0.02 * s.diag * sin(6.0 * f);
-    x.rotation[2] = sin(angle / 2), x.rotation[3] = cos(angle / 2);
-    memcpy(x.pivot, pivot, sizeof(pivot));
-    double t1 = now_ms();
+    drag_xform(&s, pivot, d, o.drags, &x);
+    double t1 = now_ms(), c1 = cpu_ms();
     rc = dfm_system_solve(sys, &x, out, err, sizeof(err));
     ms[d] = now_ms() - t1;
+    cpu[d] = cpu_ms() - c1;
     if (rc) {
       fprintf(stderr, "deform-bench solve: drag %d: %s\n", d, err);
       break;
     }
   }
-  if (rc == 0 && out && ms) {
+  if (rc == 0 && out && ms && cpu) {
     double first = ms[0], crease = worst_crease(&s, out);
-    double p50 = percentile(ms, o.drags, 0.5), p95 = percentile(ms, o.drags, 0.95);
+    double p50 = percentile(ms, o.drags, 0.5), p95 = percentile(ms, o.drags, 0.95), cpu50 = percentile(cpu, o.drags, 0.5);
     if (o.json) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
              "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,\"order_ms\":%.3f,"
-             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,"
-             "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"peak_rss_kb\":%ld,\"border\":\"%s\",\"crease_deg\":%.2f}\n",
+             "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,\"sweep32\":%s,"
+             "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"drag_cpu_p50_ms\":%.3f,\"peak_rss_kb\":%ld,\"border\":\"%s\",\"crease_deg\":%.2f}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
              info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms, info.assemble_ms,
-             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads, first,
-             p50, p95, peak_kb(), o.sharp ? "sharp" : "smooth", crease);
+             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads,
+             info.sweep32 ? "true" : "false", first,
+             p50, p95, cpu50, peak_kb(), o.sharp ? "sharp" : "smooth", crease);
     } else {
       printf("# %s\n", cmdline);
       printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
       if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
+      printf("# CPU time per drag (all threads): median %.2f ms\n", cpu50);
       printf("%-22s %8s %8s %-10s %-6s %8s %5s %12s %10s %9s %9s %9s %10s %8s\n", "mesh", "vertices", "region", "mode",
              "border", "free", "iters", "prefactor ms", "nnz(L)", "drag p50", "drag p95", "1st drag", "peak MB", "crease");
       printf("%-22s %8u %8u %-10s %-6s %8u %5d %12.1f %10zu %9.2f %9.2f %9.2f %10.1f %7.1f°\n", o.mesh, s.t.vertex_count,
@@ -315,6 +388,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   }
   free(out);
   free(ms);
+  free(cpu);
   free(handle);
   free(roi);
   dfm_system_destroy(sys);
