@@ -60,6 +60,9 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
                          size_t errlen);
 /* Current positions (3 * vertex_count floats). Returns 0 or MESH_EINVAL before a snapshot. */
 int client_replica_positions(const client_replica *r, float *out);
+/* Whether the replica holds every TEXTURE frame its join brings: MATERIALS and each image it
+ * announced (client_texture.c). */
+int client_replica_textures_ready(const client_replica *r);
 /* A TEXTURE frame (client_texture.c; client_replica_apply calls it). */
 int client__replica_texture(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen);
 

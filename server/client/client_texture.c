@@ -83,3 +83,10 @@ int client__replica_texture(client_replica *r, const proto_header *h, const uint
   if (rc == 0) r->texture_serial++;
   return rc;
 }
+
+int client_replica_textures_ready(const client_replica *r) {
+  if (!r->have_snapshot || r->texture_serial == 0) return 0;
+  for (uint32_t i = 0; i < r->mesh->image_count; i++)
+    if (!r->mesh->images[i].rgba) return 0;
+  return 1;
+}

@@ -2,7 +2,7 @@
  * test_texture.c — TEXTURE frames (capability "texture", docs/protocol.md §17) against a real
  * deformd: a viewer granted "texture" gets the session's materials and each image once, right
  * after its SNAPSHOT, and never again while edits and other joins go on; a viewer that did not
- * ask gets none; a session without materials sends none.
+ * ask gets none; a session without materials sends its MATERIALS (saying so) and no image.
  *
  * The oracle is the in-process import of the same file (mesh_import): submesh ranges, base
  * colours, texture indices and every pixel must be what the client's replica rebuilt.
@@ -116,13 +116,16 @@ TEST(a_texture_crosses_the_wire_once_per_join_and_never_again) {
   fprintf(stderr, "spider.obj: SNAPSHOT %.0f bytes in 4 joins, TEXTURE %.0f bytes in 3\n",
           cJSON_GetObjectItem(bytes, "SNAPSHOT")->valuedouble, cJSON_GetObjectItem(bytes, "TEXTURE")->valuedouble);
   cJSON_Delete(st);
-  /* An OFF file has no materials: a viewer granted "texture" gets no TEXTURE frame. */
+  /* An OFF file has no materials: a viewer granted "texture" is told so, in one MATERIALS. */
   harness_rpc_done(&h, "session.create", "{\"session\":\"cube\",\"mesh\":\"OFF/Cube.off\"}");
   client_conn d;
   client_replica rd;
   harness_join2(&h, &d, &rd, "cube", PROTO_ROLE_VIEWER, NULL, &with_texture);
   uint64_t vd = sculpt_once(&h, "cube", 1);
-  ASSERT_EQ(textures_until(&d, &rd, vd, NULL), 0);
+  ASSERT_EQ(textures_until(&d, &rd, vd, &first), 1);
+  ASSERT(first);
+  ASSERT_EQ(rd.mesh->image_count, 0);
+  for (uint32_t i = 0; i < rd.mesh->submesh_count; i++) ASSERT(!rd.mesh->submeshes[i].has_color && !rd.mesh->submeshes[i].texture);
   client_close(&d), client_replica_fini(&rd);
   client_close(&a), client_replica_fini(&ra);
   client_close(&b), client_replica_fini(&rb);

@@ -3,6 +3,8 @@
  * the import decoded, encoded once when the session is built (on the pool, beside the SNAPSHOT
  * pieces) and queued once per join, right after the SNAPSHOT, on connections granted "texture".
  *
+ * MATERIALS goes to every granted join, even for a mesh without a colour or an image (it then
+ * says so), so that a client knows when it has everything: after MATERIALS and its images.
  * They never change: materials belong to the imported mesh, which no operation touches, so they
  * are sent at a join and never again on that connection (a relay's replica is built from the
  * same mesh blob, images included, and sends the same frames). The frames hold a second copy of
@@ -88,10 +90,10 @@ static srv_frame *materials_frame(const mesh *m) {
 }
 
 int srv_texture_encode(srv_session *s) {
-  const mesh *m = s->mesh;
-  int any = 0;
-  for (uint32_t i = 0; i < m->submesh_count; i++) any |= m->submeshes[i].has_color || m->submeshes[i].texture;
-  if (!any || m->submesh_count > PROTO_MAX_SUBMESHES || m->image_count > PROTO_MAX_TEX_IMAGES) return 0;
+  mesh plain = *s->mesh; /* more than the frame may list (never from the importers): no materials */
+  if (plain.submesh_count > PROTO_MAX_SUBMESHES || plain.image_count > PROTO_MAX_TEX_IMAGES)
+    plain.submesh_count = plain.image_count = 0;
+  const mesh *m = &plain;
   s->textures = calloc((size_t)m->image_count + 1, sizeof(*s->textures));
   if (!s->textures) return MESH_ENOMEM;
   if (!(s->textures[0] = materials_frame(m))) return MESH_ENOMEM;

@@ -10,8 +10,8 @@
 
 #include "srv_session.h"
 
-/* Encodes s's TEXTURE frames (MATERIALS, then one IMAGE per image) into s->textures, or none when
- * no submesh has a colour or a texture. An image over the frame limit travels halved until it
+/* Encodes s's TEXTURE frames (MATERIALS, then one IMAGE per image) into s->textures: MATERIALS
+ * even for a mesh without colours or images. An image over the frame limit travels halved until it
  * fits. Any thread (reads only the immutable mesh). Returns 0 or MESH_ENOMEM. */
 int srv_texture_encode(srv_session *s);
 /* Queues s's TEXTURE frames on `c` when it was granted "texture" (after its SNAPSHOT). */
