@@ -475,6 +475,48 @@ export function decodeMask(p) {
   return { vertexCount, vertices, values };
 }
 
+// TEXTURE (type 15, capability "texture"; docs/protocol.md §17, proto_texture.c): MATERIALS
+// ({kind: 1, imageCount, materials: [{firstTriangle, triangleCount, texture, hasColor, baseColor}]})
+// or IMAGE ({kind: 2, index, width, height, encoding, name, pixels: RGBA8, row 0 the top}), the
+// checks in the C decoder's order.
+export const TEX = { MATERIALS: 1, IMAGE: 2, RGBA8: 0, MAX_IMAGES: 64, MAX_SIDE: 8192, MAX_SUBMESHES: 65535 };
+export function decodeTexture(p) {
+  const c = new Cursor(p);
+  const kind = c.u8();
+  if (kind === TEX.MATERIALS) {
+    const imageCount = c.u32();
+    const n = c.u32();
+    if (imageCount > TEX.MAX_IMAGES || n > TEX.MAX_SUBMESHES) fail(E.TOOBIG);
+    c.need(29 * n);
+    const materials = [];
+    for (let i = 0; i < n; i++) {
+      const m = { firstTriangle: c.u32(), triangleCount: c.u32(), texture: c.u32(), hasColor: c.u8(), baseColor: [] };
+      for (let k = 0; k < 4; k++) m.baseColor.push(c.f32raw());
+      materials.push(m);
+    }
+    for (const m of materials) {
+      if (m.texture > imageCount || m.hasColor > 1) fail(E.INVAL);
+      for (const x of m.baseColor) {
+        if (!finite(x)) fail(E.NONFINITE);
+        if (!(x >= 0 && x <= 1)) fail(E.INVAL);
+      }
+    }
+    c.finish();
+    return { kind, imageCount, materials };
+  }
+  if (kind !== TEX.IMAGE) fail(E.INVAL);
+  const index = c.u32();
+  const width = c.u32();
+  const height = c.u32();
+  const encoding = c.u8();
+  if (index >= TEX.MAX_IMAGES || encoding !== TEX.RGBA8) fail(E.INVAL);
+  if (width === 0 || height === 0 || width > TEX.MAX_SIDE || height > TEX.MAX_SIDE) fail(E.INVAL);
+  const name = c.str();
+  const pixels = c.bytes(4 * width * height);
+  c.finish();
+  return { kind, index, width, height, encoding, name, pixels };
+}
+
 export function decodeTargetAdd(p, limits) {
   const l = limitsOf(limits);
   const c = new Cursor(p);
