@@ -219,6 +219,20 @@ def click_slider(d, el, frac):
     ActionChains(d).move_to_element_with_offset(el, int(el.size["width"] * (frac - 0.5)), 0).click().perform()
 
 
+def canvas_projection(d):
+    """The page's camera now as a function: a point to its canvas pixel (x right, y down)."""
+    cam = d.execute_script("return deformView.camera()")
+    m = cam["mvp"]
+
+    def px(p):
+        x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
+        y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
+        ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
+        return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+
+    return px
+
+
 def shot(d, name):
     if SHOTS:
         d.save_screenshot(os.path.join(SHOTS, name))
@@ -822,14 +836,7 @@ def test_the_page_darkens_what_its_authors_mask_holds_and_nothing_else():
         nonzero = [i for i, m in enumerate(page_mask) if m > 0]
         if nonzero != got["vertices"] or [page_mask[i] for i in nonzero] != got["values"]:
             fail("the page's mask differs from mask.get's")
-        cam = d.execute_script("return deformView.camera()")
-        m = cam["mvp"]
-
-        def px(p):
-            x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
-            y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
-            ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
-            return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+        px = canvas_projection(d)
 
         cell, reach = 4, 6
         near = set()
@@ -902,14 +909,7 @@ def test_the_page_draws_a_texture_where_its_uvs_put_it_and_spider_obj_with_its_o
             fail("the quad's join brought other than MATERIALS and one IMAGE")
         w, h, bpp, a = canvas_pixels(d)
         shot(d, "page-quad.png")
-        cam = d.execute_script("return deformView.camera()")
-        m = cam["mvp"]
-
-        def px(p):
-            x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
-            y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
-            ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
-            return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+        px = canvas_projection(d)
 
         for (u, v), want in (((0.25, 0.75), "red"), ((0.75, 0.75), "green"), ((0.25, 0.25), "blue"), ((0.75, 0.25), "yellow")):
             x, y = px((2 * u - 1, 2 * v - 1, 0))
