@@ -18,6 +18,7 @@ static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_BULK] = "bulk",
     [PROTO_CAP_MASK] = "mask",
     [PROTO_CAP_PRESENCE] = "presence",
+    [PROTO_CAP_TEXTURE] = "texture",
 };
 
 const char *proto_cap_name(proto_cap cap) {
@@ -34,6 +35,7 @@ int proto_cap_of_type(uint8_t type) {
   switch (type) {
     case PROTO_BULK: return PROTO_CAP_BULK;
     case PROTO_PRESENCE: return PROTO_CAP_PRESENCE;
+    case PROTO_TEXTURE: return PROTO_CAP_TEXTURE;
     case PROTO_MASK: return PROTO_CAP_MASK;
     default: return -1; /* every type of versions 1 and 2 */
   }

@@ -32,6 +32,7 @@ typedef enum proto_cap {
   PROTO_CAP_BULK = 2, /* "bulk": BULK frames (proto_bulk.h), vertex arrays as float32 on request */
   PROTO_CAP_MASK = 3, /* "mask": MASK frames, the connection's author's own mask (§14.7) */
   PROTO_CAP_PRESENCE = 4,/* "presence": PRESENCE frames (proto_presence.h), both ways */
+  PROTO_CAP_TEXTURE = 5, /* "texture": TEXTURE frames (proto_texture.h), once per join */
   PROTO_CAP_COUNT
 } proto_cap;
 
@@ -44,7 +45,8 @@ const char *proto_cap_name(proto_cap cap);
 /* The id of the name (len bytes, not NUL-terminated), or -1 for a name this build does not know. */
 int proto_cap_find(const char *name, size_t len);
 /* The capability a frame of message type `type` needs, or -1 when every connection may be sent
- * it (every type of versions 1 and 2: 1 to 12). BULK (13) needs PROTO_CAP_BULK, MASK (20) PROTO_CAP_MASK. */
+ * it (every type of versions 1 and 2: 1 to 12). BULK (13) needs PROTO_CAP_BULK, TEXTURE (15)
+ * PROTO_CAP_TEXTURE, MASK (20) PROTO_CAP_MASK. */
 int proto_cap_of_type(uint8_t type);
 
 /* The caps option's value: for each name, u8 length then the bytes. proto_caps_size is its

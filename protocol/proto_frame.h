@@ -57,9 +57,10 @@ typedef enum proto_type {
    * receive them. */
   PROTO_BULK = 13,        /* either way, capability "bulk" only: vertex arrays as float32 (proto_bulk.h) */
   PROTO_PRESENCE = 14,    /* either way, capability "presence": participants, cursors, cameras */
+  PROTO_TEXTURE = 15,     /* server -> client, capability "texture": materials and images (proto_texture.h) */
   PROTO_MASK = 20         /* server -> one editor: its author's mask (capability "mask", §14.7) */
 } proto_type;
-#define PROTO_LAST_TYPE PROTO_PRESENCE /* the header check: types 1 to this, and PROTO_MASK */
+#define PROTO_LAST_TYPE PROTO_TEXTURE /* the header check: types 1 to this, and PROTO_MASK */
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */

@@ -15,13 +15,18 @@
  * Files are written to a temporary name and renamed, so a failed export never leaves half a
  * file where a good one was; mesh_export_mem gives the same bytes in memory (downloads).
  *
- * DOES NOT export keyframes or materials.
+ * Materials (mesh_export_mat.c): a GLB embeds its images as PNG with a glTF material per
+ * submesh; an OBJ written as files (mesh_export_obj_files, mesh_export) gets an MTL and a PNG per
+ * image beside it. A downloaded OBJ (one file) names none.
+ *
+ * DOES NOT export keyframes.
  */
 #include <assimp/cexport.h>
 #include <assimp/cimport.h>
 #include <assimp/scene.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +110,12 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
   }
 }
 
-static int export_obj(const mesh *m, const float *p, const float *normals, uint8_t **bytes, size_t *len) {
+/* `mtllib` (the MTL's file name beside it) or NULL: without, the OBJ names no materials. */
+static int export_obj(const mesh *m, const float *p, const float *normals, const char *mtllib, uint8_t **bytes,
+                      size_t *len) {
   strbuf b = {0};
   sb_printf(&b, "# deformd export: %u vertices, %u triangles\n", m->vertex_count, m->triangle_count);
+  if (mtllib) sb_printf(&b, "mtllib %s\n", mtllib);
   for (uint32_t v = 0; v < m->vertex_count; v++)
     sb_printf(&b, "v %.9g %.9g %.9g\n", (double)p[3 * v], (double)p[3 * v + 1], (double)p[3 * v + 2]);
   if (m->uvs)
@@ -119,8 +127,12 @@ static int export_obj(const mesh *m, const float *p, const float *normals, uint8
   uint32_t sub = 0;
   for (uint32_t f = 0; f < m->triangle_count; f++) {
     while (sub < m->submesh_count && m->submeshes[sub].first_triangle == f) {
-      if (m->submeshes[sub].triangle_count > 0)
+      if (m->submeshes[sub].triangle_count > 0) {
         sb_printf(&b, "g %s\n", m->submeshes[sub].name[0] ? m->submeshes[sub].name : "mesh");
+        char mat[32];
+        mesh__mtl_name(&m->submeshes[sub], sub, mat, sizeof(mat));
+        if (mtllib) sb_printf(&b, "usemtl %s\n", mat);
+      }
       sub++;
     }
     const uint32_t *t = m->triangles + 3 * (size_t)f;
@@ -286,14 +298,34 @@ static void rotate_roots_z_up(cJSON *root) {
   }
 }
 
+/* The images a GLB embeds (mesh_export_mat.c): their PNGs, appended after the binary chunk's
+ * `bin_len` bytes. */
+typedef struct mesh__glb_images {
+  int with, per_mesh;
+  size_t bin_len;
+  uint8_t **pngs;
+  size_t *lens;
+  uint32_t count;
+} mesh__glb_images;
+
+static void glb_images_fini(mesh__glb_images *im) {
+  for (uint32_t i = 0; im->pngs && i < im->count; i++) free(im->pngs[i]);
+  free(im->pngs);
+  free(im->lens);
+}
+
 /* Adds extras.targetNames and weights to every glTF mesh whose primitives have targets, and
  * drops extensionsUsed entries nothing uses; with z_up, rotates the root nodes
- * (rotate_roots_z_up). `json` is the GLB's JSON chunk. Returns a new malloc'ed string (caller
- * frees) or NULL. */
-static char *patch_gltf_json(const mesh *m, const char *json, size_t len, int z_up) {
+ * (rotate_roots_z_up); with im->with, the materials and images (mesh__gltf_add_materials).
+ * `json` is the GLB's JSON chunk. Returns a new malloc'ed string (caller frees) or NULL. */
+static char *patch_gltf_json(const mesh *m, const char *json, size_t len, int z_up, mesh__glb_images *im) {
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) return NULL;
   if (z_up) rotate_roots_z_up(root);
+  if (im->with && mesh__gltf_add_materials(m, root, im->per_mesh, im->bin_len, &im->pngs, &im->lens) != 0) {
+    cJSON_Delete(root);
+    return NULL;
+  }
   cJSON *meshes = cJSON_GetObjectItemCaseSensitive(root, "meshes");
   cJSON *gm;
   cJSON_ArrayForEach(gm, meshes) {
@@ -355,6 +387,7 @@ static int export_glb(const mesh *m, const float *p, const float *normals, int z
   int split = submeshes_are_closed(m);
   unsigned nmeshes = split ? m->submesh_count : 1;
   const struct aiExportDataBlob *blob = NULL;
+  mesh__glb_images images = {0};
   char *json = NULL;
   unsigned char *out = NULL;
   struct aiScene *sc = calloc(1, sizeof(*sc));
@@ -401,11 +434,24 @@ static int export_glb(const mesh *m, const float *p, const float *normals, int z
     rc = MESH_EIO;
     goto out;
   }
-  json = patch_gltf_json(m, (const char *)b + 20, json_len, z_up);
-  if (!json) goto out;
-  size_t jl = strlen(json), jpad = (jl + 3) & ~(size_t)3;
+  /* The binary chunk: its 8-byte header, then the data the JSON's buffer 0 is. */
+  const unsigned char *bin = b + 20 + json_len;
   size_t bin_len = blob->size - 20 - json_len;
-  size_t total = 12 + 8 + jpad + bin_len;
+  if (bin_len < 8 || memcmp(bin + 4, "BIN", 4) != 0 || 8 + (size_t)rd32(bin) > bin_len) {
+    mesh__set_err(err, errlen, "assimp produced a GLB without the binary chunk this version expects");
+    rc = MESH_EIO;
+    goto out;
+  }
+  images.with = mesh__has_materials(m);
+  images.per_mesh = split;
+  images.bin_len = rd32(bin);
+  images.count = m->image_count;
+  json = patch_gltf_json(m, (const char *)b + 20, json_len, z_up, &images);
+  if (!json) goto out;
+  size_t data = images.bin_len, jl = strlen(json), jpad = (jl + 3) & ~(size_t)3;
+  for (uint32_t i = 0; images.with && i < images.count; i++) data = ((data + 3) & ~(size_t)3) + images.lens[i];
+  data = (data + 3) & ~(size_t)3;
+  size_t total = 12 + 8 + jpad + 8 + data;
   if (total > UINT32_MAX) {
     mesh__set_err(err, errlen, "mesh too large for a GLB file (%zu bytes)", total);
     rc = MESH_ETOOBIG;
@@ -420,7 +466,15 @@ static int export_glb(const mesh *m, const float *p, const float *normals, int z
   memcpy(out + 16, "JSON", 4);
   memcpy(out + 20, json, jl);
   memset(out + 20 + jl, ' ', jpad - jl); /* the spec pads the JSON chunk with spaces */
-  memcpy(out + 20 + jpad, b + 20 + json_len, bin_len);
+  unsigned char *o = out + 20 + jpad;
+  memset(o, 0, 8 + data); /* the binary chunk pads with zeros */
+  wr32(o, (uint32_t)data);
+  memcpy(o + 4, "BIN", 4);
+  memcpy(o + 8, bin + 8, images.bin_len);
+  for (size_t i = 0, at = (images.bin_len + 3) & ~(size_t)3; images.with && i < images.count; i++) {
+    memcpy(o + 8 + at, images.pngs[i], images.lens[i]);
+    at = (at + images.lens[i] + 3) & ~(size_t)3;
+  }
   *bytes = out;
   *len = total;
   out = NULL;
@@ -428,6 +482,7 @@ static int export_glb(const mesh *m, const float *p, const float *normals, int z
 
 out:
   if (blob) aiReleaseExportBlob(blob);
+  glb_images_fini(&images);
   free(json);
   free(out);
   free_scene(sc);
@@ -456,9 +511,66 @@ int mesh_export_mem_opts(const mesh *m, const float *positions, mesh_format fmt,
   }
   mesh_compute_normals(m, &t, p, MESH_NORMALS_ANGLE, normals);
   mesh_topology_fini(&t);
-  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, out, len) : export_glb(m, p, normals, z_up, out, len, err, errlen);
+  rc = fmt == MESH_FORMAT_OBJ ? export_obj(m, p, normals, opts ? opts->mtllib : NULL, out, len)
+                               : export_glb(m, p, normals, z_up, out, len, err, errlen);
   free(normals);
   return rc;
+}
+
+void mesh_export_files_free(mesh_export_file *files, uint32_t count) {
+  for (uint32_t i = 0; files && i < count; i++) free(files[i].name), free(files[i].bytes);
+  free(files);
+}
+
+/* files[i] named `dir``stem``suffix`. */
+static int name_file(mesh_export_file *f, const char *dir, size_t dir_len, const char *stem, const char *suffix) {
+  size_t n = dir_len + strlen(stem) + strlen(suffix) + 1;
+  if (!(f->name = malloc(n))) return MESH_ENOMEM;
+  snprintf(f->name, n, "%.*s%s%s", (int)dir_len, dir, stem, suffix);
+  return 0;
+}
+
+int mesh_export_obj_files(const mesh *m, const float *positions, const char *obj_name, mesh_export_file **files,
+                          uint32_t *count, char *err, size_t errlen) {
+  *files = NULL;
+  *count = 0;
+  const char *slash = strrchr(obj_name, '/'), *base = slash ? slash + 1 : obj_name;
+  size_t dir_len = (size_t)(base - obj_name), bl = strlen(base);
+  char *stem = strndup(base, ends_with(base, ".obj") ? bl - 4 : bl);
+  int with = mesh__has_materials(m);
+  uint32_t n = with ? m->image_count + 2 : 1;
+  mesh_export_file *f = calloc(n, sizeof(*f));
+  if (!stem || !f) {
+    free(stem), free(f);
+    return MESH_ENOMEM;
+  }
+  int rc = 0;
+  for (uint32_t i = 0; with && rc == 0 && i < m->image_count; i++) {
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "_%u.png", i);
+    rc = name_file(&f[i], obj_name, dir_len, stem, suffix);
+    if (rc == 0) rc = mesh_image_png(&m->images[i], &f[i].bytes, &f[i].len);
+  }
+  char mtllib[PATH_MAX];
+  snprintf(mtllib, sizeof(mtllib), "%s.mtl", stem);
+  if (with && rc == 0 && (rc = name_file(&f[n - 2], obj_name, dir_len, stem, ".mtl")) == 0) {
+    char *text = mesh__mtl_text(m, stem);
+    f[n - 2].bytes = (uint8_t *)text;
+    f[n - 2].len = text ? strlen(text) : 0;
+    if (!text) rc = MESH_ENOMEM;
+  }
+  if (rc == 0 && !(f[n - 1].name = strdup(obj_name))) rc = MESH_ENOMEM;
+  mesh_export_opts o = {.mtllib = with ? mtllib : NULL};
+  if (rc == 0) rc = mesh_export_mem_opts(m, positions, MESH_FORMAT_OBJ, &o, &f[n - 1].bytes, &f[n - 1].len, err, errlen);
+  free(stem);
+  if (rc) {
+    if (rc == MESH_ENOMEM) mesh__set_err(err, errlen, "out of memory");
+    mesh_export_files_free(f, n);
+    return rc;
+  }
+  *files = f;
+  *count = n;
+  return 0;
 }
 
 int mesh_export(const mesh *m, const float *positions, const char *path, mesh_format fmt,
@@ -473,6 +585,14 @@ int mesh_export(const mesh *m, const float *positions, const char *path, mesh_fo
       mesh__set_err(err, errlen, "cannot tell the format of '%s': use .obj or .glb", path);
       return MESH_EINVAL;
     }
+  }
+  if (fmt == MESH_FORMAT_OBJ) {
+    mesh_export_file *files;
+    uint32_t n;
+    int rc = mesh_export_obj_files(m, positions, path, &files, &n, err, errlen);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) rc = write_atomically(files[i].name, files[i].bytes, files[i].len, err, errlen);
+    mesh_export_files_free(files, n); /* NULL and 0 when the export failed */
+    return rc;
   }
   uint8_t *bytes = NULL;
   size_t len = 0;

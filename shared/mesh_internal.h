@@ -166,6 +166,24 @@ int mesh__image_read(const char *path, size_t max_bytes, mesh_image *out, char *
 int mesh__scene_materials(const struct aiScene *sc, const mesh__scene *g, const char *mesh_path,
                           mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count);
 void mesh__scene_fini(mesh__scene *g);
+
+/* ---- materials in exports (mesh_export_mat.c) ---- */
+
+struct cJSON;
+/* Whether any submesh has a base colour or a texture. */
+int mesh__has_materials(const mesh *m);
+/* The MTL name of submesh i ("material<i>"). */
+void mesh__mtl_name(const mesh_submesh *s, uint32_t i, char *out, size_t cap);
+/* The MTL beside `stem`.obj: a material per submesh, Kd, d and map_Kd `stem`_N.png for image N.
+ * Returns a malloc'ed string (caller frees) or NULL. */
+char *mesh__mtl_text(const mesh *m, const char *stem);
+/* Gives the glTF `root` (a GLB's JSON, its binary chunk `bin_len` bytes) a material per submesh,
+ * a texture and an image per image, each image's PNG in *pngs / *png_lens (malloc'ed arrays of
+ * image_count, the caller frees both and every PNG) to be appended to the binary chunk at 4-byte
+ * boundaries, as the bufferViews it adds say; primitive i (counted across the meshes) takes
+ * material i (per_mesh) or 0. Returns 0, MESH_ENOMEM or MESH_EINVAL (no buffer). */
+int mesh__gltf_add_materials(const mesh *m, struct cJSON *root, int per_mesh, size_t bin_len, uint8_t ***pngs,
+                             size_t **png_lens);
 /* `v` placed by `xf`. */
 void mesh__scene_point(const mesh__mat4d *xf, const struct aiVector3D *v, double out[3]);
 /* The matrix that places normals under `xf`: the inverse-transpose of its 3x3 up to a positive

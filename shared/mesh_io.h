@@ -73,11 +73,26 @@ typedef struct mesh_export_opts {
   int z_up; /* the positions are Z-up: GLB (Y-up by the glTF spec) gets the root node rotation
              * -90° about X, so that the vertex data stays as it is and an importer shows it
              * upright; OBJ has no up axis and is written as it is */
+  const char *mtllib; /* OBJ: the MTL file it names (mtllib, usemtl material<i> per submesh); NULL: none */
 } mesh_export_opts;
 int mesh_export_mem_opts(const mesh *m, const float *positions, mesh_format fmt, const mesh_export_opts *opts,
                          uint8_t **out, size_t *len, char *err, size_t errlen);
 
-/* Writes the mesh to `path`. `positions` replaces the mesh's own positions when not NULL (the
+/* An OBJ with its materials as files: the PNG of each image (`stem`_N.png), the MTL (`stem`.mtl,
+ * Kd and map_Kd per submesh) and last the OBJ `obj_name` (naming the MTL), `stem` being its file
+ * name without ".obj" and each name in its folder; only the OBJ when no submesh has a colour or a
+ * texture. *files (count entries) is malloc'ed: free with mesh_export_files_free. Returns 0 or a
+ * MESH_E* code with a reason. */
+typedef struct mesh_export_file {
+  char *name;
+  uint8_t *bytes;
+  size_t len;
+} mesh_export_file;
+int mesh_export_obj_files(const mesh *m, const float *positions, const char *obj_name, mesh_export_file **files,
+                          uint32_t *count, char *err, size_t errlen);
+void mesh_export_files_free(mesh_export_file *files, uint32_t count);
+
+/* Writes the mesh to `path` (an OBJ with its MTL and PNGs beside it, mesh_export_obj_files). `positions` replaces the mesh's own positions when not NULL (the
  * current shape of a session); normals are recomputed from whichever positions are written.
  * OBJ keeps the render vertex order exactly (v i is vertex i-1). GLB goes through assimp's
  * glTF 2 exporter and carries the morph targets with extras.targetNames and default weights.
@@ -160,5 +175,8 @@ int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out);
  * here, a truncated one, or one over MESH_MAX_IMAGE_SIDE a side (checked before allocating);
  * MESH_ENOMEM. (mesh_image.c) */
 int mesh_image_decode(const uint8_t *bytes, size_t len, mesh_image *out, char *err, size_t errlen);
+/* The image as PNG (stb_image_write; RGB when every pixel is opaque, else RGBA): *out malloc'ed,
+ * the caller frees it. Returns 0 or MESH_ENOMEM. (mesh_export_mat.c) */
+int mesh_image_png(const mesh_image *im, uint8_t **out, size_t *len);
 
 #endif /* DEFORMD_MESH_IO_H */

@@ -8,7 +8,7 @@
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
  *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]
- *               [--wireframe]
+ *               [--wireframe] [--unlit]
  *
  * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
  * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
@@ -40,7 +40,7 @@ static void usage(FILE *out) {
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
           "                    [--overlay]]\n"
-          "                   [--weights name=value,...] [--wireframe]\n"
+          "                   [--weights name=value,...] [--wireframe] [--unlit]\n"
           "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n"
           "                   [--private]  (share no cursor or camera with the session's other participants)\n");
 }
@@ -108,6 +108,9 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--wireframe") == 0) {
       o.wireframe = 1;
+      continue;
+    } else if (strcmp(a, "--unlit") == 0) {
+      o.unlit = 1;
       continue;
     } else if (strcmp(a, "--private") == 0) {
       o.private_presence = 1;

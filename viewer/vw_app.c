@@ -37,6 +37,7 @@
 #include "vw_render.h"
 #include "proto_caps.h"
 #include "vw_mask.h"
+#include "vw_texture.h"
 
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2, MODE_MASK = 3 } app_mode;
 
@@ -88,6 +89,7 @@ typedef struct app {
   /* the author's mask: drawn darker; M paints it (Ctrl erases), sent whole at release */
   vw_mask mask;
   int erasing;
+  vw_textures textures;    /* the session's materials and images (capability "texture") */
   /* sliders */
   vw_panel panel;
   int panel_dirty;
@@ -493,6 +495,7 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
     /* A new snapshot: everything is uploaded again (the mesh may be another one). */
     vw_gpu_destroy(a->gpu);
     a->gpu = NULL;
+    vw_textures_free(&a->textures); /* its TEXTURE frames follow it */
     mesh_topology topo;
     int rc = mesh_topology_init(&topo, r->mesh, NULL, 0);
     if (rc) {
@@ -696,6 +699,8 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
   if (a->brushing && a->mode != MODE_MASK) send_path(a);
   if ((rc = vw_mask_sync(&a->mask, &a->net.replica, err, errlen)) != 0) return rc;
   vw_render_set_mask(a->render, a->gpu ? vw_mask_buffer(&a->mask) : 0);
+  if ((rc = vw_textures_sync(&a->textures, &a->net.replica, err, errlen)) != 0) return rc;
+  vw_render_set_textures(a->render, a->gpu ? &a->textures : NULL);
   frame_presence(a);
   if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
   if (a->gpu && !a->framed) {
@@ -740,6 +745,7 @@ int vw_app_run(const vw_app_opts *o) {
     report(rc, err);
     goto out;
   }
+  vw_render_set_unlit(a->render, o->unlit);
   if (shot) {
     /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. The
      * overlay only with --overlay. */
@@ -765,6 +771,7 @@ int vw_app_run(const vw_app_opts *o) {
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_UP); /* WELCOME says the session's up axis (the camera's) */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_MASK); /* MASK frames: this author's own mask, drawn darker */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_PRESENCE); /* who else is here, their cursors and cameras */
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_TEXTURE); /* the materials and images, once per join */
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   /* The settings above are made before the connection's thread starts: from here on every use
@@ -780,6 +787,9 @@ int vw_app_run(const vw_app_opts *o) {
     int live = a->net.state == VW_NET_LIVE, ready = a->gpu && live && a->net.replica.version >= o->wait_version;
     /* Granted "mask": the server sends the author's mask right after the snapshot. */
     if ((a->net.granted.caps & PROTO_CAP_BIT(PROTO_CAP_MASK)) && !a->net.replica.mask) ready = 0;
+    /* Granted "texture": MATERIALS and its images follow the snapshot (docs/protocol.md §17). */
+    if ((a->net.granted.caps & PROTO_CAP_BIT(PROTO_CAP_TEXTURE)) && !client_replica_textures_ready(&a->net.replica))
+      ready = 0;
     vw_pump_unlock(&a->pump);
     if (rc == 0 && a->gpu) rc = vw_gpu_update(a->gpu, err, sizeof(err)); /* the passes need no lock */
     if (rc) {
@@ -833,6 +843,7 @@ out:
   vw_net_fini(&a->net);
   vw_gpu_destroy(a->gpu);
   vw_mask_free(&a->mask);
+  vw_textures_free(&a->textures);
   vw_render_destroy(a->render);
   vw_context_fini(&a->ctx);
   vw_panel_fini(&a->panel);

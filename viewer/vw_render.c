@@ -8,6 +8,8 @@
  * (vw_shaders.c): lines within a pixel of each edge, faded where triangles are under a few
  * pixels on screen, so a dense mesh at the default zoom stays readable instead of turning into
  * solid lines, and one pass costs less than a fill plus a GL_LINE pass on a software rasteriser.
+ * Materials (vw_texture.c) make one draw per submesh: its base colour times its image, lit the
+ * same way; a mesh without them is one draw in the viewer's grey.
  */
 #include "vw_render.h"
 
@@ -35,7 +37,7 @@ typedef struct ui_vertex {
 
 /* The uniforms of a program that draws the lit mesh (-1 where it has none). */
 typedef struct mesh_uniforms {
-  GLint viewproj, eye, color, flat, r2t, normals, line, viewport;
+  GLint viewproj, eye, color, flat, r2t, normals, line, viewport, tex, textured, unlit;
 } mesh_uniforms;
 
 static void find_uniforms(GLuint prog, mesh_uniforms *u) {
@@ -47,6 +49,9 @@ static void find_uniforms(GLuint prog, mesh_uniforms *u) {
   u->normals = glGetUniformLocation(prog, "uNormals");
   u->line = glGetUniformLocation(prog, "uLine");
   u->viewport = glGetUniformLocation(prog, "uViewport");
+  u->tex = glGetUniformLocation(prog, "uTex");
+  u->textured = glGetUniformLocation(prog, "uTextured");
+  u->unlit = glGetUniformLocation(prog, "uUnlit");
 }
 
 struct vw_render {
@@ -55,6 +60,8 @@ struct vw_render {
   GLint u_size;
   GLuint mesh_vao;
   GLuint mask_buffer;      /* one float per render vertex (vw_mask.c), 0: no mask */
+  const vw_textures *textures; /* UVs, images, submesh ranges (vw_texture.c), NULL: none */
+  int unlit;               /* base colour × texture without the lights (--unlit) */
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
@@ -125,6 +132,44 @@ static void bind_mesh(vw_render *r, vw_gpu *g) {
     glDisableVertexAttribArray(1);
     glVertexAttrib1f(1, 0.0f); /* nothing held: the plain colour */
   }
+  if (r->textures && r->textures->uv_buffer) {
+    glBindBuffer(GL_ARRAY_BUFFER, r->textures->uv_buffer);
+    glEnableVertexAttribArray(2);
+    glVertexAttribPointer(2, 2, GL_FLOAT, GL_FALSE, 2 * sizeof(float), (void *)0);
+  } else {
+    glDisableVertexAttribArray(2);
+    glVertexAttrib2f(2, 0.0f, 0.0f);
+  }
+}
+
+void vw_render_set_textures(vw_render *r, const vw_textures *t) { r->textures = t; }
+void vw_render_set_unlit(vw_render *r, int unlit) { r->unlit = unlit; }
+
+/* The untextured mesh's colour, and each submesh's: its base colour (else that grey) times its
+ * image (else white). One draw per submesh; a mesh without materials is one draw. */
+static const float grey[4] = {0.78f, 0.72f, 0.66f, 1.0f};
+
+static void draw_materials(const vw_render *r, const mesh_uniforms *u, uint32_t triangle_count) {
+  const vw_textures *t = r->textures;
+  glUniform1i(u->tex, 2);
+  glUniform1i(u->unlit, r->unlit);
+  glActiveTexture(GL_TEXTURE2);
+  if (!t || t->draw_count == 0) {
+    glUniform4fv(u->color, 1, grey);
+    glUniform1i(u->textured, 0);
+    glDrawElements(GL_TRIANGLES, (GLsizei)(3 * triangle_count), GL_UNSIGNED_INT, (void *)0);
+    return;
+  }
+  for (uint32_t i = 0; i < t->draw_count; i++) {
+    const vw_material *d = &t->draws[i];
+    if (d->first_triangle >= triangle_count || d->triangle_count == 0) continue;
+    uint32_t n = d->triangle_count < triangle_count - d->first_triangle ? d->triangle_count : triangle_count - d->first_triangle;
+    glUniform4fv(u->color, 1, d->has_color ? d->color : grey);
+    glUniform1i(u->textured, d->texture != 0);
+    glBindTexture(GL_TEXTURE_2D, d->texture);
+    glDrawElements(GL_TRIANGLES, (GLsizei)(3 * n), GL_UNSIGNED_INT, (void *)(sizeof(uint32_t) * 3 * (size_t)d->first_triangle));
+  }
+  glBindTexture(GL_TEXTURE_2D, 0);
 }
 
 void vw_render_set_mask(vw_render *r, unsigned int buffer) { r->mask_buffer = buffer; }
@@ -146,7 +191,6 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   glUniform3fv(u->eye, 1, eye);
   glUniform1i(u->r2t, 0);
   glUniform1i(u->normals, 1);
-  glUniform4f(u->color, 0.78f, 0.72f, 0.66f, 1.0f);
   glUniform1i(u->flat, 0); /* (-1 locations are ignored by GL) */
   glUniform4f(u->line, 0.08f, 0.09f, 0.12f, 0.85f);
   glUniform2f(u->viewport, (float)width, (float)height);
@@ -155,8 +199,7 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   glActiveTexture(GL_TEXTURE1);
   glBindTexture(GL_TEXTURE_BUFFER, vw_gpu_normals_texture(g));
   bind_mesh(r, g);
-  GLsizei n = (GLsizei)(3 * vw_gpu_triangle_count(g));
-  glDrawElements(GL_TRIANGLES, n, GL_UNSIGNED_INT, (void *)0);
+  draw_materials(r, u, vw_gpu_triangle_count(g));
   glBindVertexArray(0);
   glDisable(GL_DEPTH_TEST);
 }

@@ -12,6 +12,7 @@
 
 #include "vw_camera.h"
 #include "vw_gpu.h"
+#include "vw_texture.h"
 
 typedef struct vw_render vw_render;
 
@@ -23,6 +24,12 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
 /* The author's mask to darken the mesh by: a GL buffer of one float per render vertex of the
  * mesh drawn (vw_mask.h), or 0 for none. Borrowed: the caller keeps it alive while set. */
 void vw_render_set_mask(vw_render *r, unsigned int buffer);
+/* The materials to draw with (vw_texture.h): UVs, images, submesh ranges and colours, or NULL
+ * for the viewer's grey. Borrowed, like the mask. */
+void vw_render_set_textures(vw_render *r, const vw_textures *t);
+/* 1: base colour × texture as it is, without the lights (deform-view --unlit: what the texture
+ * holds, and what pixel checks compare against). */
+void vw_render_set_unlit(vw_render *r, int unlit);
 /* A 3D point marker (e.g. the picked vertex or the brush centre), `size` pixels, and a circle of
  * world radius `radius` around it facing the camera (0 for none). */
 void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,

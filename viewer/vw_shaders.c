@@ -119,16 +119,19 @@ static const char render_mesh_vs[] =
     "#version 330 core\n"
     "layout(location = 0) in vec3 aPos;\n"
     "layout(location = 1) in float aMask;\n" /* the author's mask (vw_mask.c), 0 without one */
+    "layout(location = 2) in vec2 aUV;\n"    /* the mesh's UVs (vw_texture.c), 0 without */
     "uniform mat4 uViewProj;\n"
     "uniform usamplerBuffer uRenderToTopo;\n"
     "uniform samplerBuffer uNormals;\n"
     "out vec3 vNormal;\n"
     "out vec3 vPos;\n"
     "out float vMask;\n"
+    "out vec2 vUV;\n"
     "void main() {\n"
     "  int t = int(texelFetch(uRenderToTopo, gl_VertexID).r);\n"
     "  vNormal = texelFetch(uNormals, t).xyz;\n"
     "  vPos = aPos;\n"
+    "  vUV = aUV;\n"
     "  vMask = clamp(aMask, 0.0, 1.0);\n"
     "  gl_Position = uViewProj * vec4(aPos, 1.0);\n"
     "}\n";
@@ -151,20 +154,34 @@ static const char render_mesh_vs[] =
   "  c += vec3(0.08) * pow(1.0 - max(dot(n, v), 0.0), 3.0);\n"                        \
   "  return c;\n"                                                                     \
   "}\n"
+/* A submesh's base colour: its material's (uColor: linear) times its image (sRGB texture, so
+ * sampled linear) at (u, 1 - v), row 0 of the image being its top (vw_texture.c). */
+#define ALBEDO_FN                                                                     \
+  "uniform sampler2D uTex;\n"                                                         \
+  "uniform int uTextured;\n"                                                          \
+  "vec3 albedo(vec2 uv) {\n"                                                          \
+  "  vec3 c = uColor.rgb;\n"                                                          \
+  "  if (uTextured != 0) c *= texture(uTex, vec2(uv.x, 1.0 - uv.y)).rgb;\n"           \
+  "  return c;\n"                                                                     \
+  "}\n"
 
 static const char render_mesh_fs[] =
     "#version 330 core\n"
     "in vec3 vNormal;\n"
     "in vec3 vPos;\n"
     "in float vMask;\n"
+    "in vec2 vUV;\n"
     "uniform vec3 uEye;\n"
     "uniform vec4 uColor;\n"
     "uniform int uFlat;\n"
+    "uniform int uUnlit;\n"
     "out vec4 fragColor;\n"
     SHADE_FN
+    ALBEDO_FN
     "void main() {\n"
     "  if (uFlat != 0) { fragColor = uColor; return; }\n"
-    "  vec3 base = uColor.rgb * (1.0 - " MASK_DARKEN " * vMask);\n"
+    "  vec3 base = albedo(vUV) * (1.0 - " MASK_DARKEN " * vMask);\n"
+    "  if (uUnlit != 0) { fragColor = vec4(pow(base, vec3(1.0 / 2.2)), 1.0); return; }\n"
     "  fragColor = vec4(pow(shade(vNormal, vPos, uEye, base), vec3(1.0 / 2.2)), 1.0);\n"
     "}\n";
 
@@ -180,10 +197,12 @@ static const char render_wire_gs[] =
     "in vec3 vNormal[];\n"
     "in vec3 vPos[];\n"
     "in float vMask[];\n"
+    "in vec2 vUV[];\n"
     "uniform vec2 uViewport;\n"
     "out vec3 gNormal;\n"
     "out vec3 gPos;\n"
     "out float gMask;\n"
+    "out vec2 gUV;\n"
     "noperspective out vec3 gBary;\n"
     "flat out float gFade;\n"
     "void main() {\n"
@@ -198,6 +217,7 @@ static const char render_wire_gs[] =
     "    gNormal = vNormal[i];\n"
     "    gPos = vPos[i];\n"
     "    gMask = vMask[i];\n"
+    "    gUV = vUV[i];\n"
     "    gBary = vec3(i == 0, i == 1, i == 2);\n"
     "    gFade = fade;\n"
     "    gl_Position = gl_in[i].gl_Position;\n"
@@ -211,6 +231,7 @@ static const char render_wire_fs[] =
     "in vec3 gNormal;\n"
     "in vec3 gPos;\n"
     "in float gMask;\n"
+    "in vec2 gUV;\n"
     "noperspective in vec3 gBary;\n"
     "flat in float gFade;\n"
     "uniform vec3 uEye;\n"
@@ -218,8 +239,9 @@ static const char render_wire_fs[] =
     "uniform vec4 uLine;\n"
     "out vec4 fragColor;\n"
     SHADE_FN
+    ALBEDO_FN
     "void main() {\n"
-    "  vec3 c = shade(gNormal, gPos, uEye, uColor.rgb * (1.0 - " MASK_DARKEN " * gMask));\n"
+    "  vec3 c = shade(gNormal, gPos, uEye, albedo(gUV) * (1.0 - " MASK_DARKEN " * gMask));\n"
     "  vec3 px = gBary / max(fwidth(gBary), vec3(1e-6));\n" /* distance to each edge in pixels */
     "  float edge = 1.0 - smoothstep(0.4, 1.4, min(min(px.x, px.y), px.z));\n"
     "  c = mix(c, uLine.rgb, edge * gFade * uLine.a);\n"

@@ -280,6 +280,7 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
     return 0;
   }
   if (h->type == PROTO_MASK) return apply_mask(r, h, p, err, errlen);
+  if (h->type == PROTO_TEXTURE) return client__replica_texture(r, h, p, err, errlen);
   if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
   if (!r->have_snapshot) {
     snprintf(err, errlen, "state frame before the snapshot");

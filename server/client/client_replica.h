@@ -45,16 +45,25 @@ typedef struct client_replica {
    * [0, 1], NULL until the first MASK frame; mask_serial counts the frames applied. */
   float *mask;
   uint32_t mask_serial;
+  /* TEXTURE frames (capability "texture", client_texture.c) fill mesh->submeshes (ranges, base
+   * colours, texture indices) and mesh->images (an image's rgba stays NULL until its IMAGE);
+   * texture_serial counts the frames applied. */
+  uint32_t texture_serial;
 } client_replica;
 
 void client_replica_init(client_replica *r);
 void client_replica_fini(client_replica *r);
-/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS, DELTA or MASK frame. Other frames are ignored
+/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS, DELTA, MASK or TEXTURE frame. Other frames are ignored
  * (returns 0). Returns 0, or a PROTO_E* / MESH_E* code with a reason when the frame does not
  * decode or does not fit the mesh (an index beyond it, a frame before the snapshot). */
 int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *payload, char *err,
                          size_t errlen);
 /* Current positions (3 * vertex_count floats). Returns 0 or MESH_EINVAL before a snapshot. */
 int client_replica_positions(const client_replica *r, float *out);
+/* Whether the replica holds every TEXTURE frame its join brings: MATERIALS and each image it
+ * announced (client_texture.c). */
+int client_replica_textures_ready(const client_replica *r);
+/* A TEXTURE frame (client_texture.c; client_replica_apply calls it). */
+int client__replica_texture(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen);
 
 #endif

@@ -286,7 +286,7 @@ static int history_command(const char *rpc, const char *cmd, int argc, char **ar
 
 static const char *type_name(uint8_t t) {
   static const char *names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA",
-                                "EDIT", "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK", "PRESENCE"};
+                                "EDIT", "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK", "PRESENCE", "TEXTURE"};
   return t <= PROTO_LAST_TYPE ? names[t] : t == PROTO_MASK ? "MASK" : "?";
 }
 

@@ -183,9 +183,10 @@ TEST(the_capability_registry_names_its_ids_and_no_frame_of_versions_1_and_2_need
   ASSERT_EQ(proto_cap_find("noo", 3), -1);
   ASSERT_EQ(proto_cap_find("noopy", 5), -1);
   ASSERT(PROTO_CAP_COUNT <= 32); /* a set is a uint32_t */
-  for (int t = 0; t < 256; t++) /* versions 1 and 2 (1-12) need none; BULK needs "bulk", PRESENCE "presence", MASK "mask" */
+  for (int t = 0; t < 256; t++) /* versions 1 and 2 (1-12) need none; BULK needs "bulk", PRESENCE "presence", TEXTURE "texture", MASK "mask" */
     ASSERT_EQ(proto_cap_of_type((uint8_t)t), t == PROTO_BULK       ? (int)PROTO_CAP_BULK
                                              : t == PROTO_PRESENCE ? (int)PROTO_CAP_PRESENCE
+                                             : t == PROTO_TEXTURE  ? (int)PROTO_CAP_TEXTURE
                                              : t == PROTO_MASK     ? (int)PROTO_CAP_MASK
                                                                    : -1);
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {

@@ -2,6 +2,8 @@
  * test_export.c — OBJ and GLB export, read back by other readers.
  */
 #include <cjson/cJSON.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "oracle.h"
 #include "test.h"
@@ -130,5 +132,93 @@ TEST(export_to_an_unwritable_place_or_unknown_extension_fails_cleanly) {
   ASSERT_STR_CONTAINS(err, "/nonexistent/dir/x.obj");
   ASSERT_EQ(mesh_export(m, NULL, "/tmp/x.fbx", MESH_FORMAT_AUTO, err, sizeof(err)), MESH_EINVAL);
   ASSERT_STR_CONTAINS(err, ".obj or .glb");
+  mesh_destroy(m);
+}
+
+/* The materials of `r` (read back from an export) are `m`'s: the same submeshes with the same
+ * colours, each textured one with the very pixels of its image, and the same UVs under every
+ * vertex, so every texel lies under the vertex it lay under. */
+static void assert_same_materials(const mesh *m, const mesh *r) {
+  ASSERT_EQ(r->triangle_count, m->triangle_count);
+  ASSERT_EQ(r->submesh_count, m->submesh_count);
+  ASSERT(r->uvs != NULL);
+  /* Corner by corner (the reader joins vertices the export's recomputed normals made equal). */
+  for (uint32_t i = 0; i < 3 * m->triangle_count; i++) {
+    uint32_t a = m->triangles[i], b = r->triangles[i];
+    for (int k = 0; k < 3; k++) ASSERT_NEAR(r->positions[3 * b + k], m->positions[3 * a + k], 1e-6);
+    for (int k = 0; k < 2; k++) ASSERT_NEAR(r->uvs[2 * b + k], m->uvs[2 * a + k], 1e-6);
+  }
+  for (uint32_t i = 0; i < m->submesh_count; i++) {
+    const mesh_submesh *a = &m->submeshes[i], *b = &r->submeshes[i];
+    ASSERT_EQ(b->first_triangle, a->first_triangle);
+    ASSERT_EQ(b->triangle_count, a->triangle_count);
+    ASSERT_EQ(b->has_color, a->has_color);
+    for (int k = 0; a->has_color && k < 4; k++) ASSERT_NEAR(b->base_color[k], a->base_color[k], 1e-7);
+    ASSERT_EQ(b->texture != 0, a->texture != 0);
+    if (!a->texture) continue;
+    const mesh_image *x = &m->images[a->texture - 1], *y = &r->images[b->texture - 1];
+    ASSERT_EQ(y->width, x->width);
+    ASSERT_EQ(y->height, x->height);
+    ASSERT(memcmp(y->rgba, x->rgba, 4 * (size_t)x->width * x->height) == 0);
+  }
+}
+
+TEST(a_glb_export_embeds_the_textures_and_reads_back_with_the_same_pixels_colours_and_uvs) {
+  mesh *m = NULL, *r = NULL;
+  char err[MESH_ERR_LEN] = "", path[1024];
+  ASSERT_OK(mesh_import(test_assimp_model("OBJ/spider.obj"), NULL, &m, err, sizeof(err)), err);
+  ASSERT(m->image_count == 4);
+  snprintf(path, sizeof(path), "%s/spider.glb", test_tmpdir());
+  ASSERT_OK(mesh_export(m, NULL, path, MESH_FORMAT_AUTO, err, sizeof(err)), err);
+  ASSERT_OK(mesh_import(path, NULL, &r, err, sizeof(err)), err);
+  assert_same_materials(m, r);
+  /* The images are in the file itself, as glTF says: buffer views of PNG. */
+  cJSON *j = glb_json(path);
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "images")), 4);
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "materials")), (int)m->submesh_count);
+  ASSERT_STR_CONTAINS(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "images"), 0), "mimeType")->valuestring,
+                      "image/png");
+  cJSON_Delete(j);
+  mesh_destroy(r);
+  mesh_destroy(m);
+}
+
+TEST(an_obj_export_writes_an_mtl_and_pngs_beside_it_and_reads_back_with_the_same_pixels_colours_and_uvs) {
+  mesh *m = NULL, *r = NULL;
+  char err[MESH_ERR_LEN] = "", path[1024];
+  ASSERT_OK(mesh_import(test_assimp_model("OBJ/spider.obj"), NULL, &m, err, sizeof(err)), err);
+  snprintf(path, sizeof(path), "%s/out/spider-now.obj", test_tmpdir());
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s/out", test_tmpdir());
+  mkdir(dir, 0700);
+  ASSERT_OK(mesh_export(m, NULL, path, MESH_FORMAT_AUTO, err, sizeof(err)), err);
+  for (uint32_t i = 0; i < m->image_count; i++) {
+    char png[1100];
+    snprintf(png, sizeof(png), "%s/spider-now_%u.png", dir, i);
+    ASSERT(access(png, R_OK) == 0);
+  }
+  ASSERT_OK(mesh_import(path, NULL, &r, err, sizeof(err)), err);
+  assert_same_materials(m, r);
+  mesh_destroy(r);
+  /* A mesh without materials: the OBJ alone, naming no MTL (today's bytes). */
+  mesh *plain = sphere_with_targets();
+  mesh_export_file *files;
+  uint32_t n;
+  ASSERT_OK(mesh_export_obj_files(plain, NULL, "x/plain.obj", &files, &n, err, sizeof(err)), err);
+  ASSERT_EQ(n, 1);
+  ASSERT(strcmp(files[0].name, "x/plain.obj") == 0);
+  uint8_t *mem;
+  size_t len;
+  ASSERT_OK(mesh_export_mem(plain, NULL, MESH_FORMAT_OBJ, &mem, &len, err, sizeof(err)), err);
+  ASSERT(len == files[0].len && memcmp(mem, files[0].bytes, len) == 0);
+  free(mem);
+  mesh_export_files_free(files, n);
+  ASSERT_OK(mesh_export_obj_files(m, NULL, "x/spider.obj", &files, &n, err, sizeof(err)), err);
+  ASSERT_EQ(n, m->image_count + 2);
+  ASSERT(strcmp(files[n - 1].name, "x/spider.obj") == 0 && strcmp(files[n - 2].name, "x/spider.mtl") == 0);
+  ASSERT(strcmp(files[0].name, "x/spider_0.png") == 0);
+  ASSERT_STR_CONTAINS((const char *)files[n - 1].bytes, "mtllib spider.mtl\n");
+  mesh_export_files_free(files, n);
+  mesh_destroy(plain);
   mesh_destroy(m);
 }

@@ -42,6 +42,7 @@ function jsDecode(decoder, p, trav) {
     case 'target_add2': return P.decodeTargetAdd2(p, trav);
     case 'bulk': return P.decodeBulk(p);
     case 'mask': return P.decodeMask(p);
+    case 'texture': return P.decodeTexture(p);
     default: throw new Error(`no decoder ${decoder}`);
   }
 }
@@ -71,7 +72,7 @@ for (const d of decoders) {
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'presence', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
-    'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask']) {
+    'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask', 'texture']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
   }

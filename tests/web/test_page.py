@@ -219,6 +219,20 @@ def click_slider(d, el, frac):
     ActionChains(d).move_to_element_with_offset(el, int(el.size["width"] * (frac - 0.5)), 0).click().perform()
 
 
+def canvas_projection(d):
+    """The page's camera now as a function: a point to its canvas pixel (x right, y down)."""
+    cam = d.execute_script("return deformView.camera()")
+    m = cam["mvp"]
+
+    def px(p):
+        x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
+        y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
+        ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
+        return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+
+    return px
+
+
 def shot(d, name):
     if SHOTS:
         d.save_screenshot(os.path.join(SHOTS, name))
@@ -822,14 +836,7 @@ def test_the_page_darkens_what_its_authors_mask_holds_and_nothing_else():
         nonzero = [i for i, m in enumerate(page_mask) if m > 0]
         if nonzero != got["vertices"] or [page_mask[i] for i in nonzero] != got["values"]:
             fail("the page's mask differs from mask.get's")
-        cam = d.execute_script("return deformView.camera()")
-        m = cam["mvp"]
-
-        def px(p):
-            x = m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12]
-            y = m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13]
-            ww = m[3] * p[0] + m[7] * p[1] + m[11] * p[2] + m[15]
-            return ((x / ww + 1) / 2 * cam["width"], (1 - y / ww) / 2 * cam["height"])
+        px = canvas_projection(d)
 
         cell, reach = 4, 6
         near = set()
@@ -858,6 +865,68 @@ def test_the_page_darkens_what_its_authors_mask_holds_and_nothing_else():
         inv = srv.call("mask.get", {"session": "demo"})
         if len(inv["vertices"]) != want:
             fail(f"Ctrl+I left {len(inv['vertices'])} vertices masked, not {want}")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def write_quadrant_quad(folder):
+    """A square of side 2 facing +Z with UVs 0..1 and an MTL whose map_Kd is a 64 x 64 TGA of four
+    quadrants: the image's top left red, top right green, bottom left blue, bottom right yellow
+    (tests/viewer/test_view.c draws the same in deform-view)."""
+    rgb = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0)]
+    px = bytearray()
+    for y in range(64):
+        for x in range(64):
+            r, g, b = rgb[(y >= 32) * 2 + (x >= 32)]
+            px += bytes((b, g, r, 255))
+    head = bytes([0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64, 0, 64, 0, 32, 0x28])  # 32 bits, row 0 the top
+    with open(os.path.join(folder, "quadrants.tga"), "wb") as f:
+        f.write(head + bytes(px))
+    with open(os.path.join(folder, "quad.mtl"), "w") as f:
+        f.write("newmtl quad\nKd 1 1 1\nmap_Kd quadrants.tga\n")
+    with open(os.path.join(folder, "quad.obj"), "w") as f:
+        f.write("mtllib quad.mtl\nv -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
+                "vn 0 0 1\nusemtl quad\nf 1/1/1 2/2/1 3/3/1\nf 1/1/1 3/3/1 4/4/1\n")
+
+
+def test_the_page_draws_a_texture_where_its_uvs_put_it_and_spider_obj_with_its_own():
+    """The page asks for "texture": a square whose texture has four coloured quadrants shows each
+    quadrant's colour where the centre of that quadrant of the square projects (the image's top
+    row at v = 1, as deform-view); spider.obj brings its MTL's four JPEGs in five TEXTURE frames,
+    once, and draws them (shot page-spider.png)."""
+    folder = tempfile.mkdtemp(prefix="quad-", dir=TMP)
+    write_quadrant_quad(folder)
+    srv = Server("--mesh-dir", folder, "--mesh-dir", "/usr/share/assimp/models")
+    srv.call("session.create", {"session": "quad", "mesh": "quad.obj"})
+    srv.call("session.create", {"session": "spider", "mesh": "OBJ/spider.obj"})
+    d = browser()
+    ready = "return deformView.texturesReady && deformView.texturesDrawn === deformView.textureFrames"
+    try:
+        open_page(d, srv, "session=quad")
+        wait_for("the quad's texture, drawn", lambda: d.execute_script(ready))
+        if d.execute_script("return deformView.textureFrames") != 2:
+            fail("the quad's join brought other than MATERIALS and one IMAGE")
+        w, h, bpp, a = canvas_pixels(d)
+        shot(d, "page-quad.png")
+        px = canvas_projection(d)
+
+        for (u, v), want in (((0.25, 0.75), "red"), ((0.75, 0.75), "green"), ((0.25, 0.25), "blue"), ((0.75, 0.25), "yellow")):
+            x, y = px((2 * u - 1, 2 * v - 1, 0))
+            o = (int(y) * w + int(x)) * bpp
+            r, g, b = a[o], a[o + 1], a[o + 2]
+            print(f"uv ({u}, {v}) at canvas pixel ({x:.0f}, {y:.0f}): {r} {g} {b}, want {want}")
+            hi = {"red": (r,), "green": (g,), "blue": (b,), "yellow": (r, g)}[want]
+            lo = {"red": (g, b), "green": (r, b), "blue": (r, g), "yellow": (b,)}[want]
+            if min(hi) < 100 or max(lo) * 3 > min(hi):
+                fail(f"uv ({u}, {v}) is {r} {g} {b}, not {want}")
+        open_page(d, srv, "session=spider")
+        wait_for("spider's textures, drawn", lambda: d.execute_script(ready))
+        n = d.execute_script("return deformView.textureFrames")
+        if n != 5:
+            fail(f"spider's join brought {n} TEXTURE frames, not MATERIALS and four images")
+        time.sleep(0.3)
+        shot(d, "page-spider.png")
     finally:
         d.quit()
         srv.stop()

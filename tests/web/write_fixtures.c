@@ -26,6 +26,7 @@
 #include "proto_bulk.h"
 #include "proto_caps.h"
 #include "proto_presence.h"
+#include "proto_texture.h"
 
 static FILE *out;
 
@@ -51,6 +52,10 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
   if (strcmp(d, "mask") == 0) {
     proto_mask_view m;
     return proto_decode_mask(p, n, &m);
+  }
+  if (strcmp(d, "texture") == 0) {
+    proto_texture_view m;
+    return proto_decode_texture(p, n, &m);
   }
   if (strcmp(d, "welcome") == 0) {
     proto_welcome m;
@@ -529,6 +534,16 @@ static void other_cases(void) {
   proto_encode_mask(&b, 42, 10, 3, mv, mm);
   write_cases("mask", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   write_case("header", b.data, PROTO_HEADER_SIZE); /* type 20 is a header a granted client reads */
+  b.len = 0; /* TEXTURE (capability "texture"): MATERIALS and a small IMAGE, each byte changed */
+  const proto_material mat[2] = {{0, 10, 1, 1, {1.0f, 0.5f, 0.25f, 1.0f}}, {10, 5, 0, 0, {1, 1, 1, 1}}};
+  proto_encode_texture_materials(&b, 1, 2, mat);
+  write_cases("texture", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
+  write_case("header", b.data, PROTO_HEADER_SIZE);
+  b.len = 0;
+  uint8_t px[2 * 3 * 4];
+  for (size_t i = 0; i < sizeof(px); i++) px[i] = (uint8_t)(17 * i);
+  proto_encode_texture_image(&b, 0, "skin.png", 2, 3, px);
+  write_cases("texture", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   proto_buf_fini(&b);
 }
 

@@ -69,8 +69,9 @@ const net = new Net({
     tolerance: parseFloat(params.get('tolerance')) || 0,
     maxRate: parseFloat(params.get('max_rate')) || 0,
     // WELCOME then says the session's up axis (the camera orbits around it); MASK frames bring
-    // this author's own mask, drawn darker; PRESENCE frames say who else is here and where they work.
-    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE],
+    // this author's own mask, drawn darker; PRESENCE frames say who else is here and where they work;
+    // TEXTURE frames bring the materials and images, once per join.
+    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE, P.CAP.TEXTURE],
   },
   onWelcome: (w) => presence.reset(w.clientId),
   onPresence: (payload) => presence.apply(payload),
@@ -128,6 +129,10 @@ function frame() {
         buildSliders();
       } else if (c.meta) buildSliders();
       renderer.uploadSculpt(r, c.first, c.end);
+    }
+    if (c.textures) {
+      renderer.uploadTextures(r);
+      stats.texturesDrawn = r.textureSerial; // drawn below, in this frame
     }
     if (c.mask) {
       renderer.uploadMask(r);
@@ -670,6 +675,11 @@ window.deformView = {
   // vertices above 0.
   get mask() { return net.replica.mask || null; },
   get maskFrames() { return net.replica.maskSerial || 0; },
+  // TEXTURE frames applied this join, how many of them the canvas shows, and whether the join's
+  // materials and images are all here.
+  get textureFrames() { return net.replica.textureSerial || 0; },
+  get texturesDrawn() { return stats.texturesDrawn || 0; },
+  get texturesReady() { return !!net.replica.texturesReady; },
   get maskDrawn() { return stats.maskDrawn || 0; },
   get maskHeld() { return net.replica.mask ? net.replica.mask.reduce((n, m) => n + (m > 0), 0) : 0; },
   maskInvert: () => maskOp(P.MASK_OP.INVERT),

@@ -31,13 +31,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12, BULK: 13, PRESENCE: 14, MASK: 20,
+  TARGET: 11, TARGET_META: 12, BULK: 13, PRESENCE: 14, TEXTURE: 15, MASK: 20,
 };
-const LAST_TYPE = 14; // the header check (proto_frame.h PROTO_LAST_TYPE), and MASK (20): types past 12 need their capabilities
+const LAST_TYPE = 15; // the header check (proto_frame.h PROTO_LAST_TYPE), and MASK (20): types past 12 need their capabilities
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence', TEXTURE: 'texture' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -195,7 +195,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, PRESENCE, MASK: their capabilities
+  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, PRESENCE, TEXTURE, MASK: their capabilities
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }
@@ -473,6 +473,48 @@ export function decodeMask(p) {
     if (!(values[i] > 0 && values[i] <= 1)) fail(E.INVAL);
   }
   return { vertexCount, vertices, values };
+}
+
+// TEXTURE (type 15, capability "texture"; docs/protocol.md §17, proto_texture.c): MATERIALS
+// ({kind: 1, imageCount, materials: [{firstTriangle, triangleCount, texture, hasColor, baseColor}]})
+// or IMAGE ({kind: 2, index, width, height, encoding, name, pixels: RGBA8, row 0 the top}), the
+// checks in the C decoder's order.
+export const TEX = { MATERIALS: 1, IMAGE: 2, RGBA8: 0, MAX_IMAGES: 64, MAX_SIDE: 8192, MAX_SUBMESHES: 65535 };
+export function decodeTexture(p) {
+  const c = new Cursor(p);
+  const kind = c.u8();
+  if (kind === TEX.MATERIALS) {
+    const imageCount = c.u32();
+    const n = c.u32();
+    if (imageCount > TEX.MAX_IMAGES || n > TEX.MAX_SUBMESHES) fail(E.TOOBIG);
+    c.need(29 * n);
+    const materials = [];
+    for (let i = 0; i < n; i++) {
+      const m = { firstTriangle: c.u32(), triangleCount: c.u32(), texture: c.u32(), hasColor: c.u8(), baseColor: [] };
+      for (let k = 0; k < 4; k++) m.baseColor.push(c.f32raw());
+      materials.push(m);
+    }
+    for (const m of materials) {
+      if (m.texture > imageCount || m.hasColor > 1) fail(E.INVAL);
+      for (const x of m.baseColor) {
+        if (!finite(x)) fail(E.NONFINITE);
+        if (!(x >= 0 && x <= 1)) fail(E.INVAL);
+      }
+    }
+    c.finish();
+    return { kind, imageCount, materials };
+  }
+  if (kind !== TEX.IMAGE) fail(E.INVAL);
+  const index = c.u32();
+  const width = c.u32();
+  const height = c.u32();
+  const encoding = c.u8();
+  if (index >= TEX.MAX_IMAGES || encoding !== TEX.RGBA8) fail(E.INVAL);
+  if (width === 0 || height === 0 || width > TEX.MAX_SIDE || height > TEX.MAX_SIDE) fail(E.INVAL);
+  const name = c.str();
+  const pixels = c.bytes(4 * width * height);
+  c.finish();
+  return { kind, index, width, height, encoding, name, pixels };
 }
 
 export function decodeTargetAdd(p, limits) {

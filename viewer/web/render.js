@@ -7,7 +7,9 @@
 //   normals  one texel per welded vertex: the angle-weighted normals of its welded triangles,
 //            computed from the morphed positions (render vertices split at UV seams share one
 //            normal, as shared/mesh_normals.c, the CPU reference, does);
-//   draw     the triangles, each vertex fetching its position and its welded normal.
+//   draw     the triangles, each vertex fetching its position and its welded normal; one draw per
+//            submesh when the session has materials (TEXTURE frames): base colour × its image at
+//            (u, 1 − v), sRGB and mipmapped, as deform-view draws them.
 //
 // Why render-to-texture and not transform feedback: each pass needs random access to the
 // previous one's output (a normal needs its triangles' corners), which textures give through
@@ -98,12 +100,15 @@ uniform mat4 u_mvp;
 uniform mat4 u_view;
 in uint a_topo;
 in float a_mask; // the author's mask (0 without one): drawn darker
+in vec2 a_uv;    // the mesh's UVs (0 without): where its texture is sampled
 out vec3 v_n;
 out vec3 v_p;
 out float v_mask;
+out vec2 v_uv;
 ivec2 at(uint i) { return ivec2(int(i % ${TEX_W}u), int(i / ${TEX_W}u)); }
 void main() {
   v_mask = clamp(a_mask, 0.0, 1.0);
+  v_uv = a_uv;
   vec3 p = texelFetch(u_pos, at(uint(gl_VertexID)), 0).xyz;
   v_n = mat3(u_view) * texelFetch(u_nrm, at(a_topo), 0).xyz;
   v_p = (u_view * vec4(p, 1.0)).xyz;
@@ -115,10 +120,15 @@ precision highp float;
 in vec3 v_n;
 in vec3 v_p;
 in float v_mask;
+in vec2 v_uv;
 uniform vec3 u_color;
+uniform sampler2D u_tex; // the submesh's image (sRGB: sampled linear), row 0 its top
+uniform int u_textured;
 out vec4 o;
 void main() {
-  vec3 base = u_color * (1.0 - ${MASK_DARKEN} * v_mask); // as deform-view's (vw_shaders.c)
+  vec3 albedo = u_color;
+  if (u_textured != 0) albedo *= texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)).rgb; // as deform-view's
+  vec3 base = albedo * (1.0 - ${MASK_DARKEN} * v_mask); // as deform-view's (vw_shaders.c)
   vec3 n = normalize(v_n);
   if (!gl_FrontFacing) n = -n;
   vec3 l = normalize(vec3(0.4, 0.6, 1.0));
@@ -292,6 +302,18 @@ export class Renderer {
     const mloc = gl.getAttribLocation(this.mesh.p, 'a_mask');
     gl.enableVertexAttribArray(mloc);
     gl.vertexAttribPointer(mloc, 1, gl.FLOAT, false, 0, 0);
+    const uloc = gl.getAttribLocation(this.mesh.p, 'a_uv');
+    if (s.uvs) {
+      this.uvBuf = gl.createBuffer();
+      gl.bindBuffer(gl.ARRAY_BUFFER, this.uvBuf);
+      gl.bufferData(gl.ARRAY_BUFFER, s.uvs, gl.STATIC_DRAW);
+      gl.enableVertexAttribArray(uloc);
+      gl.vertexAttribPointer(uloc, 2, gl.FLOAT, false, 0, 0);
+    } else {
+      gl.disableVertexAttribArray(uloc);
+      gl.vertexAttrib2f(uloc, 0, 0);
+    }
+    this.images = [];
     this.indexBuf = gl.createBuffer();
     gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.indexBuf);
     gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, s.triangles, gl.STATIC_DRAW);
@@ -308,6 +330,50 @@ export class Renderer {
     gl.bindBuffer(gl.ARRAY_BUFFER, this.maskBuf);
     gl.bufferSubData(gl.ARRAY_BUFFER, 0, replica.mask || new Float32Array(this.V));
     gl.bindBuffer(gl.ARRAY_BUFFER, null);
+  }
+
+  // The session's images (replica.materials, TEXTURE frames): each uploaded once, as it arrives,
+  // sRGB and mipmapped (as deform-view's vw_texture.c).
+  uploadTextures(replica) {
+    const gl = this.gl;
+    const m = replica.materials;
+    if (!this.V || !m) return;
+    m.images.forEach((im, i) => {
+      if (!im || this.images[i]) return;
+      const t = gl.createTexture();
+      gl.bindTexture(gl.TEXTURE_2D, t);
+      gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+      gl.texImage2D(gl.TEXTURE_2D, 0, gl.SRGB8_ALPHA8, im.width, im.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, im.pixels);
+      gl.generateMipmap(gl.TEXTURE_2D);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.LINEAR_MIPMAP_LINEAR);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.LINEAR);
+      this.images[i] = t;
+    });
+    this.submeshes = m.submeshes;
+  }
+
+  // The triangles: one draw per submesh, its base colour (else the page's grey) × its image;
+  // one grey draw for a mesh without materials.
+  drawSubmeshes(u) {
+    const gl = this.gl;
+    const grey = [0.78, 0.66, 0.58];
+    gl.uniform1i(u.u_tex, 2);
+    gl.activeTexture(gl.TEXTURE2);
+    if (!this.submeshes || !this.submeshes.length) {
+      gl.uniform3fv(u.u_color, grey);
+      gl.uniform1i(u.u_textured, 0);
+      gl.drawElements(gl.TRIANGLES, this.indexCount, gl.UNSIGNED_INT, 0);
+      return;
+    }
+    for (const sm of this.submeshes) {
+      if (!sm.triangleCount) continue;
+      const tex = sm.texture && this.uvBuf ? this.images[sm.texture - 1] : null;
+      gl.uniform3fv(u.u_color, sm.hasColor ? sm.baseColor.slice(0, 3) : grey);
+      gl.uniform1i(u.u_textured, tex ? 1 : 0);
+      gl.bindTexture(gl.TEXTURE_2D, tex || null);
+      gl.drawElements(gl.TRIANGLES, 3 * sm.triangleCount, gl.UNSIGNED_INT, 12 * sm.firstTriangle);
+    }
+    gl.bindTexture(gl.TEXTURE_2D, null);
   }
 
   // Target deltas as layers (all of them again: a target is created rarely).
@@ -430,9 +496,8 @@ export class Renderer {
     gl.uniform1i(u.u_nrm, 1);
     gl.uniformMatrix4fv(u.u_mvp, false, camera.mvp);
     gl.uniformMatrix4fv(u.u_view, false, camera.view);
-    gl.uniform3f(u.u_color, 0.78, 0.66, 0.58);
     gl.bindVertexArray(this.vao);
-    gl.drawElements(gl.TRIANGLES, this.indexCount, gl.UNSIGNED_INT, 0);
+    this.drawSubmeshes(u);
     gl.bindVertexArray(null);
     if (marker) {
       gl.disable(gl.DEPTH_TEST);
@@ -490,7 +555,11 @@ export class Renderer {
     for (const t of [this.base, this.sculpt, this.deltas, this.span, this.inc, this.tri, this.nrm, ...(this.pos || [])])
       if (t) gl.deleteTexture(t);
     for (const f of [this.nrmFb, ...(this.posFb || [])]) if (f) gl.deleteFramebuffer(f);
-    for (const b of [this.topoBuf, this.indexBuf, this.maskBuf]) if (b) gl.deleteBuffer(b);
+    for (const t of this.images || []) if (t) gl.deleteTexture(t);
+    for (const b of [this.topoBuf, this.indexBuf, this.maskBuf, this.uvBuf]) if (b) gl.deleteBuffer(b);
+    this.images = [];
+    this.submeshes = null;
+    this.uvBuf = null;
     this.deltas = null;
     this.V = 0;
   }

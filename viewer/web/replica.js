@@ -49,6 +49,7 @@ export class Replica {
       this.changes.mask = true;
       return h.type;
     }
+    if (h.type === P.T.TEXTURE) return this.applyTexture(p);
     if (h.type !== P.T.WEIGHTS && h.type !== P.T.DELTA && h.type !== P.T.TARGET && h.type !== P.T.TARGET_META) return h.type;
     if (!this.snapshot) throw new ReplicaError(`a state frame (type ${h.type}) before the snapshot`);
     const s = this.snapshot;
@@ -83,6 +84,31 @@ export class Replica {
     return h.type;
   }
 
+  // TEXTURE (capability "texture", docs/protocol.md §17): MATERIALS gives each submesh's triangle
+  // range, base colour and image index and the image slots, each IMAGE fills one; they come once
+  // per join, right after the SNAPSHOT (client_texture.c in JavaScript).
+  applyTexture(p) {
+    if (!this.snapshot) throw new ReplicaError('TEXTURE before the snapshot');
+    const t = P.decodeTexture(p);
+    if (t.kind === P.TEX.MATERIALS) {
+      const nt = this.snapshot.triangles.length / 3;
+      for (const m of t.materials)
+        if (m.firstTriangle > nt || m.triangleCount > nt - m.firstTriangle) throw new ReplicaError('TEXTURE: a submesh outside the mesh');
+      this.materials = { submeshes: t.materials, images: new Array(t.imageCount).fill(null) };
+    } else {
+      if (!this.materials || t.index >= this.materials.images.length) throw new ReplicaError(`TEXTURE: image ${t.index} not announced`);
+      this.materials.images[t.index] = { name: t.name, width: t.width, height: t.height, pixels: t.pixels.slice() };
+    }
+    this.textureSerial++;
+    this.changes.textures = true;
+    return P.T.TEXTURE;
+  }
+
+  // Every TEXTURE frame of this join is here: MATERIALS and each image it announced.
+  get texturesReady() {
+    return !!this.materials && this.materials.images.every((i) => i !== null);
+  }
+
   requireTrav() {
     if (!this.snapshot.trav) throw new ReplicaError('a version 2 frame on a version 1 session');
     return this.snapshot.trav;
@@ -93,7 +119,9 @@ export class Replica {
     s.q = new Int32Array(3 * V);
     this.snapshot = s;
     this.mask = null; // a new mesh: the next MASK frame brings its mask
-    this.changes = { snapshot: true, weights: true, targets: true, meta: true, mask: true, first: V, end: 0 };
+    this.materials = null; // ... and its TEXTURE frames its materials
+    this.textureSerial = 0;
+    this.changes = { snapshot: true, weights: true, targets: true, meta: true, mask: true, textures: true, first: V, end: 0 };
     this.setOffsets(s.offsets);
   }
 
@@ -113,7 +141,7 @@ export class Replica {
   // What changed since the last call (and forgets it).
   takeChanges() {
     const c = this.changes;
-    this.changes = { snapshot: false, weights: false, targets: false, meta: false, mask: false, first: this.vertexCount, end: 0 };
+    this.changes = { snapshot: false, weights: false, targets: false, meta: false, mask: false, textures: false, first: this.vertexCount, end: 0 };
     return c;
   }
 

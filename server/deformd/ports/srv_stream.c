@@ -45,6 +45,7 @@
 #include "srv_blend.h"
 #include "srv_bulk.h"
 #include "srv_mask.h"
+#include "srv_texture.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
 
@@ -198,6 +199,7 @@ static void join_ready(srv_conn *c, int status) {
   c->sent_version = s->version;
   st->max_rate = srv_fanout_subscribe(s, c, st->codec, st->max_rate);
   c->server->stats.classes[c->stat_slot].viewers++;
+  srv_texture_send(s, c); /* its materials and images, once (capability "texture") */
   /* After its SNAPSHOT: the participants as they are now, when it asked for presence. */
   if (srv_presence_join(s, c, st->role, srv_caps_has(c, PROTO_CAP_PRESENCE)) != 0)
     srv_log(SRV_LOG_WARN, "connection %u: out of memory for presence: it is not listed", c->id);

@@ -271,6 +271,16 @@ static void export_work(uv_work_t *req) {
   /* A Z-up session's GLB gets a root rotation (glTF is Y-up); the vertex data stays the
    * session's coordinates. session->up never changes, so the pool may read it. */
   mesh_export_opts eo = {.z_up = j->session->up == 'z'};
+  if (!glb && j->dir_fd >= 0) { /* an OBJ in exports/: its MTL and PNGs beside it, the OBJ last */
+    mesh_export_file *files;
+    uint32_t n;
+    j->status = mesh_export_obj_files(m, shape, j->name, &files, &n, j->err, sizeof(j->err));
+    for (uint32_t i = 0; j->status == 0 && i < n; i++)
+      j->status = srv_data_write(j->dir_fd, files[i].name, "exports", files[i].bytes, files[i].len, j->err, sizeof(j->err));
+    mesh_export_files_free(files, n); /* NULL and 0 when the export failed */
+    free(shape);
+    return;
+  }
   j->status = mesh_export_mem_opts(m, shape, j->format, &eo, &j->bytes, &j->len, j->err, sizeof(j->err));
   free(shape);
   if (j->status == 0 && j->dir_fd >= 0) {

@@ -30,6 +30,7 @@
 #include "srv_session_wire.h"
 #include "srv_fanout.h"
 #include "srv_anim.h"
+#include "srv_texture.h"
 
 static void free_parts(srv_session *s) {
   free(s->name);
@@ -52,6 +53,7 @@ static void free_parts(srv_session *s) {
   srv_frame_unref(s->mesh_body);
   for (uint32_t t = 0; t < s->target_cap; t++) srv_frame_unref(s->target_parts[t]);
   free(s->target_parts);
+  srv_texture_fini(s);
   free(s->target_version);
   srv_anim_fini(s);
   if (s->history_fini) s->history_fini(s);
@@ -332,6 +334,7 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
    * codec gives them back; everything that numbers triangles is built after this. */
   int rc = mesh_optimize_triangle_order(m);
   if (rc == 0) rc = srv_session_encode_parts(s);
+  if (rc == 0) rc = srv_texture_encode(s);
   /* The welded topology and its adjacency are kept: every solve and brush needs them. */
   if (rc == 0) rc = mesh_topology_init(&s->topo, m, NULL, 0.0);
   if (rc == 0) rc = mesh_compute_stats(m, &s->topo, &s->stats);

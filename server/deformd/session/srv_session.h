@@ -66,6 +66,8 @@ struct srv_session {
   uint64_t *vertex_version;  /* per vertex: what version 2 catch-ups and paced updates send */
   srv_frame *mesh_body;      /* SNAPSHOT pieces shared by every join: positions, triangles, UVs */
   srv_frame **target_parts;  /* ... and one per target */
+  srv_frame **textures;      /* TEXTURE frames, once per join (srv_texture.c): MATERIALS, IMAGEs */
+  uint32_t texture_count;
   uint32_t target_cap;
   uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
   proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
