@@ -32,6 +32,7 @@ typedef enum proto_cap {
   PROTO_CAP_BULK = 2, /* "bulk": BULK frames (proto_bulk.h), vertex arrays as float32 on request */
   PROTO_CAP_MASK = 3, /* "mask": MASK frames, the connection's author's own mask (§14.7) */
   PROTO_CAP_PRESENCE = 4,/* "presence": PRESENCE frames (proto_presence.h), both ways */
+  PROTO_CAP_TEXCLIP = 6, /* "texclip": TEXCLIP and TEXWEIGHTS frames (proto_texclip.h); 5 is "texture" */
   PROTO_CAP_COUNT
 } proto_cap;
 

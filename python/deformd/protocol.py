@@ -35,8 +35,10 @@ HELLO, WELCOME, SNAPSHOT, WEIGHTS, DELTA, EDIT, ERROR, PING, PONG, BYE, TARGET, 
 BULK = 13  # capability "bulk" (§14): float32 arrays on request, either way
 PRESENCE = 14  # capability "presence" (§16): participants, cursors, cameras (this package never asks for it)
 MASK = 20  # capability "mask" (§14.7): an editor's own mask (this package never asks for it)
+TEXWEIGHTS, TEXCLIP = 16, 17  # capability "texclip" (§17): texture PCA clips (this package never asks for it)
 TYPE_NAMES = {1: "HELLO", 2: "WELCOME", 3: "SNAPSHOT", 4: "WEIGHTS", 5: "DELTA", 6: "EDIT", 7: "ERROR", 8: "PING",
-              9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META", 13: "BULK", 14: "PRESENCE", 20: "MASK"}
+              9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META", 13: "BULK", 14: "PRESENCE", 16: "TEXWEIGHTS",
+              17: "TEXCLIP", 20: "MASK"}
 LAST_TYPE = PRESENCE  # the header check of protocol/proto_frame.c (PROTO_LAST_TYPE), and MASK
 CAP_BULK = "bulk"
 BULK_GET, BULK_SET = 1, 2
@@ -199,7 +201,7 @@ def decode_header(b: bytes, max_frame: int = MAX_FRAME, last_type: int = LAST_TY
         fail(E_MAGIC)
     if h.version < VERSION_1 or h.version > VERSION_2:
         fail(E_VERSION)
-    if h.type < HELLO or (h.type > last_type and h.type != MASK):
+    if h.type < HELLO or (h.type > last_type and h.type not in (MASK, TEXWEIGHTS, TEXCLIP)):
         fail(E_TYPE)
     if h.length > max_frame:
         fail(E_TOOBIG)
