@@ -5,6 +5,7 @@
  * mesh_texpca.h — a second implementation of the reference the viewers' shaders are held to.
  */
 #include "mesh.h"
+#include "mesh_demo_texclip.h"
 #include "mesh_texpca.h"
 #include "pca.h"
 #include "test.h"
@@ -165,4 +166,59 @@ TEST(texpca_refuses_a_window_outside_the_texture_and_a_missing_budget) {
   ASSERT_EQ(texpca_build(fr, F, W, H, NULL, 0, b, &c, NULL, err, sizeof(err)), PCA_EINVAL);
   ASSERT_STR_CONTAINS(err, "max_error");
   free(fr);
+}
+
+/* ---- the demo head's clip (shared/mesh_demo_texclip.c) ---------------------------------------- */
+
+static uint32_t texel_at(const mesh *head, double x, double y, double z, uint32_t W, uint32_t H) {
+  double u = 0.5 + atan2(x, z) / (2 * M_PI), v = (y - head->bbox_min[1]) / (head->bbox_max[1] - head->bbox_min[1]);
+  return (uint32_t)(v * H) * W + (uint32_t)(u * W);
+}
+
+TEST(demo_texclip_blushes_the_cheeks_with_the_smile_and_furrows_the_brow_with_the_frown) {
+  mesh *head = NULL;
+  ASSERT_OK(mesh_demo_head(&head), NULL);
+  const uint32_t W = 256, H = 256, F = 3;
+  float smile[3] = {0, 1, 0}, frown[3] = {0, 0, 1}, *fr = NULL;
+  mesh_texclip_rect rects[2];
+  ASSERT_OK(mesh_demo_texclip(head, W, H, smile, frown, F, &fr, rects), NULL);
+  size_t plane = (size_t)W * H;
+  uint32_t cheek = texel_at(head, 0.038, -0.030, 0.070, W, H), back = texel_at(head, 0, 0, -0.1, W, H);
+  const float *f0 = fr, *f1 = fr + 3 * plane, *f2 = fr + 6 * plane;
+  ASSERT(f1[3 * cheek] - f0[3 * cheek] > 0.08);         /* redder */
+  ASSERT(f1[3 * cheek + 1] - f0[3 * cheek + 1] < -0.08); /* less green */
+  ASSERT_NEAR(f2[3 * cheek], f0[3 * cheek], 2e-3);      /* the frown leaves the cheek */
+  for (int ch = 0; ch < 3; ch++) ASSERT_NEAR(f1[3 * back + ch], f0[3 * back + ch], 0);
+  /* The brow: somewhere on it the frown darkens by a lot, and the cheek window holds the cheek. */
+  double darkest = 0;
+  for (uint32_t y = rects[1].y; y < rects[1].y + rects[1].h; y++)
+    for (uint32_t x = rects[1].x; x < rects[1].x + rects[1].w; x++) {
+      size_t i = 3 * ((size_t)y * W + x);
+      darkest = fmin(darkest, f2[i] - f0[i]);
+    }
+  ASSERT(darkest < -0.15);
+  ASSERT(cheek % W >= rects[0].x && cheek % W < rects[0].x + rects[0].w);
+  ASSERT(cheek / W >= rects[0].y && cheek / W < rects[0].y + rects[0].h);
+  free(fr);
+  /* Thirty frames of smile and frown: each window needs at most the two weights' components and
+   * the rest of the head none, within 2/255. */
+  float sm[30], fw[30];
+  for (int f = 0; f < 30; f++) {
+    sm[f] = (float)fmax(0, sin(2 * M_PI * f / 30));
+    fw[f] = (float)fmax(0, -sin(2 * M_PI * f / 30 + 0.3));
+  }
+  ASSERT_OK(mesh_demo_texclip(head, 128, 128, sm, fw, 30, &fr, rects), NULL);
+  texpca_budget b[3] = {{.max_error = 2.0 / 255}, {.max_error = 2.0 / 255}, {.max_error = 2.0 / 255}};
+  mesh_texclip c;
+  texpca_report rep;
+  char err[256] = "";
+  ASSERT_OK(texpca_build(fr, 30, 128, 128, rects, 2, b, &c, &rep, err, sizeof(err)), err);
+  ASSERT(rep.budget_met);
+  ASSERT_EQ(c.windows[0].count, 0);
+  ASSERT(c.windows[1].count >= 1 && c.windows[1].count <= 2);
+  ASSERT(c.windows[2].count >= 1 && c.windows[2].count <= 2);
+  ASSERT(stored_error(&c, fr, UINT32_MAX) <= 2.0 / 255);
+  mesh_texclip_fini(&c);
+  free(fr);
+  mesh_destroy(head);
 }
