@@ -5,7 +5,7 @@
  *
  * The texture is in the demo head's UVs (mesh_demo.c): u = 0.5 + atan2(x, z) / 2π around the
  * head (the face looks at u = 0.5), v = the height between the head's lowest and highest
- * vertex. A feature of the face is placed by mapping its 3D point with the same formula, so the
+ * vertex; texel row 0 is the top (v = 1), as in image files and mesh_image. A feature of the face is placed by mapping its 3D point with the same formula, so the
  * blush lands on the cheeks the smile lifts and the wrinkles on the brow the frown lowers.
  *
  * Frame f: skin + smile[f] · blush (two Gaussian patches, redder and darker in G and B) + frown[f]
@@ -45,10 +45,10 @@ static void skin(double u, double v, double rgb[3]) {
   rgb[2] = 0.57 + 0.6 * n;
 }
 
-/* Clamps a rectangle in [0, 1]² to texels. */
+/* Clamps a rectangle in [0, 1]² of UV to texels (row 0 at v = 1). */
 static mesh_texclip_rect rect_of(double u0, double v0, double u1, double v1, uint32_t W, uint32_t H) {
-  uint32_t x0 = (uint32_t)fmax(0, floor(u0 * W)), y0 = (uint32_t)fmax(0, floor(v0 * H));
-  uint32_t x1 = (uint32_t)fmin(W, ceil(u1 * W)), y1 = (uint32_t)fmin(H, ceil(v1 * H));
+  uint32_t x0 = (uint32_t)fmax(0, floor(u0 * W)), y0 = (uint32_t)fmax(0, floor((1 - v1) * H));
+  uint32_t x1 = (uint32_t)fmin(W, ceil(u1 * W)), y1 = (uint32_t)fmin(H, ceil((1 - v0) * H));
   return (mesh_texclip_rect){x0, y0, x1 > x0 ? x1 - x0 : 1, y1 > y0 ? y1 - y0 : 1};
 }
 
@@ -77,7 +77,7 @@ int mesh_demo_texclip(const mesh *head, uint32_t width, uint32_t height, const f
   double su = 0.035, sv = 1.3 * su * width / height; /* round-ish patches on the texture */
   for (uint32_t y = 0; y < height; y++)
     for (uint32_t x = 0; x < width; x++) {
-      double u = (x + 0.5) / width, v = (y + 0.5) / height;
+      double u = (x + 0.5) / width, v = 1.0 - (y + 0.5) / height; /* row 0 is the top (v = 1) */
       size_t i = (size_t)y * width + x;
       blush[i] = (float)(bell(u - cu[0], v - cv, su, sv) + bell(u - cu[1], v - cv, su, sv));
       double fade = bell(u - bu, v - bv, 0.07, 0.05);
@@ -90,7 +90,7 @@ int mesh_demo_texclip(const mesh *head, uint32_t width, uint32_t height, const f
       for (uint32_t x = 0; x < width; x++) {
         size_t i = (size_t)y * width + x;
         double rgb[3];
-        skin((x + 0.5) / width, (y + 0.5) / height, rgb);
+        skin((x + 0.5) / width, 1.0 - (y + 0.5) / height, rgb);
         double b = smile[f] * blush[i], w = frown[f] * wrinkle[i];
         rgb[0] += 0.10 * b - 0.22 * w;
         rgb[1] += -0.10 * b - 0.24 * w;

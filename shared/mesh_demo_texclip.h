@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* F frames of width × height RGB texels in [0, 1] (F × H × W × 3 floats, row 0 = v 0) for the
+/* F frames of width × height RGB texels in [0, 1] (F × H × W × 3 floats, row 0 = v 1) for the
  * head `head` (its bounds place the features; mesh_demo_head's UVs), frame f showing smile[f]
  * and frown[f] (each 0 .. 1, the smile_L/R and frown_L/R weights). rects[0] gets the cheeks'
  * window and rects[1] the brow's: everything that moves lies in them. Returns 0, MESH_EINVAL

@@ -172,7 +172,7 @@ TEST(texpca_refuses_a_window_outside_the_texture_and_a_missing_budget) {
 
 static uint32_t texel_at(const mesh *head, double x, double y, double z, uint32_t W, uint32_t H) {
   double u = 0.5 + atan2(x, z) / (2 * M_PI), v = (y - head->bbox_min[1]) / (head->bbox_max[1] - head->bbox_min[1]);
-  return (uint32_t)(v * H) * W + (uint32_t)(u * W);
+  return (uint32_t)((1 - v) * H) * W + (uint32_t)(u * W); /* row 0 is the top */
 }
 
 TEST(demo_texclip_blushes_the_cheeks_with_the_smile_and_furrows_the_brow_with_the_frown) {

@@ -56,6 +56,7 @@ static void free_parts(srv_session *s) {
   srv_anim_fini(s);
   if (s->history_fini) s->history_fini(s);
   if (s->masks_fini) s->masks_fini(s);
+  if (s->texclips_fini) s->texclips_fini(s);
 }
 
 void srv_session_destroy(srv_session *s) {

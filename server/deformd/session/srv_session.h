@@ -91,6 +91,8 @@ struct srv_session {
   void (*history_fini)(srv_session *s); /* set with `history`: frees it with the session */
   struct srv_masks *masks;   /* each author's mask, its steps and requests (srv_mask.c), or NULL */
   void (*masks_fini)(srv_session *s); /* set with `masks`: frees them with the session */
+  struct srv_texclips *texclips; /* animated texture clips (srv_texclip.c), or NULL; not stored */
+  void (*texclips_fini)(srv_session *s); /* set with `texclips`: frees them with the session */
   int64_t store_id;          /* the store's id (0: not stored) */
   uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
   int restoring;             /* replaying the store: on_applied records history, writes nothing */
