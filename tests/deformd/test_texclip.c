@@ -23,7 +23,10 @@ static const char *const no_args[] = {"--demo", NULL};
 #define TH 24
 #define TF 6
 
+static uint32_t shift = 0; /* a second clip's frames: texel(f + shift) */
+
 static float texel(uint32_t f, uint32_t x, uint32_t y, int ch) {
+  f += shift;
   double mean = 0.3 + 0.4 * (x + 2 * y + ch) / (TW + 2 * TH + 2.0);
   double a = 0.15 * sin(1.3 * f + 0.4), b = 0.08 * cos(0.7 * f);
   return (float)(mean + a * sin(0.4 * x + ch) * cos(0.3 * y) + b * cos(0.2 * x * y / 8.0 + ch));
@@ -254,5 +257,98 @@ TEST(texclip_upload_refuses_unknown_clips_bad_images_and_frames_of_two_sizes_wit
   ASSERT_EQ(harness_rpc_err(&h, "texclip.upload", up, msg, sizeof(msg)), -32602);
   ASSERT_STR_CONTAINS(msg, "frame 1 is 2 × 2");
   free(up);
+  harness_stop(&h);
+}
+
+/* The texture one TEXWEIGHTS frame shows (every entry summed, then clamped) against the mix
+ * m_a · frame fa of clip a + m_b · frame fb of clip b (shift 0 and 10). */
+static double mixed_error(const uint8_t *clip_a, size_t na, const uint8_t *clip_b, size_t nb,
+                          const proto_texweights_entry *e, uint32_t count, uint32_t fa, uint32_t fb) {
+  proto_texclip_window w[2][PROTO_TEXCLIP_MAX_WINDOWS];
+  proto_texclip_comp k[2][PROTO_TEXCLIP_MAX_COMPONENTS];
+  proto_texclip c[2] = {{.windows = w[0], .comps = k[0]}, {.windows = w[1], .comps = k[1]}};
+  ASSERT_OK(proto_decode_texclip(clip_a, na, &c[0]), NULL);
+  ASSERT_OK(proto_decode_texclip(clip_b, nb, &c[1]), NULL);
+  double worst = 0;
+  size_t plane = (size_t)TW * TH;
+  for (uint32_t y = 0; y < TH; y++)
+    for (uint32_t x = 0; x < TW; x++) {
+      double d2 = 0;
+      for (int ch = 0; ch < 3; ch++) {
+        double v = 0, want = 0;
+        for (uint32_t i = 0; i < count; i++) {
+          const proto_texclip *cc = &c[e[i].id == c[0].id ? 0 : 1];
+          v += e[i].mean * cc->texels[3 * (y * TW + x) + ch] / 255.0;
+          for (uint32_t j = 0; j < cc->component_count; j++) /* window 0 only: no windows here */
+            v += e[i].weights[j] *
+                 (cc->comps[j].offset + cc->comps[j].scale * cc->texels[3 * (plane * cc->comps[j].layer + y * TW + x) + ch] / 255.0);
+          shift = cc == &c[0] ? 0 : 10;
+          want += e[i].mean * texel(cc == &c[0] ? fa : fb, x, y, ch);
+          shift = 0;
+        }
+        v = fmin(1, fmax(0, v));
+        d2 += (v - want) * (v - want);
+      }
+      worst = fmax(worst, sqrt(d2));
+    }
+  return worst;
+}
+
+TEST(an_anim_blend_crossfades_the_texture_clips_in_weight_space) {
+  harness h;
+  harness_start(&h, "demo", no_args);
+  char p[1200];
+  snprintf(p, sizeof(p), "{\"session\":\"syd\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
+  cJSON_Delete(harness_rpc_ok(&h, "session.create", p));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"stand\",\"components\":4,\"name\":\"idle\"}"));
+  char *up = upload_params("a", "run", 10, NULL);
+  cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
+  free(up);
+  shift = 10;
+  up = upload_params("b", "stand", 10, NULL);
+  shift = 0;
+  cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
+  free(up);
+  client_conn v;
+  join(&h, &v, PROTO_CAP_BIT(PROTO_CAP_TEXCLIP));
+  uint8_t *clips[2] = {malloc(1 << 16), malloc(1 << 16)};
+  size_t lens[2] = {0, 0};
+  char err[256];
+  proto_header hd;
+  const uint8_t *pl;
+  for (int got = 0; got < 2;) { /* after the SNAPSHOT: the two clips' TEXCLIP frames, in upload order */
+    ASSERT_OK(client_read_frame(&v, 5000, &hd, &pl, err, sizeof(err)), err);
+    if (hd.type != PROTO_TEXCLIP) continue;
+    memcpy(clips[got], pl, hd.length);
+    lens[got++] = hd.length;
+  }
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"syd\",\"clip\":\"run\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.blend", "{\"session\":\"syd\",\"clip\":\"stand\",\"duration\":3.0}"));
+  /* (3 s: long enough that the player's ticks land inside the fade even on a loaded machine.)
+   * Every TEXWEIGHTS until the fade is over: one entry (a, then b) or two whose means sum to 1,
+   * and the texture each shows is the mix of one frame of a and one of b. */
+  uint32_t mixes = 0, b_alone = 0;
+  while (!b_alone) {
+    ASSERT_OK(client_read_frame(&v, 5000, &hd, &pl, err, sizeof(err)), err);
+    if (hd.type != PROTO_TEXWEIGHTS) continue;
+    proto_texweights_entry e[PROTO_TEXWEIGHTS_MAX_CLIPS];
+    uint32_t n = 0;
+    ASSERT_OK(proto_decode_texweights(pl, hd.length, e, &n), NULL);
+    ASSERT(n == 1 || n == 2);
+    if (n == 2) {
+      ASSERT_NEAR(e[0].mean + e[1].mean, 1, 1e-6);
+      ASSERT(e[0].id != e[1].id);
+    }
+    double best = 1e9;
+    for (uint32_t fa = 0; fa < TF; fa++)
+      for (uint32_t fb = 0; fb < TF; fb++) best = fmin(best, mixed_error(clips[0], lens[0], clips[1], lens[1], e, n, fa, fb));
+    ASSERT(best <= 3.0 / 255);
+    mixes += n == 2 && e[0].mean > 0 && e[0].mean < 1;
+    b_alone = n == 1 && e[0].mean == 1 && mixes > 0 && e[0].id == proto_load_u32(clips[1]);
+  }
+  ASSERT(mixes >= 1);
+  free(clips[0]);
+  free(clips[1]);
   harness_stop(&h);
 }
