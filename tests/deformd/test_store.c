@@ -192,9 +192,9 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   cJSON *t0 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   harness_stop(&h);
   /* Version 1 is the schema before versions: no step rows, checkpoints without history,
-   * sessions without an up axis (schema 3), no masks (schema 4). */
+   * sessions without an up axis (schema 3), no masks (schema 4), no texture clips (schema 5). */
   sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; ALTER TABLE sessions DROP COLUMN up; "
-           "DROP TABLE masks; PRAGMA user_version = 1;");
+           "DROP TABLE masks; DROP TABLE texclips; PRAGMA user_version = 1;");
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 1);
   harness_start_on(&h, dir, "demo", "--demo");
   cJSON *s1 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
@@ -210,7 +210,8 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   harness_rpc_done(&h, "history.undo", "{\"session\":\"demo\"}");
   harness_rpc_done(&h, "mask.invert", "{\"session\":\"demo\"}"); /* schema 4's masks table came back */
   harness_stop(&h);
-  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 4);
+  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 5);
+  ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM texclips"), 0); /* schema 5's table came back */
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM masks"), 1);
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM sessions WHERE up = 'y'"), sql_int(dir, "SELECT count(*) FROM sessions"));
   ASSERT(sql_int(dir, "SELECT count(*) FROM steps") >= 1);

@@ -13,7 +13,12 @@
  * frame): absolute (the clips shown now, each with all its weights), sent only when it differs
  * from the last one, and kept for late joiners.
  *
- * DOES NOT parse requests or store clips (they are not durable yet).
+ * Stored body (schema 5's texclips table): the followed clip's name, fps, the TEXCLIP frame as
+ * sent (header included), F and K, F × K float weights, and the report's JSON text; a restore
+ * decodes the frame with proto_decode_texclip's checks, so a damaged row fails its session's
+ * restore with a reason instead of reaching a viewer.
+ *
+ * DOES NOT parse requests.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +32,8 @@
 #include "proto_texclip.h"
 #include "pca.h"
 #include "srv_base64.h"
+#include "srv_bytes.h"
+#include "srv_store.h"
 #include "srv_error.h"
 #include "srv_frame.h"
 #include "srv_log.h"
@@ -254,6 +261,8 @@ static cJSON *report_json(const srv_texclip *t, const upload_job *j) {
   return o;
 }
 
+static void store_clip(srv_server *srv, srv_session *s, const srv_texclip *t);
+
 static void send_to_texclip_viewers(srv_session *s, srv_frame *f) {
   for (srv_conn *c = srv_fanout_first(s); c; c = srv_fanout_next(c))
     if (srv_caps_has(c, PROTO_CAP_TEXCLIP) && srv_conn_send(c, f) != 0)
@@ -325,6 +334,7 @@ static void upload_done(uv_work_t *req, int status) {
       srv_reply_error(&j->reply, rc, msg);
     } else {
       send_to_texclip_viewers(s, t->frame);
+      store_clip(srv, s, t);
       srv_log(SRV_LOG_INFO, "session %s: texture clip %s: %u frames of %u × %u, %u components (max error %.2f/255)",
               s->name, t->name, t->clip.frame_count, t->clip.width, t->clip.height, t->clip.component_count,
               j->report.max_error * 255);
@@ -379,6 +389,124 @@ int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, 
   srv->pending_jobs++;
   srv_session_ref(s);
   return 0;
+}
+
+/* ---- the store ------------------------------------------------------------------------------------ */
+
+static void store_clip(srv_server *srv, srv_session *s, const srv_texclip *t) {
+  if (!srv->store || !s->store_id) return;
+  proto_buf b;
+  proto_buf_init(&b);
+  char *json = cJSON_PrintUnformatted(t->report);
+  uint32_t F = t->clip.frame_count, K = t->clip.component_count;
+  srv_bytes_str(&b, t->follows);
+  srv_bytes_f32(&b, t->fps);
+  srv_bytes_varint(&b, t->frame->len);
+  srv_bytes_put(&b, t->frame->data, t->frame->len);
+  srv_bytes_varint(&b, F);
+  srv_bytes_varint(&b, K);
+  for (size_t i = 0; i < (size_t)F * K; i++) srv_bytes_f32(&b, t->clip.weights[i]);
+  size_t jl = json ? strlen(json) : 0;
+  srv_bytes_varint(&b, jl);
+  if (jl) srv_bytes_put(&b, json, jl);
+  free(json);
+  if (!json || b.failed || srv_store_put_texclip(srv->store, s->store_id, t->name, b.data, b.len) != 0)
+    srv_log(SRV_LOG_ERROR, "session %s: cannot queue texture clip %s for the store (out of memory)", s->name, t->name);
+  proto_buf_fini(&b);
+}
+
+/* The stored clip's mesh_texclip from its decoded TEXCLIP frame (texels RGB -> RGBA). */
+static int clip_from_frame(const proto_texclip *pc, uint32_t F, mesh_texclip *c, char *err, size_t errlen) {
+  mesh_texclip_rect rects[MESH_TEXCLIP_MAX_WINDOWS];
+  uint32_t count[MESH_TEXCLIP_MAX_WINDOWS];
+  for (uint32_t r = 0; r < pc->window_count; r++) {
+    if (r) rects[r - 1] = (mesh_texclip_rect){pc->windows[r].x, pc->windows[r].y, pc->windows[r].w, pc->windows[r].h};
+    count[r] = pc->windows[r].count;
+  }
+  if (mesh_texclip_layout(c, pc->width, pc->height, F, rects, pc->window_count - 1u, count, err, errlen) != 0)
+    return SRV_EDAMAGED;
+  if (c->layers != pc->layers) {
+    snprintf(err, errlen, "its frame has %u layers, its windows make %u", pc->layers, c->layers);
+    mesh_texclip_fini(c);
+    return SRV_EDAMAGED;
+  }
+  for (uint32_t k = 0; k < pc->component_count; k++)
+    c->comps[k] = (mesh_texclip_comp){pc->comps[k].layer, pc->comps[k].x, pc->comps[k].y, pc->comps[k].scale,
+                                      pc->comps[k].offset};
+  for (size_t i = 0; i < (size_t)c->layers * c->width * c->height; i++) memcpy(c->texels + 4 * i, pc->texels + 3 * i, 3);
+  return 0;
+}
+
+int srv_texclip_load(srv_session *s, const char *name, const uint8_t *p, size_t n, char *err, size_t errlen) {
+  srv_bytes_cur cur = {p, p + n, 0};
+  char *follows = srv_bytes_get_str(&cur);
+  float fps = srv_bytes_get_f32(&cur);
+  uint64_t flen = srv_bytes_get_varint(&cur);
+  const uint8_t *frame = cur.p;
+  int rc = SRV_EDAMAGED;
+  srv_texclip *t = NULL;
+  proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
+  proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
+  proto_texclip pc = {.windows = w, .comps = k};
+  proto_header h;
+  if (cur.bad || flen > (uint64_t)(cur.end - cur.p) || flen < PROTO_HEADER_SIZE ||
+      proto_header_decode(frame, NULL, &h) != 0 || h.type != PROTO_TEXCLIP || h.length != flen - PROTO_HEADER_SIZE ||
+      proto_decode_texclip(frame + PROTO_HEADER_SIZE, h.length, &pc) != 0) {
+    snprintf(err, errlen, "texture clip '%s' of session '%s': its stored frame does not decode", name, s->name);
+    goto out;
+  }
+  cur.p += flen;
+  uint64_t F = srv_bytes_get_varint(&cur), K = srv_bytes_get_varint(&cur);
+  if (cur.bad || K != pc.component_count || F == 0 || F > SRV_TEXCLIP_MAX_FRAMES ||
+      F * K * 4 > (uint64_t)(cur.end - cur.p)) {
+    snprintf(err, errlen, "texture clip '%s' of session '%s': its stored weights are damaged", name, s->name);
+    goto out;
+  }
+  srv_texclips *x = texclips_of(s);
+  t = x ? calloc(1, sizeof(*t)) : NULL;
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    rc = SRV_EINTERNAL;
+    goto out;
+  }
+  char why[256] = "";
+  if (clip_from_frame(&pc, (uint32_t)F, &t->clip, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "texture clip '%s' of session '%s': %s", name, s->name, why);
+    goto out;
+  }
+  for (size_t i = 0; i < F * K; i++) t->clip.weights[i] = srv_bytes_get_f32(&cur);
+  uint64_t jl = srv_bytes_get_varint(&cur);
+  if (cur.bad || jl != (uint64_t)(cur.end - cur.p)) {
+    snprintf(err, errlen, "texture clip '%s' of session '%s': its stored report is damaged", name, s->name);
+    goto out;
+  }
+  t->report = cJSON_ParseWithLength((const char *)cur.p, (size_t)jl);
+  proto_buf fb;
+  proto_buf_init(&fb);
+  uint8_t *copy = proto_buf_append(&fb, flen);
+  if (copy) memcpy(copy, frame, flen);
+  t->frame = copy ? srv_frame_from_buf(&fb) : NULL;
+  proto_buf_fini(&fb);
+  t->name = strdup(name);
+  if (!t->report || !t->frame || !t->name) {
+    snprintf(err, errlen, "texture clip '%s' of session '%s': out of memory or a damaged report", name, s->name);
+    goto out;
+  }
+  t->follows = follows;
+  follows = NULL;
+  t->fps = fps;
+  t->id = pc.id;
+  if (pc.id >= x->next_id) x->next_id = pc.id + 1;
+  srv_texclip **tail = &x->head;
+  while (*tail) tail = &(*tail)->next;
+  *tail = t;
+  x->count++;
+  t = NULL;
+  rc = 0;
+out:
+  if (t) texclip_free(t);
+  free(follows);
+  return rc;
 }
 
 /* ---- joins and playback --------------------------------------------------------------------------- */

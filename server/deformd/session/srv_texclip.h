@@ -11,7 +11,8 @@
  * history (the vertex weights of the same playback do), and a late joiner gets the latest frame.
  *
  * DOES NOT parse requests (rpc/srv_texclip_rpc.c) or decompose (server/solve/texpca.c, run from
- * here on the pool). Not stored yet: texture clips live as long as the session runs.
+ * here on the pool). Stored with the session (the store's texclips table, schema 5): the
+ * TEXCLIP frame's bytes, the clip followed, the per-frame weights and the report.
  */
 #ifndef DEFORMD_SRV_TEXCLIP_H
 #define DEFORMD_SRV_TEXCLIP_H
@@ -60,6 +61,11 @@ void srv_texclip_spec_fini(srv_texclip_spec *spec);
  * SRV_ELIMIT, SRV_EINTERNAL with a reason (the spec is left to the caller). */
 int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, srv_reply reply, char *err,
                        size_t errlen);
+
+/* A stored texture clip (srv_store_read_texclips' body, srv_texclip.c's encoding) added to a
+ * session being restored (on the pool: the session is nobody else's yet). Returns 0, or
+ * SRV_EDAMAGED / SRV_EINTERNAL with a reason. */
+int srv_texclip_load(srv_session *s, const char *name, const uint8_t *p, size_t n, char *err, size_t errlen);
 
 /* The session's texture clips, in upload order (NULL: none). */
 const srv_texclip *srv_texclip_first(const srv_session *s);
