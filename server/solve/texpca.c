@@ -21,6 +21,8 @@
 #include "dfm.h"
 #include "mesh_texpca.h"
 #include "pca.h"
+#include "proto.h"
+#include "proto_texclip.h"
 #include "texpca.h"
 
 typedef struct window_work {
@@ -190,5 +192,30 @@ int texpca_build(const float *frames, uint32_t frame_count, uint32_t width, uint
     free(ww[r].texels);
   }
   free(scratch);
+  return rc;
+}
+
+int texpca_encode_texclip(const mesh_texclip *c, uint32_t id, const char *name, float fps, proto_buf *b) {
+  proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
+  proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
+  size_t len = strlen(name), n = (size_t)c->layers * c->width * c->height;
+  if (len > PROTO_MAX_NAME || c->window_count > PROTO_TEXCLIP_MAX_WINDOWS ||
+      c->component_count > PROTO_TEXCLIP_MAX_COMPONENTS)
+    return PROTO_EINVAL;
+  uint8_t *rgb = malloc(3 * n + 1);
+  if (!rgb) return PROTO_ENOMEM;
+  for (size_t i = 0; i < n; i++) memcpy(rgb + 3 * i, c->texels + 4 * i, 3);
+  for (uint32_t r = 0; r < c->window_count; r++)
+    w[r] = (proto_texclip_window){(uint16_t)c->windows[r].x, (uint16_t)c->windows[r].y, (uint16_t)c->windows[r].w,
+                                  (uint16_t)c->windows[r].h, (uint8_t)c->windows[r].first, (uint8_t)c->windows[r].count};
+  for (uint32_t i = 0; i < c->component_count; i++)
+    k[i] = (proto_texclip_comp){(uint8_t)c->comps[i].layer, (uint16_t)c->comps[i].x, (uint16_t)c->comps[i].y,
+                                c->comps[i].scale, c->comps[i].offset};
+  proto_texclip pc = {.id = id, .name = {name, (uint16_t)len}, .width = (uint16_t)c->width,
+                      .height = (uint16_t)c->height, .frame_count = c->frame_count, .fps = fps,
+                      .window_count = (uint8_t)c->window_count, .component_count = (uint8_t)c->component_count,
+                      .layers = (uint8_t)c->layers, .windows = w, .comps = k, .texels = rgb};
+  int rc = proto_encode_texclip(b, &pc);
+  free(rgb);
   return rc;
 }

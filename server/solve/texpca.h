@@ -63,6 +63,12 @@ int texpca_build(const float *frames, uint32_t frame_count, uint32_t width, uint
                  const mesh_texclip_rect *rects, uint32_t rect_count, const texpca_budget *budget,
                  mesh_texclip *out, texpca_report *report, char *err, size_t errlen);
 
+/* Appends the TEXCLIP frame of `c` (docs/protocol.md §17: RGB texels, the tables) with `id`, `name`
+ * and `fps` to b. Returns 0, PROTO_EINVAL (a name over 255 bytes, a layout the frame cannot carry)
+ * or PROTO_ENOMEM. */
+struct proto_buf;
+int texpca_encode_texclip(const mesh_texclip *c, uint32_t id, const char *name, float fps, struct proto_buf *b);
+
 #ifdef __cplusplus
 }
 #endif

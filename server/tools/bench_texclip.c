@@ -31,7 +31,6 @@
 #include "mesh_demo_texclip.h"
 #include "mesh_texpca.h"
 #include "proto.h"
-#include "proto_texclip.h"
 #include "texpca.h"
 
 typedef struct sink {
@@ -124,27 +123,10 @@ static int image_rows(const float *fr, uint32_t N, uint32_t F, int json, const c
 
 /* The TEXCLIP frame's bytes as deformd would send it (RGB texels). */
 static double texclip_frame_bytes(const mesh_texclip *c) {
-  proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
-  proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
-  size_t n = (size_t)c->layers * c->width * c->height;
-  uint8_t *rgb = malloc(3 * n);
-  if (!rgb) return 0;
-  for (size_t i = 0; i < n; i++) memcpy(rgb + 3 * i, c->texels + 4 * i, 3);
-  for (uint32_t r = 0; r < c->window_count; r++)
-    w[r] = (proto_texclip_window){(uint16_t)c->windows[r].x, (uint16_t)c->windows[r].y, (uint16_t)c->windows[r].w,
-                                  (uint16_t)c->windows[r].h, (uint8_t)c->windows[r].first, (uint8_t)c->windows[r].count};
-  for (uint32_t i = 0; i < c->component_count; i++)
-    k[i] = (proto_texclip_comp){(uint8_t)c->comps[i].layer, (uint16_t)c->comps[i].x, (uint16_t)c->comps[i].y,
-                                c->comps[i].scale, c->comps[i].offset};
-  proto_texclip pc = {.name = {"demo", 4}, .width = (uint16_t)c->width, .height = (uint16_t)c->height,
-                      .frame_count = c->frame_count, .fps = 30, .window_count = (uint8_t)c->window_count,
-                      .component_count = (uint8_t)c->component_count, .layers = (uint8_t)c->layers, .windows = w,
-                      .comps = k, .texels = rgb};
   proto_buf b;
   proto_buf_init(&b);
-  double len = proto_encode_texclip(&b, &pc) == 0 ? (double)b.len : 0;
+  double len = texpca_encode_texclip(c, 0, "demo", 30, &b) == 0 ? (double)b.len : 0;
   proto_buf_fini(&b);
-  free(rgb);
   return len;
 }
 

@@ -150,13 +150,19 @@ static void join(harness *h, client_conn *c, uint32_t caps) {
   ASSERT_OK(client_hello2(c, "syd", PROTO_ROLE_VIEWER, NULL, &o), NULL);
 }
 
+/* Session "syd": sydney.md2, its clip "run" compressed (the clock texture clips follow). */
+static void open_syd(harness *h) {
+  char p[1200];
+  snprintf(p, sizeof(p), "{\"session\":\"syd\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
+  cJSON_Delete(harness_rpc_ok(h, "session.create", p));
+  cJSON_Delete(harness_rpc_ok(h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+}
+
 TEST(a_texture_clip_plays_on_its_clips_clock_and_viewers_rebuild_each_frame_within_the_bound) {
   harness h;
   harness_start(&h, "demo", no_args);
   char p[1200];
-  snprintf(p, sizeof(p), "{\"session\":\"syd\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
-  cJSON_Delete(harness_rpc_ok(&h, "session.create", p));
-  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+  open_syd(&h);
   client_conn v, plain;
   join(&h, &v, PROTO_CAP_BIT(PROTO_CAP_TEXCLIP));
   join(&h, &plain, PROTO_CAP_BIT(PROTO_CAP_NOOP));
@@ -297,10 +303,7 @@ static double mixed_error(const uint8_t *clip_a, size_t na, const uint8_t *clip_
 TEST(an_anim_blend_crossfades_the_texture_clips_in_weight_space) {
   harness h;
   harness_start(&h, "demo", no_args);
-  char p[1200];
-  snprintf(p, sizeof(p), "{\"session\":\"syd\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
-  cJSON_Delete(harness_rpc_ok(&h, "session.create", p));
-  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+  open_syd(&h);
   cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"stand\",\"components\":4,\"name\":\"idle\"}"));
   char *up = upload_params("a", "run", 10, NULL);
   cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
@@ -374,10 +377,7 @@ TEST(a_texture_clip_is_stored_with_its_session_and_served_the_same_after_a_resta
   const char *dir = test_tmp_path("texclip-store");
   harness h;
   harness_start_on(&h, dir, "demo", "--demo");
-  char p[1200];
-  snprintf(p, sizeof(p), "{\"session\":\"syd\",\"mesh\":\"%s\"}", harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
-  cJSON_Delete(harness_rpc_ok(&h, "session.create", p));
-  cJSON_Delete(harness_rpc_ok(&h, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+  open_syd(&h);
   char *up = upload_params("skin", "run", 10, "[{\"x\":4,\"y\":3,\"w\":10,\"h\":8,\"max_error\":0.0117}]");
   cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
   free(up);

@@ -172,27 +172,8 @@ static int decode_frame(upload_job *j, uint32_t f, float **frames) {
 
 /* The TEXCLIP frame of the clip (RGB texels). */
 static int encode_clip(upload_job *j) {
-  const mesh_texclip *c = &j->clip;
-  proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
-  proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
-  size_t n = (size_t)c->layers * c->width * c->height;
-  uint8_t *rgb = malloc(3 * n + 1);
-  if (!rgb) return PROTO_ENOMEM;
-  for (size_t i = 0; i < n; i++) memcpy(rgb + 3 * i, c->texels + 4 * i, 3);
-  for (uint32_t r = 0; r < c->window_count; r++)
-    w[r] = (proto_texclip_window){(uint16_t)c->windows[r].x, (uint16_t)c->windows[r].y, (uint16_t)c->windows[r].w,
-                                  (uint16_t)c->windows[r].h, (uint8_t)c->windows[r].first, (uint8_t)c->windows[r].count};
-  for (uint32_t i = 0; i < c->component_count; i++)
-    k[i] = (proto_texclip_comp){(uint8_t)c->comps[i].layer, (uint16_t)c->comps[i].x, (uint16_t)c->comps[i].y,
-                                c->comps[i].scale, c->comps[i].offset};
-  proto_texclip pc = {.id = j->id, .name = {j->spec.name, (uint16_t)strlen(j->spec.name)}, .width = (uint16_t)c->width,
-                      .height = (uint16_t)c->height, .frame_count = c->frame_count, .fps = j->spec.fps,
-                      .window_count = (uint8_t)c->window_count, .component_count = (uint8_t)c->component_count,
-                      .layers = (uint8_t)c->layers, .windows = w, .comps = k, .texels = rgb};
   proto_buf_init(&j->frame);
-  int rc = proto_encode_texclip(&j->frame, &pc);
-  free(rgb);
-  return rc;
+  return texpca_encode_texclip(&j->clip, j->id, j->spec.name, j->spec.fps, &j->frame);
 }
 
 static void upload_work(uv_work_t *req) {
