@@ -156,7 +156,7 @@ TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_ide
   int status = run_deformd(args, &log);
   ASSERT(status > 0);
   ASSERT_STR_CONTAINS(log, "schema version 7");
-  ASSERT_STR_CONTAINS(log, "this deformd's 4");
+  ASSERT_STR_CONTAINS(log, "this deformd's 5");
   uint8_t *after = test_read_file(db_file(dir, ""), &n1);
   ASSERT_EQ(n0, n1);
   ASSERT(memcmp(before, after, n0) == 0);
