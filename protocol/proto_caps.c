@@ -19,15 +19,16 @@ static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_MASK] = "mask",
     [PROTO_CAP_PRESENCE] = "presence",
     [PROTO_CAP_TEXTURE] = "texture",
+    [PROTO_CAP_TEXCLIP] = "texclip",
 };
 
 const char *proto_cap_name(proto_cap cap) {
-  return (unsigned)cap < PROTO_CAP_COUNT ? cap_names[cap] : NULL;
+  return (unsigned)cap < PROTO_CAP_COUNT ? cap_names[cap] : NULL; /* NULL for a gap in the ids too */
 }
 
 int proto_cap_find(const char *name, size_t len) {
   for (int i = 0; i < PROTO_CAP_COUNT; i++)
-    if (strlen(cap_names[i]) == len && memcmp(cap_names[i], name, len) == 0) return i;
+    if (cap_names[i] && strlen(cap_names[i]) == len && memcmp(cap_names[i], name, len) == 0) return i;
   return -1;
 }
 
@@ -37,6 +38,8 @@ int proto_cap_of_type(uint8_t type) {
     case PROTO_PRESENCE: return PROTO_CAP_PRESENCE;
     case PROTO_TEXTURE: return PROTO_CAP_TEXTURE;
     case PROTO_MASK: return PROTO_CAP_MASK;
+    case PROTO_TEXWEIGHTS:
+    case PROTO_TEXCLIP: return PROTO_CAP_TEXCLIP;
     default: return -1; /* every type of versions 1 and 2 */
   }
 }
@@ -44,13 +47,13 @@ int proto_cap_of_type(uint8_t type) {
 size_t proto_caps_size(uint32_t set) {
   size_t n = 0;
   for (int i = 0; i < PROTO_CAP_COUNT; i++)
-    if (set & PROTO_CAP_BIT(i)) n += 1 + strlen(cap_names[i]);
+    if ((set & PROTO_CAP_BIT(i)) && cap_names[i]) n += 1 + strlen(cap_names[i]);
   return n;
 }
 
 int proto_caps_put(proto_buf *b, uint32_t set) {
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
-    if (!(set & PROTO_CAP_BIT(i))) continue;
+    if (!(set & PROTO_CAP_BIT(i)) || !cap_names[i]) continue;
     size_t len = strlen(cap_names[i]);
     proto__put_u8(b, (uint8_t)len);
     uint8_t *p = proto__reserve(b, len);
@@ -151,7 +154,7 @@ void proto_caps_format(uint32_t set, char *out, size_t cap) {
   if (cap == 0) return;
   out[0] = '\0';
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
-    if (!(set & PROTO_CAP_BIT(i))) continue;
+    if (!(set & PROTO_CAP_BIT(i)) || !cap_names[i]) continue;
     size_t need = strlen(cap_names[i]) + (len ? 1 : 0);
     if (len + need >= cap) return;
     if (len) out[len++] = ',';

@@ -33,6 +33,7 @@ typedef enum proto_cap {
   PROTO_CAP_MASK = 3, /* "mask": MASK frames, the connection's author's own mask (§14.7) */
   PROTO_CAP_PRESENCE = 4,/* "presence": PRESENCE frames (proto_presence.h), both ways */
   PROTO_CAP_TEXTURE = 5, /* "texture": TEXTURE frames (proto_texture.h), once per join */
+  PROTO_CAP_TEXCLIP = 6, /* "texclip": TEXCLIP and TEXWEIGHTS frames (proto_texclip.h) */
   PROTO_CAP_COUNT
 } proto_cap;
 

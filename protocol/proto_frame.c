@@ -61,7 +61,8 @@ int proto_header_decode(const uint8_t *b, const proto_limits *limits, proto_head
   h->session_version = proto__ld64(b + 12);
   if (h->magic != PROTO_MAGIC) return PROTO_EMAGIC;
   if (h->version < PROTO_VERSION || h->version > PROTO_VERSION_MAX) return PROTO_EVERSION;
-  /* Types 1-12, and those a capability unlocks (proto_cap_of_type's: BULK 13, PRESENCE 14, TEXTURE 15, MASK 20). */
+  /* Types 1-12, and those a capability unlocks (proto_cap_of_type's: BULK 13, PRESENCE 14, TEXTURE 15,
+   * TEXWEIGHTS 16, TEXCLIP 17, MASK 20). */
   if (h->type < PROTO_HELLO || (h->type > PROTO_LAST_TYPE && h->type != PROTO_MASK)) return PROTO_ETYPE;
   if (h->length > l.max_frame) return PROTO_ETOOBIG;
   return 0;

@@ -58,9 +58,11 @@ typedef enum proto_type {
   PROTO_BULK = 13,        /* either way, capability "bulk" only: vertex arrays as float32 (proto_bulk.h) */
   PROTO_PRESENCE = 14,    /* either way, capability "presence": participants, cursors, cameras */
   PROTO_TEXTURE = 15,     /* server -> client, capability "texture": materials and images (proto_texture.h) */
+  PROTO_TEXWEIGHTS = 16,  /* server -> client, capability "texclip": texture clip weights (proto_texclip.h) */
+  PROTO_TEXCLIP = 17,     /* server -> client, capability "texclip": one texture PCA clip, once per join */
   PROTO_MASK = 20         /* server -> one editor: its author's mask (capability "mask", §14.7) */
 } proto_type;
-#define PROTO_LAST_TYPE PROTO_TEXTURE /* the header check: types 1 to this, and PROTO_MASK */
+#define PROTO_LAST_TYPE PROTO_TEXCLIP /* the header check: types 1 to this, and PROTO_MASK */
 
 /* Header flags. */
 #define PROTO_FLAG_CATCHUP 0x01 /* part of a catch-up for a connection that fell behind */

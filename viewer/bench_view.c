@@ -4,6 +4,7 @@
  *
  *   deform-view-bench [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]
  *                     [--size WxH] [--json]
+ *   deform-view-bench texclip ...   (the texture clip pass: bench_texclip.c)
  *
  * The mesh: a V-vertex wavy grid, T targets (smooth bumps, each moving ~10% of the vertices),
  * and per frame: A weights change (a different set each frame) and S consecutive vertices get
@@ -29,6 +30,7 @@
 #include "vw_gpu.h"
 #include "vw_render.h"
 #include "vw_shaders.h"
+#include "bench_texclip.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -159,6 +161,7 @@ static int parse_args(int argc, char **argv, view_args *o) {
 int main(int argc, char **argv) {
   char cmdline[1024];
   join_args(argc, argv, cmdline, sizeof(cmdline));
+  if (argc >= 2 && strcmp(argv[1], "texclip") == 0) return bench_texclip_main(argc, argv, cmdline);
   view_args o;
   if (parse_args(argc, argv, &o) != 0) return 2;
   const uint32_t T = o.T, A = o.A, S = o.S, F = o.F;

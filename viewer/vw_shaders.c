@@ -291,3 +291,41 @@ static const char tutorial_fs[] =
     "  fragColor = vec4(vec3(0.2 + 0.7 * l), 1.0); }\n";
 
 const vw__gl_program_desc vw__shaders_tutorial = {.label = "tutorial", .vs = tutorial_vs, .fs = tutorial_fs};
+
+/* ---- animated texture clips (vw_texclip.c) ------------------------------------------------- */
+
+/* One full-screen triangle over the clip's W × H target: each fragment is one texel, rebuilt as
+ * mean · u_mean + Σ a_k · component_k + b_r (docs/protocol.md §18; a_k = w_k · scale_k and
+ * b_r = Σ w_k · offset_k over window r, folded on the CPU per frame). The window is the last
+ * whose rectangle holds the texel; texelFetch reads the component's tile without filtering, so
+ * a tile never bleeds into its neighbour. shared/mesh_texpca.c's mesh_texclip_texel is the
+ * reference. */
+static const char texclip_vs[] =
+    "#version 330 core\n"
+    "void main() { vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));\n"
+    "  gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0); }\n";
+
+static const char texclip_fs[] =
+    "#version 330 core\n"
+    "uniform sampler2DArray uTex;\n"
+    "uniform int uWindows;\n"
+    "uniform ivec4 uRect[16];\n"
+    "uniform ivec2 uRange[16];\n"
+    "uniform ivec3 uTile[64];\n"
+    "uniform float uA[64];\n"
+    "uniform float uB[16];\n"
+    "uniform float uMean;\n"
+    "out vec4 fragColor;\n"
+    "void main() {\n"
+    "  ivec2 p = ivec2(gl_FragCoord.xy);\n"
+    "  int r = 0;\n"
+    "  for (int i = 1; i < uWindows; i++)\n"
+    "    if (all(greaterThanEqual(p, uRect[i].xy)) && all(lessThan(p, uRect[i].xy + uRect[i].zw))) r = i;\n"
+    "  vec3 c = uMean * texelFetch(uTex, ivec3(p, 0), 0).rgb + vec3(uB[r]);\n"
+    "  ivec2 local = p - uRect[r].xy;\n"
+    "  for (int k = uRange[r].x; k < uRange[r].x + uRange[r].y; k++)\n"
+    "    c += uA[k] * texelFetch(uTex, ivec3(uTile[k].yz + local, uTile[k].x), 0).rgb;\n"
+    "  fragColor = vec4(clamp(c, 0.0, 1.0), 1.0);\n"
+    "}\n";
+
+const vw__gl_program_desc vw__shaders_texclip = {.label = "texture clip", .vs = texclip_vs, .fs = texclip_fs};

@@ -29,6 +29,8 @@ extern const vw__gl_program_desc vw__shaders_overlay;
 
 /* bench_view.c: the tutorial path it measures against (CPU-morphed positions and normals). */
 extern const vw__gl_program_desc vw__shaders_tutorial;
+/* Animated texture clips: a clip's frame rebuilt into its own texture (vw_texclip.c). */
+extern const vw__gl_program_desc vw__shaders_texclip;
 
 /* Active targets one morph pass sums: its uniform arrays are ivec4/vec4 packed, a quarter as
  * many of each. vw_gpu.h's VW_GPU_MAX_ACTIVE is this number (vw_gpu.c checks it), kept here

@@ -2,6 +2,7 @@
 (deformd.Client: each returns the result) and the asyncio one (deformd.aio.Client: each returns an
 awaitable of it). A method named `a.b` is `a_b` here; a parameter left at None is not sent, so the
 server's default applies. The results are the JSON the server answers, as Python values."""
+import base64
 from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 
 R = TypeVar("R")
@@ -283,6 +284,20 @@ class Methods(Generic[R]):
                                                   components=components,
                                                   regions=None if regions is None else [list(r) for r in regions],
                                                   name=name, weight_bits=weight_bits))
+
+    def texclip_upload(self, session: str, name: str, clip: str, frames: Sequence[bytes], fps: Optional[float] = None,
+                       max_error: Optional[float] = None, components: Optional[int] = None,
+                       windows: Optional[Sequence[Mapping[str, Any]]] = None) -> R:
+        """`texclip.upload`: an image sequence (PNG or JPEG files' bytes, in order) as an animated texture
+        clip following `clip`'s clock; the compression report."""
+        return self._rpc("texclip.upload", _params(session=session, name=name, clip=clip,
+                                                   frames=[base64.b64encode(bytes(f)).decode("ascii") for f in frames],
+                                                   fps=fps, max_error=max_error, components=components,
+                                                   windows=None if windows is None else [dict(w) for w in windows]))
+
+    def texclip_list(self, session: str) -> R:
+        """`texclip.list`: `{"texclips": [report, ...]}`."""
+        return self._rpc("texclip.list", {"session": session})
 
     def anim_play(self, session: str, clip: str, speed: Optional[float] = None, loop: Optional[bool] = None,
                   frame: Optional[float] = None) -> R:

@@ -36,10 +36,11 @@ BULK = 13  # capability "bulk" (§14): float32 arrays on request, either way
 PRESENCE = 14  # capability "presence" (§16): participants, cursors, cameras (this package never asks for it)
 TEXTURE = 15  # capability "texture" (§17): materials and images once per join (this package never asks for it)
 MASK = 20  # capability "mask" (§14.7): an editor's own mask (this package never asks for it)
+TEXWEIGHTS, TEXCLIP = 16, 17  # capability "texclip" (§18): texture PCA clips (this package never asks for it)
 TYPE_NAMES = {1: "HELLO", 2: "WELCOME", 3: "SNAPSHOT", 4: "WEIGHTS", 5: "DELTA", 6: "EDIT", 7: "ERROR", 8: "PING",
               9: "PONG", 10: "BYE", 11: "TARGET", 12: "TARGET_META", 13: "BULK", 14: "PRESENCE", 15: "TEXTURE",
-              20: "MASK"}
-LAST_TYPE = TEXTURE  # the header check of protocol/proto_frame.c (PROTO_LAST_TYPE), and MASK
+              16: "TEXWEIGHTS", 17: "TEXCLIP", 20: "MASK"}
+LAST_TYPE = TEXCLIP  # the header check of protocol/proto_frame.c (PROTO_LAST_TYPE), and MASK
 CAP_BULK = "bulk"
 BULK_GET, BULK_SET = 1, 2
 BULK_POSITIONS, BULK_SCULPT, BULK_TARGET = 1, 2, 3

@@ -62,5 +62,6 @@ int bench_stream_main(int argc, char **argv, const char *cmdline);
 int bench_undo_main(int argc, char **argv, const char *cmdline);
 int bench_presence_main(int argc, char **argv, const char *cmdline); /* bench_presence.c */
 int bench_face_main(int argc, char **argv, const char *cmdline);
+int bench_texclip_main(int argc, char **argv, const char *cmdline); /* bench_texclip.c */
 
 #endif

@@ -802,6 +802,7 @@ static void usage(FILE *out) {
           "       deform-bench face [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink] [--threads]\n"
           "                    [--reader batch|normal] [--json]\n"
           "                         [--deformd PATH]\n"
+          "       deform-bench texclip [--size N] [--frames F] [--max-error E[,E...]] [--json]\n"
           "\n"
           "  MESH     a mesh file, icosphere:LEVEL or grid:N\n"
           "  solve    prefactor and per-drag time of a Laplacian/ARAP/biharmonic gesture (in process)\n"
@@ -827,6 +828,8 @@ static void usage(FILE *out) {
           "           (send to committed answer) and crease / offset jump before and after\n"
           "  presence E editors move cursors and cameras at HZ to V viewers of a fresh deformd --demo:\n"
           "           delivery latency p50/p99/max, records delivered, server CPU, frames skipped\n"
+          "  texclip  animated texture PCA of the demo head's blush/furrow clip against raw RGB, PNG and JPEG\n"
+          "           frames: bytes per frame and error (in process)\n"
           "  --json   one JSON object per result instead of a table\n"
           "  --deformd PATH   server binary (default: deformd next to deform-bench)\n");
 }
@@ -920,7 +923,7 @@ int main(int argc, char **argv) {
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
                     strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0 ||
-                    strcmp(argv[1], "presence") == 0 || strcmp(argv[1], "face") == 0)) {
+                    strcmp(argv[1], "presence") == 0 || strcmp(argv[1], "face") == 0 || strcmp(argv[1], "texclip") == 0)) {
     char *cmdline = join_argv(argc, argv);
     const char *c = cmdline ? cmdline : "";
     if (strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "undo") == 0 ||
@@ -939,6 +942,7 @@ int main(int argc, char **argv) {
                  : strcmp(argv[1], "undo") == 0   ? bench_undo_main(argc, argv, c)
                  : strcmp(argv[1], "presence") == 0 ? bench_presence_main(argc, argv, c)
                  : strcmp(argv[1], "face") == 0 ? bench_face_main(argc, argv, c)
+                 : strcmp(argv[1], "texclip") == 0 ? bench_texclip_main(argc, argv, c)
                                                  : bench_durable_main(argc, argv, c);
     free(cmdline);
     return status;

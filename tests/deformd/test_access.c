@@ -76,6 +76,8 @@ static const struct {
     {"targets.configure", SRV_ROLE_OWNER},
     {"targets.create_from_sculpt", SRV_ROLE_OWNER},
     {"anim.compress", SRV_ROLE_OWNER},
+    {"texclip.upload", SRV_ROLE_OWNER},
+    {"texclip.list", SRV_ROLE_VIEWER},
     {"history.revert", SRV_ROLE_OWNER},
     {"history.compact", SRV_ROLE_OWNER},
     {"face.map_set", SRV_ROLE_OWNER},

@@ -156,7 +156,7 @@ TEST(a_store_of_a_newer_schema_is_refused_naming_both_versions_and_left_byte_ide
   int status = run_deformd(args, &log);
   ASSERT(status > 0);
   ASSERT_STR_CONTAINS(log, "schema version 7");
-  ASSERT_STR_CONTAINS(log, "this deformd's 5");
+  ASSERT_STR_CONTAINS(log, "this deformd's 6");
   uint8_t *after = test_read_file(db_file(dir, ""), &n1);
   ASSERT_EQ(n0, n1);
   ASSERT(memcmp(before, after, n0) == 0);
@@ -192,9 +192,10 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   cJSON *t0 = harness_rpc_ok(&h, "targets.list", "{\"session\":\"demo\"}");
   harness_stop(&h);
   /* Version 1 is the schema before versions: no step rows, checkpoints without history,
-   * sessions without an up axis (schema 3), no masks (schema 4), no face mappings (schema 5). */
+   * sessions without an up axis (schema 3), no masks (schema 4), no face mappings (schema 5), no texture
+   * clips (schema 6). */
   sql(dir, "DROP TABLE steps; ALTER TABLE checkpoints DROP COLUMN history; ALTER TABLE sessions DROP COLUMN up; "
-           "DROP TABLE masks; DROP TABLE face_maps; PRAGMA user_version = 1;");
+           "DROP TABLE masks; DROP TABLE face_maps; DROP TABLE texclips; PRAGMA user_version = 1;");
   ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 1);
   harness_start_on(&h, dir, "demo", "--demo");
   cJSON *s1 = harness_rpc_ok(&h, "sculpt.get", "{\"session\":\"demo\"}");
@@ -211,7 +212,8 @@ TEST(a_store_of_schema_version_1_is_migrated_and_its_sessions_open_unchanged) {
   harness_rpc_done(&h, "mask.invert", "{\"session\":\"demo\"}"); /* schema 4's masks table came back */
   harness_rpc_done(&h, "face.map_set", "{\"session\":\"demo\",\"mapping\":{\"identity\":false}}"); /* and schema 5's */
   harness_stop(&h);
-  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 5);
+  ASSERT_EQ(sql_int(dir, "PRAGMA user_version"), 6);
+  ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM texclips"), 0); /* schema 6's table came back */
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM masks"), 1);
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM face_maps"), 1);
   ASSERT_EQ(sql_int(dir, "SELECT count(*) FROM sessions WHERE up = 'y'"), sql_int(dir, "SELECT count(*) FROM sessions"));

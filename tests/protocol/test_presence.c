@@ -75,13 +75,14 @@ TEST(presence_records_decode_to_what_was_encoded_and_each_bad_value_is_refused) 
   static const uint8_t unknown_kind[] = {6};
   ASSERT_EQ(proto_decode_presence(unknown_kind, 1, &count), PROTO_EINVAL);
   proto_buf_fini(&b);
-  /* 14 is a header like any other (as BULK's 13, TEXTURE's 15 and MASK's 20 are); 16 to 19 and 21
-   * are none. */
+  /* 14 is a header like any other (as BULK's 13, TEXTURE's 15, texclip's 16 and 17, and MASK's 20
+   * are); 18, 19 and 21 are none. */
   uint8_t hd[PROTO_HEADER_SIZE] = {'D', 'F', 'M', 'D', 1, 0, 14};
   ASSERT_OK(proto_header_decode(hd, NULL, &h), NULL);
   for (int t = 15; t <= 21; t++) {
     hd[6] = (uint8_t)t;
-    ASSERT_EQ(proto_header_decode(hd, NULL, &h), t == PROTO_MASK || t == PROTO_TEXTURE ? 0 : PROTO_ETYPE);
+    ASSERT_EQ(proto_header_decode(hd, NULL, &h),
+              t == PROTO_MASK || t == PROTO_TEXTURE || t == PROTO_TEXWEIGHTS || t == PROTO_TEXCLIP ? 0 : PROTO_ETYPE);
   }
 }
 

@@ -222,7 +222,7 @@ TEST(gpu_shader_that_does_not_compile_fails_with_its_info_log) {
     ASSERT_OK(vw__gl_program_make(&p, &vw__shaders_passes[i], err, sizeof(err)), err);
     vw__gl_program_free(&p);
   }
-  const vw__gl_program_desc *others[] = {&vw__shaders_mesh, &vw__shaders_overlay, &vw__shaders_tutorial};
+  const vw__gl_program_desc *others[] = {&vw__shaders_mesh, &vw__shaders_overlay, &vw__shaders_tutorial, &vw__shaders_texclip};
   for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
     ASSERT_OK(vw__gl_program_make(&p, others[i], err, sizeof(err)), err);
     vw__gl_program_free(&p);

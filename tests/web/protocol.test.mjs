@@ -9,6 +9,7 @@ import { test } from 'node:test';
 
 import * as P from '../../viewer/web/protocol.js';
 import { Replica } from '../../viewer/web/replica.js';
+import * as TC from '../../viewer/web/texclip.js';
 
 const path = process.env.WEB_FIXTURES;
 if (!path) throw new Error('WEB_FIXTURES is not set: run tests/web/run_node.sh');
@@ -43,6 +44,8 @@ function jsDecode(decoder, p, trav) {
     case 'bulk': return P.decodeBulk(p);
     case 'mask': return P.decodeMask(p);
     case 'texture': return P.decodeTexture(p);
+    case 'texclip': return TC.decodeTexclip(p);
+    case 'texweights': return TC.decodeTexweights(p);
     default: throw new Error(`no decoder ${decoder}`);
   }
 }
@@ -72,7 +75,7 @@ for (const d of decoders) {
 
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'presence', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
-    'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask', 'texture']) {
+    'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask', 'texture', 'texclip', 'texweights']) {
     assert.ok(cases.some((c) => c.decoder === d && c.expect === 0), `${d}: a valid case`);
     assert.ok(cases.some((c) => c.decoder === d && c.expect !== 0), `${d}: a refused case`);
   }
@@ -191,4 +194,22 @@ test('a PRESENCE update decodes to its records: the list, who they are, where th
   assert.equal(update[3].fov, Math.fround(0.785398));
   assert.deepEqual(update[3].hit, [0.1, 0.2, 0.3].map(Math.fround));
   assert.equal(update[4].id, 7);
+});
+
+test('texclip.js rebuilds a texture clip frame as the C reference (shared/mesh_texpca.c) does', () => {
+  const fx = items.find((i) => i.kind === 'texclip_rebuild');
+  assert.ok(fx, 'the fixture');
+  const clip = TC.decodeTexclip(P.splitFrame(bytes(fx.clip)).payload);
+  const [entry] = TC.decodeTexweights(P.splitFrame(bytes(fx.weights)).payload);
+  assert.equal(clip.windows.length, 3);
+  assert.equal(entry.id, clip.id);
+  const got = TC.rebuild(clip, entry), want = bytes(fx.rgb);
+  assert.equal(got.length, want.length);
+  let worst = 0, exact = 0;
+  for (let i = 0; i < got.length; i++) {
+    worst = Math.max(worst, Math.abs(got[i] - want[i]));
+    exact += got[i] === want[i];
+  }
+  assert.ok(worst <= 1, `worst ${worst}/255`);
+  assert.ok(exact >= got.length - 3, `${exact} of ${got.length} exact`);
 });

@@ -1130,6 +1130,53 @@ def test_a_page_on_a_relay_and_a_client_on_the_primary_see_each_others_cursors_a
         redis.wait()
 
 
+
+def test_the_pages_texture_clip_pass_equals_the_c_reference_within_1_255():
+    """viewer/web/texclip.js's WebGL2 pass (TEXTURE_2D_ARRAY, fragment shader) on SwiftShader
+    rebuilds the frame of the C fixture (tests/web/write_fixtures.c: a clip of three windows laid
+    out and quantised by shared/mesh_texpca.c, its TEXCLIP and TEXWEIGHTS frames) as the C
+    reference's mesh_texclip_frame_rgb8 does, within 1/255 per channel."""
+    out = os.path.join(TMP, "fixtures")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run([os.path.join(BUILD, "tests", "web-fixtures"), out], check=True)
+    with open(os.path.join(out, "fixtures.jsonl")) as f:
+        fx = next(json.loads(line) for line in f if '"texclip_rebuild"' in line)
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        r = d.execute_async_script("""
+            const [clipHex, wHex, done] = arguments;
+            const b = (h) => Uint8Array.from(h.match(/../g), (x) => parseInt(x, 16));
+            Promise.all([import('/texclip.js'), import('/protocol.js')]).then(([TC, P]) => {
+              const clip = TC.decodeTexclip(P.splitFrame(b(clipHex)).payload);
+              const [e] = TC.decodeTexweights(P.splitFrame(b(wHex)).payload);
+              const gl = document.createElement('canvas').getContext('webgl2');
+              const pass = new TC.TexclipPass(gl, clip);
+              pass.draw(e);
+              const px = pass.read();
+              done({px: Array.from(px), w: clip.width, h: clip.height, err: gl.getError(),
+                    renderer: gl.getParameter(gl.RENDERER)});
+            }).catch((e) => done({error: String(e)}));""", fx["clip"], fx["weights"])
+        if "error" in r:
+            fail(f"the page's texture clip pass: {r['error']}")
+        if r["err"] != 0:
+            fail(f"GL error {r['err']} after the texture clip pass")
+        want = bytes.fromhex(fx["rgb"])
+        px = r["px"]
+        n = r["w"] * r["h"]
+        if len(want) != 3 * n or len(px) != 4 * n:
+            fail(f"sizes: {len(want)} reference bytes, {len(px)} read back for {n} texels")
+        diffs = [abs(px[4 * i + c] - want[3 * i + c]) for i in range(n) for c in range(3)]
+        print(f"renderer {r['renderer']}: worst {max(diffs)}/255, {diffs.count(0)} of {len(diffs)} channels exact")
+        if max(diffs) > 1:
+            fail(f"the page's rebuild differs from the C reference by {max(diffs)}/255")
+        if diffs.count(0) < len(diffs) * 0.9:
+            fail("fewer than 90% of the channels equal the C reference exactly")
+    finally:
+        d.quit()
+        srv.stop()
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

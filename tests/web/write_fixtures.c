@@ -27,6 +27,8 @@
 #include "proto_caps.h"
 #include "proto_presence.h"
 #include "proto_texture.h"
+#include "proto_texclip.h"
+#include "mesh_texpca.h"
 
 static FILE *out;
 
@@ -125,6 +127,17 @@ static int c_decode(const char *d, const uint8_t *p, size_t n) {
   if (strcmp(d, "presence") == 0) {
     uint32_t count;
     return proto_decode_presence(p, n, &count);
+  }
+  if (strcmp(d, "texclip") == 0) {
+    proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
+    proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
+    proto_texclip c = {.windows = w, .comps = k};
+    return proto_decode_texclip(p, n, &c);
+  }
+  if (strcmp(d, "texweights") == 0) {
+    proto_texweights_entry e[PROTO_TEXWEIGHTS_MAX_CLIPS];
+    uint32_t count;
+    return proto_decode_texweights(p, n, e, &count);
   }
   fprintf(stderr, "unknown decoder %s\n", d);
   exit(1);
@@ -440,6 +453,61 @@ static void caps_cases(void) {
 
 /* ---- PRESENCE: a server's update, records that are refused, and authors' colours ---------------- */
 
+/* TEXCLIP and TEXWEIGHTS (docs/protocol.md §18): a clip laid out and filled by the C reference
+ * (shared/mesh_texpca.c), its frames as decoder cases, and the reference's RGB8 rebuild of one
+ * frame, which the JavaScript rebuild must give (texclip.js). */
+static void texclip_cases(void) {
+  mesh_texclip_rect rects[2] = {{1, 1, 4, 3}, {6, 2, 5, 4}};
+  uint32_t count[3] = {2, 3, 1};
+  mesh_texclip c;
+  if (mesh_texclip_layout(&c, 12, 9, 2, rects, 2, count, NULL, 0) != 0) exit(1);
+  float vals[3 * 12 * 9];
+  for (int i = 0; i < 3 * 12 * 9; i++) vals[i] = (float)(0.3 + 0.4 * sin(i * 0.37));
+  mesh_texclip_set_mean(&c, vals);
+  for (uint32_t r = 0; r < 3; r++)
+    for (uint32_t k = 0; k < count[r]; k++) {
+      for (int i = 0; i < 3 * 12 * 9; i++) vals[i] = (float)(sin(i * 0.11 + r + 2.0 * k) - 0.2);
+      float w[2] = {(float)(0.2 - 0.07 * k), (float)(-0.15 + 0.05 * r)};
+      mesh_texclip_set_component(&c, r, k, vals, w);
+    }
+  proto_texclip_window w[3];
+  proto_texclip_comp k[6];
+  uint8_t rgb[3 * 12 * 9 * 8];
+  for (size_t i = 0; i < (size_t)c.layers * 12 * 9; i++) memcpy(rgb + 3 * i, c.texels + 4 * i, 3);
+  for (uint32_t r = 0; r < 3; r++)
+    w[r] = (proto_texclip_window){(uint16_t)c.windows[r].x, (uint16_t)c.windows[r].y, (uint16_t)c.windows[r].w,
+                                  (uint16_t)c.windows[r].h, (uint8_t)c.windows[r].first, (uint8_t)c.windows[r].count};
+  for (uint32_t i = 0; i < 6; i++)
+    k[i] = (proto_texclip_comp){(uint8_t)c.comps[i].layer, (uint16_t)c.comps[i].x, (uint16_t)c.comps[i].y,
+                                c.comps[i].scale, c.comps[i].offset};
+  proto_texclip pc = {.id = 3, .name = {"blush", 5}, .width = 12, .height = 9, .frame_count = 2, .fps = 30,
+                      .window_count = 3, .component_count = 6, .layers = (uint8_t)c.layers, .windows = w, .comps = k,
+                      .texels = rgb};
+  proto_buf b;
+  proto_buf_init(&b);
+  if (c.layers > 8 || proto_encode_texclip(&b, &pc) != 0) exit(1);
+  write_cases("texclip", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 7);
+  proto_buf wb;
+  proto_buf_init(&wb);
+  proto_texweights_entry e = {.id = 3, .mean = 1, .count = 6};
+  memcpy(e.weights, c.weights + 6, sizeof(float) * 6); /* frame 1 */
+  proto_encode_texweights(&wb, &e, 1);
+  write_cases("texweights", wb.data + PROTO_HEADER_SIZE, proto_load_u32(wb.data + 8), 1);
+  uint8_t frame[3 * 12 * 9];
+  mesh_texclip_frame_rgb8(&c, c.weights + 6, frame);
+  item_begin("texclip_rebuild");
+  fputs("\"clip\":", out);
+  hex(b.data, b.len);
+  fputs(",\"weights\":", out);
+  hex(wb.data, wb.len);
+  fputs(",\"rgb\":", out);
+  hex(frame, sizeof(frame));
+  item_end();
+  proto_buf_fini(&wb);
+  proto_buf_fini(&b);
+  mesh_texclip_fini(&c);
+}
+
 static void presence_cases(void) {
   proto_buf b;
   proto_buf_init(&b);
@@ -507,6 +575,7 @@ static void other_cases(void) {
   write_cases("welcome", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);
   caps_cases();
   presence_cases();
+  texclip_cases();
   b.len = 0;
   proto_encode_error(&b, PROTO_ERR_FORBIDDEN, 7, "editing needs the server's token");
   write_cases("error", b.data + PROTO_HEADER_SIZE, proto_load_u32(b.data + 8), 1);

@@ -31,13 +31,13 @@ export const NO_PICK = 0xffffffff;
 
 export const T = {
   HELLO: 1, WELCOME: 2, SNAPSHOT: 3, WEIGHTS: 4, DELTA: 5, EDIT: 6, ERROR: 7, PING: 8, PONG: 9, BYE: 10,
-  TARGET: 11, TARGET_META: 12, BULK: 13, PRESENCE: 14, TEXTURE: 15, MASK: 20,
+  TARGET: 11, TARGET_META: 12, BULK: 13, PRESENCE: 14, TEXTURE: 15, TEXWEIGHTS: 16, TEXCLIP: 17, MASK: 20,
 };
-const LAST_TYPE = 15; // the header check (proto_frame.h PROTO_LAST_TYPE), and MASK (20): types past 12 need their capabilities
+const LAST_TYPE = 17; // the header check (proto_frame.h PROTO_LAST_TYPE), and MASK (20): types past 12 need their capabilities
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence', TEXTURE: 'texture' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence', TEXTURE: 'texture', TEXCLIP: 'texclip' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -195,7 +195,7 @@ export function decodeHeader(bytes, limits) {
   };
   if (h.magic !== MAGIC) fail(E.MAGIC);
   if (h.version < VERSION_1 || h.version > VERSION_2) fail(E.VERSION);
-  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, PRESENCE, TEXTURE, MASK: their capabilities
+  if (h.type < T.HELLO || (h.type > LAST_TYPE && h.type !== T.MASK)) fail(E.TYPE); // BULK, PRESENCE, TEXTURE, TEXWEIGHTS, TEXCLIP, MASK: their capabilities
   if (h.length > l.maxFrame) fail(E.TOOBIG);
   return h;
 }

@@ -24,6 +24,7 @@ struct srv_blend_fitted;   /* session/srv_blend.h */
 struct srv_clip;           /* session/srv_anim.h */
 struct srv_history_result; /* session/srv_history.h */
 struct srv_mask_done;      /* session/srv_mask.h */
+struct srv_texclip;        /* session/srv_texclip.h */
 
 typedef enum srv_result_kind {
   SRV_RESULT_VERSION,        /* deform.drag, deform.end: the session's version after it */
@@ -34,6 +35,7 @@ typedef enum srv_result_kind {
   SRV_RESULT_ANIM_COMPRESS,  /* anim.compress: the clip, whose stored report is the answer */
   SRV_RESULT_HISTORY,        /* history.undo, history.redo: what it did, and whose it was */
   SRV_RESULT_MASK,           /* mask.stroke, .clear, .invert, .auto: the author's mask step */
+  SRV_RESULT_TEXCLIP,        /* texclip.upload: the clip, whose report is the answer */
 } srv_result_kind;
 
 /* One answer. The pointers are borrowed: valid during the ok() call only, so a transport that
@@ -48,6 +50,7 @@ typedef struct srv_result {
     const struct srv_blend_fitted *blend_fitted;
     const struct srv_clip *compressed;
     const struct srv_mask_done *mask;
+    const struct srv_texclip *texclip;
     struct {
       const struct srv_history_result *result;
       uint32_t author;

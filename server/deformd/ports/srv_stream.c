@@ -45,6 +45,7 @@
 #include "srv_blend.h"
 #include "srv_bulk.h"
 #include "srv_mask.h"
+#include "srv_texclip.h"
 #include "srv_texture.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
@@ -205,6 +206,7 @@ static void join_ready(srv_conn *c, int status) {
     srv_log(SRV_LOG_WARN, "connection %u: out of memory for presence: it is not listed", c->id);
   if (c->server->on_joined) c->server->on_joined(c);
   srv_mask_send(s, c);
+  if (srv_texclip_join(s, c) != 0) srv_log(SRV_LOG_WARN, "connection %u: its texture clips were not queued", c->id);
   srv_log(SRV_LOG_INFO, "connection %u (%s) joined session %s as %s at version %llu (protocol %u, codec %u, %g Hz)",
           c->id, c->peer, s->name, st->role == PROTO_ROLE_EDITOR ? "editor" : "viewer",
           (unsigned long long)s->version, st->protocol, st->codec, (double)st->max_rate);

@@ -384,7 +384,7 @@ static const srv_method_table *const tables[] = {
     &srv_token_rpc_methods, &own_methods,          &srv_edit_rpc_methods,     &srv_history_rpc_methods,
     &srv_blend_rpc_methods, &srv_anim_rpc_methods, &srv_transfer_rpc_methods, &srv_mask_rpc_methods,
     &srv_presence_rpc_methods,
-    &srv_face_rpc_methods,
+    &srv_face_rpc_methods,   &srv_texclip_rpc_methods,
 };
 #define TABLE_COUNT (sizeof(tables) / sizeof(tables[0]))
 

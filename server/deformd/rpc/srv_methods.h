@@ -78,6 +78,7 @@ extern const srv_method_table srv_anim_rpc_methods;     /* anim.* */
 extern const srv_method_table srv_mask_rpc_methods;     /* mask.* */
 extern const srv_method_table srv_presence_rpc_methods; /* presence.list, presence.set */
 extern const srv_method_table srv_face_rpc_methods;     /* face.* */
+extern const srv_method_table srv_texclip_rpc_methods;  /* texclip.* */
 
 /* srv_transfer_rpc.c: the connection closes: its unfinished upload is discarded, its kept
  * download freed. */

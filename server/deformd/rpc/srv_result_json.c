@@ -25,6 +25,7 @@
 #include "srv_blend.h"
 #include "srv_anim.h"
 #include "srv_mask.h"
+#include "srv_texclip.h"
 #include "srv_result_json.h"
 
 static cJSON *gesture_begun(const srv_gesture_begun *b) {
@@ -119,6 +120,7 @@ cJSON *srv_result_json(srv_server *s, const srv_result *r) {
     case SRV_RESULT_ANIM_COMPRESS: return cJSON_Duplicate(r->compressed->report, 1);
     case SRV_RESULT_HISTORY: return history(s, r->history.result, r->history.author);
     case SRV_RESULT_MASK: return mask_done(r->mask);
+    case SRV_RESULT_TEXCLIP: return cJSON_Duplicate(r->texclip->report, 1);
   }
   return NULL;
 }

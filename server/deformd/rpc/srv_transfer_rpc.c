@@ -3,7 +3,7 @@
  * client's mesh into the data directory's meshes/ in chunks, session.export writes a session's
  * shape into exports/ ({path}) or sends it back in chunks (no path: a download).
  *
- * Chunks are base64 (OpenSSL's EVP_EncodeBlock / EVP_DecodeBlock) in ordinary request and
+ * Chunks are base64 (OpenSSL's EVP_EncodeBlock / srv_base64_decode) in ordinary request and
  * answer lines. An upload is written to a temporary file beside its name and renamed over it
  * by the chunk marked final, so session.create never reads half a file; it belongs to its
  * connection (a connection that goes away takes its unfinished upload with it). A download's
@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 #include "mesh.h"
+#include "srv_base64.h"
 #include "srv_error.h"
 #include "srv_log.h"
 #include "srv_data.h"
@@ -106,35 +107,6 @@ typedef struct upload_job {
   char err[320];
 } upload_job;
 
-/* Decodes base64 (RFC 4648, with padding) into a new buffer. -1 when it is not base64. */
-static int decode64(const char *in, size_t n, uint8_t **out, size_t *len) {
-  *out = NULL;
-  *len = 0;
-  if (n % 4 || n > (size_t)INT32_MAX) return -1;
-  uint8_t *b = malloc(n / 4 * 3 + 1);
-  if (!b) return -2;
-  /* EVP_DecodeBlock counts the padding as zero bytes and accepts some whitespace: the input
-   * is checked here, the padding subtracted. */
-  for (size_t i = 0; i < n; i++) {
-    char ch = in[i];
-    int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '+' ||
-             ch == '/' || (ch == '=' && i >= n - 2 && (i == n - 1 || in[n - 1] == '='));
-    if (!ok) {
-      free(b);
-      return -1;
-    }
-  }
-  int r = n ? EVP_DecodeBlock(b, (const unsigned char *)in, (int)n) : 0;
-  if (r < 0) {
-    free(b);
-    return -1;
-  }
-  size_t pad = n >= 1 && in[n - 1] == '=' ? (n >= 2 && in[n - 2] == '=' ? 2 : 1) : 0;
-  *out = b;
-  *len = (size_t)r - pad;
-  return 0;
-}
-
 static void upload_work(uv_work_t *req) {
   upload_job *j = req->data;
   srv_transfer *t = j->t;
@@ -145,7 +117,7 @@ static void upload_work(uv_work_t *req) {
   }
   uint8_t *data = NULL;
   size_t len = 0;
-  int d = decode64(j->b64, j->b64_len, &data, &len);
+  int d = srv_base64_decode(j->b64, j->b64_len, &data, &len);
   if (d) {
     j->status = d == -2 ? SRV_EINTERNAL : SRV_EPARAMS;
     snprintf(j->err, sizeof(j->err), d == -2 ? "out of memory" : "invalid params: \"data\" must be base64 (RFC 4648, "

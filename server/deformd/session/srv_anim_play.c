@@ -28,6 +28,7 @@
 #include "srv_session.h"
 #include "srv_history.h"
 #include "srv_anim.h"
+#include "srv_texclip.h"
 
 /* ---- the timer -------------------------------------------------------------------------------- */
 
@@ -82,8 +83,17 @@ static uint32_t clip_width(const srv_clip *c) {
   return c->kind == CLIP_WEIGHTS ? c->wclip_targets : c->components + 1;
 }
 
-/* Streams what the player shows now: one op. Returns the new version or 0. */
+static uint64_t show_weights(srv_server *srv, srv_session *s);
+
+/* Streams what the player shows now: one op, and the texture clips that follow its clips.
+ * Returns the new version or 0. */
 static uint64_t show(srv_server *srv, srv_session *s) {
+  uint64_t v = show_weights(srv, s);
+  srv_texclip_show(s);
+  return v;
+}
+
+static uint64_t show_weights(srv_server *srv, srv_session *s) {
   srv_anim *a = s->anim;
   srv_clip *c = a->cur.clip;
   uint32_t i = srv_anim_clip_index(c, a->cur.t);
@@ -326,6 +336,7 @@ void srv_anim_stop(srv_server *srv, srv_session *s) {
   if (a->cur.clip) clear_clip(srv, s, a->cur.clip);
   if (a->next.clip) clear_clip(srv, s, a->next.clip);
   a->cur.clip = a->next.clip = NULL;
+  srv_texclip_show(s); /* no clip: no texture clip shown */
 }
 
 int srv_anim_seek(srv_server *srv, srv_session *s, double t, char *err, size_t errlen) {

@@ -30,6 +30,7 @@
 #include "srv_mask.h"
 #include "srv_anim.h"
 #include "srv_face.h"
+#include "srv_texclip.h"
 
 typedef struct replay_ctx {
   srv_server *fake;   /* on_applied only: history without writes */
@@ -130,6 +131,12 @@ static int clip_row(const srv_store_row *row, void *arg) {
   return c->rc != 0;
 }
 
+static int texclip_row(const srv_store_row *row, void *arg) {
+  clip_ctx *c = arg;
+  c->rc = srv_texclip_load(c->s, row->name, row->op.body, row->op.len, c->err, c->errlen);
+  return c->rc != 0;
+}
+
 static int mask_row(const srv_store_row *row, void *arg) {
   clip_ctx *c = arg;
   c->rc = srv_mask_load(c->s, row->op.author, row->op.body, row->op.len, c->err, c->errlen);
@@ -218,6 +225,8 @@ static int restore(const char *db_path, int64_t sid, uint64_t up_to, int with_hi
     int schema = 0;
     if (rc == 0) rc = srv_store_reader_schema(r, &schema, err, errlen);
     if (rc == 0 && schema >= 4) rc = srv_store_read_masks(r, sid, mask_row, &cc, err, errlen);
+    if (rc == 0) rc = cc.rc;
+    if (rc == 0 && schema >= 5) rc = srv_store_read_texclips(r, sid, texclip_row, &cc, err, errlen);
     if (rc == 0) rc = cc.rc;
     if (rc == 0) srv_mask_restore_done(s);
     /* Its face mapping (schema 5 on), as face.map_set last left it. */

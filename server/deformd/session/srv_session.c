@@ -59,6 +59,7 @@ static void free_parts(srv_session *s) {
   if (s->history_fini) s->history_fini(s);
   if (s->masks_fini) s->masks_fini(s);
   if (s->face_map_fini) s->face_map_fini(s);
+  if (s->texclips_fini) s->texclips_fini(s);
 }
 
 void srv_session_destroy(srv_session *s) {

@@ -95,6 +95,8 @@ struct srv_session {
   void (*masks_fini)(srv_session *s); /* set with `masks`: frees them with the session */
   struct srv_face_map *face_map; /* face.map_set's mapping (srv_face.c), or NULL: the default */
   void (*face_map_fini)(srv_session *s); /* set with `face_map`: frees it with the session */
+  struct srv_texclips *texclips; /* animated texture clips (srv_texclip.c), or NULL */
+  void (*texclips_fini)(srv_session *s); /* set with `texclips`: frees them with the session */
   int64_t store_id;          /* the store's id (0: not stored) */
   uint32_t base_targets;     /* targets the stored mesh has; later ones come from operations */
   int restoring;             /* replaying the store: on_applied records history, writes nothing */

@@ -56,9 +56,10 @@ typedef enum item_kind {
   ITEM_STEP,        /* session, step, v1 (what it undid, redid or reverted to), changed (skipped), author,
                      * op_kind (its srv_cause) */
   ITEM_MASK,        /* session, author, blob: that author's mask and its undo steps (srv_mask.c) */
-  ITEM_FACE_MAP     /* session, blob: face.map_set's mapping as JSON text (srv_face.c) */
+  ITEM_FACE_MAP,    /* session, blob: face.map_set's mapping as JSON text (srv_face.c) */
+  ITEM_TEXCLIP      /* session, name, blob: an animated texture clip (srv_texclip.c) */
 } item_kind;
-#define ITEM_LAST ITEM_FACE_MAP
+#define ITEM_LAST ITEM_TEXCLIP
 
 typedef struct item {
   item_kind kind;
@@ -194,13 +195,15 @@ static int write_item(srv_store *st, const item *it) {
                     "?4, ?5, ?6)",
       [ITEM_MASK] = "INSERT OR REPLACE INTO masks(session, author, body) VALUES (?1, ?2, ?3)",
       [ITEM_FACE_MAP] = "INSERT OR REPLACE INTO face_maps(session, body) VALUES (?1, ?2)",
+      [ITEM_TEXCLIP] = "INSERT INTO texclips(session, name, body, seq) VALUES (?1, ?2, ?3, (SELECT count(*) FROM "
+                       "texclips)) ON CONFLICT(session, name) DO UPDATE SET body = excluded.body",
   };
   if (it->kind == ITEM_SESSION_DELETE) {
     /* The session's rows go with it (no ON DELETE CASCADE: explicit is easier to read). */
     const char *const del[] = {"DELETE FROM ops WHERE session = ?1", "DELETE FROM checkpoints WHERE session = ?1",
                                "DELETE FROM clips WHERE session = ?1", "DELETE FROM steps WHERE session = ?1",
                                "DELETE FROM masks WHERE session = ?1", "DELETE FROM face_maps WHERE session = ?1",
-                               "DELETE FROM sessions WHERE id = ?1"};
+                               "DELETE FROM texclips WHERE session = ?1", "DELETE FROM sessions WHERE id = ?1"};
     for (int k = 0; k < (int)(sizeof(del) / sizeof(del[0])); k++) {
       sqlite3_stmt *s = NULL;
       int rc = sqlite3_prepare_v2(db, del[k], -1, &s, NULL);
@@ -274,6 +277,7 @@ static int write_item(srv_store *st, const item *it) {
       sqlite3_bind_int(s, 6, it->op_kind);
       break;
     case ITEM_CLIP:
+    case ITEM_TEXCLIP:
       sqlite3_bind_int64(s, 1, it->session);
       sqlite3_bind_text(s, 2, it->name, -1, SQLITE_STATIC);
       sqlite3_bind_blob64(s, 3, it->blob, it->len, SQLITE_STATIC);
@@ -555,7 +559,7 @@ static void on_handle_closed(uv_handle_t *h) {
 /* The schema, one step per version: a new file runs every step, an older one the steps after
  * its user_version, each in a transaction of its own. Version 1 is what deformd wrote before
  * the schema had versions (its tables were always created IF NOT EXISTS). */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 static const char *const schema_steps[SCHEMA_VERSION + 1] = {
     [1] = "CREATE TABLE IF NOT EXISTS sessions(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL, "
           "mesh BLOB);"
@@ -585,6 +589,9 @@ static const char *const schema_steps[SCHEMA_VERSION + 1] = {
      * answers with; a mapping is not an operation (it changes no weight), so it is not in ops. */
     [5] = "CREATE TABLE IF NOT EXISTS face_maps(session INTEGER NOT NULL PRIMARY KEY, body BLOB NOT NULL) "
           "WITHOUT ROWID;",
+    /* 6: animated texture clips (texclip.upload; srv_texclip.c encodes the body), in upload order. */
+    [6] = "CREATE TABLE IF NOT EXISTS texclips(session INTEGER NOT NULL, name TEXT NOT NULL, body BLOB NOT NULL, seq "
+          "INTEGER NOT NULL, PRIMARY KEY(session, name)) WITHOUT ROWID;",
 };
 
 static int64_t pragma_int(sqlite3 *db, const char *sql, int *rc) {
@@ -829,6 +836,11 @@ int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_
 
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len) {
   item it = {.kind = ITEM_CLIP, .session = sid, .name = (char *)name, .len = len};
+  return push(st, &it, body);
+}
+
+int srv_store_put_texclip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len) {
+  item it = {.kind = ITEM_TEXCLIP, .session = sid, .name = (char *)name, .len = len};
   return push(st, &it, body);
 }
 

@@ -61,6 +61,8 @@ int srv_store_put_checkpoint_history(srv_store *st, int64_t sid, uint64_t versio
 int srv_store_put_step(srv_store *st, int64_t sid, uint64_t step, uint64_t undo_of, uint32_t skipped, uint32_t author,
                        int cause);
 int srv_store_put_clip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
+/* An animated texture clip (srv_texclip.c's bytes, copied), by name; schema 5. */
+int srv_store_put_texclip(srv_store *st, int64_t sid, const char *name, const void *body, size_t len);
 /* An author's mask with its undo steps (srv_mask.c's bytes, copied), replacing the row before. */
 int srv_store_put_mask(srv_store *st, int64_t sid, uint32_t author, const void *body, size_t len);
 /* A session's face mapping as JSON text (srv_face.c, copied), replacing the row before. */
@@ -120,6 +122,9 @@ int srv_store_read_ops_meta(srv_store_reader *r, int64_t sid, uint64_t after, ui
 int srv_store_read_ops_before(srv_store_reader *r, int64_t sid, uint64_t before, uint32_t limit, srv_store_row_cb cb,
                               void *arg, char *err, size_t errlen);
 int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
+/* The session's texture clip rows in upload order: name, op.body, op.len (schema 5 on). */
+int srv_store_read_texclips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err,
+                            size_t errlen);
 /* The session's mask rows: op.author, op.body, op.len. */
 int srv_store_read_masks(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err, size_t errlen);
 /* The session's face mapping (schema 5 on; out->data NULL when it has none). */

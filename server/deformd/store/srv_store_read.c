@@ -223,6 +223,13 @@ int srv_store_read_clips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, 
   return query(r, "SELECT name, body FROM clips WHERE session = ?1 ORDER BY seq", &sid, 1, clip_row, &c, err, errlen);
 }
 
+int srv_store_read_texclips(srv_store_reader *r, int64_t sid, srv_store_row_cb cb, void *arg, char *err,
+                            size_t errlen) {
+  rows_ctx c = {cb, arg};
+  return query(r, "SELECT name, body FROM texclips WHERE session = ?1 ORDER BY seq", &sid, 1, clip_row, &c, err,
+               errlen);
+}
+
 static int mask_row(sqlite3_stmt *s, void *arg) {
   rows_ctx *c = arg;
   srv_store_row row = {0};
