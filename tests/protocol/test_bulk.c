@@ -25,7 +25,7 @@ TEST(a_bulk_request_is_the_documented_bytes_and_the_header_accepts_type_13_only_
   proto_header h;
   ASSERT_OK(proto_header_decode(b.data, NULL, &h), NULL);
   ASSERT_EQ(h.type, PROTO_BULK);
-  b.data[6] = 16; /* past TEXTURE (15), the last type but MASK (20) */
+  b.data[6] = 18; /* past TEXCLIP (17), the last type but MASK (20) */
   ASSERT_EQ(proto_header_decode(b.data, NULL, &h), PROTO_ETYPE);
   proto_buf_fini(&b);
 }
