@@ -18,6 +18,7 @@ static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_BULK] = "bulk",
     [PROTO_CAP_MASK] = "mask",
     [PROTO_CAP_PRESENCE] = "presence",
+    [PROTO_CAP_ENTROPY] = "entropy",
 };
 
 const char *proto_cap_name(proto_cap cap) {
@@ -26,7 +27,7 @@ const char *proto_cap_name(proto_cap cap) {
 
 int proto_cap_find(const char *name, size_t len) {
   for (int i = 0; i < PROTO_CAP_COUNT; i++)
-    if (strlen(cap_names[i]) == len && memcmp(cap_names[i], name, len) == 0) return i;
+    if (cap_names[i] && strlen(cap_names[i]) == len && memcmp(cap_names[i], name, len) == 0) return i;
   return -1;
 }
 
@@ -42,13 +43,13 @@ int proto_cap_of_type(uint8_t type) {
 size_t proto_caps_size(uint32_t set) {
   size_t n = 0;
   for (int i = 0; i < PROTO_CAP_COUNT; i++)
-    if (set & PROTO_CAP_BIT(i)) n += 1 + strlen(cap_names[i]);
+    if ((set & PROTO_CAP_BIT(i)) && cap_names[i]) n += 1 + strlen(cap_names[i]);
   return n;
 }
 
 int proto_caps_put(proto_buf *b, uint32_t set) {
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
-    if (!(set & PROTO_CAP_BIT(i))) continue;
+    if (!(set & PROTO_CAP_BIT(i)) || !cap_names[i]) continue; /* an id with no name yet */
     size_t len = strlen(cap_names[i]);
     proto__put_u8(b, (uint8_t)len);
     uint8_t *p = proto__reserve(b, len);
@@ -149,7 +150,7 @@ void proto_caps_format(uint32_t set, char *out, size_t cap) {
   if (cap == 0) return;
   out[0] = '\0';
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
-    if (!(set & PROTO_CAP_BIT(i))) continue;
+    if (!(set & PROTO_CAP_BIT(i)) || !cap_names[i]) continue; /* an id with no name yet */
     size_t need = strlen(cap_names[i]) + (len ? 1 : 0);
     if (len + need >= cap) return;
     if (len) out[len++] = ',';

@@ -32,6 +32,9 @@ typedef enum proto_cap {
   PROTO_CAP_BULK = 2, /* "bulk": BULK frames (proto_bulk.h), vertex arrays as float32 on request */
   PROTO_CAP_MASK = 3, /* "mask": MASK frames, the connection's author's own mask (§14.7) */
   PROTO_CAP_PRESENCE = 4,/* "presence": PRESENCE frames (proto_presence.h), both ways */
+  /* 5 and 6 are taken by capabilities of other branches ("texture", "texclip"); until they
+   * land those ids have no name, and every loop over the registry skips them. */
+  PROTO_CAP_ENTROPY = 7, /* "entropy": unlocks no frame; the SNAPSHOT's pieces rANS-coded (§12.11) */
   PROTO_CAP_COUNT
 } proto_cap;
 

@@ -33,9 +33,11 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_stream.h"
 #include "client.h"
 #include "client_replica.h"
 #include "proto2.h"
+#include "proto_caps.h"
 
 typedef struct stream_opts {
   int json, no_dragon, drags, strokes;
@@ -50,9 +52,14 @@ typedef struct codec_kind {
   proto_hello_opts opts;
 } codec_kind;
 
-static const codec_kind kinds[3] = {{"raw", 1, {.codec = 0}},
-                                    {"lossless", 2, {.codec = PROTO_CODEC_LOSSLESS}},
-                                    {"quantised", 2, {.codec = PROTO_CODEC_QUANTISED}}};
+/* The traces follow the first three; joins are measured in all four (the fourth is the third
+ * with the capability "entropy", docs/protocol.md §12.11). */
+#define JOIN_KINDS 4
+static const codec_kind kinds[JOIN_KINDS] = {
+    {"raw", 1, {.codec = 0}},
+    {"lossless", 2, {.codec = PROTO_CODEC_LOSSLESS}},
+    {"quantised", 2, {.codec = PROTO_CODEC_QUANTISED}},
+    {"entropy", 2, {.codec = PROTO_CODEC_QUANTISED, .caps = PROTO_CAP_BIT(PROTO_CAP_ENTROPY), .caps_option = 1}}};
 
 typedef struct viewer {
   client_conn c;
@@ -256,9 +263,16 @@ static double encode_ms(const mesh *m, float quantum, const codec_kind *k) {
       proto_trav tr;
       proto_grid2 g;
       uint8_t shift = k->opts.codec == PROTO_CODEC_LOSSLESS ? 0 : 5;
-      proto_snapshot2_triangles(&b, m->triangles, m->triangle_count, m->vertex_count, tri);
+      int entropy = (k->opts.caps & PROTO_CAP_BIT(PROTO_CAP_ENTROPY)) != 0;
+      proto_buf tb;
+      proto_buf_init(&tb);
+      proto_snapshot2_triangles(&tb, m->triangles, m->triangle_count, m->vertex_count, tri);
       proto_trav_init(&tr, tri, m->triangle_count, m->vertex_count);
+      if (entropy) proto_snapshot2_triangles_entropy(&b, tri, m->triangle_count, &tr);
+      else if (proto_buf_append(&b, tb.len)) memcpy(b.data + b.len - tb.len, tb.data, tb.len);
+      proto_buf_fini(&tb);
       proto_grid2_init(&g, &md, shift);
+      g.entropy = (uint8_t)entropy;
       proto_snapshot2_attributes(&b, &md, &g, &tr);
       for (uint32_t t = 0; t < m->target_count; t++) {
         const mesh_target *mt = &m->targets[t];
@@ -275,15 +289,53 @@ static double encode_ms(const mesh *m, float quantum, const codec_kind *k) {
   return best;
 }
 
+/* The join's pieces in both codings and the two decoders raced (bench_stream_parts.c). */
+static int report_parts(const stream_opts *o, const char *label, const mesh *m, float quantum) {
+  bench_parts p[2];
+  int runs = m->vertex_count > 100000 ? 9 : 31;
+  if (bench_stream_parts(m, quantum, runs, p) != 0) {
+    fprintf(stderr, "deform-bench: stream: could not encode and decode the pieces of %s\n", label);
+    return -1;
+  }
+  for (int e = 0; e < 2; e++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "bench", "stream");
+    cJSON_AddStringToObject(j, "kind", "join_parts");
+    cJSON_AddStringToObject(j, "mesh", label);
+    cJSON_AddStringToObject(j, "coding", e ? "entropy" : "quantised");
+    cJSON_AddNumberToObject(j, "triangles_bytes", (double)p[e].triangles);
+    cJSON_AddNumberToObject(j, "positions_bytes", (double)p[e].positions);
+    cJSON_AddNumberToObject(j, "uvs_bytes", (double)p[e].uvs);
+    cJSON_AddNumberToObject(j, "targets_bytes", (double)p[e].targets);
+    cJSON_AddNumberToObject(j, "snapshot_payload_bytes", (double)p[e].total);
+    cJSON_AddNumberToObject(j, "decode_runs", runs);
+    cJSON_AddNumberToObject(j, "decode_ms_median", p[e].decode_ms_median);
+    cJSON_AddNumberToObject(j, "decode_ms_min", p[e].decode_ms_min);
+    cJSON_AddNumberToObject(j, "decode_ms_max", p[e].decode_ms_max);
+    cJSON_AddBoolToObject(j, "same_positions", p[e].same_positions);
+    if (o->json) {
+      emit(o, j);
+    } else {
+      printf("parts  %-8s %-9s triangles %9zu  positions %9zu  uvs %8zu  targets %8zu  payload %9zu B  decode median %6.1f "
+             "ms (%5.1f-%5.1f, %d runs alternating)%s\n",
+             label, e ? "entropy" : "quantised", p[e].triangles, p[e].positions, p[e].uvs, p[e].targets, p[e].total,
+             p[e].decode_ms_median, p[e].decode_ms_min, p[e].decode_ms_max, runs,
+             p[e].same_positions ? "" : "  POSITIONS DIFFER");
+      cJSON_Delete(j);
+    }
+  }
+  return p[0].same_positions ? 0 : -1;
+}
+
 typedef struct join_result {
   uint64_t bytes;
   double join_ms, decode_ms, encode_ms;
 } join_result;
 
 static int bench_joins(const stream_opts *o, const bench_child *child, const char *session, const char *label,
-                       join_result out[3]) {
+                       join_result out[JOIN_KINDS]) {
   uint64_t raw = 0;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < JOIN_KINDS; k++) {
     join_result best = {0, 1e30, 1e30, 0};
     viewer keep;
     int have = 0;
@@ -302,6 +354,10 @@ static int bench_joins(const stream_opts *o, const bench_child *child, const cha
       else keep = v, have = 1;
     }
     if (k == 0) raw = best.bytes;
+    if (k == 1 && report_parts(o, label, keep.r.mesh, keep.r.quantum) != 0) {
+      viewer_close(&keep);
+      return -1;
+    }
     /* The lossless replica holds the session's mesh exactly: encode it in process. */
     best.encode_ms = encode_ms(keep.r.mesh, keep.r.quantum, &kinds[k]);
     out[k] = best;
@@ -624,7 +680,7 @@ int bench_stream_main(int argc, char **argv, const char *cmdline) {
     }
     usleep(100000);
   }
-  join_result demo[3], dragon[3];
+  join_result demo[JOIN_KINDS], dragon[JOIN_KINDS];
   double bpcv[2][3] = {{0}};
   viewer v[3];
   memset(v, 0, sizeof(v));

@@ -7,7 +7,8 @@
  * session's up axis; the port fills it in), which unlock no frame, "bulk" (BULK frames:
  * viewers and editors alike; a BULK SET needs an editor, which the port checks per request),
  * "presence" (PRESENCE frames both ways, for viewers and editors alike: anyone who may watch a
- * session sees who is in it) and "mask" (MASK frames, the author's own mask); a later capability
+ * session sees who is in it), "mask" (MASK frames, the author's own mask) and "entropy" (no frame:
+ * the SNAPSHOT's pieces in the rANS coding of docs/protocol.md §12.11); a later capability
  * that only some connections may have decides it here, from the role.
  *
  * DOES NOT parse the option (protocol/proto_caps.c), send frames, or keep anything but the
@@ -18,7 +19,8 @@
 
 /* What this build serves. */
 static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_BULK) |
-                                    PROTO_CAP_BIT(PROTO_CAP_MASK) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE);
+                                    PROTO_CAP_BIT(PROTO_CAP_MASK) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE) |
+                                    PROTO_CAP_BIT(PROTO_CAP_ENTROPY);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;
