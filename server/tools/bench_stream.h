@@ -18,5 +18,8 @@ typedef struct bench_parts {
 /* Sizes of `m`'s SNAPSHOT in today's coding (out[0]) and the entropy coding (out[1]), and `runs`
  * decodes of each, alternating. Returns 0 or -1. */
 int bench_stream_parts(const mesh *m, float quantum, int runs, bench_parts out[2]);
+/* Writes the two SNAPSHOT payloads of `m` (as bench_stream_parts builds them) to PREFIX.quantised
+ * and PREFIX.entropy, for the page's decode benchmark (tests/web/bench_decode.mjs). 0 or -1. */
+int bench_stream_save(const mesh *m, float quantum, const char *prefix);
 
 #endif

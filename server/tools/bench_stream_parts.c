@@ -87,6 +87,22 @@ static double decode_once(const proto_buf *p, float *check, uint32_t nv) {
   return ms;
 }
 
+int bench_stream_save(const mesh *m, float quantum, const char *prefix) {
+  int rc = 0;
+  for (int e = 0; e < 2 && rc == 0; e++) {
+    proto_buf p;
+    bench_parts sz;
+    if (build(m, quantum, e, &p, &sz) != 0) return -1;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s.%s", prefix, e ? "entropy" : "quantised");
+    FILE *f = fopen(path, "wb");
+    rc = f && fwrite(p.data, 1, p.len, f) == p.len ? 0 : -1;
+    if (f && fclose(f) != 0) rc = -1;
+    proto_buf_fini(&p);
+  }
+  return rc;
+}
+
 int bench_stream_parts(const mesh *m, float quantum, int runs, bench_parts out[2]) {
   proto_buf p[2];
   for (int e = 0; e < 2; e++) {

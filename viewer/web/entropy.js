@@ -68,51 +68,57 @@ export class RansDecoder {
     this.end = at + m;
     this.bat = at + m;
     this.bend = end;
-    this.acc = 0; // raw bits, below 2^31 + 2^8: kept as a double
-    this.nacc = 0;
+    this.cur = 0; // the raw-bit byte being read, and how many of its bits are left
+    this.left = 0;
   }
 
   sym(context) {
     if (!this.used[context]) this.fail(this.E.INVAL);
-    let x = this.x;
+    // The state stays below 2^31: int32 arithmetic throughout (Math.imul, shifts), which keeps
+    // V8 from boxing it as a double.
+    let x = this.x | 0;
     const m = x & (TOTAL - 1);
     const s = this.slot[(context << BITS) | m];
     const k = context * this.symbols + s;
-    x = this.freq[k] * Math.floor(x / TOTAL) + m - this.start[k];
+    x = (Math.imul(this.freq[k], x >>> BITS) + m - this.start[k]) | 0;
     while (x < LOW) {
       if (this.at === this.end) this.fail(this.E.TRUNCATED);
-      x = x * 256 + this.b[this.at++];
+      x = (x << 8) | this.b[this.at++];
     }
     this.x = x;
     return s;
   }
 
-  // Up to 30 raw bits, least significant first.
+  // Up to 30 raw bits, least significant first, a byte at a time (no accumulator wider than 31).
   bits(n) {
-    if (n <= 0) return 0;
-    while (this.nacc < n) {
-      if (this.bat === this.bend) this.fail(this.E.TRUNCATED);
-      this.acc += this.b[this.bat++] * 2 ** this.nacc;
-      this.nacc += 8;
+    let v = 0;
+    let got = 0;
+    while (got < n) {
+      if (this.left === 0) {
+        if (this.bat === this.bend) this.fail(this.E.TRUNCATED);
+        this.cur = this.b[this.bat++];
+        this.left = 8;
+      }
+      const take = this.left < n - got ? this.left : n - got;
+      v |= (this.cur & ((1 << take) - 1)) << got;
+      this.cur >>>= take;
+      this.left -= take;
+      got += take;
     }
-    const p = 2 ** n;
-    const v = this.acc % p;
-    this.acc = (this.acc - v) / p;
-    this.nacc -= n;
-    return v;
+    return v >>> 0;
   }
 
   value(context) {
     const s = this.sym(context);
     if (s < 8) return s;
     if (s >= VALUE_SYMBOLS) this.fail(this.E.INVAL);
-    const k = 3 + ((s - 8) >> 1);
-    return (2 ** k + ((s - 8) & 1) * 2 ** (k - 1) + this.bits(k - 1)) >>> 0;
+    const k = 3 + ((s - 8) >> 1); // at most 31: the int32 OR, read unsigned, is the value
+    return ((1 << k) | (((s - 8) & 1) << (k - 1)) | this.bits(k - 1)) >>> 0;
   }
 
   finish() {
     if (this.x !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
-    if (this.bat !== this.bend || this.nacc >= 8 || this.acc !== 0) this.fail(this.E.TRAILING);
+    if (this.bat !== this.bend || this.cur !== 0) this.fail(this.E.TRAILING);
   }
 }
 
