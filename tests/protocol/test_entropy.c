@@ -14,6 +14,7 @@
 
 #include "mesh.h"
 #include "proto2.h"
+#include "proto2_mesh.h"
 #include "proto_rans.h"
 #include "test.h"
 
@@ -94,23 +95,6 @@ TEST(a_rans_table_that_does_not_sum_to_the_total_or_an_unused_context_is_refused
 
 /* ---- whole SNAPSHOTs ---------------------------------------------------------------------------- */
 
-static mesh *load(const char *what) {
-  mesh *m = NULL;
-  char err[MESH_ERR_LEN] = "";
-  if (strcmp(what, "demo") == 0) ASSERT_OK(mesh_demo_head(&m), NULL);
-  else ASSERT_OK(mesh_import(what, NULL, &m, err, sizeof(err)), err);
-  mesh_update_bounds(m);
-  ASSERT_OK(mesh_optimize_triangle_order(m), NULL); /* as a session does */
-  return m;
-}
-
-static float quantum_of(const mesh *m) {
-  double dx = m->bbox_max[0] - m->bbox_min[0], dy = m->bbox_max[1] - m->bbox_min[1],
-         dz = m->bbox_max[2] - m->bbox_min[2];
-  double diag = sqrt(dx * dx + dy * dy + dz * dz);
-  return diag > 0 ? (float)ldexp(diag, -20) : 1e-6f;
-}
-
 /* The SNAPSHOT payload of m (triangles already canonical, t their traversal) on `shift`, in
  * today's coding or the entropy one, with a few sculpt offsets and weights. */
 static void encode(const mesh *m, float quantum, uint8_t shift, int entropy, const proto_buf *tri_piece, proto_trav *t,
@@ -141,7 +125,7 @@ static void encode(const mesh *m, float quantum, uint8_t shift, int entropy, con
 
 /* Both codings of m on `shift`: the same bits everywhere. Returns the two payload sizes. */
 static void both_codings(mesh *m, uint8_t shift, size_t sizes[2]) {
-  float quantum = quantum_of(m);
+  float quantum = proto2_test_quantum(m);
   proto_buf tri;
   proto_buf_init(&tri);
   ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
@@ -186,7 +170,7 @@ static void both_codings(mesh *m, uint8_t shift, size_t sizes[2]) {
 }
 
 static void real_mesh(const char *what) {
-  mesh *m = load(what);
+  mesh *m = proto2_test_load(what);
   fprintf(stderr, "%s:\n", what);
   for (uint8_t shift = 0; shift <= 5; shift += 5) {
     size_t sizes[2];
@@ -228,8 +212,8 @@ TEST(entropy_snapshots_of_random_meshes_decode_to_the_bits_of_todays_coding) {
 }
 
 TEST(malformed_entropy_snapshots_are_refused_with_a_proto_code) {
-  mesh *m = load("demo");
-  float quantum = quantum_of(m);
+  mesh *m = proto2_test_load("demo");
+  float quantum = proto2_test_quantum(m);
   proto_buf tri, b;
   proto_buf_init(&tri);
   ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
