@@ -61,6 +61,8 @@ typedef struct proto_grid2 {
   float origin[3];     /* positions: x = origin + (float)p · step */
   float uv_origin[2];  /* UVs: u = uv_origin + (float)q · uv_step, q in 0..65535 */
   float uv_step[2];
+  uint8_t entropy;     /* the `entropy` capability's codings (§12.11): rANS-coded triangles, and
+                        * streams in mode 2 where that is smaller; 0 (proto_grid2_init) = none */
 } proto_grid2;
 
 /* The grid for `mesh` at `shift` (0: lossless): origin at the bounding box's minimum, UV steps
@@ -92,6 +94,13 @@ int proto_snapshot2_head(proto_buf *b, const proto_mesh_desc *mesh, const proto_
  * Returns 0, PROTO_EINVAL (an index out of range) or PROTO_ENOMEM. */
 int proto_snapshot2_triangles(proto_buf *b, const uint32_t *tri, uint32_t triangle_count, uint32_t vertex_count,
                               uint32_t *canonical);
+/* The triangles piece in the entropy layout (§12.11, proto_tri.c) of the canonical triangles
+ * (what proto_snapshot2_triangles gave back) and their traversal `t`: it decodes to exactly
+ * these triangles and this traversal. Sent, with a head whose grid has `entropy` set, only to
+ * connections granted the `entropy` capability. Reads only t's tables (any thread). Returns 0,
+ * PROTO_EINVAL (an index out of range) or PROTO_ENOMEM. */
+int proto_snapshot2_triangles_entropy(proto_buf *b, const uint32_t *canonical, uint32_t triangle_count,
+                                      const proto_trav *t);
 /* Positions and UVs on the grid, after the triangles: the part every join of one grid
  * shares. `t` must be the traversal of the canonical triangles. Touches no scratch of `t`, so
  * it may run on another thread while the owner encodes targets or offsets with the same `t`. */

@@ -20,6 +20,7 @@ static const char *const cap_names[PROTO_CAP_COUNT] = {
     [PROTO_CAP_PRESENCE] = "presence",
     [PROTO_CAP_TEXTURE] = "texture",
     [PROTO_CAP_TEXCLIP] = "texclip",
+    [PROTO_CAP_ENTROPY] = "entropy",
 };
 
 const char *proto_cap_name(proto_cap cap) {

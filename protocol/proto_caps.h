@@ -34,6 +34,7 @@ typedef enum proto_cap {
   PROTO_CAP_PRESENCE = 4,/* "presence": PRESENCE frames (proto_presence.h), both ways */
   PROTO_CAP_TEXTURE = 5, /* "texture": TEXTURE frames (proto_texture.h), once per join */
   PROTO_CAP_TEXCLIP = 6, /* "texclip": TEXCLIP and TEXWEIGHTS frames (proto_texclip.h) */
+  PROTO_CAP_ENTROPY = 7, /* "entropy": unlocks no frame; the SNAPSHOT's pieces rANS-coded (§12.11) */
   PROTO_CAP_COUNT
 } proto_cap;
 

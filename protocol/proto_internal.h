@@ -87,9 +87,14 @@ struct proto_trav;
 /* A stream of `count` records of `lanes` 32-bit values (val[lanes * i + l]): entry i is vertex
  * list[i] (strictly ascending ranks), or the vertex of rank i when list is NULL (every vertex:
  * then t's scratch is not touched). Written as u32 nbytes, u8 mode, data; read back into val
- * (count * lanes entries, the caller's). */
+ * (count * lanes entries, the caller's). `entropy`: mode 2 (rANS, §12.11) may be written, and
+ * is where it is the smallest. */
 int proto__stream_put(proto_buf *b, struct proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
-                      const uint32_t *val);
+                      const uint32_t *val, int entropy);
+/* The triangles piece of the entropy layout (proto_tri.c): the session's triangles (malloc'ed
+ * into *triangles) and their traversal (proto_trav_fini it), or a PROTO_E* code and nothing. */
+int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t vertex_count, uint32_t **triangles,
+                                 struct proto_trav *t);
 int proto__stream_get(proto_cur *c, struct proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
                       uint32_t *val);
 /* perm[i] = the position in `indices` of the entry with the i-th smallest rank. PROTO_EINVAL for

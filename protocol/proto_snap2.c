@@ -22,6 +22,7 @@
 #define CHECK PROTO__CHECK
 #define SNAP2_HAS_UVS 0x1u
 #define SNAP2_LOSSLESS 0x2u
+#define SNAP2_ENTROPY 0x4u /* the triangles piece is rANS-coded (§12.11) */
 #define SNAP2_HEAD 48
 #define GRID_MAX (1u << 24) /* grid integers below this convert to float exactly */
 
@@ -93,7 +94,7 @@ int proto_snapshot2_head(proto_buf *b, const proto_mesh_desc *m, const proto_gri
   proto__put_u32(b, m->triangle_count);
   proto__put_u32(b, m->target_count);
   proto__put_f32(b, g->quantum);
-  proto__put_u8(b, (uint8_t)((m->uvs ? SNAP2_HAS_UVS : 0) | (g->shift ? 0 : SNAP2_LOSSLESS)));
+  proto__put_u8(b, (uint8_t)((m->uvs ? SNAP2_HAS_UVS : 0) | (g->shift ? 0 : SNAP2_LOSSLESS) | (g->entropy ? SNAP2_ENTROPY : 0)));
   proto__put_u8(b, g->shift);
   proto__put_u16(b, 0);
   for (int c = 0; c < 3; c++) proto__put_f32(b, g->origin[c]);
@@ -104,7 +105,7 @@ int proto_snapshot2_head(proto_buf *b, const proto_mesh_desc *m, const proto_gri
 
 /* Per-vertex attributes in rank order: grid integers, or float bits when lossless. */
 static int put_attribute(proto_buf *b, const proto_trav *t, const float *a, int lanes, const float *origin,
-                         const float *step, int lossless) {
+                         const float *step, int lossless, int entropy) {
   size_t nv = t->vertex_count;
   uint32_t *val = malloc(sizeof(uint32_t) * (size_t)lanes * (nv + 1));
   if (!val) return PROTO_ENOMEM;
@@ -115,7 +116,7 @@ static int put_attribute(proto_buf *b, const proto_trav *t, const float *a, int 
           lossless ? f32_bits(x[l]) : (uint32_t)lrint(((double)x[l] - origin[l]) / step[l]);
   }
   /* Every vertex in the stream: the codec reads t's tables only (proto_snapshot2_body's promise). */
-  int rc = proto__stream_put(b, (proto_trav *)t, NULL, (uint32_t)nv, lanes, val);
+  int rc = proto__stream_put(b, (proto_trav *)t, NULL, (uint32_t)nv, lanes, val, entropy);
   free(val);
   return rc;
 }
@@ -146,8 +147,8 @@ int proto_snapshot2_attributes(proto_buf *b, const proto_mesh_desc *m, const pro
   if (t->vertex_count != m->vertex_count) return PROTO_EINVAL;
   float step3[3] = {g->step, g->step, g->step};
   int lossless = g->shift == 0;
-  CHECK(put_attribute(b, t, m->positions, 3, g->origin, step3, lossless));
-  if (m->uvs) CHECK(put_attribute(b, t, m->uvs, 2, g->uv_origin, g->uv_step, lossless));
+  CHECK(put_attribute(b, t, m->positions, 3, g->origin, step3, lossless, g->entropy));
+  if (m->uvs) CHECK(put_attribute(b, t, m->uvs, 2, g->uv_origin, g->uv_step, lossless, g->entropy));
   return b->failed ? PROTO_ENOMEM : 0;
 }
 
@@ -187,7 +188,7 @@ int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto
     proto__put_f32(b, step);
     rc = proto__ranks_put(b, t, list, d->count);
   }
-  if (rc == 0) rc = proto__stream_put(b, t, list, d->count, 3, val);
+  if (rc == 0) rc = proto__stream_put(b, t, list, d->count, 3, val, g->entropy);
   free(perm);
   free(list);
   free(val);
@@ -220,7 +221,7 @@ static int put_offsets2(proto_buf *b, uint8_t shift, uint32_t count, const uint3
     proto__put_u8(b, shift);
     rc = proto__ranks_put(b, t, list, k);
   }
-  if (rc == 0) rc = proto__stream_put(b, t, list, k, 3, val);
+  if (rc == 0) rc = proto__stream_put(b, t, list, k, 3, val, 0);
   free(perm);
   free(list);
   free(val);
@@ -407,7 +408,8 @@ static int get_head(proto_cur *c, const proto_limits *l, proto_snapshot2 *s) {
     return PROTO_ETOOBIG;
   int lossless = (flags & SNAP2_LOSSLESS) != 0;
   s->has_uvs = (flags & SNAP2_HAS_UVS) != 0;
-  if (!(s->offset_quantum > 0) || (flags & ~(SNAP2_HAS_UVS | SNAP2_LOSSLESS)) || reserved ||
+  g->entropy = (flags & SNAP2_ENTROPY) != 0;
+  if (!(s->offset_quantum > 0) || (flags & ~(SNAP2_HAS_UVS | SNAP2_LOSSLESS | SNAP2_ENTROPY)) || reserved ||
       shift > PROTO_MAX_SHIFT || lossless != (shift == 0))
     return PROTO_EINVAL;
   g->quantum = s->offset_quantum;
@@ -433,16 +435,21 @@ int proto_decode_snapshot2(const uint8_t *p, size_t n, const proto_limits *limit
   int rc = get_head(&c, &l, s);
   uint32_t ilen = 0;
   const uint8_t *ib = NULL;
-  if (rc == 0) rc = proto__get_u32(&c, &ilen);
-  if (rc == 0) rc = proto__get(&c, ilen, &ib);
-  /* meshoptimizer's index codec spends a byte per triangle plus 17: check before allocating. */
   size_t ni = 3 * (size_t)s->triangle_count;
-  if (rc == 0 && (ni ? ilen < s->triangle_count + 17u : ilen != 0)) rc = PROTO_ETRUNCATED;
-  if (rc == 0) {
-    s->triangles = malloc(sizeof(uint32_t) * (ni + 1));
-    rc = !s->triangles ? PROTO_ENOMEM : ni && meshopt_decodeIndexBuffer(s->triangles, ni, 4, ib, ilen) ? PROTO_EINVAL : 0;
+  if (rc == 0 && s->grid.entropy) {
+    /* The triangles and the traversal together (proto_tri.c). */
+    rc = proto__triangles_entropy_get(&c, s->triangle_count, s->vertex_count, &s->triangles, t);
+  } else if (rc == 0) {
+    rc = proto__get_u32(&c, &ilen);
+    if (rc == 0) rc = proto__get(&c, ilen, &ib);
+    /* meshoptimizer's index codec spends a byte per triangle plus 17: check before allocating. */
+    if (rc == 0 && (ni ? ilen < s->triangle_count + 17u : ilen != 0)) rc = PROTO_ETRUNCATED;
+    if (rc == 0) {
+      s->triangles = malloc(sizeof(uint32_t) * (ni + 1));
+      rc = !s->triangles ? PROTO_ENOMEM : ni && meshopt_decodeIndexBuffer(s->triangles, ni, 4, ib, ilen) ? PROTO_EINVAL : 0;
+    }
+    if (rc == 0) rc = proto_trav_init(t, s->triangles, s->triangle_count, s->vertex_count); /* checks indices < V */
   }
-  if (rc == 0) rc = proto_trav_init(t, s->triangles, s->triangle_count, s->vertex_count); /* checks indices < V */
   int lossless = s->grid.shift == 0;
   float step3[3] = {s->grid.step, s->grid.step, s->grid.step};
   if (rc == 0) rc = get_attribute(&c, t, 3, s->grid.origin, step3, lossless, GRID_MAX - 1, &s->positions);

@@ -20,6 +20,9 @@
 
 #include "proto2.h"
 #include "proto_internal.h"
+#include "proto_rans.h"
+
+#define CHECK_RC PROTO__CHECK
 
 /* Triangles remembered to find the neighbour across an edge: the cache-ordered list visits a
  * vertex's neighbours within a few triangles, so 16 finds it for 99.9 % of the demo head's
@@ -151,7 +154,67 @@ static void predict(const proto_trav *t, const uint32_t *list, uint32_t i, int l
 
 /* ---- value streams ------------------------------------------------------------------------------ */
 
-enum { STREAM_VARINT = 0, STREAM_MESHOPT = 1 };
+enum { STREAM_VARINT = 0, STREAM_MESHOPT = 1, STREAM_RANS = 2 };
+
+/* The entropy mode's model (docs/protocol.md §12.11): each residual is a value of
+ * proto_rans.h's model, coded in one of 8 · lanes contexts: the lane, whether the entry had a
+ * true parallelogram prediction (its residuals are several times smaller than those of a
+ * one-vertex or previous-entry one), and the size class of the value coded just before (the
+ * previous lane of this entry, or lane 0 of the previous entry for lane 0): residual sizes go
+ * together across the lanes of a vertex and along the traversal. */
+static int rans_context(int lanes, int para, int lane, int prev_len, int median) {
+  return ((para * lanes) + lane) * PROTO_RANS_CLASSES + proto__rans_class(prev_len, median);
+}
+
+/* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
+ * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)). */
+static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v) {
+  uint32_t s[3];
+  const uint32_t *p = t->pred + 3 * (size_t)v;
+  return predictors(t, list, v, s) && p[0] != p[1] && p[2] != p[0];
+}
+
+static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z) {
+  int median = proto__rans_median(z, (size_t)count * (size_t)lanes);
+  proto_rans_enc e;
+  int rc = proto__rans_enc_init(&e, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS);
+  int prev0 = median;
+  for (uint32_t i = 0; rc == 0 && i < count; i++) {
+    int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
+    for (int l = 0; l < lanes; l++) {
+      uint32_t v = z[(size_t)lanes * i + l];
+      proto__rans_put_value(&e, rans_context(lanes, para, l, prev, median), v);
+      prev = proto__bit_length(v);
+      if (l == 0) prev0 = prev;
+    }
+  }
+  proto__put_u8(b, (uint8_t)median);
+  if (rc == 0) rc = proto__rans_enc_finish(&e, b);
+  proto__rans_enc_fini(&e);
+  return rc;
+}
+
+static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
+                    uint32_t *z) {
+  if (len < 1) return PROTO_ETRUNCATED;
+  int median = p[0];
+  if (median > 32) return PROTO_EINVAL;
+  proto_rans_dec d;
+  CHECK_RC(proto__rans_dec_init(&d, p + 1, len - 1, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS));
+  int prev0 = median;
+  for (uint32_t i = 0; i < count && !d.err; i++) {
+    int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
+    for (int l = 0; l < lanes; l++) {
+      uint32_t v = proto__rans_get_value(&d, rans_context(lanes, para, l, prev, median));
+      z[(size_t)lanes * i + l] = v;
+      prev = proto__bit_length(v);
+      if (l == 0) prev0 = prev;
+    }
+  }
+  int rc = proto__rans_dec_finish(&d);
+  proto__rans_dec_fini(&d);
+  return rc;
+}
 
 static size_t varint_len(uint32_t v) {
   size_t n = 1;
@@ -160,7 +223,7 @@ static size_t varint_len(uint32_t v) {
 }
 
 int proto__stream_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
-                      const uint32_t *val) {
+                      const uint32_t *val, int entropy) {
   size_t n = (size_t)count * (size_t)lanes;
   uint32_t *z = malloc(sizeof(uint32_t) * (n + 1));
   if (!z) return PROTO_ENOMEM;
@@ -179,7 +242,25 @@ int proto__stream_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_
   size_t mbytes = mo ? meshopt_encodeVertexBuffer(mo, cap, z, count, stride) : 0;
   int use_meshopt = mbytes > 0 && mbytes < vbytes;
   size_t len = 1 + (use_meshopt ? mbytes : vbytes);
-  int rc = len > UINT32_MAX ? PROTO_ETOOBIG : 0;
+  int rc = 0;
+  if (entropy && count) {
+    /* The entropy mode when it is the smallest (its tables do not pay on short lists). */
+    proto_buf r;
+    proto_buf_init(&r);
+    rc = rans_put(&r, t, list, count, lanes, z);
+    if (rc == 0 && 1 + r.len < len) {
+      proto__put_u32(b, (uint32_t)(1 + r.len));
+      proto__put_u8(b, STREAM_RANS);
+      uint8_t *d = proto__reserve(b, r.len);
+      if (d) memcpy(d, r.data, r.len);
+      proto_buf_fini(&r);
+      free(mo);
+      free(z);
+      return b->failed ? PROTO_ENOMEM : 0;
+    }
+    proto_buf_fini(&r);
+  }
+  if (rc == 0 && len > UINT32_MAX) rc = PROTO_ETOOBIG;
   if (rc == 0) {
     proto__put_u32(b, (uint32_t)len);
     proto__put_u8(b, use_meshopt ? STREAM_MESHOPT : STREAM_VARINT);
@@ -205,7 +286,10 @@ int proto__stream_get(proto_cur *c, proto_trav *t, const uint32_t *list, uint32_
   PROTO__CHECK(proto__get(c, len, &bytes));
   mode = bytes[0];
   size_t n = (size_t)count * (size_t)lanes, stride = 4 * (size_t)lanes;
-  if (mode == STREAM_MESHOPT) {
+  if (list) mark_subset(t, list, count);
+  if (mode == STREAM_RANS) {
+    PROTO__CHECK(rans_get(bytes + 1, len - 1, t, list, count, lanes, val));
+  } else if (mode == STREAM_MESHOPT) {
     /* The codec spends at least 2 bits per 16 records per byte lane: a body shorter than that
      * cannot hold `count` records, so it is refused before anything is decoded. */
     if (count == 0 || (size_t)(len - 1) < (n * 4) / 64 + 1) return PROTO_ETRUNCATED;
@@ -217,7 +301,6 @@ int proto__stream_get(proto_cur *c, proto_trav *t, const uint32_t *list, uint32_
   } else {
     return PROTO_EINVAL;
   }
-  if (list) mark_subset(t, list, count);
   for (uint32_t i = 0; i < count; i++) {
     uint32_t p[4];
     for (int l = 0; l < lanes; l++) val[(size_t)lanes * i + l] = unzigzag32(val[(size_t)lanes * i + l]);

@@ -772,6 +772,7 @@ int vw_app_run(const vw_app_opts *o) {
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_MASK); /* MASK frames: this author's own mask, drawn darker */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_PRESENCE); /* who else is here, their cursors and cameras */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_TEXTURE); /* the materials and images, once per join */
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_ENTROPY); /* the SNAPSHOT rANS-coded: a smaller join (§12.11) */
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
   /* The settings above are made before the connection's thread starts: from here on every use

@@ -3,7 +3,8 @@
  * replica (the viewers' decode path) fed a whole stream of frames.
  *
  * Input: byte 0 chooses what is fuzzed, the rest is the data.
- *   even: the rest is one payload, given to every message decoder in turn; what decodes is then
+ *   even: the rest is one payload, given to every message decoder in turn (version 2 SNAPSHOTs,
+ *         in both codings, too); what decodes is then
  *         walked to its end (weights, offsets, snapshot targets, index lists, samples, pins, BULK
  *         values), so a count the decoder let through but the bytes do not hold shows as an
  *         overflow.
@@ -20,6 +21,7 @@
 
 #include "client_replica.h"
 #include "proto.h"
+#include "proto2.h"
 #include "proto_bulk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -79,6 +81,14 @@ static void decode_all(const uint8_t *p, size_t n) {
     proto_target t;
     proto_snapshot_targets_begin(&s, &it);
     while (proto_snapshot_target_next(&it, &t)) walk_target(&t);
+  }
+  proto_snapshot2 s2; /* version 2, today's coding or the entropy one (§12.11) */
+  proto_trav t2;
+  if (proto_decode_snapshot2(p, n, &limits, &s2, &t2) == 0) {
+    for (uint32_t i = 0; i < 3 * s2.vertex_count; i++) sink += (uint64_t)(s2.positions[i] != 0) + t2.pred[i];
+    for (uint32_t i = 0; i < 3 * s2.triangle_count; i++) sink += s2.triangles[i] + t2.rank[s2.triangles[i]];
+    proto_snapshot2_free(&s2);
+    proto_trav_fini(&t2);
   }
   proto_target_add ta;
   if (proto_decode_target_add(p, n, &limits, &ta) == 0) walk_target(&ta.target);

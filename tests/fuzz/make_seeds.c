@@ -26,6 +26,7 @@
 
 #include "mesh.h"
 #include "proto.h"
+#include "proto2.h"
 #include "proto_bulk.h"
 
 static const char *root;
@@ -50,6 +51,58 @@ static void write_seed(const char *target, const char *name, uint8_t prefix, int
 static void payload_seed(const char *name, proto_buf *b) {
   write_seed("frames", name, 0, 1, b->data + PROTO_HEADER_SIZE, b->len - PROTO_HEADER_SIZE);
   b->len = 0;
+}
+
+/* Version 2 SNAPSHOTs of a bumpy 24 × 24 grid with UVs and a target, in today's coding and in
+ * the entropy one (§12.11: rANS triangles, mode 2 streams), as payloads and as a viewer's stream. */
+static void snapshot2_seeds(void) {
+  enum { N = 24, V = N * N, T = 2 * (N - 1) * (N - 1) };
+  static float pos[3 * V], uv[2 * V], delta[3 * 40];
+  static uint32_t tri[3 * T], canon[3 * T], tidx[40];
+  for (int y = 0; y < N; y++)
+    for (int x = 0; x < N; x++) {
+      int v = y * N + x;
+      pos[3 * v] = 0.01f * (float)x, pos[3 * v + 1] = 0.01f * (float)y;
+      pos[3 * v + 2] = 0.002f * (float)(((x * 7 + y * 13) % 11) - 5);
+      uv[2 * v] = (float)x / N, uv[2 * v + 1] = (float)y / N;
+    }
+  int k = 0;
+  for (int y = 0; y + 1 < N; y++)
+    for (int x = 0; x + 1 < N; x++) {
+      uint32_t a = (uint32_t)(y * N + x), b = a + 1, c = a + N, d = c + 1;
+      tri[k++] = a, tri[k++] = b, tri[k++] = d, tri[k++] = a, tri[k++] = d, tri[k++] = c;
+    }
+  for (int i = 0; i < 40; i++) tidx[i] = (uint32_t)(i * 13), delta[3 * i] = 0.001f * (float)i, delta[3 * i + 1] = 0, delta[3 * i + 2] = -0.0005f;
+  proto_target_desc tg = {"bump", 0, 0, 1, 0, 0, NULL, 40, tidx, delta};
+  proto_mesh_desc md = {V, T, 1, pos, tri, uv, 1e-5f};
+  for (int e = 0; e < 2; e++) {
+    proto_buf tris, mp, st, f;
+    proto_buf_init(&tris), proto_buf_init(&mp), proto_buf_init(&st), proto_buf_init(&f);
+    proto_snapshot2_triangles(&tris, tri, T, V, canon);
+    md.triangles = canon;
+    proto_trav t;
+    proto_grid2 g;
+    proto_trav_init(&t, canon, T, V);
+    proto_grid2_init(&g, &md, 5);
+    g.entropy = (uint8_t)e;
+    proto_snapshot2_head(&mp, &md, &g);
+    if (e) proto_snapshot2_triangles_entropy(&mp, canon, T, &t);
+    else memcpy(proto_buf_append(&mp, tris.len), tris.data, tris.len);
+    proto_snapshot2_attributes(&mp, &md, &g, &t);
+    proto_snapshot2_target(&mp, &tg, &g, &t);
+    float w = 0.5f;
+    uint32_t oi[2] = {3, 300};
+    int32_t oq[6] = {100, -200, 300, 0, 64, -64};
+    proto_snapshot2_state(&st, 1, &w, 2, oi, oq, 5, &t);
+    proto_encode_snapshot2_head(&f, 2, mp.len, st.len);
+    memcpy(proto_buf_append(&f, mp.len), mp.data, mp.len);
+    memcpy(proto_buf_append(&f, st.len), st.data, st.len);
+    write_seed("frames", e ? "snapshot2_entropy" : "snapshot2", 0, 1, f.data + PROTO_HEADER_SIZE, f.len - PROTO_HEADER_SIZE);
+    proto_encode_delta2(&f, 3, 0, 5, 2, oi, oq, &t);
+    write_seed("frames", e ? "stream2_entropy" : "stream2", 1, 1, f.data, f.len);
+    proto_trav_fini(&t);
+    proto_buf_fini(&tris), proto_buf_fini(&mp), proto_buf_fini(&st), proto_buf_fini(&f);
+  }
 }
 
 static void frames(void) {
@@ -149,6 +202,7 @@ static void frames(void) {
   proto_encode_ping(&s, PROTO_PONG, &ping);
   proto_encode_bye(&s, PROTO_ERR_SHUTDOWN, "bye");
   write_seed("frames", "stream", 1, 1, s.data, s.len);
+  snapshot2_seeds();
   proto_buf_fini(&s);
   proto_buf_fini(&mesh_part);
   proto_buf_fini(&state);

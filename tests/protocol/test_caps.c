@@ -192,7 +192,7 @@ TEST(the_capability_registry_names_its_ids_and_no_frame_of_versions_1_and_2_need
                                                                    : -1);
   for (int i = 0; i < PROTO_CAP_COUNT; i++) {
     const char *name = proto_cap_name((proto_cap)i);
-    if (!name) continue; /* an id another branch fills (5, "texture") */
+    if (!name) continue; /* an id with no name (none today; a capability retired would leave one) */
     uint8_t v[40];
     v[0] = (uint8_t)strlen(name);
     memcpy(v + 1, name, strlen(name));

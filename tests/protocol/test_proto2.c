@@ -14,6 +14,7 @@
 
 #include "mesh.h"
 #include "proto2.h"
+#include "proto2_mesh.h"
 #include "test.h"
 
 static uint64_t rng_state = 88172645463325252ull;
@@ -33,23 +34,6 @@ static const uint8_t *one_frame(const proto_buf *b, proto_header *h, proto_type 
   ASSERT_EQ(h->version, PROTO_VERSION_2);
   ASSERT_EQ(h->length, b->len - PROTO_HEADER_SIZE);
   return b->data + PROTO_HEADER_SIZE;
-}
-
-static mesh *load(const char *what) {
-  mesh *m = NULL;
-  char err[MESH_ERR_LEN] = "";
-  if (strcmp(what, "demo") == 0) ASSERT_OK(mesh_demo_head(&m), NULL);
-  else ASSERT_OK(mesh_import(what, NULL, &m, err, sizeof(err)), err);
-  mesh_update_bounds(m);
-  ASSERT_OK(mesh_optimize_triangle_order(m), NULL); /* as a session does */
-  return m;
-}
-
-static float quantum_of(const mesh *m) {
-  double dx = m->bbox_max[0] - m->bbox_min[0], dy = m->bbox_max[1] - m->bbox_min[1],
-         dz = m->bbox_max[2] - m->bbox_min[2];
-  double diag = sqrt(dx * dx + dy * dy + dz * dz);
-  return diag > 0 ? (float)ldexp(diag, -20) : 1e-6f;
 }
 
 /* A session-like state: random weights, random non-zero offsets on about a tenth of the mesh. */
@@ -205,8 +189,8 @@ static size_t check_snapshot(const mesh *m, float quantum, uint8_t shift, const 
 }
 
 static void round_trip_mesh(const char *what) {
-  mesh *m = load(what);
-  float quantum = quantum_of(m);
+  mesh *m = proto2_test_load(what);
+  float quantum = proto2_test_quantum(m);
   state st;
   make_state(m, &st);
   proto_trav t;
@@ -229,7 +213,7 @@ static void round_trip_mesh(const char *what) {
 }
 
 TEST(traversal_ranks_every_vertex_once_and_predicts_from_earlier_ranks) {
-  mesh *m = load("demo");
+  mesh *m = proto2_test_load("demo");
   proto_trav t;
   ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
   uint8_t *seen = calloc(m->vertex_count, 1);
@@ -294,7 +278,7 @@ TEST(snapshots_of_random_meshes_round_trip_within_their_bounds) {
       free(dense);
     }
     mesh_update_bounds(m);
-    float quantum = quantum_of(m);
+    float quantum = proto2_test_quantum(m);
     state st;
     make_state(m, &st);
     proto_trav t;
@@ -315,7 +299,7 @@ TEST(snapshots_of_random_meshes_round_trip_within_their_bounds) {
 }
 
 TEST(value_streams_round_trip_in_both_codings_for_every_vertex_and_for_subsets) {
-  mesh *m = load("demo");
+  mesh *m = proto2_test_load("demo");
   proto_trav t;
   ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
   uint32_t nv = m->vertex_count;
@@ -375,10 +359,10 @@ TEST(value_streams_round_trip_in_both_codings_for_every_vertex_and_for_subsets) 
 }
 
 TEST(target_frames_round_trip_quantised_and_as_float_bits) {
-  mesh *m = load("demo");
+  mesh *m = proto2_test_load("demo");
   proto_trav t;
   ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
-  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, m->uvs, quantum_of(m)};
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, m->uvs, proto2_test_quantum(m)};
   for (uint8_t shift = 0; shift <= 6; shift += 6) {
     proto_grid2 g;
     ASSERT_OK(proto_grid2_init(&g, &md, shift), NULL);
@@ -512,7 +496,7 @@ TEST(hello_and_welcome_version_2_carry_their_options_and_skip_unknown_ones) {
 
 /* A small but complete quantised snapshot (UVs, two targets, offsets) to break. */
 static void small_snapshot(proto_buf *out, mesh **mm) {
-  mesh *m = load(test_assimp_model("MD2/faerie.md2"));
+  mesh *m = proto2_test_load(test_assimp_model("MD2/faerie.md2"));
   float dense[3 * 4000] = {0};
   for (uint32_t i = 0; i < 3 * m->vertex_count && i < 3 * 4000; i += 7) dense[i] = 0.01f * (float)(i % 13);
   ASSERT_OK(mesh_add_target_dense(m, "a", dense, 0), NULL);
@@ -521,7 +505,7 @@ static void small_snapshot(proto_buf *out, mesh **mm) {
   proto_trav t;
   proto_buf tri;
   adopt_triangles(m, &tri, &t);
-  encode_snapshot(m, quantum_of(m), 5, &st, &tri, &t, out);
+  encode_snapshot(m, proto2_test_quantum(m), 5, &st, &tri, &t, out);
   proto_buf_fini(&tri);
   proto_trav_fini(&t);
   free_state(&st);
@@ -622,7 +606,7 @@ TEST(random_damage_to_version_2_bodies_never_crashes_a_decoder) {
   small_snapshot(&snap, &m);
   proto_trav t;
   ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
-  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, m->uvs, quantum_of(m)};
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, m->uvs, proto2_test_quantum(m)};
   proto_grid2 g;
   ASSERT_OK(proto_grid2_init(&g, &md, 5), NULL);
   proto_buf delta, target;

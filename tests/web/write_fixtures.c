@@ -216,7 +216,7 @@ static proto_target_desc small_target(int i) {
  * canonical triangles go to `canon` and the traversal to `t`. */
 static void snapshot_frame(proto_buf *f, int v2, uint8_t shift, const proto_mesh_desc *md0, const proto_target_desc *tg,
                            const float *weights, uint32_t noff, const uint32_t *oidx, const int32_t *oq, uint32_t *canon,
-                           proto_trav *t, uint64_t version) {
+                           proto_trav *t, uint64_t version, int entropy) {
   proto_buf mpart, state;
   proto_buf_init(&mpart);
   proto_buf_init(&state);
@@ -229,8 +229,10 @@ static void snapshot_frame(proto_buf *f, int v2, uint8_t shift, const proto_mesh
     if (proto_snapshot2_triangles(&tris, md.triangles, md.triangle_count, md.vertex_count, canon)) exit(2);
     md.triangles = canon;
     if (proto_trav_init(t, canon, md.triangle_count, md.vertex_count)) exit(2);
+    g.entropy = (uint8_t)entropy; /* the capability's coding (§12.11) */
     proto_snapshot2_head(&mpart, &md, &g);
-    memcpy(proto_buf_append(&mpart, tris.len), tris.data, tris.len);
+    if (entropy && proto_snapshot2_triangles_entropy(&mpart, canon, md.triangle_count, t)) exit(2);
+    if (!entropy) memcpy(proto_buf_append(&mpart, tris.len), tris.data, tris.len);
     proto_buf_fini(&tris);
     if (proto_snapshot2_attributes(&mpart, &md, &g, t)) exit(2);
     for (uint32_t i = 0; i < md.target_count; i++)
@@ -292,15 +294,16 @@ static void small_streams(void) {
   float w[3] = {0.25f, 0.125f, 0};
   uint32_t oidx[3] = {2, 7, 18};
   int32_t oq[9] = {1000, -2000, 37, 1, 2, 3, -40000, 5, 0};
-  for (int v2 = 0; v2 < 2; v2++)
+  for (int v2 = 0; v2 < 3; v2++) /* 2: version 2 in the entropy coding */
     for (int shift = v2 ? 0 : 5; shift <= 5; shift += 5) {
+      int entropy = v2 == 2;
       proto_buf b;
       proto_buf_init(&b);
       proto_trav t;
       memset(&t, 0, sizeof(t));
       /* Two targets in the snapshot; the third arrives as TARGET. */
       md.target_count = 2;
-      snapshot_frame(&b, v2, (uint8_t)shift, &md, tg, w, 3, oidx, oq, scanon, &t, 4);
+      snapshot_frame(&b, v2, (uint8_t)shift, &md, tg, w, 3, oidx, oq, scanon, &t, 4, entropy);
       size_t snap_at = 0, delta_at = b.len;
       uint32_t didx[4] = {0, 7, 11, 19};
       int32_t dq[12] = {5, 6, 7, 0, 0, 0, 100000, -100000, 3, -1, -1, -1};
@@ -312,6 +315,7 @@ static void small_streams(void) {
         proto_mesh_desc m2 = md;
         m2.triangles = scanon;
         proto_grid2_init(&g, &m2, (uint8_t)shift);
+        g.entropy = (uint8_t)entropy;
         proto_encode_target_add2(&b, 6, PROTO_FLAG_MORE, 2, 0.5f, &tg[2], &g, &t);
       } else {
         proto_encode_target_add(&b, 6, 2, 0.5f, &tg[2]);
@@ -330,10 +334,15 @@ static void small_streams(void) {
       int8_t q8[3] = {1, -2, 127};
       proto_encode_weights_qrun8(&b, 10, 0, 0, 3, q8, 0.5f);
       char name[64];
-      snprintf(name, sizeof(name), "small-v%d-shift%d", v2 + 1, shift);
+      snprintf(name, sizeof(name), "small-v%d-shift%d%s", entropy ? 2 : v2 + 1, shift, entropy ? "-entropy" : "");
       write_stream(name, &b);
-      if (v2 && shift == 5) small_trav = t; /* the traversal the version 2 cases decode against */
-      if (shift == 5 || !v2) {
+      if (v2 == 1 && shift == 5) small_trav = t; /* the traversal the version 2 cases decode against */
+      if (entropy && shift == 5) { /* the entropy SNAPSHOT: every cut and damage gets the C verdict */
+        uint32_t n;
+        const uint8_t *p = payload(&b, snap_at, &n);
+        write_cases("snapshot2", p, n, 7);
+      }
+      if (!entropy && (shift == 5 || !v2)) {
         /* Decoder cases from these frames (the shift-5 version 2 traversal is the one kept). */
         uint32_t n;
         const uint8_t *p = payload(&b, snap_at, &n);
@@ -360,7 +369,7 @@ static void small_streams(void) {
           }
         }
       }
-      if (!(v2 && shift == 5)) proto_trav_fini(&t);
+      if (!(v2 == 1 && shift == 5)) proto_trav_fini(&t);
       proto_buf_fini(&b);
     }
 }
@@ -396,15 +405,18 @@ static void demo_streams(void) {
   double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
   proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions, m->triangles, m->uvs,
                         (float)ldexp(diag, -20)};
-  for (int shift = 0; shift <= 5; shift += 5) {
+  for (int k = 0; k < 4; k++) { /* shift 0 and 5, today's coding and the entropy one */
+    int shift = k & 1 ? 5 : 0, entropy = k >= 2;
     proto_buf b;
     proto_buf_init(&b);
     proto_trav t;
-    snapshot_frame(&b, 1, (uint8_t)shift, &md, tg, w, nsc, sidx, sq, canon, &t, 12);
+    for (uint32_t i = 0; i < nsc; i++)
+      for (int c = 0; c < 3; c++) sq[3 * i + c] = (int32_t)((i * 7919u + (uint32_t)c * 104729u) % 20001u) - 10000;
+    snapshot_frame(&b, 1, (uint8_t)shift, &md, tg, w, nsc, sidx, sq, canon, &t, 12, entropy);
     for (uint32_t i = 0; i < nsc; i++) sq[3 * i] += 977;
     proto_encode_delta2(&b, 13, 0, (uint8_t)shift, nsc, sidx, sq, &t);
     char name[64];
-    snprintf(name, sizeof(name), "demo-head-shift%d", shift);
+    snprintf(name, sizeof(name), "demo-head-shift%d%s", shift, entropy ? "-entropy" : "");
     write_stream(name, &b);
     proto_trav_fini(&t);
     proto_buf_fini(&b);

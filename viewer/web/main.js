@@ -70,8 +70,8 @@ const net = new Net({
     maxRate: parseFloat(params.get('max_rate')) || 0,
     // WELCOME then says the session's up axis (the camera orbits around it); MASK frames bring
     // this author's own mask, drawn darker; PRESENCE frames say who else is here and where they work;
-    // TEXTURE frames bring the materials and images, once per join.
-    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE, P.CAP.TEXTURE],
+    // TEXTURE frames bring the materials and images, once per join; ENTROPY makes the join smaller.
+    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE, P.CAP.TEXTURE, P.CAP.ENTROPY],
   },
   onWelcome: (w) => presence.reset(w.clientId),
   onPresence: (payload) => presence.apply(payload),

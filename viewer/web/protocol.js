@@ -13,6 +13,7 @@
 //
 // DOES NOT open sockets (net.js), keep a session's state (replica.js) or draw.
 
+import { streamValues, trianglesGet } from './entropy.js';
 import { decodeIndexBuffer, decodeVertexBuffer } from './meshopt.js';
 
 export const MAGIC = 0x444d4644;
@@ -37,7 +38,7 @@ const LAST_TYPE = 17; // the header check (proto_frame.h PROTO_LAST_TYPE), and M
 // HELLO / WELCOME option tags (proto.h PROTO_OPT_*).
 export const OPT = { CODEC: 1, MAX_RATE: 2, TOLERANCE: 3, SHIFT: 4, AUTHOR: 5, FORWARD: 6, CAPS: 7, UP: 8 };
 // The capabilities this page knows (proto_caps.h's registry; docs/protocol.md §14).
-export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence', TEXTURE: 'texture', TEXCLIP: 'texclip' };
+export const CAP = { NOOP: 'noop', UP: 'up', BULK: 'bulk', MASK: 'mask', PRESENCE: 'presence', TEXTURE: 'texture', TEXCLIP: 'texclip', ENTROPY: 'entropy' };
 export const FLAG_CATCHUP = 1;
 export const FLAG_MORE = 2;
 export const ROLE_VIEWER = 1;
@@ -650,6 +651,17 @@ export class Trav {
     }
   }
 
+  // Whether vertex v has a true parallelogram prediction among the listed entries (the entropy
+  // mode's context, proto_trav.c has_parallelogram).
+  hasParallelogram(list, v) {
+    const a = this.pred[3 * v];
+    if (a === NO_VERTEX) return false;
+    const b = this.pred[3 * v + 1];
+    const c = this.pred[3 * v + 2];
+    if (list && (this.mark[a] !== this.epoch || this.mark[b] !== this.epoch || this.mark[c] !== this.epoch)) return false;
+    return a !== b && c !== a;
+  }
+
   // A value stream (proto__stream_get): `count` entries of `lanes` u32 (Uint32Array), entry i
   // being vertex list[i], or the vertex of rank i when list is null.
   streamGet(c, list, count, lanes) {
@@ -658,8 +670,11 @@ export class Trav {
     const bytes = c.bytes(len);
     const mode = bytes[0];
     const n = count * lanes;
-    const val = new Uint32Array(n);
-    if (mode === 1) {
+    let val = new Uint32Array(n);
+    if (list) this.markSubset(list, count);
+    if (mode === 2) {
+      val = streamValues(bytes.subarray(1), count, lanes, (i) => this.hasParallelogram(list, list ? list[i] : this.order[i]), fail, E);
+    } else if (mode === 1) {
       if (count === 0 || len - 1 < Math.floor((n * 4) / 64) + 1) fail(E.TRUNCATED);
       const raw = new Uint8Array(val.buffer);
       // Records are little-endian u32 lanes, which a Uint32Array reads as such on every browser
@@ -672,7 +687,6 @@ export class Trav {
     } else {
       fail(E.INVAL);
     }
-    if (list) this.markSubset(list, count);
     const pred = this.pred;
     for (let i = 0; i < count; i++) {
       const o = lanes * i;
@@ -807,7 +821,8 @@ function getHead2(c, l) {
   if (s.vertexCount > l.maxVertices || s.triangleCount > l.maxTriangles || s.targetCount > MAX_TARGETS) fail(E.TOOBIG);
   const lossless = (flags & 2) !== 0;
   s.hasUvs = (flags & 1) !== 0;
-  if (!(s.offsetQuantum > 0) || flags & ~3 || reserved || shift > MAX_SHIFT || lossless !== (shift === 0)) fail(E.INVAL);
+  s.entropy = (flags & 4) !== 0; // the triangles piece in the entropy layout (§12.11)
+  if (!(s.offsetQuantum > 0) || flags & ~7 || reserved || shift > MAX_SHIFT || lossless !== (shift === 0)) fail(E.INVAL);
   const step = shift ? f32(s.offsetQuantum * 2 ** shift) : 0;
   if (shift && !finite(step)) fail(E.NONFINITE);
   const uvGrid = s.hasUvs && !lossless;
@@ -825,13 +840,20 @@ export function decodeSnapshot2(p, limits) {
   const l = limitsOf(limits);
   const c = new Cursor(p);
   const s = getHead2(c, l);
-  const ilen = c.u32();
-  const ib = c.bytes(ilen);
-  const ni = 3 * s.triangleCount;
-  if (ni ? ilen < s.triangleCount + 17 : ilen !== 0) fail(E.TRUNCATED);
-  s.triangles = new Uint32Array(ni);
-  if (ni && decodeIndexBuffer(s.triangles, ni, ib) !== 0) fail(E.INVAL);
-  const t = new Trav(s.triangles, s.triangleCount, s.vertexCount);
+  let t;
+  if (s.entropy) {
+    const got = trianglesGet(c, s.triangleCount, s.vertexCount, (tri, tc, vc) => new Trav(tri, tc, vc), fail, E);
+    s.triangles = got.triangles;
+    t = got.trav;
+  } else {
+    const ilen = c.u32();
+    const ib = c.bytes(ilen);
+    const ni = 3 * s.triangleCount;
+    if (ni ? ilen < s.triangleCount + 17 : ilen !== 0) fail(E.TRUNCATED);
+    s.triangles = new Uint32Array(ni);
+    if (ni && decodeIndexBuffer(s.triangles, ni, ib) !== 0) fail(E.INVAL);
+    t = new Trav(s.triangles, s.triangleCount, s.vertexCount);
+  }
   const g = s.grid;
   const lossless = g.shift === 0;
   s.positions = getAttribute(c, t, 3, g.origin, [g.step, g.step, g.step], lossless, GRID_MAX - 1);

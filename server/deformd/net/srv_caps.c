@@ -8,8 +8,9 @@
  * viewers and editors alike; a BULK SET needs an editor, which the port checks per request),
  * "presence" (PRESENCE frames both ways, for viewers and editors alike: anyone who may watch a
  * session sees who is in it), "mask" (MASK frames, the author's own mask), "texture"
- * (TEXTURE frames, the session's materials and images once per join, for anyone) and "texclip" (TEXCLIP
- * and TEXWEIGHTS frames: animated texture clips, viewers and editors alike); a later capability
+ * (TEXTURE frames, the session's materials and images once per join, for anyone), "texclip" (TEXCLIP
+ * and TEXWEIGHTS frames: animated texture clips, viewers and editors alike) and "entropy" (no frame:
+ * the SNAPSHOT's pieces in the rANS coding of docs/protocol.md §12.11); a later capability
  * that only some connections may have decides it here, from the role.
  *
  * DOES NOT parse the option (protocol/proto_caps.c), send frames, or keep anything but the
@@ -21,7 +22,8 @@
 /* What this build serves. */
 static const uint32_t served_caps = PROTO_CAP_BIT(PROTO_CAP_NOOP) | PROTO_CAP_BIT(PROTO_CAP_UP) | PROTO_CAP_BIT(PROTO_CAP_BULK) |
                                     PROTO_CAP_BIT(PROTO_CAP_MASK) | PROTO_CAP_BIT(PROTO_CAP_PRESENCE) |
-                                    PROTO_CAP_BIT(PROTO_CAP_TEXTURE) | PROTO_CAP_BIT(PROTO_CAP_TEXCLIP);
+                                    PROTO_CAP_BIT(PROTO_CAP_TEXTURE) | PROTO_CAP_BIT(PROTO_CAP_TEXCLIP) |
+                                    PROTO_CAP_BIT(PROTO_CAP_ENTROPY);
 
 srv_caps srv_caps_grant(uint16_t version, uint8_t role, const proto_hello_opts *o) {
   (void)role;

@@ -144,7 +144,7 @@ static int send_join(srv_conn *c, srv_session *s) {
   srv_frame **parts = NULL;
   uint32_t n = 0;
   int rc = -1;
-  if (welcome && srv_session_snapshot_parts(s, st->codec, &parts, &n) == 0) {
+  if (welcome && srv_session_snapshot_parts(s, st->codec, srv_caps_has(c, PROTO_CAP_ENTROPY), &parts, &n) == 0) {
     if (srv_conn_send(c, welcome) == 0 && srv_conn_send_parts(c, parts, (int)n) == 0) rc = 0;
     for (uint32_t i = 0; i < n; i++) srv_frame_unref(parts[i]);
     free(parts);

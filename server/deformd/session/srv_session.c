@@ -45,6 +45,7 @@ static void free_parts(srv_session *s) {
   free(s->vertex_version);
   proto_trav_fini(&s->trav);
   srv_frame_unref(s->triangles2);
+  srv_frame_unref(s->triangles2e);
   for (int c = 0; c < SRV_CODECS; c++) {
     if (!s->codecs[c]) continue;
     srv_session_codec_fini(s->codecs[c]);

@@ -37,7 +37,9 @@ static inline uint8_t srv_codec_shift(uint8_t codec) { return codec ? (uint8_t)(
 typedef struct srv_codec {
   proto_grid2 grid;
   srv_frame *attributes;     /* positions and UVs on the grid (made on the pool) */
+  srv_frame *attributes_e;   /* the same in the `entropy` capability's coding (§12.11) */
   srv_frame **targets;       /* one record per target, made when first needed */
+  srv_frame **targets_e;     /* the same for `entropy` joins (target_cap entries too) */
   uint32_t target_cap;
   int job;                   /* a job is encoding `attributes`; joins wait in `waiting` */
   srv_conn **waiting;        /* waiting_count joins, each referenced (answered the last first) */
@@ -72,6 +74,7 @@ struct srv_session {
   uint64_t *target_version;  /* per target: the version that created it (0: from the file) */
   proto_trav trav;           /* the traversal of the triangles (version 2 bodies) */
   srv_frame *triangles2;     /* version 2's triangles piece: the bytes `trav` was built from */
+  srv_frame *triangles2e;    /* the same bytes rANS-coded, for `entropy` joins (§12.11) */
   srv_codec *codecs[SRV_CODECS]; /* version 2 pieces per codec, made when first joined */
   struct srv_class *classes; /* subscribers by codec and rate (srv_fanout.c) */
   srv_conn *subscribers;     /* linked through their c->sub (srv_fanout.c) */

@@ -74,7 +74,8 @@ int srv_session_encode_target(srv_session *s, uint32_t t) {
     srv_codec *k = s->codecs[c];
     if (k && t < k->target_cap) {
       srv_frame_unref(k->targets[t]);
-      k->targets[t] = NULL;
+      srv_frame_unref(k->targets_e[t]);
+      k->targets[t] = k->targets_e[t] = NULL;
     }
   }
   return 0;
@@ -96,6 +97,12 @@ int srv_session_encode_parts(srv_session *s) {
   }
   rc = proto_trav_init(&s->trav, m->triangles, m->triangle_count, m->vertex_count);
   if (rc) return mesh_code(rc);
+  rc = proto_snapshot2_triangles_entropy(&b, m->triangles, m->triangle_count, &s->trav);
+  if (rc == 0) s->triangles2e = srv_frame_from_buf(&b);
+  if (rc || !s->triangles2e) {
+    proto_buf_fini(&b);
+    return rc ? mesh_code(rc) : MESH_ENOMEM;
+  }
   proto_mesh_desc md = mesh_desc(s);
   rc = proto_snapshot_mesh_body(&b, &md);
   if (rc) {
@@ -120,36 +127,59 @@ int srv_session_codec_init(const srv_session *s, uint8_t codec, srv_codec *out) 
   if (rc) return mesh_code(rc);
   proto_buf b;
   proto_buf_init(&b);
-  rc = proto_snapshot2_attributes(&b, &md, &out->grid, &s->trav);
-  if (rc == 0) out->attributes = srv_frame_from_buf(&b);
-  if (rc || !out->attributes) {
-    proto_buf_fini(&b);
-    return rc ? mesh_code(rc) : MESH_ENOMEM;
+  /* Both codings of the grid's attributes: the entropy one (§12.11) for joins granted it. */
+  proto_grid2 ge = out->grid;
+  ge.entropy = 1;
+  for (int e = 0; e < 2; e++) {
+    rc = proto_snapshot2_attributes(&b, &md, e ? &ge : &out->grid, &s->trav);
+    srv_frame **to = e ? &out->attributes_e : &out->attributes;
+    if (rc == 0) *to = srv_frame_from_buf(&b);
+    if (rc || !*to) {
+      proto_buf_fini(&b);
+      srv_session_codec_fini(out);
+      return rc ? mesh_code(rc) : MESH_ENOMEM;
+    }
   }
   return 0;
 }
 
 void srv_session_codec_fini(srv_codec *c) {
   srv_frame_unref(c->attributes);
-  for (uint32_t t = 0; t < c->target_cap; t++) srv_frame_unref(c->targets[t]);
+  srv_frame_unref(c->attributes_e);
+  for (uint32_t t = 0; t < c->target_cap; t++) {
+    srv_frame_unref(c->targets[t]);
+    srv_frame_unref(c->targets_e[t]);
+  }
   free(c->targets);
+  free(c->targets_e);
   memset(c, 0, sizeof(*c));
 }
 
-/* Target t's version 2 record in `codec` (made now if needed). NULL when out of memory. */
-static srv_frame *target_record(srv_session *s, uint8_t codec, uint32_t t) {
+/* Grows both per-target record arrays of a codec to hold index t. */
+static int grow_records(srv_codec *k, uint32_t t) {
+  uint32_t cap = k->target_cap;
+  if (grow_pieces(&k->targets_e, &cap, t)) return MESH_ENOMEM;
+  return grow_pieces(&k->targets, &k->target_cap, t);
+}
+
+/* Target t's version 2 record in `codec`, in the entropy coding when `entropy` (made now if
+ * needed). NULL when out of memory. */
+static srv_frame *target_record(srv_session *s, uint8_t codec, uint32_t t, int entropy) {
   srv_codec *k = s->codecs[codec];
-  if (!k || grow_pieces(&k->targets, &k->target_cap, t)) return NULL;
-  if (k->targets[t]) return k->targets[t];
+  if (!k || grow_records(k, t)) return NULL;
+  srv_frame **rec = entropy ? &k->targets_e[t] : &k->targets[t];
+  if (*rec) return *rec;
   proto_buf b;
   proto_buf_init(&b);
   proto_target_desc d = srv_session_target_desc(s, t);
-  if (proto_snapshot2_target(&b, &d, &k->grid, &s->trav) != 0) {
+  proto_grid2 g = k->grid;
+  g.entropy = (uint8_t)(entropy != 0);
+  if (proto_snapshot2_target(&b, &d, &g, &s->trav) != 0) {
     proto_buf_fini(&b);
     return NULL;
   }
-  k->targets[t] = srv_frame_from_buf(&b);
-  return k->targets[t];
+  *rec = srv_frame_from_buf(&b);
+  return *rec;
 }
 
 int srv_session_encode_target_add(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t t,
@@ -162,7 +192,7 @@ int srv_session_encode_target_add(srv_session *s, uint8_t codec, uint64_t versio
     return rc;
   }
   /* The record is the one joins share: the frame is a header, index, weight and that record. */
-  srv_frame *rec = target_record(s, codec, t);
+  srv_frame *rec = target_record(s, codec, t, 0);
   if (!rec) return PROTO_ENOMEM;
   size_t at = b->len;
   uint8_t *p = proto_buf_append(b, PROTO_HEADER_SIZE + 8 + rec->len);
@@ -229,21 +259,23 @@ static int encode_state(srv_session *s, uint8_t codec, proto_buf *b) {
   return rc;
 }
 
-int srv_session_snapshot_parts(srv_session *s, uint8_t codec, srv_frame ***parts, uint32_t *count) {
+int srv_session_snapshot_parts(srv_session *s, uint8_t codec, int entropy, srv_frame ***parts, uint32_t *count) {
   uint32_t nt = s->mesh->target_count;
   srv_codec *k = codec == SRV_CODEC_V1 ? NULL : s->codecs[codec];
   if (codec != SRV_CODEC_V1 && (!k || !k->attributes)) return MESH_EINVAL;
+  /* The entropy coding where it is the smaller (its tables do not pay on a tiny mesh). */
+  entropy = entropy && k && s->triangles2e->len + k->attributes_e->len < s->triangles2->len + k->attributes->len;
   srv_frame **p = calloc(nt + 4, sizeof(*p));
   uint32_t n = 1; /* p[0]: the head, made last (it needs the lengths) */
   size_t mesh_len = 0;
   int rc = p ? 0 : MESH_ENOMEM;
   if (rc == 0 && !k) p[n++] = srv_frame_ref(s->mesh_body);
   if (rc == 0 && k) {
-    p[n++] = srv_frame_ref(s->triangles2);
-    p[n++] = srv_frame_ref(k->attributes);
+    p[n++] = srv_frame_ref(entropy ? s->triangles2e : s->triangles2);
+    p[n++] = srv_frame_ref(entropy ? k->attributes_e : k->attributes);
   }
   for (uint32_t t = 0; rc == 0 && t < nt; t++) {
-    srv_frame *rec = k ? target_record(s, codec, t) : s->target_parts[t];
+    srv_frame *rec = k ? target_record(s, codec, t, entropy) : s->target_parts[t];
     if (rec) p[n++] = srv_frame_ref(rec);
     else rc = MESH_ENOMEM;
   }
@@ -259,7 +291,9 @@ int srv_session_snapshot_parts(srv_session *s, uint8_t codec, srv_frame ***parts
     mesh_len += k ? 48 : 20;
     int hr = k ? proto_encode_snapshot2_head(&hb, s->version, mesh_len, state->len)
                : proto_encode_snapshot_head(&hb, s->version, mesh_len, state->len);
-    if (hr == 0) hr = k ? proto_snapshot2_head(&hb, &md, &k->grid) : proto_snapshot_mesh_head(&hb, &md);
+    proto_grid2 g = k ? k->grid : (proto_grid2){0};
+    g.entropy = (uint8_t)entropy;
+    if (hr == 0) hr = k ? proto_snapshot2_head(&hb, &md, &g) : proto_snapshot_mesh_head(&hb, &md);
     if (hr == 0) p[0] = srv_frame_from_buf(&hb);
   }
   proto_buf_fini(&hb);

@@ -32,9 +32,10 @@ void srv_session_codec_fini(srv_codec *c);
 int srv_session_encode_since(srv_session *s, uint64_t since, uint8_t flags, uint8_t codec, proto_buf *b);
 /* The frames a joining viewer is sent as its SNAPSHOT, in `codec` (whose pieces must exist), in
  * order: a per-join head (frame header and mesh counts), the shared pieces (referenced), a
- * per-join state part. *parts is malloc'ed and holds one reference to each frame. Returns 0 or
- * MESH_ENOMEM. */
-int srv_session_snapshot_parts(srv_session *s, uint8_t codec, srv_frame ***parts, uint32_t *count);
+ * per-join state part; with `entropy` (a join granted that capability) the triangles, attributes
+ * and target records in its coding (docs/protocol.md §12.11). *parts is malloc'ed and holds one
+ * reference to each frame. Returns 0 or MESH_ENOMEM. */
+int srv_session_snapshot_parts(srv_session *s, uint8_t codec, int entropy, srv_frame ***parts, uint32_t *count);
 /* The frames a DELTA of these offsets, or a TARGET of target t, is in `codec`. */
 int srv_session_encode_delta(srv_session *s, uint8_t codec, uint64_t version, uint8_t flags, uint32_t count,
                              const uint32_t *indices, const int32_t *q, proto_buf *b);

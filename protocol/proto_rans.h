@@ -1,0 +1,145 @@
+/*
+ * proto_rans.h — the entropy coder of the `entropy` capability (docs/protocol.md §12.11):
+ * rANS with one static frequency table per context, sent ahead of the symbols, and raw bits
+ * beside them. Not public: the value streams (proto_trav.c) and the triangles (proto_snap2.c)
+ * build their models on it.
+ *
+ * Layout of a coded block (what proto__rans_enc_finish writes and proto__rans_dec_init reads):
+ *   per context: varint n (0 = the context codes nothing), then n varint frequencies of
+ *                symbols 0 .. n-1, summing to exactly PROTO_RANS_TOTAL;
+ *   varint m, then m bytes of rANS (32-bit state, byte renormalisation, ryg_rans's layout:
+ *                the final state first, little-endian);
+ *   raw bits to the end of the block, least significant bit first, the last byte padded with 0.
+ * The decoder pulls symbols one at a time with the context the caller computes from what it
+ * decoded so far, so models may depend on earlier values without the coder knowing them.
+ *
+ * DOES NOT know what symbols mean, or do I/O.
+ */
+#ifndef DEFORMD_PROTO_RANS_H
+#define DEFORMD_PROTO_RANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto_internal.h"
+
+#define PROTO_RANS_BITS 12 /* frequencies sum to 2^12 */
+#define PROTO_RANS_TOTAL (1u << PROTO_RANS_BITS)
+#define PROTO_RANS_LOW (1u << 23) /* the state stays in [LOW, LOW << 8) */
+#define PROTO_RANS_MAX_SYMBOLS 256
+#define PROTO_RANS_MAX_CONTEXTS 64
+
+/* The encoder queues symbols and raw bits, then codes them all at once (rANS runs backwards).
+ * Owns its buffers (proto__rans_enc_fini). */
+typedef struct proto_rans_enc {
+  int contexts, symbols;
+  uint16_t *queue; /* context << 8 | symbol, in order */
+  size_t count, cap;
+  proto_buf bits;
+  uint64_t acc;
+  int nacc;
+  int failed;
+} proto_rans_enc;
+
+int proto__rans_enc_init(proto_rans_enc *e, int contexts, int symbols);
+void proto__rans_enc_fini(proto_rans_enc *e);
+void proto__rans_enc_sym(proto_rans_enc *e, int context, int symbol);
+/* Up to 32 raw bits, least significant first. */
+void proto__rans_enc_bits(proto_rans_enc *e, uint32_t value, int nbits);
+/* Appends the coded block to b. Returns 0 or PROTO_ENOMEM. */
+int proto__rans_enc_finish(proto_rans_enc *e, proto_buf *b);
+
+/* The decoder reads one block of exactly `n` bytes. Owns its tables (proto__rans_dec_fini). */
+typedef struct proto_rans_dec {
+  int contexts, symbols;
+  uint16_t *freq, *start; /* [context * symbols + symbol] */
+  uint8_t *slot;          /* [context << PROTO_RANS_BITS | x mod TOTAL] -> symbol */
+  uint8_t *used;          /* per context: its table is not empty */
+  const uint8_t *at, *end;   /* rANS bytes */
+  const uint8_t *bat, *bend; /* raw bits */
+  uint64_t acc;
+  int nacc;
+  uint32_t x;
+  int err; /* the first failure (PROTO_E*), sticky; symbols read after it are 0 */
+} proto_rans_dec;
+
+/* Reads the tables and splits the block. Returns 0, PROTO_ENOMEM, PROTO_ETRUNCATED or
+ * PROTO_EINVAL (a table over `symbols` entries or not summing to the total, a bad state). */
+int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int contexts, int symbols);
+void proto__rans_dec_fini(proto_rans_dec *d);
+
+/* The next symbol in `context`: an empty context or rANS bytes running out set d->err. */
+static inline int proto__rans_dec_sym(proto_rans_dec *d, int context) {
+  if (!d->used[context]) {
+    if (!d->err) d->err = PROTO_EINVAL;
+    return 0;
+  }
+  uint32_t x = d->x, m = x & (PROTO_RANS_TOTAL - 1);
+  int s = d->slot[((size_t)context << PROTO_RANS_BITS) | m];
+  size_t k = (size_t)context * (size_t)d->symbols + (size_t)s;
+  x = d->freq[k] * (x >> PROTO_RANS_BITS) + m - d->start[k];
+  while (x < PROTO_RANS_LOW) {
+    if (d->at == d->end) {
+      if (!d->err) d->err = PROTO_ETRUNCATED;
+      d->x = PROTO_RANS_LOW;
+      return 0;
+    }
+    x = (x << 8) | *d->at++;
+  }
+  d->x = x;
+  return s;
+}
+
+/* `nbits` (0 to 32) raw bits; running out sets d->err. */
+uint32_t proto__rans_dec_bits(proto_rans_dec *d, int nbits);
+
+/* ---- the value model both the streams and the triangles use (§12.11) ------------------------
+ * A u32 z is a symbol, its bucket: z itself below 8, else 8 + 2·(k − 3) + the bit below the top
+ * one, k = the top bit's position (so 66 symbols), followed by the k − 1 bits under those two as
+ * raw bits. Contexts often say how large the previous value was against the stream's median. */
+#define PROTO_RANS_VALUE_SYMBOLS 66
+#define PROTO_RANS_CLASSES 4
+
+static inline int proto__bit_length(uint32_t z) { return z ? 32 - __builtin_clz(z) : 0; }
+
+/* The size class (0 .. PROTO_RANS_CLASSES − 1) of a value of bit length `len`. */
+static inline int proto__rans_class(int len, int median) {
+  int m = len - median + 2;
+  return m < 0 ? 0 : m >= PROTO_RANS_CLASSES ? PROTO_RANS_CLASSES - 1 : m;
+}
+
+/* The median bit length of n values (what the classes are relative to). */
+static inline int proto__rans_median(const uint32_t *z, size_t n) {
+  size_t hist[33] = {0}, seen = 0;
+  for (size_t i = 0; i < n; i++) hist[proto__bit_length(z[i])]++;
+  int median = 0;
+  while (median < 32 && (seen += hist[median]) * 2 < n) median++;
+  return median;
+}
+
+static inline void proto__rans_put_value(proto_rans_enc *e, int context, uint32_t z) {
+  if (z < 8) {
+    proto__rans_enc_sym(e, context, (int)z);
+    return;
+  }
+  int k = proto__bit_length(z) - 1;
+  proto__rans_enc_sym(e, context, 8 + 2 * (k - 3) + (int)((z >> (k - 1)) & 1));
+  proto__rans_enc_bits(e, z, k - 1);
+}
+
+static inline uint32_t proto__rans_get_value(proto_rans_dec *d, int context) {
+  int s = proto__rans_dec_sym(d, context);
+  if (s < 8) return (uint32_t)s;
+  if (s >= PROTO_RANS_VALUE_SYMBOLS) {
+    if (!d->err) d->err = PROTO_EINVAL;
+    return 0;
+  }
+  int k = 3 + (s - 8) / 2;
+  return (1u << k) | ((uint32_t)((s - 8) & 1) << (k - 1)) | proto__rans_dec_bits(d, k - 1);
+}
+/* After the last symbol: the state must be back at its start, every rANS byte read and at most
+ * the padding of the last byte of raw bits left (all zero). Returns d->err or PROTO_EINVAL /
+ * PROTO_ETRAILING. */
+int proto__rans_dec_finish(proto_rans_dec *d);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * test_entropy.c — the `entropy` capability's coding (docs/protocol.md §12.11): the rANS coder
+ * alone, then whole version 2 SNAPSHOTs of real and random meshes in both codings.
+ *
+ * Oracles: for the coder, the symbols and bits that went in; for the SNAPSHOTs, what today's
+ * coding (meshoptimizer's codecs and varints, decoded by the decoder that existed before) gives
+ * for the same mesh on the same grid: the entropy coding must decode to the same bits in every
+ * field, to the same triangles and to the same traversal. Malformed bodies: a PROTO_E* code.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh.h"
+#include "proto2.h"
+#include "proto2_mesh.h"
+#include "proto_rans.h"
+#include "test.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 11);
+}
+
+TEST(the_rans_coder_gives_back_every_symbol_and_raw_bit_in_order) {
+  for (int round = 0; round < 30; round++) {
+    int contexts = 1 + (int)(rnd() % 8), symbols = 2 + (int)(rnd() % 255);
+    size_t n = round == 0 ? 1 : rnd() % 20000;
+    int *ctx = malloc(sizeof(int) * (n + 1)), *sym = malloc(sizeof(int) * (n + 1));
+    uint32_t *bits = malloc(sizeof(uint32_t) * (n + 1));
+    int *nbits = malloc(sizeof(int) * (n + 1));
+    proto_rans_enc e;
+    ASSERT_OK(proto__rans_enc_init(&e, contexts, symbols), NULL);
+    for (size_t i = 0; i < n; i++) {
+      ctx[i] = (int)(rnd() % (uint32_t)contexts);
+      /* Skewed: mostly small symbols, as residual buckets are. */
+      sym[i] = (int)((rnd() % (uint32_t)symbols) >> (rnd() % 6)) % symbols;
+      nbits[i] = (int)(rnd() % 33);
+      bits[i] = rnd() ^ (rnd() << 21);
+      if (nbits[i] < 32) bits[i] &= (1u << nbits[i]) - 1;
+      proto__rans_enc_sym(&e, ctx[i], sym[i]);
+      proto__rans_enc_bits(&e, bits[i], nbits[i]);
+    }
+    proto_buf b;
+    proto_buf_init(&b);
+    ASSERT_OK(proto__rans_enc_finish(&e, &b), NULL);
+    proto__rans_enc_fini(&e);
+    proto_rans_dec d;
+    ASSERT_OK(proto__rans_dec_init(&d, b.data, b.len, contexts, symbols), NULL);
+    /* The decoder reads symbols and bits interleaved as they were written. */
+    for (size_t i = 0; i < n; i++) {
+      ASSERT_EQ(proto__rans_dec_sym(&d, ctx[i]), sym[i]);
+      ASSERT_EQ(proto__rans_dec_bits(&d, nbits[i]), bits[i]);
+    }
+    ASSERT_OK(proto__rans_dec_finish(&d), NULL);
+    proto__rans_dec_fini(&d);
+    /* One more symbol than was coded is refused; so is a block cut short or with a byte more. */
+    if (n > 0) {
+      ASSERT_OK(proto__rans_dec_init(&d, b.data, b.len, contexts, symbols), NULL);
+      for (size_t i = 0; i <= n && !d.err; i++) proto__rans_dec_sym(&d, ctx[i < n ? i : 0]);
+      ASSERT(proto__rans_dec_finish(&d) != 0);
+      proto__rans_dec_fini(&d);
+    }
+    uint8_t *more = malloc(b.len + 1);
+    memcpy(more, b.data, b.len);
+    more[b.len] = 0x55;
+    ASSERT_OK(proto__rans_dec_init(&d, more, b.len + 1, contexts, symbols), NULL);
+    for (size_t i = 0; i < n; i++) proto__rans_dec_sym(&d, ctx[i]), proto__rans_dec_bits(&d, nbits[i]);
+    ASSERT_EQ(proto__rans_dec_finish(&d), PROTO_ETRAILING);
+    proto__rans_dec_fini(&d);
+    free(more);
+    proto_buf_fini(&b);
+    free(ctx), free(sym), free(bits), free(nbits);
+  }
+}
+
+TEST(a_rans_table_that_does_not_sum_to_the_total_or_an_unused_context_is_refused) {
+  uint8_t bad_sum[] = {2, 0x80, 0x10, 0x01, 4, 0, 0, 0x80, 0}; /* 2048 + 1 */
+  proto_rans_dec d;
+  ASSERT_EQ(proto__rans_dec_init(&d, bad_sum, sizeof(bad_sum), 1, 4), PROTO_EINVAL);
+  uint8_t too_many[] = {5, 0x80, 0x20, 0, 0, 0, 0, 4, 0, 0, 0x80, 0}; /* 5 symbols of an alphabet of 4 */
+  ASSERT_EQ(proto__rans_dec_init(&d, too_many, sizeof(too_many), 1, 4), PROTO_EINVAL);
+  uint8_t empty_ctx[] = {0, 4, 0, 0, 0x80, 0}; /* context 0 codes nothing */
+  ASSERT_OK(proto__rans_dec_init(&d, empty_ctx, sizeof(empty_ctx), 1, 4), NULL);
+  proto__rans_dec_sym(&d, 0);
+  ASSERT_EQ(proto__rans_dec_finish(&d), PROTO_EINVAL);
+  proto__rans_dec_fini(&d);
+  uint8_t bad_state[] = {1, 0x80, 0x20, 4, 0, 0, 0, 0}; /* state 0, below the coder's range */
+  ASSERT_EQ(proto__rans_dec_init(&d, bad_state, sizeof(bad_state), 1, 4), PROTO_EINVAL);
+}
+
+/* ---- whole SNAPSHOTs ---------------------------------------------------------------------------- */
+
+/* The SNAPSHOT payload of m (triangles already canonical, t their traversal) on `shift`, in
+ * today's coding or the entropy one, with a few sculpt offsets and weights. */
+static void encode(const mesh *m, float quantum, uint8_t shift, int entropy, const proto_buf *tri_piece, proto_trav *t,
+                   proto_buf *out) {
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions, m->triangles, m->uvs, quantum};
+  proto_grid2 g;
+  ASSERT_OK(proto_grid2_init(&g, &md, shift), NULL);
+  g.entropy = (uint8_t)entropy;
+  proto_buf_init(out);
+  ASSERT_OK(proto_snapshot2_head(out, &md, &g), NULL);
+  if (entropy) ASSERT_OK(proto_snapshot2_triangles_entropy(out, m->triangles, m->triangle_count, t), NULL);
+  else memcpy(proto_buf_append(out, tri_piece->len), tri_piece->data, tri_piece->len);
+  ASSERT_OK(proto_snapshot2_attributes(out, &md, &g, t), NULL);
+  for (uint32_t i = 0; i < m->target_count; i++) {
+    const mesh_target *mt = &m->targets[i];
+    proto_target_desc d = {mt->name, mt->default_weight, 0, 1, 0, 0, NULL, mt->count, mt->indices, mt->deltas};
+    ASSERT_OK(proto_snapshot2_target(out, &d, &g, t), NULL);
+  }
+  float *w = calloc(m->target_count + 1, sizeof(float));
+  for (uint32_t i = 0; i < m->target_count; i++) w[i] = 0.125f * (float)(i % 8);
+  uint32_t idx[3] = {0, m->vertex_count / 2, m->vertex_count - 1};
+  int32_t q[9] = {1000, -2000, 37, 5, 6, 7, -40000, 0, 99};
+  ASSERT_OK(proto_snapshot2_state(out, m->target_count, w, m->vertex_count >= 3 ? 3 : 0, idx, q, shift, t), NULL);
+  free(w);
+}
+
+#define SAME(a, b, n) ASSERT(((a) == NULL && (b) == NULL) || memcmp((a), (b), (n)) == 0)
+
+/* Both codings of m on `shift`: the same bits everywhere. Returns the two payload sizes. */
+static void both_codings(mesh *m, uint8_t shift, size_t sizes[2]) {
+  float quantum = proto2_test_quantum(m);
+  proto_buf tri;
+  proto_buf_init(&tri);
+  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
+  proto_trav t;
+  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  proto_buf b[2];
+  proto_snapshot2 s[2];
+  proto_trav tr[2];
+  for (int e = 0; e < 2; e++) {
+    encode(m, quantum, shift, e, &tri, &t, &b[e]);
+    ASSERT_OK(proto_decode_snapshot2(b[e].data, b[e].len, NULL, &s[e], &tr[e]), e ? "entropy" : "plain");
+    sizes[e] = b[e].len;
+  }
+  uint32_t nv = m->vertex_count, nt = m->triangle_count;
+  ASSERT_EQ(s[1].grid.entropy, 1);
+  SAME(s[0].triangles, s[1].triangles, 12 * (size_t)nt);
+  SAME(s[0].triangles, m->triangles, 12 * (size_t)nt); /* the session's own triangles */
+  SAME(s[0].positions, s[1].positions, 12 * (size_t)nv);
+  SAME(s[0].uvs, s[1].uvs, 8 * (size_t)nv);
+  SAME(tr[0].order, tr[1].order, 4 * (size_t)nv);
+  SAME(tr[0].rank, tr[1].rank, 4 * (size_t)nv);
+  SAME(tr[0].pred, tr[1].pred, 12 * (size_t)nv);
+  SAME(tr[0].order, t.order, 4 * (size_t)nv);
+  ASSERT_EQ(s[0].target_count, s[1].target_count);
+  for (uint32_t i = 0; i < m->target_count; i++) {
+    ASSERT_EQ(s[0].targets[i].count, s[1].targets[i].count);
+    SAME(s[0].targets[i].indices, s[1].targets[i].indices, 4 * (size_t)s[0].targets[i].count);
+    SAME(s[0].targets[i].deltas, s[1].targets[i].deltas, 12 * (size_t)s[0].targets[i].count);
+  }
+  SAME(s[0].weights, s[1].weights, 4 * (size_t)m->target_count);
+  ASSERT_EQ(s[0].offsets.count, s[1].offsets.count);
+  SAME(s[0].offsets.q, s[1].offsets.q, 12 * (size_t)s[0].offsets.count);
+  fprintf(stderr, "  shift %u: %zu bytes today, %zu entropy-coded (V %u, T %u, %u targets)\n", shift, sizes[0], sizes[1],
+          nv, nt, m->target_count);
+  for (int e = 0; e < 2; e++) {
+    proto_snapshot2_free(&s[e]);
+    proto_trav_fini(&tr[e]);
+    proto_buf_fini(&b[e]);
+  }
+  proto_trav_fini(&t);
+  proto_buf_fini(&tri);
+}
+
+static void real_mesh(const char *what) {
+  mesh *m = proto2_test_load(what);
+  fprintf(stderr, "%s:\n", what);
+  for (uint8_t shift = 0; shift <= 5; shift += 5) {
+    size_t sizes[2];
+    both_codings(m, shift, sizes);
+    if (m->vertex_count > 1000) ASSERT(sizes[1] < sizes[0]); /* tables do not pay on a cube */
+  }
+  mesh_destroy(m);
+}
+
+TEST(entropy_snapshots_of_the_demo_head_decode_to_the_bits_of_todays_coding) { real_mesh("demo"); }
+
+TEST(entropy_snapshots_of_an_md2_and_a_gltf_with_targets_decode_to_the_bits_of_todays_coding) {
+  real_mesh(test_assimp_model("MD2/faerie.md2"));
+  real_mesh(test_assimp_model("glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf"));
+}
+
+TEST(entropy_snapshots_of_a_scan_decode_to_the_bits_of_todays_coding) { real_mesh(test_dragon("dragon_vrip_res3.ply")); }
+
+/* Triangle soups: vertices used in any order, some unused (they must come ascending), degenerate
+ * triangles (which the index codec may rotate), tiny meshes. */
+TEST(entropy_snapshots_of_random_meshes_decode_to_the_bits_of_todays_coding) {
+  for (int round = 0; round < 40; round++) {
+    mesh *m = mesh_create();
+    uint32_t nv = 1 + rnd() % 300, nt = round == 0 ? 0 : 1 + rnd() % 400;
+    ASSERT_OK(mesh_alloc(m, nv, nt, 0, (int)(rnd() & 1)), NULL);
+    for (uint32_t i = 0; i < 3 * nv; i++) m->positions[i] = (float)(rnd() % 1000) * 0.001f;
+    for (uint32_t i = 0; m->uvs && i < 2 * nv; i++) m->uvs[i] = (float)(rnd() % 1000) * 0.002f;
+    for (uint32_t i = 0; i < 3 * nt; i++) m->triangles[i] = rnd() % nv;
+    float *dense = calloc(3 * (size_t)nv, sizeof(float));
+    for (uint32_t i = 0; i < 3 * nv; i++)
+      if (rnd() % 3 == 0) dense[i] = (float)(rnd() % 100) * 1e-3f;
+    ASSERT_OK(mesh_add_target_dense(m, "t", dense, 0.25f), NULL);
+    free(dense);
+    mesh_update_bounds(m);
+    size_t sizes[2];
+    both_codings(m, (uint8_t)(rnd() % 2 ? 0 : 1 + rnd() % PROTO_MAX_SHIFT), sizes);
+    mesh_destroy(m);
+  }
+}
+
+TEST(malformed_entropy_snapshots_are_refused_with_a_proto_code) {
+  mesh *m = proto2_test_load("demo");
+  float quantum = proto2_test_quantum(m);
+  proto_buf tri, b;
+  proto_buf_init(&tri);
+  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
+  proto_trav t;
+  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  encode(m, quantum, 5, 1, &tri, &t, &b);
+  proto_snapshot2 s;
+  proto_trav tr;
+  /* Cut anywhere: refused (never a crash, never a partial snapshot). */
+  for (size_t n = 0; n < b.len; n += 1 + n / 64) {
+    int rc = proto_decode_snapshot2(b.data, n, NULL, &s, &tr);
+    if (rc == 0) test__fail(__FILE__, __LINE__, "a snapshot cut at %zu of %zu bytes was accepted", n, b.len);
+    ASSERT(rc <= PROTO_ETRUNCATED && rc >= PROTO_ENOMEM);
+  }
+  /* A byte more at the end of the triangles piece's block: the block must end where its length says. */
+  uint32_t piece = proto_load_u32(b.data + 48);
+  proto_buf grown;
+  proto_buf_init(&grown);
+  memcpy(proto_buf_append(&grown, 52 + piece), b.data, 52 + piece);
+  *proto_buf_append(&grown, 1) = 0x80;
+  memcpy(proto_buf_append(&grown, b.len - 52 - piece), b.data + 52 + piece, b.len - 52 - piece);
+  proto__st32(grown.data + 48, piece + 1);
+  ASSERT_EQ(proto_decode_snapshot2(grown.data, grown.len, NULL, &s, &tr), PROTO_ETRAILING);
+  /* Damage every few bytes: a PROTO_E* code or, where the damage only moved a value, a snapshot
+   * that still holds together; never a crash (ASan builds check the reads). */
+  uint8_t *d = malloc(b.len);
+  int refused = 0, tries = 0;
+  for (size_t i = 48; i < b.len; i += 1 + i / 32, tries++) {
+    memcpy(d, b.data, b.len);
+    d[i] ^= (uint8_t)(1u << (rnd() % 8));
+    int rc = proto_decode_snapshot2(d, b.len, NULL, &s, &tr);
+    if (rc == 0) {
+      proto_snapshot2_free(&s);
+      proto_trav_fini(&tr);
+    } else {
+      refused++;
+    }
+  }
+  fprintf(stderr, "%d of %d damaged snapshots refused\n", refused, tries);
+  ASSERT(refused > tries / 2);
+  /* A head that says entropy in front of today's triangles piece is refused. */
+  proto_buf plain;
+  encode(m, quantum, 5, 0, &tri, &t, &plain);
+  plain.data[16] |= 0x4;
+  ASSERT(proto_decode_snapshot2(plain.data, plain.len, NULL, &s, &tr) != 0);
+  proto_buf_fini(&plain);
+  free(d);
+  proto_buf_fini(&grown);
+  proto_buf_fini(&b);
+  proto_buf_fini(&tri);
+  proto_trav_fini(&t);
+  mesh_destroy(m);
+}

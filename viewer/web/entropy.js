@@ -1,0 +1,239 @@
+// entropy.js — the decoders of the `entropy` capability (docs/protocol.md §12.11): rANS with
+// per-context tables sent ahead (protocol/proto_rans.c), the value model of mode 2 streams
+// (protocol/proto_trav.c) and the triangles piece in rank space (protocol/proto_tri.c).
+//
+// Plain JavaScript written from the C decoders, with the same checks in the same order, so that
+// what the C decoder refuses is refused here with the same code (tests/web/protocol.test.mjs on
+// bytes the C encoder wrote). State arithmetic stays below 2^31, exact in doubles and `>>> 0`.
+//
+// DOES NOT encode, and knows nothing of messages beyond these pieces (protocol.js does).
+import { decodeIndexBuffer } from './meshopt.js';
+
+const BITS = 12;
+const TOTAL = 1 << BITS;
+const LOW = 1 << 23;
+export const VALUE_SYMBOLS = 66;
+export const CLASSES = 4;
+const NO_VERTEX = 0xffffffff;
+
+export const bitLength = (z) => (z ? 32 - Math.clz32(z) : 0);
+export function ransClass(len, median) {
+  const m = len - median + 2;
+  return m < 0 ? 0 : m >= CLASSES ? CLASSES - 1 : m;
+}
+
+// One coded block of exactly bytes[at, end): tables, rANS bytes, raw bits. `fail(code)` throws.
+export class RansDecoder {
+  constructor(bytes, at, end, contexts, symbols, fail, E) {
+    this.fail = fail;
+    this.E = E;
+    this.symbols = symbols;
+    this.freq = new Uint16Array(contexts * symbols);
+    this.start = new Uint16Array(contexts * symbols);
+    this.slot = new Uint8Array(contexts << BITS);
+    this.used = new Uint8Array(contexts);
+    const varint = () => {
+      let v = 0;
+      for (let i = 0; i < 5; i++) {
+        if (at >= end) fail(E.TRUNCATED);
+        const b = bytes[at++];
+        if (i === 4 && b > 0x0f) fail(E.INVAL);
+        v += (b & 0x7f) * 2 ** (7 * i);
+        if (!(b & 0x80)) return v;
+      }
+      return v;
+    };
+    for (let k = 0; k < contexts; k++) {
+      const ns = varint();
+      if (ns > symbols) fail(E.INVAL);
+      let sum = 0;
+      for (let s = 0; s < ns; s++) {
+        const f = varint();
+        if (f > TOTAL || sum + f > TOTAL) fail(E.INVAL);
+        this.freq[k * symbols + s] = f;
+        this.start[k * symbols + s] = sum;
+        this.slot.fill(s, (k << BITS) + sum, (k << BITS) + sum + f);
+        sum += f;
+      }
+      if (ns && sum !== TOTAL) fail(E.INVAL);
+      this.used[k] = ns !== 0;
+    }
+    const m = varint();
+    if (m < 4) fail(E.TRUNCATED);
+    if (m > end - at) fail(E.TRUNCATED);
+    this.b = bytes;
+    this.x = (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
+    if (this.x < LOW || this.x >= LOW * 256) fail(E.INVAL);
+    this.at = at + 4;
+    this.end = at + m;
+    this.bat = at + m;
+    this.bend = end;
+    this.cur = 0; // the raw-bit byte being read, and how many of its bits are left
+    this.left = 0;
+  }
+
+  sym(context) {
+    if (!this.used[context]) this.fail(this.E.INVAL);
+    // The state stays below 2^31: int32 arithmetic throughout (Math.imul, shifts), which keeps
+    // V8 from boxing it as a double.
+    let x = this.x | 0;
+    const m = x & (TOTAL - 1);
+    const s = this.slot[(context << BITS) | m];
+    const k = context * this.symbols + s;
+    x = (Math.imul(this.freq[k], x >>> BITS) + m - this.start[k]) | 0;
+    while (x < LOW) {
+      if (this.at === this.end) this.fail(this.E.TRUNCATED);
+      x = (x << 8) | this.b[this.at++];
+    }
+    this.x = x;
+    return s;
+  }
+
+  // Up to 30 raw bits, least significant first, a byte at a time (no accumulator wider than 31).
+  bits(n) {
+    let v = 0;
+    let got = 0;
+    while (got < n) {
+      if (this.left === 0) {
+        if (this.bat === this.bend) this.fail(this.E.TRUNCATED);
+        this.cur = this.b[this.bat++];
+        this.left = 8;
+      }
+      const take = this.left < n - got ? this.left : n - got;
+      v |= (this.cur & ((1 << take) - 1)) << got;
+      this.cur >>>= take;
+      this.left -= take;
+      got += take;
+    }
+    return v >>> 0;
+  }
+
+  value(context) {
+    const s = this.sym(context);
+    if (s < 8) return s;
+    if (s >= VALUE_SYMBOLS) this.fail(this.E.INVAL);
+    const k = 3 + ((s - 8) >> 1); // at most 31: the int32 OR, read unsigned, is the value
+    return ((1 << k) | (((s - 8) & 1) << (k - 1)) | this.bits(k - 1)) >>> 0;
+  }
+
+  finish() {
+    if (this.x !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
+    if (this.bat !== this.bend || this.cur !== 0) this.fail(this.E.TRAILING);
+  }
+}
+
+// A mode 2 stream's values (zigzagged residuals, count · lanes), before prediction. `para(i)`
+// says whether entry i has a true parallelogram prediction (proto_trav.c has_parallelogram).
+export function streamValues(bytes, count, lanes, para, fail, E) {
+  if (bytes.length < 1) fail(E.TRUNCATED);
+  const median = bytes[0];
+  if (median > 32) fail(E.INVAL);
+  const d = new RansDecoder(bytes, 1, bytes.length, 2 * CLASSES * lanes, VALUE_SYMBOLS, fail, E);
+  const z = new Uint32Array(count * lanes);
+  let prev0 = median;
+  for (let i = 0; i < count; i++) {
+    const p = para(i) ? 1 : 0;
+    let prev = prev0;
+    for (let l = 0; l < lanes; l++) {
+      const v = d.value((p * lanes + l) * CLASSES + ransClass(prev, median));
+      z[lanes * i + l] = v;
+      prev = bitLength(v);
+      if (l === 0) prev0 = prev;
+    }
+  }
+  d.finish();
+  return z;
+}
+
+// ---- the triangles piece (proto_tri.c) ---------------------------------------------------------
+
+const CTX_ROTATION = 34;
+const CTX_ORDER = 36;
+const TRI_CONTEXTS = CTX_ORDER + 2 * CLASSES;
+
+function byteContext(j, triangleCount, bytes) {
+  if (j >= 1 && j <= triangleCount) return 2 + (j > 1 ? (bytes[j - 1] >> 4) * 2 + ((bytes[j - 1] & 15) === 0 ? 1 : 0) : 0);
+  return j > triangleCount + 1 && bytes[j - 1] & 0x80 ? 1 : 0;
+}
+
+// Reads the piece at cursor c. Returns { triangles, trav } with the traversal of the session's
+// triangles, built as a Trav of the rank-space ones renamed. `makeTrav(tri, T, V)` builds a
+// protocol.js Trav (which checks every index against V).
+export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
+  const n = c.u32();
+  const body = c.bytes(n);
+  if (n < 5) fail(E.TRUNCATED);
+  const ilen = (body[0] | (body[1] << 8) | (body[2] << 16) | (body[3] << 24)) >>> 0;
+  const median = body[4];
+  if (triangleCount ? ilen < triangleCount + 17 : ilen !== 0) fail(E.TRUNCATED);
+  if (ilen > 64 * n + 64 || median > 32) fail(E.INVAL);
+  if (vertexCount > 64 * n + 64) fail(E.TRUNCATED);
+  const d = new RansDecoder(body, 5, body.length, TRI_CONTEXTS, 256, fail, E);
+  const ni = 3 * triangleCount;
+  const ib = new Uint8Array(ilen);
+  for (let j = 0; j < ilen; j++) ib[j] = d.sym(byteContext(j, triangleCount, ib));
+  const tri = new Uint32Array(ni);
+  if (ni && decodeIndexBuffer(tri, ni, ib) !== 0) fail(E.INVAL);
+  const rotated = d.value(CTX_ROTATION);
+  if (rotated > triangleCount) fail(E.INVAL);
+  for (let k = 0, at = 0; k < rotated; k++) {
+    at += d.value(CTX_ROTATION);
+    const r = d.sym(CTX_ROTATION + 1);
+    if (at >= triangleCount || r > 1) fail(E.INVAL);
+    const o = 3 * at++;
+    const x0 = tri[o];
+    const x1 = tri[o + 1];
+    const x2 = tri[o + 2];
+    if (r === 0) (tri[o] = x1), (tri[o + 1] = x2), (tri[o + 2] = x0);
+    else (tri[o] = x2), (tri[o + 1] = x0), (tri[o + 2] = x1);
+  }
+  const rs = makeTrav(tri, triangleCount, vertexCount);
+  // The vertices the triangles use come first in the traversal; the rest must come ascending.
+  const mark = new Uint8Array(vertexCount);
+  let used = 0;
+  for (let i = 0; i < ni; i++) if (!mark[tri[i]]) (mark[tri[i]] = 1), used++;
+  const vertex = new Uint32Array(vertexCount);
+  const seen = new Uint8Array(vertexCount);
+  let prev = 0;
+  let prevLen = median;
+  for (let i = 0; i < vertexCount; i++) {
+    const u = rs.order[i];
+    const pa = rs.pred[3 * u];
+    const pb = rs.pred[3 * u + 1];
+    let guess = prev;
+    let two = 0;
+    if (pa !== NO_VERTEX) {
+      const a = vertex[pa];
+      const b = vertex[pb];
+      two = pa !== pb ? 1 : 0;
+      guess = a > b ? a : b;
+    }
+    const zv = d.value(CTX_ORDER + (two ? 0 : CLASSES) + ransClass(prevLen, median));
+    const v = (guess + ((zv >>> 1) ^ -(zv & 1))) >>> 0;
+    if (v >= vertexCount || seen[v] || (i > used && v < prev)) fail(E.INVAL);
+    seen[v] = 1;
+    vertex[u] = v;
+    prev = v;
+    prevLen = bitLength(zv);
+  }
+  d.finish();
+  // Rename: the triangles, then the traversal (same structure, the session's vertices).
+  for (let i = 0; i < ni; i++) tri[i] = vertex[tri[i]];
+  const order = new Uint32Array(vertexCount);
+  const rank = new Uint32Array(vertexCount);
+  const pred = new Uint32Array(3 * vertexCount);
+  for (let i = 0; i < vertexCount; i++) {
+    const u = rs.order[i];
+    const v = vertex[u];
+    order[i] = v;
+    rank[v] = i;
+    for (let k = 0; k < 3; k++) {
+      const p = rs.pred[3 * u + k];
+      pred[3 * v + k] = p === NO_VERTEX ? p : vertex[p];
+    }
+  }
+  rs.order = order;
+  rs.rank = rank;
+  rs.pred = pred;
+  return { triangles: tri, trav: rs };
+}
