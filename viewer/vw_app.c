@@ -33,6 +33,7 @@
 #include "vw_hud.h"
 #include "vw_net.h"
 #include "vw_panel.h"
+#include "vw_pick.h"
 #include "vw_presence_view.h"
 #include "vw_pump.h"
 #include "vw_render.h"
@@ -62,6 +63,8 @@ typedef struct app {
   vw_pump pump;
   vw_gpu *gpu;
   vw_render *render;
+  vw_pick *gpick;          /* picking on the GPU (vw_pick.c), or NULL: on the CPU (vw_edit.c) */
+  unsigned fb_id;          /* the framebuffer drawn into (0: the window's) */
   vw_camera cam;
   int framed;
   char view;               /* a view asked for with the next framing (vw_camera_view's letter), or 0 */
@@ -143,6 +146,11 @@ static int in_sync(app *a) { return a->gpu && a->net.replica.have_snapshot && !v
  * Needs the pump's lock (the replica's triangles, indexing the GPU's positions). */
 static int pick_at(app *a, double x, double y, float hit[3], uint32_t *vertex) {
   if (!in_sync(a)) return 0;
+  char err[256];
+  uint32_t tri; /* on the GPU: one pixel of IDs drawn and read back; the CPU's ray if GL fails */
+  int rc = a->gpick ? vw_pick_at(a->gpick, a->gpu, &a->cam, a->ctx.width, a->ctx.height, (float)x, (float)y,
+                                 a->net.replica.mesh->triangles, a->fb_id, hit, &tri, vertex, err, sizeof(err)) : -1;
+  if (rc >= 0) return rc;
   const float *p = current_positions(a);
   if (!p) return 0;
   vec3 o, d;
@@ -895,7 +903,10 @@ int vw_app_run(const vw_app_opts *o) {
       goto out;
     }
     glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
+    a->fb_id = fb.id;
   }
+  if (vw_pick_choose(a->ctx.renderer, o->pick, &a->gpick, err, sizeof(err)) != 0) /* --pick */
+    fprintf(stderr, "deform-view: picking on the CPU: %s\n", err);
   glfwSetWindowUserPointer(a->ctx.window, a);
   glfwSetKeyCallback(a->ctx.window, on_key);
   glfwSetCharCallback(a->ctx.window, on_char);
@@ -978,6 +989,7 @@ out:
   vw_gpu_destroy(a->gpu);
   vw_mask_free(&a->mask);
   vw_render_destroy(a->render);
+  vw_pick_destroy(a->gpick);
   vw_context_fini(&a->ctx);
   vw_panel_fini(&a->panel);
   free(a->weights);
