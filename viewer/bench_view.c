@@ -3,7 +3,7 @@
  * tutorial approach, on the same mesh, in the same run, in the same GL context.
  *
  *   deform-view-bench [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F]
- *                     [--size WxH] [--json]
+ *                     [--size WxH] [--json] [--pick]
  *   deform-view-bench texclip ...   (the texture clip pass: bench_texclip.c)
  *
  * The mesh: a V-vertex wavy grid, T targets (smooth bumps, each moving ~10% of the vertices),
@@ -16,6 +16,12 @@
  *   tutorial  morph on the CPU (every target with a non-zero weight, every vertex), normals on the
  *             CPU (area-weighted face normals summed per vertex), glBufferSubData of the whole
  *             position and normal arrays, draw.
+ *
+ * --pick times picking instead (issue 26): F pointer moves at pixels spread over the view, each
+ * after the shape changed (S sculpted vertices, as during a stroke), by the CPU pick deform-view
+ * had (read the morphed positions back, then a ray against every triangle: vw_edit_pick) and by
+ * the GPU pick (vw_pick_at: one pixel of IDs drawn and read back). The two must name the same
+ * vertex; the count of those that differ (ties between corners) is printed.
  */
 #include <epoxy/gl.h>
 #include <math.h>
@@ -27,7 +33,9 @@
 #include "vw_camera.h"
 #include "vw_context.h"
 #include "vw_gl.h"
+#include "vw_edit.h"
 #include "vw_gpu.h"
+#include "vw_pick.h"
 #include "vw_render.h"
 #include "vw_shaders.h"
 #include "bench_texclip.h"
@@ -126,17 +134,18 @@ static void join_args(int argc, char **argv, char *out, size_t cap) {
 /* What one run measures, from the command line. */
 typedef struct view_args {
   uint32_t V, T, A, S, F; /* vertices, targets, active targets, sculpted vertices, frames */
-  int W, H, json;         /* framebuffer size; JSON output */
+  int W, H, json, pick;   /* framebuffer size; JSON output; --pick */
   uint32_t grid;          /* the mesh is a grid x grid square: ceil(sqrt(V)) */
 } view_args;
 
 /* Reads the command line into *o. Returns 0, or 2 after printing the usage or what is wrong. */
 static int parse_args(int argc, char **argv, view_args *o) {
   uint32_t V = 100000, T = 52, A = 8, S = 500, F = 120;
-  int W = 1280, H = 720, json = 0;
+  int W = 1280, H = 720, json = 0, pick = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
     if (strcmp(a, "--json") == 0) json = 1;
+    else if (strcmp(a, "--pick") == 0) pick = 1;
     else if (strcmp(a, "--vertices") == 0) V = (uint32_t)atoi(v), i++;
     else if (strcmp(a, "--targets") == 0) T = (uint32_t)atoi(v), i++;
     else if (strcmp(a, "--active") == 0) A = (uint32_t)atoi(v), i++;
@@ -145,7 +154,7 @@ static int parse_args(int argc, char **argv, view_args *o) {
     else if (strcmp(a, "--size") == 0 && sscanf(v, "%dx%d", &W, &H) == 2) i++;
     else {
       fprintf(stderr, "usage: deform-view-bench [--vertices V] [--targets T] [--active A] [--sculpt S] [--frames F] "
-                      "[--size WxH] [--json]\n");
+                      "[--size WxH] [--json] [--pick]\n");
       return 2;
     }
   }
@@ -154,7 +163,57 @@ static int parse_args(int argc, char **argv, view_args *o) {
     fprintf(stderr, "deform-view-bench: need vertices >= 16, 1 <= active <= targets, frames >= 10\n");
     return 2;
   }
-  *o = (view_args){V, T, A, S, F, W, H, json, n};
+  *o = (view_args){V, T, A, S, F, W, H, json, pick, n};
+  return 0;
+}
+
+/* --pick: the CPU pick and the GPU pick at o->F pixels, each after a change of shape. */
+static int bench_pick(const view_args *o, const mesh *m, vw_gpu *g, const vw_camera *cam, unsigned fb,
+                      const char *cmdline, const char *renderer) {
+  char err[1024];
+  vw_pick *pk = NULL;
+  if (vw_pick_create(&pk, err, sizeof(err)) != 0) {
+    fprintf(stderr, "deform-view-bench: %s\n", err);
+    return 1;
+  }
+  size_t n3 = 3 * (size_t)m->vertex_count;
+  float *pos = malloc(sizeof(float) * n3), *off = calloc(n3, sizeof(float));
+  double *tc = malloc(sizeof(double) * o->F), *tgp = malloc(sizeof(double) * o->F);
+  uint32_t hits = 0, differ = 0;
+  for (uint32_t f = 0; f < o->F; f++) {
+    uint32_t first = (f * 997u) % (m->vertex_count - o->S);
+    for (uint32_t i = 0; i < o->S; i++) off[3 * (size_t)(first + i) + 2] = 0.002f * sinf(0.2f * f + i);
+    vw_gpu_set_offsets(g, first, o->S, off + 3 * (size_t)first);
+    if (vw_gpu_update(g, err, sizeof(err)) != 0) break;
+    glFinish();
+    float px = o->W * (0.2f + 0.6f * (float)((f * 37u) % 101) / 100), py = o->H * (0.2f + 0.6f * (float)((f * 53u) % 97) / 96);
+    float hc[3], hg[3];
+    uint32_t vc = 0, vg = 0, tri;
+    double t0 = now_ms();
+    vec3 org, dir;
+    vw_camera_ray(cam, o->W, o->H, px, py, org, dir);
+    int cpu = vw_gpu_read_positions(g, pos) == 0 && vw_edit_pick(pos, m->triangles, m->triangle_count, org, dir, hc, &vc);
+    double t1 = now_ms();
+    int gpu = vw_pick_at(pk, g, cam, o->W, o->H, px, py, m->triangles, fb, hg, &tri, &vg, err, sizeof(err));
+    double t2 = now_ms();
+    tc[f] = t1 - t0, tgp[f] = t2 - t1;
+    hits += cpu == 1;
+    differ += cpu != gpu || (cpu == 1 && vc != vg);
+  }
+  qsort(tc + 10, o->F - 10, sizeof(double), cmp_double);
+  qsort(tgp + 10, o->F - 10, sizeof(double), cmp_double);
+  uint32_t mid = 10 + (o->F - 10) / 2, p95 = 10 + (uint32_t)((o->F - 10) * 0.95);
+  if (o->json)
+    printf("{\"bench\":\"pick\",\"command\":\"%s\",\"renderer\":\"%s\",\"vertices\":%u,\"triangles\":%u,\"moves\":%u,"
+           "\"hits\":%u,\"differ\":%u,\"cpu_p50_ms\":%.3f,\"cpu_p95_ms\":%.3f,\"gpu_p50_ms\":%.3f,\"gpu_p95_ms\":%.3f}\n",
+           cmdline, renderer, m->vertex_count, m->triangle_count, o->F, hits, differ, tc[mid], tc[p95], tgp[mid], tgp[p95]);
+  else
+    printf("# %s\n# renderer: %s\n%u vertices, %u triangles, %u pointer moves (%u on the mesh, %u named another "
+           "vertex)\n  cpu pick (read back + ray)  p50 %.2f ms  p95 %.2f ms\n  gpu pick (ID pixel)        p50 %.2f ms  "
+           "p95 %.2f ms\n",
+           cmdline, renderer, m->vertex_count, m->triangle_count, o->F, hits, differ, tc[mid], tc[p95], tgp[mid], tgp[p95]);
+  vw_pick_destroy(pk);
+  free(pos), free(off), free(tc), free(tgp);
   return 0;
 }
 
@@ -196,6 +255,7 @@ int main(int argc, char **argv) {
   cam.fov = glm_rad(40.0f);
   vw_camera_frame(&cam, m->bbox_min, m->bbox_max);
   cam.pitch = glm_rad(30.0f);
+  if (o.pick) return bench_pick(&o, m, g, &cam, fb.id, cmdline, ctx.renderer);
   size_t n3 = 3 * (size_t)m->vertex_count;
   float *w = calloc(T, sizeof(float)), *off = calloc(n3, sizeof(float));
   float *pos = malloc(sizeof(float) * n3), *nrm = malloc(sizeof(float) * n3);

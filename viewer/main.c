@@ -42,7 +42,8 @@ static void usage(FILE *out) {
           "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--wireframe] [--unlit]\n"
           "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n"
-          "                   [--private]  (share no cursor or camera with the session's other participants)\n");
+          "                   [--private]  (share no cursor or camera with the session's other participants)\n"
+          "                   [--pick auto|gpu|cpu]  (auto: on the GPU unless GL is a software rasteriser)\n");
 }
 
 static void keys(FILE *out) {
@@ -135,6 +136,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "deform-view: --connect needs HOST:PORT\n");
         return 2;
       }
+    } else if (strcmp(a, "--pick") == 0 && (!strcmp(v, "auto") || !strcmp(v, "gpu") || !strcmp(v, "cpu"))) {
+      o.pick = v[0] == 'g' ? 2 : v[0] == 'c' ? 1 : 0;
     } else if (strcmp(a, "--session") == 0 && strlen(v) < sizeof(o.session)) {
       snprintf(o.session, sizeof(o.session), "%s", v);
     } else if (strcmp(a, "--token") == 0) {

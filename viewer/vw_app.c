@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vw_brush.h"
 #include "vw_camera.h"
 #include "vw_context.h"
 #include "vw_edit.h"
@@ -32,6 +33,8 @@
 #include "vw_hud.h"
 #include "vw_net.h"
 #include "vw_panel.h"
+#include "vw_panel_view.h"
+#include "vw_pick.h"
 #include "vw_presence_view.h"
 #include "vw_pump.h"
 #include "vw_render.h"
@@ -41,11 +44,14 @@
 
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2, MODE_MASK = 3 } app_mode;
 
-/* Keys 1-8 and the protocol's brush numbers (proto_brush.brush). */
-static const char *const brush_names[8] = {"draw", "grab", "inflate", "smooth", "flatten", "pinch", "crease", "layer"};
-static const uint8_t brush_ids[8] = {5, 0, 1, 2, 3, 4, 6, 7};
-#define BRUSH_GRAB 1
+#define BRUSH_GRAB VW_BRUSH_GRAB
 #define PATH_MAX_POINTS 512
+#define LAZY_PX 24.0 /* the stabiliser's string (S) */
+
+/* What F / Shift+F adjust while the pointer moves (vw_brush_adjust). */
+typedef enum { ADJUST_NONE = 0, ADJUST_RADIUS, ADJUST_STRENGTH, ADJUST_REGION, ADJUST_HANDLE } adjust_what;
+static const char *const gesture_modes[3] = {"ARAP", "Laplacian", "biharmonic"};
+static const uint8_t gesture_mode_ids[3] = {1, 0, 2}; /* proto_gesture_begin.mode */
 
 typedef struct override {
   char name[256];
@@ -59,6 +65,8 @@ typedef struct app {
   vw_pump pump;
   vw_gpu *gpu;
   vw_render *render;
+  vw_pick *gpick;          /* picking on the GPU (vw_pick.c), or NULL: on the CPU (vw_edit.c) */
+  unsigned fb_id;          /* the framebuffer drawn into (0: the window's) */
   vw_camera cam;
   int framed;
   char view;               /* a view asked for with the next framing (vw_camera_view's letter), or 0 */
@@ -73,12 +81,22 @@ typedef struct app {
   int wireframe, sliders, help;
   double mx, my;
   int lmb, rmb, mmb, shift, ctrl;
+  int orbiting, panning;   /* a middle (or, in view mode, left) drag: orbit about pivot, or pan */
+  float pivot[3];
+  adjust_what adjusting;   /* F / Shift+F: the value follows the pointer until a click or Enter */
+  vw_brush_adjust adjust;
+  int lazy;                /* S: the stroke stabiliser */
+  double lazy_x, lazy_y;
+  int gesture_mode;        /* index into gesture_modes (Q cycles) */
+  float handle_r, region_r; /* the gesture's handle and region radius, fractions of the diagonal */
   /* drag gesture */
   int dragging;
   uint32_t gesture, next_gesture;
   float grab[3], plane_n[3];
   /* brush */
   int brushing, brush_kind, mirror, front_only, autosmooth;
+  int stroke_kind;         /* the brush of the stroke under way (Shift: smooth) and its strength */
+  float stroke_strength;
   int stroke_sent;         /* a batch of this stroke went out: the next ones continue it */
   float brush_radius, brush_strength; /* radius as a fraction of the diagonal */
   float view_dir[3];       /* where the viewer looked when the stroke began */
@@ -129,14 +147,25 @@ static int in_sync(app *a) { return a->gpu && a->net.replica.have_snapshot && !v
 
 /* The nearest triangle hit by the ray through the cursor, and its corner nearest the hit.
  * Needs the pump's lock (the replica's triangles, indexing the GPU's positions). */
-static int pick(app *a, float hit[3], uint32_t *vertex) {
+static int pick_at(app *a, double x, double y, float hit[3], uint32_t *vertex) {
   if (!in_sync(a)) return 0;
+  char err[256];
+  uint32_t tri; /* on the GPU: one pixel of IDs drawn and read back; the CPU's ray if GL fails */
+  int rc = a->gpick ? vw_pick_at(a->gpick, a->gpu, &a->cam, a->ctx.width, a->ctx.height, (float)x, (float)y,
+                                 a->net.replica.mesh->triangles, a->fb_id, hit, &tri, vertex, err, sizeof(err)) : -1;
+  if (rc >= 0) return rc;
   const float *p = current_positions(a);
   if (!p) return 0;
   vec3 o, d;
-  vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)a->mx, (float)a->my, o, d);
+  vw_camera_ray(&a->cam, a->ctx.width, a->ctx.height, (float)x, (float)y, o, d);
   const mesh *m = a->net.replica.mesh;
   return vw_edit_pick(p, m->triangles, m->triangle_count, o, d, hit, vertex);
+}
+
+/* The pick under the stroke's point: the stabilised one while a stroke is lazy. */
+static int pick(app *a, float hit[3], uint32_t *vertex) {
+  int lazy = a->lazy && a->brushing;
+  return pick_at(a, lazy ? a->lazy_x : a->mx, lazy ? a->lazy_y : a->my, hit, vertex);
 }
 
 /* Where the cursor ray meets the plane through the grab point facing the camera. */
@@ -183,7 +212,7 @@ static void send_mask_path(app *a) {
 static void add_path_point(app *a) {
   float p[3];
   uint32_t vertex;
-  if (a->brush_kind == BRUSH_GRAB && a->mode == MODE_BRUSH ? !on_drag_plane(a, p) : !pick(a, p, &vertex)) return;
+  if (a->stroke_kind == BRUSH_GRAB && a->mode == MODE_BRUSH ? !on_drag_plane(a, p) : !pick(a, p, &vertex)) return;
   if (a->npath == PATH_MAX_POINTS && a->mode == MODE_MASK) send_mask_path(a); /* a long stroke: in steps */
   if (a->npath == PATH_MAX_POINTS) return; /* sent each frame: only a very slow frame fills it */
   float dx = p[0] - a->last_point[0], dy = p[1] - a->last_point[1], dz = p[2] - a->last_point[2];
@@ -192,7 +221,7 @@ static void add_path_point(app *a) {
   memcpy(s->center, p, sizeof(p));
   memcpy(s->direction, a->view_dir, sizeof(s->direction)); /* the view, for front faces only */
   s->radius = (float)(a->brush_radius * a->diag);
-  s->strength = a->shift ? -a->brush_strength : a->brush_strength;
+  s->strength = a->stroke_strength;
   memcpy(a->last_point, p, sizeof(p));
 }
 
@@ -202,7 +231,7 @@ static void send_path(app *a) {
   uint8_t flags = (uint8_t)((a->mirror ? PROTO_BRUSH_MIRROR_X : 0) | (a->front_only ? PROTO_BRUSH_FRONT_ONLY : 0) |
                             (a->stroke_sent ? PROTO_BRUSH_CONTINUE : 0) |
                             (a->autosmooth ? 8 << PROTO_BRUSH_AUTOSMOOTH_SHIFT : 0));
-  if (vw_net_brush(&a->net, brush_ids[a->brush_kind], 0, flags, a->npath, a->path) == 0) {
+  if (vw_net_brush(&a->net, vw_brush_ids[a->stroke_kind], 0, flags, a->npath, a->path) == 0) {
     const char *why = vw_hud_why_no_edit(&a->net);
     vw_hud_flash(&a->hud, vw_net_now_ms(), "stroke not sent: %s", why ? why : a->net.last_error);
   }
@@ -230,6 +259,51 @@ static void filter_key(app *a, int key) {
   if (key == GLFW_KEY_ENTER || key == GLFW_KEY_KP_ENTER || key == GLFW_KEY_ESCAPE) vw_panel_edit_end(&a->panel);
 }
 
+/* F (radius) and Shift+F (strength) in the brush and mask modes, and the gesture's region (F)
+ * and handle (Shift+F) in drag mode: the value follows the pointer until a click or Enter;
+ * Esc or a right click put it back. */
+static void begin_adjust(app *a) {
+  /* a pixel at the depth of the point under the cursor, as a fraction of the diagonal */
+  double f = vw_camera_pixel_size(&a->cam, a->ctx.height, a->have_hover ? a->hover : NULL) / (a->diag > 0 ? a->diag : 1);
+  if (a->mode == MODE_BRUSH && a->shift) {
+    a->adjusting = ADJUST_STRENGTH;
+    vw_brush_adjust_begin(&a->adjust, a->mx, a->my, a->brush_strength, 1.0 / 200.0, 0.01f, 1.0f);
+  } else if (a->mode == MODE_BRUSH || a->mode == MODE_MASK) {
+    a->adjusting = ADJUST_RADIUS;
+    vw_brush_adjust_begin(&a->adjust, a->mx, a->my, a->brush_radius, f, 0.002f, 0.5f);
+  } else if (a->mode == MODE_DRAG) {
+    a->adjusting = a->shift ? ADJUST_HANDLE : ADJUST_REGION;
+    vw_brush_adjust_begin(&a->adjust, a->mx, a->my, a->shift ? a->handle_r : a->region_r, f, 0.002f, 0.5f);
+  } else {
+    vw_hud_flash(&a->hud, vw_net_now_ms(), "F sets the brush radius (brush mode) or the region (drag mode); Home frames the mesh");
+  }
+}
+
+static float *adjusted(app *a) {
+  float *const v[5] = {NULL, &a->brush_radius, &a->brush_strength, &a->region_r, &a->handle_r};
+  return v[a->adjusting];
+}
+
+static void end_adjust(app *a, int keep) {
+  float *v = adjusted(a);
+  if (v && !keep) *v = a->adjust.start;
+  a->adjusting = ADJUST_NONE;
+}
+
+/* Numpad period: frames the region under the cursor (the brush's radius twice over in the brush
+ * and mask modes, the gesture's region otherwise). Needs the lock. */
+static void frame_picked(app *a) {
+  float hit[3];
+  uint32_t vertex;
+  if (!pick_at(a, a->mx, a->my, hit, &vertex)) {
+    vw_hud_flash(&a->hud, vw_net_now_ms(), "nothing under the cursor to frame (Home frames the whole mesh)");
+    return;
+  }
+  float r = a->mode == MODE_BRUSH || a->mode == MODE_MASK ? 2.0f * a->brush_radius : a->region_r;
+  vw_camera_frame_sphere(&a->cam, hit, (float)(r * a->diag));
+  a->net.presence.following = 0;
+}
+
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   (void)scancode;
   app *a = app_of(w);
@@ -238,6 +312,10 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
   if (a->panel.editing) { /* typing a filter: letters are text, not commands */
     filter_key(a, key);
+    return;
+  }
+  if (a->adjusting) { /* F / Shift+F under way: Enter keeps, Esc puts back, other keys wait */
+    if (key == GLFW_KEY_ENTER || key == GLFW_KEY_KP_ENTER || key == GLFW_KEY_ESCAPE) end_adjust(a, key != GLFW_KEY_ESCAPE);
     return;
   }
   vw_pump_lock(&a->pump);
@@ -256,8 +334,18 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
       }
       break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;
-    case GLFW_KEY_F: a->framed = 0; break;
-    case GLFW_KEY_HOME: a->framed = 0, a->view = 'f'; break;
+    case GLFW_KEY_F: begin_adjust(a); break;
+    case GLFW_KEY_HOME: a->framed = 0; break;
+    case GLFW_KEY_KP_DECIMAL: frame_picked(a); break;
+    case GLFW_KEY_S:
+      a->lazy = !a->lazy;
+      vw_hud_flash(&a->hud, vw_net_now_ms(), "stroke stabiliser %s (the stroke trails the pointer by %.0f pixels)",
+                   a->lazy ? "on" : "off", LAZY_PX);
+      break;
+    case GLFW_KEY_Q:
+      a->gesture_mode = (a->gesture_mode + 1) % 3;
+      vw_hud_flash(&a->hud, vw_net_now_ms(), "gestures: %s", gesture_modes[a->gesture_mode]);
+      break;
     /* Blender's numpad views about the session's up axis; Ctrl for the opposite side. They turn
      * the camera only: the zoom and the point looked at stay, as in Blender. */
     case GLFW_KEY_KP_1: vw_camera_view(&a->cam, a->ctrl ? 'b' : 'f'); break;
@@ -268,6 +356,11 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_G: set_mode(a, MODE_DRAG); break;
     case GLFW_KEY_B: set_mode(a, MODE_BRUSH); break;
     case GLFW_KEY_X: a->mirror = !a->mirror; break;
+    case GLFW_KEY_Y: case GLFW_KEY_Z: /* Ctrl: the server's history (per author); else symmetry, X only */
+      if (!a->ctrl) vw_hud_flash(&a->hud, vw_net_now_ms(), "symmetry: X only (the server mirrors across x = 0 only)");
+      else if (may_edit(a) && vw_net_history(&a->net, key == GLFW_KEY_Y || a->shift))
+        vw_hud_flash(&a->hud, vw_net_now_ms(), key == GLFW_KEY_Z && !a->shift ? "undo" : "redo");
+      break;
     case GLFW_KEY_M: /* Blender's mask keys: M the mask brush, Alt+M clear */
       if (!(mods & GLFW_MOD_ALT)) set_mode(a, MODE_MASK);
       else if (may_edit(a) && vw_mask_clear(&a->net)) vw_hud_flash(&a->hud, vw_net_now_ms(), "mask cleared");
@@ -286,13 +379,6 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_RIGHT_BRACKET: a->brush_radius *= 1.25f; break;
     case GLFW_KEY_MINUS: a->brush_strength *= 0.8f; break;
     case GLFW_KEY_EQUAL: a->brush_strength = fminf(1.0f, a->brush_strength * 1.25f); break;
-    case GLFW_KEY_Z: /* the server's history: per author, across reconnects and clients */
-      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, a->shift))
-        vw_hud_flash(&a->hud, vw_net_now_ms(), a->shift ? "redo" : "undo");
-      break;
-    case GLFW_KEY_Y:
-      if (a->ctrl && may_edit(a) && vw_net_history(&a->net, 1)) vw_hud_flash(&a->hud, vw_net_now_ms(), "redo");
-      break;
     case GLFW_KEY_P: { /* follow another participant's camera (vw_presence.c) */
       uint32_t id = vw_presence_follow_next(&a->net.presence);
       const vw_participant *q = vw_presence_find(&a->net.presence, id);
@@ -307,8 +393,12 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
 
 /* A click on the slider panel: a group folds or unfolds, a slider starts a weight drag.
  * Returns 1 when the click was the panel's (including on its empty part). Needs the lock. */
+/* Whether the slider panel is on screen: shown (T), and the session has targets (a mesh without
+ * any gets no empty panel). Needs the lock. */
+static int panel_shown(app *a) { return a->sliders && in_sync(a) && a->net.replica.mesh->target_count > 0; }
+
 static int panel_click(app *a) {
-  if (!a->sliders || !in_sync(a) || !vw_panel_contains(&a->panel, a->mx, a->my)) return 0;
+  if (!panel_shown(a) || !vw_panel_contains(&a->panel, a->mx, a->my)) return 0;
   uint32_t index;
   double f;
   vw_panel_hit_kind k = vw_panel_hit(&a->panel, a->mx, a->my, &index, &f);
@@ -329,8 +419,6 @@ static int panel_click(app *a) {
 }
 
 static void press(app *a) {
-  if (panel_click(a)) return;
-  if (a->mode == MODE_VIEW) return;
   if (!may_edit(a)) return;
   float hit[3];
   uint32_t vertex;
@@ -343,11 +431,11 @@ static void press(app *a) {
     proto_gesture_begin g;
     memset(&g, 0, sizeof(g));
     g.gesture = a->gesture = a->next_gesture++;
-    g.mode = 1; /* arap */
+    g.mode = gesture_mode_ids[a->gesture_mode]; /* Q: ARAP, Laplacian, biharmonic */
     g.iterations = 1;
     g.pick = vertex;
-    g.handle_radius = (float)(0.02 * a->diag);
-    g.roi_radius = (float)(0.15 * a->diag);
+    g.handle_radius = (float)(a->handle_r * a->diag);
+    g.roi_radius = (float)(a->region_r * a->diag);
     if (vw_net_gesture_begin(&a->net, &g, NULL, NULL, NULL)) {
       a->dragging = 1;
       face_camera_plane(a, hit);
@@ -363,7 +451,19 @@ static void press(app *a) {
   a->stroke_sent = 0;
   a->npath = 0;
   a->erasing = a->ctrl; /* Ctrl-drag erases the mask */
+  /* Blender's modifiers, as held now: Ctrl inverts (digs), Shift smooths. */
+  a->stroke_kind = vw_brush_modified(a->brush_kind, a->ctrl, a->shift, a->brush_strength, &a->stroke_strength);
+  a->lazy_x = a->mx, a->lazy_y = a->my;
   add_path_point(a);
+}
+
+/* A navigation drag begins: orbit about the point under the cursor (the target when there is
+ * none), or with Shift pan. Needs the lock. */
+static void begin_navigation(app *a) {
+  uint32_t vertex;
+  if (!pick_at(a, a->mx, a->my, a->pivot, &vertex)) glm_vec3_copy(a->cam.target, a->pivot);
+  a->panning = a->shift;
+  a->orbiting = !a->shift;
 }
 
 static void on_button(GLFWwindow *w, int button, int action, int mods) {
@@ -373,12 +473,27 @@ static void on_button(GLFWwindow *w, int button, int action, int mods) {
   int down = action == GLFW_PRESS;
   if (button == GLFW_MOUSE_BUTTON_RIGHT) a->rmb = down;
   if (button == GLFW_MOUSE_BUTTON_MIDDLE) a->mmb = down;
-  if (button != GLFW_MOUSE_BUTTON_LEFT) return;
-  a->lmb = down;
+  if (a->adjusting) { /* F / Shift+F: a click keeps the value, a right click puts it back */
+    if (down && (button == GLFW_MOUSE_BUTTON_LEFT || button == GLFW_MOUSE_BUTTON_RIGHT))
+      end_adjust(a, button == GLFW_MOUSE_BUTTON_LEFT);
+    return;
+  }
   vw_pump_lock(&a->pump);
+  if (button == GLFW_MOUSE_BUTTON_MIDDLE) { /* Blender: orbit, Shift pans, in every mode */
+    if (down) begin_navigation(a);
+    else a->orbiting = a->panning = 0;
+  }
+  if (button != GLFW_MOUSE_BUTTON_LEFT) {
+    vw_pump_unlock(&a->pump);
+    return;
+  }
+  a->lmb = down;
   if (down) {
-    press(a);
+    /* View mode: a left drag orbits (Shift: pans), for a mouse or trackpad with no middle button. */
+    if (!panel_click(a) && a->mode == MODE_VIEW) begin_navigation(a);
+    else if (a->mode != MODE_VIEW && !(panel_shown(a) && vw_panel_contains(&a->panel, a->mx, a->my))) press(a);
   } else {
+    a->orbiting = a->panning = 0;
     if (a->dragging) vw_net_gesture_end(&a->net, a->gesture);
     if (a->brushing) a->mode == MODE_MASK ? send_mask_path(a) : send_path(a);
     a->dragging = 0;
@@ -392,10 +507,13 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
   app *a = app_of(w);
   double dx = x - a->mx, dy = y - a->my;
   a->mx = x, a->my = y;
-  int orbit = a->rmb && !a->shift, pan = a->mmb || (a->rmb && a->shift);
-  if (a->lmb && a->mode == MODE_VIEW && a->slider_target < 0 && !(a->sliders && vw_panel_contains(&a->panel, x, y)))
-    orbit = 1;
-  if (orbit) vw_camera_orbit(&a->cam, (float)(-dx * 0.008), (float)(dy * 0.008));
+  float *adj = adjusted(a);
+  if (adj) { /* F / Shift+F: the value follows the pointer */
+    *adj = vw_brush_adjust_value(&a->adjust, x, y);
+    return;
+  }
+  int orbit = a->orbiting, pan = a->panning;
+  if (orbit) vw_camera_orbit_about(&a->cam, a->pivot, (float)(-dx * 0.008), (float)(dy * 0.008));
   if (pan) vw_camera_pan(&a->cam, a->ctx.width, a->ctx.height, (float)dx, (float)dy);
   vw_pump_lock(&a->pump);
   if (a->slider_target >= 0 && a->net.replica.have_snapshot &&
@@ -417,12 +535,16 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
       vw_net_gesture_drag(&a->net, &d);
     }
   }
-  if (a->mode == MODE_BRUSH || a->mode == MODE_MASK) {
+  if (a->mode != MODE_VIEW) {
     uint32_t vertex;
     float hit[3];
-    a->have_hover = pick(a, hit, &vertex);
-    if (a->have_hover) memcpy(a->hover, hit, sizeof(hit));
-    if (a->brushing) add_path_point(a);
+    /* The stabiliser: the stroke's point trails the pointer, and moves only when pulled. */
+    int moved = !(a->brushing && a->lazy) || vw_brush_lazy(&a->lazy_x, &a->lazy_y, x, y, LAZY_PX);
+    if (moved) {
+      a->have_hover = pick(a, hit, &vertex);
+      if (a->have_hover) memcpy(a->hover, hit, sizeof(hit));
+      if (a->brushing) add_path_point(a);
+    }
   }
   if (orbit || pan) a->net.presence.following = 0; /* the user takes the camera back */
   if (vw_net_has_presence(&a->net) && in_sync(a)) { /* the cursor the others see */
@@ -438,9 +560,21 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
 static void on_scroll(GLFWwindow *w, double dx, double dy) {
   (void)dx;
   app *a = app_of(w);
-  /* Over the panel the wheel scrolls its rows; elsewhere it zooms. */
-  if (a->sliders && vw_panel_contains(&a->panel, a->mx, a->my)) vw_panel_scroll(&a->panel, dy > 0 ? -3 : 3);
-  else vw_camera_zoom(&a->cam, (float)pow(0.9, dy));
+  vw_pump_lock(&a->pump);
+  /* Over the panel the wheel scrolls its rows; elsewhere it zooms toward the point under the
+   * cursor, never closer than 1 % of the diagonal to the mesh (vw_camera_zoom_at). */
+  if (panel_shown(a) && vw_panel_contains(&a->panel, a->mx, a->my)) {
+    vw_panel_scroll(&a->panel, dy > 0 ? -3 : 3);
+  } else {
+    float hit[3];
+    uint32_t vertex;
+    int at = pick_at(a, a->mx, a->my, hit, &vertex);
+    const float *p = in_sync(a) ? current_positions(a) : NULL;
+    vw_camera_zoom_at(&a->cam, a->ctx.width, a->ctx.height, (float)pow(0.9, dy), at ? hit : NULL, p,
+                      p ? vw_gpu_vertex_count(a->gpu) : 0, (float)(0.01 * a->diag));
+    a->net.presence.following = 0;
+  }
+  vw_pump_unlock(&a->pump);
 }
 
 /* ---- applying what the network changed -------------------------------------------------------- */
@@ -525,66 +659,6 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
 
 /* ---- overlay ------------------------------------------------------------------------------------ */
 
-static const float white[4] = {0.92f, 0.92f, 0.92f, 1}, grey[4] = {0.6f, 0.6f, 0.62f, 1},
-                   warn[4] = {1, 0.55f, 0.3f, 1}, good[4] = {0.45f, 0.85f, 0.5f, 1},
-                   panel_bg[4] = {0.08f, 0.08f, 0.09f, 0.85f}, bar[4] = {0.35f, 0.55f, 0.85f, 1},
-                   bar_off[4] = {0.4f, 0.4f, 0.42f, 1}, mark[4] = {1, 0.85f, 0.2f, 1};
-
-static void draw_panel(app *a) {
-  vw_render *r = a->render;
-  const client_replica *rep = &a->net.replica;
-  vw_panel *p = &a->panel;
-  float pw = 280, top = 30, h = (float)a->ctx.height - 60;
-  vw_panel_layout(p, (float)a->ctx.width - pw, top, pw, h, 22);
-  if (a->panel_dirty) rebuild_panel(a);
-  vw_render_rect(r, p->x, p->y, p->w, p->h, panel_bg);
-  char line[320];
-  uint32_t first, n = vw_panel_visible(p, &first);
-  if (p->editing) snprintf(line, sizeof(line), "filter: %s_", p->filter);
-  else if (p->filter[0]) snprintf(line, sizeof(line), "filter: %s   (/ to change)", p->filter);
-  else snprintf(line, sizeof(line), "/ to filter");
-  vw_render_text(r, p->x + 8, p->y + 6, 1.0f, p->editing ? white : grey, line);
-  if (p->nrows > n) {
-    snprintf(line, sizeof(line), "%u-%u of %u", n ? first + 1 : 0, first + n, p->nrows);
-    vw_render_text(r, p->x + p->w - 8 - 6.0f * (float)strlen(line), p->y + 6, 1.0f, grey, line);
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    const vw_panel_row *row = &p->rows[first + i];
-    float y = p->y + p->row_h * (float)(1 + i);
-    if (row->kind == VW_PANEL_GROUP) {
-      snprintf(line, sizeof(line), "%s %s (%u)", p->collapsed[row->index] && !p->filter[0] ? "+" : "-",
-               p->group_name[row->index], row->count);
-      vw_render_text(r, p->x + 8, y + 5, 1.0f, white, line);
-      continue;
-    }
-    uint32_t t = row->index;
-    if (t >= rep->mesh->target_count) continue;
-    const client_target_meta *m = &rep->meta[t];
-    int fixed = m->driver_count != 0 || !vw_net_can_edit(&a->net) || a->net.primary_lost;
-    float wv = a->weights && t < a->nweights ? a->weights[t] : rep->weights[t];
-    float f = m->max > m->min ? (wv - m->min) / (m->max - m->min) : 0;
-    f = f < 0 ? 0 : f > 1 ? 1 : f;
-    float x0, bw;
-    vw_panel_slider(p, first + i, &x0, &bw);
-    vw_render_rect(r, x0, y + 12, bw, 4, bar_off);
-    vw_render_rect(r, x0, y + 12, bw * f, 4, fixed ? grey : bar);
-    snprintf(line, sizeof(line), "%s %.2f%s%s", rep->mesh->targets[t].name, wv,
-             (m->flags & PROTO_TARGET_MUTED) ? " (muted)" : "", m->driver_count ? " (combination)" : "");
-    vw_render_text(r, x0, y, 1.0f, fixed ? grey : white, line);
-  }
-}
-
-static void draw_help(app *a) {
-  vw_render *r = a->render;
-  float w = 640, h = 36 + 16.0f * (float)vw_hud_key_count, x = 40, y = 40;
-  vw_render_rect(r, x, y, w, h, panel_bg);
-  vw_render_text(r, x + 12, y + 10, 1.2f, white, "deform-view keys (H or ? to close)");
-  for (size_t i = 0; i < vw_hud_key_count; i++) {
-    vw_render_text(r, x + 12, y + 32 + 16.0f * (float)i, 1.0f, mark, vw_hud_keys[i].keys);
-    vw_render_text(r, x + 200, y + 32 + 16.0f * (float)i, 1.0f, white, vw_hud_keys[i].action);
-  }
-}
-
 /* The overlay; needs the lock (it reads the connection and the replica). */
 static void draw_overlay(app *a) {
   vw_render *r = a->render;
@@ -597,40 +671,62 @@ static void draw_overlay(app *a) {
   if (a->net.latency_ms >= 0) snprintf(rtt, sizeof(rtt), "%.2f ms", 2.0 * a->net.latency_ms);
   snprintf(line, sizeof(line), "%s  v%llu  %.0f fps  %.1f KB/s  round trip %s  mode: %s", a->net.session,
            (unsigned long long)rep->version, a->fps, a->net.bytes_per_s / 1024.0, rtt, modes[a->mode]);
-  vw_render_rect(r, 0, 0, (float)a->ctx.width, 24, panel_bg);
-  const float *state_colour = st == VW_HUD_EDITOR ? good : st == VW_HUD_READ_ONLY ? grey : warn;
+  vw_render_rect(r, 0, 0, (float)a->ctx.width, 24, vw_ink_panel);
+  const float *state_colour = st == VW_HUD_EDITOR ? vw_ink_good : st == VW_HUD_READ_ONLY ? vw_ink_grey : vw_ink_warn;
   vw_render_text(r, 8, 6, 1.5f, state_colour, vw_hud_state_name(st));
-  vw_render_text(r, 8 + 9.0f * (float)strlen(vw_hud_state_name(st)) + 12, 6, 1.5f, white, line);
+  vw_render_text(r, 8 + 9.0f * (float)strlen(vw_hud_state_name(st)) + 12, 6, 1.5f, vw_ink_white, line);
   if (a->mode == MODE_BRUSH) {
-    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s  (1-8 [ ] - = X A N, H for help)",
-             brush_names[a->brush_kind], a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "",
-             a->front_only ? "  front faces" : "  all faces", a->autosmooth ? "  autosmooth" : "");
-    vw_render_text(r, 8, 30, 1.5f, grey, line);
+    snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s%s  (Ctrl digs, Shift smooths, F radius, "
+             "Shift+F strength, H for help)",
+             vw_brush_names[a->brush_kind], a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "",
+             a->front_only ? "  front faces" : "  all faces", a->autosmooth ? "  autosmooth" : "",
+             a->lazy ? "  stabiliser" : "");
+    vw_render_text(r, 8, 30, 1.5f, vw_ink_grey, line);
     if (a->have_hover)
-      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), mark);
+      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), vw_ink_mark);
   }
   if (a->mode == MODE_MASK) {
     snprintf(line, sizeof(line), "mask %s  radius %.3f  (drag paints, Ctrl+drag erases, Alt+M clear, Ctrl+I invert)",
              a->brushing && a->erasing ? "erase" : "paint", a->brush_radius);
-    vw_render_text(r, 8, 30, 1.5f, grey, line);
+    vw_render_text(r, 8, 30, 1.5f, vw_ink_grey, line);
     if (a->have_hover)
-      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), mark);
+      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->hover, (float)(a->brush_radius * a->diag), vw_ink_mark);
   }
-  if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, mark);
+  if (a->mode == MODE_DRAG) {
+    snprintf(line, sizeof(line), "gesture %s  handle %.3f  region %.3f  (Q mode, F region, Shift+F handle)",
+             gesture_modes[a->gesture_mode], a->handle_r, a->region_r);
+    vw_render_text(r, 8, 30, 1.5f, vw_ink_grey, line);
+    const float *at = a->dragging ? a->grab : a->have_hover ? a->hover : NULL;
+    if (at) { /* the region and the handle it would take, on the surface */
+      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, at, (float)(a->region_r * a->diag), vw_ink_grey);
+      vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, at, (float)(a->handle_r * a->diag), vw_ink_mark);
+    }
+  }
+  if (a->adjusting) {
+    static const char *const what[5] = {"", "radius", "strength", "region", "handle"};
+    snprintf(line, sizeof(line), "%s %.3f: move, then click or Enter; Esc or right click cancels", what[a->adjusting],
+             *adjusted(a));
+    vw_render_text(r, 8, 48, 1.5f, vw_ink_white, line);
+  }
+  if (a->dragging) vw_render_marker(r, &a->cam, a->ctx.width, a->ctx.height, a->grab, 0, vw_ink_mark);
   /* The bottom line: why the status is what it is, else a flashing message. */
   const char *flash = vw_hud_message(&a->hud, now);
   int urgent = why[0] && (st != VW_HUD_READ_ONLY || a->net.primary_lost);
-  if (urgent) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, why);
-  else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, warn, flash);
-  else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, grey, why);
-  else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, grey, "H or ? for keys");
+  if (urgent) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, vw_ink_warn, why);
+  else if (flash) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, vw_ink_warn, flash);
+  else if (why[0]) vw_render_text(r, 8, (float)a->ctx.height - 24, 1.5f, vw_ink_grey, why);
+  else vw_render_text(r, 8, (float)a->ctx.height - 24, 1.2f, vw_ink_grey, "H or ? for keys");
   vw_presence_draw(r, &a->net.presence, &a->cam, a->ctx.width, a->ctx.height, now);
   if (a->net.presence.notice_count != a->notices_seen) { /* "ana joined", "bob left" */
     a->notices_seen = a->net.presence.notice_count;
     vw_hud_flash(&a->hud, now, "%s", vw_presence_notice(&a->net.presence));
   }
-  if (a->sliders && in_sync(a)) draw_panel(a);
-  if (a->help) draw_help(a);
+  if (panel_shown(a)) {
+    if (a->panel_dirty) rebuild_panel(a);
+    vw_panel_draw(&a->panel, r, rep, a->weights, a->nweights, vw_net_can_edit(&a->net) && !a->net.primary_lost,
+                  a->ctx.width, a->ctx.height);
+  }
+  if (a->help) vw_help_draw(r);
   vw_render_flush_2d(r, a->ctx.width, a->ctx.height);
 }
 
@@ -674,7 +770,7 @@ static void frame_presence(app *a) {
   }
   if (a->o->private_presence) return;
   uint8_t tool = a->mode == MODE_DRAG ? PROTO_TOOL_DEFORM
-                 : a->mode == MODE_BRUSH ? (uint8_t)(PROTO_TOOL_BRUSH0 + brush_ids[a->brush_kind])
+                 : a->mode == MODE_BRUSH ? (uint8_t)(PROTO_TOOL_BRUSH0 + vw_brush_ids[a->brush_kind])
                                          : PROTO_TOOL_NONE;
   float radius = a->mode == MODE_BRUSH ? (float)(a->brush_radius * a->diag) : 0.0f;
   proto_presence_state s;
@@ -726,6 +822,7 @@ int vw_app_run(const vw_app_opts *o) {
   a->wireframe = o->wireframe;
   a->brush_radius = 0.04f;
   a->brush_strength = 0.5f;
+  a->handle_r = 0.02f, a->region_r = 0.15f; /* the gesture's, as before they could be chosen */
   a->front_only = 1;
   a->next_gesture = 1;
   a->cam.fov = glm_rad(40.0f);
@@ -757,7 +854,10 @@ int vw_app_run(const vw_app_opts *o) {
       goto out;
     }
     glBindFramebuffer(GL_FRAMEBUFFER, fb.id);
+    a->fb_id = fb.id;
   }
+  if (vw_pick_choose(a->ctx.renderer, o->pick, &a->gpick, err, sizeof(err)) != 0) /* --pick */
+    fprintf(stderr, "deform-view: picking on the CPU: %s\n", err);
   glfwSetWindowUserPointer(a->ctx.window, a);
   glfwSetKeyCallback(a->ctx.window, on_key);
   glfwSetCharCallback(a->ctx.window, on_char);
@@ -846,6 +946,7 @@ out:
   vw_mask_free(&a->mask);
   vw_textures_free(&a->textures);
   vw_render_destroy(a->render);
+  vw_pick_destroy(a->gpick);
   vw_context_fini(&a->ctx);
   vw_panel_fini(&a->panel);
   free(a->weights);

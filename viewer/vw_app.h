@@ -37,6 +37,7 @@ typedef struct vw_app_opts {
   int overlay;             /* screenshot: draw the status line and the slider panel too */
   int protocol;            /* 1 or 2 (0: 2) */
   proto_hello_opts stream; /* version 2: codec, max rate (Hz), tolerance asked of the server */
+  int pick;                /* --pick: 0 auto (the GPU unless GL is a software rasteriser), 1 cpu, 2 gpu */
   int more_count;          /* --connect A,B,...: the addresses after the first (tried in turn) */
   char more_host[7][256];
   int more_port[7];

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+float vw_camera_near(const vw_camera *c) { return c->dist * 0.01f; }
+
 void vw_camera_frame(vw_camera *c, const float lo[3], const float hi[3]) {
   float r = 0;
   for (int k = 0; k < 3; k++) {
@@ -42,7 +44,7 @@ void vw_camera_matrices(const vw_camera *c, int width, int height, mat4 view, ma
   glm_vec3_copy((float *)c->target, target);
   glm_lookat(eye, target, up, view);
   float aspect = height > 0 ? (float)width / (float)height : 1.0f;
-  float nearz = c->dist * 0.01f, farz = c->dist * 10.0f;
+  float nearz = vw_camera_near(c), farz = c->dist * 10.0f;
   glm_perspective(c->fov, aspect, nearz, farz, proj);
 }
 
@@ -137,4 +139,86 @@ void vw_camera_look(vw_camera *c, const float eye[3], const float target[3], flo
   c->dist = dist;
   glm_vec3_copy((float *)target, c->target);
   c->fov = fov;
+}
+
+/* The camera's forward, right and up directions. */
+static void basis(const vw_camera *c, vec3 fwd, vec3 right, vec3 up) {
+  vec3 eye, wup;
+  world_up(c, wup);
+  vw_camera_eye(c, eye);
+  glm_vec3_sub((float *)c->target, eye, fwd);
+  glm_vec3_normalize(fwd);
+  glm_vec3_cross(fwd, wup, right);
+  glm_vec3_normalize(right);
+  glm_vec3_cross(right, fwd, up);
+}
+
+void vw_camera_orbit_about(vw_camera *c, const float pivot[3], float dyaw, float dpitch) {
+  vec3 f0, r0, u0, f1, r1, u1, eye;
+  basis(c, f0, r0, u0);
+  vw_camera_eye(c, eye);
+  /* The eye in the camera's frame about the pivot, before and after the turn. */
+  float e[3] = {eye[0] - pivot[0], eye[1] - pivot[1], eye[2] - pivot[2]};
+  float ef = glm_vec3_dot(e, f0), er = glm_vec3_dot(e, r0), eu = glm_vec3_dot(e, u0);
+  vw_camera_orbit(c, dyaw, dpitch);
+  basis(c, f1, r1, u1);
+  for (int k = 0; k < 3; k++) c->target[k] = pivot[k] + ef * f1[k] + er * r1[k] + eu * u1[k] + c->dist * f1[k];
+}
+
+/* Whether every vertex is farther from the eye than `least` and than 1.5 times the near
+ * plane's corners. */
+static int clear_of(const vw_camera *c, int width, int height, const float *p, uint32_t n, float least) {
+  vec3 eye;
+  vw_camera_eye(c, eye);
+  float t = tanf(0.5f * c->fov), aspect = height > 0 ? (float)width / (float)height : 1.0f;
+  float corner = vw_camera_near(c) * sqrtf(1.0f + t * t * (1.0f + aspect * aspect)), lim = fmaxf(2.25f * corner * corner, least * least);
+  for (uint32_t v = 0; v < n; v++) {
+    const float *q = p + 3 * (size_t)v;
+    float dx = q[0] - eye[0], dy = q[1] - eye[1], dz = q[2] - eye[2];
+    if (dx * dx + dy * dy + dz * dz < lim) return 0;
+  }
+  return 1;
+}
+
+/* Scales the eye and the target about `at` by f. */
+static void scale_about(vw_camera *c, const float at[3], float f) {
+  for (int k = 0; k < 3; k++) c->target[k] = at[k] + f * (c->target[k] - at[k]);
+  c->dist *= f;
+  if (c->dist < 1e-6f) c->dist = 1e-6f;
+}
+
+float vw_camera_zoom_at(vw_camera *c, int width, int height, float factor, const float at[3],
+                        const float *positions, uint32_t n, float min_clearance) {
+  if (!(factor > 0)) return 1.0f;
+  float centre[3] = {c->target[0], c->target[1], c->target[2]};
+  const float *o = at ? at : centre;
+  vw_camera before = *c;
+  scale_about(c, o, factor);
+  if (factor >= 1.0f || !positions || clear_of(c, width, height, positions, n, min_clearance)) return factor;
+  /* Too close: the largest step toward `at` that keeps clear (bisection on the factor). */
+  float lo = factor, hi = 1.0f;
+  for (int i = 0; i < 12; i++) {
+    float mid = 0.5f * (lo + hi);
+    *c = before;
+    scale_about(c, o, mid);
+    if (clear_of(c, width, height, positions, n, min_clearance)) hi = mid;
+    else lo = mid;
+  }
+  *c = before;
+  if (hi >= 1.0f) return 1.0f;
+  scale_about(c, o, hi);
+  return hi;
+}
+
+void vw_camera_frame_sphere(vw_camera *c, const float center[3], float radius) {
+  if (c->fov <= 0) c->fov = glm_rad(40.0f);
+  glm_vec3_copy((float *)center, c->target);
+  c->dist = (radius > 0 ? radius : 1.0f) / sinf(0.5f * c->fov) * 1.05f;
+}
+
+float vw_camera_pixel_size(const vw_camera *c, int height, const float at[3]) {
+  vec3 eye;
+  vw_camera_eye(c, eye);
+  float depth = at ? glm_vec3_distance(eye, (float *)at) : c->dist;
+  return 2.0f * depth * tanf(0.5f * c->fov) / (float)(height > 0 ? height : 1);
 }

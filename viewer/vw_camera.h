@@ -10,6 +10,7 @@
 #define DEFORMD_VW_CAMERA_H
 
 #include <cglm/cglm.h>
+#include <stdint.h>
 
 typedef struct vw_camera {
   float yaw, pitch;  /* radians; yaw 0 looks along -Z from +Z (the demo head faces +Z) */
@@ -44,6 +45,27 @@ char vw_camera_view_named(const char *name);
 void vw_camera_orbit(vw_camera *c, float dyaw, float dpitch);
 void vw_camera_pan(vw_camera *c, int width, int height, float dx_px, float dy_px);
 void vw_camera_zoom(vw_camera *c, float factor);
+
+/* Navigation as in Blender (issue 26). */
+/* The near plane's distance from the eye (vw_camera_matrices). */
+float vw_camera_near(const vw_camera *c);
+/* Orbits as vw_camera_orbit does, about `pivot` (the point under the cursor when the drag
+ * began) instead of the target: eye and target turn about it, so it stays where it is on
+ * screen. */
+void vw_camera_orbit_about(vw_camera *c, const float pivot[3], float dyaw, float dpitch);
+/* Zooms by `factor` (< 1: closer) toward `at` (the point under the cursor; NULL: the target):
+ * eye and target move along their lines to `at`, which stays at its pixel. Closer, the zoom is
+ * clamped so that no vertex of `positions` (n, 3 floats each; NULL: no clamp) comes within
+ * `min_clearance` of the eye, nor within 1.5 times the distance of the near plane's corners, so
+ * the near plane never cuts into the mesh. Returns the factor applied (1: none, the camera is
+ * as close as it may be). */
+float vw_camera_zoom_at(vw_camera *c, int width, int height, float factor, const float at[3],
+                        const float *positions, uint32_t n, float min_clearance);
+/* World units a pixel spans at the depth of `at` (NULL: the target), viewport `height` high. */
+float vw_camera_pixel_size(const vw_camera *c, int height, const float at[3]);
+/* Frames the sphere at `center` of `radius`, keeping the view's direction (numpad period:
+ * the region under the cursor). */
+void vw_camera_frame_sphere(vw_camera *c, const float center[3], float radius);
 /* Puts the camera at `eye` looking at `target` with vertical field of view `fov` (another
  * participant's camera, to follow it): vw_camera_eye gives `eye` back within rounding. The up
  * axis stays the camera's; an eye straight above or below the target keeps the current yaw. */

@@ -232,13 +232,23 @@ int vw__gl_framebuffer_make(vw__gl_framebuffer *f, const vw__gl_framebuffer_desc
   glGenRenderbuffers(1, &f->color);
   glGenRenderbuffers(1, &f->depth);
   glBindRenderbuffer(GL_RENDERBUFFER, f->color);
-  glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, d->width, d->height);
+  glRenderbufferStorage(GL_RENDERBUFFER, d->color_format ? d->color_format : GL_RGBA8, d->width, d->height);
+  if (d->color2_format) {
+    glGenRenderbuffers(1, &f->color2);
+    glBindRenderbuffer(GL_RENDERBUFFER, f->color2);
+    glRenderbufferStorage(GL_RENDERBUFFER, d->color2_format, d->width, d->height);
+  }
   glBindRenderbuffer(GL_RENDERBUFFER, f->depth);
   glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, d->width, d->height);
   glBindRenderbuffer(GL_RENDERBUFFER, 0);
   glBindFramebuffer(GL_FRAMEBUFFER, f->id);
   glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, f->color);
   glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_RENDERBUFFER, f->depth);
+  if (f->color2) {
+    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT1, GL_RENDERBUFFER, f->color2);
+    const GLenum both[2] = {GL_COLOR_ATTACHMENT0, GL_COLOR_ATTACHMENT1};
+    glDrawBuffers(2, both);
+  }
   GLenum status = glCheckFramebufferStatus(GL_FRAMEBUFFER);
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
   char what[96];
@@ -262,5 +272,6 @@ void vw__gl_framebuffer_free(vw__gl_framebuffer *f) {
   if (f->id) glDeleteFramebuffers(1, &f->id);
   if (f->color) glDeleteRenderbuffers(1, &f->color);
   if (f->depth) glDeleteRenderbuffers(1, &f->depth);
+  if (f->color2) glDeleteRenderbuffers(1, &f->color2);
   memset(f, 0, sizeof(*f));
 }

@@ -82,17 +82,21 @@ int vw__gl_program_make(vw__gl_program *p, const vw__gl_program_desc *d, char *e
 void vw__gl_program_free(vw__gl_program *p);
 
 typedef struct vw__gl_framebuffer {
-  GLuint id, color, depth; /* the framebuffer and its two renderbuffers */
+  GLuint id, color, depth; /* the framebuffer and its renderbuffers */
+  GLuint color2;           /* the second colour attachment, or 0 */
   int width, height;
 } vw__gl_framebuffer;
 
 typedef struct vw__gl_framebuffer_desc {
   int width, height;  /* pixels */
+  GLenum color_format;  /* 0: GL_RGBA8; e.g. GL_R32UI for IDs (picking) */
+  GLenum color2_format; /* a second colour attachment (GL_COLOR_ATTACHMENT1), or 0 for none */
   const char *label;
 } vw__gl_framebuffer_desc;
 
-/* An RGBA8 colour and a 24-bit depth renderbuffer attached to a new framebuffer. Returns 0, or
- * VW_EGL when GL calls it incomplete. Nothing stays bound: bind f->id to draw into it. */
+/* A colour (RGBA8 unless the descriptor says otherwise), an optional second colour and a 24-bit
+ * depth renderbuffer attached to a new framebuffer. Returns 0, or VW_EGL when GL calls it
+ * incomplete. Nothing stays bound: bind f->id to draw into it. */
 int vw__gl_framebuffer_make(vw__gl_framebuffer *f, const vw__gl_framebuffer_desc *d, char *err, size_t errlen);
 void vw__gl_framebuffer_free(vw__gl_framebuffer *f);
 

@@ -394,8 +394,10 @@ static int find_touched(scratch *s, const dfm_brush *brush, const dfm_brush_samp
   return 0;
 }
 
-/* w · (mean of v's neighbours - p): the smooth brush and auto-smoothing. */
-static void add_smoothing(const mesh_adjacency *adj, const double *positions, uint32_t v, double w, double d[3]) {
+/* w · (mean of v's neighbours - p): the smooth brush and auto-smoothing; with `rest`, of the
+ * sculpted change p - rest instead. */
+static void add_smoothing(const mesh_adjacency *adj, const double *positions, const double *rest, uint32_t v,
+                          double w, double d[3]) {
   const double *p = positions + 3 * (size_t)v;
   uint32_t lo = adj->vv_offsets[v], hi = adj->vv_offsets[v + 1];
   if (lo == hi) return;
@@ -403,9 +405,13 @@ static void add_smoothing(const mesh_adjacency *adj, const double *positions, ui
   for (uint32_t e = lo; e < hi; e++) {
     const double *q = positions + 3 * (size_t)adj->vv[e];
     m[0] += q[0], m[1] += q[1], m[2] += q[2];
+    if (rest) {
+      const double *r = rest + 3 * (size_t)adj->vv[e];
+      m[0] -= r[0], m[1] -= r[1], m[2] -= r[2];
+    }
   }
   double inv = 1.0 / (double)(hi - lo);
-  for (int k = 0; k < 3; k++) d[k] += w * (m[k] * inv - p[k]);
+  for (int k = 0; k < 3; k++) d[k] += w * (m[k] * inv - (p[k] - (rest ? rest[3 * (size_t)v + k] : 0.0)));
 }
 
 /* w · (center - p) without its part along the vertex normal n: pinch, and crease's pull. */
@@ -442,7 +448,7 @@ static void add_displacement(const dfm_brush *brush, const dfm_brush_sample *smp
       break;
     }
     case DFM_BRUSH_SMOOTH:
-      add_smoothing(adj, positions, v, w, d);
+      add_smoothing(adj, positions, brush->rest, v, w, d);
       break;
     case DFM_BRUSH_FLATTEN: {
       if (!pl->ok) break;
@@ -474,12 +480,63 @@ static __attribute__((noinline)) void add_extras(const dfm_brush *brush, const d
   uint32_t v = s->idx[i];
   double fsum = 0.0;
   for (int k = 0; k < passes; k++) fsum += s->f[2 * i + k] > 0.0 ? s->f[2 * i + k] : 0.0;
-  if (brush->autosmooth > 0.0 && fsum > 0.0) add_smoothing(adj, positions, v, brush->autosmooth * (fsum > 1.0 ? 1.0 : fsum), d);
+  if (brush->autosmooth > 0.0 && fsum > 0.0) add_smoothing(adj, positions, brush->rest, v, brush->autosmooth * (fsum > 1.0 ? 1.0 : fsum), d);
   if (brush->kind == DFM_BRUSH_LAYER && brush->origin) {
     const double *p = positions + 3 * (size_t)v;
     double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
     hold_within(brush->origin + 3 * (size_t)v, brush->height > 0 ? brush->height : 0.25 * smp->radius, q);
     for (int k = 0; k < 3; k++) d[k] = q[k] - p[k];
+  }
+}
+
+/* The displacement of every touched vertex under one sample (and its mirror), from the shape
+ * before it, into s->disp; the plain brushes' weights times `scale`. Returns 0, or
+ * DFM_ENONFINITE with *bad_vertex. */
+static int displace(const dfm_brush *brush, const dfm_brush_sample *smp, const dfm_brush_sample *pass,
+                    const plane *planes, int passes, const mesh_adjacency *adj, const double *positions,
+                    const scratch *s, double scale, uint32_t *bad_vertex) {
+  /* Both passes read the pre-sample shape; a vertex inside both gets the sum, which is the
+   * same two terms in either order for a vertex and its twin, so the sum stays symmetric. */
+  int extras = brush->autosmooth > 0.0 || (brush->kind == DFM_BRUSH_LAYER && brush->origin);
+  for (uint32_t i = 0; i < s->n; i++) {
+    double *d = s->disp + 3 * (size_t)i;
+    d[0] = d[1] = d[2] = 0.0;
+    for (int k = 0; k < passes; k++) {
+      double f = s->f[2 * i + k];
+      if (f > 0.0) add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, scale * smp->strength * f, d);
+    }
+    if (extras) add_extras(brush, smp, adj, positions, s, i, passes, d);
+    if (brush->take) {
+      double k = brush->take[s->idx[i]];
+      for (int c = 0; c < 3; c++) d[c] = k > 0.0 ? d[c] * k : 0.0;
+    }
+    const double *p = positions + 3 * (size_t)s->idx[i];
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    if (!finite3(q)) {
+      *bad_vertex = s->idx[i];
+      return DFM_ENONFINITE;
+    }
+  }
+  return 0;
+}
+
+/* Moves the touched vertices by s->disp (logging what they were first, when `logged`: the log
+ * has room). */
+static void write_displaced(scratch *s, double *positions, uint8_t *moved, int logged) {
+  for (uint32_t i = 0; i < s->n; i++) {
+    uint32_t v = s->idx[i];
+    double *p = positions + 3 * (size_t)v;
+    const double *d = s->disp + 3 * (size_t)i;
+    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
+    if (q[0] == p[0] && q[1] == p[1] && q[2] == p[2]) continue;
+    if (logged) {
+      undo_entry *e = &s->log[s->log_len++];
+      memcpy(e->p, p, sizeof(e->p));
+      e->v = v;
+      e->moved = moved ? moved[v] : 0;
+    }
+    memcpy(p, q, sizeof(q));
+    if (moved) moved[v] = 1;
   }
 }
 
@@ -518,48 +575,25 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
   if (area)
     for (int k = 0; k < passes; k++) planes[k] = fit_plane(s, positions, k);
 
-  /* Both passes read the pre-sample shape; a vertex inside both gets the sum, which is the
-   * same two terms in either order for a vertex and its twin, so the sum stays symmetric. */
-  int extras = brush->autosmooth > 0.0 || (brush->kind == DFM_BRUSH_LAYER && brush->origin);
-  for (uint32_t i = 0; i < s->n; i++) {
-    double *d = s->disp + 3 * (size_t)i;
-    d[0] = d[1] = d[2] = 0.0;
-    for (int k = 0; k < passes; k++) {
-      double f = s->f[2 * i + k];
-      if (f > 0.0) add_displacement(brush, &pass[k], &planes[k], adj, positions, s, i, smp->strength * f, d);
-    }
-    if (extras) add_extras(brush, smp, adj, positions, s, i, passes, d);
-    if (brush->take) {
-      double k = brush->take[s->idx[i]];
-      for (int c = 0; c < 3; c++) d[c] = k > 0.0 ? d[c] * k : 0.0;
-    }
-    const double *p = positions + 3 * (size_t)s->idx[i];
-    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
-    if (!finite3(q)) {
-      *bad_vertex = s->idx[i];
-      return DFM_ENONFINITE;
-    }
+  /* Smooth with a weight above one step: that many steps of the same touched vertices, each
+   * from the shape the previous one left (see the header). */
+  int steps = 1;
+  double scale = 1.0;
+  if (brush->kind == DFM_BRUSH_SMOOTH && fabs(smp->strength) > 1.0) {
+    double want = ceil(fabs(smp->strength));
+    steps = want < DFM_BRUSH_SMOOTH_MAX_STEPS ? (int)want : DFM_BRUSH_SMOOTH_MAX_STEPS;
+    scale = fabs(smp->strength) / steps > 1.0 ? 1.0 / fabs(smp->strength) : 1.0 / steps;
+    logged = 1; /* a later step may fail after an earlier one was written */
   }
-
-  if (guarded && (rc = guard_folds(brush, adj, triangles, triangle_count, positions, s)) != 0) return rc;
-  if (logged) {
-    rc = log_reserve(s, s->n);
+  for (int step = 0; step < steps; step++) {
+    rc = displace(brush, smp, pass, planes, passes, adj, positions, s, scale, bad_vertex);
     if (rc) return rc;
-  }
-  for (uint32_t i = 0; i < s->n; i++) {
-    uint32_t v = s->idx[i];
-    double *p = positions + 3 * (size_t)v;
-    const double *d = s->disp + 3 * (size_t)i;
-    double q[3] = {p[0] + d[0], p[1] + d[1], p[2] + d[2]};
-    if (q[0] == p[0] && q[1] == p[1] && q[2] == p[2]) continue;
+    if (guarded && (rc = guard_folds(brush, adj, triangles, triangle_count, positions, s)) != 0) return rc;
     if (logged) {
-      undo_entry *e = &s->log[s->log_len++];
-      memcpy(e->p, p, sizeof(e->p));
-      e->v = v;
-      e->moved = moved ? moved[v] : 0;
+      rc = log_reserve(s, s->n);
+      if (rc) return rc;
     }
-    memcpy(p, q, sizeof(q));
-    if (moved) moved[v] = 1;
+    write_displaced(s, positions, moved, logged);
   }
   return 0;
 }

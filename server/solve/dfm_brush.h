@@ -37,6 +37,9 @@ typedef enum dfm_brush_kind {
   DFM_BRUSH_LAYER
 } dfm_brush_kind;
 
+/* The most Laplacian steps one smooth sample takes (dfm_brush_apply). */
+#define DFM_BRUSH_SMOOTH_MAX_STEPS 32
+
 typedef enum dfm_falloff {
   DFM_FALLOFF_SMOOTHSTEP = 0,
   DFM_FALLOFF_LINEAR,
@@ -95,6 +98,10 @@ typedef struct dfm_brush {
   const float *take;  /* per position, in [0, 1], or NULL (1 everywhere): each dab's displacement
                        * of a vertex is multiplied by it, and a vertex with 0 is never moved,
                        * bit for bit (an author's mask, dfm_mask_free in dfm_mask.h) */
+  const double *rest; /* smooth (and auto-smoothing): the shape before any sculpting (3 per
+                       * vertex), or NULL. Given, they smooth the sculpted change p - rest
+                       * instead of the positions, so the mesh's own shape is kept while a
+                       * sculpted crease is smoothed out */
 } dfm_brush;
 
 /* Checks samples as dfm_brush_apply and strokes do: center and direction finite, radius finite
@@ -112,7 +119,10 @@ int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, dou
  * touched vertex moves by:
  *   grab     w · direction
  *   inflate  w · radius · n̂
- *   smooth   w · (mean of p's neighbours - p)            (uniform Laplacian; strength in [0, 1])
+ *   smooth   w · (mean of p's neighbours - p)            (uniform Laplacian; |w| <= 1 is one
+ *            step; a sample with |strength| > 1 takes ceil(|strength|) such steps, at most
+ *            DFM_BRUSH_SMOOTH_MAX_STEPS, each of strength / steps (at most 1) times the falloff,
+ *            each from the shape the previous step left, over the vertices touched at the start)
  *   flatten  w · (projection of p onto the plane - p), the plane passing through the
  *            falloff-weighted centroid of the touched vertices, normal N̂
  *   pinch    w · (center - p) minus its component along n̂ (pulls along the surface)

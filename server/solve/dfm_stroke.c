@@ -176,7 +176,6 @@ int dfm_stroke_dabs(const dfm_brush *brush, const dfm_brush_sample *points, uint
     double k = pass_gain(brush->kind) * spacing / (2.0 * dfm_stroke_falloff_integral(brush->falloff));
     for (uint32_t i = 0; rc == 0 && i < l.n; i++) {
       double w = k * l.v[i].strength;
-      if (brush->kind == DFM_BRUSH_SMOOTH && fabs(w) > 1.0) w = w > 0 ? 1.0 : -1.0; /* one whole step at most */
       l.v[i].strength = w;
     }
   }
@@ -196,6 +195,32 @@ int dfm_stroke_dabs(const dfm_brush *brush, const dfm_brush_sample *points, uint
   *dab_count = l.n;
   if (need_after) *need_after = after;
   return 0;
+}
+
+/* The mean length of the mesh's edges (each counted once), 0 for a mesh without any. */
+static double mean_edge(const mesh_adjacency *adj, const double *p) {
+  double sum = 0;
+  uint64_t count = 0;
+  for (uint32_t v = 0; v < adj->vertex_count; v++)
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+      uint32_t u = adj->vv[e];
+      if (u <= v) continue;
+      const double *a = p + 3 * (size_t)v, *b = p + 3 * (size_t)u;
+      sum += sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+      count++;
+    }
+  return count ? sum / (double)count : 0.0;
+}
+
+/* How many times the smooth brush's 10 steps a pass takes at `radius` over edges of length
+ * `edge`: steps of the uniform Laplacian spread a bump by about an edge times the square root
+ * of their number, so a pass takes SMOOTH_REACH² · (radius / edge)² steps (never fewer than
+ * 10), enough to carry the smoothing across the brush's radius whatever the resolution. */
+#define SMOOTH_REACH 1.5
+static double smooth_scale(double radius, double edge) {
+  if (!(edge > 0)) return 1.0;
+  double q = SMOOTH_REACH * radius / edge, steps = q * q;
+  return steps > pass_gain(DFM_BRUSH_SMOOTH) ? steps / pass_gain(DFM_BRUSH_SMOOTH) : 1.0;
 }
 
 /* The brushes whose dabs need the shape when the stroke began: the layer's height, and the
@@ -234,6 +259,11 @@ int dfm_stroke_apply(const dfm_brush *brush, const mesh_adjacency *adj, const ui
     memcpy(fresh, positions, bytes);
   }
   b.origin = needs_origin(brush->kind) ? origin : NULL;
+  if (brush->kind == DFM_BRUSH_SMOOTH) {
+    double edge = state && state->started && state->edge > 0 ? state->edge : mean_edge(adj, positions);
+    if (state) state->edge = edge;
+    for (uint32_t i = 0; i < n; i++) dabs[i].strength *= smooth_scale(dabs[i].radius, edge);
+  }
   rc = dfm_brush_apply(&b, adj, triangles, triangle_count, dabs, n, positions, moved, err, errlen);
   free(dabs);
   if (rc == 0 && dab_count) *dab_count = n;

@@ -17,8 +17,12 @@
  *   crease          a groove ½ · strength · radius deep that also pinches towards the path;
  *   pinch           distances to the path shrink by a factor e^(−strength) per pass;
  *   flatten         distances to the fitted plane shrink by about e^(−2 · strength) per pass;
- *   smooth          about 10 · strength steps of Laplacian smoothing per pass, each dab at most
- *                   one whole step (so does auto-smoothing, with `autosmooth` for strength);
+ *   smooth          strength · max(10, (1.5 · radius / mean edge length)²) steps of Laplacian
+ *                   smoothing per pass (a dab whose weight is over one step takes several, at
+ *                   most DFM_BRUSH_SMOOTH_MAX_STEPS: dfm_brush_apply), so a pass reaches across
+ *                   the radius at any resolution;
+ *                   auto-smoothing rides along at about 10 · `autosmooth` steps, each dab at
+ *                   most one;
  *   grab            the surface under the path follows it: each dab drags what it touches by
  *                   strength · falloff times the step to the next dab (at most a tenth of the
  *                   radius), so the vertices at the centre travel the whole path and nothing
@@ -59,6 +63,7 @@ typedef struct dfm_stroke_state {
   dfm_brush_sample last;  /* the path's last point so far */
   double *origin;         /* the positions when the first piece began (3 per vertex; owned), for
                            * the layer's height and the fold guard; NULL for the other brushes */
+  double edge;            /* smooth: the mesh's mean edge length when the first piece began */
 } dfm_stroke_state;
 
 void dfm_stroke_state_fini(dfm_stroke_state *s);

@@ -492,7 +492,8 @@ TEST(a_binary_brush_edit_streams_a_delta) {
   proto_buf b;
   proto_buf_init(&b);
   proto_brush_sample smp = {{0.0f, 0.05f, 0.1f}, {0, 0, 0}, 0.03f, 0.5f};
-  ASSERT_OK(proto_encode_edit_brush(&b, 8, 2 /* smooth */, 1 /* linear */, 0, 1, &smp), NULL);
+  /* Inflate: smooth would move nothing here, the head being unsculpted (it smooths offsets). */
+  ASSERT_OK(proto_encode_edit_brush(&b, 8, 1 /* inflate */, 1 /* linear */, 0, 1, &smp), NULL);
   ASSERT_OK(client_send_buf(&ed, &b), NULL);
   harness_follow(&ed, &er, 1, 20000);
   uint32_t moved = 0;

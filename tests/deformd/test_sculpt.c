@@ -201,9 +201,11 @@ TEST(a_stroke_sent_in_pieces_over_the_binary_port_ends_as_the_whole_path_sent_at
     for (int c = 0; c < 3; c++) ds[i].center[c] = pts[i].center[c];
     ds[i].radius = pts[i].radius, ds[i].strength = pts[i].strength;
   }
-  dfm_brush brush = {.kind = DFM_BRUSH_LAYER, .front_only = 1, .view = {0, 0, -1}, .autosmooth = autosmooth / 15.0};
-  double *p = malloc(sizeof(double) * 3 * t.vertex_count);
-  for (uint32_t i = 0; i < 3 * t.vertex_count; i++) p[i] = (float)t.positions[i];
+  double *p = malloc(sizeof(double) * 3 * t.vertex_count), *rest = malloc(sizeof(double) * 3 * t.vertex_count);
+  for (uint32_t i = 0; i < 3 * t.vertex_count; i++) rest[i] = p[i] = (float)t.positions[i];
+  /* deformd's auto-smoothing smooths what was sculpted: the shape before it is the rest. */
+  dfm_brush brush = {.kind = DFM_BRUSH_LAYER, .front_only = 1, .view = {0, 0, -1}, .autosmooth = autosmooth / 15.0,
+                     .rest = rest};
   char err[256];
   ASSERT_OK(dfm_stroke_apply(&brush, &a, t.triangles, t.triangle_count, ds, n, p, NULL, NULL, NULL, err, sizeof(err)), err);
   uint32_t moved = 0;
@@ -218,6 +220,7 @@ TEST(a_stroke_sent_in_pieces_over_the_binary_port_ends_as_the_whole_path_sent_at
   }
   ASSERT(moved > 300);
   free(p);
+  free(rest);
   mesh_adjacency_fini(&a);
   mesh_topology_fini(&t);
   proto_buf_fini(&b);

@@ -740,3 +740,34 @@ TEST(deform_view_draws_spider_obj_with_its_jpeg_textures_at_the_uvs_a_cpu_ray_ca
   mesh_destroy(m);
   harness_stop(&h);
 }
+
+/* Background pixels in the band where the slider panel goes (the right 280 pixels, below the
+ * status line and above the bottom line), as a fraction of the band. */
+static double panel_band_background(const image *im) {
+  uint32_t bg = 0, n = 0;
+  for (int y = 40; y < im->h - 40; y++)
+    for (int x = im->w - 270; x < im->w - 10; x++, n++) bg += is_background(im->px + 4 * ((size_t)y * im->w + x));
+  return n ? (double)bg / n : 0;
+}
+
+/* Issue 26: a session without targets gets no slider panel (it took 22 % of the window, empty);
+ * the demo head, with its 68 targets, still does. With --overlay, as the window draws it. */
+TEST(a_session_without_targets_shows_no_empty_slider_panel) {
+  char copy[1024];
+  harness h;
+  start_with_man_z_up(&h, copy);
+  char *man = tmp_png("panel-man.png"), *demo = tmp_png("panel-demo.png");
+  const char *const man_args[] = {"--session", "man", "--size", "800x480", "--overlay", NULL};
+  const char *const demo_args[] = {"--size", "800x480", "--overlay", NULL};
+  screenshot(h.stream_port, man, man_args);
+  screenshot(h.stream_port, demo, demo_args);
+  image a = load(man), b = load(demo);
+  ASSERT_EQ(a.w, 800);
+  double without = panel_band_background(&a), with = panel_band_background(&b);
+  fprintf(stderr, "background in the panel's band: %.0f %% without targets, %.0f %% with them\n", 100 * without, 100 * with);
+  ASSERT(without > 0.9);
+  ASSERT(with < 0.2);
+  stbi_image_free(a.px);
+  stbi_image_free(b.px);
+  harness_stop(&h);
+}

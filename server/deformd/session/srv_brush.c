@@ -133,6 +133,20 @@ static void stroke_work(uv_work_t *req) {
     goto out;
   }
   k->brush.vertex_names = names;
+  /* The smooth brush (and auto-smoothing) smooth what was sculpted, not the mesh itself: they
+   * get the shape without the sculpt offsets (dfm_brush.h, rest). */
+  double *rest = malloc(sizeof(double) * (3 * (size_t)nt + 1));
+  if (!rest) {
+    k->status = DFM_ENOMEM;
+    snprintf(k->err, sizeof(k->err), "out of memory");
+    goto out;
+  }
+  for (uint32_t v = 0; v < nt; v++) {
+    uint32_t r = t->topo_render[t->topo_offsets[v]];
+    for (int c = 0; c < 3; c++)
+      rest[3 * (size_t)v + c] = p[3 * (size_t)v + c] - proto_dequantize(k->shape.offsets[3 * (size_t)r + c], k->shape.quantum);
+  }
+  k->brush.rest = rest;
   /* Masks (srv_mask.c): the author's held vertices take none of the stroke, feathered over the
    * brush's radius at the mask's edge (dfm_mask_free). */
   float *take = NULL;
@@ -140,6 +154,7 @@ static void stroke_work(uv_work_t *req) {
     take = malloc(sizeof(float) * ((size_t)nt + 1));
     if (!take || dfm_mask_free(&s->adj, p, k->mask, k->samples[0].radius, take) != 0) {
       free(take);
+      free(rest);
       k->status = DFM_ENOMEM;
       snprintf(k->err, sizeof(k->err), "out of memory");
       goto out;
@@ -150,7 +165,9 @@ static void stroke_work(uv_work_t *req) {
                                &k->path, &k->dabs, k->err, sizeof(k->err));
   k->brush.vertex_names = NULL;
   k->brush.take = NULL;
+  k->brush.rest = NULL;
   free(take);
+  free(rest);
   if (k->status) goto out;
   uint32_t count = 0;
   for (uint32_t r = 0; r < nv; r++) count += moved[t->render_to_topo[r]];
