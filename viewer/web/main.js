@@ -167,6 +167,7 @@ function frame() {
     panels.changed(r.version);
   }
   if (fitClip.pending && r.ready) {
+    if (!pickChoice.timed) choosePick();
     fitClip.pending = false;
     fitClip();
   }
@@ -222,7 +223,7 @@ function showStatus() {
   parts.push(net.connected ? `version ${r.version}` : 'connecting…');
   if (net.latencyMs !== null) parts.push(`latency ${net.latencyMs.toFixed(1)} ms`);
   parts.push(`${human(net.rate)}/s`);
-  if (r.ready) parts.push(`${r.vertexCount} vertices, ${renderer.activeCount || 0} active targets`);
+  if (r.ready) parts.push(`${r.vertexCount} vertices, ${renderer.activeCount || 0} active targets, ${pickChoice.mode.toUpperCase()} pick`);
   if (stats.drawMs.length) parts.push(`frame ${stats.drawMs[stats.drawMs.length - 1].toFixed(1)} ms`);
   if (net.connected && net.readOnly) parts.push('read-only');
   if (net.error) parts.push(net.error);
@@ -370,12 +371,39 @@ function pixel(e) {
   return [(e.clientX - r.left) * devicePixelRatio, (e.clientY - r.top) * devicePixelRatio];
 }
 
-// The surface under a canvas pixel: the GPU's pick (gpupick.js), the camera as drawn.
+// The surface under a canvas pixel, the camera as drawn: the GPU's pick (gpupick.js), or the
+// ray cast on the CPU over the positions read back once per change of the shape, whichever was
+// faster when the snapshot arrived (timed once each: on a GPU the GPU's wins by far; on a CPU
+// implementation of WebGL such as SwiftShader the ray cast does, see docs/performance.md).
+// ?pick=gpu or ?pick=cpu decides instead.
+const pickChoice = { mode: params.get('pick') === 'cpu' ? 'cpu' : 'gpu', fixed: ['gpu', 'cpu'].includes(params.get('pick')), timed: null };
 function pickAt(px, py) {
   const r = net.replica;
   if (!r.ready) return null;
   camera.update(canvas.width, canvas.height);
-  return picker.at(camera, px, py);
+  if (pickChoice.mode === 'gpu') return picker.at(camera, px, py);
+  const ray = camera.ray(px, py);
+  const hit = pick(shapePositions(), r.snapshot.triangles, ray);
+  if (hit) hit.normal = normalAt(hit, ray.dir);
+  return hit;
+}
+
+// Times one pick of each kind at the canvas's centre (after a first of each, which compiles).
+function choosePick() {
+  if (pickChoice.fixed || !net.replica.ready) return;
+  const px = canvas.width / 2, py = canvas.height / 2;
+  const time = (mode) => {
+    pickChoice.mode = mode;
+    shapeCache.serial = -1; // the CPU's includes reading the positions back
+    const t0 = performance.now();
+    pickAt(px, py);
+    return performance.now() - t0;
+  };
+  time('gpu');
+  time('cpu');
+  const gpu = time('gpu'), cpu = time('cpu');
+  pickChoice.timed = { gpu, cpu };
+  pickChoice.mode = gpu <= cpu ? 'gpu' : 'cpu';
 }
 
 // The same by a ray cast over every triangle on the CPU (camera.js pick): the tests' oracle.
@@ -932,7 +960,7 @@ function drawToolCircles() {
 
 // The unit normal of the triangle a pick hit, on the side the ray came from.
 function normalAt(hit, dir) {
-  const p = renderer.positions(), t = net.replica.snapshot.triangles;
+  const p = shapePositions(), t = net.replica.snapshot.triangles;
   const [a, b, c] = [0, 1, 2].map((k) => 3 * t[3 * hit.triangle + k]);
   const e1 = [0, 1, 2].map((k) => p[b + k] - p[a + k]), e2 = [0, 1, 2].map((k) => p[c + k] - p[a + k]);
   let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
@@ -954,7 +982,7 @@ function sharePresence(force = false) {
   let hit = null;
   if (hoverPx) {
     const h = pickAt(hoverPx[0], hoverPx[1]);
-    if (h) hit = { point: h.point, normal: normalAt(h, camera.ray(hoverPx[0], hoverPx[1]).dir) };
+    if (h) hit = { point: h.point, normal: h.normal };
   }
   const tool = mode === 'drag' ? P.TOOL.DEFORM : mode === 'brush' ? P.TOOL.BRUSH0 + parseInt($('brush').value, 10) : P.TOOL.NONE;
   const radius = mode === 'brush' ? Math.fround(parseFloat($('radius').value) * diag()) : 0;
@@ -998,17 +1026,20 @@ window.deformView = {
   // Canvas pixel (CSS pixels from the canvas's top left) of a vertex as drawn now.
   project(v) {
     camera.update(canvas.width, canvas.height);
-    const p = renderer.positions();
+    const p = shapePositions(); // read back once per change of the shape
     const [x, y, z] = camera.project([p[3 * v], p[3 * v + 1], p[3 * v + 2]]);
     return { x: x / devicePixelRatio, y: y / devicePixelRatio, depth: z };
   },
   camera: () => ({ mvp: Array.from(camera.mvp), width: canvas.width, height: canvas.height, ratio: devicePixelRatio }),
-  // The surface under CSS pixel (x, y): pickAt the GPU's (what the page uses), cpuPickAt the
-  // ray cast over every triangle (the oracle); pickMs(x, y, n) times n GPU picks.
-  pickAt: (x, y) => pickAt(x * devicePixelRatio, y * devicePixelRatio),
+  // The surface under CSS pixel (x, y): pickAt the GPU's, cpuPickAt the ray cast over every
+  // triangle with the positions read back (the oracle); pickMs(x, y, n, cpu) times n of one or
+  // the other; pickMode the one the page uses ('gpu' or 'cpu') and pickTimes what it timed.
+  pickAt: (x, y) => { camera.update(canvas.width, canvas.height); return net.replica.ready ? picker.at(camera, x * devicePixelRatio, y * devicePixelRatio) : null; },
   cpuPickAt: (x, y) => cpuPickAt(x * devicePixelRatio, y * devicePixelRatio),
+  get pickMode() { return pickChoice.mode; },
+  get pickTimes() { return pickChoice.timed; },
   pickMs(x, y, n = 20, cpu = false) {
-    const f = cpu ? cpuPickAt : pickAt;
+    const f = cpu ? cpuPickAt : (px, py) => { camera.update(canvas.width, canvas.height); return picker.at(camera, px, py); };
     f(x * devicePixelRatio, y * devicePixelRatio);
     const t = [];
     for (let i = 0; i < n; i++) {
