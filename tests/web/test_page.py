@@ -458,7 +458,7 @@ def test_a_brush_stroke_in_the_page_sculpts_both_sides_with_mirror_x():
     try:
         open_page(d, srv)
         d.find_element(By.ID, "mode-brush").click()
-        d.find_element(By.ID, "mirror").click()
+        d.find_element(By.ID, "sym-x").click()
         canvas = d.find_element(By.ID, "view")
         nose = d.execute_script("return deformView.project(20400)")
         ox = int(nose["x"] - canvas.size["width"] / 2) - 45

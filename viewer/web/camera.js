@@ -65,6 +65,49 @@ export class Camera {
     this.height = 1;
     this.fov = (35 * Math.PI) / 180;
     this.up = 'y';
+    this.clip = null; // {near, far} when main.js fits the depth range to the shape (fitClip)
+  }
+
+  // The unit vector from the centre to the eye, and the screen's right and up in the world, for a
+  // yaw and pitch (the camera's frame, as update() builds it).
+  basis(yaw = this.yaw, pitch = this.pitch) {
+    const cp = Math.cos(pitch);
+    const o = this.up === 'z'
+      ? [cp * Math.sin(yaw), -cp * Math.cos(yaw), Math.sin(pitch)]
+      : [cp * Math.sin(yaw), Math.sin(pitch), cp * Math.cos(yaw)];
+    const up = this.up === 'z' ? [0, 0, 1] : [0, 1, 0];
+    let s = [up[1] * o[2] - up[2] * o[1], up[2] * o[0] - up[0] * o[2], up[0] * o[1] - up[1] * o[0]]; // up × o
+    const l = Math.hypot(...s) || 1;
+    s = s.map((x) => x / l);
+    const u = [o[1] * s[2] - o[2] * s[1], o[2] * s[0] - o[0] * s[2], o[0] * s[1] - o[1] * s[0]]; // o × s
+    return { o, s, u };
+  }
+
+  // Turns the camera by (dyaw, dpitch) about a point (Blender's orbit around the point under the
+  // cursor): the eye and the centre turn about the pivot rigidly, so the pivot stays where it is
+  // on screen. Without a pivot, about the centre. The pitch stops at ±PITCH_LIMIT.
+  orbit(dyaw, dpitch, pivot = null) {
+    const yaw = this.yaw + dyaw;
+    const pitch = Math.max(-PITCH_LIMIT, Math.min(PITCH_LIMIT, this.pitch + dpitch));
+    if (pivot) {
+      const b0 = this.basis();
+      const b1 = this.basis(yaw, pitch);
+      const e = this.eye();
+      const v = [0, 1, 2].map((k) => e[k] - pivot[k]);
+      const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+      const [a, b, c] = [dot(v, b0.s), dot(v, b0.u), dot(v, b0.o)];
+      const e1 = [0, 1, 2].map((k) => pivot[k] + a * b1.s[k] + b * b1.u[k] + c * b1.o[k]);
+      this.center = [0, 1, 2].map((k) => e1[k] - this.distance * b1.o[k]);
+    }
+    this.yaw = yaw;
+    this.pitch = pitch;
+  }
+
+  // Scales the eye's and the centre's distance to a point by k (k < 1 zooms in): the point keeps
+  // its pixel, the way the camera looks stays.
+  zoomAbout(point, k) {
+    this.center = [0, 1, 2].map((i) => point[i] + k * (this.center[i] - point[i]));
+    this.distance *= k;
   }
 
   // Turns to one of VIEWS (the zoom and the point looked at stay). False for another name.
@@ -76,11 +119,13 @@ export class Camera {
     return true;
   }
 
-  // Looks at a bounding box: centre, radius = half the diagonal.
-  frame(lo, hi) {
+  // Looks at a bounding box: centre, radius = half the diagonal (the shape's, kept as `radius`
+  // for the depth range and the clamps; framing a part passes keepRadius).
+  frame(lo, hi, keepRadius = false) {
+    const r = Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]) / 2 || 1;
     this.center = [0, 1, 2].map((i) => (lo[i] + hi[i]) / 2);
-    this.radius = Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]) / 2 || 1;
-    this.distance = this.radius / Math.sin(this.fov / 2) * 1.05;
+    this.distance = r / Math.sin(this.fov / 2) * 1.05;
+    if (!keepRadius) this.radius = r;
   }
 
   eye() {
@@ -113,8 +158,9 @@ export class Camera {
     const u = [s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2], s[0] * f[1] - s[1] * f[0]];
     const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     this.view = new Float32Array([s[0], u[0], -f[0], 0, s[1], u[1], -f[1], 0, s[2], u[2], -f[2], 0, -dot(s, e), -dot(u, e), dot(f, e), 1]);
-    const near = Math.max(this.distance - 2 * this.radius, this.radius * 0.01);
-    const far = this.distance + 2 * this.radius;
+    // The depth range: the one main.js fitted to the shape in view (clip), else the frame's.
+    const near = this.clip ? this.clip.near : Math.max(this.distance - 2 * this.radius, this.radius * 0.01);
+    const far = this.clip ? this.clip.far : this.distance + 2 * this.radius;
     const t = 1 / Math.tan(this.fov / 2);
     const a = width / height;
     this.proj = new Float32Array([t / a, 0, 0, 0, 0, t, 0, 0, 0, 0, (far + near) / (near - far), -1, 0, 0, (2 * far * near) / (near - far), 0]);

@@ -17,11 +17,14 @@
 //
 // DOES NOT decode frames (protocol.js) or write GL (render.js).
 
-import { Camera, PITCH_LIMIT, pick } from './camera.js';
+import { Camera, pick } from './camera.js';
 import { Net } from './net.js';
 import { Presence, applyCamera, drawPresence, showPeople, stateOf } from './presence.js';
 import * as P from './protocol.js';
-import { Renderer } from './render.js';
+import { GpuPick } from './gpupick.js';
+import { Panels } from './panels.js';
+import { compile, Renderer } from './render.js';
+import { FALLOFF_HALF, STRENGTH_PX, Stabiliser, ValueDrag, drawCircles, keySheetHtml, pressureScale } from './tools.js';
 
 const params = new URLSearchParams(location.search);
 const session = params.get('session') || 'demo';
@@ -90,6 +93,23 @@ try {
   $('status').textContent = `cannot draw: ${e.message}`;
   throw e;
 }
+const picker = new GpuPick(renderer, compile);
+$('shade').addEventListener('change', (e) => {
+  renderer.shade = parseInt(e.target.value, 10);
+  dirty = true;
+  schedule();
+});
+
+// Sessions, upload, download, a target from the sculpt, the history (panels.js).
+let notice = null; // the panels' last word, in the status line
+const panels = new Panels({
+  net, session, $, params,
+  say: (text) => {
+    notice = text;
+    showStatus();
+  },
+});
+panels.listSessions();
 
 // ---- frame loop ---------------------------------------------------------------------------------
 
@@ -117,10 +137,12 @@ function frame() {
     const c = r.takeChanges();
     if (c.snapshot) {
       renderer.load(r);
+      picker.load(r.snapshot.triangles);
       if (net.marks) net.marks.uploaded = performance.now();
       if (!framed) {
         camera.up = net.grant && net.grant.up === 'z' ? 'z' : 'y';
         frameCamera(r.snapshot.positions);
+        fitClip.pending = true;
       }
       buildSliders();
     } else {
@@ -139,10 +161,20 @@ function frame() {
       stats.maskDrawn = r.maskSerial || 0; // drawn below, in this frame
     }
     renderer.compute(r.snapshot.weights);
+    shapeSerial++;
+    // The depth range follows the shape once an edit of this page's is over (a stroke would read
+    // the shape back on every frame).
+    if (!state.stroke && !state.dragging) fitClip.pending = true;
     recompute = false;
     dirty = true;
     updateSliders();
     stats.version = r.version;
+    panels.changed(r.version);
+  }
+  if (fitClip.pending && r.ready) {
+    if (!pickChoice.timed) choosePick();
+    fitClip.pending = false;
+    fitClip();
   }
   if (dirty) {
     const t1 = performance.now();
@@ -179,6 +211,10 @@ new ResizeObserver(() => {
   dirty = true;
   schedule();
 }).observe(canvas);
+// The panels below the tool bar start where it ends (it wraps on a narrow window).
+new ResizeObserver(() => {
+  document.body.style.setProperty('--bar-bottom', `${$('bar').getBoundingClientRect().bottom}px`);
+}).observe($('bar'));
 
 // ---- status line --------------------------------------------------------------------------------
 
@@ -192,10 +228,11 @@ function showStatus() {
   parts.push(net.connected ? `version ${r.version}` : 'connecting…');
   if (net.latencyMs !== null) parts.push(`latency ${net.latencyMs.toFixed(1)} ms`);
   parts.push(`${human(net.rate)}/s`);
-  if (r.ready) parts.push(`${r.vertexCount} vertices, ${renderer.activeCount || 0} active targets`);
+  if (r.ready) parts.push(`${r.vertexCount} vertices, ${renderer.activeCount || 0} active targets, ${pickChoice.mode.toUpperCase()} pick`);
   if (stats.drawMs.length) parts.push(`frame ${stats.drawMs[stats.drawMs.length - 1].toFixed(1)} ms`);
   if (net.connected && net.readOnly) parts.push('read-only');
   if (net.error) parts.push(net.error);
+  if (notice) parts.push(notice);
   $('status').textContent = parts.join(' · ');
   document.body.classList.toggle('readonly', net.connected && net.readOnly);
 }
@@ -211,6 +248,7 @@ function buildSliders() {
   box.textContent = '';
   sliderEls.length = 0;
   const s = net.replica.snapshot;
+  box.hidden = s.targets.length === 0; // no targets: no panel
   s.targets.forEach((t, i) => {
     const row = document.createElement('div');
     row.className = 'slider';
@@ -290,8 +328,7 @@ addEventListener('keydown', (e) => {
   const v = NUMPAD_VIEWS[e.code];
   if (!v || e.target.tagName === 'INPUT') return;
   camera.setView(v[e.altKey || e.ctrlKey ? 1 : 0]);
-  dirty = true;
-  schedule();
+  cameraMoved();
   e.preventDefault();
 });
 addEventListener('keydown', (e) => {
@@ -322,18 +359,60 @@ function setMode(m) {
   mode = m;
   for (const x of ['view', 'drag', 'brush', 'mask']) $(`mode-${x}`).classList.toggle('on', x === m);
   $('brush-panel').hidden = m !== 'brush' && m !== 'mask';
+  $('gesture-panel').hidden = m !== 'drag';
+  overlayDirty = true;
+  schedule();
 }
 
 const pointers = new Map();
 let pinch = null;
+// What the pointer does while a button is held and no tool has it: orbit (about a pivot) or pan.
+let nav = null;
+const stabiliser = new Stabiliser();
+const valueDrag = new ValueDrag();
 
 function pixel(e) {
   const r = canvas.getBoundingClientRect();
   return [(e.clientX - r.left) * devicePixelRatio, (e.clientY - r.top) * devicePixelRatio];
 }
 
-// The surface under a canvas pixel (positions read back from the GPU).
+// The surface under a canvas pixel, the camera as drawn: the GPU's pick (gpupick.js), or the
+// ray cast on the CPU over the positions read back once per change of the shape, whichever was
+// faster when the snapshot arrived (timed once each: on a GPU the GPU's wins by far; on a CPU
+// implementation of WebGL such as SwiftShader the ray cast does, see docs/performance.md).
+// ?pick=gpu or ?pick=cpu decides instead.
+const pickChoice = { mode: params.get('pick') === 'cpu' ? 'cpu' : 'gpu', fixed: ['gpu', 'cpu'].includes(params.get('pick')), timed: null };
 function pickAt(px, py) {
+  const r = net.replica;
+  if (!r.ready) return null;
+  camera.update(canvas.width, canvas.height);
+  if (pickChoice.mode === 'gpu') return picker.at(camera, px, py);
+  const ray = camera.ray(px, py);
+  const hit = pick(shapePositions(), r.snapshot.triangles, ray);
+  if (hit) hit.normal = normalAt(hit, ray.dir);
+  return hit;
+}
+
+// Times one pick of each kind at the canvas's centre (after a first of each, which compiles).
+function choosePick() {
+  if (pickChoice.fixed || !net.replica.ready) return;
+  const px = canvas.width / 2, py = canvas.height / 2;
+  const time = (mode) => {
+    pickChoice.mode = mode;
+    shapeCache.serial = -1; // the CPU's includes reading the positions back
+    const t0 = performance.now();
+    pickAt(px, py);
+    return performance.now() - t0;
+  };
+  time('gpu');
+  time('cpu');
+  const gpu = time('gpu'), cpu = time('cpu');
+  pickChoice.timed = { gpu, cpu };
+  pickChoice.mode = gpu <= cpu ? 'gpu' : 'cpu';
+}
+
+// The same by a ray cast over every triangle on the CPU (camera.js pick): the tests' oracle.
+function cpuPickAt(px, py) {
   const r = net.replica;
   if (!r.ready) return null;
   camera.update(canvas.width, canvas.height);
@@ -346,87 +425,313 @@ function diag() {
 
 // World displacement of a screen move at the depth of point p.
 function screenToWorld(p, dx, dy) {
+  camera.update(canvas.width, canvas.height);
   const [sx, sy, sz] = camera.project(p);
   const q = camera.unproject(sx + dx, sy + dy, sz);
   return [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+}
+
+// ---- navigation: orbit about the point under the cursor, pan, zoom toward the cursor ------------
+
+// The shape's positions as last computed (read back once per change of the shape): the depth
+// range and the zoom's clamp need them.
+let shapeSerial = 0;
+const shapeCache = { serial: -1, positions: null };
+function shapePositions() {
+  if (shapeCache.serial !== shapeSerial) {
+    shapeCache.positions = renderer.positions();
+    shapeCache.serial = shapeSerial;
+  }
+  return shapeCache.positions;
+}
+
+// The view depth of the nearest vertex inside the frustum's sides and of the farthest vertex, for
+// the camera as it is (x and y of a projection do not depend on the depth range).
+function depthSpan(pos) {
+  camera.update(canvas.width, canvas.height);
+  const m = camera.mvp, v = camera.view;
+  let near = Infinity, far = 0;
+  for (let i = 0; i < pos.length; i += 3) {
+    const x = pos[i], y = pos[i + 1], z = pos[i + 2];
+    const d = -(v[2] * x + v[6] * y + v[10] * z + v[14]);
+    if (d > far) far = d;
+    if (!(d > 0) || d >= near) continue;
+    const w = m[3] * x + m[7] * y + m[11] * z + m[15];
+    const cx = (m[0] * x + m[4] * y + m[8] * z + m[12]) / w;
+    const cy = (m[1] * x + m[5] * y + m[9] * z + m[13]) / w;
+    if (cx >= -1 && cx <= 1 && cy >= -1 && cy <= 1) near = d;
+  }
+  return { near, far };
+}
+
+// Fits the depth range to the shape in view: the near plane at 90 % of the nearest vertex's
+// depth (so it never cuts the surface), the far plane past the farthest.
+function fitClip() {
+  if (!net.replica.ready) return;
+  camera.clip = null;
+  const s = depthSpan(shapePositions());
+  const far = Math.max(s.far * 1.05, camera.radius * 0.01);
+  const near = Number.isFinite(s.near) ? Math.max(0.9 * s.near, far * 1e-5) : Math.max(far / 1000, 1e-6);
+  camera.clip = { near, far };
+}
+
+// The wheel: zoom toward the point under the cursor (or the ray's point at the centre's depth
+// where it misses), never so far that the nearest vertex in view would come closer than 1 % of
+// the shape's radius: the near plane stays outside the mesh.
+function zoomAt(px, py, k) {
+  const hit = pickAt(px, py);
+  let p = hit && hit.point;
+  if (!p) {
+    const r = camera.ray(px, py), e = camera.eye();
+    const d = Math.hypot(...[0, 1, 2].map((i) => camera.center[i] - e[i]));
+    p = r.origin.map((o, i) => o + d * r.dir[i]);
+  }
+  const before = { center: [...camera.center], distance: camera.distance };
+  camera.zoomAbout(p, k);
+  if (k < 1 && net.replica.ready) {
+    const gap = 0.01 * camera.radius;
+    const s = depthSpan(shapePositions());
+    if (s.near < gap || (hit && Math.hypot(...[0, 1, 2].map((i) => camera.eye()[i] - p[i])) < gap)) {
+      camera.center = before.center; // a step that would pass the clamp is not taken
+      camera.distance = before.distance;
+      state.zoomClamped = (state.zoomClamped || 0) + 1;
+    }
+  }
+  cameraMoved();
+}
+
+function cameraMoved() {
+  presence.follow(0); // moving the camera takes it back from a followed participant
+  fitClip();
+  dirty = true;
+  overlayDirty = true;
+  schedule();
+}
+
+function startNav(x, y, pan) {
+  const hit = pan ? null : pickAt(x, y);
+  nav = { pan, pivot: hit ? hit.point : null, depthAt: hit ? hit.point : [...camera.center] };
+  if (pan) {
+    const h = pickAt(x, y);
+    if (h) nav.depthAt = h.point;
+  }
+}
+
+function moveNav(dx, dy) {
+  if (nav.pan) {
+    const w = screenToWorld(nav.depthAt, dx, dy);
+    camera.center = camera.center.map((c, i) => c - w[i]);
+  } else {
+    camera.orbit(-dx * 0.008, dy * 0.008, nav.pivot);
+  }
+  cameraMoved();
+}
+
+// Home: everything; numpad-period: the region under the cursor (the gesture's region in drag
+// mode, twice the brush radius otherwise), else the last picked point.
+function frameAll() {
+  frameCamera(shapePositions());
+  cameraMoved();
+}
+
+function framePicked() {
+  const hit = hoverPx ? pickAt(hoverPx[0], hoverPx[1]) : null;
+  const p = hit ? hit.point : state.lastPick;
+  if (!p) return;
+  state.lastPick = p;
+  const r = mode === 'drag' ? gestureSettings().roiRadius : 2 * brushRadius();
+  camera.frame(p.map((c) => c - r), p.map((c) => c + r), true);
+  cameraMoved();
 }
 
 canvas.addEventListener('contextmenu', (e) => e.preventDefault());
 canvas.addEventListener('pointerdown', (e) => {
   canvas.setPointerCapture(e.pointerId);
   const [x, y] = pixel(e);
+  hoverPx = [x, y];
+  if (valueDrag.kind) {
+    finishValueDrag(e.button !== 2);
+    return;
+  }
   pointers.set(e.pointerId, { x, y, x0: x, y0: y });
   if (pointers.size === 2) {
     const [a, b] = [...pointers.values()];
-    pinch = { d: Math.hypot(a.x - b.x, a.y - b.y), distance: camera.distance };
+    pinch = { d: Math.hypot(a.x - b.x, a.y - b.y), mid: [(a.x + b.x) / 2, (a.y + b.y) / 2] };
+    nav = null;
     endGesture();
+    endStroke();
     return;
   }
-  if (net.readOnly || mode === 'view' || e.button === 2) return;
+  // Blender's mapping: middle orbits about the point under the cursor, Shift+middle pans; in
+  // view mode the left button does the same; the right button (and a drag off the mesh in an
+  // edit mode) orbits.
+  if (e.button === 1 || e.button === 2 || mode === 'view' || net.readOnly) {
+    startNav(x, y, e.shiftKey && e.button !== 2);
+    e.preventDefault();
+    return;
+  }
   const hit = pickAt(x, y);
-  if (!hit) return;
+  if (!hit) {
+    startNav(x, y, e.shiftKey);
+    return;
+  }
+  state.lastPick = hit.point;
   if (mode === 'drag') beginGesture(hit, x, y);
   else if (mode === 'mask') beginMaskStroke(hit, e.ctrlKey || e.metaKey);
-  else beginStroke(hit, x, y);
+  else beginStroke(hit, x, y, e);
 });
 
 canvas.addEventListener('pointermove', (e) => {
-  const p = pointers.get(e.pointerId);
-  if (!p) return;
   const [x, y] = pixel(e);
+  hoverPx = [x, y];
+  if (valueDrag.kind) {
+    moveValueDrag(x, y);
+    return;
+  }
+  const p = pointers.get(e.pointerId);
+  if (!p) {
+    overlayDirty = true; // the brush circle follows the pointer
+    schedule();
+    return;
+  }
   const dx = x - p.x;
   const dy = y - p.y;
   p.x = x;
   p.y = y;
   if (pinch && pointers.size === 2) {
     const [a, b] = [...pointers.values()];
-    const d = Math.hypot(a.x - b.x, a.y - b.y);
-    camera.distance = pinch.distance * (pinch.d / Math.max(d, 1));
-    dirty = true;
-    schedule();
+    const d = Math.max(Math.hypot(a.x - b.x, a.y - b.y), 1);
+    const mid = [(a.x + b.x) / 2, (a.y + b.y) / 2];
+    nav = { pan: true, depthAt: [...camera.center] };
+    moveNav(mid[0] - pinch.mid[0], mid[1] - pinch.mid[1]);
+    nav = null;
+    zoomAt(mid[0], mid[1], pinch.d / d); // fingers apart: closer, about the point between them
+    pinch.d = d;
+    pinch.mid = mid;
     return;
   }
-  if (state.dragging) {
-    moveGesture(x, y);
-    return;
-  }
-  if (state.stroke) {
-    moveStroke(x, y);
-    return;
-  }
-  if (state.mask) {
-    moveMaskStroke(x, y);
-    return;
-  }
-  presence.follow(0); // orbiting takes the camera back from a followed participant
-  camera.yaw -= dx * 0.008;
-  camera.pitch = Math.max(-PITCH_LIMIT, Math.min(PITCH_LIMIT, camera.pitch + dy * 0.008));
-  dirty = true;
+  if (state.dragging) moveGesture(x, y);
+  else if (state.stroke) moveStroke(x, y, e);
+  else if (state.mask) moveMaskStroke(x, y);
+  else if (nav) moveNav(dx, dy);
+  overlayDirty = true;
   schedule();
 });
 
 function release(e) {
   pointers.delete(e.pointerId);
   if (pointers.size < 2) pinch = null;
+  nav = null;
   endGesture();
   endStroke();
 }
 canvas.addEventListener('pointerup', release);
 canvas.addEventListener('pointercancel', release);
 canvas.addEventListener('wheel', (e) => {
-  camera.distance *= Math.exp(e.deltaY * 0.001);
-  dirty = true;
-  schedule();
+  const [x, y] = pixel(e);
+  zoomAt(x, y, Math.exp(Math.max(-0.5, Math.min(0.5, e.deltaY * 0.001))));
   e.preventDefault();
 }, { passive: false });
 
+// ---- F / Shift+F: radius and strength on the pointer ---------------------------------------------
+
+// The brush radius in world units and in canvas pixels at the surface under the cursor.
+function brushRadius() {
+  return parseFloat($('radius').value) * diag();
+}
+
+function worldPerPixel(p) {
+  const w = screenToWorld(p, 1, 0);
+  return Math.hypot(...w) || 1;
+}
+
+function startValueDrag(kind) {
+  if (!hoverPx) return;
+  const hit = pickAt(hoverPx[0], hoverPx[1]);
+  const p = hit ? hit.point : camera.center;
+  state.valueAt = { point: p, hit };
+  const px = kind === 'radius' ? brushRadius() / worldPerPixel(p) : parseFloat($('strength').value) * STRENGTH_PX * devicePixelRatio;
+  valueDrag.start(kind, hoverPx[0], hoverPx[1], px, $(kind).value);
+}
+
+function moveValueDrag(x, y) {
+  const px = valueDrag.pixels(x, y);
+  const el = $(valueDrag.kind);
+  if (valueDrag.kind === 'radius') el.value = (px * worldPerPixel(state.valueAt.point)) / diag();
+  else el.value = px / (STRENGTH_PX * devicePixelRatio);
+  showValues();
+  overlayDirty = true;
+  schedule();
+}
+
+function finishValueDrag(keep) {
+  const el = $(valueDrag.kind);
+  if (!keep) el.value = valueDrag.old;
+  valueDrag.end();
+  state.valueAt = null;
+  showValues();
+  overlayDirty = true;
+  schedule();
+}
+
+// Every slider of the tool panels shows its value beside it.
+function showValues() {
+  for (const el of document.querySelectorAll('input[type=range][data-show]')) {
+    const out = $(el.dataset.show);
+    if (out) out.textContent = parseFloat(el.value).toFixed(el.step && parseFloat(el.step) < 0.01 ? 3 : 2);
+  }
+}
+for (const el of document.querySelectorAll('input[type=range][data-show]')) el.addEventListener('input', () => {
+  showValues();
+  overlayDirty = true;
+  schedule();
+});
+showValues();
+
+// ---- keys -----------------------------------------------------------------------------------------
+
+function toggleKeySheet(show) {
+  const el = $('keys');
+  el.hidden = show === undefined ? !el.hidden : !show;
+}
+$('keys').innerHTML = keySheetHtml();
+$('keys-button').addEventListener('click', () => toggleKeySheet());
+
+addEventListener('keydown', (e) => {
+  if (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT') return;
+  if (valueDrag.kind) {
+    if (e.key === 'Enter' || e.key === 'Escape') finishValueDrag(e.key === 'Enter');
+    e.preventDefault();
+    return;
+  }
+  if (e.key === 'Escape') toggleKeySheet(false);
+  else if (e.code === 'KeyH' && !e.ctrlKey && !e.metaKey && !e.altKey || e.key === '?') toggleKeySheet();
+  else if (e.code === 'Home') frameAll();
+  else if (e.code === 'NumpadDecimal') framePicked();
+  else if (e.code === 'KeyF' && !e.ctrlKey && !e.metaKey && !e.altKey) startValueDrag(e.shiftKey ? 'strength' : 'radius');
+  else return;
+  e.preventDefault();
+});
+
 // ---- vertex drags: ARAP gestures --------------------------------------------------------------------
+
+// The gesture panel: mode (EDIT GESTURE_BEGIN's 0 Laplacian, 1 ARAP, 2 biharmonic), the handle
+// (every vertex within that geodesic distance of the picked one) and the region of interest,
+// both as fractions of the shape's diagonal, drawn as circles about the cursor.
+function gestureSettings() {
+  return {
+    mode: parseInt($('gesture-mode').value, 10),
+    handleRadius: Math.fround(parseFloat($('handle').value) * diag()),
+    roiRadius: Math.fround(parseFloat($('region').value) * diag()),
+  };
+}
 
 function beginGesture(hit, x, y) {
   const id = ((net.clientId & 0xfffff) << 12 | (++state.gestureSeq & 0xfff)) >>> 0 || 1;
-  const g = { gesture: id, mode: 1, iterations: 2, pick: hit.vertex, handleRadius: Math.fround(0.02 * diag()), roiRadius: Math.fround(0.15 * diag()) };
+  const s = gestureSettings();
+  const g = { gesture: id, mode: s.mode, iterations: 2, pick: hit.vertex, handleRadius: s.handleRadius, roiRadius: s.roiRadius };
   net.sendFrame(P.encodeGestureBegin(net.nextRequest(), g));
-  const positions = renderer.positions();
+  const positions = shapePositions();
   const at = Array.from(positions.subarray(3 * hit.vertex, 3 * hit.vertex + 3));
   state.dragging = { g, at, x0: x, y0: y, translate: [0, 0, 0], sent: null, queued: false };
   state.lastGesture = { ...g, translate: [0, 0, 0], drags: 0, ended: false };
@@ -480,28 +785,41 @@ function endGesture() {
 // EDIT BRUSH), and the whole stroke is one undo step. Grab's points lie on the plane through the
 // stroke's start facing the camera, as deform-view's do, since the surface under the pointer
 // moves away: the server drags along that path.
-function brushSettings() {
-  const brush = parseInt($('brush').value, 10);
+//
+// Modifiers as Blender's, read when the stroke starts: Ctrl inverts (a negative strength: draw,
+// inflate, crease and layer dig instead of raising), Shift smooths (the smooth brush). A pen's
+// pressure scales each point's radius and/or strength (the pressure menu); the stabiliser (lazy
+// mouse) holds the brush back by its string's length in CSS pixels. Symmetry X goes with the
+// stroke (BRUSH_MIRROR_X, the server's); Y and Z, which the server has no flag for, send the
+// stroke's path again mirrored across y = 0 / z = 0 when it ends: one more stroke (one more
+// undo step) per mirror.
+const INVERTIBLE = new Set([P.BRUSH.DRAW, P.BRUSH.INFLATE, P.BRUSH.CREASE, P.BRUSH.LAYER]);
+function brushSettings(e = null) {
+  let brush = parseInt($('brush').value, 10);
+  if (e && e.shiftKey) brush = P.BRUSH.SMOOTH;
+  const invert = !!(e && (e.ctrlKey || e.metaKey)) && INVERTIBLE.has(brush);
   const front = $('front').checked && brush !== P.BRUSH.GRAB;
   return {
     brush,
+    invert,
     falloff: parseInt($('falloff').value, 10),
-    flags: ($('mirror').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
+    flags: ($('sym-x').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
       ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
-    radius: Math.fround(parseFloat($('radius').value) * diag()),
-    strength: Math.fround(parseFloat($('strength').value)),
+    radius: brushRadius(),
+    strength: (invert ? -1 : 1) * parseFloat($('strength').value),
   };
 }
 
-function beginStroke(hit, x, y) {
-  const b = brushSettings();
+function beginStroke(hit, x, y, e) {
+  const b = brushSettings(e);
   // With front faces only every point carries the direction the viewer looks in.
   const view = b.flags & P.BRUSH_FRONT_ONLY ? camera.ray(x, y).dir : [0, 0, 0];
   const eye = camera.eye();
   const n = [0, 1, 2].map((i) => eye[i] - hit.point[i]);
   const l = Math.hypot(...n) || 1;
-  state.stroke = { start: hit.point, normal: n.map((v) => v / l), b, view, sent: false };
-  sendSample(hit.point, view);
+  state.stroke = { start: hit.point, normal: n.map((v) => v / l), b, view, sent: false, path: [] };
+  stabiliser.start(x, y);
+  sendSample(hit.point, view, e);
 }
 
 // Where the ray through a pixel meets the grab plane (null when it runs along it).
@@ -513,25 +831,55 @@ function onGrabPlane(st, x, y) {
   return r.origin.map((o, i) => o + t * r.dir[i]);
 }
 
-function moveStroke(x, y) {
+function moveStroke(x, y, e) {
   const st = state.stroke;
+  const at = stabiliser.move(x, y, parseFloat($('lazy').value) * devicePixelRatio);
+  if (!at) return;
+  [x, y] = at;
+  camera.update(canvas.width, canvas.height);
   const point = st.b.brush === P.BRUSH.GRAB ? onGrabPlane(st, x, y) : pickAt(x, y)?.point;
   if (!point) return;
-  sendSample(point, st.view);
+  sendSample(point, st.view, e);
 }
 
-function sendSample(center, direction) {
+function sendSample(center, direction, e) {
   const st = state.stroke;
   const b = st.b;
   const flags = b.flags | (st.sent ? P.BRUSH_CONTINUE : 0);
-  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [
-    { center: center.map(Math.fround), direction: direction.map(Math.fround), radius: b.radius, strength: b.strength },
-  ]));
+  const ps = pressureScale($('pressure').value, e);
+  const sample = {
+    center: center.map(Math.fround), direction: direction.map(Math.fround),
+    radius: Math.fround(Math.max(b.radius * ps.radius, 1e-6 * diag())), strength: Math.fround(b.strength * ps.strength),
+  };
+  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [sample]));
+  if (st.path.length < 65536) st.path.push(sample);
+  state.lastStroke = { brush: b.brush, invert: b.invert, samples: st.path.length, last: sample };
   st.sent = true;
 }
 
+// Symmetry Y and Z: the finished path again, mirrored (and with X's flag as the stroke had it).
+function sendMirrors(st) {
+  const axes = [];
+  if ($('sym-y').checked) axes.push([1]);
+  if ($('sym-z').checked) axes.push([2]);
+  if (axes.length === 2) axes.push([1, 2]);
+  for (const flip of axes) {
+    const samples = st.path.map((s) => {
+      const c = [...s.center], d = [...s.direction];
+      for (const k of flip) {
+        c[k] = -c[k];
+        d[k] = -d[k];
+      }
+      return { ...s, center: c, direction: d };
+    });
+    net.sendFrame(P.encodeBrush(net.nextRequest(), st.b.brush, st.b.falloff, st.b.flags, samples));
+  }
+}
+
 function endStroke() {
+  const st = state.stroke;
   state.stroke = null;
+  if (st && st.path.length) sendMirrors(st);
   endMaskStroke();
 }
 
@@ -593,11 +941,31 @@ function drawOverlay() {
   camera.update(canvas.width, canvas.height);
   drawPresence(overlayCtx, presence, camera);
   showPeople($('people'), $('follow'), presence);
+  drawToolCircles();
+}
+
+// The brush's circles (its radius, and where its falloff is at half) or the gesture's (handle
+// and region) on the surface under the cursor; during F / Shift+F, where the value is set.
+function drawToolCircles() {
+  if (!net.replica.ready || mode === 'view') return;
+  const at = state.valueAt ? state.valueAt.hit : hoverPx && !nav && !pinch ? pickAt(hoverPx[0], hoverPx[1]) : null;
+  state.circleHit = at;
+  if (!at) return;
+  if (mode === 'drag') {
+    const g = gestureSettings();
+    drawCircles(overlayCtx, camera, at, [{ r: g.handleRadius, colour: '#ffb347' }, { r: g.roiRadius, colour: '#7fb2ff', dash: true }]);
+    return;
+  }
+  const r = brushRadius();
+  const half = FALLOFF_HALF[parseInt($('falloff').value, 10)];
+  const s = parseFloat($('strength').value);
+  const colour = `rgba(255, 255, 255, ${0.45 + 0.55 * s})`;
+  drawCircles(overlayCtx, camera, at, [{ r, colour }, ...(half && mode === 'brush' ? [{ r: r * half, colour, dash: true }] : [])]);
 }
 
 // The unit normal of the triangle a pick hit, on the side the ray came from.
 function normalAt(hit, dir) {
-  const p = renderer.positions(), t = net.replica.snapshot.triangles;
+  const p = shapePositions(), t = net.replica.snapshot.triangles;
   const [a, b, c] = [0, 1, 2].map((k) => 3 * t[3 * hit.triangle + k]);
   const e1 = [0, 1, 2].map((k) => p[b + k] - p[a + k]), e2 = [0, 1, 2].map((k) => p[c + k] - p[a + k]);
   let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
@@ -619,7 +987,7 @@ function sharePresence(force = false) {
   let hit = null;
   if (hoverPx) {
     const h = pickAt(hoverPx[0], hoverPx[1]);
-    if (h) hit = { point: h.point, normal: normalAt(h, camera.ray(hoverPx[0], hoverPx[1]).dir) };
+    if (h) hit = { point: h.point, normal: h.normal };
   }
   const tool = mode === 'drag' ? P.TOOL.DEFORM : mode === 'brush' ? P.TOOL.BRUSH0 + parseInt($('brush').value, 10) : P.TOOL.NONE;
   const radius = mode === 'brush' ? Math.fround(parseFloat($('radius').value) * diag()) : 0;
@@ -663,12 +1031,38 @@ window.deformView = {
   // Canvas pixel (CSS pixels from the canvas's top left) of a vertex as drawn now.
   project(v) {
     camera.update(canvas.width, canvas.height);
-    const p = renderer.positions();
+    const p = shapePositions(); // read back once per change of the shape
     const [x, y, z] = camera.project([p[3 * v], p[3 * v + 1], p[3 * v + 2]]);
     return { x: x / devicePixelRatio, y: y / devicePixelRatio, depth: z };
   },
   camera: () => ({ mvp: Array.from(camera.mvp), width: canvas.width, height: canvas.height, ratio: devicePixelRatio }),
-  pickAt: (x, y) => pickAt(x * devicePixelRatio, y * devicePixelRatio),
+  // The surface under CSS pixel (x, y): pickAt the GPU's, cpuPickAt the ray cast over every
+  // triangle with the positions read back (the oracle); pickMs(x, y, n, cpu) times n of one or
+  // the other; pickMode the one the page uses ('gpu' or 'cpu') and pickTimes what it timed.
+  pickAt: (x, y) => { camera.update(canvas.width, canvas.height); return net.replica.ready ? picker.at(camera, x * devicePixelRatio, y * devicePixelRatio) : null; },
+  cpuPickAt: (x, y) => cpuPickAt(x * devicePixelRatio, y * devicePixelRatio),
+  get pickMode() { return pickChoice.mode; },
+  get pickTimes() { return pickChoice.timed; },
+  pickMs(x, y, n = 20, cpu = false) {
+    const f = cpu ? cpuPickAt : (px, py) => { camera.update(canvas.width, canvas.height); return picker.at(camera, px, py); };
+    f(x * devicePixelRatio, y * devicePixelRatio);
+    const t = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      f(x * devicePixelRatio, y * devicePixelRatio);
+      t.push(performance.now() - t0);
+    }
+    return median(t);
+  },
+  // The depth range as drawn ({near, far}), the view matrix, how many wheel steps the clamp
+  // refused; the brush's last sample; the circles' hit.
+  get clip() { return camera.clip && { ...camera.clip }; },
+  get view() { return camera.view ? Array.from(camera.view) : null; },
+  get zoomClamped() { return state.zoomClamped || 0; },
+  get lastStroke() { return state.lastStroke || null; },
+  get circleHit() { return state.circleHit || null; },
+  get mode() { return mode; },
+  panels,
   setMode,
   // The author's mask as the page holds it (null before the first MASK frame), how many MASK
   // frames it applied, and how many of them the canvas shows (equal once drawn); maskHeld: the

@@ -115,6 +115,24 @@ void main() {
   gl_Position = u_mvp * vec4(p, 1.0);
 }`;
 
+// The matcaps (clay, red wax, skin): procedural, from the view-space unit normal alone (z towards
+// the eye), no image; viewer/README.md has the same formula and colours for deform-view.
+// matcap k: 0 clay, 1 red wax, 2 skin. Shaded colour, already for display (no gamma after).
+export const MATCAP_GLSL = `
+vec3 matcap(int k, vec3 n) {
+  vec3 dark[3] = vec3[3](vec3(0.28, 0.24, 0.22), vec3(0.22, 0.02, 0.02), vec3(0.36, 0.18, 0.14));
+  vec3 lite[3] = vec3[3](vec3(0.80, 0.74, 0.68), vec3(0.86, 0.18, 0.13), vec3(0.96, 0.75, 0.63));
+  vec3 rimc[3] = vec3[3](vec3(0.10, 0.10, 0.12), vec3(0.40, 0.10, 0.06), vec3(0.45, 0.20, 0.15));
+  float spec[3] = float[3](0.06, 0.45, 0.12);
+  float shin[3] = float[3](8.0, 40.0, 20.0);
+  vec3 l = normalize(vec3(-0.4, 0.6, 0.7));
+  vec3 h = normalize(l + vec3(0.0, 0.0, 1.0));
+  float d = 0.5 + 0.5 * dot(n, l);
+  float r = pow(1.0 - max(n.z, 0.0), 3.0);
+  float s = pow(max(dot(n, h), 0.0), shin[k]);
+  return mix(dark[k], lite[k], d) + rimc[k] * r + vec3(spec[k] * s);
+}`;
+
 const FS_MESH = `#version 300 es
 precision highp float;
 in vec3 v_n;
@@ -124,13 +142,19 @@ in vec2 v_uv;
 uniform vec3 u_color;
 uniform sampler2D u_tex; // the submesh's image (sRGB: sampled linear), row 0 its top
 uniform int u_textured;
+uniform int u_shade; // 0 lit, 1 + k the matcap k
 out vec4 o;
+${MATCAP_GLSL}
 void main() {
   vec3 albedo = u_color;
   if (u_textured != 0) albedo *= texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)).rgb; // as deform-view's
   vec3 base = albedo * (1.0 - ${MASK_DARKEN} * v_mask); // as deform-view's (vw_shaders.c)
   vec3 n = normalize(v_n);
   if (!gl_FrontFacing) n = -n;
+  if (u_shade > 0) {
+    o = vec4(clamp(matcap(u_shade - 1, n), 0.0, 1.0) * (1.0 - ${MASK_DARKEN} * v_mask), 1.0);
+    return;
+  }
   vec3 l = normalize(vec3(0.4, 0.6, 1.0));
   vec3 e = normalize(-v_p);
   float diff = max(dot(n, l), 0.0);
@@ -152,7 +176,7 @@ void main() { vec2 d = gl_PointCoord - 0.5; if (dot(d, d) > 0.25) discard; o = v
 
 export class RenderError extends Error {}
 
-function compile(gl, vs, fs) {
+export function compile(gl, vs, fs) {
   const p = gl.createProgram();
   for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
     const s = gl.createShader(type);
@@ -496,6 +520,7 @@ export class Renderer {
     gl.uniform1i(u.u_nrm, 1);
     gl.uniformMatrix4fv(u.u_mvp, false, camera.mvp);
     gl.uniformMatrix4fv(u.u_view, false, camera.view);
+    gl.uniform1i(u.u_shade, this.shade || 0);
     gl.bindVertexArray(this.vao);
     this.drawSubmeshes(u);
     gl.bindVertexArray(null);
