@@ -95,7 +95,7 @@ def viewport_xy(d, css):
 
 # ---- tests --------------------------------------------------------------------------------------
 
-def test_zooming_toward_the_ear_never_puts_the_near_plane_inside_the_mesh():
+def test_zooming_toward_the_ear_in_the_page_never_puts_the_near_plane_inside_the_mesh():
     """The right view (numpad 3), the pointer over the ear (the vertex farthest along +x), wheel
     notches toward it until the clamp has refused three (at most eighty): after each one every
     vertex inside the frustum's sides lies beyond the near plane (the camera's own matrices, the page's positions, equal to deformctl's), the camera
