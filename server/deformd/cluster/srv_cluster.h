@@ -186,6 +186,10 @@ void srv_publish_release(srv_cluster *k, const char *name);
 /* srv_server.on_applied (after the history's): the operation's record to the stream. */
 void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
                          const srv_before *before);
+/* srv_server.on_texclip on a primary: a new texture clip (its stored body) or the TEXWEIGHTS
+ * frame shown now, to the session's "tex" hash and its stream. */
+void srv_publish_texclip(srv_server *srv, srv_session *s, const struct srv_texclip *clip,
+                         const struct srv_frame *weights);
 /* Redis came back (or went): every session starts a new epoch when it is back. */
 void srv_publish_redis_state(srv_cluster *k, int ready);
 void srv_publish_tick(srv_cluster *k);
