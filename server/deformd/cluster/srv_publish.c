@@ -392,6 +392,18 @@ static void on_snapshot(srv_redis *r, redisReply *reply, void *arg) {
   if (reply && reply->type != REDIS_REPLY_ERROR) k->stats.snapshots++;
 }
 
+/* Counts an entry sent (rc 0: returns 1) or not (the stream has a hole, so a new epoch: 0). */
+static int counted(srv_cluster *k, srv_pub *p, int rc) {
+  if (rc) {
+    k->stats.publish_failures++;
+    p->need_epoch = 1;
+    return 0;
+  }
+  k->stats.published++;
+  p->published++;
+  return 1;
+}
+
 void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
                          const srv_before *before) {
   srv_pub *p = find(k, s);
@@ -410,13 +422,7 @@ void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint6
     rc = eval(k, on_published, k, LUA_PUBLISH, s->name, what, 2, args, lens, 5);
   }
   proto_buf_fini(&rec);
-  if (rc) { /* not sent: the stream has a hole, so a new epoch */
-    k->stats.publish_failures++;
-    p->need_epoch = 1;
-    return;
-  }
-  k->stats.published++;
-  p->published++;
+  if (!counted(k, p, rc)) return;
   if (++p->since_snapshot < k->srv->cfg.snapshot_every) return;
   proto_buf cp;
   proto_buf_init(&cp);
@@ -449,13 +455,7 @@ void srv_publish_texclip(srv_server *srv, srv_session *s, const srv_texclip *cli
     rc = eval(k, on_published, k, LUA_TEX, s->name, what, 3, args, lens, 7);
   }
   proto_buf_fini(&body);
-  if (rc) { /* not sent: the stream has a hole, so a new epoch */
-    k->stats.publish_failures++;
-    p->need_epoch = 1;
-    return;
-  }
-  k->stats.published++;
-  p->published++;
+  counted(k, p, rc);
 }
 
 void srv_publish_redis_state(srv_cluster *k, int ready) {
