@@ -1254,7 +1254,8 @@ static uint64_t seek_syd(harness *p, int frame) {
 /* sydney.md2 with its skin and a texture clip on its "run" clip: a relay's viewer gets the
  * TEXTURE frames (its materials and the skin's pixels) and the TEXCLIP a primary's viewer gets,
  * byte for byte, whether the relay loaded the clip with the snapshot (the session's "tex" hash)
- * or followed it in the stream, and TEXWEIGHTS on the primary's clip clock. */
+ * or followed it in the stream, and TEXWEIGHTS on the primary's clip clock; and again after a
+ * new epoch (Redis restarted empty). */
 TEST(a_relays_viewers_get_the_textures_texture_clips_and_texture_weights_a_primarys_viewers_get) {
   redis_harness rd;
   harness p, r1;
@@ -1303,7 +1304,19 @@ TEST(a_relays_viewers_get_the_textures_texture_clips_and_texture_weights_a_prima
   read_textures(&d, v, ta.f[wa], ta.n[wa], &tb);
   ASSERT(assert_same_of_type(&ta, &tb, PROTO_TEXTURE) >= 2);
   ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 2);
+  tex_frames_fini(&tb);
+  /* Redis restarts empty: the primary's new epoch writes the clips and the weights again, and a
+   * viewer joining the relay's new replica gets what the primary's late joiner got. */
+  int port = rd.port;
+  redis_harness_kill(&rd);
+  redis_harness_start(&rd, port);
+  ASSERT_EQ(harness_expect_error(&d, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+  client_conn late;
+  join_textured(&r1, &late);
+  read_textures(&late, v, ta.f[wa], ta.n[wa], &tb);
+  ASSERT(assert_same_of_type(&ta, &tb, PROTO_TEXTURE) >= 2);
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 2);
   tex_frames_fini(&ta), tex_frames_fini(&tb);
-  client_close(&a), client_close(&b), client_close(&c), client_close(&d);
+  client_close(&a), client_close(&b), client_close(&c), client_close(&d), client_close(&late);
   cluster_down(&rd, &p, &r1, NULL);
 }
