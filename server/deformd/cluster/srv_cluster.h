@@ -13,9 +13,11 @@
  *   node:<id>             the node's lease: JSON {stream, rpc, relay, sessions, viewers}, PX lease
  *   sessions              hash: session name -> owning node id
  *   s:<name>:meta         hash: epoch, seq (the stream's last sequence), owner, version
- *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}
+ *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}, or
+ *                         {e, v, t: "c" a texture clip / "w" texture weights, n: its name, b: bytes}
  *   s:<name>:snap         hash: epoch, seq, version, state (a checkpoint, srv_record.c)
  *   s:<name>:mesh         the session's mesh as imported (mesh_blob), written with each epoch
+ *   s:<name>:tex          hash: "c:<clip>" a texture clip's stored body, "w:" the last TEXWEIGHTS
  *   tokens                hash: token id -> its record (JSON: hex SHA-256, role, session, user,
  *                         created; never the token)
  *   tokens:next           the last token id given; tokens:revoked  set of ids taken back
