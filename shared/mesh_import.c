@@ -563,7 +563,7 @@ static int import_with_assimp(const char *path, keyframe_kind kind, uint32_t nfr
   r->file_up = mesh__scene_up_axis(sc);
   rc = mesh__scene_gather(sc, &g);
   if (rc == 0) rc = flatten(&g, r, max_vertices, err, errlen);
-  if (rc == 0) rc = mesh__scene_materials(sc, &g, path, r->submeshes, &r->images, &r->image_count);
+  if (rc == 0) rc = mesh__scene_materials(sc, &g, path, r->submeshes, &r->images, &r->image_count, err, errlen);
   if (rc == 0) rc = flatten_targets(&g, r, err, errlen);
   if (rc == 0 && kind == KEYFRAMES_MD3) {
     rc = mesh__md3_read_frames(path, &g, nframes, r->vertex_count, &r->frames, &r->frame_names, &r->frame_count,

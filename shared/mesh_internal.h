@@ -161,10 +161,13 @@ char mesh__scene_up_axis(const struct aiScene *sc);
 int mesh__image_read(const char *path, size_t max_bytes, mesh_image *out, char *err, size_t errlen);
 /* The base colours and textures of the scene's materials, onto the submeshes made from `g`'s
  * instances (one each, in order); decoded images appended to *images. A texture that cannot be
- * found or decoded leaves its submesh untextured (files often name images they do not ship);
- * only running out of memory fails. (mesh_material.c) */
+ * found, or is in a format not decoded here, leaves its submesh untextured (files often name
+ * images they do not ship); one that should decode and does not, or that is over the limits,
+ * fails with MESH_EFORMAT / MESH_ETOOBIG and the reason in err; so does running out of memory.
+ * (mesh_material.c) */
 int mesh__scene_materials(const struct aiScene *sc, const mesh__scene *g, const char *mesh_path,
-                          mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count);
+                          mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count, char *err,
+                          size_t errlen);
 void mesh__scene_fini(mesh__scene *g);
 
 /* ---- materials in exports (mesh_export_mat.c) ---- */

@@ -14,14 +14,20 @@
  * sydney.pcx, .png, .tga, .jpg or .bmp, the first that decodes. Each texture is decoded once,
  * however many submeshes name it.
  *
- * DOES NOT fail an import for a texture: a missing, unreadable or oversized image (or one past
- * 64 textures or 256 MiB of decoded pixels for the mesh) leaves its submeshes untextured, as viewers would show a file that names images it does not ship.
+ * A texture the file names that is missing, or in a format deformd does not decode (DDS, TIFF…:
+ * its name says so), leaves its submeshes untextured, as viewers would show a file that names
+ * images it does not ship; so does one past 64 textures. One deformd should decode — embedded,
+ * or named .png, .jpg, .jpeg, .bmp, .tga or .pcx — that does not (not an image, truncated, over
+ * MESH_MAX_IMAGE_SIDE a side or 64 MiB of file), or that takes the mesh's decoded textures past
+ * 256 MiB, fails the import with the texture's name and the reason: the user sent it to be seen.
+ * (An MD2 or MD3 skin guessed beside the file is only a guess: a failed one is skipped.)
  */
 #include <assimp/material.h>
 #include <assimp/scene.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mesh.h"
 #include "mesh_internal.h"
@@ -58,11 +64,13 @@ static const struct aiTexture *embedded(const struct aiScene *sc, const char *na
   return NULL;
 }
 
-static int decode_embedded(const struct aiTexture *t, mesh_image *im) {
-  char why[MESH_ERR_LEN];
-  if (t->mHeight == 0) return mesh_image_decode((const uint8_t *)t->pcData, t->mWidth, im, why, sizeof(why));
+static int decode_embedded(const struct aiTexture *t, mesh_image *im, char *why, size_t wl) {
+  if (t->mHeight == 0) return mesh_image_decode((const uint8_t *)t->pcData, t->mWidth, im, why, wl);
   memset(im, 0, sizeof(*im));
-  if (t->mWidth == 0 || t->mWidth > MESH_MAX_IMAGE_SIDE || t->mHeight > MESH_MAX_IMAGE_SIDE) return MESH_EFORMAT;
+  if (t->mWidth == 0 || t->mWidth > MESH_MAX_IMAGE_SIDE || t->mHeight > MESH_MAX_IMAGE_SIDE) {
+    mesh__set_err(why, wl, "embedded texels of %u x %u (at most %u a side)", t->mWidth, t->mHeight, MESH_MAX_IMAGE_SIDE);
+    return MESH_EFORMAT;
+  }
   size_t n = (size_t)t->mWidth * t->mHeight;
   im->rgba = malloc(4 * n);
   if (!im->rgba) return MESH_ENOMEM;
@@ -75,15 +83,15 @@ static int decode_embedded(const struct aiTexture *t, mesh_image *im) {
 }
 
 /* Decodes the texture `name` (normalised) into im: embedded, else beside the mesh (`dir`). */
-static int load(const struct aiScene *sc, const char *dir, const char *name, mesh_image *im) {
+static int load(const struct aiScene *sc, const char *dir, const char *name, mesh_image *im, char *why, size_t wl) {
   const struct aiTexture *t = embedded(sc, name);
-  if (t) return decode_embedded(t, im);
-  char why[MESH_ERR_LEN], path[2 * NAME_LEN];
+  if (t) return decode_embedded(t, im, why, wl);
+  char path[2 * NAME_LEN];
   snprintf(path, sizeof(path), "%s%s", dir, name);
-  int rc = mesh__image_read(path, MAX_IMAGE_FILE_BYTES, im, why, sizeof(why));
+  int rc = mesh__image_read(path, MAX_IMAGE_FILE_BYTES, im, why, wl);
   if (rc == MESH_ENOENT && strchr(name, '/')) {
     snprintf(path, sizeof(path), "%s%s", dir, last_part(name));
-    rc = mesh__image_read(path, MAX_IMAGE_FILE_BYTES, im, why, sizeof(why));
+    rc = mesh__image_read(path, MAX_IMAGE_FILE_BYTES, im, why, wl);
   }
   return rc;
 }
@@ -95,8 +103,18 @@ typedef struct tried {
   uint32_t texture;
 } tried;
 
-static int texture_of(const struct aiScene *sc, const char *dir, const char *raw_name, mesh_image **images,
-                      uint32_t *count, tried **seen, uint32_t *seen_count, uint32_t *out) {
+/* A name whose extension is a format mesh_image_decode reads. */
+static int decodable_name(const char *name) {
+  static const char *const exts[] = {"png", "jpg", "jpeg", "bmp", "tga", "pcx"};
+  const char *dot = strrchr(last_part(name), '.');
+  for (size_t i = 0; dot && i < sizeof(exts) / sizeof(exts[0]); i++)
+    if (strcasecmp(dot + 1, exts[i]) == 0) return 1;
+  return 0;
+}
+
+/* `strict`: a texture the file names (not a guess), whose failure to decode fails the import. */
+static int texture_of(const struct aiScene *sc, const char *dir, const char *raw_name, int strict, mesh_image **images,
+                      uint32_t *count, tried **seen, uint32_t *seen_count, uint32_t *out, char *err, size_t errlen) {
   char name[NAME_LEN];
   normalise(raw_name, name, sizeof(name));
   *out = 0;
@@ -114,14 +132,22 @@ static int texture_of(const struct aiScene *sc, const char *dir, const char *raw
   entry->texture = 0;
   if (*count >= MESH_MAX_IMAGES) return 0;
   mesh_image im;
-  int rc = load(sc, dir, name, &im);
+  char why[MESH_ERR_LEN] = "";
+  int rc = load(sc, dir, name, &im, why, sizeof(why));
   if (rc == MESH_ENOMEM) return rc;
-  if (rc) return 0;
+  if (rc) {
+    if (!strict || rc == MESH_ENOENT || (!embedded(sc, name) && !decodable_name(name))) return 0;
+    mesh__set_err(err, errlen, "texture '%s' does not decode: %s", name, why[0] ? why : mesh_strerror(rc));
+    return MESH_EFORMAT;
+  }
   uint64_t total = 4 * (uint64_t)im.width * im.height;
   for (uint32_t i = 0; i < *count; i++) total += 4 * (uint64_t)(*images)[i].width * (*images)[i].height;
-  if (total > MAX_TEXTURE_BYTES) { /* the rest stay untextured: a session is not a texture archive */
+  if (total > MAX_TEXTURE_BYTES) { /* a session is not a texture archive */
     free(im.rgba);
-    return 0;
+    if (!strict) return 0;
+    mesh__set_err(err, errlen, "texture '%s' (%u x %u) takes the mesh's decoded textures past %llu MiB", name,
+                  im.width, im.height, (unsigned long long)(MAX_TEXTURE_BYTES >> 20));
+    return MESH_ETOOBIG;
   }
   mesh_image *more = realloc(*images, sizeof(**images) * (*count + 1));
   im.name = mesh__strdup(name);
@@ -150,7 +176,7 @@ static int skin_beside(const struct aiScene *sc, const char *dir, const char *me
   for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]) && *out == 0; i++) {
     char name[NAME_LEN];
     snprintf(name, sizeof(name), "%.*s.%s", (int)(strlen(base) - 4), base, exts[i]);
-    int rc = texture_of(sc, dir, name, images, count, seen, seen_count, out);
+    int rc = texture_of(sc, dir, name, 0, images, count, seen, seen_count, out, NULL, 0);
     if (rc) return rc;
   }
   return 0;
@@ -177,7 +203,8 @@ static void colour_of(const struct aiMaterial *mt, mesh_submesh *sm) {
 }
 
 int mesh__scene_materials(const struct aiScene *sc, const mesh__scene *g, const char *mesh_path,
-                          mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count) {
+                          mesh_submesh *submeshes, mesh_image **images, uint32_t *image_count, char *err,
+                          size_t errlen) {
   char dir[NAME_LEN] = "";
   const char *slash = strrchr(mesh_path, '/');
   if (slash && (size_t)(slash - mesh_path) + 2 <= sizeof(dir)) snprintf(dir, sizeof(dir), "%.*s/", (int)(slash - mesh_path), mesh_path);
@@ -191,7 +218,7 @@ int mesh__scene_materials(const struct aiScene *sc, const mesh__scene *g, const 
     colour_of(mt, &submeshes[i]);
     struct aiString path;
     if (get_texture(mt, aiTextureType_BASE_COLOR, &path) || get_texture(mt, aiTextureType_DIFFUSE, &path))
-      rc = texture_of(sc, dir, path.data, images, image_count, &seen, &seen_count, &submeshes[i].texture);
+      rc = texture_of(sc, dir, path.data, 1, images, image_count, &seen, &seen_count, &submeshes[i].texture, err, errlen);
     if (rc == 0 && submeshes[i].texture == 0 && keyframe_file(mesh_path))
       rc = skin_beside(sc, dir, mesh_path, images, image_count, &seen, &seen_count, &submeshes[i].texture);
   }

@@ -15,8 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <stb_image_write.h>
+
 #include "harness.h"
 #include "proto_caps.h"
+#include "proto_texclip.h"
 #include "redis_harness.h"
 #include "tcp_proxy.h"
 #include "test.h"
@@ -1142,5 +1146,177 @@ TEST(a_relays_viewers_get_the_up_axis_the_session_was_created_with_on_its_primar
   cJSON *info = harness_rpc_ok(&r1, "mesh.info", "{\"session\":\"scan\"}");
   ASSERT(strcmp(cJSON_GetObjectItem(info, "up")->valuestring, "z") == 0);
   cJSON_Delete(info);
+  cluster_down(&rd, &p, &r1, NULL);
+}
+
+/* ---- textures and texture clips through a relay ------------------------------------------------ */
+
+static void png_sink(void *ctx, void *data, int size) {
+  proto_buf *b = ctx;
+  uint8_t *p = proto_buf_append(b, (size_t)size);
+  if (p) memcpy(p, data, (size_t)size);
+}
+
+/* texclip.upload's params for session "syd": 4 PNG frames of 16 × 8 texels, a ramp whose slope
+ * and phase change with the frame (`seed` makes another clip). */
+static char *texclip_params(const char *name, int seed) {
+  cJSON *p = cJSON_CreateObject();
+  cJSON_AddStringToObject(p, "session", "syd");
+  cJSON_AddStringToObject(p, "name", name);
+  cJSON_AddStringToObject(p, "clip", "run");
+  cJSON_AddNumberToObject(p, "fps", 10);
+  cJSON *frames = cJSON_AddArrayToObject(p, "frames");
+  for (int f = 0; f < 4; f++) {
+    uint8_t rgb[16 * 8 * 3];
+    for (int i = 0; i < 16 * 8 * 3; i++) rgb[i] = (uint8_t)(40 + (i % 48) * (f + 1 + seed) + 7 * f * (i / 48));
+    proto_buf png;
+    proto_buf_init(&png);
+    stbi_write_png_to_func(png_sink, &png, 16, 8, 3, rgb, 16 * 3);
+    char *b64 = malloc(png.len / 3 * 4 + 8);
+    EVP_EncodeBlock((unsigned char *)b64, png.data, (int)png.len);
+    cJSON_AddItemToArray(frames, cJSON_CreateString(b64));
+    free(b64);
+    proto_buf_fini(&png);
+  }
+  char *s = cJSON_PrintUnformatted(p);
+  cJSON_Delete(p);
+  return s;
+}
+
+#define TEX_FRAMES_MAX 32
+
+/* The TEXTURE, TEXCLIP and TEXWEIGHTS frames a viewer got, whole, in order. */
+typedef struct tex_frames {
+  uint8_t *f[TEX_FRAMES_MAX];
+  size_t n[TEX_FRAMES_MAX];
+  uint8_t type[TEX_FRAMES_MAX];
+  int count;
+} tex_frames;
+
+static void tex_frames_fini(tex_frames *t) {
+  for (int i = 0; i < t->count; i++) free(t->f[i]);
+  t->count = 0;
+}
+
+/* Reads c's frames into t until a TEXWEIGHTS after a frame of `version` or later, one with the
+ * bytes of `match` when given; returns that TEXWEIGHTS's index in t. */
+static int read_textures(client_conn *c, uint64_t version, const uint8_t *match, size_t match_len, tex_frames *t) {
+  int reached = 0;
+  for (;;) {
+    proto_header h;
+    size_t n;
+    uint8_t *f = read_whole(c, &h, &n);
+    if (h.session_version >= version && (h.type == PROTO_SNAPSHOT || h.type == PROTO_WEIGHTS)) reached = 1;
+    if (h.type != PROTO_TEXTURE && h.type != PROTO_TEXCLIP && h.type != PROTO_TEXWEIGHTS) {
+      free(f);
+      continue;
+    }
+    ASSERT(t->count < TEX_FRAMES_MAX);
+    t->f[t->count] = f, t->n[t->count] = n, t->type[t->count] = h.type;
+    int at = t->count++;
+    if (h.type == PROTO_TEXWEIGHTS && reached && (!match || (n == match_len && memcmp(f, match, n) == 0))) return at;
+  }
+}
+
+/* Frames of `type` in a and b: the same bytes in the same order. Returns how many. */
+static int assert_same_of_type(const tex_frames *a, const tex_frames *b, uint8_t type) {
+  int i = 0, j = 0, same = 0;
+  for (;; i++, j++) {
+    while (i < a->count && a->type[i] != type) i++;
+    while (j < b->count && b->type[j] != type) j++;
+    if (i >= a->count || j >= b->count) break;
+    ASSERT_EQ(a->n[i], b->n[j]);
+    ASSERT(memcmp(a->f[i], b->f[j], a->n[i]) == 0);
+    same++;
+  }
+  ASSERT(i >= a->count && j >= b->count); /* as many in each */
+  return same;
+}
+
+static void join_textured(harness *at, client_conn *c) {
+  char err[256];
+  proto_hello_opts caps = {.caps = PROTO_CAP_BIT(PROTO_CAP_TEXTURE) | PROTO_CAP_BIT(PROTO_CAP_TEXCLIP)};
+  harness_connect(at, c, at->stream_port);
+  ASSERT_OK(client_hello2(c, "syd", PROTO_ROLE_VIEWER, NULL, &caps), NULL);
+  proto_welcome w;
+  proto_welcome_opts wo;
+  ASSERT_OK(client_read_welcome(c, WAIT_MS, &w, &wo, err, sizeof(err)), err);
+  ASSERT_EQ(wo.caps, caps.caps);
+}
+
+static uint64_t seek_syd(harness *p, int frame) {
+  char params[96];
+  snprintf(params, sizeof(params), "{\"session\":\"syd\",\"frame\":%d}", frame);
+  cJSON_Delete(harness_rpc_ok(p, "anim.seek", params));
+  return version_of(p, "syd");
+}
+
+/* sydney.md2 with its skin and a texture clip on its "run" clip: a relay's viewer gets the
+ * TEXTURE frames (its materials and the skin's pixels) and the TEXCLIP a primary's viewer gets,
+ * byte for byte, whether the relay loaded the clip with the snapshot (the session's "tex" hash)
+ * or followed it in the stream, and TEXWEIGHTS on the primary's clip clock; and again after a
+ * new epoch (Redis restarted empty). */
+TEST(a_relays_viewers_get_the_textures_texture_clips_and_texture_weights_a_primarys_viewers_get) {
+  redis_harness rd;
+  harness p, r1;
+  cluster_up(&rd, &p, NULL, &r1, NULL);
+  char params[1200];
+  snprintf(params, sizeof(params), "{\"session\":\"syd\",\"mesh\":\"%s\"}",
+           harness_mesh_name(test_assimp_model("MD2/sydney.md2")));
+  cJSON_Delete(harness_rpc_ok(&p, "session.create", params));
+  cJSON_Delete(harness_rpc_ok(&p, "anim.compress", "{\"session\":\"syd\",\"clip\":\"run\",\"components\":4}"));
+  char *up = texclip_params("skin", 0);
+  cJSON_Delete(harness_rpc_ok(&p, "texclip.upload", up));
+  free(up);
+  cJSON_Delete(harness_rpc_ok(&p, "anim.play", "{\"session\":\"syd\",\"clip\":\"run\"}"));
+  cJSON_Delete(harness_rpc_ok(&p, "anim.pause", "{\"session\":\"syd\"}"));
+  uint64_t v = seek_syd(&p, 2);
+  wait_listed(&r1, "syd");
+  /* Joins: the relay loads the session (and "skin") from Redis for its viewer. */
+  client_conn a, b;
+  tex_frames ta = {0}, tb = {0};
+  join_textured(&p, &a);
+  int wa = read_textures(&a, v, NULL, 0, &ta);
+  join_textured(&r1, &b);
+  read_textures(&b, v, ta.f[wa], ta.n[wa], &tb);
+  ASSERT(assert_same_of_type(&ta, &tb, PROTO_TEXTURE) >= 2); /* MATERIALS and the skin */
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 1);
+  tex_frames_fini(&ta), tex_frames_fini(&tb);
+  /* Live: a second clip (through the stream) and the clock moved on. */
+  up = texclip_params("glow", 3);
+  cJSON_Delete(harness_rpc_ok(&p, "texclip.upload", up));
+  free(up);
+  v = seek_syd(&p, 5);
+  wa = read_textures(&a, v, NULL, 0, &ta);
+  int wb = read_textures(&b, v, ta.f[wa], ta.n[wa], &tb);
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 1);
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXTURE), 0); /* once per join */
+  proto_texweights_entry e[PROTO_TEXWEIGHTS_MAX_CLIPS];
+  uint32_t n = 0;
+  ASSERT_OK(proto_decode_texweights(tb.f[wb] + PROTO_HEADER_SIZE, tb.n[wb] - PROTO_HEADER_SIZE, e, &n), NULL);
+  ASSERT_EQ(n, 2); /* both clips follow "run" */
+  tex_frames_fini(&ta), tex_frames_fini(&tb);
+  /* A late joiner of the relay: both clips and the weights shown now, as a primary's. */
+  client_conn c, d;
+  join_textured(&p, &c);
+  wa = read_textures(&c, v, NULL, 0, &ta);
+  join_textured(&r1, &d);
+  read_textures(&d, v, ta.f[wa], ta.n[wa], &tb);
+  ASSERT(assert_same_of_type(&ta, &tb, PROTO_TEXTURE) >= 2);
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 2);
+  tex_frames_fini(&tb);
+  /* Redis restarts empty: the primary's new epoch writes the clips and the weights again, and a
+   * viewer joining the relay's new replica gets what the primary's late joiner got. */
+  int port = rd.port;
+  redis_harness_kill(&rd);
+  redis_harness_start(&rd, port);
+  ASSERT_EQ(harness_expect_error(&d, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);
+  client_conn late;
+  join_textured(&r1, &late);
+  read_textures(&late, v, ta.f[wa], ta.n[wa], &tb);
+  ASSERT(assert_same_of_type(&ta, &tb, PROTO_TEXTURE) >= 2);
+  ASSERT_EQ(assert_same_of_type(&ta, &tb, PROTO_TEXCLIP), 2);
+  tex_frames_fini(&ta), tex_frames_fini(&tb);
+  client_close(&a), client_close(&b), client_close(&c), client_close(&d), client_close(&late);
   cluster_down(&rd, &p, &r1, NULL);
 }

@@ -13,9 +13,11 @@
  *   node:<id>             the node's lease: JSON {stream, rpc, relay, sessions, viewers}, PX lease
  *   sessions              hash: session name -> owning node id
  *   s:<name>:meta         hash: epoch, seq (the stream's last sequence), owner, version
- *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}
+ *   s:<name>:stream       the stream: entries <seq>-0 {e: epoch, v: version, r: operation record}, or
+ *                         {e, v, t: "c" a texture clip / "w" texture weights, n: its name, b: bytes}
  *   s:<name>:snap         hash: epoch, seq, version, state (a checkpoint, srv_record.c)
  *   s:<name>:mesh         the session's mesh as imported (mesh_blob), written with each epoch
+ *   s:<name>:tex          hash: "c:<clip>" a texture clip's stored body, "w:" the last TEXWEIGHTS
  *   tokens                hash: token id -> its record (JSON: hex SHA-256, role, session, user,
  *                         created; never the token)
  *   tokens:next           the last token id given; tokens:revoked  set of ids taken back
@@ -186,6 +188,10 @@ void srv_publish_release(srv_cluster *k, const char *name);
 /* srv_server.on_applied (after the history's): the operation's record to the stream. */
 void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
                          const srv_before *before);
+/* srv_server.on_texclip on a primary: a new texture clip (its stored body) or the TEXWEIGHTS
+ * frame shown now, to the session's "tex" hash and its stream. */
+void srv_publish_texclip(srv_server *srv, srv_session *s, const struct srv_texclip *clip,
+                         const struct srv_frame *weights);
 /* Redis came back (or went): every session starts a new epoch when it is back. */
 void srv_publish_redis_state(srv_cluster *k, int ready);
 void srv_publish_tick(srv_cluster *k);

@@ -28,6 +28,11 @@
  * up rather than take the session back, so two primaries never fight over one name (each
  * refused XADD would otherwise start an epoch that takes the owner back).
  *
+ * Texture clips (srv_publish_texclip) go the same way: each clip's stored body once, and every
+ * TEXWEIGHTS frame the player shows, as stream entries between the operations (so a relay's
+ * viewers get them in the primary's order, on its clip clock) and in the session's "tex" hash
+ * (for a relay that loads the snapshot later); a new epoch sends them all again.
+ *
  * DOES NOT read the stream (srv_relay.c) or decide which node owns what (srv_registry.c).
  */
 #include <stdio.h>
@@ -44,6 +49,8 @@
 #include "srv_op.h"
 #include "srv_session.h"
 #include "srv_record.h"
+#include "srv_frame.h"
+#include "srv_texclip.h"
 #include "srv_cluster.h"
 
 typedef struct srv_pub {
@@ -77,7 +84,7 @@ static const char *LUA_EPOCH =
     "end\n"
     "redis.call('HSET', KEYS[1], 'seq', seq)\n"
     "redis.call('SET', KEYS[4], ARGV[7])\n"
-    "redis.call('DEL', KEYS[3])\n"
+    "redis.call('DEL', KEYS[3], KEYS[6])\n"
     "redis.call('HSET', KEYS[3], 'epoch', ARGV[4], 'seq', seq, 'version', ARGV[5], 'state', ARGV[6])\n"
     "redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])\n"
     "return seq\n";
@@ -92,6 +99,22 @@ static const char *LUA_PUBLISH =
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], seq .. '-0', 'e', ARGV[1], 'v', ARGV[3], 'r', ARGV[4])\n"
     "return seq\n";
 
+/* A texture clip's stored body (kind "c", its name) or the TEXWEIGHTS frame shown now (kind "w",
+ * no name): kept in the session's "tex" hash for relays that load later (field KIND:NAME, so a
+ * clip once, the weights the latest) and added to the stream, in order with the operations,
+ * for those that follow it. Like an operation it bumps the sequence, not the version. ARGV:
+ * epoch, node, version, kind, name, bytes, stream length cap. */
+static const char *LUA_TEX =
+    "local m = redis.call('HMGET', KEYS[1], 'epoch', 'owner')\n"
+    "if m[1] ~= ARGV[1] or m[2] ~= ARGV[2] then\n"
+    "  return redis.error_reply('EPOCH the session has another epoch or owner')\n"
+    "end\n"
+    "redis.call('HSET', KEYS[3], ARGV[4] .. ':' .. ARGV[5], ARGV[6])\n"
+    "local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)\n"
+    "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], seq .. '-0', 'e', ARGV[1], 'v', ARGV[3], 't', ARGV[4],\n"
+    "           'n', ARGV[5], 'b', ARGV[6])\n"
+    "return seq\n";
+
 static const char *LUA_SNAPSHOT =
     "local m = redis.call('HMGET', KEYS[1], 'epoch', 'seq')\n"
     "if m[1] ~= ARGV[1] then return redis.error_reply('EPOCH the session has another epoch') end\n"
@@ -102,7 +125,7 @@ static const char *LUA_SNAPSHOT =
 static const char *LUA_CLOSE =
     "local owner = redis.call('HGET', KEYS[1], 'owner')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
-    "redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+    "redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[6])\n"
     "redis.call('HSET', KEYS[1], 'closed', '1')\n"
     "redis.call('PEXPIRE', KEYS[1], 60000)\n"
     "if redis.call('HGET', KEYS[5], ARGV[2]) == ARGV[1] then redis.call('HDEL', KEYS[5], ARGV[2]) end\n"
@@ -222,17 +245,19 @@ static void send_epoch(srv_pub *p) {
   char epoch[24], version[24];
   new_epoch_name(epoch, sizeof(epoch));
   snprintf(version, sizeof(version), "%llu", (unsigned long long)s->version);
-  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
+  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions", "tex"};
   char prefix[32];
   const char *up = s->up == 'z' ? "z" : "y";
   const char *args[] = {k->node_id, s->name, prefix, epoch, version, (const char *)cp.data, (const char *)p->blob, up};
   size_t lens[] = {strlen(k->node_id), strlen(s->name), srv_cluster_key(prefix, sizeof(prefix), NULL, "node:"),
                    strlen(epoch), strlen(version), cp.len, p->blob_len, 1};
   p->starting = 1;
-  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 5, args, lens, 8) == 0) {
+  if (eval(k, on_epoch_reply, p, LUA_EPOCH, s->name, what, 6, args, lens, 8) == 0) {
     snprintf(p->epoch, sizeof(p->epoch), "%s", epoch);
     p->need_epoch = 0;
     p->since_snapshot = 0;
+    for (const srv_texclip *t = srv_texclip_first(s); t; t = t->next) srv_publish_texclip(k->srv, s, t, NULL);
+    if (srv_texclip_weights(s)) srv_publish_texclip(k->srv, s, NULL, srv_texclip_weights(s));
   } else {
     p->starting = 0;
   }
@@ -335,10 +360,10 @@ static void on_closed_reply(srv_redis *r, redisReply *reply, void *arg) {
 }
 
 void srv_publish_release(srv_cluster *k, const char *name) {
-  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions"};
+  static const char *const what[] = {"meta", "stream", "snap", "mesh", "-sessions", "tex"};
   const char *args[] = {k->node_id, name};
   size_t lens[] = {strlen(k->node_id), strlen(name)};
-  eval(k, on_closed_reply, NULL, LUA_CLOSE, name, what, 5, args, lens, 2);
+  eval(k, on_closed_reply, NULL, LUA_CLOSE, name, what, 6, args, lens, 2);
 }
 
 void srv_publish_detach(srv_cluster *k, srv_session *s) {
@@ -367,6 +392,18 @@ static void on_snapshot(srv_redis *r, redisReply *reply, void *arg) {
   if (reply && reply->type != REDIS_REPLY_ERROR) k->stats.snapshots++;
 }
 
+/* Counts an entry sent (rc 0: returns 1) or not (the stream has a hole, so a new epoch: 0). */
+static int counted(srv_cluster *k, srv_pub *p, int rc) {
+  if (rc) {
+    k->stats.publish_failures++;
+    p->need_epoch = 1;
+    return 0;
+  }
+  k->stats.published++;
+  p->published++;
+  return 1;
+}
+
 void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint64_t version,
                          const srv_before *before) {
   srv_pub *p = find(k, s);
@@ -385,13 +422,7 @@ void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint6
     rc = eval(k, on_published, k, LUA_PUBLISH, s->name, what, 2, args, lens, 5);
   }
   proto_buf_fini(&rec);
-  if (rc) { /* not sent: the stream has a hole, so a new epoch */
-    k->stats.publish_failures++;
-    p->need_epoch = 1;
-    return;
-  }
-  k->stats.published++;
-  p->published++;
+  if (!counted(k, p, rc)) return;
   if (++p->since_snapshot < k->srv->cfg.snapshot_every) return;
   proto_buf cp;
   proto_buf_init(&cp);
@@ -402,6 +433,29 @@ void srv_publish_applied(srv_cluster *k, srv_session *s, const srv_op *op, uint6
     if (eval(k, on_snapshot, k, LUA_SNAPSHOT, s->name, swhat, 2, args, lens, 3) == 0) p->since_snapshot = 0;
   }
   proto_buf_fini(&cp);
+}
+
+void srv_publish_texclip(srv_server *srv, srv_session *s, const srv_texclip *clip, const srv_frame *weights) {
+  srv_cluster *k = srv->cluster;
+  srv_pub *p = k ? find(k, s) : NULL;
+  if (!p || !p->epoch[0] || p->need_epoch || k->stopping) return; /* the next epoch sends them all */
+  proto_buf body;
+  proto_buf_init(&body);
+  int rc = clip ? srv_texclip_encode(clip, &body) : 0;
+  char v[24], ml[16];
+  snprintf(v, sizeof(v), "%llu", (unsigned long long)s->version);
+  snprintf(ml, sizeof(ml), "%u", maxlen(k));
+  const char *name = clip ? clip->name : "";
+  const uint8_t *bytes = clip ? body.data : weights->data;
+  size_t n = clip ? body.len : weights->len;
+  static const char *const what[] = {"meta", "stream", "tex"};
+  if (rc == 0) {
+    const char *args[] = {p->epoch, k->node_id, v, clip ? "c" : "w", name, (const char *)bytes, ml};
+    size_t lens[] = {strlen(p->epoch), strlen(k->node_id), strlen(v), 1, strlen(name), n, strlen(ml)};
+    rc = eval(k, on_published, k, LUA_TEX, s->name, what, 3, args, lens, 7);
+  }
+  proto_buf_fini(&body);
+  counted(k, p, rc);
 }
 
 void srv_publish_redis_state(srv_cluster *k, int ready) {

@@ -641,6 +641,7 @@ int srv_cluster_start(srv_server *srv, int stream_port, int rpc_port) {
   srv->on_conn_closed = on_conn_closed;
   srv->on_joined = on_joined;
   srv->stats_extra = stats_extra;
+  if (!k->relay) srv->on_texclip = srv_publish_texclip;
   if (!k->relay)
     for (srv_session *x = srv->sessions; x; x = x->next) srv_publish_attach(k, x); /* restored ones */
   srv_log(SRV_LOG_INFO, "node %s: %s on redis %s:%d/%d, reached at stream %s, JSON-RPC %s", k->node_id,
@@ -672,6 +673,7 @@ void srv_cluster_stop(srv_server *srv) {
   srv->on_session_added = NULL;
   srv->on_session_removed = NULL;
   srv->on_joined = NULL;
+  srv->on_texclip = NULL;
   srv_relay_stop(k);
   srv_cluster_tokens_stop(k);
   srv_presence_link_stop(k);

@@ -23,6 +23,10 @@
  * new replica replaces the old one when it is ready; the old one's viewers get BYE RESYNC and
  * join again (their clients reconnect at once).
  *
+ * Texture clips and the weights they show come the same way (srv_publish.c): each clip's
+ * stored body and each TEXWEIGHTS frame is a stream entry among the operations, applied in
+ * order (srv_texclip_follow_*), and a load reads them all from the session's "tex" hash.
+ *
  * Status: when the owner's lease is gone, viewers keep the last state and get an ERROR
  * PRIMARY_LOST (a status: the connection stays open), then PRIMARY_BACK when it returns.
  *
@@ -55,6 +59,7 @@
 #include "srv_session.h"
 #include "srv_fanout.h"
 #include "srv_record.h"
+#include "srv_texclip.h"
 #include "srv_rpc.h"
 #include "srv_methods.h"
 #include "srv_cluster.h"
@@ -101,7 +106,7 @@ static const char *LUA_LOAD =
     "local s = redis.call('HMGET', KEYS[2], 'epoch', 'seq', 'version', 'state')\n"
     "if not s[1] then return false end\n"
     "return {s[1], s[2], s[3], s[4], redis.call('GET', KEYS[3]) or '', redis.call('HGET', KEYS[1], 'owner') or '',\n"
-    "        redis.call('HGET', KEYS[1], 'up') or 'y'}\n"; /* a primary before up axes: Y-up */
+    "        redis.call('HGET', KEYS[1], 'up') or 'y', redis.call('HGETALL', KEYS[4])}\n"; /* no 'up': Y-up */
 
 static srv_follow *find_follow(srv_cluster *k, const char *name) {
   for (srv_follow *f = k->follows; f; f = f->next)
@@ -349,7 +354,20 @@ static const redisReply *field(const redisReply *fields, const char *name) {
   return NULL;
 }
 
-/* One stream entry: the next operation of the replica, or a reason to reload. */
+/* A texture entry (srv_publish.c's LUA_TEX): a clip's body or the TEXWEIGHTS frame shown now. */
+static int apply_tex(srv_session *s, const redisReply *fields, const redisReply *t, char *err, size_t errlen) {
+  const redisReply *n = field(fields, "n"), *b = field(fields, "b");
+  if (!n || !b || n->type != REDIS_REPLY_STRING || b->type != REDIS_REPLY_STRING) {
+    snprintf(err, errlen, "a texture entry without its fields");
+    return SRV_EIO;
+  }
+  if (strcmp(t->str, "c") == 0) return srv_texclip_follow_clip(s, n->str, (const uint8_t *)b->str, b->len, err, errlen);
+  if (strcmp(t->str, "w") == 0) return srv_texclip_follow_weights(s, (const uint8_t *)b->str, b->len, 1, err, errlen);
+  snprintf(err, errlen, "a texture entry of kind '%.8s'", t->str);
+  return SRV_EIO;
+}
+
+/* One stream entry: the next operation of the replica (or texture entry), or a reason to reload. */
 static int apply_entry(srv_follow *f, const redisReply *entry) {
   srv_cluster *k = f->k;
   if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 || entry->element[0]->type != REDIS_REPLY_STRING)
@@ -357,7 +375,8 @@ static int apply_entry(srv_follow *f, const redisReply *entry) {
   uint64_t seq = strtoull(entry->element[0]->str, NULL, 10);
   if (seq <= f->seq) return 0; /* read twice (a load and a read crossed) */
   const redisReply *e = field(entry->element[1], "e"), *v = field(entry->element[1], "v"),
-                   *r = field(entry->element[1], "r");
+                   *r = field(entry->element[1], "r"), *t = field(entry->element[1], "t");
+  if (t && t->type == REDIS_REPLY_STRING) r = t;
   if (!e || !v || !r || e->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || r->type != REDIS_REPLY_STRING) {
     reload(f, "a stream entry without its fields");
     return -1;
@@ -378,8 +397,9 @@ static int apply_entry(srv_follow *f, const redisReply *entry) {
   uint64_t version = strtoull(v->str, NULL, 10);
   srv_record_op rec;
   char err[256];
-  int rc = srv_record_decode_op(s, (const uint8_t *)r->str, r->len, &rec, err, sizeof(err));
-  if (rc == 0) {
+  int rc = r == t ? apply_tex(s, entry->element[1], t, err, sizeof(err))
+                  : srv_record_decode_op(s, (const uint8_t *)r->str, r->len, &rec, err, sizeof(err));
+  if (rc == 0 && r != t) {
     rc = srv_session_check(s, &rec.op, err, sizeof(err));
     if (rc == 0 && srv_session_apply(k->srv, s, &rec.op) != version) {
       snprintf(err, sizeof(err), "version %llu applies as %llu", (unsigned long long)version,
@@ -522,6 +542,7 @@ typedef struct load_job {
   uint64_t seq, version;
   uint8_t *state, *blob;
   size_t state_len, blob_len;
+  redisReply *tex;      /* the "tex" hash's HGETALL (a reply taken from hiredis, freed here) */
   uint32_t max_vertices;
   char up;              /* the primary's up axis for the session */
   srv_session *s;
@@ -550,6 +571,15 @@ static void load_work(uv_work_t *req) {
     snprintf(j->err, sizeof(j->err), "its snapshot says version %llu and holds %llu", (unsigned long long)j->version,
              (unsigned long long)j->s->version);
     j->rc = SRV_EIO;
+  }
+  /* Its texture clips and the weights shown (srv_publish.c's "tex" hash: "c:NAME", "w:"). */
+  for (size_t i = 0; j->rc == 0 && j->tex && i + 1 < j->tex->elements; i += 2) {
+    const redisReply *key = j->tex->element[i], *val = j->tex->element[i + 1];
+    if (key->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING) continue;
+    if (strncmp(key->str, "c:", 2) == 0)
+      j->rc = srv_texclip_load(j->s, key->str + 2, (const uint8_t *)val->str, val->len, j->err, sizeof(j->err));
+    else if (strcmp(key->str, "w:") == 0)
+      j->rc = srv_texclip_follow_weights(j->s, (const uint8_t *)val->str, val->len, 0, j->err, sizeof(j->err));
   }
 }
 
@@ -592,6 +622,7 @@ static void load_done(uv_work_t *req, int status) {
   }
   free(j->state);
   free(j->blob);
+  if (j->tex) freeReplyObject(j->tex);
   free(j);
   maybe_free(k, f);
 }
@@ -607,7 +638,7 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
   srv_follow *f = arg;
   srv_cluster *k = f->k;
   (void)r;
-  if (f->dead || k->stopping || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+  if (f->dead || k->stopping || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 8) {
     if (reply && reply->type == REDIS_REPLY_ERROR) srv_log(SRV_LOG_WARN, "relay: loading %s: %s", f->name, reply->str);
     snprintf(f->why, sizeof(f->why), "%s", !reply ? "Redis went away" : reply->type == REDIS_REPLY_ERROR ? reply->str
                                                                         : "its primary has published no snapshot yet");
@@ -622,6 +653,11 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
       f->want_load = 1;
       return;
     }
+  if (reply->element[7]->type != REDIS_REPLY_ARRAY) {
+    f->loading = 0;
+    f->want_load = 1;
+    return;
+  }
   if (reply->element[4]->len == 0) { /* no mesh yet */
     snprintf(f->why, sizeof(f->why), "its primary has published no mesh yet");
     f->loading = 0;
@@ -642,6 +678,8 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
   j->blob = dup_bytes(reply->element[4], &j->blob_len);
   snprintf(f->owner, sizeof(f->owner), "%s", reply->element[5]->str);
   j->up = reply->element[6]->str[0] == 'z' ? 'z' : 'y';
+  j->tex = reply->element[7]; /* taken: the pool reads it, load_done frees it */
+  reply->element[7] = NULL;
   j->max_vertices = k->srv->cfg.max_vertices;
   j->req.data = j;
   if (!j->state || !j->blob || uv_queue_work(k->srv->loop, &j->req, load_work, load_done) != 0) {
@@ -658,18 +696,18 @@ static void on_loaded(srv_redis *r, redisReply *reply, void *arg) {
 static void start_load(srv_follow *f) {
   srv_cluster *k = f->k;
   if (f->loading || f->dead || k->stopping || !srv_redis_ready(k->cmd)) return;
-  char keys[3][PROTO_MAX_NAME + 64];
-  const char *argv[6];
-  size_t lens[6];
+  char keys[4][PROTO_MAX_NAME + 64];
+  const char *argv[7];
+  size_t lens[7];
   argv[0] = "EVAL", lens[0] = 4;
   argv[1] = LUA_LOAD, lens[1] = strlen(LUA_LOAD);
-  argv[2] = "3", lens[2] = 1;
-  static const char *const what[] = {"meta", "snap", "mesh"};
-  for (int i = 0; i < 3; i++) {
+  argv[2] = "4", lens[2] = 1;
+  static const char *const what[] = {"meta", "snap", "mesh", "tex"};
+  for (int i = 0; i < 4; i++) {
     lens[3 + i] = srv_cluster_key(keys[i], sizeof(keys[i]), f->name, what[i]);
     argv[3 + i] = keys[i];
   }
-  if (srv_redis_command(k->cmd, k->srv->cfg.redis_timeout_ms * 4, on_loaded, f, 6, argv, lens) == 0) {
+  if (srv_redis_command(k->cmd, k->srv->cfg.redis_timeout_ms * 4, on_loaded, f, 7, argv, lens) == 0) {
     f->loading = 1;
     f->want_load = 0;
   }

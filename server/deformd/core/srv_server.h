@@ -29,6 +29,8 @@ typedef struct srv_tls_ctx srv_tls_ctx;
 
 typedef struct srv_conn srv_conn;
 typedef struct srv_server srv_server;
+struct srv_frame;   /* base/srv_frame.h */
+struct srv_texclip; /* session/srv_texclip.h */
 /* A token stored in (or taken back from) the cluster: status 0 with its id, or an SRV_E* code
  * with the reason. */
 typedef void (*srv_token_done_cb)(srv_server *s, void *arg, int status, int64_t id, const char *why);
@@ -134,6 +136,9 @@ struct srv_server {
   /* srv_presence.c: each update's records about this node's own participants, for the other
    * nodes of the session (cluster/srv_presence_link.c); `full` when they are the whole list. */
   void (*on_presence)(srv_server *s, srv_session *x, const uint8_t *p, size_t n, int full);
+  /* srv_texclip.c: a texture clip joined the session (`clip`), or what the texture clips show
+   * changed (`weights`, the TEXWEIGHTS frame sent): for the relays (cluster/srv_publish.c). */
+  void (*on_texclip)(srv_server *s, srv_session *x, const struct srv_texclip *clip, const struct srv_frame *weights);
   /* srv_token_rpc.c, srv_access.c: with --redis tokens are the cluster's (srv_cluster_tokens.c).
    * token_create stores a new token's record (never the token) in Redis and calls done with
    * its id, unique in the cluster; token_revoke takes a token back on every node (done may be

@@ -89,7 +89,7 @@ static uint64_t show_weights(srv_server *srv, srv_session *s);
  * Returns the new version or 0. */
 static uint64_t show(srv_server *srv, srv_session *s) {
   uint64_t v = show_weights(srv, s);
-  srv_texclip_show(s);
+  srv_texclip_show(srv, s);
   return v;
 }
 
@@ -336,7 +336,7 @@ void srv_anim_stop(srv_server *srv, srv_session *s) {
   if (a->cur.clip) clear_clip(srv, s, a->cur.clip);
   if (a->next.clip) clear_clip(srv, s, a->next.clip);
   a->cur.clip = a->next.clip = NULL;
-  srv_texclip_show(s); /* no clip: no texture clip shown */
+  srv_texclip_show(srv, s); /* no clip: no texture clip shown */
 }
 
 int srv_anim_seek(srv_server *srv, srv_session *s, double t, char *err, size_t errlen) {

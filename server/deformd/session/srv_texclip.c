@@ -316,6 +316,7 @@ static void upload_done(uv_work_t *req, int status) {
     } else {
       send_to_texclip_viewers(s, t->frame);
       store_clip(srv, s, t);
+      if (srv->on_texclip) srv->on_texclip(srv, s, t, NULL);
       srv_log(SRV_LOG_INFO, "session %s: texture clip %s: %u frames of %u × %u, %u components (max error %.2f/255)",
               s->name, t->name, t->clip.frame_count, t->clip.width, t->clip.height, t->clip.component_count,
               j->report.max_error * 255);
@@ -374,24 +375,28 @@ int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, 
 
 /* ---- the store ------------------------------------------------------------------------------------ */
 
+int srv_texclip_encode(const srv_texclip *t, proto_buf *b) {
+  char *json = cJSON_PrintUnformatted(t->report);
+  uint32_t F = t->clip.frame_count, K = t->clip.component_count;
+  srv_bytes_str(b, t->follows);
+  srv_bytes_f32(b, t->fps);
+  srv_bytes_varint(b, t->frame->len);
+  srv_bytes_put(b, t->frame->data, t->frame->len);
+  srv_bytes_varint(b, F);
+  srv_bytes_varint(b, K);
+  for (size_t i = 0; i < (size_t)F * K; i++) srv_bytes_f32(b, t->clip.weights[i]);
+  size_t jl = json ? strlen(json) : 0;
+  srv_bytes_varint(b, jl);
+  if (jl) srv_bytes_put(b, json, jl);
+  free(json);
+  return json && !b->failed ? 0 : SRV_EINTERNAL;
+}
+
 static void store_clip(srv_server *srv, srv_session *s, const srv_texclip *t) {
   if (!srv->store || !s->store_id) return;
   proto_buf b;
   proto_buf_init(&b);
-  char *json = cJSON_PrintUnformatted(t->report);
-  uint32_t F = t->clip.frame_count, K = t->clip.component_count;
-  srv_bytes_str(&b, t->follows);
-  srv_bytes_f32(&b, t->fps);
-  srv_bytes_varint(&b, t->frame->len);
-  srv_bytes_put(&b, t->frame->data, t->frame->len);
-  srv_bytes_varint(&b, F);
-  srv_bytes_varint(&b, K);
-  for (size_t i = 0; i < (size_t)F * K; i++) srv_bytes_f32(&b, t->clip.weights[i]);
-  size_t jl = json ? strlen(json) : 0;
-  srv_bytes_varint(&b, jl);
-  if (jl) srv_bytes_put(&b, json, jl);
-  free(json);
-  if (!json || b.failed || srv_store_put_texclip(srv->store, s->store_id, t->name, b.data, b.len) != 0)
+  if (srv_texclip_encode(t, &b) != 0 || srv_store_put_texclip(srv->store, s->store_id, t->name, b.data, b.len) != 0)
     srv_log(SRV_LOG_ERROR, "session %s: cannot queue texture clip %s for the store (out of memory)", s->name, t->name);
   proto_buf_fini(&b);
 }
@@ -478,9 +483,10 @@ int srv_texclip_load(srv_session *s, const char *name, const uint8_t *p, size_t 
   t->fps = fps;
   t->id = pc.id;
   if (pc.id >= x->next_id) x->next_id = pc.id + 1;
-  srv_texclip **tail = &x->head;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
+  srv_texclip **at = &x->head; /* in id order, which is upload order, however the rows come */
+  while (*at && (*at)->id < t->id) at = &(*at)->next;
+  t->next = *at;
+  *at = t;
   x->count++;
   t = NULL;
   rc = 0;
@@ -516,7 +522,7 @@ static void add_entries(const srv_texclips *x, const srv_clip *clip, double t, f
   }
 }
 
-void srv_texclip_show(srv_session *s) {
+void srv_texclip_show(srv_server *srv, srv_session *s) {
   srv_texclips *x = s->texclips;
   if (!x || !x->head) return;
   const srv_anim *a = s->anim;
@@ -546,4 +552,48 @@ void srv_texclip_show(srv_session *s) {
   srv_frame_unref(x->weights);
   x->weights = f;
   send_to_texclip_viewers(s, f);
+  if (srv->on_texclip) srv->on_texclip(srv, s, NULL, f);
+}
+
+/* ---- a relay's replica ------------------------------------------------------------------------------ */
+
+const struct srv_frame *srv_texclip_weights(const srv_session *s) { return s->texclips ? s->texclips->weights : NULL; }
+
+int srv_texclip_has(const srv_session *s, const char *name) { return find(s, name) != NULL; }
+
+int srv_texclip_follow_clip(srv_session *s, const char *name, const uint8_t *p, size_t n, char *err, size_t errlen) {
+  if (find(s, name)) return 0; /* had it from the snapshot's load already */
+  int rc = srv_texclip_load(s, name, p, n, err, errlen);
+  if (rc) return rc;
+  srv_texclip *t = find(s, name);
+  if (t) send_to_texclip_viewers(s, t->frame);
+  return 0;
+}
+
+int srv_texclip_follow_weights(srv_session *s, const uint8_t *frame, size_t n, int send, char *err, size_t errlen) {
+  proto_header h;
+  proto_texweights_entry e[PROTO_TEXWEIGHTS_MAX_CLIPS];
+  uint32_t count = 0;
+  if (n < PROTO_HEADER_SIZE || proto_header_decode(frame, NULL, &h) != 0 || h.type != PROTO_TEXWEIGHTS ||
+      h.length != n - PROTO_HEADER_SIZE || proto_decode_texweights(frame + PROTO_HEADER_SIZE, h.length, e, &count) != 0) {
+    snprintf(err, errlen, "session '%s': a texture weights frame that does not decode", s->name);
+    return SRV_EDAMAGED;
+  }
+  srv_texclips *x = texclips_of(s);
+  proto_buf b;
+  proto_buf_init(&b);
+  uint8_t *copy = x ? proto_buf_append(&b, n) : NULL;
+  if (copy) memcpy(copy, frame, n);
+  srv_frame *f = copy ? srv_frame_from_buf(&b) : NULL;
+  proto_buf_fini(&b);
+  if (!f) {
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
+  memcpy(x->shown, e, sizeof(e[0]) * count);
+  x->shown_count = count;
+  srv_frame_unref(x->weights);
+  x->weights = f;
+  if (send) send_to_texclip_viewers(s, f);
+  return 0;
 }

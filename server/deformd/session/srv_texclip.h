@@ -22,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 #include "mesh_texpca.h"
+#include "proto.h"
 #include "texpca.h"
 #include "srv_reply.h"
 #include "srv_server.h"
@@ -75,7 +76,21 @@ const srv_texclip *srv_texclip_first(const srv_session *s);
 int srv_texclip_join(srv_session *s, struct srv_conn *c);
 
 /* The player moved (srv_anim_play.c): sends a TEXWEIGHTS frame to every connection granted
- * "texclip" when what the texture clips show changed. */
-void srv_texclip_show(srv_session *s);
+ * "texclip" when what the texture clips show changed (and hands it to srv->on_texclip). */
+void srv_texclip_show(srv_server *srv, srv_session *s);
+
+/* A clip's stored body (what the store's texclips table and a relay's Redis keep, read back by
+ * srv_texclip_load) appended to b. Returns 0 or SRV_EINTERNAL. */
+int srv_texclip_encode(const srv_texclip *t, proto_buf *b);
+/* The last TEXWEIGHTS frame shown (NULL: none yet). */
+const struct srv_frame *srv_texclip_weights(const srv_session *s);
+int srv_texclip_has(const srv_session *s, const char *name);
+
+/* A relay's replica (cluster/srv_relay.c) follows its primary's texture clips: a clip's stored
+ * body added (ignored when the replica has it already) and its TEXCLIP sent to the replica's
+ * viewers granted "texclip"; a TEXWEIGHTS frame (header included) kept for late joiners and,
+ * with `send`, sent to them. Each returns 0, or SRV_EDAMAGED / SRV_EINTERNAL with a reason. */
+int srv_texclip_follow_clip(srv_session *s, const char *name, const uint8_t *p, size_t n, char *err, size_t errlen);
+int srv_texclip_follow_weights(srv_session *s, const uint8_t *frame, size_t n, int send, char *err, size_t errlen);
 
 #endif
