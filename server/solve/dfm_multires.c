@@ -131,7 +131,7 @@ static int make_proxy(dfm__multires *m, const mesh_topology *topo, const double 
   m->rest = malloc(sizeof(double) * 3 * ((size_t)np + 1));
   if (!m->proxy_vertex || !m->rest || kept < 3) {
     free(idx);
-    if (kept < 3) dfm_set_err(err, errlen, "the mesh's proxy for the multiresolution path has no triangles");
+    if (kept < 3 && err && errlen) snprintf(err, errlen, "the mesh's proxy for the multiresolution path has no triangles");
     return kept < 3 ? DFM_EINVAL : DFM_ENOMEM;
   }
   for (uint32_t v = 0; v < n; v++)
@@ -312,7 +312,7 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
                        const dfm_params *params, char *err, size_t errlen) {
   *out = NULL;
   if (params->soft_count > 0) {
-    dfm_set_err(err, errlen, "the multiresolution path takes no soft constraints");
+    if (err && errlen) snprintf(err, errlen, "the multiresolution path takes no soft constraints");
     return DFM_EINVAL;
   }
   struct timespec t0;
@@ -360,7 +360,7 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
   free(proxy_of);
   free(near);
   if (rc) {
-    if (rc == DFM_ENOMEM) dfm_set_err(err, errlen, "out of memory building the multiresolution proxy");
+    if (rc == DFM_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory building the multiresolution proxy");
     dfm__multires_free(m);
     return rc;
   }
