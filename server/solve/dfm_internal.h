@@ -163,6 +163,14 @@ void dfm__region_fini(dfm__region *r);
 /* dfm_multires.c: the multiresolution path (dfm.h's dfm_multires). dfm_system.c builds and
  * solves the proxy's system on topo, adj, rest and params (the gesture in the proxy's numbering,
  * its solve writing into io) and dfm__multires_embed then carries it to the mesh. */
+/* A proxy vertex as the embedding reads it: its solved position, its rotation in float32 (the
+ * offsets it turns are small), 64 bytes. */
+typedef struct dfm__frame {
+  double x[3];
+  float R[9];
+  float pad;
+} __attribute__((aligned(64))) dfm__frame;
+
 typedef struct dfm__multires {
   uint32_t n;             /* mesh vertices */
   uint32_t np;            /* proxy vertices */
@@ -173,8 +181,8 @@ typedef struct dfm__multires {
   dfm_params params;      /* arrays owned */
   double *io;             /* 3 np: the proxy's last solve (rest until the first) */
   double *R;              /* 9 np: each proxy vertex's rotation, fitted after each solve */
-  double *xr;             /* 12 np: each proxy vertex's position and rotation after a solve,
-                           * side by side for the embedding's reads */
+  struct dfm__frame *xr;  /* np: each proxy vertex's position and rotation after a solve, one
+                           * cache line each for the embedding's reads */
   uint32_t *bind_corner;  /* 3 n: the corners of the proxy triangle each mesh vertex follows
                            * (UINT32_MAX first: none, it stays at rest) */
   float *bind;            /* 5 n: two barycentric coordinates and the offset at rest */

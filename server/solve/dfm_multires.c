@@ -349,7 +349,7 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
   if (rc == 0) {
     m->io = malloc(sizeof(double) * 3 * ((size_t)m->np + 1));
     m->R = malloc(sizeof(double) * 9 * ((size_t)m->np + 1));
-    m->xr = malloc(sizeof(double) * 12 * ((size_t)m->np + 1));
+    m->xr = aligned_alloc(64, sizeof(dfm__frame) * ((size_t)m->np + 1));
     rc = m->io && m->R && m->xr ? 0 : DFM_ENOMEM;
   }
   if (rc == 0) {
@@ -399,8 +399,8 @@ static void rotation_range(void *ctx, size_t lo, size_t hi) {
     dfm_fit_rotation(M, m->R + 9 * q);
   }
   for (q = lo; q < hi; q++) {
-    memcpy(m->xr + 12 * q, m->io + 3 * q, sizeof(double) * 3);
-    memcpy(m->xr + 12 * q + 3, m->R + 9 * q, sizeof(double) * 9);
+    memcpy(m->xr[q].x, m->io + 3 * q, sizeof(double) * 3);
+    for (int k = 0; k < 9; k++) m->xr[q].R[k] = (float)m->R[9 * q + k];
   }
 }
 
@@ -414,7 +414,7 @@ typedef struct embed_job {
 static void embed_range(void *ctx, size_t lo, size_t hi) {
   embed_job *job = ctx;
   const dfm__multires *m = job->m;
-  const double *xr = m->xr;
+  const dfm__frame *xr = m->xr;
   int bad = 0;
   for (size_t v = lo; v < hi; v++) {
     if (!m->moves[v]) continue;
@@ -429,7 +429,8 @@ static void embed_range(void *ctx, size_t lo, size_t hi) {
     /* Locals, not out: the compiler cannot tell out from the proxy's arrays. */
     double acc[3] = {0, 0, 0};
     for (int c = 0; c < 3; c++) {
-      const double *x = xr + 12 * (size_t)t[c], *Rc = x + 3;
+      const double *x = xr[t[c]].x;
+      const float *Rc = xr[t[c]].R;
       for (int k = 0; k < 3; k++) acc[k] += w[c] * (x[k] + Rc[3 * k] * d[0] + Rc[3 * k + 1] * d[1] + Rc[3 * k + 2] * d[2]);
     }
     for (int k = 0; k < 3; k++) {
