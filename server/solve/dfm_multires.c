@@ -426,17 +426,17 @@ static void embed_range(void *ctx, size_t lo, size_t hi) {
     }
     const float *b = m->bind + 5 * v;
     double w[3] = {b[0], b[1], 1.0 - (double)b[0] - (double)b[1]}, d[3] = {b[2], b[3], b[4]};
-    /* Locals, not out: the compiler cannot tell out from the proxy's arrays. */
-    double acc[3] = {0, 0, 0};
+    /* Scalars written out, not out[] or a loop over k: -O2 kept a loop's sums in memory. */
+    double a0 = 0, a1 = 0, a2 = 0;
     for (int c = 0; c < 3; c++) {
       const double *x = xr[t[c]].x;
       const float *Rc = xr[t[c]].R;
-      for (int k = 0; k < 3; k++) acc[k] += w[c] * (x[k] + Rc[3 * k] * d[0] + Rc[3 * k + 1] * d[1] + Rc[3 * k + 2] * d[2]);
+      a0 += w[c] * (x[0] + Rc[0] * d[0] + Rc[1] * d[1] + Rc[2] * d[2]);
+      a1 += w[c] * (x[1] + Rc[3] * d[0] + Rc[4] * d[1] + Rc[5] * d[2]);
+      a2 += w[c] * (x[2] + Rc[6] * d[0] + Rc[7] * d[1] + Rc[8] * d[2]);
     }
-    for (int k = 0; k < 3; k++) {
-      o[k] = acc[k];
-      bad |= !isfinite(acc[k]);
-    }
+    o[0] = a0, o[1] = a1, o[2] = a2;
+    bad |= !isfinite(a0 + a1 + a2);
   }
   if (bad) __atomic_store_n(&job->bad, 1, __ATOMIC_RELAXED);
 }
