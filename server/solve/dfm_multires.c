@@ -373,14 +373,15 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
  * is fitted to. */
 static void ring_covariance(const dfm__multires *m, size_t q, double M[9]) {
   const double *x = m->rest + 3 * q, *y = m->io + 3 * q;
-  memset(M, 0, sizeof(double) * 9);
+  double s[9] = {0}; /* a local the compiler keeps in registers, unlike M */
   for (uint32_t e = m->adj.vv_offsets[q]; e < m->adj.vv_offsets[q + 1]; e++) {
-    uint32_t j = m->adj.vv[e];
-    double a[3], b[3];
-    for (int k = 0; k < 3; k++) a[k] = x[k] - m->rest[3 * (size_t)j + k], b[k] = y[k] - m->io[3 * (size_t)j + k];
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) M[3 * r + c] += b[r] * a[c];
+    const double *xj = m->rest + 3 * (size_t)m->adj.vv[e], *yj = m->io + 3 * (size_t)m->adj.vv[e];
+    double a0 = x[0] - xj[0], a1 = x[1] - xj[1], a2 = x[2] - xj[2], b0 = y[0] - yj[0], b1 = y[1] - yj[1], b2 = y[2] - yj[2];
+    s[0] += b0 * a0, s[1] += b0 * a1, s[2] += b0 * a2;
+    s[3] += b1 * a0, s[4] += b1 * a1, s[5] += b1 * a2;
+    s[6] += b2 * a0, s[7] += b2 * a1, s[8] += b2 * a2;
   }
+  memcpy(M, s, sizeof(s));
 }
 
 /* Each proxy vertex's rotation, fitted to its ring four at a time, for [lo, hi); then its
