@@ -39,6 +39,12 @@ int dfm__multires_pick(const dfm_params *p, uint32_t n) {
   return !p->roi && p->soft_count == 0 && n >= (p->multires_min ? p->multires_min : DFM_MULTIRES_MIN);
 }
 
+size_t dfm_multires_gesture_bytes(const dfm_params *params, uint32_t vertices) {
+  if (!dfm__multires_pick(params, vertices)) return 0;
+  uint32_t proxy = params->multires_proxy ? params->multires_proxy : DFM_MULTIRES_PROXY;
+  return dfm_memory_gesture_bytes(proxy < vertices ? proxy : vertices) + (size_t)DFM_MULTIRES_VERTEX_BYTES * vertices;
+}
+
 void dfm__multires_free(dfm__multires *m) {
   if (!m) return;
   free(m->proxy_vertex);

@@ -171,6 +171,13 @@ TEST(multires_auto_picks_the_path_by_size_and_refuses_soft_constraints) {
     dfm_info info;
     dfm_system_info(s, &info);
     ASSERT_EQ(info.multires, cases[c].want);
+    /* The budget's count follows the same choice: the proxy's system and the binding. */
+    size_t bytes = dfm_multires_gesture_bytes(&p, f.t.vertex_count);
+    if (cases[c].want)
+      ASSERT_EQ(bytes, dfm_memory_gesture_bytes(f.t.vertex_count < DFM_MULTIRES_PROXY ? f.t.vertex_count : DFM_MULTIRES_PROXY) +
+                           (size_t)DFM_MULTIRES_VERTEX_BYTES * f.t.vertex_count);
+    else
+      ASSERT_EQ(bytes, (size_t)0);
     dfm_system_destroy(s);
   }
   dfm_params p = {.mode = DFM_ARAP, .handle = h, .handle_count = 3, .iterations = 1, .multires = DFM_MULTIRES_ON,

@@ -371,7 +371,10 @@ static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
   uint32_t nt = s->topo.vertex_count;
   uint64_t unknowns = j->troi ? (uint64_t)j->nr + j->nh : nt;
   if (unknowns > nt) unknowns = nt;
-  size_t bytes = dfm_memory_gesture_bytes((uint32_t)unknowns) + 48 * (size_t)nt;
+  dfm_params p = j->params; /* the multiresolution path counts its proxy instead */
+  p.roi = j->troi, p.roi_count = j->troi ? j->nr : 0;
+  size_t multires = dfm_multires_gesture_bytes(&p, nt);
+  size_t bytes = (multires ? multires : dfm_memory_gesture_bytes((uint32_t)unknowns)) + 48 * (size_t)nt;
   size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
   size_t held = client_bytes(srv, g->client);
   if (s->gesture_bytes + bytes > session_budget) {
