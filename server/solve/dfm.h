@@ -92,6 +92,20 @@ typedef enum dfm_factor { DFM_FACTOR_AUTO = 0, DFM_FACTOR_SIMPLICIAL = 1, DFM_FA
 typedef enum dfm_sweeps { DFM_SWEEPS_AUTO = 0, DFM_SWEEPS_DOUBLE = 1, DFM_SWEEPS_FLOAT = 2 } dfm_sweeps;
 #define DFM_SWEEP32_MIN 4000000
 
+/* The multiresolution path (dfm_multires.c) for meshes a direct solve cannot make interactive:
+ * the gesture is solved on a proxy, the mesh simplified to about multires_proxy vertices by
+ * meshoptimizer's meshopt_simplify (its vertices a subset of the mesh's), and every vertex of the
+ * mesh follows the proxy through a smooth embedding: bound at begin to the nearest point of a
+ * proxy triangle near it (barycentric coordinates) plus its offset from that point, which each
+ * drag turns by the barycentric blend of the proxy corners' rotations (each fitted to its ring of
+ * proxy edges, as ARAP's local step does). A rigid motion of the proxy is then a rigid motion of
+ * the mesh. Handles and anchors keep their exact positions. AUTO: a whole-mesh gesture (no
+ * region) without soft constraints on at least multires_min vertices (0: DFM_MULTIRES_MIN); ON:
+ * any gesture without soft constraints; OFF: never. */
+typedef enum dfm_multires { DFM_MULTIRES_AUTO = 0, DFM_MULTIRES_OFF = 1, DFM_MULTIRES_ON = 2 } dfm_multires;
+#define DFM_MULTIRES_MIN 1000000
+#define DFM_MULTIRES_PROXY 40000
+
 typedef struct dfm_params {
   dfm_mode mode;
   int uniform;                  /* uniform instead of cotangent weights */
@@ -112,6 +126,9 @@ typedef struct dfm_params {
   int whole_mesh;               /* build on the whole mesh even for a small region (tests
                                  * compare it with the region-local system) */
   dfm_sweeps sweeps;            /* DFM_SWEEPS_AUTO (0): float32 sweeps for big ARAP factors */
+  dfm_multires multires;        /* DFM_MULTIRES_AUTO (0): by size (see above) */
+  uint32_t multires_min;        /* AUTO's threshold in mesh vertices; 0: DFM_MULTIRES_MIN */
+  uint32_t multires_proxy;      /* the proxy's target vertex count; 0: DFM_MULTIRES_PROXY */
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -130,6 +147,12 @@ typedef struct dfm_info {
    * ARAP tables (rotations' stars). */
   double roles_ms, weights_ms, assemble_ms, arap_ms;
   double order_ms;       /* AMD's order of the columns, beside the weights (inside weights_ms) */
+  /* The multiresolution path: the fields above are then the proxy's system's (vertices stays
+   * the mesh's); proxy_vertices its vertices and multires_ms simplifying and binding (also
+   * counted in roles_ms). */
+  int multires;
+  uint32_t proxy_vertices;
+  double multires_ms;
 } dfm_info;
 
 /* Builds and factorises the system for one gesture. `rest` (3 doubles per topology vertex) is
@@ -164,6 +187,19 @@ int dfm_fit_rotation(const double M[9], double R[9]);
  * replaced), faster than four calls: the Newton steps run in vector lanes; a lane that leaves
  * that path is finished by dfm_fit_rotation. Returns how many lanes were. */
 int dfm_fit_rotation4(const double M[36], double *R[4]);
+
+/* What a gesture of `params` on a mesh of `vertices` takes on the multiresolution path: 0 when
+ * dfm_system_create would not put it there, else the proxy's system (dfm_memory_gesture_bytes of
+ * the proxy's target) plus DFM_MULTIRES_VERTEX_BYTES per mesh vertex (the binding kept, and while
+ * binding the simplifier's copies and the Dijkstra's heap: counted from the arrays' sizes; about
+ * twice what the dragon subdivided once was measured to take). What a memory budget counts. */
+#define DFM_MULTIRES_VERTEX_BYTES 400
+size_t dfm_multires_gesture_bytes(const dfm_params *params, uint32_t vertices);
+
+/* How far positions a are from b (3 × n doubles each): the largest and the root-mean-square
+ * distance over the n vertices, each divided by `diag` (the mesh's bounding-box diagonal). What a
+ * multiresolution gesture reports as its distance from the exact solve. */
+void dfm_distance(const double *a, const double *b, uint32_t n, double diag, double *max_frac, double *rms_frac);
 
 /* Topology vertices within geodesic distance `radius` of any seed (Dijkstra over edges, edge
  * length as cost), at most `max_count` of them (the nearest; 0 = no limit). Returns 0 with *out

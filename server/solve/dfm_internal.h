@@ -9,8 +9,9 @@
  *   dfm_region.c   the sub-mesh a small region is solved on (and geodesic regions)
  *   dfm_roles.c    the parameters checked, each vertex's role, the soft constraints' targets
  *   dfm_border.c   what a smooth border does to a solve
+ *   dfm_multires.c the multiresolution path's proxy (a simplified mesh) and embedding
  *
- * Calls go one way: dfm_system.c calls the other five, they call only dfm_pool.c and
+ * Calls go one way: dfm_system.c calls the other six, they call only dfm_pool.c and
  * dfm_rotation.c, and nothing calls back up, so no files call each other in a circle.
  *
  * DOES NOT declare anything for programs or the service (dfm.h does); include it only from
@@ -109,6 +110,8 @@ struct dfm_system {
   uint32_t ns;
   double *sub_io;        /* 3 ns: the sub-system's positions */
   double sub_ms;         /* creating the sub-system */
+  /* The multiresolution path: `sub` is then the proxy's system (sub_vertex unused). */
+  struct dfm__multires *mr;
 };
 
 /* With a smooth border the local step also pulls each rotation towards its neighbours' (the
@@ -156,6 +159,48 @@ int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, 
 int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                      const dfm_params *params);
 void dfm__region_fini(dfm__region *r);
+
+/* dfm_multires.c: the multiresolution path (dfm.h's dfm_multires). dfm_system.c builds and
+ * solves the proxy's system on topo, adj, rest and params (the gesture in the proxy's numbering,
+ * its solve writing into io) and dfm__multires_embed then carries it to the mesh. */
+/* A proxy vertex as the embedding reads it: its solved position, its rotation in float32 (the
+ * offsets it turns are small), 64 bytes. */
+typedef struct dfm__frame {
+  double x[3];
+  float R[9];
+  float pad;
+} __attribute__((aligned(64))) dfm__frame;
+
+typedef struct dfm__multires {
+  uint32_t n;             /* mesh vertices */
+  uint32_t np;            /* proxy vertices */
+  uint32_t *proxy_vertex; /* np: the mesh vertex each proxy vertex is */
+  mesh_topology topo;     /* the proxy: vertex_count, triangle_count and triangles only */
+  mesh_adjacency adj;
+  double *rest;           /* 3 np */
+  dfm_params params;      /* arrays owned */
+  double *io;             /* 3 np: the proxy's last solve (rest until the first) */
+  double *R;              /* 9 np: each proxy vertex's rotation, fitted after each solve */
+  struct dfm__frame *xr;  /* np: each proxy vertex's position and rotation after a solve, one
+                           * cache line each for the embedding's reads */
+  uint32_t *bind_corner;  /* 3 n: the corners of the proxy triangle each mesh vertex follows
+                           * (UINT32_MAX first: none, it stays at rest) */
+  float *bind;            /* 5 n: two barycentric coordinates and the offset at rest */
+  double *mesh_rest;      /* 3 n */
+  uint8_t *moves;         /* n: written by a solve (the region and its handles) */
+  uint32_t *handle, *anchor; /* the mesh's handles and anchors, placed exactly after a drag */
+  uint32_t nh, na;
+  double ms;              /* building all this */
+} dfm__multires;
+
+/* Whether a gesture of params on n vertices takes the multiresolution path (1) or not (0). */
+int dfm__multires_pick(const dfm_params *params, uint32_t n);
+/* 0 with *out, or DFM_EINVAL (soft constraints) / DFM_ENOMEM with a reason. */
+int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                       const dfm_params *params, char *err, size_t errlen);
+/* After a solve of the proxy into io: the mesh's positions of the vertices that move into out. */
+int dfm__multires_embed(dfm__multires *m, const dfm_xform *xf, double *out);
+void dfm__multires_free(dfm__multires *m);
 
 /* dfm_roles.c.
  * dfm__roles_check: the parameters against a mesh of n vertices: 0, or DFM_EINVAL with a reason.

@@ -12,6 +12,18 @@
 
 #include "dfm_internal.h"
 
+int dfm_mode_parse(const char *name, dfm_mode *out) {
+  if (strcmp(name, "laplacian") == 0) *out = DFM_LAPLACIAN;
+  else if (strcmp(name, "arap") == 0) *out = DFM_ARAP;
+  else if (strcmp(name, "biharmonic") == 0) *out = DFM_BIHARMONIC;
+  else return DFM_EINVAL;
+  return 0;
+}
+
+const char *dfm_mode_name(dfm_mode mode) {
+  return mode == DFM_ARAP ? "arap" : mode == DFM_BIHARMONIC ? "biharmonic" : "laplacian";
+}
+
 /* Checks a gesture's parameters against a mesh of n vertices: DFM_EINVAL with a reason. */
 int dfm__roles_check(const dfm_params *p, uint32_t n, char *err, size_t errlen) {
   static const char *what[3] = {"region", "anchor", "handle"};

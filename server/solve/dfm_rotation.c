@@ -21,6 +21,19 @@
 
 #include "dfm.h"
 
+/* The drag's rigid motion (dfm.h). */
+void dfm_xform_identity(dfm_xform *x) {
+  memset(x, 0, sizeof(*x));
+  x->rotation[3] = 1.0;
+}
+
+void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]) {
+  double R[9], d[3] = {p[0] - x->pivot[0], p[1] - x->pivot[1], p[2] - x->pivot[2]};
+  dfm_quat_to_matrix(x->rotation, R);
+  for (int i = 0; i < 3; i++)
+    out[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2] + x->pivot[i] + x->translate[i];
+}
+
 /* Row-major 3×3 helpers. */
 static void mul3(const double a[9], const double b[9], double out[9]) {
   double r[9];

@@ -66,30 +66,6 @@ void dfm_set_err(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-int dfm_mode_parse(const char *name, dfm_mode *out) {
-  if (strcmp(name, "laplacian") == 0) *out = DFM_LAPLACIAN;
-  else if (strcmp(name, "arap") == 0) *out = DFM_ARAP;
-  else if (strcmp(name, "biharmonic") == 0) *out = DFM_BIHARMONIC;
-  else return DFM_EINVAL;
-  return 0;
-}
-
-const char *dfm_mode_name(dfm_mode mode) {
-  return mode == DFM_ARAP ? "arap" : mode == DFM_BIHARMONIC ? "biharmonic" : "laplacian";
-}
-
-void dfm_xform_identity(dfm_xform *x) {
-  memset(x, 0, sizeof(*x));
-  x->rotation[3] = 1.0;
-}
-
-void dfm_xform_apply(const dfm_xform *x, const double p[3], double out[3]) {
-  double R[9], d[3] = {p[0] - x->pivot[0], p[1] - x->pivot[1], p[2] - x->pivot[2]};
-  dfm_quat_to_matrix(x->rotation, R);
-  for (int i = 0; i < 3; i++)
-    out[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2] + x->pivot[i] + x->translate[i];
-}
-
 static double ms_since(const struct timespec *t0) {
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -99,6 +75,7 @@ static double ms_since(const struct timespec *t0) {
 void dfm_system_destroy(dfm_system *s) {
   if (!s) return;
   dfm_system_destroy(s->sub);
+  dfm__multires_free(s->mr);
   free(s->sub_vertex);
   free(s->sub_io);
   if (s->cc_started) {
@@ -153,6 +130,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
     dfm_system_info(s->sub, info);
     info->vertices = s->n;
     info->roles_ms += s->roles_ms;
+    if (s->mr) info->multires = 1, info->proxy_vertices = s->mr->np, info->multires_ms = s->mr->ms;
     return;
   }
   memset(info, 0, sizeof(*info));
@@ -786,6 +764,19 @@ static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, c
   return rc;
 }
 
+/* The multiresolution path: the proxy's system as s->sub (dfm_multires.c prepares it). */
+static int create_multires(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
+                           const dfm_params *params, dfm_system *s, char *err, size_t errlen) {
+  int rc = dfm__multires_init(&s->mr, topo, adj, rest, params, err, errlen);
+  const dfm__multires *m = s->mr;
+  if (rc) return rc;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  rc = create_full(&m->topo, &m->adj, m->rest, &m->params, m->proxy_vertex, &s->sub, err, errlen);
+  s->sub_ms = ms_since(&t0);
+  return rc;
+}
+
 int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                       const dfm_params *params, dfm_system **out, char *err, size_t errlen) {
   *out = NULL;
@@ -795,8 +786,9 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   }
   int rc = dfm__roles_check(params, topo->vertex_count, err, errlen);
   if (rc) return rc;
+  int multires = dfm__multires_pick(params, topo->vertex_count);
   /* A region under half the mesh is solved on its own sub-mesh (create_region). */
-  if (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count)
+  if (!multires && (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count))
     return create_full(topo, adj, rest, params, NULL, out, err, errlen);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -806,7 +798,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   s->p = *params; /* mode and counts only: the arrays are the sub-system's */
   s->p.roi = s->p.handle = s->p.anchors = s->p.soft = NULL;
   s->p.soft_weight = s->p.soft_position = NULL;
-  rc = create_region(topo, adj, rest, params, s, err, errlen);
+  rc = multires ? create_multires(topo, adj, rest, params, s, err, errlen) : create_region(topo, adj, rest, params, s, err, errlen);
   if (rc) {
     if (rc == DFM_ENOMEM && err && !err[0]) snprintf(err, errlen, "out of memory building the system");
     dfm_system_destroy(s);
@@ -935,6 +927,11 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, int smooth, double *out,
 }
 
 int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err, size_t errlen) {
+  if (s->mr) {
+    int rc = dfm_system_solve(s->sub, xf, s->mr->io, err, errlen);
+    if (rc == 0 && (rc = dfm__multires_embed(s->mr, xf, out)) != 0) snprintf(err, errlen, "the multiresolution embedding produced non-finite positions");
+    return rc;
+  }
   if (s->sub) {
     int rc = dfm_system_solve(s->sub, xf, s->sub_io, err, errlen);
     if (rc == 0) sub_scatter(s, out);
@@ -978,7 +975,7 @@ int dfm_system_solve(dfm_system *s, const dfm_xform *xf, double *out, char *err,
 }
 
 int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char *err, size_t errlen) {
-  if (s->p.mode != DFM_ARAP) return DFM_EINVAL;
+  if (s->p.mode != DFM_ARAP || s->mr) return DFM_EINVAL;
   if (s->sub) {
     sub_gather(s, io);
     int rc = dfm_system_arap_iterate(s->sub, xf, s->sub_io, err, errlen);
@@ -990,7 +987,7 @@ int dfm_system_arap_iterate(dfm_system *s, const dfm_xform *xf, double *io, char
 }
 
 double dfm_system_arap_energy(dfm_system *s, const double *p, int refit_rotations) {
-  if (s->p.mode != DFM_ARAP) return NAN;
+  if (s->p.mode != DFM_ARAP || s->mr) return NAN;
   if (s->sub) {
     sub_gather(s, p);
     return dfm_system_arap_energy(s->sub, s->sub_io, refit_rotations);

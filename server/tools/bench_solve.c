@@ -4,7 +4,8 @@
  *
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
- *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--json]
+ *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps]
+ *                      [--multires [--proxy N] [--no-exact]] [--subdivide L] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
  *                      [--falloff F] [--mirror] [--json]
  *
@@ -119,6 +120,54 @@ static int load_mesh(const char *spec, mesh **m, char *err, size_t errlen) {
   return mesh_import(spec, NULL, m, err, errlen);
 }
 
+/* --subdivide: midpoint subdivision of the welded mesh, once per level: a vertex at the middle
+ * of every edge, each triangle split in four (the shape is unchanged; the vertex count about
+ * quadruples). Replaces *m. */
+static int subdivide_mesh(mesh **m) {
+  mesh_topology t;
+  mesh_adjacency a;
+  int rc = mesh_topology_init(&t, *m, NULL, 0);
+  if (rc) return rc;
+  rc = mesh_adjacency_init(&a, t.vertex_count, t.triangles, t.triangle_count);
+  if (rc) {
+    mesh_topology_fini(&t);
+    return rc;
+  }
+  uint32_t n = t.vertex_count, ne = 0, *mid = malloc(sizeof(uint32_t) * ((size_t)a.vv_offsets[n] + 1));
+  for (uint32_t v = 0; mid && v < n; v++)
+    for (uint32_t e = a.vv_offsets[v]; e < a.vv_offsets[v + 1]; e++)
+      if (a.vv[e] > v) mid[e] = n + ne++;
+  mesh *out = mesh_create();
+  rc = mid && out ? mesh_alloc(out, n + ne, 4 * t.triangle_count, 0, 0) : MESH_ENOMEM;
+  for (uint32_t v = 0; rc == 0 && v < n; v++) {
+    for (int k = 0; k < 3; k++) out->positions[3 * (size_t)v + k] = (float)t.positions[3 * (size_t)v + k];
+    for (uint32_t e = a.vv_offsets[v]; e < a.vv_offsets[v + 1]; e++)
+      for (int k = 0; k < 3 && a.vv[e] > v; k++)
+        out->positions[3 * (size_t)mid[e] + k] = (float)(0.5 * (t.positions[3 * (size_t)v + k] + t.positions[3 * (size_t)a.vv[e] + k]));
+  }
+  for (uint32_t f = 0; rc == 0 && f < t.triangle_count; f++) {
+    const uint32_t *c = t.triangles + 3 * (size_t)f;
+    uint32_t e[3];
+    for (int k = 0; k < 3; k++) {
+      uint32_t x = c[k], y = c[(k + 1) % 3], lo = x < y ? x : y, hi = x < y ? y : x;
+      e[k] = mid[mesh_adjacency_edge(&a, lo, hi)];
+    }
+    uint32_t q[12] = {c[0], e[0], e[2], e[0], c[1], e[1], e[2], e[1], c[2], e[0], e[1], e[2]};
+    memcpy(out->triangles + 12 * (size_t)f, q, sizeof(q));
+  }
+  free(mid);
+  mesh_adjacency_fini(&a);
+  mesh_topology_fini(&t);
+  if (rc) {
+    mesh_destroy(out);
+    return rc;
+  }
+  mesh_update_bounds(out);
+  mesh_destroy(*m);
+  *m = out;
+  return 0;
+}
+
 /* What both subcommands share: the mesh, its topology and adjacency. */
 typedef struct shape {
   mesh *m;
@@ -128,10 +177,11 @@ typedef struct shape {
   uint32_t top; /* topology vertex with the largest y */
 } shape;
 
-static int shape_init(shape *s, const char *spec, char *err, size_t errlen) {
+static int shape_init(shape *s, const char *spec, int subdivide, char *err, size_t errlen) {
   memset(s, 0, sizeof(*s));
   int rc = load_mesh(spec, &s->m, err, errlen);
   if (rc) return rc;
+  for (int i = 0; i < subdivide && rc == 0; i++) rc = subdivide_mesh(&s->m);
   rc = mesh_topology_init(&s->t, s->m, NULL, 0);
   if (rc == 0) rc = mesh_adjacency_init(&s->a, s->t.vertex_count, s->t.triangles, s->t.triangle_count);
   if (rc) {
@@ -194,6 +244,8 @@ typedef struct solve_opts {
   dfm_factor factor;
   long reserve_mb; /* -1: dfm_memory_estimate(V), as deformd */
   dfm_sweeps sweeps;
+  int multires, subdivide, exact; /* --multires, --subdivide L; exact: 0 with --no-exact */
+  uint32_t proxy;                 /* --proxy N: the proxy's target vertices (0: the default) */
 } solve_opts;
 
 /* Drag d of `drags`: the handle dragged up and turning slowly, as a hand would. */
@@ -250,6 +302,70 @@ static int compare_sweeps(const shape *s, dfm_params p, const double pivot[3], i
   return rc ? 1 : 0;
 }
 
+/* --multires: the gesture on the multiresolution path (dfm_params.multires), timed drag by
+ * drag, and beside it the same gesture solved exactly (unless --no-exact), dragged through the
+ * same transforms in turn: after each drag the distance between the two results (dfm_distance,
+ * over the diagonal). Prints the multiresolution prefactor (simplifying, binding, the proxy's
+ * factorisation), its drags' p50/p95, the last drag's distance (max and RMS over vertices) and
+ * the largest max over all drags, with the exact solve's prefactor and drag p50 beside. */
+static int multires_bench(const shape *s, dfm_params p, const double pivot[3], const solve_opts *o, const char *cmdline) {
+  char err[512] = "";
+  dfm_system *sys[2] = {NULL, NULL};
+  uint32_t n = s->t.vertex_count;
+  int drags = o->drags, runs = o->exact ? 2 : 1;
+  double *out[2] = {malloc(sizeof(double) * 3 * n), malloc(sizeof(double) * 3 * n)};
+  double *ms[2] = {malloc(sizeof(double) * (size_t)drags), malloc(sizeof(double) * (size_t)drags)}, pre[2] = {0, 0};
+  double *cpu = malloc(sizeof(double) * (size_t)drags);
+  int rc = out[0] && out[1] && ms[0] && ms[1] && cpu ? 0 : DFM_ENOMEM;
+  p.multires_proxy = o->proxy;
+  for (int k = 0; k < runs && rc == 0; k++) {
+    p.multires = k ? DFM_MULTIRES_OFF : DFM_MULTIRES_ON;
+    double t0 = now_ms();
+    rc = dfm_system_create(&s->t, &s->a, s->t.positions, &p, &sys[k], err, sizeof(err));
+    pre[k] = now_ms() - t0;
+    memcpy(out[k], s->t.positions, sizeof(double) * 3 * n);
+  }
+  double last_max = NAN, last_rms = NAN, worst = NAN;
+  for (int d = 0; d < drags && rc == 0; d++) {
+    dfm_xform x;
+    drag_xform(s, pivot, d, drags, &x);
+    for (int k = 0; k < runs && rc == 0; k++) {
+      double t1 = now_ms(), c1 = cpu_ms();
+      rc = dfm_system_solve(sys[k], &x, out[k], err, sizeof(err));
+      ms[k][d] = now_ms() - t1;
+      if (k == 0) cpu[d] = cpu_ms() - c1;
+    }
+    if (rc == 0 && runs == 2) {
+      dfm_distance(out[0], out[1], n, s->diag, &last_max, &last_rms);
+      worst = d == 0 || last_max > worst ? last_max : worst;
+    }
+  }
+  if (rc == 0) {
+    dfm_info info;
+    dfm_system_info(sys[0], &info);
+    double first = ms[0][0], p50 = percentile(ms[0], drags, 0.5), p95 = percentile(ms[0], drags, 0.95);
+    double exact50 = runs == 2 ? percentile(ms[1], drags, 0.5) : NAN;
+    printf("{\"bench\":\"solve-multires\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
+           "\"subdivide\":%d,\"mode\":\"%s\",\"border\":\"%s\",\"handle\":%u,\"iters\":%d,\"drags\":%d,"
+           "\"proxy_vertices\":%u,\"proxy_free\":%u,\"proxy_pinned\":%u,\"prefactor_ms\":%.1f,\"multires_ms\":%.1f,\"proxy_factor_ms\":%.1f,"
+           "\"first_drag_ms\":%.2f,\"drag_p50_ms\":%.2f,\"drag_p95_ms\":%.2f,\"drag_cpu_p50_ms\":%.2f,\"exact_prefactor_ms\":%.1f,"
+           "\"exact_drag_p50_ms\":%.2f,\"error_max_over_diag\":%.4g,\"error_rms_over_diag\":%.4g,"
+           "\"error_max_any_drag_over_diag\":%.4g,\"peak_rss_kb\":%ld}\n",
+           cmdline, o->mesh, n, s->t.triangle_count, o->subdivide, dfm_mode_name(o->mode), o->sharp ? "sharp" : "smooth",
+           p.handle_count, o->iters, drags, info.proxy_vertices, info.free, info.pinned, pre[0], info.multires_ms,
+           info.analyze_ms + info.factor_ms, first, p50, p95, percentile(cpu, drags, 0.5), runs == 2 ? pre[1] : NAN, exact50, last_max, last_rms,
+           worst, peak_kb());
+  } else {
+    fprintf(stderr, "deform-bench solve: %s\n", err[0] ? err : "out of memory");
+  }
+  for (int k = 0; k < 2; k++) {
+    dfm_system_destroy(sys[k]);
+    free(out[k]), free(ms[k]);
+  }
+  free(cpu);
+  return rc ? 1 : 0;
+}
+
 static int parse_uint(const char *text, long max, long *out) {
   char *end = NULL;
   long v = strtol(text, &end, 10);
@@ -259,12 +375,16 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
     if (strcmp(a, "--json") == 0) o.json = 1;
     else if (strcmp(a, "--compare-sweeps") == 0) o.compare = 1;
+    else if (strcmp(a, "--multires") == 0) o.multires = 1;
+    else if (strcmp(a, "--no-exact") == 0) o.exact = 0;
+    else if (strcmp(a, "--subdivide") == 0 && val && parse_uint(val, 3, &v) == 0) o.subdivide = (int)v, i++;
+    else if (strcmp(a, "--proxy") == 0 && val && parse_uint(val, 100000000, &v) == 0 && v > 0) o.proxy = (uint32_t)v, i++;
     else if (strcmp(a, "--mode") == 0 && val && dfm_mode_parse(val, &o.mode) == 0) i++;
     else if (strcmp(a, "--roi") == 0 && val && (strcmp(val, "all") == 0 || parse_uint(val, 100000000, &v) == 0))
       o.roi = strcmp(argv[++i], "all") == 0 ? 0 : (uint32_t)v;
@@ -288,12 +408,12 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact]] [--subdivide L] [--json]\n");
     return 2;
   }
   char err[512] = "";
   shape s;
-  if (shape_init(&s, o.mesh, err, sizeof(err)) != 0) {
+  if (shape_init(&s, o.mesh, o.subdivide, err, sizeof(err)) != 0) {
     fprintf(stderr, "deform-bench solve: %s\n", err);
     return 1;
   }
@@ -309,10 +429,10 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     for (int k = 0; k < 3; k++) pivot[k] += s.t.positions[3 * handle[i] + k] / nh;
   dfm_params p = {.mode = o.mode, .roi = roi, .roi_count = nr, .handle = handle, .handle_count = nh, .iterations = o.iters,
                   .factor = o.factor, .smooth_border = !o.sharp, .sweeps = o.sweeps};
-  if (o.compare) {
+  if (o.compare || o.multires) {
     size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
     if (reserve) dfm_memory_reserve(reserve);
-    int crc = compare_sweeps(&s, p, pivot, o.drags, cmdline);
+    int crc = o.multires ? multires_bench(&s, p, pivot, &o, cmdline) : compare_sweeps(&s, p, pivot, o.drags, cmdline);
     free(handle);
     free(roi);
     shape_fini(&s);
@@ -425,7 +545,7 @@ int bench_brush_main(int argc, char **argv, const char *cmdline) {
   }
   char err[512] = "";
   shape s;
-  if (shape_init(&s, spec, err, sizeof(err)) != 0) {
+  if (shape_init(&s, spec, 0, err, sizeof(err)) != 0) {
     fprintf(stderr, "deform-bench brush: %s\n", err);
     return 1;
   }

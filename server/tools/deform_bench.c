@@ -789,7 +789,7 @@ static void usage(FILE *out) {
           "usage: deform-bench fanout --viewers N[,N...] --rate HZ --seconds S [--relays R] [--sculpt HZ] [--tls]\n"
           "                           [--json] [--deformd PATH] [--redis-server PATH]\n"
           "       deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--border smooth|sharp]\n"
-          "                          [--json]\n"
+          "                          [--multires [--proxy N] [--no-exact]] [--subdivide L] [--json]\n"
           "       deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]\n"
           "                    [--falloff F] [--mirror] [--json]\n"
           "       deform-bench durable [--editors N] [--rate HZ] [--seconds S] [--ops N] [--modes none,normal,full]\n"

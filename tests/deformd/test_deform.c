@@ -510,3 +510,29 @@ TEST(a_binary_brush_edit_streams_a_delta) {
   client_close(&ed);
   harness_stop(&h);
 }
+
+/* JSON-RPC "multires": the answer says which path the gesture took (the proxy's size with it),
+ * a drag on the proxy path applies, and a value that is not a boolean is refused. */
+TEST(a_gesture_asked_for_the_multiresolution_path_says_so_and_its_drags_apply) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"pick\":1,\"multires\":\"yes\"}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "multires");
+  cJSON *b = harness_rpc_ok(&h, "deform.begin", "{\"session\":\"demo\",\"gesture\":8,\"pick\":2000,\"handle_radius\":0.01}");
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(b, "multires"))); /* 41k vertices: below DFM_MULTIRES_MIN */
+  ASSERT(cJSON_GetObjectItem(b, "proxy_vertices") == NULL);
+  cJSON_Delete(b);
+  cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":8}"));
+  b = harness_rpc_ok(&h, "deform.begin",
+                     "{\"session\":\"demo\",\"gesture\":9,\"pick\":2000,\"handle_radius\":0.01,\"border\":\"sharp\",\"multires\":true}");
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(b, "multires")));
+  double proxy = cJSON_GetObjectItem(b, "proxy_vertices")->valuedouble;
+  ASSERT(proxy > 1000 && proxy <= 40962);
+  cJSON_Delete(b);
+  uint64_t before = version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":9,\"translate\":[0,0,0]}"));
+  uint64_t after = version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":9,\"translate\":[0,0.01,0]}"));
+  ASSERT(after > before);
+  cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":9}"));
+  harness_stop(&h);
+}

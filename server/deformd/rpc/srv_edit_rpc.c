@@ -467,6 +467,9 @@ static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params)
     goto out;
   }
   if (srv_rpc_bool(call, params, "detached", &spec.detached) < 0) goto out;
+  int multires = 0, has_multires = srv_rpc_bool(call, params, "multires", &multires);
+  if (has_multires < 0) goto out;
+  if (has_multires) spec.multires = multires ? DFM_MULTIRES_ON : DFM_MULTIRES_OFF;
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);

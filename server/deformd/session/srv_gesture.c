@@ -371,7 +371,10 @@ static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
   uint32_t nt = s->topo.vertex_count;
   uint64_t unknowns = j->troi ? (uint64_t)j->nr + j->nh : nt;
   if (unknowns > nt) unknowns = nt;
-  size_t bytes = dfm_memory_gesture_bytes((uint32_t)unknowns) + 48 * (size_t)nt;
+  dfm_params p = j->params; /* the multiresolution path counts its proxy instead */
+  p.roi = j->troi, p.roi_count = j->troi ? j->nr : 0;
+  size_t multires = dfm_multires_gesture_bytes(&p, nt);
+  size_t bytes = (multires ? multires : dfm_memory_gesture_bytes((uint32_t)unknowns)) + 48 * (size_t)nt;
   size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
   size_t held = client_bytes(srv, g->client);
   if (s->gesture_bytes + bytes > session_budget) {
@@ -440,7 +443,7 @@ static void begin_done(uv_work_t *req, int status) {
             g->id, g->info.free, g->info.vertices, g->info.factor_ms);
     srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
                            g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
-                           {g->pivot[0], g->pivot[1], g->pivot[2]}};
+                           {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices};
     srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
   }
   begin_job_free(j);
@@ -532,6 +535,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.anchor_count = spec->anchor_count;
   j->params.soft_count = spec->soft_count;
   j->params.smooth_border = !spec->sharp_border;
+  j->params.multires = spec->multires;
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);

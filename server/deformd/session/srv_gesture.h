@@ -33,6 +33,7 @@ typedef struct srv_gesture_spec {
   uint32_t soft_count;
   int sharp_border;       /* the plain solve: a kink where the region meets what holds it */
   int detached;           /* does not end with the connection that began it (JSON-RPC "detached") */
+  dfm_multires multires;  /* the multiresolution path: by size (AUTO, 0), or JSON-RPC "multires" */
 } srv_gesture_spec;
 
 /* What deform.begin answers once the gesture is factorised (SRV_RESULT_GESTURE_BEGUN). */
@@ -44,6 +45,8 @@ typedef struct srv_gesture_begun {
   uint32_t free, pinned;    /* dfm_info's */
   double prefactor_ms;      /* analysis and factorisation */
   double pivot[3];          /* the default pivot: the handle's centroid at begin */
+  int multires;             /* solved on a proxy of proxy_vertices (dfm_info's) */
+  uint32_t proxy_vertices;
 } srv_gesture_begun;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
