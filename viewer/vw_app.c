@@ -78,7 +78,7 @@ typedef struct app {
   int noverrides;
   /* input */
   app_mode mode;
-  int wireframe, sliders, help;
+  int wireframe, sliders, help, shading;
   double mx, my;
   int lmb, rmb, mmb, shift, ctrl;
   int orbiting, panning;   /* a middle (or, in view mode, left) drag: orbit about pivot, or pan */
@@ -334,6 +334,10 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
       }
       break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;
+    case GLFW_KEY_C: /* lit, clay, red wax, skin (vw_render.h) */
+      vw_render_set_shading(a->render, a->shading = (a->shading + 1) % VW_SHADING_COUNT);
+      vw_hud_flash(&a->hud, vw_net_now_ms(), "shading: %s", vw_render_shading_name(a->shading));
+      break;
     case GLFW_KEY_F: begin_adjust(a); break;
     case GLFW_KEY_HOME: a->framed = 0; break;
     case GLFW_KEY_KP_DECIMAL: frame_picked(a); break;
@@ -843,6 +847,7 @@ int vw_app_run(const vw_app_opts *o) {
     goto out;
   }
   vw_render_set_unlit(a->render, o->unlit);
+  vw_render_set_shading(a->render, a->shading = o->shading);
   if (shot) {
     /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. The
      * overlay only with --overlay. */

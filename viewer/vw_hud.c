@@ -20,6 +20,7 @@ const vw_hud_key vw_hud_keys[] = {
     {"keypad .", "frame the region under the cursor"},
     {"keypad 1, 3, 7", "front, right, top view about the session's up axis (Ctrl: back, left, bottom)"},
     {"W", "wireframe"},
+    {"C", "shading: lit, then the matcaps clay, red wax, skin (cycles; --shading)"},
     {"T", "blendshape slider panel (none when the session has no targets)"},
     {"/", "filter the sliders by name: type, Backspace, Enter or Esc to finish"},
     {"click a group", "fold or unfold the targets under it (run.pc1 ... under run)"},
