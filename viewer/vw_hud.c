@@ -34,7 +34,7 @@ const vw_hud_key vw_hud_keys[] = {
     {"[ ]", "brush radius smaller, larger"},
     {"- =", "brush strength lower, higher"},
     {"S", "stroke stabiliser (lazy mouse, 24 pixels) on or off"},
-    {"X", "symmetry: mirror brushes across x = 0 (Y and Z: not yet, the server mirrors in x only)"},
+    {"X, Y, Z", "symmetry: mirror brushes across x = 0, y = 0 or z = 0 (one plane; the same key again: off)"},
     {"M", "mask brush: drag paints your mask (held vertices, drawn darker), Ctrl+drag erases it"},
     {"Alt+M", "clear your mask"},
     {"Ctrl+I", "invert your mask"},

@@ -789,10 +789,9 @@ function endGesture() {
 // Modifiers as Blender's, read when the stroke starts: Ctrl inverts (a negative strength: draw,
 // inflate, crease and layer dig instead of raising), Shift smooths (the smooth brush). A pen's
 // pressure scales each point's radius and/or strength (the pressure menu); the stabiliser (lazy
-// mouse) holds the brush back by its string's length in CSS pixels. Symmetry X goes with the
-// stroke (BRUSH_MIRROR_X, the server's); Y and Z, which the server has no flag for, send the
-// stroke's path again mirrored across y = 0 / z = 0 when it ends: one more stroke (one more
-// undo step) per mirror.
+// mouse) holds the brush back by its string's length in CSS pixels. Symmetry goes with the
+// stroke: the server mirrors it across x = 0, y = 0 or z = 0 (the BRUSH frame's mirror plane,
+// one at a time: the X, Y and Z boxes exclude each other), in the same undo step.
 const INVERTIBLE = new Set([P.BRUSH.DRAW, P.BRUSH.INFLATE, P.BRUSH.CREASE, P.BRUSH.LAYER]);
 function brushSettings(e = null) {
   let brush = parseInt($('brush').value, 10);
@@ -803,8 +802,9 @@ function brushSettings(e = null) {
     brush,
     invert,
     falloff: parseInt($('falloff').value, 10),
-    flags: ($('sym-x').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
-      ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
+    flags: (front ? P.BRUSH_FRONT_ONLY : 0) | ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
+    mirror: $('sym-x').checked ? P.BRUSH_AXIS.X : $('sym-y').checked ? P.BRUSH_AXIS.Y :
+      $('sym-z').checked ? P.BRUSH_AXIS.Z : P.BRUSH_AXIS.NONE,
     radius: brushRadius(),
     strength: (invert ? -1 : 1) * parseFloat($('strength').value),
   };
@@ -851,35 +851,21 @@ function sendSample(center, direction, e) {
     center: center.map(Math.fround), direction: direction.map(Math.fround),
     radius: Math.fround(Math.max(b.radius * ps.radius, 1e-6 * diag())), strength: Math.fround(b.strength * ps.strength),
   };
-  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [sample]));
+  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [sample], b.mirror));
   if (st.path.length < 65536) st.path.push(sample);
   state.lastStroke = { brush: b.brush, invert: b.invert, samples: st.path.length, last: sample };
   st.sent = true;
 }
 
-// Symmetry Y and Z: the finished path again, mirrored (and with X's flag as the stroke had it).
-function sendMirrors(st) {
-  const axes = [];
-  if ($('sym-y').checked) axes.push([1]);
-  if ($('sym-z').checked) axes.push([2]);
-  if (axes.length === 2) axes.push([1, 2]);
-  for (const flip of axes) {
-    const samples = st.path.map((s) => {
-      const c = [...s.center], d = [...s.direction];
-      for (const k of flip) {
-        c[k] = -c[k];
-        d[k] = -d[k];
-      }
-      return { ...s, center: c, direction: d };
-    });
-    net.sendFrame(P.encodeBrush(net.nextRequest(), st.b.brush, st.b.falloff, st.b.flags, samples));
-  }
-}
+// One symmetry plane at a time, as the server mirrors (and deform-view's X, Y, Z keys).
+for (const a of ['x', 'y', 'z'])
+  $(`sym-${a}`).addEventListener('change', (e) => {
+    if (!e.target.checked) return;
+    for (const b of ['x', 'y', 'z']) if (b !== a) $(`sym-${b}`).checked = false;
+  });
 
 function endStroke() {
-  const st = state.stroke;
   state.stroke = null;
-  if (st && st.path.length) sendMirrors(st);
   endMaskStroke();
 }
 
