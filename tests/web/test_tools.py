@@ -209,6 +209,94 @@ def test_pan_moves_the_view_not_the_shape_and_middle_drag_orbits_about_the_point
         srv.stop()
 
 
+def eye_inside(verts, tris, p):
+    """Whether p is inside the closed mesh: the parity of the triangles a ray from p straight
+    up +z crosses (a direction of its own, not the page's), in the plane's 2D terms."""
+    n = 0
+    px, py, pz = p
+    for a, b, c in tris:
+        A, B, C = verts[a], verts[b], verts[c]
+        if px < min(A[0], B[0], C[0]) or px > max(A[0], B[0], C[0]) or py < min(A[1], B[1], C[1]) or py > max(A[1], B[1], C[1]):
+            continue
+        det = (B[0] - A[0]) * (C[1] - A[1]) - (C[0] - A[0]) * (B[1] - A[1])
+        if det == 0:
+            continue
+        u = ((px - A[0]) * (C[1] - A[1]) - (C[0] - A[0]) * (py - A[1])) / det
+        v = ((B[0] - A[0]) * (py - A[1]) - (px - A[0]) * (B[1] - A[1])) / det
+        if u < 0 or v < 0 or u + v > 1:
+            continue
+        if A[2] + u * (B[2] - A[2]) + v * (C[2] - A[2]) > pz:
+            n += 1
+    return n % 2 == 1
+
+
+def test_orbit_and_pan_in_the_page_never_put_the_camera_inside_the_mesh():
+    """Zoomed onto the cheek until the wheel's clamp holds, middle drags orbit about the cheek
+    (half a turn and more: unclamped, the eye would swing through the head) and Shift + middle
+    drags pan every way: after each drag the eye is outside the head (a ray cast here, the
+    parity of the triangles it crosses) and no vertex in view is nearer than the near plane; the
+    clamp refused some steps."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        verts, tris = T.dump(srv, "nav.obj")
+        flat = T.page_positions(d)
+        press(d, Keys.NUMPAD1)
+        wait_for("the front view", lambda: d.execute_script("return deformView.eyeDirection[2] > 0.99"), 10)
+        nose = verts[20400]
+        cheek = max((i for i in range(len(verts)) if abs(verts[i][0] - nose[0] - 0.035) < 0.004 and abs(verts[i][1] - nose[1]) < 0.004),
+                    key=lambda i: verts[i][2])
+        canvas = canvas_origin(d)
+        e = css_of_vertex(d, cheek)
+        ox, oy = int(e["x"] - canvas.size["width"] / 2), int(e["y"] - canvas.size["height"] / 2)
+        ActionChains(d).move_to_element_with_offset(canvas, ox, oy).perform()
+        for _ in range(80):
+            if d.execute_script("return deformView.zoomClamped") >= 2:
+                break
+            ActionChains(d).scroll_from_origin(ScrollOrigin.from_element(canvas, ox, oy), 0, -100).perform()
+        look0 = d.execute_script("return deformView.eyeDirection")
+        turned = 0
+
+        def drag(dx, dy, shift):
+            a = ActionBuilder(d, mouse=PointerInput(POINTER_MOUSE, "mouse"))
+            if shift:
+                a.key_action.key_down(Keys.SHIFT)
+            a.pointer_action.move_to(canvas, ox, oy).pointer_down(MouseButton.MIDDLE)
+            for k in range(1, 4):
+                a.pointer_action.move_to(canvas, ox + dx * k // 3, oy + dy * k // 3)
+            a.pointer_action.pointer_up(MouseButton.MIDDLE)
+            if shift:
+                a.key_action.key_up(Keys.SHIFT)
+            a.perform()
+            eye = d.execute_script("return deformView.cameraPose()")["eye"]
+            cam = view_of(d)
+            near = nearest_in_view(cam, flat)
+            what = f"after a {'pan' if shift else 'orbit'} of ({dx}, {dy})"
+            if eye_inside(verts, tris, eye):
+                fail(f"{what} the eye {eye} is inside the head")
+            if near is not None and not cam["clip"]["near"] < near:
+                fail(f"{what} the near plane at {cam['clip']['near']:.5g} cuts the mesh (a vertex in view at {near:.5g})")
+
+        for _ in range(8):  # 8 x 60 px: 3.8 radians about the cheek
+            drag(60, 0, False)
+            turned = max(turned, math.dist(look0, d.execute_script("return deformView.eyeDirection")))
+        orbit_clamped = d.execute_script("return deformView.navClamped")
+        for dx, dy in ((80, 0), (-80, 0), (0, 80), (0, -80)):
+            for _ in range(2):
+                drag(dx, dy, True)
+        clamped = d.execute_script("return deformView.navClamped")
+        print(f"orbit: the view turned by up to {turned:.3f}, {orbit_clamped} orbit steps refused; {clamped - orbit_clamped} pan steps refused")
+        if turned < 0.05:
+            fail("the orbit did not turn the camera at all")
+        if orbit_clamped < 1:
+            fail("half a turn about the cheek at the closest zoom was never held back")
+        T.shot(d, "page-orbit-clamped.png")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 def test_the_gpu_pick_at_a_pixel_equals_the_cpu_ray_cast():
     """A 9 × 7 grid of pixels over the head, from the front and after an orbit: where the CPU ray
     cast over every triangle hits, the GPU pick hits the same vertex (a different one only where

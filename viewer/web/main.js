@@ -17,7 +17,7 @@
 //
 // DOES NOT decode frames (protocol.js) or write GL (render.js).
 
-import { Camera, pick } from './camera.js';
+import { Camera, inside, pick } from './camera.js';
 import { Net } from './net.js';
 import { Presence, applyCamera, drawPresence, showPeople, stateOf } from './presence.js';
 import * as P from './protocol.js';
@@ -517,12 +517,23 @@ function startNav(x, y, pan) {
   }
 }
 
+// Orbit and pan keep the camera out of the mesh as the wheel does: a step that would bring the
+// nearest vertex in view closer than 1 % of the shape's radius, or put the eye inside the
+// surface, is not taken (deformView.navClamped counts them).
 function moveNav(dx, dy) {
+  const before = { center: [...camera.center], yaw: camera.yaw, pitch: camera.pitch };
   if (nav.pan) {
     const w = screenToWorld(nav.depthAt, dx, dy);
     camera.center = camera.center.map((c, i) => c - w[i]);
   } else {
     camera.orbit(-dx * 0.008, dy * 0.008, nav.pivot);
+  }
+  if (net.replica.ready) {
+    const pos = shapePositions();
+    if (depthSpan(pos).near < 0.01 * camera.radius || inside(pos, net.replica.snapshot.triangles, camera.eye())) {
+      Object.assign(camera, before);
+      state.navClamped = (state.navClamped || 0) + 1;
+    }
   }
   cameraMoved();
 }
@@ -1045,6 +1056,7 @@ window.deformView = {
   get clip() { return camera.clip && { ...camera.clip }; },
   get view() { return camera.view ? Array.from(camera.view) : null; },
   get zoomClamped() { return state.zoomClamped || 0; },
+  get navClamped() { return state.navClamped || 0; }, // orbit and pan steps not taken (moveNav)
   get lastStroke() { return state.lastStroke || null; },
   get circleHit() { return state.circleHit || null; },
   get mode() { return mode; },
