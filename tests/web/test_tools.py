@@ -8,8 +8,12 @@ camera's own matrices (where every vertex in view lies against the near plane); 
 over every triangle (camera.js pick) for the GPU pick; the server's sculpt layer (sculpt.get) for
 what a stroke did, against the page's normals from before it; JSON-RPC for sessions and history.
 """
+import base64
+import json
 import math
 import os
+import struct
+import subprocess
 import sys
 import time
 
@@ -502,6 +506,103 @@ def drop_file(d, name, text):
       dt.items.add(new File([arguments[1]], arguments[0], {type: 'text/plain'}));
       window.dispatchEvent(new DragEvent('dragover', {dataTransfer: dt, bubbles: true, cancelable: true}));
       window.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));""", name, text)
+
+
+def captured_download(d, button):
+    """Clicks a download button with URL.createObjectURL watched: the Blob the page saves, as
+    base64 (fetched in pieces), and the file name it saves it under."""
+    d.execute_script("""
+        window.__saved = null;
+        if (!window.__wrapped) {
+          const make = URL.createObjectURL;
+          URL.createObjectURL = (b) => { window.__blob = b; return make(b); };
+          const click = HTMLAnchorElement.prototype.click;
+          HTMLAnchorElement.prototype.click = function () { if (this.download) window.__saved = this.download; return click.call(this); };
+          window.__wrapped = true;
+        }
+        window.__blob = null;
+        document.getElementById(arguments[0]).click();""", button)
+    name = wait_for(f"the {button} file", lambda: d.execute_script("return window.__saved"), 60)
+    d.execute_script("""window.__bytes = null;
+        window.__blob.arrayBuffer().then((a) => { window.__bytes = new Uint8Array(a); });""")
+    n = wait_for("the blob's bytes", lambda: d.execute_script("return window.__bytes && window.__bytes.length"), 30)
+    parts = []
+    for at in range(0, n, 1 << 20):
+        parts.append(base64.b64decode(d.execute_script("""
+            const b = window.__bytes.subarray(arguments[0], arguments[0] + (1 << 20));
+            let s = ''; for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
+            return btoa(s);""", at)))
+    return name, b"".join(parts)
+
+
+def test_the_pages_obj_and_glb_downloads_hold_the_sculpt_and_history_revert_brings_a_step_back():
+    """Two brush strokes (JSON-RPC), then the page's OBJ and GLB buttons: the files they save,
+    parsed here, hold the base head plus the sculpt (sculpt.get's offsets; OBJ text to 1e-5,
+    GLB POSITION float32 exactly enough: 1e-6), the GLB's 68 morph targets. Then the page's
+    history panel's revert on the first stroke brings the session back to the offsets it had
+    after it."""
+    data = os.path.join(T.TMP, f"data-{time.time_ns()}")
+    os.makedirs(data)
+    srv = Server("--data", data, admin_token="admintoken-0123456789")
+    d = browser()
+    try:
+        head = os.path.join(T.TMP, "export-base.obj")
+        subprocess.run([os.path.join(T.BUILD, "bin", "deformd"), "--write-demo", head], check=True, capture_output=True)
+        base, _ = T.read_obj(head)
+        open_page(d, srv, "session=demo&token=admintoken-0123456789")
+        for k, c in enumerate(([0.046, -0.016, 0.075], [-0.03, 0.02, 0.085])):
+            srv.call("brush.stroke", {"session": "demo", "brush": "inflate", "radius": 0.02, "strength": 0.4, "samples": [{"center": c}]})
+            wait_for(f"stroke {k + 1}", lambda: len(srv.call("history.list", {"session": "demo"})["steps"]) == k + 1, 30)
+            if k == 0:
+                first = srv.call("sculpt.get", {"session": "demo"})
+        now = srv.call("sculpt.get", {"session": "demo"})
+        if not len(now["offsets"]) > len(first["offsets"]):
+            fail("the second stroke sculpted nothing new: the revert below would prove nothing")
+        want = [list(p) for p in base]
+        for i, o in now["offsets"].items():
+            for c in range(3):
+                want[int(i)][c] += o[c]
+        name, obj = captured_download(d, "download-obj")
+        verts = [tuple(float(x) for x in line.split()[1:4]) for line in obj.decode().splitlines() if line.startswith("v ")]
+        err = max(abs(verts[i][c] - want[i][c]) for i in range(len(want)) for c in range(3)) if len(verts) == len(want) else None
+        print(f"{name}: {len(obj)} bytes, {len(verts)} vertices, max |v - (base + sculpt)| {err}")
+        if err is None or err > 1e-5:
+            fail(f"the OBJ download is not the sculpted head ({len(verts)} vertices, error {err})")
+        name, glb = captured_download(d, "download-glb")
+        magic, version, length = struct.unpack_from("<4sII", glb, 0)
+        jlen, jtype = struct.unpack_from("<II", glb, 12)
+        if magic != b"glTF" or version != 2 or length != len(glb) or jtype != 0x4E4F534A:
+            fail(f"the GLB download's header is {magic!r} {version} {length} (of {len(glb)} bytes)")
+        gltf = json.loads(glb[20:20 + jlen])
+        blen, btype = struct.unpack_from("<II", glb, 20 + jlen)
+        binary = glb[28 + jlen:28 + jlen + blen]
+        prim = gltf["meshes"][0]["primitives"][0]
+        acc = gltf["accessors"][prim["attributes"]["POSITION"]]
+        view = gltf["bufferViews"][acc["bufferView"]]
+        at = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+        pos = struct.unpack_from(f"<{3 * acc['count']}f", binary, at)
+        err = max(abs(pos[3 * i + c] - want[i][c]) for i in range(len(want)) for c in range(3)) if acc["count"] == len(want) else None
+        print(f"{name}: {len(glb)} bytes, {acc['count']} positions, {len(prim.get('targets', []))} morph targets, "
+              f"max |POSITION - (base + sculpt)| {err}")
+        if err is None or err > 1e-6 or len(prim.get("targets", [])) != 68:
+            fail(f"the GLB download is not the sculpted head with its targets (error {err})")
+        # The history panel: revert to the state after the first stroke.
+        d.find_element(By.ID, "history-button").click()
+        rows = wait_for("the history rows", lambda: d.execute_script(
+            "return document.querySelectorAll('#history-list .step button').length") == 2 or None, 30)
+        d.execute_script("document.querySelectorAll('#history-list .step button')[1].click()")  # newest first: [1] is stroke 1
+        wait_for("the revert", lambda: srv.call("sculpt.get", {"session": "demo"})["version"] > now["version"], 30)
+        back = srv.call("sculpt.get", {"session": "demo"})
+        err = max((abs(back["offsets"].get(i, [0, 0, 0])[c] - first["offsets"].get(i, [0, 0, 0])[c])
+                   for i in set(back["offsets"]) | set(first["offsets"]) for c in range(3)), default=0)
+        print(f"revert: version {now['version']} -> {back['version']}, {len(back['offsets'])} sculpted vertices "
+              f"(after stroke 1: {len(first['offsets'])}), max difference {err}")
+        if err > 1e-7 or rows is None:
+            fail(f"the page's revert did not bring back the state after stroke 1 (difference {err})")
+        T.shot(d, "page-history-reverted.png")
+    finally:
+        d.quit()
+        srv.stop()
 
 
 def test_a_dropped_file_opens_a_session_and_the_page_says_why_not_without_a_data_directory():
