@@ -679,6 +679,9 @@ def test_the_page_shows_matcaps_the_brush_circles_and_the_key_sheet():
             fail(f"clay is not greyish: {colours['1']}")
         if len(set(colours.values())) < 4:
             fail("two shadings look the same")
+        press(d, "c")  # C cycles, as deform-view's: after skin comes lit
+        if d.execute_script("return document.getElementById('shade').value") != "0":
+            fail("C did not cycle the shading from skin back to lit")
         d.execute_script("deformView.setMode('brush')")
         canvas = canvas_origin(d)
         nose = css_of_vertex(d, 20400)
@@ -710,7 +713,7 @@ def test_the_page_shows_matcaps_the_brush_circles_and_the_key_sheet():
         press(d, "h")
         sheet = wait_for("the key sheet", lambda: d.execute_script(
             "const k = document.getElementById('keys'); return k.hidden ? null : k.textContent"), 10)
-        for key in ("middle drag", "Shift + middle drag", "wheel", "Home", "numpad .", "Ctrl", "Shift + F", "pen pressure"):
+        for key in ("middle drag", "Shift + middle drag", "wheel", "Home", "numpad .", "Ctrl", "Shift + F", "pen pressure", "X, Y, Z", "shading"):
             if key not in sheet:
                 fail(f"the key sheet does not list {key}")
         T.shot(d, "page-keys.png")

@@ -720,7 +720,15 @@ addEventListener('keydown', (e) => {
   else if (e.code === 'Home') frameAll();
   else if (e.code === 'NumpadDecimal') framePicked();
   else if (e.code === 'KeyF' && !e.ctrlKey && !e.metaKey && !e.altKey) startValueDrag(e.shiftKey ? 'strength' : 'radius');
-  else return;
+  else if (e.code === 'KeyC' && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    const s = $('shade'); // lit, clay, red wax, skin, as deform-view's C
+    s.value = String((parseInt(s.value, 10) + 1) % s.options.length);
+    s.dispatchEvent(new Event('change'));
+  } else if (['KeyX', 'KeyY', 'KeyZ'].includes(e.code) && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    const box = $(`sym-${e.code[3].toLowerCase()}`); // one plane at a time, as deform-view's X, Y, Z
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event('change'));
+  } else return;
   e.preventDefault();
 });
 
