@@ -37,6 +37,15 @@ static void poll_until(vw_net *n, uint64_t version) {
   test__fail(__FILE__, __LINE__, "the viewer did not reach version %llu (%s)", (unsigned long long)version, n->last_error);
 }
 
+/* deformd with the demo head, and an editor on it (author "ana") that has the snapshot. */
+static void start_editor(harness *h, vw_net *n) {
+  const char *const args[] = {"--demo", NULL};
+  harness_start(h, "demo", args);
+  vw_net_init(n, "127.0.0.1", h->stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_author(n, "ana");
+  poll_until(n, 0);
+}
+
 /* Sends deform-view's stroke of brush key `kind` across the cheek with the modifiers given, and
  * returns the sum over moved vertices of offset · normal, with how many moved. */
 static double stroke_along_normal(vw_net *n, int kind, int ctrl, int shift, uint64_t *version, uint32_t *moved) {
@@ -84,12 +93,8 @@ TEST(ctrl_digs_with_draw_inflate_crease_and_layer_and_shift_smooths) {
   ASSERT(strcmp(vw_brush_names[VW_BRUSH_SMOOTH], "smooth") == 0 && vw_brush_ids[VW_BRUSH_SMOOTH] == 2);
   /* On the server: draw raises the cheek, Ctrl+draw digs it, Shift smooths the dig back. */
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   vw_net n;
-  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
-  vw_net_set_author(&n, "ana");
-  poll_until(&n, 0);
+  start_editor(&h, &n);
   uint64_t version = 0;
   uint32_t moved;
   double raise = stroke_along_normal(&n, VW_BRUSH_DRAW, 0, 0, &version, &moved);
@@ -161,12 +166,8 @@ static float *stroke_offsets(vw_net *n, const float a[3], const float b[3], uint
 
 TEST(a_stroke_with_symmetry_y_sculpts_its_mirror_image_across_the_demo_heads_up_axis_too) {
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   vw_net n;
-  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
-  vw_net_set_author(&n, "ana");
-  poll_until(&n, 0);
+  start_editor(&h, &n);
   const mesh *m = n.replica.mesh;
   uint32_t nv = m->vertex_count;
   float a[3], b[3], ma[3], mb[3];

@@ -97,6 +97,17 @@ def viewport_xy(d, css):
     return r["x"] + css["x"], r["y"] + css["y"]
 
 
+def page_in_view(d, srv, key, axis, name):
+    """Opens the page; the shape deformctl holds (written to `name`) and the page's positions;
+    then the numpad view `key`, once the eye looks from +axis."""
+    open_page(d, srv)
+    verts, tris = T.dump(srv, name)
+    flat = T.page_positions(d)
+    press(d, key)
+    wait_for("the view", lambda: d.execute_script(f"return deformView.eyeDirection[{axis}] > 0.99"), 10)
+    return verts, tris, flat
+
+
 # ---- tests --------------------------------------------------------------------------------------
 
 def test_zooming_toward_the_ear_in_the_page_never_puts_the_near_plane_inside_the_mesh():
@@ -108,14 +119,10 @@ def test_zooming_toward_the_ear_in_the_page_never_puts_the_near_plane_inside_the
     srv = Server()
     d = browser()
     try:
-        open_page(d, srv)
-        verts, _ = T.dump(srv, "zoom.obj")
-        flat = T.page_positions(d)
+        verts, _, flat = page_in_view(d, srv, Keys.NUMPAD3, 0, "zoom.obj")
         if not T.max_error(flat, verts) <= 1e-5 * T.diagonal(verts):
             fail("the page's positions are not deformctl's")
         ear = max(range(len(verts)), key=lambda i: verts[i][0])
-        press(d, Keys.NUMPAD3)
-        wait_for("the right view", lambda: d.execute_script("return deformView.eyeDirection[0] > 0.99"), 10)
         canvas = canvas_origin(d)
         e = css_of_vertex(d, ear)
         ox, oy = int(e["x"] - canvas.size["width"] / 2), int(e["y"] - canvas.size["height"] / 2)
@@ -243,11 +250,7 @@ def test_orbit_and_pan_in_the_page_never_put_the_camera_inside_the_mesh():
     srv = Server()
     d = browser()
     try:
-        open_page(d, srv)
-        verts, tris = T.dump(srv, "nav.obj")
-        flat = T.page_positions(d)
-        press(d, Keys.NUMPAD1)
-        wait_for("the front view", lambda: d.execute_script("return deformView.eyeDirection[2] > 0.99"), 10)
+        verts, tris, flat = page_in_view(d, srv, Keys.NUMPAD1, 2, "nav.obj")
         nose = verts[20400]
         cheek = max((i for i in range(len(verts)) if abs(verts[i][0] - nose[0] - 0.035) < 0.004 and abs(verts[i][1] - nose[1]) < 0.004),
                     key=lambda i: verts[i][2])
