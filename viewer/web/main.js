@@ -196,13 +196,18 @@ function frame() {
   showStatus();
 }
 
-function frameCamera(pos) {
-  const lo = [Infinity, Infinity, Infinity];
-  const hi = [-Infinity, -Infinity, -Infinity];
+// The bounding box {lo, hi} of positions (x, y, z after one another).
+function boxOf(pos) {
+  const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   for (let i = 0; i < pos.length; i++) {
     lo[i % 3] = Math.min(lo[i % 3], pos[i]);
     hi[i % 3] = Math.max(hi[i % 3], pos[i]);
   }
+  return { lo, hi };
+}
+
+function frameCamera(pos) {
+  const { lo, hi } = boxOf(pos);
   camera.frame(lo, hi);
   framed = true;
 }
@@ -437,6 +442,16 @@ function screenToWorld(p, dx, dy) {
 // range and the zoom's clamp need them.
 let shapeSerial = 0;
 const shapeCache = { serial: -1, positions: null };
+// The shape's bounding box, {lo, hi}, computed once per shape.
+function shapeBox() {
+  const pos = shapePositions();
+  if (shapeCache.boxSerial !== shapeSerial) {
+    shapeCache.box = boxOf(pos);
+    shapeCache.boxSerial = shapeSerial;
+  }
+  return shapeCache.box;
+}
+
 function shapePositions() {
   if (shapeCache.serial !== shapeSerial) {
     shapeCache.positions = renderer.positions();
@@ -529,8 +544,10 @@ function moveNav(dx, dy) {
     camera.orbit(-dx * 0.008, dy * 0.008, nav.pivot);
   }
   if (net.replica.ready) {
-    const pos = shapePositions();
-    if (depthSpan(pos).near < 0.01 * camera.radius || inside(pos, net.replica.snapshot.triangles, camera.eye())) {
+    const pos = shapePositions(), e = camera.eye(), box = shapeBox();
+    // The ray cast (every triangle) only where the eye could be inside: within the bounding box.
+    const inBox = [0, 1, 2].every((k) => e[k] >= box.lo[k] && e[k] <= box.hi[k]);
+    if (depthSpan(pos).near < 0.01 * camera.radius || (inBox && inside(pos, net.replica.snapshot.triangles, e))) {
       Object.assign(camera, before);
       state.navClamped = (state.navClamped || 0) + 1;
     }
