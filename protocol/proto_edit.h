@@ -68,6 +68,7 @@ typedef struct proto_brush {
   uint8_t brush;          /* 0 grab, 1 inflate, 2 smooth, 3 flatten, 4 pinch, 5 draw, 6 crease, 7 layer */
   uint8_t falloff;        /* 0 smoothstep, 1 linear, 2 gaussian, 3 constant */
   uint8_t flags;          /* PROTO_BRUSH_*; other bits must be 0 */
+  uint8_t mirror;         /* byte 8: PROTO_BRUSH_AXIS_* (0: none, or x by flags bit 0) */
   uint32_t count;
   const uint8_t *samples; /* count × 8 float32: center, direction, radius, strength */
 } proto_brush;
@@ -79,6 +80,12 @@ typedef struct proto_brush {
 #define PROTO_BRUSH_AUTOSMOOTH_SHIFT 4 /* bits 4–7: auto-smoothing n/15 */
 #define PROTO_BRUSH_FLAGS_KNOWN 0xF7
 #define PROTO_MAX_BRUSH_KIND 7
+/* The mirror plane (byte 8, issue 26; it was reserved, sent 0, so older clients mirror as flags
+ * bit 0 says): 1 x = 0 (the same as PROTO_BRUSH_MIRROR_X, which may be set with it), 2 y = 0,
+ * 3 z = 0. Above 3, or 2 or 3 with PROTO_BRUSH_MIRROR_X, is PROTO_EINVAL. */
+#define PROTO_BRUSH_AXIS_X 1
+#define PROTO_BRUSH_AXIS_Y 2
+#define PROTO_BRUSH_AXIS_Z 3
 
 #define PROTO_MAX_BRUSH_SAMPLES 65536
 
@@ -159,6 +166,10 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 /* BRUSH: `flags` PROTO_BRUSH_* (1 alone is mirror_x, as before). */
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
                             uint8_t flags, uint32_t count, const proto_brush_sample *samples);
+/* The same with a mirror plane (PROTO_BRUSH_AXIS_*, 0 none; sets flags bit 0 with x, so that an
+ * older server mirrors an x stroke too). */
+int proto_encode_edit_brush_mirror(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
+                                   uint8_t flags, uint8_t mirror, uint32_t count, const proto_brush_sample *samples);
 int proto_encode_edit_reset(proto_buf *b, uint32_t request_id, uint32_t count, const uint32_t *vertices);
 /* UNDO / REDO (no body) and AUTHOR (a name of 1 to PROTO_MAX_AUTHOR bytes; PROTO_EINVAL
  * otherwise, nothing appended). */

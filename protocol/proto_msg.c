@@ -439,7 +439,19 @@ int proto_encode_edit_gesture_end(proto_buf *b, uint32_t request_id, uint32_t ge
 
 int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
                             uint8_t flags, uint32_t count, const proto_brush_sample *samples) {
-  if (brush > PROTO_MAX_BRUSH_KIND || falloff > 3 || (flags & ~PROTO_BRUSH_FLAGS_KNOWN) || count > PROTO_MAX_BRUSH_SAMPLES)
+  return proto_encode_edit_brush_mirror(b, request_id, brush, falloff, flags, 0, count, samples);
+}
+
+/* A mirror plane the decoder takes: at most z, and only x beside flags bit 0. */
+static int brush_mirror_ok(uint8_t flags, uint8_t mirror) {
+  return mirror <= PROTO_BRUSH_AXIS_Z && !((flags & PROTO_BRUSH_MIRROR_X) && mirror > PROTO_BRUSH_AXIS_X);
+}
+
+int proto_encode_edit_brush_mirror(proto_buf *b, uint32_t request_id, uint8_t brush, uint8_t falloff,
+                                   uint8_t flags, uint8_t mirror, uint32_t count, const proto_brush_sample *samples) {
+  if (mirror == PROTO_BRUSH_AXIS_X) flags |= PROTO_BRUSH_MIRROR_X;
+  if (brush > PROTO_MAX_BRUSH_KIND || falloff > 3 || (flags & ~PROTO_BRUSH_FLAGS_KNOWN) || count > PROTO_MAX_BRUSH_SAMPLES ||
+      !brush_mirror_ok(flags, mirror))
     return PROTO_EINVAL;
   for (uint32_t i = 0; i < count; i++) {
     const proto_brush_sample *x = &samples[i];
@@ -453,7 +465,7 @@ int proto_encode_edit_brush(proto_buf *b, uint32_t request_id, uint8_t brush, ui
   proto__put_u8(b, brush);
   proto__put_u8(b, falloff);
   proto__put_u8(b, flags);
-  proto__put_u8(b, 0);
+  proto__put_u8(b, mirror);
   proto__put_u32(b, count);
   for (uint32_t i = 0; i < count; i++) {
     const proto_brush_sample *x = &samples[i];
@@ -549,13 +561,14 @@ static int get_gesture_begin(proto_cur *c, uint32_t vertex_limit, proto_gesture_
 }
 
 static int get_brush(proto_cur *c, proto_brush *m) {
-  uint8_t reserved;
   CHECK(proto__get_u8(c, &m->brush));
   CHECK(proto__get_u8(c, &m->falloff));
   CHECK(proto__get_u8(c, &m->flags));
-  CHECK(proto__get_u8(c, &reserved));
+  CHECK(proto__get_u8(c, &m->mirror));
   CHECK(proto__get_u32(c, &m->count));
-  if (m->brush > PROTO_MAX_BRUSH_KIND || m->falloff > 3 || (m->flags & ~PROTO_BRUSH_FLAGS_KNOWN)) return PROTO_EINVAL;
+  if (m->brush > PROTO_MAX_BRUSH_KIND || m->falloff > 3 || (m->flags & ~PROTO_BRUSH_FLAGS_KNOWN) ||
+      !brush_mirror_ok(m->flags, m->mirror))
+    return PROTO_EINVAL;
   if (m->count > PROTO_MAX_BRUSH_SAMPLES) return PROTO_ETOOBIG;
   CHECK(proto__get(c, 32 * (size_t)m->count, &m->samples));
   for (size_t i = 0; i < 8 * (size_t)m->count; i++)

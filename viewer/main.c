@@ -8,7 +8,7 @@
  *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
  *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]
- *               [--wireframe] [--unlit]
+ *               [--wireframe] [--unlit] [--shading lit|clay|wax|skin]
  *
  * It speaks protocol version 2 at the session's default tolerance unless told otherwise:
  * --max-rate asks the server for at most HZ updates a second, --tolerance for a coarser grid
@@ -31,6 +31,7 @@
 #include "vw_open.h"
 #include "vw_hud.h"
 #include "vw_camera.h"
+#include "vw_render.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -41,6 +42,7 @@ static void usage(FILE *out) {
           "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
           "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--wireframe] [--unlit]\n"
+          "                   [--shading lit|clay|wax|skin]  (lit, or a matcap: C cycles them)\n"
           "                   [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]\n"
           "                   [--private]  (share no cursor or camera with the session's other participants)\n"
           "                   [--pick auto|gpu|cpu]  (auto: on the GPU unless GL is a software rasteriser)\n");
@@ -136,6 +138,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "deform-view: --connect needs HOST:PORT\n");
         return 2;
       }
+    } else if (strcmp(a, "--shading") == 0 && vw_render_shading_parse(v) >= 0) {
+      o.shading = vw_render_shading_parse(v);
     } else if (strcmp(a, "--pick") == 0 && (!strcmp(v, "auto") || !strcmp(v, "gpu") || !strcmp(v, "cpu"))) {
       o.pick = v[0] == 'g' ? 2 : v[0] == 'c' ? 1 : 0;
     } else if (strcmp(a, "--session") == 0 && strlen(v) < sizeof(o.session)) {

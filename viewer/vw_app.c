@@ -78,7 +78,7 @@ typedef struct app {
   int noverrides;
   /* input */
   app_mode mode;
-  int wireframe, sliders, help;
+  int wireframe, sliders, help, shading;
   double mx, my;
   int lmb, rmb, mmb, shift, ctrl;
   int orbiting, panning;   /* a middle (or, in view mode, left) drag: orbit about pivot, or pan */
@@ -94,7 +94,8 @@ typedef struct app {
   uint32_t gesture, next_gesture;
   float grab[3], plane_n[3];
   /* brush */
-  int brushing, brush_kind, mirror, front_only, autosmooth;
+  int brushing, brush_kind, front_only, autosmooth;
+  int mirror;              /* the symmetry plane, PROTO_BRUSH_AXIS_*: 0 none, 1 x, 2 y, 3 z */
   int stroke_kind;         /* the brush of the stroke under way (Shift: smooth) and its strength */
   float stroke_strength;
   int stroke_sent;         /* a batch of this stroke went out: the next ones continue it */
@@ -228,10 +229,10 @@ static void add_path_point(app *a) {
 /* Sends the points gathered since the last batch. Needs the lock. */
 static void send_path(app *a) {
   if (a->npath == 0) return;
-  uint8_t flags = (uint8_t)((a->mirror ? PROTO_BRUSH_MIRROR_X : 0) | (a->front_only ? PROTO_BRUSH_FRONT_ONLY : 0) |
+  uint8_t flags = (uint8_t)((a->front_only ? PROTO_BRUSH_FRONT_ONLY : 0) |
                             (a->stroke_sent ? PROTO_BRUSH_CONTINUE : 0) |
                             (a->autosmooth ? 8 << PROTO_BRUSH_AUTOSMOOTH_SHIFT : 0));
-  if (vw_net_brush(&a->net, vw_brush_ids[a->stroke_kind], 0, flags, a->npath, a->path) == 0) {
+  if (vw_net_brush(&a->net, vw_brush_ids[a->stroke_kind], 0, flags, (uint8_t)a->mirror, a->npath, a->path) == 0) {
     const char *why = vw_hud_why_no_edit(&a->net);
     vw_hud_flash(&a->hud, vw_net_now_ms(), "stroke not sent: %s", why ? why : a->net.last_error);
   }
@@ -334,6 +335,10 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
       }
       break;
     case GLFW_KEY_W: a->wireframe = !a->wireframe; break;
+    case GLFW_KEY_C: /* lit, clay, red wax, skin (vw_render.h) */
+      vw_render_set_shading(a->render, a->shading = (a->shading + 1) % VW_SHADING_COUNT);
+      vw_hud_flash(&a->hud, vw_net_now_ms(), "shading: %s", vw_render_shading_name(a->shading));
+      break;
     case GLFW_KEY_F: begin_adjust(a); break;
     case GLFW_KEY_HOME: a->framed = 0; break;
     case GLFW_KEY_KP_DECIMAL: frame_picked(a); break;
@@ -355,10 +360,11 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
     case GLFW_KEY_V: set_mode(a, MODE_VIEW); break;
     case GLFW_KEY_G: set_mode(a, MODE_DRAG); break;
     case GLFW_KEY_B: set_mode(a, MODE_BRUSH); break;
-    case GLFW_KEY_X: a->mirror = !a->mirror; break;
-    case GLFW_KEY_Y: case GLFW_KEY_Z: /* Ctrl: the server's history (per author); else symmetry, X only */
-      if (!a->ctrl) vw_hud_flash(&a->hud, vw_net_now_ms(), "symmetry: X only (the server mirrors across x = 0 only)");
-      else if (may_edit(a) && vw_net_history(&a->net, key == GLFW_KEY_Y || a->shift))
+    case GLFW_KEY_X: case GLFW_KEY_Y: case GLFW_KEY_Z: /* symmetry (one plane); Ctrl+Y, Z: the history */
+      if (!a->ctrl) {
+        int axis = key == GLFW_KEY_X ? PROTO_BRUSH_AXIS_X : key == GLFW_KEY_Y ? PROTO_BRUSH_AXIS_Y : PROTO_BRUSH_AXIS_Z;
+        a->mirror = a->mirror == axis ? 0 : axis;
+      } else if (key != GLFW_KEY_X && may_edit(a) && vw_net_history(&a->net, key == GLFW_KEY_Y || a->shift))
         vw_hud_flash(&a->hud, vw_net_now_ms(), key == GLFW_KEY_Z && !a->shift ? "undo" : "redo");
       break;
     case GLFW_KEY_M: /* Blender's mask keys: M the mask brush, Alt+M clear */
@@ -676,9 +682,10 @@ static void draw_overlay(app *a) {
   vw_render_text(r, 8, 6, 1.5f, state_colour, vw_hud_state_name(st));
   vw_render_text(r, 8 + 9.0f * (float)strlen(vw_hud_state_name(st)) + 12, 6, 1.5f, vw_ink_white, line);
   if (a->mode == MODE_BRUSH) {
+    static const char *const mirror_names[4] = {"", "  mirror x", "  mirror y", "  mirror z"};
     snprintf(line, sizeof(line), "brush %s  radius %.3f  strength %.2f%s%s%s%s  (Ctrl digs, Shift smooths, F radius, "
              "Shift+F strength, H for help)",
-             vw_brush_names[a->brush_kind], a->brush_radius, a->brush_strength, a->mirror ? "  mirror x" : "",
+             vw_brush_names[a->brush_kind], a->brush_radius, a->brush_strength, mirror_names[a->mirror & 3],
              a->front_only ? "  front faces" : "  all faces", a->autosmooth ? "  autosmooth" : "",
              a->lazy ? "  stabiliser" : "");
     vw_render_text(r, 8, 30, 1.5f, vw_ink_grey, line);
@@ -843,6 +850,7 @@ int vw_app_run(const vw_app_opts *o) {
     goto out;
   }
   vw_render_set_unlit(a->render, o->unlit);
+  vw_render_set_shading(a->render, a->shading = o->shading);
   if (shot) {
     /* Off-screen: a framebuffer of our own, so no window system decides what gets drawn. The
      * overlay only with --overlay. */

@@ -32,6 +32,7 @@ typedef struct vw_app_opts {
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
   int wireframe;
   int unlit;               /* --unlit: base colour × texture without the lights */
+  int shading;             /* --shading lit|clay|wax|skin: VW_SHADING_* (vw_render.h), 0 lit */
   int private_presence;    /* --private: share no cursor or camera (still listed by name) */
   double timeout_s;        /* screenshot: give up after this long (default 60) */
   int overlay;             /* screenshot: draw the status line and the slider panel too */

@@ -636,10 +636,10 @@ uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture) {
   return id ? edit_end(n, id, proto_encode_edit_gesture_end(&n->out, id, gesture)) : 0;
 }
 
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint8_t mirror, uint32_t count,
                       const proto_brush_sample *samples) {
   uint32_t id = edit_begin(n);
-  return id ? edit_end(n, id, proto_encode_edit_brush(&n->out, id, brush, falloff, flags, count, samples)) : 0;
+  return id ? edit_end(n, id, proto_encode_edit_brush_mirror(&n->out, id, brush, falloff, flags, mirror, count, samples)) : 0;
 }
 
 uint32_t vw_net_mask(vw_net *n, const proto_mask_edit *m, const float *samples) {

@@ -152,11 +152,12 @@ uint32_t vw_net_gesture_begin(vw_net *n, const proto_gesture_begin *g, const uin
                               const uint32_t *roi, const uint32_t *anchors);
 uint32_t vw_net_gesture_drag(vw_net *n, const proto_gesture_drag *d);
 uint32_t vw_net_gesture_end(vw_net *n, uint32_t gesture);
-/* A brush stroke or a piece of one: `flags` PROTO_BRUSH_* (mirror, front faces only, continue,
- * auto-smooth), as in proto_encode_edit_brush. */
+/* A brush stroke or a piece of one: `flags` PROTO_BRUSH_* (front faces only, continue,
+ * auto-smooth) and `mirror` its symmetry plane (PROTO_BRUSH_AXIS_*, 0 none), as in
+ * proto_encode_edit_brush_mirror. */
 /* A step of the author's mask (EDIT MASK, proto_encode_edit_mask; samples: 5 floats each). */
 uint32_t vw_net_mask(vw_net *n, const proto_mask_edit *m, const float *samples);
-uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint32_t count,
+uint32_t vw_net_brush(vw_net *n, uint8_t brush, uint8_t falloff, uint8_t flags, uint8_t mirror, uint32_t count,
                       const proto_brush_sample *samples);
 uint32_t vw_net_reset(vw_net *n, uint32_t count, const uint32_t *vertices); /* count 0: every vertex */
 /* Undo (or redo) this author's newest step on the server (its history: survives reconnects and

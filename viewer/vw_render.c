@@ -37,7 +37,7 @@ typedef struct ui_vertex {
 
 /* The uniforms of a program that draws the lit mesh (-1 where it has none). */
 typedef struct mesh_uniforms {
-  GLint viewproj, eye, color, flat, r2t, normals, line, viewport, tex, textured, unlit;
+  GLint viewproj, eye, color, flat, r2t, normals, line, viewport, tex, textured, unlit, shade, view;
 } mesh_uniforms;
 
 static void find_uniforms(GLuint prog, mesh_uniforms *u) {
@@ -52,6 +52,8 @@ static void find_uniforms(GLuint prog, mesh_uniforms *u) {
   u->tex = glGetUniformLocation(prog, "uTex");
   u->textured = glGetUniformLocation(prog, "uTextured");
   u->unlit = glGetUniformLocation(prog, "uUnlit");
+  u->shade = glGetUniformLocation(prog, "uShade");
+  u->view = glGetUniformLocation(prog, "uView");
 }
 
 struct vw_render {
@@ -62,6 +64,7 @@ struct vw_render {
   GLuint mask_buffer;      /* one float per render vertex (vw_mask.c), 0: no mask */
   const vw_textures *textures; /* UVs, images, submesh ranges (vw_texture.c), NULL: none */
   int unlit;               /* base colour × texture without the lights (--unlit) */
+  int shading;             /* VW_SHADING_*: lit, or a matcap (--shading) */
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
@@ -144,6 +147,19 @@ static void bind_mesh(vw_render *r, vw_gpu *g) {
 
 void vw_render_set_textures(vw_render *r, const vw_textures *t) { r->textures = t; }
 void vw_render_set_unlit(vw_render *r, int unlit) { r->unlit = unlit; }
+void vw_render_set_shading(vw_render *r, int shading) { r->shading = shading; }
+
+static const char *const shading_names[VW_SHADING_COUNT] = {"lit", "clay", "wax", "skin"};
+
+const char *vw_render_shading_name(int shading) {
+  return shading >= 0 && shading < VW_SHADING_COUNT ? shading_names[shading] : NULL;
+}
+
+int vw_render_shading_parse(const char *name) {
+  for (int k = 0; k < VW_SHADING_COUNT; k++)
+    if (strcmp(name, shading_names[k]) == 0) return k;
+  return -1;
+}
 
 /* The untextured mesh's colour, and each submesh's: its base colour (else that grey) times its
  * image (else white). One draw per submesh; a mesh without materials is one draw. */
@@ -192,6 +208,10 @@ void vw_render_scene(vw_render *r, vw_gpu *g, const vw_camera *cam, int width, i
   glUniform1i(u->r2t, 0);
   glUniform1i(u->normals, 1);
   glUniform1i(u->flat, 0); /* (-1 locations are ignored by GL) */
+  mat3 view3;
+  glm_mat4_pick3(view, view3);
+  glUniformMatrix3fv(u->view, 1, GL_FALSE, (const float *)view3);
+  glUniform1i(u->shade, r->shading);
   glUniform4f(u->line, 0.08f, 0.09f, 0.12f, 0.85f);
   glUniform2f(u->viewport, (float)width, (float)height);
   glActiveTexture(GL_TEXTURE0);

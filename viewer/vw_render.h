@@ -30,6 +30,12 @@ void vw_render_set_textures(vw_render *r, const vw_textures *t);
 /* 1: base colour × texture as it is, without the lights (deform-view --unlit: what the texture
  * holds, and what pixel checks compare against). */
 void vw_render_set_unlit(vw_render *r, int unlit);
+/* Lit (the default), or a matcap of the view-space normal, the page's formula (viewer/README.md). */
+enum { VW_SHADING_LIT = 0, VW_SHADING_CLAY, VW_SHADING_WAX, VW_SHADING_SKIN, VW_SHADING_COUNT };
+void vw_render_set_shading(vw_render *r, int shading);
+/* "lit", "clay", "wax", "skin" (NULL for another value), and back (-1 for another name). */
+const char *vw_render_shading_name(int shading);
+int vw_render_shading_parse(const char *name);
 /* A 3D point marker (e.g. the picked vertex or the brush centre), `size` pixels, and a circle of
  * world radius `radius` around it facing the camera (0 for none). */
 void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,

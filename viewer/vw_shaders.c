@@ -154,6 +154,31 @@ static const char render_mesh_vs[] =
   "  c += vec3(0.08) * pow(1.0 - max(dot(n, v), 0.0), 3.0);\n"                        \
   "  return c;\n"                                                                     \
   "}\n"
+/* The matcaps (issue 26), exactly the page's MATCAP_GLSL (viewer/web/render.js; the formula is in
+ * viewer/README.md): k 0 clay, 1 red wax, 2 skin, of n the unit normal in view space (z toward
+ * the eye). Not gamma-corrected: these are the colours written. */
+#define MATCAP_FN                                                                                             \
+  "vec3 matcap(int k, vec3 n) {\n"                                                                            \
+  "  vec3 dark[3] = vec3[3](vec3(0.28, 0.24, 0.22), vec3(0.22, 0.02, 0.02), vec3(0.36, 0.18, 0.14));\n"      \
+  "  vec3 lite[3] = vec3[3](vec3(0.80, 0.74, 0.68), vec3(0.86, 0.18, 0.13), vec3(0.96, 0.75, 0.63));\n"      \
+  "  vec3 rimc[3] = vec3[3](vec3(0.10, 0.10, 0.12), vec3(0.40, 0.10, 0.06), vec3(0.45, 0.20, 0.15));\n"      \
+  "  float spec[3] = float[3](0.06, 0.45, 0.12);\n"                                                          \
+  "  float shin[3] = float[3](8.0, 40.0, 20.0);\n"                                                           \
+  "  vec3 l = normalize(vec3(-0.4, 0.6, 0.7));\n"                                                            \
+  "  vec3 h = normalize(l + vec3(0.0, 0.0, 1.0));\n"                                                         \
+  "  float d = 0.5 + 0.5 * dot(n, l);\n"                                                                     \
+  "  float r = pow(1.0 - max(n.z, 0.0), 3.0);\n"                                                             \
+  "  float s = pow(max(dot(n, h), 0.0), shin[k]);\n"                                                         \
+  "  return mix(dark[k], lite[k], d) + rimc[k] * r + vec3(spec[k] * s);\n"                                   \
+  "}\n"                                                                                                      \
+  /* uShade 1 + k: matcap k of the world normal turned into view space (facing the eye, as shade's). */       \
+  "uniform int uShade;\n"                                                                                    \
+  "uniform mat3 uView;\n"                                                                                    \
+  "vec3 matcap_of(vec3 normal, vec3 pos, vec3 eye) {\n"                                                      \
+  "  vec3 n = normalize(normal);\n"                                                                          \
+  "  if (dot(n, eye - pos) < 0.0) n = -n;\n"                                                                 \
+  "  return clamp(matcap(uShade - 1, normalize(uView * n)), 0.0, 1.0);\n"                                    \
+  "}\n"
 /* A submesh's base colour: its material's (uColor: linear) times its image (sRGB texture, so
  * sampled linear) at (u, 1 - v), row 0 of the image being its top (vw_texture.c). */
 #define ALBEDO_FN                                                                     \
@@ -178,10 +203,12 @@ static const char render_mesh_fs[] =
     "out vec4 fragColor;\n"
     SHADE_FN
     ALBEDO_FN
+    MATCAP_FN
     "void main() {\n"
     "  if (uFlat != 0) { fragColor = uColor; return; }\n"
     "  vec3 base = albedo(vUV) * (1.0 - " MASK_DARKEN " * vMask);\n"
     "  if (uUnlit != 0) { fragColor = vec4(pow(base, vec3(1.0 / 2.2)), 1.0); return; }\n"
+    "  if (uShade > 0) { fragColor = vec4(matcap_of(vNormal, vPos, uEye) * (1.0 - " MASK_DARKEN " * vMask), 1.0); return; }\n"
     "  fragColor = vec4(pow(shade(vNormal, vPos, uEye, base), vec3(1.0 / 2.2)), 1.0);\n"
     "}\n";
 
@@ -240,8 +267,11 @@ static const char render_wire_fs[] =
     "out vec4 fragColor;\n"
     SHADE_FN
     ALBEDO_FN
+    MATCAP_FN
     "void main() {\n"
     "  vec3 c = shade(gNormal, gPos, uEye, albedo(gUV) * (1.0 - " MASK_DARKEN " * gMask));\n"
+    /* a matcap's colour is already what is written: linearised here for the gamma below */
+    "  if (uShade > 0) c = pow(matcap_of(gNormal, gPos, uEye) * (1.0 - " MASK_DARKEN " * gMask), vec3(2.2));\n"
     "  vec3 px = gBary / max(fwidth(gBary), vec3(1e-6));\n" /* distance to each edge in pixels */
     "  float edge = 1.0 - smoothstep(0.4, 1.4, min(min(px.x, px.y), px.z));\n"
     "  c = mix(c, uLine.rgb, edge * gFade * uLine.a);\n"

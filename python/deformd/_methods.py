@@ -243,13 +243,13 @@ class Methods(Generic[R]):
                      spacing: Optional[float] = None, autosmooth: Optional[float] = None,
                      front_faces_only: Optional[bool] = None, view: Optional[Vec3] = None,
                      height: Optional[float] = None, mirror_x: Optional[bool] = None,
-                     continue_: Optional[bool] = None) -> R:
+                     continue_: Optional[bool] = None, mirror: Optional[str] = None) -> R:
         """`brush.stroke`: a stroke along `samples` (`[{"center": [x, y, z], ...}]`);
-        `continue_` is the method's `continue`."""
+        `continue_` is the method's `continue`; `mirror` the symmetry plane, "x", "y" or "z"."""
         p = _params(session=session, brush=brush, samples=[dict(s) for s in samples], radius=radius,
                     strength=strength, falloff=falloff, spacing=spacing, autosmooth=autosmooth,
                     front_faces_only=front_faces_only, view=None if view is None else list(view), height=height,
-                    mirror_x=mirror_x)
+                    mirror_x=mirror_x, mirror=mirror)
         if continue_ is not None:
             p["continue"] = continue_
         return self._rpc("brush.stroke", p)

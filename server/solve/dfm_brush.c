@@ -1,9 +1,9 @@
 /*
  * dfm_brush.c — sculpt brush dabs (grab, inflate, smooth, flatten, pinch, draw, crease, layer)
- * with radial falloffs, x-mirror symmetry, auto-smoothing and a front-faces-only filter,
+ * with radial falloffs, mirror symmetry across x, y or z = 0, auto-smoothing and a front-faces-only filter,
  * applied dab by dab to a shape in place.
  *
- * Per dab: one linear scan finds the touched vertices (and, with mirror_x, the mirror dab's, in
+ * Per dab: one linear scan finds the touched vertices (and, with a mirror, the mirror dab's, in
  * the same pass); angle-weighted normals are computed for those vertices only, from their
  * incident triangles; every displacement is computed from the pre-dab shape into a scratch
  * list, checked for finiteness, then added. An undo log of the previous dabs of the call lets a
@@ -48,6 +48,11 @@ int dfm_falloff_parse(const char *name, dfm_falloff *out) {
 
 const char *dfm_brush_name(dfm_brush_kind k) {
   return (unsigned)k < N_BRUSHES ? brush_names[k] : "unknown";
+}
+
+int dfm_brush_mirror_axis(const dfm_brush *brush) {
+  if (brush->mirror_x) return 0;
+  return brush->mirror_axis >= 1 && brush->mirror_axis <= 3 ? brush->mirror_axis - 1 : -1;
 }
 
 const char *dfm_falloff_name(dfm_falloff f) {
@@ -363,20 +368,22 @@ static int guard_exceeded(const dfm_brush *b, const mesh_adjacency *adj, const u
 
 /* Collects the vertices strictly inside either pass's sphere, with each pass's falloff. One scan
  * over all vertices (~50 µs at 50k vertices), cheaper than maintaining a spatial index for a
- * shape that changes with every sample. The mirror centre differs only in x, so y and z are
- * shared and most vertices are rejected on |dx| alone. A vertex and its twin see the same
- * operands, negated, for their respective passes, so their falloffs are bitwise equal. */
+ * shape that changes with every sample. The mirror centre differs only along the mirror's axis
+ * a (x when there is no mirror), so the other two are shared and most vertices are rejected on
+ * |p[a] - c[a]| alone. A vertex and its twin see the same operands, negated, for their
+ * respective passes, so their falloffs are bitwise equal. */
 static int find_touched(scratch *s, const dfm_brush *brush, const dfm_brush_sample *smp,
-                        int mirror, const double *positions, uint32_t vertex_count) {
+                        int mirror_axis, const double *positions, uint32_t vertex_count) {
   const double r = smp->radius, r2 = r * r;
-  const double cx = smp->center[0], cy = smp->center[1], cz = smp->center[2], mx = -cx;
+  const int mirror = mirror_axis >= 0, a = mirror ? mirror_axis : 0, b = (a + 1) % 3, c = (a + 2) % 3;
+  const double ca = smp->center[a], cb = smp->center[b], cc = smp->center[c], ma = -ca;
   s->n = 0;
   for (uint32_t v = 0; v < vertex_count; v++) {
     const double *p = positions + 3 * (size_t)v;
-    double dx0 = p[0] - cx, dx1 = p[0] - mx;
+    double dx0 = p[a] - ca, dx1 = p[a] - ma;
     int in0 = fabs(dx0) < r, in1 = mirror && fabs(dx1) < r;
     if (!in0 && !in1) continue;
-    double dy = p[1] - cy, dz = p[2] - cz, e = dy * dy + dz * dz;
+    double dy = p[b] - cb, dz = p[c] - cc, e = dy * dy + dz * dz;
     if (!(e < r2)) continue;
     double f[2] = {0.0, 0.0}, d2;
     if (in0 && (d2 = dx0 * dx0 + e) < r2) f[0] = dfm_falloff_eval(brush->falloff, sqrt(d2) / r);
@@ -548,11 +555,12 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
                         double *positions, uint8_t *moved, scratch *s, int logged, int guarded,
                         uint32_t *bad_vertex) {
   dfm_brush_sample pass[2] = {*smp, *smp};
-  int passes = brush->mirror_x ? 2 : 1;
-  pass[1].center[0] = -smp->center[0];
-  pass[1].direction[0] = -smp->direction[0];
+  const int axis = dfm_brush_mirror_axis(brush), a = axis >= 0 ? axis : 0;
+  int passes = axis >= 0 ? 2 : 1;
+  pass[1].center[a] = -smp->center[a];
+  pass[1].direction[a] = -smp->direction[a];
 
-  int rc = find_touched(s, brush, smp, passes == 2, positions, adj->vertex_count);
+  int rc = find_touched(s, brush, smp, axis, positions, adj->vertex_count);
   if (rc) return rc;
   if (s->n == 0) return 0;
 
@@ -564,10 +572,12 @@ static int apply_sample(const dfm_brush *brush, const mesh_adjacency *adj,
   if (brush->front_only) {
     /* A vertex facing away from the viewer (the mirror pass looks through the mirror) is left
      * alone, like the back of a thin part under the brush. */
+    double mview[3] = {brush->view[0], brush->view[1], brush->view[2]};
+    mview[a] = -mview[a];
     for (uint32_t i = 0; i < s->n; i++) {
       const double *n = s->normal + 3 * (size_t)i;
       if (n[0] * brush->view[0] + n[1] * brush->view[1] + n[2] * brush->view[2] >= 0) s->f[2 * i] = 0;
-      if (-n[0] * brush->view[0] + n[1] * brush->view[1] + n[2] * brush->view[2] >= 0) s->f[2 * i + 1] = 0;
+      if (n[0] * mview[0] + n[1] * mview[1] + n[2] * mview[2] >= 0) s->f[2 * i + 1] = 0;
     }
   }
 
@@ -635,6 +645,11 @@ int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uin
   }
   if (!(brush->autosmooth >= 0.0 && brush->autosmooth <= 1.0)) {
     dfm_set_err(err, errlen, "autosmooth must be between 0 and 1 (got %g)", brush->autosmooth);
+    return DFM_EINVAL;
+  }
+  if (brush->mirror_axis < 0 || brush->mirror_axis > 3 || (brush->mirror_x && brush->mirror_axis > 1)) {
+    dfm_set_err(err, errlen, "mirror: one plane, x, y or z (got axis %d%s)", brush->mirror_axis,
+                brush->mirror_x ? " with mirror_x" : "");
     return DFM_EINVAL;
   }
   if (!(brush->height >= 0.0) || !isfinite(brush->height)) {

@@ -77,6 +77,8 @@ typedef struct dfm_brush {
   dfm_brush_kind kind;
   dfm_falloff falloff;
   int mirror_x;  /* non-zero: every sample also applies its mirror image across x = 0 */
+  int mirror_axis; /* 1 x, 2 y, 3 z: the same across that axis's plane through 0 (0: none, or x
+                    * with mirror_x; issue 26: one plane per stroke) */
   /* Optional (may be NULL): the index error messages give for each position, e.g. the server's
    * render vertex of each welded vertex, so a client reads an index it knows. */
   const uint32_t *vertex_names;
@@ -134,7 +136,8 @@ int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, dou
  * vertex with n̂ · view >= 0 gets no weight. All displacements of one sample are computed
  * from the shape before that sample.
  *
- * mirror_x: the sample and its mirror (center.x and direction.x negated) are both evaluated
+ * mirror_x (or mirror_axis, the same for y or z): the sample and its mirror (center.x and
+ * direction.x negated) are both evaluated
  * on the same pre-sample shape and their displacements added, so a stroke on a mesh symmetric
  * in x gives mirror-symmetric offsets (up to rounding in sums over neighbours, ~1e-15
  * relative). A sample exactly on x = 0 is therefore applied twice, which keeps the effect
@@ -151,6 +154,10 @@ int dfm_brush_check_samples(const dfm_brush_sample *samples, uint32_t count, dou
  * sample would produce a non-finite position; DFM_ENOMEM. On any error nothing of this call is
  * applied: `positions` and `moved` are as they were. Scratch memory (allocated per call, freed
  * before returning) is proportional to the vertices the samples touch, not to the mesh. */
+/* The plane a brush mirrors across: 0 x, 1 y, 2 z, or -1 for none (mirror_x is x; otherwise
+ * mirror_axis 1..3; another mirror_axis is none: dfm_brush_apply refuses it). */
+int dfm_brush_mirror_axis(const dfm_brush *brush);
+
 int dfm_brush_apply(const dfm_brush *brush, const mesh_adjacency *adj, const uint32_t *triangles,
                     uint32_t triangle_count, const dfm_brush_sample *samples, uint32_t count,
                     double *positions, uint8_t *moved, char *err, size_t errlen);

@@ -483,6 +483,50 @@ TEST(brush_strokes_reach_viewers_exactly_as_the_brush_computes_them_and_in_order
   harness_stop(&h);
 }
 
+/* The sculpt after the session reaches `version`, printed (cJSON's own, so two equal sculpts
+ * print equal). */
+static char *sculpt_at(harness *h, uint64_t version) {
+  for (int i = 0; i < 200 && version_of(harness_rpc_ok(h, "state.get", "{\"session\":\"demo\"}")) < version; i++) usleep(50000);
+  cJSON *r = harness_rpc_ok(h, "sculpt.get", "{\"session\":\"demo\"}");
+  char *out = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "offsets"));
+  cJSON_Delete(r);
+  return out;
+}
+
+/* Issue 26: brush.stroke's "mirror" names the plane; "x" is "mirror_x": true. */
+TEST(brush_stroke_mirror_x_is_mirror_x_y_mirrors_elsewhere_and_bad_planes_are_refused) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  static const char stroke[] = "{\"session\":\"demo\",\"brush\":\"inflate\",\"radius\":0.02,\"strength\":0.3,%s,"
+                               "\"samples\":[{\"center\":[0.03,-0.05,0.08]},{\"center\":[0.035,-0.048,0.079]}]}";
+  static const char *const how[] = {"\"mirror_x\":true", "\"mirror\":\"x\"", "\"mirror\":\"y\"", "\"mirror\":\"none\""};
+  char *sculpt[4], params[512];
+  uint64_t version = 0;
+  for (int k = 0; k < 4; k++) {
+    if (k) {
+      harness_rpc_done(&h, "deform.reset", "{\"session\":\"demo\"}");
+      free(sculpt_at(&h, ++version));
+    }
+    snprintf(params, sizeof(params), stroke, how[k]);
+    harness_rpc_done(&h, "brush.stroke", params);
+    sculpt[k] = sculpt_at(&h, ++version);
+  }
+  fprintf(stderr, "sculpt sizes: mirror_x %zu, mirror x %zu, mirror y %zu, none %zu bytes\n", strlen(sculpt[0]),
+          strlen(sculpt[1]), strlen(sculpt[2]), strlen(sculpt[3]));
+  ASSERT(strcmp(sculpt[0], sculpt[1]) == 0);
+  ASSERT(strcmp(sculpt[2], sculpt[1]) != 0 && strcmp(sculpt[2], sculpt[3]) != 0);
+  ASSERT(strlen(sculpt[2]) > strlen(sculpt[3]) + strlen(sculpt[3]) / 2); /* y mirrors: about twice the vertices */
+  for (int k = 0; k < 4; k++) free(sculpt[k]);
+  char msg[256];
+  snprintf(params, sizeof(params), stroke, "\"mirror\":\"w\"");
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", params, msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "\"mirror\" must be");
+  snprintf(params, sizeof(params), stroke, "\"mirror_x\":true,\"mirror\":\"z\"");
+  ASSERT_EQ(harness_rpc_err(&h, "brush.stroke", params, msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "one plane");
+  harness_stop(&h);
+}
+
 TEST(a_binary_brush_edit_streams_a_delta) {
   harness h;
   harness_start(&h, "demo", demo_args);

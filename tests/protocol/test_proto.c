@@ -937,6 +937,49 @@ TEST(brush_edit_flags_and_kinds_round_trip_byte_by_byte_and_unknown_ones_are_ref
   proto_buf_fini(&b);
 }
 
+TEST(brush_edit_mirror_plane_is_byte_8_x_y_or_z_and_one_plane_only) {
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_brush_sample s = {{0.5f, 0, 0}, {0, 0, -1}, 0.25f, 0.5f};
+  proto_header h;
+  proto_edit e;
+  /* y: byte 8 is 2, flags as given */
+  ASSERT_OK(proto_encode_edit_brush_mirror(&b, 7, 5, 0, PROTO_BRUSH_CONTINUE, PROTO_BRUSH_AXIS_Y, 1, &s), NULL);
+  ASSERT_EQ(b.data[PROTO_HEADER_SIZE + 7], PROTO_BRUSH_CONTINUE);
+  ASSERT_EQ(b.data[PROTO_HEADER_SIZE + 8], 2);
+  const uint8_t *p = one_frame(&b, &h, PROTO_EDIT);
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT_EQ(e.brush.mirror, PROTO_BRUSH_AXIS_Y);
+  ASSERT_EQ(e.brush.flags, PROTO_BRUSH_CONTINUE);
+  /* x: byte 8 is 1 and flags bit 0 is set, for a server that reads only the flag */
+  b.len = 0;
+  ASSERT_OK(proto_encode_edit_brush_mirror(&b, 7, 5, 0, 0, PROTO_BRUSH_AXIS_X, 1, &s), NULL);
+  ASSERT_EQ(b.data[PROTO_HEADER_SIZE + 7], PROTO_BRUSH_MIRROR_X);
+  ASSERT_EQ(b.data[PROTO_HEADER_SIZE + 8], 1);
+  /* an older editor's frame: byte 8 zero, mirror as flags bit 0 says */
+  b.len = 0;
+  ASSERT_OK(proto_encode_edit_brush(&b, 7, 5, 0, PROTO_BRUSH_MIRROR_X, 1, &s), NULL);
+  p = one_frame(&b, &h, PROTO_EDIT);
+  ASSERT_OK(proto_decode_edit(p, h.length, NULL, &e), NULL);
+  ASSERT_EQ(e.brush.mirror, 0);
+  ASSERT_EQ(e.brush.flags, PROTO_BRUSH_MIRROR_X);
+  /* refused: plane 4, and y or z beside flags bit 0, by both ends */
+  uint8_t bad[13 + 32];
+  memcpy(bad, p, sizeof(bad));
+  bad[8] = 4;
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(bad), NULL, &e), PROTO_EINVAL);
+  bad[8] = 3; /* flags bit 0 is set */
+  ASSERT_EQ(proto_decode_edit(bad, sizeof(bad), NULL, &e), PROTO_EINVAL);
+  bad[7] = 0;
+  ASSERT_OK(proto_decode_edit(bad, sizeof(bad), NULL, &e), NULL);
+  ASSERT_EQ(e.brush.mirror, PROTO_BRUSH_AXIS_Z);
+  size_t len = b.len;
+  ASSERT_EQ(proto_encode_edit_brush_mirror(&b, 8, 5, 0, 0, 4, 1, &s), PROTO_EINVAL);
+  ASSERT_EQ(proto_encode_edit_brush_mirror(&b, 8, 5, 0, PROTO_BRUSH_MIRROR_X, PROTO_BRUSH_AXIS_Y, 1, &s), PROTO_EINVAL);
+  ASSERT_EQ(b.len, len);
+  proto_buf_fini(&b);
+}
+
 TEST(undo_redo_and_author_edits_round_trip_byte_by_byte_and_bad_names_are_refused) {
   proto_buf b;
   proto_buf_init(&b);

@@ -2,8 +2,8 @@
  * test_brush.c — sculpt brushes against closed forms and independent oracles: the falloff
  * formulas written out again, vertex normals recomputed here with acos over all triangles
  * (the code uses atan2 over the adjacency), neighbour lists rebuilt from raw triangle edges,
- * exact lattice distances for the radius boundary, and the x-mirror twin of every vertex found
- * by coordinates.
+ * exact lattice distances for the radius boundary, and the x-, y- or z-mirror twin of every
+ * vertex found by coordinates.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -208,55 +208,100 @@ TEST(brush_of_every_kind_leaves_vertices_at_or_beyond_the_radius_bitwise_unchang
 
 /* ---- mirror symmetry -------------------------------------------------------------------------- */
 
-/* twin[v]: the vertex at (-x, y, z), found by exact coordinates (the icosphere is built exactly
- * symmetric). */
-static uint32_t *mirror_twins(const fixture *f) {
+/* twin[v]: the vertex with coordinate `axis` negated, found by exact coordinates (the
+ * icosphere is built exactly symmetric in x, y and z). */
+static uint32_t *mirror_twins(const fixture *f, int axis) {
   uint32_t n = f->t.vertex_count, *twin = malloc(sizeof(uint32_t) * n);
   for (uint32_t v = 0; v < n; v++) {
     const double *p = f->p + 3 * v;
+    double m[3] = {p[0], p[1], p[2]};
+    m[axis] = -m[axis];
     twin[v] = UINT32_MAX;
     for (uint32_t u = 0; u < n; u++) {
       const double *q = f->p + 3 * u;
-      if (q[0] == -p[0] && q[1] == p[1] && q[2] == p[2]) twin[v] = u;
+      if (q[0] == m[0] && q[1] == m[1] && q[2] == m[2]) twin[v] = u;
     }
     ASSERT(twin[v] != UINT32_MAX);
   }
   return twin;
 }
 
-TEST(brush_strokes_mirrored_in_x_give_mirror_symmetric_offsets_for_every_kind) {
-  /* A stroke of overlapping samples that crosses x = 0, on a sphere symmetric in x. */
+/* Every kind and falloff mirrored across `axis` (mirror_x, or mirror_axis 1 + axis): the
+ * offsets are the mirror image of themselves, twin by twin (the oracle: the twin's offset with
+ * that coordinate negated). */
+static void check_mirror_symmetry(int axis, int by_mirror_x) {
+  /* A stroke of overlapping samples that crosses the plane, on a sphere symmetric in it: the
+   * x-stroke's coordinates turned so that its x runs along `axis`. */
   dfm_brush_sample stroke[7];
   for (int i = 0; i < 7; i++) {
     double c[3] = {0.55 - 0.15 * i, 0.35 + 0.02 * i, 0.75}, l = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-    dfm_brush_sample s = {{c[0] / l, c[1] / l, c[2] / l}, {0.04, 0.02 - 0.01 * i, -0.03}, 0.45, 0.35};
+    double d[3] = {0.04, 0.02 - 0.01 * i, -0.03};
+    dfm_brush_sample s = {{0, 0, 0}, {0, 0, 0}, 0.45, 0.35};
+    for (int k = 0; k < 3; k++) s.center[(axis + k) % 3] = c[k] / l, s.direction[(axis + k) % 3] = d[k];
     stroke[i] = s;
   }
   for (int b = 0; b < 5; b++)
     for (int fi = 0; fi < 4; fi++) {
       fixture f;
       fixture_init(&f, oracle_icosphere(3, 1.0));
-      uint32_t *twin = mirror_twins(&f);
+      uint32_t *twin = mirror_twins(&f, axis);
       fixture_snapshot(&f);
       char err[256];
-      ASSERT_OK(apply(&f, all_brushes[b], all_falloffs[fi], 1, stroke, 7, err), err);
+      dfm_brush br = {.kind = all_brushes[b], .falloff = all_falloffs[fi], .mirror_x = by_mirror_x,
+                      .mirror_axis = by_mirror_x ? 0 : 1 + axis};
+      ASSERT_OK(dfm_brush_apply(&br, &f.a, f.t.triangles, f.t.triangle_count, stroke, 7, f.p, f.moved, err, 256), err);
       double maxoff = 0, maxasym = 0;
       for (uint32_t v = 0; v < f.t.vertex_count; v++) {
         uint32_t u = twin[v];
         double ov[3], ou[3];
         for (int k = 0; k < 3; k++) ov[k] = f.p[3 * v + k] - f.rest[3 * v + k], ou[k] = f.p[3 * u + k] - f.rest[3 * u + k];
-        double asym = fmax(fabs(ou[0] + ov[0]), fmax(fabs(ou[1] - ov[1]), fabs(ou[2] - ov[2])));
+        ou[axis] = -ou[axis];
+        double asym = fmax(fabs(ou[0] - ov[0]), fmax(fabs(ou[1] - ov[1]), fabs(ou[2] - ov[2])));
         maxasym = fmax(maxasym, asym);
         maxoff = fmax(maxoff, sqrt(ov[0] * ov[0] + ov[1] * ov[1] + ov[2] * ov[2]));
         ASSERT_EQ(f.moved[u], f.moved[v]);
       }
       if (!(maxasym <= 1e-12))
-        test__fail(__FILE__, __LINE__, "%s/%s: asymmetry %.3g (largest offset %.3g)",
-                   dfm_brush_name(all_brushes[b]), dfm_falloff_name(all_falloffs[fi]), maxasym, maxoff);
+        test__fail(__FILE__, __LINE__, "%s/%s mirrored in %c: asymmetry %.3g (largest offset %.3g)",
+                   dfm_brush_name(all_brushes[b]), dfm_falloff_name(all_falloffs[fi]), "xyz"[axis], maxasym, maxoff);
       ASSERT(maxoff > 1e-3);
       free(twin);
       fixture_fini(&f);
     }
+}
+
+TEST(brush_strokes_mirrored_in_x_give_mirror_symmetric_offsets_for_every_kind) {
+  check_mirror_symmetry(0, 1);
+  check_mirror_symmetry(0, 0);
+}
+
+/* Issue 26: symmetry on Y or Z is the server's too. */
+TEST(brush_strokes_mirrored_in_y_or_z_give_mirror_symmetric_offsets_for_every_kind) {
+  check_mirror_symmetry(1, 0);
+  check_mirror_symmetry(2, 0);
+}
+
+/* Without a mirror, the same stroke is not symmetric (the test above could not pass by
+ * accident), and a second plane beside mirror_x is refused. */
+TEST(brush_strokes_without_a_mirror_are_not_symmetric_and_two_planes_are_refused) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(3, 1.0));
+  uint32_t *twin = mirror_twins(&f, 1);
+  fixture_snapshot(&f);
+  dfm_brush_sample s = {{0.3, 0.5, 0.81}, {0, 0, 0}, 0.45, 0.35};
+  double l = sqrt(0.3 * 0.3 + 0.5 * 0.5 + 0.81 * 0.81);
+  for (int k = 0; k < 3; k++) s.center[k] /= l;
+  char err[256];
+  dfm_brush br = {.kind = DFM_BRUSH_INFLATE, .falloff = DFM_FALLOFF_SMOOTHSTEP};
+  ASSERT_OK(dfm_brush_apply(&br, &f.a, f.t.triangles, f.t.triangle_count, &s, 1, f.p, f.moved, err, 256), err);
+  uint32_t lopsided = 0;
+  for (uint32_t v = 0; v < f.t.vertex_count; v++) lopsided += f.moved[v] != f.moved[twin[v]];
+  ASSERT(lopsided > 0);
+  dfm_brush two = {.kind = DFM_BRUSH_INFLATE, .mirror_x = 1, .mirror_axis = 2};
+  ASSERT_EQ(dfm_brush_apply(&two, &f.a, f.t.triangles, f.t.triangle_count, &s, 1, f.p, f.moved, err, 256), DFM_EINVAL);
+  ASSERT(strstr(err, "one plane") != NULL);
+  free(twin);
+  fixture_fini(&f);
 }
 
 /* ---- each brush's effect ---------------------------------------------------------------------- */

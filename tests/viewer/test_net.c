@@ -432,7 +432,7 @@ TEST(net_viewer_role_refuses_edits_and_editor_edits_come_back_as_frames) {
   ASSERT_OK(client_replica_positions(&v.replica, pos), NULL);
   memcpy(s.center, pos + 3 * 1000, sizeof(s.center));
   free(pos);
-  ASSERT(vw_net_brush(&e, 1, 0, 0, 1, &s) != 0);
+  ASSERT(vw_net_brush(&e, 1, 0, 0, 0, 1, &s) != 0);
   t0 = vw_net_now_ms();
   while (server_version(&h) == ver && vw_net_now_ms() - t0 < 10000) vw_net_poll(&e, 20, NULL);
   follow(&v, ++ver, &acc);

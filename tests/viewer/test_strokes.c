@@ -2,7 +2,8 @@
  * test_strokes.c — deform-view's brush controls (vw_brush.c, issue 26): Ctrl digs and Shift
  * smooths, checked on a real deformd (the stroke deform-view would send with Ctrl held moves
  * the cheek against its normals, computed here from the triangles, and the same stroke without
- * it moves the cheek along them); F's value follows the pointer; the stabiliser trails it.
+ * it moves the cheek along them); F's value follows the pointer; the stabiliser trails it;
+ * symmetry Y sculpts the stroke's mirror image across the head's up axis (BRUSH byte 8).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +37,15 @@ static void poll_until(vw_net *n, uint64_t version) {
   test__fail(__FILE__, __LINE__, "the viewer did not reach version %llu (%s)", (unsigned long long)version, n->last_error);
 }
 
+/* deformd with the demo head, and an editor on it (author "ana") that has the snapshot. */
+static void start_editor(harness *h, vw_net *n) {
+  const char *const args[] = {"--demo", NULL};
+  harness_start(h, "demo", args);
+  vw_net_init(n, "127.0.0.1", h->stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
+  vw_net_set_author(n, "ana");
+  poll_until(n, 0);
+}
+
 /* Sends deform-view's stroke of brush key `kind` across the cheek with the modifiers given, and
  * returns the sum over moved vertices of offset · normal, with how many moved. */
 static double stroke_along_normal(vw_net *n, int kind, int ctrl, int shift, uint64_t *version, uint32_t *moved) {
@@ -49,7 +59,7 @@ static double stroke_along_normal(vw_net *n, int kind, int ctrl, int shift, uint
   const mesh *m = n->replica.mesh;
   float *before = malloc(sizeof(float) * 3 * m->vertex_count);
   memcpy(before, n->replica.offsets, sizeof(float) * 3 * m->vertex_count);
-  ASSERT(vw_net_brush(n, vw_brush_ids[k], 0, 0, 20, pts) != 0);
+  ASSERT(vw_net_brush(n, vw_brush_ids[k], 0, 0, 0, 20, pts) != 0);
   poll_until(n, ++*version);
   float *nrm = rest_normals(m);
   double sum = 0;
@@ -83,12 +93,8 @@ TEST(ctrl_digs_with_draw_inflate_crease_and_layer_and_shift_smooths) {
   ASSERT(strcmp(vw_brush_names[VW_BRUSH_SMOOTH], "smooth") == 0 && vw_brush_ids[VW_BRUSH_SMOOTH] == 2);
   /* On the server: draw raises the cheek, Ctrl+draw digs it, Shift smooths the dig back. */
   harness h;
-  const char *const args[] = {"--demo", NULL};
-  harness_start(&h, "demo", args);
   vw_net n;
-  vw_net_init(&n, "127.0.0.1", h.stream_port, "demo", NULL, PROTO_ROLE_EDITOR);
-  vw_net_set_author(&n, "ana");
-  poll_until(&n, 0);
+  start_editor(&h, &n);
   uint64_t version = 0;
   uint32_t moved;
   double raise = stroke_along_normal(&n, VW_BRUSH_DRAW, 0, 0, &version, &moved);
@@ -103,6 +109,107 @@ TEST(ctrl_digs_with_draw_inflate_crease_and_layer_and_shift_smooths) {
   double smooth = stroke_along_normal(&n, VW_BRUSH_DRAW, 0, 1, &version, &moved);
   fprintf(stderr, "Shift: %u vertices, Σ offset·n̂ %+.4f (lifts the dig back)\n", moved, smooth);
   ASSERT(smooth > 0);
+  vw_net_fini(&n);
+  harness_stop(&h);
+}
+
+/* ---- symmetry across the up axis (issue 26) ----------------------------------------------------- */
+
+/* The squared distance from q to the nearest vertex of m. */
+static double nearest2(const mesh *m, const float q[3]) {
+  double best = INFINITY;
+  for (uint32_t v = 0; v < m->vertex_count; v++) {
+    const float *p = m->positions + 3 * v;
+    double dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2], d = dx * dx + dy * dy + dz * dz;
+    if (d < best) best = d;
+  }
+  return best;
+}
+
+/* Two points of a stroke on the face below y = 0 whose mirror images across y = 0 also lie on
+ * the surface (within 4 mm of a vertex), 6 to 15 mm apart: the pair whose worse mirror is best. */
+static void stroke_with_a_mirror_on_the_surface(const mesh *m, float a[3], float b[3]) {
+  uint32_t *cand = malloc(sizeof(uint32_t) * m->vertex_count), nc = 0;
+  double *off = malloc(sizeof(double) * m->vertex_count);
+  for (uint32_t v = 0; v < m->vertex_count; v += 3) {
+    const float *p = m->positions + 3 * v;
+    if (!(p[1] < -0.045f && p[1] > -0.07f && p[2] > 0.05f && p[0] > 0.02f)) continue;
+    float q[3] = {p[0], -p[1], p[2]};
+    double d = nearest2(m, q);
+    if (d < 0.004 * 0.004) off[nc] = d, cand[nc++] = v;
+  }
+  double best = INFINITY;
+  for (uint32_t i = 0; i < nc; i++)
+    for (uint32_t j = 0; j < nc; j++) {
+      const float *p = m->positions + 3 * cand[i], *q = m->positions + 3 * cand[j];
+      double dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2], d = sqrt(dx * dx + dy * dy + dz * dz);
+      if (d < 0.006 || d > 0.015 || fmax(off[i], off[j]) >= best) continue;
+      best = fmax(off[i], off[j]);
+      memcpy(a, p, sizeof(float) * 3), memcpy(b, q, sizeof(float) * 3);
+    }
+  free(cand), free(off);
+  ASSERT(best < 0.004 * 0.004);
+}
+
+/* The offsets a stroke of deform-view's (draw, the path a → b, mirror plane `mirror`) adds. */
+static float *stroke_offsets(vw_net *n, const float a[3], const float b[3], uint8_t mirror, uint64_t *version) {
+  const mesh *m = n->replica.mesh;
+  float *before = malloc(sizeof(float) * 3 * m->vertex_count), *out = malloc(sizeof(float) * 3 * m->vertex_count);
+  memcpy(before, n->replica.offsets, sizeof(float) * 3 * m->vertex_count);
+  proto_brush_sample pts[2] = {{{a[0], a[1], a[2]}, {0, 0, 0}, 0.015f, 0.5f}, {{b[0], b[1], b[2]}, {0, 0, 0}, 0.015f, 0.5f}};
+  ASSERT(vw_net_brush(n, vw_brush_ids[VW_BRUSH_DRAW], 0, 0, mirror, 2, pts) != 0);
+  poll_until(n, ++*version);
+  for (size_t i = 0; i < 3 * (size_t)m->vertex_count; i++) out[i] = n->replica.offsets[i] - before[i];
+  free(before);
+  return out;
+}
+
+TEST(a_stroke_with_symmetry_y_sculpts_its_mirror_image_across_the_demo_heads_up_axis_too) {
+  harness h;
+  vw_net n;
+  start_editor(&h, &n);
+  const mesh *m = n.replica.mesh;
+  uint32_t nv = m->vertex_count;
+  float a[3], b[3], ma[3], mb[3];
+  stroke_with_a_mirror_on_the_surface(m, a, b);
+  memcpy(ma, a, sizeof(a)), memcpy(mb, b, sizeof(b));
+  ma[1] = -ma[1], mb[1] = -mb[1];
+  uint64_t version = 0;
+  /* The oracle: the stroke, then its mirror image as a stroke of its own (the two are 9 cm
+   * apart, farther than their radii reach, so which goes first does not matter). */
+  float *one = stroke_offsets(&n, a, b, 0, &version), *other = stroke_offsets(&n, ma, mb, 0, &version);
+  ASSERT(vw_net_history(&n, 0) != 0);
+  poll_until(&n, ++version);
+  ASSERT(vw_net_history(&n, 0) != 0);
+  poll_until(&n, ++version);
+  for (size_t i = 0; i < 3 * (size_t)nv; i++) ASSERT(n.replica.offsets[i] == 0.0f);
+  float *mirrored = stroke_offsets(&n, a, b, PROTO_BRUSH_AXIS_Y, &version);
+  uint32_t below = 0, above = 0;
+  double worst = 0, largest = 0;
+  for (uint32_t v = 0; v < nv; v++) {
+    double len = 0;
+    for (int c = 0; c < 3; c++) {
+      double want = (double)one[3 * v + c] + other[3 * v + c];
+      worst = fmax(worst, fabs(mirrored[3 * v + c] - want));
+      largest = fmax(largest, fabs(want));
+      len += (double)mirrored[3 * v + c] * mirrored[3 * v + c];
+    }
+    if (len > 0) m->positions[3 * v + 1] < 0 ? below++ : above++;
+  }
+  fprintf(stderr, "mirror y: %u vertices moved below y = 0, %u above; largest offset %.3g, worst difference from the "
+          "stroke plus its mirror image as a stroke %.3g\n", below, above, largest, worst);
+  ASSERT(below > 30 && above > 30);
+  ASSERT(worst <= 1e-6 * largest + 1e-6); /* the same, within the offsets' quantum (4e-7) */
+  /* and y is not x: mirror x on the same stroke moves nothing above y = 0 */
+  ASSERT(vw_net_history(&n, 0) != 0);
+  poll_until(&n, ++version);
+  float *in_x = stroke_offsets(&n, a, b, PROTO_BRUSH_AXIS_X, &version);
+  uint32_t x_above = 0, x_left = 0;
+  for (uint32_t v = 0; v < nv; v++)
+    if (in_x[3 * v] != 0 || in_x[3 * v + 1] != 0 || in_x[3 * v + 2] != 0)
+      x_above += m->positions[3 * v + 1] > 0, x_left += m->positions[3 * v] < 0;
+  ASSERT(x_above == 0 && x_left > 30);
+  free(one), free(other), free(mirrored), free(in_x);
   vw_net_fini(&n);
   harness_stop(&h);
 }

@@ -625,6 +625,98 @@ TEST(deform_view_draws_a_texture_where_its_uvs_put_it_the_images_top_row_at_v_1)
   harness_stop(&h);
 }
 
+/* ---- matcaps (issue 26): the page's formula, on the CPU ------------------------------------------ */
+
+/* viewer/README.md's matcap k (0 clay, 1 red wax, 2 skin) of the view-space unit normal n, as
+ * both viewers' shaders compute it (render.js MATCAP_GLSL, vw_shaders.c MATCAP_FN), clamped. */
+static void matcap_expect(int k, const float n[3], float out[3]) {
+  static const float dark[3][3] = {{0.28f, 0.24f, 0.22f}, {0.22f, 0.02f, 0.02f}, {0.36f, 0.18f, 0.14f}};
+  static const float lite[3][3] = {{0.80f, 0.74f, 0.68f}, {0.86f, 0.18f, 0.13f}, {0.96f, 0.75f, 0.63f}};
+  static const float rimc[3][3] = {{0.10f, 0.10f, 0.12f}, {0.40f, 0.10f, 0.06f}, {0.45f, 0.20f, 0.15f}};
+  static const float spec[3] = {0.06f, 0.45f, 0.12f}, shin[3] = {8.0f, 40.0f, 20.0f};
+  vec3 l = {-0.4f, 0.6f, 0.7f}, h;
+  glm_vec3_normalize(l);
+  glm_vec3_copy(l, h);
+  h[2] += 1.0f;
+  glm_vec3_normalize(h);
+  float d = 0.5f + 0.5f * glm_vec3_dot((float *)n, l), r = powf(1.0f - fmaxf(n[2], 0.0f), 3.0f);
+  float sp = powf(fmaxf(glm_vec3_dot((float *)n, h), 0.0f), shin[k]);
+  for (int c = 0; c < 3; c++)
+    out[c] = 255.0f * fminf(fmaxf(dark[k][c] + (lite[k][c] - dark[k][c]) * d + rimc[k][c] * r + spec[k] * sp, 0.0f), 1.0f);
+}
+
+/* Three flat unit squares apart, each its own normal: +z, turned 40° about y, turned −35° about x.
+ * Every pixel inside one has that square's normal (flat: the welded normals are the plane's). */
+static const float matcap_normals[3][3] = {{0, 0, 1}, {0.64278761f, 0, 0.76604444f}, {0, -0.57357644f, 0.81915204f}};
+
+static void write_matcap_squares(float centres[3][3]) {
+  char obj[2048];
+  size_t len = 0;
+  for (int q = 0; q < 3; q++) {
+    const float *n = matcap_normals[q];
+    float u[3] = {n[2], 0, -n[0]}, v[3]; /* u ⟂ n in the xz plane, v = n × u */
+    float ul = sqrtf(u[0] * u[0] + u[2] * u[2]);
+    if (ul < 1e-6f) u[0] = 1, u[2] = 0, ul = 1;
+    for (int c = 0; c < 3; c++) u[c] /= ul;
+    glm_vec3_cross((float *)n, u, v);
+    float o[3] = {1.5f * (float)(q - 1), 0, 0};
+    glm_vec3_copy(o, centres[q]);
+    static const float corner[4][2] = {{-0.5f, -0.5f}, {0.5f, -0.5f}, {0.5f, 0.5f}, {-0.5f, 0.5f}};
+    for (int k = 0; k < 4; k++)
+      len += (size_t)snprintf(obj + len, sizeof(obj) - len, "v %.7f %.7f %.7f\n", o[0] + corner[k][0] * u[0] + corner[k][1] * v[0],
+                              o[1] + corner[k][0] * u[1] + corner[k][1] * v[1], o[2] + corner[k][0] * u[2] + corner[k][1] * v[2]);
+  }
+  for (int q = 0; q < 3; q++)
+    len += (size_t)snprintf(obj + len, sizeof(obj) - len, "f %d %d %d\nf %d %d %d\n", 4 * q + 1, 4 * q + 2, 4 * q + 3,
+                            4 * q + 1, 4 * q + 3, 4 * q + 4);
+  test_write_file("squares.obj", obj, len);
+}
+
+TEST(deform_view_shading_clay_wax_and_skin_draws_the_matcap_formula_of_each_pixels_view_normal) {
+  float centres[3][3];
+  write_matcap_squares(centres);
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  harness_rpc_done(&h, "session.create", "{\"session\":\"squares\",\"mesh\":\"squares.obj\"}");
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(test_tmp_path("squares.obj"), NULL, &m, err, sizeof(err)), err);
+  vw_camera cam = camera_for(m);
+  cam.yaw = glm_rad(25.0f), cam.pitch = glm_rad(-15.0f);
+  mat4 view, proj;
+  vw_camera_matrices(&cam, 320, 240, view, proj);
+  static const char *const names[3] = {"clay", "wax", "skin"};
+  float lit_first[3] = {0, 0, 0}, first_want[3] = {0, 0, 0};
+  for (int k = -1; k < 3; k++) {
+    char *png = tmp_png("matcap.png");
+    const char *const extra[] = {"--session", "squares", "--camera", "25,-15,0", "--shading", k < 0 ? "lit" : names[k], NULL};
+    screenshot(h.stream_port, png, extra);
+    image im = load(png);
+    for (int q = 0; q < 3; q++) {
+      float px, py, nv[3], want[3];
+      ASSERT(vw_camera_project(&cam, im.w, im.h, centres[q], &px, &py));
+      glm_mat4_mulv3(view, (float *)matcap_normals[q], 0.0f, nv);
+      glm_vec3_normalize(nv);
+      const uint8_t *got = im.px + 4 * ((size_t)(int)py * im.w + (int)px);
+      if (k < 0) {
+        if (q == 0) for (int c = 0; c < 3; c++) lit_first[c] = got[c];
+        continue;
+      }
+      matcap_expect(k, nv, want);
+      if (q == 0 && k == 0) glm_vec3_copy(want, first_want);
+      fprintf(stderr, "%s, square %d (view normal %.3f %.3f %.3f) at (%.0f, %.0f): %u %u %u, the formula %.1f %.1f %.1f\n",
+              names[k], q, nv[0], nv[1], nv[2], px, py, got[0], got[1], got[2], want[0], want[1], want[2]);
+      for (int c = 0; c < 3; c++) ASSERT(fabsf(got[c] - want[c]) <= 2.0f);
+    }
+    stbi_image_free(im.px);
+  }
+  /* and lit is not clay */
+  ASSERT(fabsf(lit_first[0] - first_want[0]) + fabsf(lit_first[1] - first_want[1]) + fabsf(lit_first[2] - first_want[2]) > 12.0f);
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
 /* The nearest triangle the ray hits (Möller–Trumbore), -1 for none; its barycentrics in b. */
 static int64_t ray_hit(const mesh *m, const float o[3], const float d[3], float b[2]) {
   int64_t best = -1;

@@ -483,6 +483,53 @@ def test_a_brush_stroke_in_the_page_sculpts_both_sides_with_mirror_x():
         srv.stop()
 
 
+def test_symmetry_y_in_the_page_is_the_servers_mirror_across_the_up_axis_in_one_step():
+    """Brush mode, inflate, symmetry Y (which clears X): a stroke on the lower face moves the
+    vertices around its mirror image across y = 0 (the demo head's up axis) as well, in one
+    stroke, one step of the history: the server mirrors it (BRUSH byte 8), the page sends
+    nothing more on release."""
+    srv = Server()
+    d = browser()
+    try:
+        open_page(d, srv)
+        verts, _ = dump(srv, "sym-base.obj")
+        # A vertex on the face below y = 0 whose mirror image across y = 0 lies on the surface.
+        band = [i for i in range(0, len(verts), 7) if -0.07 < verts[i][1] < -0.045 and verts[i][2] > 0.05 and verts[i][0] > 0.02]
+        def mirror_gap(i):
+            x, y, z = verts[i]
+            return min((p[0] - x) ** 2 + (p[1] + y) ** 2 + (p[2] - z) ** 2 for p in verts[::3])
+        at = min(band[::4], key=mirror_gap)
+        here = verts[at]
+        there = (here[0], -here[1], here[2])
+        d.find_element(By.ID, "mode-brush").click()
+        d.find_element(By.ID, "sym-x").click()
+        d.find_element(By.ID, "sym-y").click()
+        if d.execute_script("return document.getElementById('sym-x').checked"):
+            fail("ticking Y left X ticked: one plane at a time")
+        d.execute_script("const s = document.getElementById('brush'); s.value = '1';"
+                         "s.dispatchEvent(new Event('change'))")
+        canvas = d.find_element(By.ID, "view")
+        px = d.execute_script("return deformView.project(arguments[0])", at)
+        ox = int(px["x"] - canvas.size["width"] / 2)
+        oy = int(px["y"] - canvas.size["height"] / 2)
+        ActionChains(d).move_to_element_with_offset(canvas, ox, oy).click_and_hold().move_by_offset(-4, 2).release().perform()
+        wait_for("the stroke", lambda: srv.call("state.get", {"session": "demo"})["sculpted_vertices"] > 0)
+        seq = d.execute_script("return deformView.ping()")
+        wait_for("the PONG after the stroke", lambda: d.execute_script("return deformView.lastPong") >= seq)
+        moved = [int(k) for k in srv.call("sculpt.get", {"session": "demo"})["offsets"]]
+        near = sum(math.dist(verts[i], here) < 0.03 for i in moved)
+        mirrored = sum(math.dist(verts[i], there) < 0.03 for i in moved)
+        print(f"{len(moved)} vertices sculpted: {near} around the stroke at y = {here[1]:.3f}, {mirrored} around its mirror image")
+        if near < 10 or mirrored < 10 or near + mirrored != len(moved):
+            fail(f"symmetry Y moved {near} vertices at the stroke, {mirrored} at its mirror, {len(moved)} in all")
+        strokes = [s for s in srv.call("history.list", {"session": "demo"})["steps"] if s["kind"] == "brush"]
+        if len(strokes) != 1:
+            fail(f"a mirrored stroke is not one step: {strokes}")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 def test_a_grab_in_the_page_follows_the_pointer_and_undoes_in_one_step():
     """Brush mode, grab: a stroke of several pointer moves drags the nose the way the pointer went
     (its points lie on the plane facing the camera, one stroke continued piece by piece), and the

@@ -8,8 +8,12 @@ camera's own matrices (where every vertex in view lies against the near plane); 
 over every triangle (camera.js pick) for the GPU pick; the server's sculpt layer (sculpt.get) for
 what a stroke did, against the page's normals from before it; JSON-RPC for sessions and history.
 """
+import base64
+import json
 import math
 import os
+import struct
+import subprocess
 import sys
 import time
 
@@ -93,6 +97,17 @@ def viewport_xy(d, css):
     return r["x"] + css["x"], r["y"] + css["y"]
 
 
+def page_in_view(d, srv, key, axis, name):
+    """Opens the page; the shape deformctl holds (written to `name`) and the page's positions;
+    then the numpad view `key`, once the eye looks from +axis."""
+    open_page(d, srv)
+    verts, tris = T.dump(srv, name)
+    flat = T.page_positions(d)
+    press(d, key)
+    wait_for("the view", lambda: d.execute_script(f"return deformView.eyeDirection[{axis}] > 0.99"), 10)
+    return verts, tris, flat
+
+
 # ---- tests --------------------------------------------------------------------------------------
 
 def test_zooming_toward_the_ear_in_the_page_never_puts_the_near_plane_inside_the_mesh():
@@ -104,14 +119,10 @@ def test_zooming_toward_the_ear_in_the_page_never_puts_the_near_plane_inside_the
     srv = Server()
     d = browser()
     try:
-        open_page(d, srv)
-        verts, _ = T.dump(srv, "zoom.obj")
-        flat = T.page_positions(d)
+        verts, _, flat = page_in_view(d, srv, Keys.NUMPAD3, 0, "zoom.obj")
         if not T.max_error(flat, verts) <= 1e-5 * T.diagonal(verts):
             fail("the page's positions are not deformctl's")
         ear = max(range(len(verts)), key=lambda i: verts[i][0])
-        press(d, Keys.NUMPAD3)
-        wait_for("the right view", lambda: d.execute_script("return deformView.eyeDirection[0] > 0.99"), 10)
         canvas = canvas_origin(d)
         e = css_of_vertex(d, ear)
         ox, oy = int(e["x"] - canvas.size["width"] / 2), int(e["y"] - canvas.size["height"] / 2)
@@ -204,6 +215,90 @@ def test_pan_moves_the_view_not_the_shape_and_middle_drag_orbits_about_the_point
             fail("the orbit did not keep the point under the cursor in place")
         if srv.version() != v0:
             fail("the orbit edited the shape")
+    finally:
+        d.quit()
+        srv.stop()
+
+
+def eye_inside(verts, tris, p):
+    """Whether p is inside the closed mesh: the parity of the triangles a ray from p straight
+    up +z crosses (a direction of its own, not the page's), in the plane's 2D terms."""
+    n = 0
+    px, py, pz = p
+    for a, b, c in tris:
+        A, B, C = verts[a], verts[b], verts[c]
+        if px < min(A[0], B[0], C[0]) or px > max(A[0], B[0], C[0]) or py < min(A[1], B[1], C[1]) or py > max(A[1], B[1], C[1]):
+            continue
+        det = (B[0] - A[0]) * (C[1] - A[1]) - (C[0] - A[0]) * (B[1] - A[1])
+        if det == 0:
+            continue
+        u = ((px - A[0]) * (C[1] - A[1]) - (C[0] - A[0]) * (py - A[1])) / det
+        v = ((B[0] - A[0]) * (py - A[1]) - (px - A[0]) * (B[1] - A[1])) / det
+        if u < 0 or v < 0 or u + v > 1:
+            continue
+        if A[2] + u * (B[2] - A[2]) + v * (C[2] - A[2]) > pz:
+            n += 1
+    return n % 2 == 1
+
+
+def test_orbit_and_pan_in_the_page_never_put_the_camera_inside_the_mesh():
+    """Zoomed onto the cheek until the wheel's clamp holds, middle drags orbit about the cheek
+    (half a turn and more: unclamped, the eye would swing through the head) and Shift + middle
+    drags pan every way: after each drag the eye is outside the head (a ray cast here, the
+    parity of the triangles it crosses) and no vertex in view is nearer than the near plane; the
+    clamp refused some steps."""
+    srv = Server()
+    d = browser()
+    try:
+        verts, tris, flat = page_in_view(d, srv, Keys.NUMPAD1, 2, "nav.obj")
+        nose = verts[20400]
+        cheek = max((i for i in range(len(verts)) if abs(verts[i][0] - nose[0] - 0.035) < 0.004 and abs(verts[i][1] - nose[1]) < 0.004),
+                    key=lambda i: verts[i][2])
+        canvas = canvas_origin(d)
+        e = css_of_vertex(d, cheek)
+        ox, oy = int(e["x"] - canvas.size["width"] / 2), int(e["y"] - canvas.size["height"] / 2)
+        ActionChains(d).move_to_element_with_offset(canvas, ox, oy).perform()
+        for _ in range(80):
+            if d.execute_script("return deformView.zoomClamped") >= 2:
+                break
+            ActionChains(d).scroll_from_origin(ScrollOrigin.from_element(canvas, ox, oy), 0, -100).perform()
+        look0 = d.execute_script("return deformView.eyeDirection")
+        turned = 0
+
+        def drag(dx, dy, shift):
+            a = ActionBuilder(d, mouse=PointerInput(POINTER_MOUSE, "mouse"))
+            if shift:
+                a.key_action.key_down(Keys.SHIFT)
+            a.pointer_action.move_to(canvas, ox, oy).pointer_down(MouseButton.MIDDLE)
+            for k in range(1, 4):
+                a.pointer_action.move_to(canvas, ox + dx * k // 3, oy + dy * k // 3)
+            a.pointer_action.pointer_up(MouseButton.MIDDLE)
+            if shift:
+                a.key_action.key_up(Keys.SHIFT)
+            a.perform()
+            eye = d.execute_script("return deformView.cameraPose()")["eye"]
+            cam = view_of(d)
+            near = nearest_in_view(cam, flat)
+            what = f"after a {'pan' if shift else 'orbit'} of ({dx}, {dy})"
+            if eye_inside(verts, tris, eye):
+                fail(f"{what} the eye {eye} is inside the head")
+            if near is not None and not cam["clip"]["near"] < near:
+                fail(f"{what} the near plane at {cam['clip']['near']:.5g} cuts the mesh (a vertex in view at {near:.5g})")
+
+        for _ in range(8):  # 8 x 60 px: 3.8 radians about the cheek
+            drag(60, 0, False)
+            turned = max(turned, math.dist(look0, d.execute_script("return deformView.eyeDirection")))
+        orbit_clamped = d.execute_script("return deformView.navClamped")
+        for dx, dy in ((80, 0), (-80, 0), (0, 80), (0, -80)):
+            for _ in range(2):
+                drag(dx, dy, True)
+        clamped = d.execute_script("return deformView.navClamped")
+        print(f"orbit: the view turned by up to {turned:.3f}, {orbit_clamped} orbit steps refused; {clamped - orbit_clamped} pan steps refused")
+        if turned < 0.05:
+            fail("the orbit did not turn the camera at all")
+        if orbit_clamped < 1:
+            fail("half a turn about the cheek at the closest zoom was never held back")
+        T.shot(d, "page-orbit-clamped.png")
     finally:
         d.quit()
         srv.stop()
@@ -416,6 +511,103 @@ def drop_file(d, name, text):
       window.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));""", name, text)
 
 
+def captured_download(d, button):
+    """Clicks a download button with URL.createObjectURL watched: the Blob the page saves, as
+    base64 (fetched in pieces), and the file name it saves it under."""
+    d.execute_script("""
+        window.__saved = null;
+        if (!window.__wrapped) {
+          const make = URL.createObjectURL;
+          URL.createObjectURL = (b) => { window.__blob = b; return make(b); };
+          const click = HTMLAnchorElement.prototype.click;
+          HTMLAnchorElement.prototype.click = function () { if (this.download) window.__saved = this.download; return click.call(this); };
+          window.__wrapped = true;
+        }
+        window.__blob = null;
+        document.getElementById(arguments[0]).click();""", button)
+    name = wait_for(f"the {button} file", lambda: d.execute_script("return window.__saved"), 60)
+    d.execute_script("""window.__bytes = null;
+        window.__blob.arrayBuffer().then((a) => { window.__bytes = new Uint8Array(a); });""")
+    n = wait_for("the blob's bytes", lambda: d.execute_script("return window.__bytes && window.__bytes.length"), 30)
+    parts = []
+    for at in range(0, n, 1 << 20):
+        parts.append(base64.b64decode(d.execute_script("""
+            const b = window.__bytes.subarray(arguments[0], arguments[0] + (1 << 20));
+            let s = ''; for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
+            return btoa(s);""", at)))
+    return name, b"".join(parts)
+
+
+def test_the_pages_obj_and_glb_downloads_hold_the_sculpt_and_history_revert_brings_a_step_back():
+    """Two brush strokes (JSON-RPC), then the page's OBJ and GLB buttons: the files they save,
+    parsed here, hold the base head plus the sculpt (sculpt.get's offsets; OBJ text to 1e-5,
+    GLB POSITION float32 exactly enough: 1e-6), the GLB's 68 morph targets. Then the page's
+    history panel's revert on the first stroke brings the session back to the offsets it had
+    after it."""
+    data = os.path.join(T.TMP, f"data-{time.time_ns()}")
+    os.makedirs(data)
+    srv = Server("--data", data, admin_token="admintoken-0123456789")
+    d = browser()
+    try:
+        head = os.path.join(T.TMP, "export-base.obj")
+        subprocess.run([os.path.join(T.BUILD, "bin", "deformd"), "--write-demo", head], check=True, capture_output=True)
+        base, _ = T.read_obj(head)
+        open_page(d, srv, "session=demo&token=admintoken-0123456789")
+        for k, c in enumerate(([0.046, -0.016, 0.075], [-0.03, 0.02, 0.085])):
+            srv.call("brush.stroke", {"session": "demo", "brush": "inflate", "radius": 0.02, "strength": 0.4, "samples": [{"center": c}]})
+            wait_for(f"stroke {k + 1}", lambda: len(srv.call("history.list", {"session": "demo"})["steps"]) == k + 1, 30)
+            if k == 0:
+                first = srv.call("sculpt.get", {"session": "demo"})
+        now = srv.call("sculpt.get", {"session": "demo"})
+        if not len(now["offsets"]) > len(first["offsets"]):
+            fail("the second stroke sculpted nothing new: the revert below would prove nothing")
+        want = [list(p) for p in base]
+        for i, o in now["offsets"].items():
+            for c in range(3):
+                want[int(i)][c] += o[c]
+        name, obj = captured_download(d, "download-obj")
+        verts = [tuple(float(x) for x in line.split()[1:4]) for line in obj.decode().splitlines() if line.startswith("v ")]
+        err = max(abs(verts[i][c] - want[i][c]) for i in range(len(want)) for c in range(3)) if len(verts) == len(want) else None
+        print(f"{name}: {len(obj)} bytes, {len(verts)} vertices, max |v - (base + sculpt)| {err}")
+        if err is None or err > 1e-5:
+            fail(f"the OBJ download is not the sculpted head ({len(verts)} vertices, error {err})")
+        name, glb = captured_download(d, "download-glb")
+        magic, version, length = struct.unpack_from("<4sII", glb, 0)
+        jlen, jtype = struct.unpack_from("<II", glb, 12)
+        if magic != b"glTF" or version != 2 or length != len(glb) or jtype != 0x4E4F534A:
+            fail(f"the GLB download's header is {magic!r} {version} {length} (of {len(glb)} bytes)")
+        gltf = json.loads(glb[20:20 + jlen])
+        blen, btype = struct.unpack_from("<II", glb, 20 + jlen)
+        binary = glb[28 + jlen:28 + jlen + blen]
+        prim = gltf["meshes"][0]["primitives"][0]
+        acc = gltf["accessors"][prim["attributes"]["POSITION"]]
+        view = gltf["bufferViews"][acc["bufferView"]]
+        at = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+        pos = struct.unpack_from(f"<{3 * acc['count']}f", binary, at)
+        err = max(abs(pos[3 * i + c] - want[i][c]) for i in range(len(want)) for c in range(3)) if acc["count"] == len(want) else None
+        print(f"{name}: {len(glb)} bytes, {acc['count']} positions, {len(prim.get('targets', []))} morph targets, "
+              f"max |POSITION - (base + sculpt)| {err}")
+        if err is None or err > 1e-6 or len(prim.get("targets", [])) != 68:
+            fail(f"the GLB download is not the sculpted head with its targets (error {err})")
+        # The history panel: revert to the state after the first stroke.
+        d.find_element(By.ID, "history-button").click()
+        rows = wait_for("the history rows", lambda: d.execute_script(
+            "return document.querySelectorAll('#history-list .step button').length") == 2 or None, 30)
+        d.execute_script("document.querySelectorAll('#history-list .step button')[1].click()")  # newest first: [1] is stroke 1
+        wait_for("the revert", lambda: srv.call("sculpt.get", {"session": "demo"})["version"] > now["version"], 30)
+        back = srv.call("sculpt.get", {"session": "demo"})
+        err = max((abs(back["offsets"].get(i, [0, 0, 0])[c] - first["offsets"].get(i, [0, 0, 0])[c])
+                   for i in set(back["offsets"]) | set(first["offsets"]) for c in range(3)), default=0)
+        print(f"revert: version {now['version']} -> {back['version']}, {len(back['offsets'])} sculpted vertices "
+              f"(after stroke 1: {len(first['offsets'])}), max difference {err}")
+        if err > 1e-7 or rows is None:
+            fail(f"the page's revert did not bring back the state after stroke 1 (difference {err})")
+        T.shot(d, "page-history-reverted.png")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 def test_a_dropped_file_opens_a_session_and_the_page_says_why_not_without_a_data_directory():
     """On a server with a data directory and the administrator's token, an OBJ dropped onto the
     page is uploaded, opened as session "octa" and shown (6 vertices, no target panel); the session
@@ -490,6 +682,9 @@ def test_the_page_shows_matcaps_the_brush_circles_and_the_key_sheet():
             fail(f"clay is not greyish: {colours['1']}")
         if len(set(colours.values())) < 4:
             fail("two shadings look the same")
+        press(d, "c")  # C cycles, as deform-view's: after skin comes lit
+        if d.execute_script("return document.getElementById('shade').value") != "0":
+            fail("C did not cycle the shading from skin back to lit")
         d.execute_script("deformView.setMode('brush')")
         canvas = canvas_origin(d)
         nose = css_of_vertex(d, 20400)
@@ -521,7 +716,7 @@ def test_the_page_shows_matcaps_the_brush_circles_and_the_key_sheet():
         press(d, "h")
         sheet = wait_for("the key sheet", lambda: d.execute_script(
             "const k = document.getElementById('keys'); return k.hidden ? null : k.textContent"), 10)
-        for key in ("middle drag", "Shift + middle drag", "wheel", "Home", "numpad .", "Ctrl", "Shift + F", "pen pressure"):
+        for key in ("middle drag", "Shift + middle drag", "wheel", "Home", "numpad .", "Ctrl", "Shift + F", "pen pressure", "X, Y, Z", "shading"):
             if key not in sheet:
                 fail(f"the key sheet does not list {key}")
         T.shot(d, "page-keys.png")

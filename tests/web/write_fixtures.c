@@ -690,6 +690,11 @@ static void encoder_cases(void) {
                           PROTO_BRUSH_MIRROR_X | PROTO_BRUSH_FRONT_ONLY | PROTO_BRUSH_CONTINUE | (9 << PROTO_BRUSH_AUTOSMOOTH_SHIFT),
                           1, bs);
   enc("brush", "[47,7,0,151,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5}]]", &b);
+  /* Symmetry across y = 0 (byte 8, issue 26), and across x = 0 by byte 8, which also sets flag bit 0. */
+  proto_encode_edit_brush_mirror(&b, 48, 5, 0, PROTO_BRUSH_CONTINUE, PROTO_BRUSH_AXIS_Y, 1, bs);
+  enc("brush", "[48,5,0,4,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5}],2]", &b);
+  proto_encode_edit_brush_mirror(&b, 49, 5, 0, 0, PROTO_BRUSH_AXIS_X, 1, bs);
+  enc("brush", "[49,5,0,0,[{\"center\":[0,0.1,0.2],\"direction\":[0,0,0.001],\"radius\":0.02,\"strength\":0.5}],1]", &b);
   uint32_t rv[3] = {5, 1, 5};
   proto_encode_edit_reset(&b, 41, 3, rv);
   enc("reset", "[41,[5,1,5]]", &b);

@@ -196,29 +196,34 @@ export class Camera {
   }
 }
 
-// The nearest triangle a ray hits (Möller–Trumbore), with the hit point and its nearest corner.
+// Where the ray o + t·d crosses triangle (a, b, c) (vertex indices × 3): [t, u, v], or null
+// (Möller–Trumbore; t may be negative).
+function crossing(positions, a, b, c, o, d) {
+  const e1x = positions[b] - positions[a], e1y = positions[b + 1] - positions[a + 1], e1z = positions[b + 2] - positions[a + 2];
+  const e2x = positions[c] - positions[a], e2y = positions[c + 1] - positions[a + 1], e2z = positions[c + 2] - positions[a + 2];
+  const px = d[1] * e2z - d[2] * e2y, py = d[2] * e2x - d[0] * e2z, pz = d[0] * e2y - d[1] * e2x;
+  const det = e1x * px + e1y * py + e1z * pz;
+  if (Math.abs(det) < 1e-12) return null;
+  const inv = 1 / det;
+  const tx = o[0] - positions[a], ty = o[1] - positions[a + 1], tz = o[2] - positions[a + 2];
+  const u = (tx * px + ty * py + tz * pz) * inv;
+  if (u < 0 || u > 1) return null;
+  const qx = ty * e1z - tz * e1y, qy = tz * e1x - tx * e1z, qz = tx * e1y - ty * e1x;
+  const v = (d[0] * qx + d[1] * qy + d[2] * qz) * inv;
+  if (v < 0 || u + v > 1) return null;
+  return [(e2x * qx + e2y * qy + e2z * qz) * inv, u, v];
+}
+
+// The nearest triangle a ray hits, with the hit point and its nearest corner.
 export function pick(positions, triangles, ray) {
   const o = ray.origin;
   const d = ray.dir;
   let best = Infinity;
   let hit = null;
   for (let i = 0; i < triangles.length; i += 3) {
-    const a = 3 * triangles[i];
-    const b = 3 * triangles[i + 1];
-    const c = 3 * triangles[i + 2];
-    const e1x = positions[b] - positions[a], e1y = positions[b + 1] - positions[a + 1], e1z = positions[b + 2] - positions[a + 2];
-    const e2x = positions[c] - positions[a], e2y = positions[c + 1] - positions[a + 1], e2z = positions[c + 2] - positions[a + 2];
-    const px = d[1] * e2z - d[2] * e2y, py = d[2] * e2x - d[0] * e2z, pz = d[0] * e2y - d[1] * e2x;
-    const det = e1x * px + e1y * py + e1z * pz;
-    if (Math.abs(det) < 1e-12) continue;
-    const inv = 1 / det;
-    const tx = o[0] - positions[a], ty = o[1] - positions[a + 1], tz = o[2] - positions[a + 2];
-    const u = (tx * px + ty * py + tz * pz) * inv;
-    if (u < 0 || u > 1) continue;
-    const qx = ty * e1z - tz * e1y, qy = tz * e1x - tx * e1z, qz = tx * e1y - ty * e1x;
-    const v = (d[0] * qx + d[1] * qy + d[2] * qz) * inv;
-    if (v < 0 || u + v > 1) continue;
-    const t = (e2x * qx + e2y * qy + e2z * qz) * inv;
+    const x = crossing(positions, 3 * triangles[i], 3 * triangles[i + 1], 3 * triangles[i + 2], o, d);
+    if (!x) continue;
+    const [t, u, v] = x;
     if (t <= 0 || t >= best) continue;
     best = t;
     const w = [1 - u - v, u, v];
@@ -226,4 +231,16 @@ export function pick(positions, triangles, ray) {
     hit = { t, triangle: i / 3, vertex: triangles[i + k], point: [o[0] + t * d[0], o[1] + t * d[1], o[2] + t * d[2]] };
   }
   return hit;
+}
+
+// Whether point p is inside the closed surface: an odd number of its triangles crossed by a
+// ray from p (in a direction no axis-aligned mesh lines up with).
+export function inside(positions, triangles, p) {
+  const d = [0.5234, 0.6012, 0.6038];
+  let n = 0;
+  for (let i = 0; i < triangles.length; i += 3) {
+    const x = crossing(positions, 3 * triangles[i], 3 * triangles[i + 1], 3 * triangles[i + 2], p, d);
+    if (x && x[0] > 0) n++;
+  }
+  return n % 2 === 1;
 }

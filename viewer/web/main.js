@@ -17,7 +17,7 @@
 //
 // DOES NOT decode frames (protocol.js) or write GL (render.js).
 
-import { Camera, pick } from './camera.js';
+import { Camera, inside, pick } from './camera.js';
 import { Net } from './net.js';
 import { Presence, applyCamera, drawPresence, showPeople, stateOf } from './presence.js';
 import * as P from './protocol.js';
@@ -196,13 +196,18 @@ function frame() {
   showStatus();
 }
 
-function frameCamera(pos) {
-  const lo = [Infinity, Infinity, Infinity];
-  const hi = [-Infinity, -Infinity, -Infinity];
+// The bounding box {lo, hi} of positions (x, y, z after one another).
+function boxOf(pos) {
+  const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   for (let i = 0; i < pos.length; i++) {
     lo[i % 3] = Math.min(lo[i % 3], pos[i]);
     hi[i % 3] = Math.max(hi[i % 3], pos[i]);
   }
+  return { lo, hi };
+}
+
+function frameCamera(pos) {
+  const { lo, hi } = boxOf(pos);
   camera.frame(lo, hi);
   framed = true;
 }
@@ -437,6 +442,16 @@ function screenToWorld(p, dx, dy) {
 // range and the zoom's clamp need them.
 let shapeSerial = 0;
 const shapeCache = { serial: -1, positions: null };
+// The shape's bounding box, {lo, hi}, computed once per shape.
+function shapeBox() {
+  const pos = shapePositions();
+  if (shapeCache.boxSerial !== shapeSerial) {
+    shapeCache.box = boxOf(pos);
+    shapeCache.boxSerial = shapeSerial;
+  }
+  return shapeCache.box;
+}
+
 function shapePositions() {
   if (shapeCache.serial !== shapeSerial) {
     shapeCache.positions = renderer.positions();
@@ -517,12 +532,25 @@ function startNav(x, y, pan) {
   }
 }
 
+// Orbit and pan keep the camera out of the mesh as the wheel does: a step that would bring the
+// nearest vertex in view closer than 1 % of the shape's radius, or put the eye inside the
+// surface, is not taken (deformView.navClamped counts them).
 function moveNav(dx, dy) {
+  const before = { center: [...camera.center], yaw: camera.yaw, pitch: camera.pitch };
   if (nav.pan) {
     const w = screenToWorld(nav.depthAt, dx, dy);
     camera.center = camera.center.map((c, i) => c - w[i]);
   } else {
     camera.orbit(-dx * 0.008, dy * 0.008, nav.pivot);
+  }
+  if (net.replica.ready) {
+    const pos = shapePositions(), e = camera.eye(), box = shapeBox();
+    // The ray cast (every triangle) only where the eye could be inside: within the bounding box.
+    const inBox = [0, 1, 2].every((k) => e[k] >= box.lo[k] && e[k] <= box.hi[k]);
+    if (depthSpan(pos).near < 0.01 * camera.radius || (inBox && inside(pos, net.replica.snapshot.triangles, e))) {
+      Object.assign(camera, before);
+      state.navClamped = (state.navClamped || 0) + 1;
+    }
   }
   cameraMoved();
 }
@@ -709,7 +737,15 @@ addEventListener('keydown', (e) => {
   else if (e.code === 'Home') frameAll();
   else if (e.code === 'NumpadDecimal') framePicked();
   else if (e.code === 'KeyF' && !e.ctrlKey && !e.metaKey && !e.altKey) startValueDrag(e.shiftKey ? 'strength' : 'radius');
-  else return;
+  else if (e.code === 'KeyC' && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    const s = $('shade'); // lit, clay, red wax, skin, as deform-view's C
+    s.value = String((parseInt(s.value, 10) + 1) % s.options.length);
+    s.dispatchEvent(new Event('change'));
+  } else if (['KeyX', 'KeyY', 'KeyZ'].includes(e.code) && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    const box = $(`sym-${e.code[3].toLowerCase()}`); // one plane at a time, as deform-view's X, Y, Z
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event('change'));
+  } else return;
   e.preventDefault();
 });
 
@@ -789,10 +825,9 @@ function endGesture() {
 // Modifiers as Blender's, read when the stroke starts: Ctrl inverts (a negative strength: draw,
 // inflate, crease and layer dig instead of raising), Shift smooths (the smooth brush). A pen's
 // pressure scales each point's radius and/or strength (the pressure menu); the stabiliser (lazy
-// mouse) holds the brush back by its string's length in CSS pixels. Symmetry X goes with the
-// stroke (BRUSH_MIRROR_X, the server's); Y and Z, which the server has no flag for, send the
-// stroke's path again mirrored across y = 0 / z = 0 when it ends: one more stroke (one more
-// undo step) per mirror.
+// mouse) holds the brush back by its string's length in CSS pixels. Symmetry goes with the
+// stroke: the server mirrors it across x = 0, y = 0 or z = 0 (the BRUSH frame's mirror plane,
+// one at a time: the X, Y and Z boxes exclude each other), in the same undo step.
 const INVERTIBLE = new Set([P.BRUSH.DRAW, P.BRUSH.INFLATE, P.BRUSH.CREASE, P.BRUSH.LAYER]);
 function brushSettings(e = null) {
   let brush = parseInt($('brush').value, 10);
@@ -803,8 +838,9 @@ function brushSettings(e = null) {
     brush,
     invert,
     falloff: parseInt($('falloff').value, 10),
-    flags: ($('sym-x').checked ? P.BRUSH_MIRROR_X : 0) | (front ? P.BRUSH_FRONT_ONLY : 0) |
-      ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
+    flags: (front ? P.BRUSH_FRONT_ONLY : 0) | ($('autosmooth').checked ? 8 << P.BRUSH_AUTOSMOOTH_SHIFT : 0),
+    mirror: $('sym-x').checked ? P.BRUSH_AXIS.X : $('sym-y').checked ? P.BRUSH_AXIS.Y :
+      $('sym-z').checked ? P.BRUSH_AXIS.Z : P.BRUSH_AXIS.NONE,
     radius: brushRadius(),
     strength: (invert ? -1 : 1) * parseFloat($('strength').value),
   };
@@ -851,35 +887,21 @@ function sendSample(center, direction, e) {
     center: center.map(Math.fround), direction: direction.map(Math.fround),
     radius: Math.fround(Math.max(b.radius * ps.radius, 1e-6 * diag())), strength: Math.fround(b.strength * ps.strength),
   };
-  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [sample]));
+  net.sendFrame(P.encodeBrush(net.nextRequest(), b.brush, b.falloff, flags, [sample], b.mirror));
   if (st.path.length < 65536) st.path.push(sample);
   state.lastStroke = { brush: b.brush, invert: b.invert, samples: st.path.length, last: sample };
   st.sent = true;
 }
 
-// Symmetry Y and Z: the finished path again, mirrored (and with X's flag as the stroke had it).
-function sendMirrors(st) {
-  const axes = [];
-  if ($('sym-y').checked) axes.push([1]);
-  if ($('sym-z').checked) axes.push([2]);
-  if (axes.length === 2) axes.push([1, 2]);
-  for (const flip of axes) {
-    const samples = st.path.map((s) => {
-      const c = [...s.center], d = [...s.direction];
-      for (const k of flip) {
-        c[k] = -c[k];
-        d[k] = -d[k];
-      }
-      return { ...s, center: c, direction: d };
-    });
-    net.sendFrame(P.encodeBrush(net.nextRequest(), st.b.brush, st.b.falloff, st.b.flags, samples));
-  }
-}
+// One symmetry plane at a time, as the server mirrors (and deform-view's X, Y, Z keys).
+for (const a of ['x', 'y', 'z'])
+  $(`sym-${a}`).addEventListener('change', (e) => {
+    if (!e.target.checked) return;
+    for (const b of ['x', 'y', 'z']) if (b !== a) $(`sym-${b}`).checked = false;
+  });
 
 function endStroke() {
-  const st = state.stroke;
   state.stroke = null;
-  if (st && st.path.length) sendMirrors(st);
   endMaskStroke();
 }
 
@@ -1059,6 +1081,7 @@ window.deformView = {
   get clip() { return camera.clip && { ...camera.clip }; },
   get view() { return camera.view ? Array.from(camera.view) : null; },
   get zoomClamped() { return state.zoomClamped || 0; },
+  get navClamped() { return state.navClamped || 0; }, // orbit and pan steps not taken (moveNav)
   get lastStroke() { return state.lastStroke || null; },
   get circleHit() { return state.circleHit || null; },
   get mode() { return mode; },

@@ -58,6 +58,8 @@ export const BRUSH_MIRROR_X = 0x01;
 export const BRUSH_FRONT_ONLY = 0x02;
 export const BRUSH_CONTINUE = 0x04;
 export const BRUSH_AUTOSMOOTH_SHIFT = 4; // bits 4-7: auto-smoothing n/15
+// Byte 8, the mirror plane (proto_edit.h PROTO_BRUSH_AXIS_*; 0 none, or x by BRUSH_MIRROR_X).
+export const BRUSH_AXIS = { NONE: 0, X: 1, Y: 2, Z: 3 };
 const BRUSH_FLAGS_KNOWN = 0xf7;
 export const ERR = {
   NONE: 0, MALFORMED: 1, UNKNOWN_SESSION: 2, FORBIDDEN: 3, INVALID: 4, TOO_SLOW: 5, SHUTDOWN: 6,
@@ -1168,11 +1170,14 @@ export function encodeGestureEnd(requestId, gesture) {
 }
 
 // EDIT kind 6: brush 0 grab … 7 layer (BRUSH), falloff 0 smoothstep … 3 constant, flags
-// BRUSH_* (mirror, front faces only, continue, auto-smoothing), the points of the stroke's path
-// [{center, direction, radius, strength}]: the server places the dabs along them.
-export function encodeBrush(requestId, brush, falloff, flags, samples) {
+// BRUSH_* (mirror x, front faces only, continue, auto-smoothing), the points of the stroke's path
+// [{center, direction, radius, strength}]: the server places the dabs along them; `mirror` the
+// symmetry plane (BRUSH_AXIS; X also sets BRUSH_MIRROR_X, so that an older server mirrors it).
+export function encodeBrush(requestId, brush, falloff, flags, samples, mirror = 0) {
+  if (mirror === BRUSH_AXIS.X) flags |= BRUSH_MIRROR_X;
   if (!(brush >= 0 && brush <= 7) || !(falloff >= 0 && falloff <= 3) || !(flags >= 0 && flags <= 255) ||
-      flags & ~BRUSH_FLAGS_KNOWN || samples.length > 65536)
+      flags & ~BRUSH_FLAGS_KNOWN || samples.length > 65536 || !(mirror >= 0 && mirror <= 3) ||
+      (flags & BRUSH_MIRROR_X && mirror > BRUSH_AXIS.X))
     fail(E.INVAL);
   for (const s of samples)
     if (!allFinite(s.center) || !allFinite(s.direction) || !finite(s.radius) || !finite(s.strength)) fail(E.NONFINITE);
@@ -1180,7 +1185,7 @@ export function encodeBrush(requestId, brush, falloff, flags, samples) {
   w.u8(brush);
   w.u8(falloff);
   w.u8(flags);
-  w.u8(0);
+  w.u8(mirror);
   w.u32(samples.length);
   for (const s of samples) {
     for (const x of s.center) w.f32(x);

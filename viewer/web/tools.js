@@ -122,6 +122,8 @@ export const KEYS = [
   ['F, then move', 'brush radius (click or Enter keeps, Esc or right click cancels)'],
   ['Shift + F, then move', 'brush strength (as F)'],
   ['pen pressure', 'radius and/or strength (the pressure menu)'],
+  ['X, Y, Z', 'symmetry across x = 0, y = 0 or z = 0 (one plane; again: off)'],
+  ['C', 'shading: lit, clay, red wax, skin (cycles)'],
   ['M', 'mask brush; Alt + M clears, Ctrl + I inverts, Ctrl + drag erases'],
   ['Ctrl + Z / Ctrl + Y', 'undo / redo'],
   ['H or ?', 'this sheet'],

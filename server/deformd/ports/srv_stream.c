@@ -412,7 +412,7 @@ static void on_gesture_edit(srv_conn *c, srv_session *s, const proto_edit *e) {
     if (rc == 0) srv_conn_unref(c); /* answered: nothing to say on success */
   } else if (e->kind == PROTO_EDIT_BRUSH) {
     dfm_brush brush = {.kind = (dfm_brush_kind)e->brush.brush, .falloff = (dfm_falloff)e->brush.falloff,
-                       .mirror_x = (e->brush.flags & PROTO_BRUSH_MIRROR_X) != 0};
+                       .mirror_x = (e->brush.flags & PROTO_BRUSH_MIRROR_X) != 0, .mirror_axis = e->brush.mirror};
     brush.front_only = (e->brush.flags & PROTO_BRUSH_FRONT_ONLY) != 0;
     brush.autosmooth = (double)(e->brush.flags >> PROTO_BRUSH_AUTOSMOOTH_SHIFT) / 15.0;
     dfm_brush_sample *smp = malloc(sizeof(*smp) * ((size_t)e->brush.count + 1));

@@ -564,6 +564,16 @@ static void srv_m_brush_stroke(srv_server *s, srv_rpc_call *call, cJSON *params)
       srv_rpc_number_in(call, params, "autosmooth", 0.0, 1.0, &brush.autosmooth) < 0 ||
       srv_rpc_number_in(call, params, "height", 0.0, 1e30, &brush.height) < 0)
     return;
+  const cJSON *mirror = cJSON_GetObjectItemCaseSensitive(params, "mirror");
+  if (mirror) {
+    const char *m = cJSON_IsString(mirror) ? mirror->valuestring : "";
+    brush.mirror_axis = !strcmp(m, "none") ? 0 : !strcmp(m, "x") ? 1 : !strcmp(m, "y") ? 2 : !strcmp(m, "z") ? 3 : -1;
+    if (brush.mirror_axis < 0 || (brush.mirror_x && brush.mirror_axis > 1)) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"mirror\" must be \"none\", \"x\", \"y\" or \"z\" (one plane; "
+                    "\"mirror_x\": true is \"x\")");
+      return;
+    }
+  }
   int view = srv_rpc_numbers(call, params, "view", 3, brush.view);
   if (view < 0) return;
   if (brush.front_only && (!view || (brush.view[0] == 0 && brush.view[1] == 0 && brush.view[2] == 0))) {

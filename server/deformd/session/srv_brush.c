@@ -115,7 +115,7 @@ static void stroke_work(uv_work_t *req) {
   k->status = dfm_stroke_dabs(&k->brush, k->samples, k->count, &k->path, &dabs, &ndabs, NULL, k->err, sizeof(k->err));
   if (k->status) goto out;
   srv_brush_cost cost;
-  int rc = srv_brush_work(p, nt, dabs, ndabs, k->brush.mirror_x, &cost);
+  int rc = srv_brush_work(p, nt, dabs, ndabs, dfm_brush_mirror_axis(&k->brush), &cost);
   free(dabs);
   if (rc != 0) {
     k->status = DFM_ENOMEM;

@@ -44,8 +44,9 @@ int srv_brush_busy(const srv_session *s, uint32_t author);
 typedef struct srv_brush_cost {
   uint64_t touched, scanned, work;
 } srv_brush_cost;
-/* The cost of `count` dabs over `n` positions (3 doubles each). 0 or SRV_EINTERNAL. */
+/* The cost of `count` dabs over `n` positions (3 doubles each), with their mirror images across
+ * the plane of `mirror_axis` (dfm_brush_mirror_axis: 0 x, 1 y, 2 z, -1 none). 0 or SRV_EINTERNAL. */
 int srv_brush_work(const double *positions, uint32_t n, const dfm_brush_sample *samples, uint32_t count,
-                   int mirror_x, srv_brush_cost *out);
+                   int mirror_axis, srv_brush_cost *out);
 
 #endif

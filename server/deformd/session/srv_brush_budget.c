@@ -100,20 +100,21 @@ static uint64_t box_count(const grid *gr, const double c[3], double r) {
 }
 
 int srv_brush_work(const double *positions, uint32_t n, const dfm_brush_sample *samples, uint32_t count,
-                   int mirror_x, srv_brush_cost *out) {
+                   int mirror_axis, srv_brush_cost *out) {
   memset(out, 0, sizeof(*out));
   grid gr;
   if (grid_build(&gr, positions, n) != 0) return SRV_EINTERNAL;
   for (uint32_t i = 0; i < count; i++) {
     const dfm_brush_sample *s = &samples[i];
     out->touched += box_count(&gr, s->center, s->radius);
-    if (mirror_x) {
-      double m[3] = {-s->center[0], s->center[1], s->center[2]};
+    if (mirror_axis >= 0) {
+      double m[3] = {s->center[0], s->center[1], s->center[2]};
+      m[mirror_axis] = -m[mirror_axis];
       out->touched += box_count(&gr, m, s->radius);
     }
   }
   free(gr.sum);
-  out->scanned = (uint64_t)count * (mirror_x ? 2 : 1) * n;
+  out->scanned = (uint64_t)count * (mirror_axis >= 0 ? 2 : 1) * n;
   out->work = out->touched + out->scanned / SRV_BRUSH_SCAN_RATIO;
   return 0;
 }
