@@ -7,11 +7,16 @@
  * Layout of a coded block (what proto__rans_enc_finish writes and proto__rans_dec_init reads):
  *   per context: varint n (0 = the context codes nothing), then n varint frequencies of
  *                symbols 0 .. n-1, summing to exactly PROTO_RANS_TOTAL;
- *   varint m, then m bytes of rANS (32-bit state, byte renormalisation, ryg_rans's layout:
- *                the final state first, little-endian);
+ *   varint m, then m bytes of rANS: two interleaved 31-bit states (Giesen's interleaved rANS:
+ *                symbol i is coded with state i mod 2), renormalised 16 bits at a time (u16
+ *                little-endian, at most one per symbol), both sharing one stream, ryg_rans's layout: the two final states first (state 0, then
+ *                state 1, each little-endian), then the bytes in the order the decoder reads;
  *   raw bits to the end of the block, least significant bit first, the last byte padded with 0.
  * The decoder pulls symbols one at a time with the context the caller computes from what it
- * decoded so far, so models may depend on earlier values without the coder knowing them.
+ * decoded so far, so models may depend on earlier values without the coder knowing them. Two
+ * states make the decoding of consecutive symbols independent chains (the state update and the
+ * renormalisation of one overlap the table look-up of the next), which is what lets the entropy
+ * join decode as fast as meshoptimizer's byte codecs (docs/performance.md).
  *
  * DOES NOT know what symbols mean, or do I/O.
  */
@@ -25,7 +30,7 @@
 
 #define PROTO_RANS_BITS 12 /* frequencies sum to 2^12 */
 #define PROTO_RANS_TOTAL (1u << PROTO_RANS_BITS)
-#define PROTO_RANS_LOW (1u << 23) /* the state stays in [LOW, LOW << 8) */
+#define PROTO_RANS_LOW (1u << 15) /* the state stays in [LOW, LOW << 16) */
 #define PROTO_RANS_MAX_SYMBOLS 256
 #define PROTO_RANS_MAX_CONTEXTS 64
 
@@ -52,14 +57,15 @@ int proto__rans_enc_finish(proto_rans_enc *e, proto_buf *b);
 /* The decoder reads one block of exactly `n` bytes. Owns its tables (proto__rans_dec_fini). */
 typedef struct proto_rans_dec {
   int contexts, symbols;
-  uint16_t *freq, *start; /* [context * symbols + symbol] */
   uint8_t *slot;          /* [context << PROTO_RANS_BITS | x mod TOTAL] -> symbol */
+  uint32_t *fs;           /* [context * symbols + symbol] -> freq << 16 | start, one load */
   uint8_t *used;          /* per context: its table is not empty */
   const uint8_t *at, *end;   /* rANS bytes */
   const uint8_t *bat, *bend; /* raw bits */
   uint64_t acc;
   int nacc;
-  uint32_t x;
+  uint32_t x[2]; /* the two states, rotating: the next symbol uses x[0], and its new state
+                    becomes x[1] while the other moves to x[0] */
   int err; /* the first failure (PROTO_E*), sticky; symbols read after it are 0 */
 } proto_rans_dec;
 
@@ -74,24 +80,46 @@ static inline int proto__rans_dec_sym(proto_rans_dec *d, int context) {
     if (!d->err) d->err = PROTO_EINVAL;
     return 0;
   }
-  uint32_t x = d->x, m = x & (PROTO_RANS_TOTAL - 1);
+  uint32_t x = d->x[0], m = x & (PROTO_RANS_TOTAL - 1);
   int s = d->slot[((size_t)context << PROTO_RANS_BITS) | m];
-  size_t k = (size_t)context * (size_t)d->symbols + (size_t)s;
-  x = d->freq[k] * (x >> PROTO_RANS_BITS) + m - d->start[k];
-  while (x < PROTO_RANS_LOW) {
-    if (d->at == d->end) {
+  uint32_t fs = d->fs[(size_t)context * (size_t)d->symbols + (size_t)s];
+  x = (fs >> 16) * (x >> PROTO_RANS_BITS) + m - (fs & 0xffff);
+  d->x[0] = d->x[1];
+  /* One u16 at most (x >= 8 after the update, so x << 16 >= LOW), taken without a branch on x:
+   * whether it is needed is a coin toss the branch predictor would lose. */
+  uint32_t need = x < PROTO_RANS_LOW;
+  if (d->end - d->at < 2) {
+    if (need) {
       if (!d->err) d->err = PROTO_ETRUNCATED;
-      d->x = PROTO_RANS_LOW;
+      d->x[1] = PROTO_RANS_LOW;
       return 0;
     }
-    x = (x << 8) | *d->at++;
+  } else {
+    uint32_t w = (uint32_t)d->at[0] | (uint32_t)d->at[1] << 8;
+    x = need ? (x << 16) | w : x;
+    d->at += 2 * need;
   }
-  d->x = x;
+  d->x[1] = x;
   return s;
 }
 
-/* `nbits` (0 to 32) raw bits; running out sets d->err. */
-uint32_t proto__rans_dec_bits(proto_rans_dec *d, int nbits);
+/* `nbits` (0 to 32) raw bits; running out sets d->err. Inline: every value of 8 or more reads
+ * some. */
+static inline uint32_t proto__rans_dec_bits(proto_rans_dec *d, int nbits) {
+  if (nbits <= 0) return 0;
+  while (d->nacc < nbits) {
+    if (d->bat == d->bend) {
+      if (!d->err) d->err = PROTO_ETRUNCATED;
+      return 0;
+    }
+    d->acc |= (uint64_t)*d->bat++ << d->nacc;
+    d->nacc += 8;
+  }
+  uint32_t v = (uint32_t)(nbits == 32 ? d->acc : d->acc & ((1ull << nbits) - 1));
+  d->acc >>= nbits;
+  d->nacc -= nbits;
+  return v;
+}
 
 /* ---- the value model both the streams and the triangles use (§12.11) ------------------------
  * A u32 z is a symbol, its bucket: z itself below 8, else 8 + 2·(k − 3) + the bit below the top
@@ -137,7 +165,7 @@ static inline uint32_t proto__rans_get_value(proto_rans_dec *d, int context) {
   int k = 3 + (s - 8) / 2;
   return (1u << k) | ((uint32_t)((s - 8) & 1) << (k - 1)) | proto__rans_dec_bits(d, k - 1);
 }
-/* After the last symbol: the state must be back at its start, every rANS byte read and at most
+/* After the last symbol: both states must be back at their start, every rANS byte read and at most
  * the padding of the last byte of raw bits left (all zero). Returns d->err or PROTO_EINVAL /
  * PROTO_ETRAILING. */
 int proto__rans_dec_finish(proto_rans_dec *d);

@@ -169,9 +169,10 @@ static int rans_context(int lanes, int para, int lane, int prev_len, int median)
 /* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
  * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)). */
 static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v) {
-  uint32_t s[3];
   const uint32_t *p = t->pred + 3 * (size_t)v;
-  return predictors(t, list, v, s) && p[0] != p[1] && p[2] != p[0];
+  if (p[0] == PROTO_NO_VERTEX || p[0] == p[1] || p[2] == p[0]) return 0;
+  uint32_t s[3];
+  return !list || predictors(t, list, v, s); /* a full stream holds every predictor */
 }
 
 static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z) {

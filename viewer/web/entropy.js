@@ -11,7 +11,7 @@ import { decodeIndexBuffer } from './meshopt.js';
 
 const BITS = 12;
 const TOTAL = 1 << BITS;
-const LOW = 1 << 23;
+const LOW = 1 << 15;
 export const VALUE_SYMBOLS = 66;
 export const CLASSES = 4;
 const NO_VERTEX = 0xffffffff;
@@ -28,8 +28,7 @@ export class RansDecoder {
     this.fail = fail;
     this.E = E;
     this.symbols = symbols;
-    this.freq = new Uint16Array(contexts * symbols);
-    this.start = new Uint16Array(contexts * symbols);
+    this.fs = new Uint32Array(contexts * symbols);
     this.slot = new Uint8Array(contexts << BITS);
     this.used = new Uint8Array(contexts);
     const varint = () => {
@@ -50,8 +49,7 @@ export class RansDecoder {
       for (let s = 0; s < ns; s++) {
         const f = varint();
         if (f > TOTAL || sum + f > TOTAL) fail(E.INVAL);
-        this.freq[k * symbols + s] = f;
-        this.start[k * symbols + s] = sum;
+        this.fs[k * symbols + s] = f * 65536 + sum;
         this.slot.fill(s, (k << BITS) + sum, (k << BITS) + sum + f);
         sum += f;
       }
@@ -59,12 +57,16 @@ export class RansDecoder {
       this.used[k] = ns !== 0;
     }
     const m = varint();
-    if (m < 4) fail(E.TRUNCATED);
+    if (m < 8) fail(E.TRUNCATED);
     if (m > end - at) fail(E.TRUNCATED);
     this.b = bytes;
-    this.x = (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
-    if (this.x < LOW || this.x >= LOW * 256) fail(E.INVAL);
-    this.at = at + 4;
+    // Two interleaved states (symbol i uses state i mod 2), state 0 first, each little-endian.
+    const state = (q) => (bytes[q] | (bytes[q + 1] << 8) | (bytes[q + 2] << 16) | (bytes[q + 3] << 24)) >>> 0;
+    this.x0 = state(at);
+    if (this.x0 < LOW || this.x0 >= LOW * 65536) fail(E.INVAL);
+    this.x1 = state(at + 4);
+    if (this.x1 < LOW || this.x1 >= LOW * 65536) fail(E.INVAL);
+    this.at = at + 8;
     this.end = at + m;
     this.bat = at + m;
     this.bend = end;
@@ -75,17 +77,22 @@ export class RansDecoder {
   sym(context) {
     if (!this.used[context]) this.fail(this.E.INVAL);
     // The state stays below 2^31: int32 arithmetic throughout (Math.imul, shifts), which keeps
-    // V8 from boxing it as a double.
-    let x = this.x | 0;
+    // V8 from boxing it as a double. freq << 16 | start in one table (one load).
+    let x = this.x0 | 0;
     const m = x & (TOTAL - 1);
     const s = this.slot[(context << BITS) | m];
-    const k = context * this.symbols + s;
-    x = (Math.imul(this.freq[k], x >>> BITS) + m - this.start[k]) | 0;
-    while (x < LOW) {
-      if (this.at === this.end) this.fail(this.E.TRUNCATED);
-      x = (x << 8) | this.b[this.at++];
+    const fs = this.fs[context * this.symbols + s];
+    x = (Math.imul(fs >>> 16, x >>> BITS) + m - (fs & 0xffff)) | 0;
+    if (x < LOW) {
+      // One u16 at most (x >= 8 after the update); x << 16 stays below 2^31.
+      if (this.end - this.at < 2) this.fail(this.E.TRUNCATED);
+      const at = this.at;
+      x = (x << 16) | this.b[at] | (this.b[at + 1] << 8);
+      this.at = at + 2;
     }
-    this.x = x;
+    // Rotating, as in C: the next symbol uses x0, this one's new state becomes x1.
+    this.x0 = this.x1;
+    this.x1 = x;
     return s;
   }
 
@@ -117,7 +124,7 @@ export class RansDecoder {
   }
 
   finish() {
-    if (this.x !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
+    if (this.x0 !== LOW || this.x1 !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
     if (this.bat !== this.bend || this.cur !== 0) this.fail(this.E.TRAILING);
   }
 }
