@@ -208,6 +208,7 @@ int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int cont
 int proto__rans_dec_finish(proto_rans_dec *d) {
   if (d->err) return d->err;
   if (d->x[0] != PROTO_RANS_LOW || d->x[1] != PROTO_RANS_LOW || d->at != d->end) return PROTO_EINVAL;
-  if (d->bat != d->bend || d->nacc >= 8 || d->acc != 0) return PROTO_ETRAILING;
+  /* Only the padding of the last byte may be left (the accumulator may hold more bits than nacc). */
+  if (d->bat != d->bend || d->nacc >= 8 || (d->acc & ((1ull << d->nacc) - 1)) != 0) return PROTO_ETRAILING;
   return 0;
 }

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proto_internal.h"
 
@@ -95,8 +96,8 @@ static inline int proto__rans_dec_sym(proto_rans_dec *d, int context) {
       return 0;
     }
   } else {
-    uint32_t w = (uint32_t)d->at[0] | (uint32_t)d->at[1] << 8;
-    x = need ? (x << 16) | w : x;
+    uint32_t w = (uint32_t)d->at[0] | (uint32_t)d->at[1] << 8, keep = need - 1; /* all ones when not needed */
+    x = (x & keep) | (((x << 16) | w) & ~keep);
     d->at += 2 * need;
   }
   d->x[1] = x;
@@ -104,18 +105,30 @@ static inline int proto__rans_dec_sym(proto_rans_dec *d, int context) {
 }
 
 /* `nbits` (0 to 32) raw bits; running out sets d->err. Inline: every value of 8 or more reads
- * some. */
+ * some. While 8 bytes are left the accumulator is topped up to at least 56 bits without a branch
+ * on how many it holds (F. Giesen's refill: the bits above nacc are the next bytes, ORed again in
+ * the same place by the next refill); the last 7 come a byte at a time, as needed. */
 static inline uint32_t proto__rans_dec_bits(proto_rans_dec *d, int nbits) {
-  if (nbits <= 0) return 0;
-  while (d->nacc < nbits) {
-    if (d->bat == d->bend) {
-      if (!d->err) d->err = PROTO_ETRUNCATED;
-      return 0;
+  if (d->bend - d->bat >= 8) {
+    uint64_t w;
+    memcpy(&w, d->bat, 8); /* one load, read little-endian */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    d->acc |= w << d->nacc;
+    d->bat += (63 - d->nacc) >> 3;
+    d->nacc |= 56;
+  } else {
+    while (d->nacc < nbits) {
+      if (d->bat == d->bend) {
+        if (!d->err) d->err = PROTO_ETRUNCATED;
+        return 0;
+      }
+      d->acc |= (uint64_t)*d->bat++ << d->nacc;
+      d->nacc += 8;
     }
-    d->acc |= (uint64_t)*d->bat++ << d->nacc;
-    d->nacc += 8;
   }
-  uint32_t v = (uint32_t)(nbits == 32 ? d->acc : d->acc & ((1ull << nbits) - 1));
+  uint32_t v = (uint32_t)(d->acc & ((1ull << nbits) - 1));
   d->acc >>= nbits;
   d->nacc -= nbits;
   return v;
@@ -155,15 +168,22 @@ static inline void proto__rans_put_value(proto_rans_enc *e, int context, uint32_
   proto__rans_enc_bits(e, z, k - 1);
 }
 
+/* Without a branch on the symbol: its value's top bits and its raw bit count from a table
+ * (symbols below 8 read 0 raw bits). */
 static inline uint32_t proto__rans_get_value(proto_rans_dec *d, int context) {
+  static const uint8_t raw[PROTO_RANS_VALUE_SYMBOLS] = {0,  0,  0,  0,  0,  0,  0,  0,  2,  2,  3,  3,  4,  4,
+                                                        5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11,
+                                                        12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18,
+                                                        19, 19, 20, 20, 21, 21, 22, 22, 23, 23, 24, 24, 25, 25,
+                                                        26, 26, 27, 27, 28, 28, 29, 29, 30, 30};
   int s = proto__rans_dec_sym(d, context);
-  if (s < 8) return (uint32_t)s;
   if (s >= PROTO_RANS_VALUE_SYMBOLS) {
     if (!d->err) d->err = PROTO_EINVAL;
     return 0;
   }
-  int k = 3 + (s - 8) / 2;
-  return (1u << k) | ((uint32_t)((s - 8) & 1) << (k - 1)) | proto__rans_dec_bits(d, k - 1);
+  int n = raw[s];
+  uint32_t top = s < 8 ? (uint32_t)s : (2u | (uint32_t)(s & 1)) << n; /* the bit below the top one is s's low bit */
+  return top | proto__rans_dec_bits(d, n);
 }
 /* After the last symbol: both states must be back at their start, every rANS byte read and at most
  * the padding of the last byte of raw bits left (all zero). Returns d->err or PROTO_EINVAL /
