@@ -182,7 +182,8 @@ static inline uint32_t proto__rans_get_value(proto_rans_dec *d, int context) {
     return 0;
   }
   int n = raw[s];
-  uint32_t top = s < 8 ? (uint32_t)s : (2u | (uint32_t)(s & 1)) << n; /* the bit below the top one is s's low bit */
+  uint32_t big = 0u - (uint32_t)(s >= 8); /* by mask: gcc makes a branch of a ternary here */
+  uint32_t top = ((uint32_t)s & ~big) | (((2u | (uint32_t)(s & 1)) << n) & big); /* the bit under the top one: s's low bit */
   return top | proto__rans_dec_bits(d, n);
 }
 /* After the last symbol: both states must be back at their start, every rANS byte read and at most

@@ -203,15 +203,19 @@ static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t 
   proto_rans_dec d;
   CHECK_RC(proto__rans_dec_init(&d, p + 1, len - 1, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS));
   int prev0 = median;
-  for (uint32_t i = 0; i < count && !d.err; i++) {
+  /* A copy whose address goes nowhere: the compiler keeps the states in registers instead of
+   * reloading them after every store to z (which could alias d, whose address escapes). */
+  proto_rans_dec w = d;
+  for (uint32_t i = 0; i < count && !w.err; i++) {
     int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
     for (int l = 0; l < lanes; l++) {
-      uint32_t v = proto__rans_get_value(&d, rans_context(lanes, para, l, prev, median));
+      uint32_t v = proto__rans_get_value(&w, rans_context(lanes, para, l, prev, median));
       z[(size_t)lanes * i + l] = v;
       prev = proto__bit_length(v);
       if (l == 0) prev0 = prev;
     }
   }
+  d = w;
   int rc = proto__rans_dec_finish(&d);
   proto__rans_dec_fini(&d);
   return rc;

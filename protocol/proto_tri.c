@@ -149,7 +149,9 @@ static int get_rank_triangles(proto_rans_dec *d, uint32_t ilen, uint32_t triangl
   size_t ni = 3 * (size_t)triangle_count;
   uint8_t *ib = malloc((size_t)ilen + 1);
   if (!ib) return PROTO_ENOMEM;
-  for (uint32_t j = 0; j < ilen && !d->err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(d, byte_context(j, triangle_count, ib));
+  proto_rans_dec w = *d; /* a copy whose address goes nowhere: its states stay in registers */
+  for (uint32_t j = 0; j < ilen && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, byte_context(j, triangle_count, ib));
+  *d = w;
   int rc = d->err;
   if (rc == 0 && ni && meshopt_decodeIndexBuffer(rt, ni, 4, ib, ilen) != 0) rc = PROTO_EINVAL;
   free(ib);
@@ -173,6 +175,8 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
   uint8_t *seen = calloc((size_t)nv + 1, 1);
   if (!seen) return PROTO_ENOMEM;
   int rc = 0, prev_len = median;
+  proto_rans_dec w = *d, *dd = d; /* a copy whose address goes nowhere: its states stay in registers */
+  d = &w;
   for (uint32_t i = 0; i < nv && rc == 0; i++) {
     uint32_t u = rs->order[i];
     int two;
@@ -186,6 +190,7 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
     prev = v;
     prev_len = proto__bit_length(zv);
   }
+  *dd = w;
   free(seen);
   return rc;
 }

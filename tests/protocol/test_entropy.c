@@ -97,6 +97,30 @@ TEST(a_rans_table_that_does_not_sum_to_the_total_or_an_unused_context_is_refused
   ASSERT_EQ(proto__rans_dec_init(&d, one_state, sizeof(one_state), 1, 4), PROTO_ETRUNCATED);
 }
 
+/* 20 symbols of 3 raw bits each: 60 bits, so the last of the 8 raw bytes has 4 bits of padding,
+ * read with the rest in one 8-byte top-up. A padding bit set is refused; clear, accepted. */
+TEST(a_set_padding_bit_after_the_raw_bits_is_refused_as_trailing) {
+  proto_rans_enc e;
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto__rans_enc_init(&e, 1, 2), NULL);
+  for (int i = 0; i < 20; i++) proto__rans_enc_sym(&e, 0, i & 1), proto__rans_enc_bits(&e, (uint32_t)(i % 8), 3);
+  ASSERT_OK(proto__rans_enc_finish(&e, &b), NULL);
+  proto__rans_enc_fini(&e);
+  for (int flip = 0; flip < 2; flip++) {
+    if (flip) b.data[b.len - 1] |= 0x80;
+    proto_rans_dec d;
+    ASSERT_OK(proto__rans_dec_init(&d, b.data, b.len, 1, 2), NULL);
+    for (int i = 0; i < 20; i++) {
+      ASSERT_EQ(proto__rans_dec_sym(&d, 0), i & 1);
+      ASSERT_EQ(proto__rans_dec_bits(&d, 3), i % 8);
+    }
+    ASSERT_EQ(proto__rans_dec_finish(&d), flip ? PROTO_ETRAILING : 0);
+    proto__rans_dec_fini(&d);
+  }
+  proto_buf_fini(&b);
+}
+
 /* Worked by hand from §12.11's formulas: symbols 1, 0 with frequencies 2048, 2048. Coding runs
  * backwards: symbol 0 (i = 1, state 1) takes 2^15 to (2^15 / 2048) << 12 = 2^16; symbol 1
  * (i = 0, state 0) takes 2^15 to 2^16 + 2048. No renormalisation word. A decoder with one state
