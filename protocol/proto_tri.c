@@ -149,8 +149,14 @@ static int get_rank_triangles(proto_rans_dec *d, uint32_t ilen, uint32_t triangl
   size_t ni = 3 * (size_t)triangle_count;
   uint8_t *ib = malloc((size_t)ilen + 1);
   if (!ib) return PROTO_ENOMEM;
+  /* byte_context's cases as loops of their own (the encoder keeps the one function). */
   proto_rans_dec w = *d; /* a copy whose address goes nowhere: its states stay in registers */
-  for (uint32_t j = 0; j < ilen && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, byte_context(j, triangle_count, ib));
+  uint32_t code_end = triangle_count + 1 < ilen ? triangle_count + 1 : ilen, j = 1;
+  if (ilen) ib[0] = (uint8_t)proto__rans_dec_sym(&w, 0);
+  if (j < code_end) ib[j++] = (uint8_t)proto__rans_dec_sym(&w, 2);
+  for (; j < code_end && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, 2 + (ib[j - 1] >> 4) * 2 + ((ib[j - 1] & 15) == 0));
+  if (j < ilen) ib[j++] = (uint8_t)proto__rans_dec_sym(&w, 0);
+  for (; j < ilen && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, ib[j - 1] >> 7);
   *d = w;
   int rc = d->err;
   if (rc == 0 && ni && meshopt_decodeIndexBuffer(rt, ni, 4, ib, ilen) != 0) rc = PROTO_EINVAL;

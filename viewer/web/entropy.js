@@ -158,11 +158,6 @@ const CTX_ROTATION = 34;
 const CTX_ORDER = 36;
 const TRI_CONTEXTS = CTX_ORDER + 2 * CLASSES;
 
-function byteContext(j, triangleCount, bytes) {
-  if (j >= 1 && j <= triangleCount) return 2 + (j > 1 ? (bytes[j - 1] >> 4) * 2 + ((bytes[j - 1] & 15) === 0 ? 1 : 0) : 0);
-  return j > triangleCount + 1 && bytes[j - 1] & 0x80 ? 1 : 0;
-}
-
 // Reads the piece at cursor c. Returns { triangles, trav } with the traversal of the session's
 // triangles, built as a Trav of the rank-space ones renamed. `makeTrav(tri, T, V)` builds a
 // protocol.js Trav (which checks every index against V).
@@ -178,7 +173,19 @@ export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
   const d = new RansDecoder(body, 5, body.length, TRI_CONTEXTS, 256, fail, E);
   const ni = 3 * triangleCount;
   const ib = new Uint8Array(ilen);
-  for (let j = 0; j < ilen; j++) ib[j] = d.sym(byteContext(j, triangleCount, ib));
+  // proto_tri.c byte_context's cases, each a loop of its own: 0 the header byte, 2 the first code
+  // byte, then 2 + the previous code byte's high nibble · 2 + (its low nibble is 0), 0 the byte
+  // after the codes, then 1 after a data byte with its top bit set (a varint continuing), else 0.
+  const codeEnd = triangleCount + 1 < ilen ? triangleCount + 1 : ilen;
+  let j = 1;
+  if (ilen) ib[0] = d.sym(0);
+  if (j < codeEnd) ib[j++] = d.sym(2);
+  for (; j < codeEnd; j++) {
+    const b = ib[j - 1];
+    ib[j] = d.sym(2 + (b >> 4) * 2 + ((b & 15) === 0 ? 1 : 0));
+  }
+  if (j < ilen) ib[j++] = d.sym(0);
+  for (; j < ilen; j++) ib[j] = d.sym(ib[j - 1] >> 7);
   const tri = new Uint32Array(ni);
   if (ni && decodeIndexBuffer(tri, ni, ib) !== 0) fail(E.INVAL);
   const rotated = d.value(CTX_ROTATION);
