@@ -70,7 +70,7 @@ export class RansDecoder {
     this.end = at + m;
     this.bat = at + m;
     this.bend = end;
-    this.cur = 0; // the raw-bit byte being read, and how many of its bits are left
+    this.cur = 0; // the raw bits read ahead (up to 31), and how many there are
     this.left = 0;
   }
 
@@ -96,8 +96,22 @@ export class RansDecoder {
     return s;
   }
 
-  // Up to 30 raw bits, least significant first, a byte at a time (no accumulator wider than 31).
+  // Up to 30 raw bits, least significant first. The accumulator is topped up with whole bytes
+  // while they fit in 31 bits, and most calls take theirs from it at once; the loop below is for
+  // the rest (more bits than it holds, or the bytes running out).
   bits(n) {
+    if (n > this.left) {
+      while (this.left <= 23 && this.bat < this.bend) {
+        this.cur |= this.b[this.bat++] << this.left;
+        this.left += 8;
+      }
+    }
+    if (n <= this.left) {
+      const v = this.cur & ((1 << n) - 1);
+      this.cur >>>= n;
+      this.left -= n;
+      return v >>> 0;
+    }
     let v = 0;
     let got = 0;
     while (got < n) {
@@ -125,7 +139,7 @@ export class RansDecoder {
 
   finish() {
     if (this.x0 !== LOW || this.x1 !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
-    if (this.bat !== this.bend || this.cur !== 0) this.fail(this.E.TRAILING);
+    if (this.bat !== this.bend || this.left >= 8 || this.cur !== 0) this.fail(this.E.TRAILING);
   }
 }
 
