@@ -96,6 +96,7 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
     head = (head + 1) % TRAV_FIFO;
     if (nfifo < TRAV_FIFO) nfifo++;
   }
+  t->used = k;
   for (uint32_t v = 0; v < vertex_count; v++) { /* used by no triangle: last, ascending */
     if (t->rank[v] != PROTO_NO_VERTEX) continue;
     set_pred(t->pred + 3 * (size_t)v, prev, prev, prev);

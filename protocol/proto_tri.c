@@ -226,10 +226,7 @@ int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t
   memset(&rs, 0, sizeof(rs));
   int rc = tri && vertex ? get_rank_triangles(&d, ilen, triangle_count, tri) : PROTO_ENOMEM;
   if (rc == 0) rc = proto_trav_init(&rs, tri, triangle_count, vertex_count); /* checks indices < V */
-  uint32_t used = 0; /* vertices the triangles use: the traversal's first `used` positions */
-  for (size_t i = 0; rc == 0 && i < ni; i++) used += rs.mark[tri[i]] == 0, rs.mark[tri[i]] = 1;
-  if (rc == 0) memset(rs.mark, 0, sizeof(uint32_t) * vertex_count);
-  if (rc == 0) rc = get_order(&d, &rs, used, median, vertex);
+  if (rc == 0) rc = get_order(&d, &rs, rs.used, median, vertex);
   if (rc == 0) rc = proto__rans_dec_finish(&d);
   proto__rans_dec_fini(&d);
   if (rc == 0) {
