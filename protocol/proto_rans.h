@@ -9,14 +9,15 @@
  *                symbols 0 .. n-1, summing to exactly PROTO_RANS_TOTAL;
  *   varint m, then m bytes of rANS: two interleaved 31-bit states (Giesen's interleaved rANS:
  *                symbol i is coded with state i mod 2), renormalised 16 bits at a time (u16
- *                little-endian, at most one per symbol), both sharing one stream, ryg_rans's layout: the two final states first (state 0, then
- *                state 1, each little-endian), then the bytes in the order the decoder reads;
+ *                little-endian, at most one per symbol), both sharing one stream; ryg_rans's
+ *                layout: the two final states first (state 0, then state 1, each
+ *                little-endian), then the words in the order the decoder reads them;
  *   raw bits to the end of the block, least significant bit first, the last byte padded with 0.
  * The decoder pulls symbols one at a time with the context the caller computes from what it
  * decoded so far, so models may depend on earlier values without the coder knowing them. Two
  * states make the decoding of consecutive symbols independent chains (the state update and the
- * renormalisation of one overlap the table look-up of the next), which is what lets the entropy
- * join decode as fast as meshoptimizer's byte codecs (docs/performance.md).
+ * renormalisation of one overlap the table look-up of the next); the renormalisation and the
+ * raw bits are taken without branches on the data (docs/performance.md measures what that did).
  *
  * DOES NOT know what symbols mean, or do I/O.
  */
