@@ -45,6 +45,7 @@ typedef struct proto_trav {
   uint32_t *pred;  /* 3 per vertex: a, b, c (prediction p(a) + p(b) - p(c)), or PROTO_NO_VERTEX */
   uint32_t *mark, *slot; /* scratch of the subset codecs */
   uint32_t epoch;
+  uint32_t used; /* the vertices the triangles use: they hold the first `used` ranks */
 } proto_trav;
 
 /* Builds the traversal of `triangle_count` triangles over `vertex_count` vertices (every index

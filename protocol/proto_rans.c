@@ -92,7 +92,7 @@ int proto__rans_enc_finish(proto_rans_enc *e, proto_buf *b) {
   uint32_t *count = calloc((size_t)nc * (size_t)ns, sizeof(uint32_t));
   uint16_t *freq = calloc((size_t)nc * (size_t)ns, sizeof(uint16_t));
   uint32_t *start = calloc((size_t)nc * (size_t)ns, sizeof(uint32_t));
-  uint8_t *out = malloc(2 * e->count + 16);
+  uint8_t *out = malloc(2 * e->count + 16); /* at most a u16 a symbol, and the states */
   int rc = count && freq && start && out ? 0 : PROTO_ENOMEM;
   for (size_t i = 0; rc == 0 && i < e->count; i++) count[(size_t)(e->queue[i] >> 8) * (size_t)ns + (e->queue[i] & 0xff)]++;
   for (int c = 0; rc == 0 && c < nc; c++) {
@@ -110,21 +110,24 @@ int proto__rans_enc_finish(proto_rans_enc *e, proto_buf *b) {
       proto__put_varint(b, freq[(size_t)c * ns + s]);
     }
   }
-  /* rANS codes backwards: the bytes come out last first, and the decoder reads them forward. */
+  /* rANS codes backwards: the bytes come out last first, and the decoder reads them forward.
+   * Symbol i goes with state i mod 2; both states share the byte stream. */
   size_t at = 2 * e->count + 16;
-  uint32_t x = PROTO_RANS_LOW;
+  uint32_t xs[2] = {PROTO_RANS_LOW, PROTO_RANS_LOW};
   for (size_t i = e->count; rc == 0 && i-- > 0;) {
     size_t k = (size_t)(e->queue[i] >> 8) * (size_t)ns + (e->queue[i] & 0xff);
-    uint32_t f = freq[k];
-    uint32_t xmax = ((PROTO_RANS_LOW >> PROTO_RANS_BITS) << 8) * f;
-    while (x >= xmax) {
+    uint32_t f = freq[k], x = xs[i & 1];
+    uint32_t xmax = ((PROTO_RANS_LOW >> PROTO_RANS_BITS) << 16) * f;
+    if (x >= xmax) { /* once at most: x < 2^31, and xmax >= 2^19 */
+      out[--at] = (uint8_t)(x >> 8);
       out[--at] = (uint8_t)x;
-      x >>= 8;
+      x >>= 16;
     }
-    x = ((x / f) << PROTO_RANS_BITS) + (x % f) + start[k];
+    xs[i & 1] = ((x / f) << PROTO_RANS_BITS) + (x % f) + start[k];
   }
   if (rc == 0) {
-    for (int i = 3; i >= 0; i--) out[--at] = (uint8_t)(x >> (8 * i)); /* the state first, little-endian */
+    for (int s = 1; s >= 0; s--) /* the states first, state 0 then 1, each little-endian */
+      for (int i = 3; i >= 0; i--) out[--at] = (uint8_t)(xs[s] >> (8 * i));
     size_t m = 2 * e->count + 16 - at;
     proto__put_varint(b, (uint32_t)m);
     uint8_t *d = proto__reserve(b, m);
@@ -144,8 +147,7 @@ int proto__rans_enc_finish(proto_rans_enc *e, proto_buf *b) {
 /* ---- decoder --------------------------------------------------------------------------------- */
 
 void proto__rans_dec_fini(proto_rans_dec *d) {
-  free(d->freq);
-  free(d->start);
+  free(d->fs);
   free(d->slot);
   free(d->used);
   memset(d, 0, sizeof(*d));
@@ -157,11 +159,10 @@ int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int cont
     return PROTO_EINVAL;
   d->contexts = contexts;
   d->symbols = symbols;
-  d->freq = calloc((size_t)contexts * (size_t)symbols, sizeof(uint16_t));
-  d->start = calloc((size_t)contexts * (size_t)symbols, sizeof(uint16_t));
+  d->fs = calloc((size_t)contexts * (size_t)symbols, sizeof(uint32_t));
   d->used = calloc((size_t)contexts, 1);
   d->slot = calloc((size_t)contexts << PROTO_RANS_BITS, 1);
-  if (!d->freq || !d->start || !d->used || !d->slot) {
+  if (!d->fs || !d->used || !d->slot) {
     proto__rans_dec_fini(d);
     return PROTO_ENOMEM;
   }
@@ -177,8 +178,7 @@ int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int cont
       if (rc == 0 && (f > PROTO_RANS_TOTAL || sum + f > PROTO_RANS_TOTAL)) rc = PROTO_EINVAL;
       if (rc) break;
       size_t at = (size_t)k * (size_t)symbols + s;
-      d->freq[at] = (uint16_t)f;
-      d->start[at] = (uint16_t)sum;
+      d->fs[at] = f << 16 | sum;
       memset(d->slot + ((size_t)k << PROTO_RANS_BITS) + sum, (int)s, f);
       sum += f;
     }
@@ -188,12 +188,15 @@ int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int cont
   uint32_t m = 0;
   const uint8_t *r = NULL;
   if (rc == 0) rc = proto__get_varint(&c, &m);
-  if (rc == 0 && m < 4) rc = PROTO_ETRUNCATED;
+  if (rc == 0 && m < 8) rc = PROTO_ETRUNCATED;
   if (rc == 0) rc = proto__get(&c, m, &r);
+  for (int s = 0; rc == 0 && s < 2; s++) {
+    const uint8_t *q = r + 4 * s;
+    d->x[s] = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    if (d->x[s] < PROTO_RANS_LOW || d->x[s] >= PROTO_RANS_LOW << 16) rc = PROTO_EINVAL;
+  }
   if (rc == 0) {
-    d->x = (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 | (uint32_t)r[3] << 24;
-    if (d->x < PROTO_RANS_LOW || d->x >= PROTO_RANS_LOW << 8) rc = PROTO_EINVAL;
-    d->at = r + 4;
+    d->at = r + 8;
     d->end = r + m;
     d->bat = c.at;
     d->bend = c.end;
@@ -202,25 +205,10 @@ int proto__rans_dec_init(proto_rans_dec *d, const uint8_t *p, size_t n, int cont
   return rc;
 }
 
-uint32_t proto__rans_dec_bits(proto_rans_dec *d, int nbits) {
-  if (nbits <= 0) return 0;
-  while (d->nacc < nbits) {
-    if (d->bat == d->bend) {
-      if (!d->err) d->err = PROTO_ETRUNCATED;
-      return 0;
-    }
-    d->acc |= (uint64_t)*d->bat++ << d->nacc;
-    d->nacc += 8;
-  }
-  uint32_t v = (uint32_t)(nbits == 32 ? d->acc : d->acc & ((1ull << nbits) - 1));
-  d->acc >>= nbits;
-  d->nacc -= nbits;
-  return v;
-}
-
 int proto__rans_dec_finish(proto_rans_dec *d) {
   if (d->err) return d->err;
-  if (d->x != PROTO_RANS_LOW || d->at != d->end) return PROTO_EINVAL;
-  if (d->bat != d->bend || d->nacc >= 8 || d->acc != 0) return PROTO_ETRAILING;
+  if (d->x[0] != PROTO_RANS_LOW || d->x[1] != PROTO_RANS_LOW || d->at != d->end) return PROTO_EINVAL;
+  /* Only the padding of the last byte may be left (the accumulator may hold more bits than nacc). */
+  if (d->bat != d->bend || d->nacc >= 8 || (d->acc & ((1ull << d->nacc) - 1)) != 0) return PROTO_ETRAILING;
   return 0;
 }

@@ -96,6 +96,7 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
     head = (head + 1) % TRAV_FIFO;
     if (nfifo < TRAV_FIFO) nfifo++;
   }
+  t->used = k;
   for (uint32_t v = 0; v < vertex_count; v++) { /* used by no triangle: last, ascending */
     if (t->rank[v] != PROTO_NO_VERTEX) continue;
     set_pred(t->pred + 3 * (size_t)v, prev, prev, prev);
@@ -169,9 +170,10 @@ static int rans_context(int lanes, int para, int lane, int prev_len, int median)
 /* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
  * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)). */
 static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v) {
-  uint32_t s[3];
   const uint32_t *p = t->pred + 3 * (size_t)v;
-  return predictors(t, list, v, s) && p[0] != p[1] && p[2] != p[0];
+  if (p[0] == PROTO_NO_VERTEX || p[0] == p[1] || p[2] == p[0]) return 0;
+  uint32_t s[3];
+  return !list || predictors(t, list, v, s); /* a full stream holds every predictor */
 }
 
 static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z) {
@@ -202,15 +204,19 @@ static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t 
   proto_rans_dec d;
   CHECK_RC(proto__rans_dec_init(&d, p + 1, len - 1, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS));
   int prev0 = median;
-  for (uint32_t i = 0; i < count && !d.err; i++) {
+  /* A copy whose address goes nowhere: the compiler keeps the states in registers instead of
+   * reloading them after every store to z (which could alias d, whose address escapes). */
+  proto_rans_dec w = d;
+  for (uint32_t i = 0; i < count && !w.err; i++) {
     int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
     for (int l = 0; l < lanes; l++) {
-      uint32_t v = proto__rans_get_value(&d, rans_context(lanes, para, l, prev, median));
+      uint32_t v = proto__rans_get_value(&w, rans_context(lanes, para, l, prev, median));
       z[(size_t)lanes * i + l] = v;
       prev = proto__bit_length(v);
       if (l == 0) prev0 = prev;
     }
   }
+  d = w;
   int rc = proto__rans_dec_finish(&d);
   proto__rans_dec_fini(&d);
   return rc;

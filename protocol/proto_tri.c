@@ -149,7 +149,15 @@ static int get_rank_triangles(proto_rans_dec *d, uint32_t ilen, uint32_t triangl
   size_t ni = 3 * (size_t)triangle_count;
   uint8_t *ib = malloc((size_t)ilen + 1);
   if (!ib) return PROTO_ENOMEM;
-  for (uint32_t j = 0; j < ilen && !d->err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(d, byte_context(j, triangle_count, ib));
+  /* byte_context's cases as loops of their own (the encoder keeps the one function). */
+  proto_rans_dec w = *d; /* a copy whose address goes nowhere: its states stay in registers */
+  uint32_t code_end = triangle_count + 1 < ilen ? triangle_count + 1 : ilen, j = 1;
+  if (ilen) ib[0] = (uint8_t)proto__rans_dec_sym(&w, 0);
+  if (j < code_end) ib[j++] = (uint8_t)proto__rans_dec_sym(&w, 2);
+  for (; j < code_end && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, 2 + (ib[j - 1] >> 4) * 2 + ((ib[j - 1] & 15) == 0));
+  if (j < ilen) ib[j++] = (uint8_t)proto__rans_dec_sym(&w, 0);
+  for (; j < ilen && !w.err; j++) ib[j] = (uint8_t)proto__rans_dec_sym(&w, ib[j - 1] >> 7);
+  *d = w;
   int rc = d->err;
   if (rc == 0 && ni && meshopt_decodeIndexBuffer(rt, ni, 4, ib, ilen) != 0) rc = PROTO_EINVAL;
   free(ib);
@@ -173,6 +181,8 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
   uint8_t *seen = calloc((size_t)nv + 1, 1);
   if (!seen) return PROTO_ENOMEM;
   int rc = 0, prev_len = median;
+  proto_rans_dec w = *d, *dd = d; /* a copy whose address goes nowhere: its states stay in registers */
+  d = &w;
   for (uint32_t i = 0; i < nv && rc == 0; i++) {
     uint32_t u = rs->order[i];
     int two;
@@ -186,6 +196,7 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
     prev = v;
     prev_len = proto__bit_length(zv);
   }
+  *dd = w;
   free(seen);
   return rc;
 }
@@ -215,10 +226,7 @@ int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t
   memset(&rs, 0, sizeof(rs));
   int rc = tri && vertex ? get_rank_triangles(&d, ilen, triangle_count, tri) : PROTO_ENOMEM;
   if (rc == 0) rc = proto_trav_init(&rs, tri, triangle_count, vertex_count); /* checks indices < V */
-  uint32_t used = 0; /* vertices the triangles use: the traversal's first `used` positions */
-  for (size_t i = 0; rc == 0 && i < ni; i++) used += rs.mark[tri[i]] == 0, rs.mark[tri[i]] = 1;
-  if (rc == 0) memset(rs.mark, 0, sizeof(uint32_t) * vertex_count);
-  if (rc == 0) rc = get_order(&d, &rs, used, median, vertex);
+  if (rc == 0) rc = get_order(&d, &rs, rs.used, median, vertex);
   if (rc == 0) rc = proto__rans_dec_finish(&d);
   proto__rans_dec_fini(&d);
   if (rc == 0) {

@@ -84,13 +84,66 @@ TEST(a_rans_table_that_does_not_sum_to_the_total_or_an_unused_context_is_refused
   ASSERT_EQ(proto__rans_dec_init(&d, bad_sum, sizeof(bad_sum), 1, 4), PROTO_EINVAL);
   uint8_t too_many[] = {5, 0x80, 0x20, 0, 0, 0, 0, 4, 0, 0, 0x80, 0}; /* 5 symbols of an alphabet of 4 */
   ASSERT_EQ(proto__rans_dec_init(&d, too_many, sizeof(too_many), 1, 4), PROTO_EINVAL);
-  uint8_t empty_ctx[] = {0, 4, 0, 0, 0x80, 0}; /* context 0 codes nothing */
+  uint8_t empty_ctx[] = {0, 8, 0, 0x80, 0, 0, 0, 0x80, 0, 0}; /* context 0 codes nothing */
   ASSERT_OK(proto__rans_dec_init(&d, empty_ctx, sizeof(empty_ctx), 1, 4), NULL);
   proto__rans_dec_sym(&d, 0);
   ASSERT_EQ(proto__rans_dec_finish(&d), PROTO_EINVAL);
   proto__rans_dec_fini(&d);
-  uint8_t bad_state[] = {1, 0x80, 0x20, 4, 0, 0, 0, 0}; /* state 0, below the coder's range */
+  uint8_t bad_state[] = {1, 0x80, 0x20, 8, 0, 0, 0, 0, 0, 0x80, 0, 0}; /* state 0 is 0, below the coder's range */
   ASSERT_EQ(proto__rans_dec_init(&d, bad_state, sizeof(bad_state), 1, 4), PROTO_EINVAL);
+  uint8_t bad_state1[] = {1, 0x80, 0x20, 8, 0, 0x80, 0, 0, 0, 0, 0, 0x80}; /* state 1 is 2^31, above it */
+  ASSERT_EQ(proto__rans_dec_init(&d, bad_state1, sizeof(bad_state1), 1, 4), PROTO_EINVAL);
+  uint8_t one_state[] = {1, 0x80, 0x20, 4, 0, 0x80, 0, 0}; /* a single state: too short for two */
+  ASSERT_EQ(proto__rans_dec_init(&d, one_state, sizeof(one_state), 1, 4), PROTO_ETRUNCATED);
+}
+
+/* 20 symbols of 3 raw bits each: 60 bits, so the last of the 8 raw bytes has 4 bits of padding,
+ * read with the rest in one 8-byte top-up. A padding bit set is refused; clear, accepted. */
+TEST(a_set_padding_bit_after_the_raw_bits_is_refused_as_trailing) {
+  proto_rans_enc e;
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto__rans_enc_init(&e, 1, 2), NULL);
+  for (int i = 0; i < 20; i++) proto__rans_enc_sym(&e, 0, i & 1), proto__rans_enc_bits(&e, (uint32_t)(i % 8), 3);
+  ASSERT_OK(proto__rans_enc_finish(&e, &b), NULL);
+  proto__rans_enc_fini(&e);
+  for (int flip = 0; flip < 2; flip++) {
+    if (flip) b.data[b.len - 1] |= 0x80;
+    proto_rans_dec d;
+    ASSERT_OK(proto__rans_dec_init(&d, b.data, b.len, 1, 2), NULL);
+    for (int i = 0; i < 20; i++) {
+      ASSERT_EQ(proto__rans_dec_sym(&d, 0), i & 1);
+      ASSERT_EQ(proto__rans_dec_bits(&d, 3), i % 8);
+    }
+    ASSERT_EQ(proto__rans_dec_finish(&d), flip ? PROTO_ETRAILING : 0);
+    proto__rans_dec_fini(&d);
+  }
+  proto_buf_fini(&b);
+}
+
+/* Worked by hand from §12.11's formulas: symbols 1, 0 with frequencies 2048, 2048. Coding runs
+ * backwards: symbol 0 (i = 1, state 1) takes 2^15 to (2^15 / 2048) << 12 = 2^16; symbol 1
+ * (i = 0, state 0) takes 2^15 to 2^16 + 2048. No renormalisation word. A decoder with one state
+ * would read symbol 1, then symbol 0 from 2^15 and run out of bytes. */
+TEST(two_interleaved_rans_states_decode_a_block_worked_by_hand) {
+  uint8_t block[] = {2, 0x80, 0x10, 0x80, 0x10, 8, 0x00, 0x08, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00};
+  proto_rans_dec d;
+  ASSERT_OK(proto__rans_dec_init(&d, block, sizeof(block), 1, 2), NULL);
+  ASSERT_EQ(proto__rans_dec_sym(&d, 0), 1);
+  ASSERT_EQ(proto__rans_dec_sym(&d, 0), 0);
+  ASSERT_OK(proto__rans_dec_finish(&d), NULL);
+  proto__rans_dec_fini(&d);
+  proto_rans_enc e;
+  proto_buf b;
+  proto_buf_init(&b);
+  ASSERT_OK(proto__rans_enc_init(&e, 1, 2), NULL);
+  proto__rans_enc_sym(&e, 0, 1);
+  proto__rans_enc_sym(&e, 0, 0);
+  ASSERT_OK(proto__rans_enc_finish(&e, &b), NULL);
+  proto__rans_enc_fini(&e);
+  ASSERT_EQ(b.len, sizeof(block));
+  ASSERT(memcmp(b.data, block, sizeof(block)) == 0);
+  proto_buf_fini(&b);
 }
 
 /* ---- whole SNAPSHOTs ---------------------------------------------------------------------------- */

@@ -11,7 +11,7 @@ import { decodeIndexBuffer } from './meshopt.js';
 
 const BITS = 12;
 const TOTAL = 1 << BITS;
-const LOW = 1 << 23;
+const LOW = 1 << 15;
 export const VALUE_SYMBOLS = 66;
 export const CLASSES = 4;
 const NO_VERTEX = 0xffffffff;
@@ -28,8 +28,7 @@ export class RansDecoder {
     this.fail = fail;
     this.E = E;
     this.symbols = symbols;
-    this.freq = new Uint16Array(contexts * symbols);
-    this.start = new Uint16Array(contexts * symbols);
+    this.fs = new Uint32Array(contexts * symbols);
     this.slot = new Uint8Array(contexts << BITS);
     this.used = new Uint8Array(contexts);
     const varint = () => {
@@ -50,8 +49,7 @@ export class RansDecoder {
       for (let s = 0; s < ns; s++) {
         const f = varint();
         if (f > TOTAL || sum + f > TOTAL) fail(E.INVAL);
-        this.freq[k * symbols + s] = f;
-        this.start[k * symbols + s] = sum;
+        this.fs[k * symbols + s] = f * 65536 + sum;
         this.slot.fill(s, (k << BITS) + sum, (k << BITS) + sum + f);
         sum += f;
       }
@@ -59,38 +57,61 @@ export class RansDecoder {
       this.used[k] = ns !== 0;
     }
     const m = varint();
-    if (m < 4) fail(E.TRUNCATED);
+    if (m < 8) fail(E.TRUNCATED);
     if (m > end - at) fail(E.TRUNCATED);
     this.b = bytes;
-    this.x = (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
-    if (this.x < LOW || this.x >= LOW * 256) fail(E.INVAL);
-    this.at = at + 4;
+    // Two interleaved states (symbol i uses state i mod 2), state 0 first, each little-endian.
+    const state = (q) => (bytes[q] | (bytes[q + 1] << 8) | (bytes[q + 2] << 16) | (bytes[q + 3] << 24)) >>> 0;
+    this.x0 = state(at);
+    if (this.x0 < LOW || this.x0 >= LOW * 65536) fail(E.INVAL);
+    this.x1 = state(at + 4);
+    if (this.x1 < LOW || this.x1 >= LOW * 65536) fail(E.INVAL);
+    this.at = at + 8;
     this.end = at + m;
     this.bat = at + m;
     this.bend = end;
-    this.cur = 0; // the raw-bit byte being read, and how many of its bits are left
+    this.cur = 0; // the raw bits read ahead (up to 31), and how many there are
     this.left = 0;
   }
 
   sym(context) {
     if (!this.used[context]) this.fail(this.E.INVAL);
     // The state stays below 2^31: int32 arithmetic throughout (Math.imul, shifts), which keeps
-    // V8 from boxing it as a double.
-    let x = this.x | 0;
+    // V8 from boxing it as a double. freq << 16 | start in one table (one load).
+    let x = this.x0 | 0;
     const m = x & (TOTAL - 1);
     const s = this.slot[(context << BITS) | m];
-    const k = context * this.symbols + s;
-    x = (Math.imul(this.freq[k], x >>> BITS) + m - this.start[k]) | 0;
-    while (x < LOW) {
-      if (this.at === this.end) this.fail(this.E.TRUNCATED);
-      x = (x << 8) | this.b[this.at++];
+    const fs = this.fs[context * this.symbols + s];
+    x = (Math.imul(fs >>> 16, x >>> BITS) + m - (fs & 0xffff)) | 0;
+    if (x < LOW) {
+      // One u16 at most (x >= 8 after the update); x << 16 stays below 2^31.
+      if (this.end - this.at < 2) this.fail(this.E.TRUNCATED);
+      const at = this.at;
+      x = (x << 16) | this.b[at] | (this.b[at + 1] << 8);
+      this.at = at + 2;
     }
-    this.x = x;
+    // Rotating, as in C: the next symbol uses x0, this one's new state becomes x1.
+    this.x0 = this.x1;
+    this.x1 = x;
     return s;
   }
 
-  // Up to 30 raw bits, least significant first, a byte at a time (no accumulator wider than 31).
+  // Up to 30 raw bits, least significant first. The accumulator is topped up with whole bytes
+  // while they fit in 31 bits, and most calls take theirs from it at once; the loop below is for
+  // the rest (more bits than it holds, or the bytes running out).
   bits(n) {
+    if (n > this.left) {
+      while (this.left <= 23 && this.bat < this.bend) {
+        this.cur |= this.b[this.bat++] << this.left;
+        this.left += 8;
+      }
+    }
+    if (n <= this.left) {
+      const v = this.cur & ((1 << n) - 1);
+      this.cur >>>= n;
+      this.left -= n;
+      return v >>> 0;
+    }
     let v = 0;
     let got = 0;
     while (got < n) {
@@ -117,8 +138,8 @@ export class RansDecoder {
   }
 
   finish() {
-    if (this.x !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
-    if (this.bat !== this.bend || this.cur !== 0) this.fail(this.E.TRAILING);
+    if (this.x0 !== LOW || this.x1 !== LOW || this.at !== this.end) this.fail(this.E.INVAL);
+    if (this.bat !== this.bend || this.left >= 8 || this.cur !== 0) this.fail(this.E.TRAILING);
   }
 }
 
@@ -151,11 +172,6 @@ const CTX_ROTATION = 34;
 const CTX_ORDER = 36;
 const TRI_CONTEXTS = CTX_ORDER + 2 * CLASSES;
 
-function byteContext(j, triangleCount, bytes) {
-  if (j >= 1 && j <= triangleCount) return 2 + (j > 1 ? (bytes[j - 1] >> 4) * 2 + ((bytes[j - 1] & 15) === 0 ? 1 : 0) : 0);
-  return j > triangleCount + 1 && bytes[j - 1] & 0x80 ? 1 : 0;
-}
-
 // Reads the piece at cursor c. Returns { triangles, trav } with the traversal of the session's
 // triangles, built as a Trav of the rank-space ones renamed. `makeTrav(tri, T, V)` builds a
 // protocol.js Trav (which checks every index against V).
@@ -171,7 +187,19 @@ export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
   const d = new RansDecoder(body, 5, body.length, TRI_CONTEXTS, 256, fail, E);
   const ni = 3 * triangleCount;
   const ib = new Uint8Array(ilen);
-  for (let j = 0; j < ilen; j++) ib[j] = d.sym(byteContext(j, triangleCount, ib));
+  // proto_tri.c byte_context's cases, each a loop of its own: 0 the header byte, 2 the first code
+  // byte, then 2 + the previous code byte's high nibble · 2 + (its low nibble is 0), 0 the byte
+  // after the codes, then 1 after a data byte with its top bit set (a varint continuing), else 0.
+  const codeEnd = triangleCount + 1 < ilen ? triangleCount + 1 : ilen;
+  let j = 1;
+  if (ilen) ib[0] = d.sym(0);
+  if (j < codeEnd) ib[j++] = d.sym(2);
+  for (; j < codeEnd; j++) {
+    const b = ib[j - 1];
+    ib[j] = d.sym(2 + (b >> 4) * 2 + ((b & 15) === 0 ? 1 : 0));
+  }
+  if (j < ilen) ib[j++] = d.sym(0);
+  for (; j < ilen; j++) ib[j] = d.sym(ib[j - 1] >> 7);
   const tri = new Uint32Array(ni);
   if (ni && decodeIndexBuffer(tri, ni, ib) !== 0) fail(E.INVAL);
   const rotated = d.value(CTX_ROTATION);
