@@ -38,6 +38,7 @@ typedef struct ui_vertex {
 /* The uniforms of a program that draws the lit mesh (-1 where it has none). */
 typedef struct mesh_uniforms {
   GLint viewproj, eye, color, flat, r2t, normals, line, viewport, tex, textured, unlit;
+  GLint clip[PROTO_TEXWEIGHTS_MAX_CLIPS], clips;
 } mesh_uniforms;
 
 static void find_uniforms(GLuint prog, mesh_uniforms *u) {
@@ -52,6 +53,12 @@ static void find_uniforms(GLuint prog, mesh_uniforms *u) {
   u->tex = glGetUniformLocation(prog, "uTex");
   u->textured = glGetUniformLocation(prog, "uTextured");
   u->unlit = glGetUniformLocation(prog, "uUnlit");
+  for (int i = 0; i < PROTO_TEXWEIGHTS_MAX_CLIPS; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "uClip%d", i);
+    u->clip[i] = glGetUniformLocation(prog, name);
+  }
+  u->clips = glGetUniformLocation(prog, "uClips");
 }
 
 struct vw_render {
@@ -62,6 +69,8 @@ struct vw_render {
   GLuint mask_buffer;      /* one float per render vertex (vw_mask.c), 0: no mask */
   const vw_textures *textures; /* UVs, images, submesh ranges (vw_texture.c), NULL: none */
   int unlit;               /* base colour × texture without the lights (--unlit) */
+  const unsigned int *clips; /* the texture clips' rebuilt frames shown (vw_texshow.c) */
+  uint32_t clip_count;
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
@@ -144,6 +153,20 @@ static void bind_mesh(vw_render *r, vw_gpu *g) {
 
 void vw_render_set_textures(vw_render *r, const vw_textures *t) { r->textures = t; }
 void vw_render_set_unlit(vw_render *r, int unlit) { r->unlit = unlit; }
+void vw_render_set_texclips(vw_render *r, const unsigned int *textures, uint32_t count) {
+  r->clips = textures;
+  r->clip_count = count < PROTO_TEXWEIGHTS_MAX_CLIPS ? count : PROTO_TEXWEIGHTS_MAX_CLIPS;
+}
+
+/* Binds the texture clips shown to units 3 ..; their samplers always name those units (a sampler
+ * left on unit 0, a buffer texture, would clash with it). */
+static void bind_clips(const vw_render *r, const mesh_uniforms *u) {
+  for (int i = 0; i < PROTO_TEXWEIGHTS_MAX_CLIPS; i++) {
+    glUniform1i(u->clip[i], 3 + i);
+    glActiveTexture((GLenum)(GL_TEXTURE3 + i));
+    glBindTexture(GL_TEXTURE_2D, (uint32_t)i < r->clip_count ? r->clips[i] : 0);
+  }
+}
 
 /* The untextured mesh's colour, and each submesh's: its base colour (else that grey) times its
  * image (else white). One draw per submesh; a mesh without materials is one draw. */
@@ -153,10 +176,14 @@ static void draw_materials(const vw_render *r, const mesh_uniforms *u, uint32_t 
   const vw_textures *t = r->textures;
   glUniform1i(u->tex, 2);
   glUniform1i(u->unlit, r->unlit);
+  bind_clips(r, u);
   glActiveTexture(GL_TEXTURE2);
+  /* A clip shows on the textured submeshes (their UVs map into an image), or on the whole mesh
+   * when it has UVs but no materials. */
   if (!t || t->draw_count == 0) {
     glUniform4fv(u->color, 1, grey);
     glUniform1i(u->textured, 0);
+    glUniform1i(u->clips, t && t->uv_buffer ? (GLint)r->clip_count : 0);
     glDrawElements(GL_TRIANGLES, (GLsizei)(3 * triangle_count), GL_UNSIGNED_INT, (void *)0);
     return;
   }
@@ -166,6 +193,7 @@ static void draw_materials(const vw_render *r, const mesh_uniforms *u, uint32_t 
     uint32_t n = d->triangle_count < triangle_count - d->first_triangle ? d->triangle_count : triangle_count - d->first_triangle;
     glUniform4fv(u->color, 1, d->has_color ? d->color : grey);
     glUniform1i(u->textured, d->texture != 0);
+    glUniform1i(u->clips, d->texture ? (GLint)r->clip_count : 0);
     glBindTexture(GL_TEXTURE_2D, d->texture);
     glDrawElements(GL_TRIANGLES, (GLsizei)(3 * n), GL_UNSIGNED_INT, (void *)(sizeof(uint32_t) * 3 * (size_t)d->first_triangle));
   }
