@@ -5,7 +5,7 @@
  *               [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]
  *               [--author NAME]
  *               [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]
- *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]
+ *               [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--wait-texclips N] [--timeout S]
  *                [--overlay]]
  *               [--weights name=value,...] [--camera yaw,pitch,dist | --view front|back|right|left|top|bottom]
  *               [--wireframe] [--unlit] [--shading lit|clay|wax|skin]
@@ -39,7 +39,8 @@ static void usage(FILE *out) {
           "                   [--token T | --token-file F] [--tls [--tls-ca FILE]] [--role editor|viewer]\n"
           "                   [--author NAME]  (default $DEFORMD_AUTHOR, else $USER: undo is per author)\n"
           "                   [--max-rate HZ] [--tolerance T | --lossless | --protocol 1]\n"
-          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--timeout S]\n"
+          "                   [--screenshot out.png [--size WxH] [--frames N] [--wait-version V] [--wait-texclips N]\n"
+          "                   [--timeout S]\n"
           "                    [--overlay]]\n"
           "                   [--weights name=value,...] [--wireframe] [--unlit]\n"
           "                   [--shading lit|clay|wax|skin]  (lit, or a matcap: C cycles them)\n"
@@ -175,6 +176,8 @@ int main(int argc, char **argv) {
       o.frames = atoi(v);
     } else if (strcmp(a, "--wait-version") == 0) {
       o.wait_version = strtoull(v, NULL, 10);
+    } else if (strcmp(a, "--wait-texclips") == 0 && atoi(v) >= 0) {
+      o.wait_texclips = (unsigned)atoi(v);
     } else if (strcmp(a, "--timeout") == 0 && atof(v) > 0) {
       o.timeout_s = atof(v);
     } else if (strcmp(a, "--weights") == 0) {

@@ -40,6 +40,7 @@
 #include "vw_render.h"
 #include "proto_caps.h"
 #include "vw_mask.h"
+#include "vw_texshow.h"
 #include "vw_texture.h"
 
 typedef enum { MODE_VIEW = 0, MODE_DRAG = 1, MODE_BRUSH = 2, MODE_MASK = 3 } app_mode;
@@ -109,6 +110,7 @@ typedef struct app {
   vw_mask mask;
   int erasing;
   vw_textures textures;    /* the session's materials and images (capability "texture") */
+  vw_texshow texshow;      /* the texture clips shown on it (capability "texclip") */
   /* sliders */
   vw_panel panel;
   int panel_dirty;
@@ -636,6 +638,7 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
     vw_gpu_destroy(a->gpu);
     a->gpu = NULL;
     vw_textures_free(&a->textures); /* its TEXTURE frames follow it */
+    vw_texshow_free(&a->texshow);   /* and its TEXCLIP frames */
     mesh_topology topo;
     int rc = mesh_topology_init(&topo, r->mesh, NULL, 0);
     if (rc) {
@@ -804,6 +807,8 @@ static int frame_net(app *a, int shot, char *err, size_t errlen) {
   vw_render_set_mask(a->render, a->gpu ? vw_mask_buffer(&a->mask) : 0);
   if ((rc = vw_textures_sync(&a->textures, &a->net.replica, err, errlen)) != 0) return rc;
   vw_render_set_textures(a->render, a->gpu ? &a->textures : NULL);
+  if ((rc = vw_texshow_sync(&a->texshow, &a->net.replica, err, errlen)) != 0) return rc;
+  vw_render_set_texclips(a->render, a->texshow.shown, a->gpu ? a->texshow.shown_count : 0);
   frame_presence(a);
   if (!shot) glfwGetFramebufferSize(a->ctx.window, &a->ctx.width, &a->ctx.height);
   if (a->gpu && !a->framed) {
@@ -880,6 +885,7 @@ int vw_app_run(const vw_app_opts *o) {
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_MASK); /* MASK frames: this author's own mask, drawn darker */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_PRESENCE); /* who else is here, their cursors and cameras */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_TEXTURE); /* the materials and images, once per join */
+  stream.caps |= PROTO_CAP_BIT(PROTO_CAP_TEXCLIP); /* texture clips drawn as the albedo (§18) */
   stream.caps |= PROTO_CAP_BIT(PROTO_CAP_ENTROPY); /* the SNAPSHOT rANS-coded: a smaller join (§12.11) */
   vw_net_set_protocol(&a->net, o->protocol ? o->protocol : PROTO_VERSION_2, &stream);
   for (int i = 0; i < o->more_count; i++) vw_net_add_address(&a->net, o->more_host[i], o->more_port[i]);
@@ -899,6 +905,7 @@ int vw_app_run(const vw_app_opts *o) {
     /* Granted "texture": MATERIALS and its images follow the snapshot (docs/protocol.md §17). */
     if ((a->net.granted.caps & PROTO_CAP_BIT(PROTO_CAP_TEXTURE)) && !client_replica_textures_ready(&a->net.replica))
       ready = 0;
+    if (a->net.replica.texclip_count < o->wait_texclips || (o->wait_texclips && !a->net.replica.texweights_serial)) ready = 0;
     vw_pump_unlock(&a->pump);
     if (rc == 0 && a->gpu) rc = vw_gpu_update(a->gpu, err, sizeof(err)); /* the passes need no lock */
     if (rc) {
@@ -953,6 +960,7 @@ out:
   vw_gpu_destroy(a->gpu);
   vw_mask_free(&a->mask);
   vw_textures_free(&a->textures);
+  vw_texshow_free(&a->texshow);
   vw_render_destroy(a->render);
   vw_pick_destroy(a->gpick);
   vw_context_fini(&a->ctx);

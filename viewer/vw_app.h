@@ -30,6 +30,7 @@ typedef struct vw_app_opts {
   char view;               /* --view: the first view (vw_camera_view's letter), or 0 */
   float yaw_deg, pitch_deg, dist; /* dist <= 0: frame the mesh */
   unsigned long long wait_version; /* screenshot: wait until the session reaches this version */
+  unsigned wait_texclips;  /* screenshot: wait for this many texture clips and their TEXWEIGHTS */
   int wireframe;
   int unlit;               /* --unlit: base colour × texture without the lights */
   int shading;             /* --shading lit|clay|wax|skin: VW_SHADING_* (vw_render.h), 0 lit */

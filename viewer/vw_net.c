@@ -349,6 +349,8 @@ static int on_frame(vw_net *n, const proto_header *h, const uint8_t *p, vw_net_c
     case PROTO_TARGET_META:
     case PROTO_MASK: /* the author's own mask (capability "mask"): the replica keeps it */
     case PROTO_TEXTURE: /* materials and images, once per join (capability "texture"): so does it */
+    case PROTO_TEXCLIP: /* texture clips, once per join, and what they show (capability "texclip") */
+    case PROTO_TEXWEIGHTS:
       /* Before this connection's SNAPSHOT the replica holds the previous server's state. */
       if (n->phase != PHASE_LIVE) {
         set_error(n, PROTO_ERR_MALFORMED, 0, "state frame type %u before the SNAPSHOT", h->type);

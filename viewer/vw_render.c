@@ -38,6 +38,7 @@ typedef struct ui_vertex {
 /* The uniforms of a program that draws the lit mesh (-1 where it has none). */
 typedef struct mesh_uniforms {
   GLint viewproj, eye, color, flat, r2t, normals, line, viewport, tex, textured, unlit, shade, view;
+  GLint clip[PROTO_TEXWEIGHTS_MAX_CLIPS], clips;
 } mesh_uniforms;
 
 static void find_uniforms(GLuint prog, mesh_uniforms *u) {
@@ -54,6 +55,12 @@ static void find_uniforms(GLuint prog, mesh_uniforms *u) {
   u->unlit = glGetUniformLocation(prog, "uUnlit");
   u->shade = glGetUniformLocation(prog, "uShade");
   u->view = glGetUniformLocation(prog, "uView");
+  for (int i = 0; i < PROTO_TEXWEIGHTS_MAX_CLIPS; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "uClip%d", i);
+    u->clip[i] = glGetUniformLocation(prog, name);
+  }
+  u->clips = glGetUniformLocation(prog, "uClips");
 }
 
 struct vw_render {
@@ -65,6 +72,8 @@ struct vw_render {
   const vw_textures *textures; /* UVs, images, submesh ranges (vw_texture.c), NULL: none */
   int unlit;               /* base colour × texture without the lights (--unlit) */
   int shading;             /* VW_SHADING_*: lit, or a matcap (--shading) */
+  const unsigned int *clips; /* the texture clips' rebuilt frames shown (vw_texshow.c) */
+  uint32_t clip_count;
   GLuint ui_vao;
   vw__gl_buffer ui_vbo;    /* re-specified with the queued 2D vertices at each flush */
   ui_vertex *ui;
@@ -161,6 +170,21 @@ int vw_render_shading_parse(const char *name) {
   return -1;
 }
 
+void vw_render_set_texclips(vw_render *r, const unsigned int *textures, uint32_t count) {
+  r->clips = textures;
+  r->clip_count = count < PROTO_TEXWEIGHTS_MAX_CLIPS ? count : PROTO_TEXWEIGHTS_MAX_CLIPS;
+}
+
+/* Binds the texture clips shown to units 3 ..; their samplers always name those units (a sampler
+ * left on unit 0, a buffer texture, would clash with it). */
+static void bind_clips(const vw_render *r, const mesh_uniforms *u) {
+  for (int i = 0; i < PROTO_TEXWEIGHTS_MAX_CLIPS; i++) {
+    glUniform1i(u->clip[i], 3 + i);
+    glActiveTexture((GLenum)(GL_TEXTURE3 + i));
+    glBindTexture(GL_TEXTURE_2D, (uint32_t)i < r->clip_count ? r->clips[i] : 0);
+  }
+}
+
 /* The untextured mesh's colour, and each submesh's: its base colour (else that grey) times its
  * image (else white). One draw per submesh; a mesh without materials is one draw. */
 static const float grey[4] = {0.78f, 0.72f, 0.66f, 1.0f};
@@ -169,10 +193,14 @@ static void draw_materials(const vw_render *r, const mesh_uniforms *u, uint32_t 
   const vw_textures *t = r->textures;
   glUniform1i(u->tex, 2);
   glUniform1i(u->unlit, r->unlit);
+  bind_clips(r, u);
   glActiveTexture(GL_TEXTURE2);
+  /* A clip shows on the textured submeshes (their UVs map into an image), or on the whole mesh
+   * when it has UVs but no materials. */
   if (!t || t->draw_count == 0) {
     glUniform4fv(u->color, 1, grey);
     glUniform1i(u->textured, 0);
+    glUniform1i(u->clips, t && t->uv_buffer ? (GLint)r->clip_count : 0);
     glDrawElements(GL_TRIANGLES, (GLsizei)(3 * triangle_count), GL_UNSIGNED_INT, (void *)0);
     return;
   }
@@ -182,6 +210,7 @@ static void draw_materials(const vw_render *r, const mesh_uniforms *u, uint32_t 
     uint32_t n = d->triangle_count < triangle_count - d->first_triangle ? d->triangle_count : triangle_count - d->first_triangle;
     glUniform4fv(u->color, 1, d->has_color ? d->color : grey);
     glUniform1i(u->textured, d->texture != 0);
+    glUniform1i(u->clips, d->texture ? (GLint)r->clip_count : 0);
     glBindTexture(GL_TEXTURE_2D, d->texture);
     glDrawElements(GL_TRIANGLES, (GLsizei)(3 * n), GL_UNSIGNED_INT, (void *)(sizeof(uint32_t) * 3 * (size_t)d->first_triangle));
   }

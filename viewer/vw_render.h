@@ -9,6 +9,7 @@
 #define DEFORMD_VW_RENDER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vw_camera.h"
 #include "vw_gpu.h"
@@ -36,6 +37,9 @@ void vw_render_set_shading(vw_render *r, int shading);
 /* "lit", "clay", "wax", "skin" (NULL for another value), and back (-1 for another name). */
 const char *vw_render_shading_name(int shading);
 int vw_render_shading_parse(const char *name);
+/* The texture clips shown (vw_texshow.h): `count` GL 2D textures (at most 4) whose sum replaces
+ * the albedo of the textured submeshes; 0 for none. Borrowed, like the mask. */
+void vw_render_set_texclips(vw_render *r, const unsigned int *textures, uint32_t count);
 /* A 3D point marker (e.g. the picked vertex or the brush centre), `size` pixels, and a circle of
  * world radius `radius` around it facing the camera (0 for none). */
 void vw_render_marker(vw_render *r, const vw_camera *cam, int width, int height, const float p[3], float radius,

@@ -180,13 +180,27 @@ static const char render_mesh_vs[] =
   "  return clamp(matcap(uShade - 1, normalize(uView * n)), 0.0, 1.0);\n"                                    \
   "}\n"
 /* A submesh's base colour: its material's (uColor: linear) times its image (sRGB texture, so
- * sampled linear) at (u, 1 - v), row 0 of the image being its top (vw_texture.c). */
+ * sampled linear) at (u, 1 - v), row 0 of the image being its top (vw_texture.c). While texture
+ * clips show (uClips > 0, vw_texshow.c), their rebuilt frames, summed (a crossfade) and clamped,
+ * replace both: a clip's frames are the whole albedo (docs/protocol.md §18). They are RGBA8
+ * holding the frames' bytes, so they are linearised with the 2.2 the output applies: --unlit
+ * shows a clip's rebuilt bytes exactly. */
 #define ALBEDO_FN                                                                     \
   "uniform sampler2D uTex;\n"                                                         \
   "uniform int uTextured;\n"                                                          \
+  "uniform sampler2D uClip0, uClip1, uClip2, uClip3;\n"                               \
+  "uniform int uClips;\n"                                                             \
   "vec3 albedo(vec2 uv) {\n"                                                          \
+  "  vec2 st = vec2(uv.x, 1.0 - uv.y);\n"                                             \
+  "  if (uClips > 0) {\n"                                                             \
+  "    vec3 s = texture(uClip0, st).rgb;\n"                                           \
+  "    if (uClips > 1) s += texture(uClip1, st).rgb;\n"                               \
+  "    if (uClips > 2) s += texture(uClip2, st).rgb;\n"                               \
+  "    if (uClips > 3) s += texture(uClip3, st).rgb;\n"                               \
+  "    return pow(clamp(s, 0.0, 1.0), vec3(2.2));\n"                                  \
+  "  }\n"                                                                             \
   "  vec3 c = uColor.rgb;\n"                                                          \
-  "  if (uTextured != 0) c *= texture(uTex, vec2(uv.x, 1.0 - uv.y)).rgb;\n"           \
+  "  if (uTextured != 0) c *= texture(uTex, st).rgb;\n"                               \
   "  return c;\n"                                                                     \
   "}\n"
 

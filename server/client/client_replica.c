@@ -23,6 +23,7 @@ void client_replica_fini(client_replica *r) {
   free(r->offsets);
   free(r->meta);
   free(r->mask);
+  client__replica_texclips_free(r);
   memset(r, 0, sizeof(*r));
 }
 
@@ -281,6 +282,7 @@ int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t
   }
   if (h->type == PROTO_MASK) return apply_mask(r, h, p, err, errlen);
   if (h->type == PROTO_TEXTURE) return client__replica_texture(r, h, p, err, errlen);
+  if (h->type == PROTO_TEXCLIP || h->type == PROTO_TEXWEIGHTS) return client__replica_texclip(r, h, p, err, errlen);
   if (h->type != PROTO_WEIGHTS && h->type != PROTO_DELTA) return 0;
   if (!r->have_snapshot) {
     snprintf(err, errlen, "state frame before the snapshot");

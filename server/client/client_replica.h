@@ -16,6 +16,8 @@
 #include "mesh.h"
 #include "proto.h"
 #include "proto2.h"
+#include "mesh_texpca.h"
+#include "proto_texclip.h"
 
 /* A target's slider settings as the server last sent them (SNAPSHOT, TARGET, TARGET_META). */
 typedef struct client_target_meta {
@@ -49,11 +51,24 @@ typedef struct client_replica {
    * colours, texture indices) and mesh->images (an image's rgba stays NULL until its IMAGE);
    * texture_serial counts the frames applied. */
   uint32_t texture_serial;
+  /* TEXCLIP and TEXWEIGHTS frames (capability "texclip", client_texclip.c): the clips by the
+   * session's id (a clip's weights are not kept: texweights says what shows now), and the latest
+   * TEXWEIGHTS entries; each serial counts the frames of its kind applied. */
+  struct client_texclip *texclips;
+  uint32_t texclip_count, texclip_serial;
+  proto_texweights_entry texweights[PROTO_TEXWEIGHTS_MAX_CLIPS];
+  uint32_t texweights_count, texweights_serial;
 } client_replica;
+
+/* One texture clip of the replica. */
+typedef struct client_texclip {
+  uint32_t id;
+  mesh_texclip clip;      /* texels RGBA8 (A = 255), weights NULL */
+} client_texclip;
 
 void client_replica_init(client_replica *r);
 void client_replica_fini(client_replica *r);
-/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS, DELTA, MASK or TEXTURE frame. Other frames are ignored
+/* Applies a SNAPSHOT, TARGET, TARGET_META, WEIGHTS, DELTA, MASK, TEXTURE, TEXCLIP or TEXWEIGHTS frame. Other frames are ignored
  * (returns 0). Returns 0, or a PROTO_E* / MESH_E* code with a reason when the frame does not
  * decode or does not fit the mesh (an index beyond it, a frame before the snapshot). */
 int client_replica_apply(client_replica *r, const proto_header *h, const uint8_t *payload, char *err,
@@ -65,5 +80,10 @@ int client_replica_positions(const client_replica *r, float *out);
 int client_replica_textures_ready(const client_replica *r);
 /* A TEXTURE frame (client_texture.c; client_replica_apply calls it). */
 int client__replica_texture(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen);
+/* A TEXCLIP or TEXWEIGHTS frame (client_texclip.c), and freeing the clips (client_replica_fini). */
+int client__replica_texclip(client_replica *r, const proto_header *h, const uint8_t *p, char *err, size_t errlen);
+void client__replica_texclips_free(client_replica *r);
+/* The clip of the session's id `id`, NULL when none has come. */
+const mesh_texclip *client_replica_texclip(const client_replica *r, uint32_t id);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "harness.h"
 #include "mesh_io.h"
+#include "proto_caps.h"
 #include "test.h"
 #include "vw_camera.h"
 
@@ -713,6 +714,168 @@ TEST(deform_view_shading_clay_wax_and_skin_draws_the_matcap_formula_of_each_pixe
   }
   /* and lit is not clay */
   ASSERT(fabsf(lit_first[0] - first_want[0]) + fabsf(lit_first[1] - first_want[1]) + fabsf(lit_first[2] - first_want[2]) > 12.0f);
+  mesh_destroy(m);
+  harness_stop(&h);
+}
+
+/* ---- texture clips (docs/protocol.md §18): the rebuilt frame is the albedo --------------------------- */
+
+#define CW 48
+#define CH 40
+#define CF 3
+
+/* Frame f of the test's texture clip: smooth, inside [0.15, 0.85] (nothing clamps), and each
+ * frame differing from the others by up to about 0.2. */
+static double clip_texel(uint32_t f, uint32_t x, uint32_t y, int ch) {
+  if (f >= CF) return 0.85 - clip_texel(f - CF, CW - 1 - x, y, 2 - ch); /* a second clip's frames */
+  double mean = 0.35 + 0.25 * (x + y + 7.0 * ch) / (CW + CH + 14.0);
+  return mean + 0.12 * sin(0.9 * f + 0.3 * ch) * cos(0.15 * x) + 0.08 * (f == 2) * sin(0.2 * y + ch);
+}
+
+/* texclip.upload `name` of CF uncompressed TGA frames (row 0 the top), clip_texel's frames
+ * first .. first + CF - 1, following clip `follows`. */
+static char *clip_upload_params(const char *session, const char *follows, const char *name, uint32_t first) {
+  cJSON *p = cJSON_CreateObject();
+  cJSON_AddStringToObject(p, "session", session);
+  cJSON_AddStringToObject(p, "name", name);
+  cJSON_AddStringToObject(p, "clip", follows);
+  cJSON_AddNumberToObject(p, "fps", 10);
+  cJSON_AddNumberToObject(p, "max_error", 2.0 / 255);
+  cJSON *frames = cJSON_AddArrayToObject(p, "frames");
+  static uint8_t tga[18 + CW * CH * 3];
+  for (uint32_t f = 0; f < CF; f++) {
+    memset(tga, 0, 18);
+    tga[2] = 2, tga[12] = CW, tga[14] = CH, tga[16] = 24, tga[17] = 0x20; /* 24 bits, row 0 the top */
+    for (uint32_t y = 0; y < CH; y++)
+      for (uint32_t x = 0; x < CW; x++)
+        for (int ch = 0; ch < 3; ch++) tga[18 + 3 * (CW * y + x) + 2 - ch] = (uint8_t)lround(255 * clip_texel(first + f, x, y, ch));
+    char *b64 = test_base64_encode(tga, sizeof(tga));
+    cJSON_AddItemToArray(frames, cJSON_CreateString(b64));
+    free(b64);
+  }
+  char *out = cJSON_PrintUnformatted(p);
+  cJSON_Delete(p);
+  return out;
+}
+
+/* The replica of a viewer granted "texclip" once the session's clips and TEXWEIGHTS have come. */
+static void join_for_texclips(harness *h, const char *session, client_conn *c, client_replica *r) {
+  const proto_hello_opts o = {.caps = PROTO_CAP_BIT(PROTO_CAP_TEXCLIP)};
+  harness_join2(h, c, r, session, PROTO_ROLE_VIEWER, NULL, &o);
+  char err[256];
+  while (r->texweights_serial == 0) {
+    proto_header hd;
+    const uint8_t *pl;
+    ASSERT_OK(client_read_frame(c, 5000, &hd, &pl, err, sizeof(err)), err);
+    ASSERT_OK(client_replica_apply(r, &hd, pl, err, sizeof(err)), err);
+  }
+}
+
+/* What --unlit shows at texture coordinates (s, t) (t = 1 − v, row 0 at t = 0): the sum of the
+ * entries' frames, each texel as the rebuild pass stores it (mesh_texclip_texel with the mean
+ * weighted, rounded to a byte), filtered bilinearly as the clip's texture is sampled. */
+static void clip_expect(const client_replica *r, double s, double t, float out[3]) {
+  double acc[3] = {0, 0, 0};
+  for (uint32_t e = 0; e < r->texweights_count; e++) {
+    const proto_texweights_entry *w = &r->texweights[e];
+    const mesh_texclip *c = client_replica_texclip(r, w->id);
+    ASSERT(c && w->count == c->component_count);
+    float zero[PROTO_TEXCLIP_MAX_COMPONENTS] = {0};
+    double fx = s * c->width - 0.5, fy = t * c->height - 0.5;
+    int x0 = (int)floor(fx), y0 = (int)floor(fy);
+    for (int j = 0; j < 4; j++) {
+      int x = x0 + (j & 1), y = y0 + (j >> 1);
+      double wt = ((j & 1) ? fx - x0 : 1 - (fx - x0)) * ((j >> 1) ? fy - y0 : 1 - (fy - y0));
+      x = x < 0 ? 0 : x >= (int)c->width ? (int)c->width - 1 : x;
+      y = y < 0 ? 0 : y >= (int)c->height ? (int)c->height - 1 : y;
+      float full[3], mean[3];
+      mesh_texclip_texel(c, w->weights, (uint32_t)x, (uint32_t)y, full);
+      mesh_texclip_texel(c, zero, (uint32_t)x, (uint32_t)y, mean);
+      for (int k = 0; k < 3; k++) acc[k] += wt * round(255.0 * (full[k] - (1.0 - w->mean) * mean[k]));
+    }
+  }
+  for (int k = 0; k < 3; k++) out[k] = (float)fmin(255, fmax(0, acc[k]));
+}
+
+/* A clip of the quad standing still, recorded and compressed: a clock for texture clips. */
+static void record_still(harness *h, const char *clip) {
+  char p[256];
+  snprintf(p, sizeof(p), "{\"session\":\"quad\",\"clip\":\"%s\",\"fps\":10,\"max_frames\":3}", clip);
+  cJSON_Delete(harness_rpc_ok(h, "anim.record_start", p));
+  usleep(400 * 1000);
+  cJSON_Delete(harness_rpc_ok(h, "anim.record_stop", "{\"session\":\"quad\"}"));
+  snprintf(p, sizeof(p), "{\"session\":\"quad\",\"clip\":\"%s\",\"components\":1}", clip);
+  cJSON_Delete(harness_rpc_ok(h, "anim.compress", p));
+}
+
+TEST(deform_view_draws_a_texture_clips_rebuilt_frame_at_the_uvs_as_the_cpu_reference_for_two_frames_and_a_crossfade) {
+  write_quadrant_quad();
+  harness h;
+  const char *const args[] = {"--demo", NULL};
+  harness_start(&h, "demo", args);
+  harness_rpc_done(&h, "session.create", "{\"session\":\"quad\",\"mesh\":\"quad.obj\"}");
+  record_still(&h, "still");
+  record_still(&h, "other");
+  char *up = clip_upload_params("quad", "still", "tint", 0);
+  cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
+  free(up);
+  up = clip_upload_params("quad", "other", "shade", CF);
+  cJSON_Delete(harness_rpc_ok(&h, "texclip.upload", up));
+  free(up);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"quad\",\"clip\":\"still\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"quad\"}"));
+  mesh *m = NULL;
+  char err[256];
+  ASSERT_OK(mesh_import(test_tmp_path("quad.obj"), NULL, &m, err, sizeof(err)), err);
+  vw_camera cam = camera_for(m);
+  cam.yaw = cam.pitch = 0;
+  float first[5][5][3];
+  for (int shot = 0; shot < 3; shot++) {
+    if (shot < 2)
+      cJSON_Delete(harness_rpc_ok(&h, "anim.seek", shot ? "{\"session\":\"quad\",\"frame\":2}" : "{\"session\":\"quad\",\"frame\":0}"));
+    else { /* a crossfade into "other", held a third of the way: both clips listed, summed */
+      cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"quad\",\"clip\":\"still\"}"));
+      cJSON_Delete(harness_rpc_ok(&h, "anim.blend", "{\"session\":\"quad\",\"clip\":\"other\",\"duration\":3.0}"));
+      usleep(1000 * 1000);
+      cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"quad\"}"));
+    }
+    client_conn c;
+    client_replica r;
+    join_for_texclips(&h, "quad", &c, &r);
+    ASSERT_EQ(r.texclip_count, 2);
+    ASSERT_EQ(r.texweights_count, shot < 2 ? 1u : 2u); /* (3 s: the fade is still on however loaded) */
+    if (shot == 2) ASSERT(r.texweights[0].mean > 0.05f && r.texweights[1].mean > 0.05f);
+    char *png = tmp_png(shot == 2 ? "clipmix.png" : shot ? "clip2.png" : "clip0.png");
+    const char *const unlit[] = {"--session", "quad", "--camera", "0,0,0", "--unlit", "--wait-texclips", "2", NULL};
+    screenshot(h.stream_port, png, unlit);
+    image im = load(png);
+    double worst = 0, moved = 0;
+    for (int i = 0; i < 5; i++)
+      for (int j = 0; j < 5; j++) {
+        float p[3] = {2 * (0.1f + 0.2f * i) - 1, 2 * (0.1f + 0.2f * j) - 1, 0}, px, py;
+        ASSERT(vw_camera_project(&cam, im.w, im.h, p, &px, &py));
+        /* The pixel's centre back onto the quad (z = 0): its own UV. */
+        vec3 o, d;
+        vw_camera_ray(&cam, im.w, im.h, floorf(px) + 0.5f, floorf(py) + 0.5f, o, d);
+        float k = -o[2] / d[2], u = (o[0] + k * d[0] + 1) / 2, v = (o[1] + k * d[1] + 1) / 2;
+        float want[3];
+        clip_expect(&r, u, 1.0 - v, want);
+        const uint8_t *got = im.px + 4 * ((size_t)(int)py * im.w + (int)px);
+        for (int ch = 0; ch < 3; ch++) {
+          worst = fmax(worst, fabs(got[ch] - want[ch]));
+          if (shot == 1) moved = fmax(moved, fabs(want[ch] - first[i][j][ch]));
+          else if (shot == 0) first[i][j][ch] = want[ch];
+        }
+      }
+    fprintf(stderr, "texture clip shot %d (%u entries, means %.3f %.3f): worst |pixel - CPU reference| %.2f / 255 over 25 UVs; "
+            "%.1f / 255 from frame 0's\n", shot, r.texweights_count, r.texweights[0].mean,
+            r.texweights_count > 1 ? r.texweights[1].mean : 0.0, worst, moved);
+    ASSERT(worst <= 2.0); /* the byte the pass stores, filtered: llvmpipe's 8-bit bilinear weights */
+    if (shot == 1) ASSERT(moved > 20); /* two different weight sets */
+    stbi_image_free(im.px);
+    client_close(&c);
+    client_replica_fini(&r);
+  }
   mesh_destroy(m);
   harness_stop(&h);
 }

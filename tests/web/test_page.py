@@ -979,6 +979,94 @@ def test_the_page_draws_a_texture_where_its_uvs_put_it_and_spider_obj_with_its_o
         srv.stop()
 
 
+CLIP_W, CLIP_H, CLIP_F = 48, 40, 3
+
+
+def clip_texel(f, x, y, ch):
+    """Frame f of the test's texture clip (as tests/viewer/test_view.c's): smooth, in [0.15, 0.85]."""
+    mean = 0.35 + 0.25 * (x + y + 7.0 * ch) / (CLIP_W + CLIP_H + 14.0)
+    return mean + 0.12 * math.sin(0.9 * f + 0.3 * ch) * math.cos(0.15 * x) + 0.08 * (f == 2) * math.sin(0.2 * y + ch)
+
+
+def clip_frame_bilinear(f, s, t):
+    """Frame f's bytes at texture coordinates (s, t) (t = 1 - v, row 0 at t = 0), bilinear."""
+    fx, fy = s * CLIP_W - 0.5, t * CLIP_H - 0.5
+    x0, y0 = math.floor(fx), math.floor(fy)
+    out = [0.0, 0.0, 0.0]
+    for j in range(4):
+        x, y = x0 + (j & 1), y0 + (j >> 1)
+        wt = (fx - x0 if j & 1 else 1 - (fx - x0)) * (fy - y0 if j >> 1 else 1 - (fy - y0))
+        x, y = min(max(x, 0), CLIP_W - 1), min(max(y, 0), CLIP_H - 1)
+        for ch in range(3):
+            out[ch] += wt * round(255 * clip_texel(f, x, y, ch))
+    return out
+
+
+def test_the_page_draws_a_texture_clips_frame_at_the_uvs_for_two_frames():
+    """The page asks for "texclip": on the quadrant quad, a texture clip following a recorded clip
+    replaces the quadrants with its rebuilt frame; with ?unlit=1 each pixel at a known UV equals
+    the uploaded frame there (bilinear) within the compression's reported bound + 3/255, for the
+    frames at two seeks (shots page-texclip-0.png, page-texclip-2.png)."""
+    import base64
+    folder = tempfile.mkdtemp(prefix="clipquad-", dir=TMP)
+    write_quadrant_quad(folder)
+    srv = Server("--mesh-dir", folder)
+    srv.call("session.create", {"session": "quad", "mesh": "quad.obj"})
+    srv.call("anim.record_start", {"session": "quad", "clip": "still", "fps": 10, "max_frames": 3})
+    time.sleep(0.4)
+    srv.call("anim.record_stop", {"session": "quad"})
+    srv.call("anim.compress", {"session": "quad", "clip": "still", "components": 1})
+    frames = []
+    for f in range(CLIP_F):
+        head = bytes([0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, CLIP_W, 0, CLIP_H, 0, 24, 0x20])  # 24 bits, row 0 the top
+        px = bytearray()
+        for y in range(CLIP_H):
+            for x in range(CLIP_W):
+                px += bytes(round(255 * clip_texel(f, x, y, ch)) for ch in (2, 1, 0))
+        frames.append(base64.b64encode(head + bytes(px)).decode())
+    rep = srv.call("texclip.upload", {"session": "quad", "name": "tint", "clip": "still", "fps": 10,
+                                      "max_error": 2.0 / 255, "frames": frames})
+    bound = 255 * rep["max_error"] + 3
+    srv.call("anim.play", {"session": "quad", "clip": "still"})
+    srv.call("anim.pause", {"session": "quad"})
+    d = browser()
+    try:
+        seen = []
+        for seek in (0, 2):
+            srv.call("anim.seek", {"session": "quad", "frame": seek})
+            t = srv.call("anim.list", {"session": "quad"})["player"]["time"]
+            f = min(CLIP_F - 1, math.floor(t * 10.0))
+            open_page(d, srv, "session=quad&unlit=1")
+            wait_for("the texture clip, drawn", lambda: d.execute_script(
+                "return deformView.texturesReady && deformView.texclipsShown === 1 && "
+                "deformView.texclipsDrawn === deformView.texclipFrames"))
+            time.sleep(0.2)
+            w, h, bpp, a = canvas_pixels(d)
+            shot(d, f"page-texclip-{seek}.png")
+            px = canvas_projection(d)
+            worst, pixels = 0.0, []
+            for i in range(5):
+                for j in range(5):
+                    u, v = 0.1 + 0.2 * i, 0.1 + 0.2 * j
+                    x, y = px((2 * u - 1, 2 * v - 1, 0))
+                    o = (int(y) * w + int(x)) * bpp
+                    want = clip_frame_bilinear(f, u, 1 - v)
+                    got = a[o:o + 3]
+                    pixels.append(got)
+                    worst = max(worst, *(abs(got[c] - want[c]) for c in range(3)))
+            print(f"seek {seek}: texture frame {f}, worst |pixel - frame| {worst:.1f} / 255 over 25 UVs (bound {bound:.1f})")
+            if worst > bound:
+                fail(f"the page's texture clip is {worst:.1f} / 255 off frame {f}")
+            seen.append((f, pixels))
+        moved = max(abs(p[c] - q[c]) for p, q in zip(seen[0][1], seen[1][1]) for c in range(3))
+        print(f"frames {seen[0][0]} and {seen[1][0]}: the pixels moved by up to {moved} / 255")
+        if seen[0][0] == seen[1][0] or moved < 20:
+            fail("the two seeks did not show two different frames")
+    finally:
+        d.quit()
+        srv.stop()
+
+
 class PresenceClient:
     """A stream client granted "presence" (docs/protocol.md §14, §16), written from the spec with
     struct: HELLO version 2 with the caps option and an author, then PRESENCE frames both ways."""

@@ -74,7 +74,7 @@ const net = new Net({
     // WELCOME then says the session's up axis (the camera orbits around it); MASK frames bring
     // this author's own mask, drawn darker; PRESENCE frames say who else is here and where they work;
     // TEXTURE frames bring the materials and images, once per join; ENTROPY makes the join smaller.
-    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE, P.CAP.TEXTURE, P.CAP.ENTROPY],
+    caps: [P.CAP.UP, P.CAP.MASK, P.CAP.PRESENCE, P.CAP.TEXTURE, P.CAP.TEXCLIP, P.CAP.ENTROPY],
   },
   onWelcome: (w) => presence.reset(w.clientId),
   onPresence: (payload) => presence.apply(payload),
@@ -93,6 +93,7 @@ try {
   $('status').textContent = `cannot draw: ${e.message}`;
   throw e;
 }
+if (params.get('unlit') === '1') renderer.shade = -1; // the albedo without the lights (pixel checks)
 const picker = new GpuPick(renderer, compile);
 $('shade').addEventListener('change', (e) => {
   renderer.shade = parseInt(e.target.value, 10);
@@ -155,6 +156,10 @@ function frame() {
     if (c.textures) {
       renderer.uploadTextures(r);
       stats.texturesDrawn = r.textureSerial; // drawn below, in this frame
+    }
+    if (c.texclips) { // texture clips (capability "texclip"): each TEXWEIGHTS's frames rebuilt
+      renderer.uploadTexclips(r);
+      stats.texclipsDrawn = r.texclipSerial; // drawn below, in this frame
     }
     if (c.mask) {
       renderer.uploadMask(r);
@@ -1097,6 +1102,10 @@ window.deformView = {
   get textureFrames() { return net.replica.textureSerial || 0; },
   get texturesDrawn() { return stats.texturesDrawn || 0; },
   get texturesReady() { return !!net.replica.texturesReady; },
+  // TEXCLIP and TEXWEIGHTS frames applied this join, how many the canvas shows, the clips shown now.
+  get texclipFrames() { return net.replica.texclipSerial || 0; },
+  get texclipsDrawn() { return stats.texclipsDrawn || 0; },
+  get texclipsShown() { return renderer && renderer.clipShown ? renderer.clipShown.length : 0; },
   get maskDrawn() { return stats.maskDrawn || 0; },
   get maskHeld() { return net.replica.mask ? net.replica.mask.reduce((n, m) => n + (m > 0), 0) : 0; },
   maskInvert: () => maskOp(P.MASK_OP.INVERT),

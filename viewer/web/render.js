@@ -20,6 +20,8 @@
 //
 // DOES NOT decode frames (protocol.js), keep session state (replica.js) or handle input (main.js).
 
+import { TexclipPass } from './texclip.js';
+
 const MAX_ACTIVE = 32; // (layer, weight) pairs per morph pass
 const TEX_W = 1024;    // texels per row of every per-vertex texture
 
@@ -142,13 +144,27 @@ in vec2 v_uv;
 uniform vec3 u_color;
 uniform sampler2D u_tex; // the submesh's image (sRGB: sampled linear), row 0 its top
 uniform int u_textured;
-uniform int u_shade; // 0 lit, 1 + k the matcap k
+uniform int u_shade; // 0 lit, 1 + k the matcap k, -1 unlit (?unlit=1: the albedo as it is)
+uniform sampler2D u_clip0, u_clip1, u_clip2, u_clip3; // texture clips' rebuilt frames (texclip.js)
+uniform int u_clips; // how many show on this draw
 out vec4 o;
 ${MATCAP_GLSL}
 void main() {
+  vec2 st = vec2(v_uv.x, 1.0 - v_uv.y);
   vec3 albedo = u_color;
-  if (u_textured != 0) albedo *= texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)).rgb; // as deform-view's
+  if (u_textured != 0) albedo *= texture(u_tex, st).rgb; // as deform-view's
+  if (u_clips > 0) { // the clips' sum replaces the albedo, linearised as deform-view's (vw_shaders.c)
+    vec3 s = texture(u_clip0, st).rgb;
+    if (u_clips > 1) s += texture(u_clip1, st).rgb;
+    if (u_clips > 2) s += texture(u_clip2, st).rgb;
+    if (u_clips > 3) s += texture(u_clip3, st).rgb;
+    albedo = pow(clamp(s, 0.0, 1.0), vec3(2.2));
+  }
   vec3 base = albedo * (1.0 - ${MASK_DARKEN} * v_mask); // as deform-view's (vw_shaders.c)
+  if (u_shade < 0) {
+    o = vec4(pow(base, vec3(1.0 / 2.2)), 1.0);
+    return;
+  }
   vec3 n = normalize(v_n);
   if (!gl_FrontFacing) n = -n;
   if (u_shade > 0) {
@@ -381,11 +397,19 @@ export class Renderer {
   drawSubmeshes(u) {
     const gl = this.gl;
     const grey = [0.78, 0.66, 0.58];
+    const clips = this.clipShown || [];
+    for (let i = 0; i < 4; i++) { // units 3 .. 6, always named (a sampler left on unit 0 would clash)
+      gl.uniform1i(u[`u_clip${i}`], 3 + i);
+      gl.activeTexture(gl.TEXTURE3 + i);
+      gl.bindTexture(gl.TEXTURE_2D, clips[i] || null);
+    }
     gl.uniform1i(u.u_tex, 2);
     gl.activeTexture(gl.TEXTURE2);
+    // A clip shows on the textured submeshes, or on the whole mesh when it has UVs but no materials.
     if (!this.submeshes || !this.submeshes.length) {
       gl.uniform3fv(u.u_color, grey);
       gl.uniform1i(u.u_textured, 0);
+      gl.uniform1i(u.u_clips, this.uvBuf ? clips.length : 0);
       gl.drawElements(gl.TRIANGLES, this.indexCount, gl.UNSIGNED_INT, 0);
       return;
     }
@@ -394,10 +418,31 @@ export class Renderer {
       const tex = sm.texture && this.uvBuf ? this.images[sm.texture - 1] : null;
       gl.uniform3fv(u.u_color, sm.hasColor ? sm.baseColor.slice(0, 3) : grey);
       gl.uniform1i(u.u_textured, tex ? 1 : 0);
+      gl.uniform1i(u.u_clips, tex ? clips.length : 0);
       gl.bindTexture(gl.TEXTURE_2D, tex || null);
       gl.drawElements(gl.TRIANGLES, 3 * sm.triangleCount, gl.UNSIGNED_INT, 12 * sm.firstTriangle);
     }
     gl.bindTexture(gl.TEXTURE_2D, null);
+  }
+
+  // The texture clips (replica.texclips, TEXCLIP frames) each uploaded once, and the frame each
+  // TEXWEIGHTS entry names rebuilt into its clip's texture (texclip.js), as deform-view's
+  // vw_texshow.c: an entry of a clip not here, or of another weight count, is skipped.
+  uploadTexclips(replica) {
+    this.clipPasses = this.clipPasses || new Map();
+    for (const c of replica.texclips) {
+      const had = this.clipPasses.get(c.id);
+      if (had && had.clip === c) continue;
+      if (had) had.dispose();
+      this.clipPasses.set(c.id, new TexclipPass(this.gl, c));
+    }
+    this.clipShown = [];
+    for (const e of replica.texweights) {
+      const pass = this.clipPasses.get(e.id);
+      if (!pass || e.weights.length !== pass.clip.comps.length || this.clipShown.length >= 4) continue;
+      pass.draw(e);
+      this.clipShown.push(pass.out);
+    }
   }
 
   // Target deltas as layers (all of them again: a target is created rarely).
@@ -581,6 +626,9 @@ export class Renderer {
       if (t) gl.deleteTexture(t);
     for (const f of [this.nrmFb, ...(this.posFb || [])]) if (f) gl.deleteFramebuffer(f);
     for (const t of this.images || []) if (t) gl.deleteTexture(t);
+    for (const pass of (this.clipPasses || new Map()).values()) pass.dispose();
+    this.clipPasses = new Map();
+    this.clipShown = [];
     for (const b of [this.topoBuf, this.indexBuf, this.maskBuf, this.uvBuf]) if (b) gl.deleteBuffer(b);
     this.images = [];
     this.submeshes = null;

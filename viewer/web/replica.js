@@ -11,6 +11,7 @@
 // formula (docs/protocol.md §8.2, double accumulation), for tests and for picking without a GPU.
 
 import * as P from './protocol.js';
+import { decodeTexclip, decodeTexweights } from './texclip.js';
 
 export class ReplicaError extends Error {}
 
@@ -50,6 +51,7 @@ export class Replica {
       return h.type;
     }
     if (h.type === P.T.TEXTURE) return this.applyTexture(p);
+    if (h.type === P.T.TEXCLIP || h.type === P.T.TEXWEIGHTS) return this.applyTexclip(h, p);
     if (h.type !== P.T.WEIGHTS && h.type !== P.T.DELTA && h.type !== P.T.TARGET && h.type !== P.T.TARGET_META) return h.type;
     if (!this.snapshot) throw new ReplicaError(`a state frame (type ${h.type}) before the snapshot`);
     const s = this.snapshot;
@@ -104,6 +106,20 @@ export class Replica {
     return P.T.TEXTURE;
   }
 
+  // TEXCLIP and TEXWEIGHTS (capability "texclip", docs/protocol.md §18), as client_texclip.c: a
+  // clip replaces one of its id; TEXWEIGHTS is absolute, the entries shown now.
+  applyTexclip(h, p) {
+    if (!this.snapshot) throw new ReplicaError('a texture clip frame before the snapshot');
+    if (h.type === P.T.TEXCLIP) {
+      const c = decodeTexclip(p);
+      c.texels = c.texels.slice(); // a view into the frame: kept apart from it
+      this.texclips = this.texclips.filter((o) => o.id !== c.id).concat([c]);
+    } else this.texweights = decodeTexweights(p);
+    this.texclipSerial++;
+    this.changes.texclips = true;
+    return h.type;
+  }
+
   // Every TEXTURE frame of this join is here: MATERIALS and each image it announced.
   get texturesReady() {
     return !!this.materials && this.materials.images.every((i) => i !== null);
@@ -121,7 +137,10 @@ export class Replica {
     this.mask = null; // a new mesh: the next MASK frame brings its mask
     this.materials = null; // ... and its TEXTURE frames its materials
     this.textureSerial = 0;
-    this.changes = { snapshot: true, weights: true, targets: true, meta: true, mask: true, textures: true, first: V, end: 0 };
+    this.texclips = []; // ... and its TEXCLIP frames its texture clips
+    this.texweights = [];
+    this.texclipSerial = 0;
+    this.changes = { snapshot: true, weights: true, targets: true, meta: true, mask: true, textures: true, texclips: true, first: V, end: 0 };
     this.setOffsets(s.offsets);
   }
 
@@ -141,7 +160,7 @@ export class Replica {
   // What changed since the last call (and forgets it).
   takeChanges() {
     const c = this.changes;
-    this.changes = { snapshot: false, weights: false, targets: false, meta: false, mask: false, textures: false, first: this.vertexCount, end: 0 };
+    this.changes = { snapshot: false, weights: false, targets: false, meta: false, mask: false, textures: false, texclips: false, first: this.vertexCount, end: 0 };
     return c;
   }
 
