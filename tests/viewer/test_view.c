@@ -833,17 +833,20 @@ TEST(deform_view_draws_a_texture_clips_rebuilt_frame_at_the_uvs_as_the_cpu_refer
   for (int shot = 0; shot < 3; shot++) {
     if (shot < 2)
       cJSON_Delete(harness_rpc_ok(&h, "anim.seek", shot ? "{\"session\":\"quad\",\"frame\":2}" : "{\"session\":\"quad\",\"frame\":0}"));
-    else { /* a crossfade into "other", held a third of the way: both clips listed, summed */
+    else { /* a crossfade into "other", held part of the way: both clips listed, summed. The sleep
+            * is a lower bound on the fade's time: α ≥ 0.1 at the pause whatever the load (0.05
+            * asked: the last frame streamed may be a tick old); α < 0.95 unless the sleep and
+            * the pause take 19 s. */
       cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"quad\",\"clip\":\"still\"}"));
-      cJSON_Delete(harness_rpc_ok(&h, "anim.blend", "{\"session\":\"quad\",\"clip\":\"other\",\"duration\":3.0}"));
-      usleep(1000 * 1000);
+      cJSON_Delete(harness_rpc_ok(&h, "anim.blend", "{\"session\":\"quad\",\"clip\":\"other\",\"duration\":20.0}"));
+      usleep(2000 * 1000);
       cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"quad\"}"));
     }
     client_conn c;
     client_replica r;
     join_for_texclips(&h, "quad", &c, &r);
     ASSERT_EQ(r.texclip_count, 2);
-    ASSERT_EQ(r.texweights_count, shot < 2 ? 1u : 2u); /* (3 s: the fade is still on however loaded) */
+    ASSERT_EQ(r.texweights_count, shot < 2 ? 1u : 2u);
     if (shot == 2) ASSERT(r.texweights[0].mean > 0.05f && r.texweights[1].mean > 0.05f);
     char *png = tmp_png(shot == 2 ? "clipmix.png" : shot ? "clip2.png" : "clip0.png");
     const char *const unlit[] = {"--session", "quad", "--camera", "0,0,0", "--unlit", "--wait-texclips", "2", NULL};
