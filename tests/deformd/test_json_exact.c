@@ -336,7 +336,7 @@ TEST(session_job_answers_keep_their_documented_keys_and_order) {
   expect_keys(&c,
               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"deform.begin\",\"params\":{\"session\":\"demo\",\"mode\":\"arap\","
               "\"pick\":2000,\"handle_radius\":0.01,\"roi_radius\":0.05,\"iterations\":2}}",
-              "gesture,mode,border,region_vertices,free,pinned,prefactor_ms,pivot", &r);
+              "gesture,mode,border,region_vertices,free,pinned,prefactor_ms,multires,pivot", &r);
   const cJSON *res = cJSON_GetObjectItem(r.json, "result");
   uint32_t gesture = (uint32_t)cJSON_GetObjectItem(res, "gesture")->valuedouble;
   ASSERT_STR_CONTAINS(r.line, "\"mode\":\"arap\",\"border\":\"smooth\"");
