@@ -156,10 +156,12 @@ static void open_done(uv_work_t *req, int status) {
   } else {
     /* before the store records it; the session's axis never changes afterwards */
     j->session->up = j->up ? j->up : j->session->mesh->file_up == 'z' ? 'z' : 'y';
+    /* The imported targets are the mesh's, with a store or without: a relay's blob carries them
+     * (srv_publish.c), so a weight clip over them (the demo's "smile-frown") reads there too. */
+    j->session->base_targets = j->session->mesh->target_count;
     if (s->store) {
       srv_session *x = j->session;
       x->store_id = s->next_session_id++;
-      x->base_targets = x->mesh->target_count;
       uv_timeval64_t now;
       uv_gettimeofday(&now);
       if (srv_store_put_session(s->store, x->store_id, x->name, (double)now.tv_sec + now.tv_usec / 1e6, x->up,
