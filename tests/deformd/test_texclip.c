@@ -507,6 +507,12 @@ TEST(the_demo_sessions_texture_clip_blushes_its_cheeks_with_the_smile_by_the_ref
   /* Each texel within the bound (an RGB distance d): its redness R − (G + B)/2 moves at most
    * √1.5 · d, so a difference of two within 2.5 · bound (measured: 0.0345 both, bound 1.24/255). */
   ASSERT(fabs((red[1] - red[0]) - ref_red) <= 2.5 * bound + 1e-6);
+  /* server.stats names the texture frames it counted (it read past its table before) */
+  cJSON *st = harness_rpc_ok(&h, "server.stats", "{}");
+  const cJSON *by = cJSON_GetObjectItem(st, "bytes_by_type");
+  ASSERT(cJSON_GetObjectItem(by, "TEXCLIP") && cJSON_GetObjectItem(by, "TEXWEIGHTS"));
+  ASSERT_EQ(cJSON_GetObjectItem(by, "TEXCLIP")->valueint, cJSON_GetObjectItem(tc, "texclip_bytes")->valueint);
+  cJSON_Delete(st);
   free(ref);
   mesh_destroy(head);
   free(s);
