@@ -2,10 +2,12 @@
 # deploy/demo.sh BUILD_DIR — what `make demo` runs after building.
 #
 # Starts deformd on the bundled demo head (ports chosen by the system) and shows it:
-#   - with a display: deform-view opens a window on the session while a script animates a smile
-#     (close the window to stop; then drag, brush and move sliders yourself: see viewer/README.md);
-#   - without one: starts Xvfb, animates the smile, and writes demo.png with deform-view's
-#     headless capture, then says where it is.
+#   - with a display: deform-view opens a window on the session while its clip "smile-frown"
+#     loops (4 s: smile, frown), the skin blushing with the smile and wrinkling with the frown
+#     (its texture clip "blush-wrinkles"); close the window to stop; anim.stop it, then drag,
+#     brush and move sliders yourself: see viewer/README.md;
+#   - without one: starts Xvfb, shows the clip at its smile (1 s), and writes demo.png with
+#     deform-view's headless capture, then says where it is.
 # Either way it writes the demo head as demo.glb, and stops the server at the end.
 set -euo pipefail
 build=${1:-build}
@@ -21,26 +23,24 @@ echo "== deformd is serving the demo head: stream port $sp, JSON-RPC port $rp; i
 "${ctl[@]}" mesh.info demo | head -c 300
 echo
 
-smile() { # a smile in 20 steps, then the jaw, as any script would drive it
-  for w in 0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.45 0.5 0.55 0.6 0.65 0.7 0.75 0.8 0.85 0.9 0.95 1.0; do
-    "${ctl[@]}" weights.set demo smile_L=$w smile_R=$w >/dev/null
-    sleep "${1:-0.05}"
-  done
-  "${ctl[@]}" weights.set demo jaw_open=0.25 >/dev/null
+play() { # the demo session's clip, looping; its texture clip follows it
+  "${ctl[@]}" call anim.play '{"session":"demo","clip":"smile-frown","loop":true}' >/dev/null
 }
 
 if [ -n "${DISPLAY:-}" ] && [ "${DEFORMD_DEMO_HEADLESS:-0}" != 1 ]; then
   echo "== deform-view: close its window to stop (keys: viewer/README.md)"
-  (sleep 2; smile 0.1) &
+  (sleep 2; play) &
   "$view" --connect "127.0.0.1:$sp" --session demo || true
 else
   echo "== no display: starting Xvfb for a headless picture"
   start_xvfb
-  smile 0.01
+  play
+  "${ctl[@]}" call anim.pause '{"session":"demo"}' >/dev/null
+  "${ctl[@]}" call anim.seek '{"session":"demo","time":1.0}' >/dev/null
   version=$("${ctl[@]}" state.get demo | sed -n 's/.*"version":\([0-9]*\).*/\1/p')
   "$view" --connect "127.0.0.1:$sp" --session demo --screenshot demo.png --size 1280x720 \
     --camera 15,5,0 --wait-version "$version"
-  echo "Wrote $(pwd)/demo.png (the demo head smiling, rendered by deform-view under Xvfb)."
+  echo "Wrote $(pwd)/demo.png (the demo head smiling and blushing, rendered by deform-view under Xvfb)."
 fi
 "$bin/deformd" --write-demo demo.glb
 echo "Wrote $(pwd)/demo.glb (the neutral head with its 68 blendshapes, for any glTF viewer)."

@@ -107,3 +107,86 @@ int mesh_demo_texclip(const mesh *head, uint32_t width, uint32_t height, const f
   *frames_out = fr;
   return 0;
 }
+
+void mesh_demo_smile_frown(uint32_t k, float *smile, float *frown) {
+  double t = k * (double)MESH_DEMO_CLIP_STEP, e = sin(PI * t / 2);
+  *smile = t < 2 ? (float)(e * e) : 0.0f;
+  *frown = t >= 2 && t < 4 ? (float)(e * e) : 0.0f;
+}
+
+static int add_skin(mesh *head) {
+  float zero = 0, *fr = NULL;
+  mesh_texclip_rect rects[2];
+  int rc = mesh_demo_texclip(head, MESH_DEMO_SKIN_W, MESH_DEMO_SKIN_H, &zero, &zero, 1, &fr, rects);
+  if (rc) return rc;
+  size_t plane = (size_t)MESH_DEMO_SKIN_W * MESH_DEMO_SKIN_H;
+  mesh_image *im = malloc(sizeof(*im));
+  uint8_t *rgba = malloc(4 * plane);
+  char *name = malloc(sizeof("demo-skin.png"));
+  if (!im || !rgba || !name) {
+    free(fr);
+    free(im);
+    free(rgba);
+    free(name);
+    return MESH_ENOMEM;
+  }
+  for (size_t i = 0; i < plane; i++) {
+    for (int ch = 0; ch < 3; ch++) rgba[4 * i + ch] = (uint8_t)lrintf(fr[3 * i + ch] * 255.0f);
+    rgba[4 * i + 3] = 255;
+  }
+  free(fr);
+  memcpy(name, "demo-skin.png", sizeof("demo-skin.png"));
+  *im = (mesh_image){.name = name, .width = MESH_DEMO_SKIN_W, .height = MESH_DEMO_SKIN_H, .rgba = rgba};
+  head->images = im;
+  head->image_count = 1;
+  head->submeshes[0].texture = 1;
+  return 0;
+}
+
+static int add_clip(mesh *head) {
+  const char *names[4] = {"smile_L", "smile_R", "frown_L", "frown_R"};
+  int idx[4];
+  for (int i = 0; i < 4; i++)
+    if ((idx[i] = mesh_find_target(head, names[i])) < 0) return MESH_EINVAL;
+  uint32_t T = head->target_count, K = MESH_DEMO_CLIP_KEYS;
+  mesh_clip *clips = realloc(head->clips, sizeof(*clips) * (head->clip_count + 1));
+  if (!clips) return MESH_ENOMEM;
+  head->clips = clips;
+  mesh_clip *c = &clips[head->clip_count];
+  *c = (mesh_clip){.key_count = K, .target_count = T};
+  c->name = malloc(sizeof("smile-frown"));
+  c->times = malloc(sizeof(float) * K);
+  c->weights = calloc((size_t)K * T, sizeof(float));
+  if (!c->name || !c->times || !c->weights) {
+    free(c->name);
+    free(c->times);
+    free(c->weights);
+    return MESH_ENOMEM;
+  }
+  memcpy(c->name, "smile-frown", sizeof("smile-frown"));
+  for (uint32_t k = 0; k < K; k++) {
+    float smile, frown;
+    mesh_demo_smile_frown(k, &smile, &frown);
+    c->times[k] = k * MESH_DEMO_CLIP_STEP;
+    float *w = c->weights + (size_t)k * T;
+    w[idx[0]] = w[idx[1]] = smile;
+    w[idx[2]] = w[idx[3]] = frown;
+  }
+  head->clip_count++;
+  return 0;
+}
+
+int mesh_demo_dress(mesh *head) {
+  if (head->image_count || head->submesh_count == 0 || !head->uvs) return MESH_EINVAL;
+  for (uint32_t i = 0; i < head->clip_count; i++)
+    if (strcmp(head->clips[i].name, "smile-frown") == 0) return MESH_EINVAL;
+  int rc = add_clip(head);
+  if (rc) return rc;
+  if ((rc = add_skin(head)) != 0) { /* the clip goes again: the head as it was */
+    mesh_clip *c = &head->clips[--head->clip_count];
+    free(c->name);
+    free(c->times);
+    free(c->weights);
+  }
+  return rc;
+}

@@ -42,6 +42,7 @@
 #include "srv_mask.h"
 #include "srv_blend.h"
 #include "srv_anim.h"
+#include "srv_texclip.h"
 #include "srv_jobs.h"
 #include "srv_methods.h"
 #include "srv_ports.h"
@@ -288,14 +289,20 @@ static void announce_ports(srv_server *s) {
   fflush(stdout);
 }
 
+/* An operator's session on the demo head (--demo) is dressed (mesh_demo_dress, in srv_jobs.c): its
+ * texture clip is compressed on the pool from here. `make demo` plays "smile-frown" (deploy/demo.sh);
+ * the server does not, so a session's version moves only when somebody asks. */
 static void on_session_opened(srv_server *s, void *arg, int status, srv_session *session,
                               const char *err) {
-  (void)arg;
+  const srv_session_spec *spec = arg;
   if (status) {
     srv_log(SRV_LOG_ERROR, "cannot open session: %s", err);
   } else {
     srv_log(SRV_LOG_INFO, "session %s: %u vertices, %u triangles, %u targets", session->name,
             session->mesh->vertex_count, session->mesh->triangle_count, session->mesh->target_count);
+    char why[256];
+    if (strcmp(spec->mesh, "demo") == 0 && srv_texclip_demo(s, session, why, sizeof(why)) != 0)
+      srv_log(SRV_LOG_ERROR, "session %s: no texture clip: %s", session->name, why);
   }
   if (s->opening && --s->opening == 0) announce_ports(s);
 }
@@ -564,7 +571,7 @@ int srv_server_start(srv_server *s, uv_loop_t *loop, const srv_config *cfg) {
               "start over)", cfg->sessions[i].name);
       continue;
     }
-    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, cfg->sessions[i].up, on_session_opened, NULL, why,
+    if (srv_job_open_session(s, cfg->sessions[i].name, cfg->sessions[i].mesh, 0, cfg->sessions[i].up, on_session_opened, &s->cfg.sessions[i], why,
                              sizeof(why)) == 0)
       s->opening++;
     else

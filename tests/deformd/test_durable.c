@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "store_rows.h"
 #include "mesh_io.h"
+#include "mesh_demo_texclip.h"
 #include "test.h"
 
 /* ---- what a viewer sees ------------------------------------------------------------------------- */
@@ -1200,8 +1201,13 @@ TEST(a_sessions_textures_come_from_the_import_worker_and_survive_kill_9) {
       ASSERT_EQ(cJSON_GetObjectItem(t, "height")->valueint, (int)m->images[i].height);
     }
     cJSON_Delete(info);
+    /* --demo dresses the head (mesh_demo_dress): its skin is stored with it, like a file's */
     info = harness_rpc_ok(&h, "mesh.info", "{\"session\":\"demo\"}");
-    ASSERT(cJSON_GetObjectItem(info, "textures") == NULL); /* a mesh without: today's answer */
+    tex = cJSON_GetObjectItem(info, "textures");
+    ASSERT_EQ(cJSON_GetArraySize(tex), 1);
+    ASSERT(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(tex, 0), "name")->valuestring, "demo-skin.png") == 0);
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(tex, 0), "width")->valueint, (int)MESH_DEMO_SKIN_W);
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(tex, 0), "height")->valueint, (int)MESH_DEMO_SKIN_H);
     cJSON_Delete(info);
     if (pass == 0) {
       harness_kill(&h);

@@ -717,6 +717,14 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
   cluster_up(&rd, &p, args, &r1, NULL);
   viewer v;
   join(&v, &r1, 1);
+  /* --demo's texture clip (compressed after the session opened) is the stream's entry 1: wait for
+   * it, so the 1,600 below are entries 2 to 1,601 */
+  char seq[64] = "";
+  for (int i = 0; i < WAIT_MS / 10 && strcmp(seq, "1") != 0; i++) {
+    redis_harness_command(&rd, "HGET deformd:s:demo:meta seq", seq, sizeof(seq));
+    if (strcmp(seq, "1") != 0) usleep(10000);
+  }
+  ASSERT(strcmp(seq, "1") == 0);
   /* The relay stops reading while the stream moves on by more than it keeps. */
   harness_stop_process(r1.pid);
   for (int i = 0; i < 1600; i++) {
@@ -725,16 +733,16 @@ TEST(a_relay_that_falls_behind_a_trimmed_stream_reloads_the_snapshot_and_its_vie
     cJSON_Delete(harness_rpc_ok(&p, "weights.set", params));
   }
   /* The primary answers before it has published (XADD runs on its Redis connection): wait
-   * until all 1,600 are in the stream, or a relay woken early would still find entry 1 there
+   * until all 1,600 are in the stream, or a relay woken early would still find entry 2 there
    * and follow the stream with no gap at all (it failed so now and then under load). */
-  char len[64], seq[64] = "";
-  for (int i = 0; i < WAIT_MS / 10 && strcmp(seq, "1600") != 0; i++) {
+  char len[64];
+  for (int i = 0; i < WAIT_MS / 10 && strcmp(seq, "1601") != 0; i++) {
     redis_harness_command(&rd, "HGET deformd:s:demo:meta seq", seq, sizeof(seq));
-    if (strcmp(seq, "1600") != 0) usleep(10000);
+    if (strcmp(seq, "1601") != 0) usleep(10000);
   }
-  ASSERT(strcmp(seq, "1600") == 0);
+  ASSERT(strcmp(seq, "1601") == 0);
   redis_harness_command(&rd, "XLEN deformd:s:demo:stream", len, sizeof(len));
-  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed, so entry 1, the relay's next, is gone */
+  ASSERT(atoi(len + 1) < 1600); /* ":N": trimmed, so entry 2, the relay's next, is gone */
   kill(r1.pid, SIGCONT);
   uint64_t want = version_of(&p, "demo");
   ASSERT_EQ(harness_expect_error(&v.c, PROTO_BYE, NULL, WAIT_MS), PROTO_ERR_RESYNC);

@@ -12,7 +12,11 @@
 
 #include <stb_image_write.h>
 
+#include <unistd.h>
+
 #include "harness.h"
+#include "mesh_demo_texclip.h"
+#include "mesh_io.h"
 #include "proto_caps.h"
 #include "proto_texclip.h"
 #include "test.h"
@@ -68,7 +72,7 @@ static char *upload_params(const char *name, const char *clip, double fps, const
 }
 
 typedef struct seen {
-  uint8_t clip[1 << 16]; /* the TEXCLIP payload */
+  uint8_t clip[1 << 21]; /* the TEXCLIP payload (the demo's is about 0.5 MB) */
   size_t clip_len;
   proto_texweights_entry w[PROTO_TEXWEIGHTS_MAX_CLIPS];
   uint32_t w_count, texclips, texweights;
@@ -105,8 +109,9 @@ static void read_until(client_conn *c, uint64_t v, int then_one, seen *s) {
   }
 }
 
-/* The largest RGB distance between the texture rebuilt from the clip and weights seen and frame f. */
-static double rebuilt_error(const seen *s, uint32_t f) {
+/* The texture a viewer rebuilds from the clip and weights seen (docs/protocol.md §18): 3 floats a
+ * texel in [0, 1], malloc'ed; *width and *height its size. */
+static float *rebuild(const seen *s, uint32_t *width, uint32_t *height) {
   proto_texclip_window w[PROTO_TEXCLIP_MAX_WINDOWS];
   proto_texclip_comp k[PROTO_TEXCLIP_MAX_COMPONENTS];
   proto_texclip c = {.windows = w, .comps = k};
@@ -114,31 +119,52 @@ static double rebuilt_error(const seen *s, uint32_t f) {
   ASSERT_EQ(s->w_count, 1);
   ASSERT_EQ(s->w[0].id, c.id);
   ASSERT_EQ(s->w[0].count, c.component_count);
-  double worst = 0;
   size_t plane = (size_t)c.width * c.height;
+  float *out = malloc(sizeof(float) * 3 * plane);
+  ASSERT(out);
   for (uint32_t y = 0; y < c.height; y++)
     for (uint32_t x = 0; x < c.width; x++) {
       uint32_t o = 0;
       for (uint32_t r = 1; r < c.window_count; r++)
         if (x >= w[r].x && x < w[r].x + w[r].w && y >= w[r].y && y < w[r].y + w[r].h) o = r;
-      double e = 0;
       for (int ch = 0; ch < 3; ch++) {
         double v = s->w[0].mean * c.texels[3 * (y * c.width + x) + ch] / 255.0;
         for (uint32_t i = w[o].first; i < (uint32_t)w[o].first + w[o].count; i++) {
           size_t at = plane * k[i].layer + (size_t)(k[i].y + y - w[o].y) * c.width + k[i].x + x - w[o].x;
           v += s->w[0].weights[i] * (k[i].offset + k[i].scale * c.texels[3 * at + ch] / 255.0);
         }
-        v = fmin(1, fmax(0, v));
-        double d = v - texel(f, x, y, ch);
+        out[3 * (y * c.width + x) + ch] = (float)fmin(1, fmax(0, v));
+      }
+    }
+  *width = c.width;
+  *height = c.height;
+  return out;
+}
+
+/* The largest RGB distance between the texture rebuilt from the clip and weights seen and frame f. */
+static double rebuilt_error(const seen *s, uint32_t f) {
+  uint32_t W, H;
+  float *t = rebuild(s, &W, &H);
+  double worst = 0;
+  for (uint32_t y = 0; y < H; y++)
+    for (uint32_t x = 0; x < W; x++) {
+      double e = 0;
+      for (int ch = 0; ch < 3; ch++) {
+        double d = t[3 * (y * W + x) + ch] - texel(f, x, y, ch);
         e += d * d;
       }
       worst = fmax(worst, sqrt(e));
     }
+  free(t);
   return worst;
 }
 
+static const char *watched = "syd"; /* the session version_now() and join() name */
+
 static uint64_t version_now(harness *h) {
-  cJSON *r = harness_rpc_ok(h, "state.get", "{\"session\":\"syd\"}");
+  char p[300];
+  snprintf(p, sizeof(p), "{\"session\":\"%s\"}", watched);
+  cJSON *r = harness_rpc_ok(h, "state.get", p);
   uint64_t v = (uint64_t)cJSON_GetObjectItem(r, "version")->valuedouble;
   cJSON_Delete(r);
   return v;
@@ -147,7 +173,7 @@ static uint64_t version_now(harness *h) {
 static void join(harness *h, client_conn *c, uint32_t caps) {
   proto_hello_opts o = {.caps = caps};
   harness_connect(h, c, h->stream_port);
-  ASSERT_OK(client_hello2(c, "syd", PROTO_ROLE_VIEWER, NULL, &o), NULL);
+  ASSERT_OK(client_hello2(c, watched, PROTO_ROLE_VIEWER, NULL, &o), NULL);
 }
 
 /* Session "syd": sydney.md2, its clip "run" compressed (the clock texture clips follow). */
@@ -409,5 +435,87 @@ TEST(a_texture_clip_is_stored_with_its_session_and_served_the_same_after_a_resta
   free(f1);
   cJSON_Delete(before);
   cJSON_Delete(after);
+  harness_stop(&h);
+}
+
+/* The mean redness, R − (G + B) / 2, of a texture's texels in rectangle r (3 floats a texel). */
+static double redness(const float *t, uint32_t width, mesh_texclip_rect r) {
+  double sum = 0;
+  for (uint32_t y = r.y; y < r.y + r.h; y++)
+    for (uint32_t x = r.x; x < r.x + r.w; x++) {
+      const float *p = t + 3 * ((size_t)y * width + x);
+      sum += p[0] - 0.5 * (p[1] + p[2]);
+    }
+  return sum / ((double)r.w * r.h);
+}
+
+/* --demo's session (mesh_demo_dress, srv_texclip_demo): a viewer granted "texclip" gets the texture
+ * clip "blush-wrinkles" following "smile-frown", and what it rebuilds at the smile is redder in
+ * the cheeks than at neutral by what mesh_demo_texclip's frames themselves say (the CPU
+ * reference, made again here from the head), within the clip's error bound. */
+TEST(the_demo_sessions_texture_clip_blushes_its_cheeks_with_the_smile_by_the_references_amount) {
+  harness h;
+  harness_start(&h, "demo", no_args);
+  watched = "demo";
+  cJSON *list = NULL;
+  for (int i = 0; i < 3000; i++) { /* compressed on the pool after the session opened */
+    cJSON_Delete(list);
+    list = harness_rpc_ok(&h, "texclip.list", "{\"session\":\"demo\"}");
+    if (cJSON_GetArraySize(cJSON_GetObjectItem(list, "texclips")) > 0) break;
+    usleep(10000);
+  }
+  const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(list, "texclips"), 0);
+  ASSERT(tc);
+  ASSERT(strcmp(cJSON_GetObjectItem(tc, "name")->valuestring, "blush-wrinkles") == 0);
+  ASSERT(strcmp(cJSON_GetObjectItem(tc, "clip")->valuestring, "smile-frown") == 0);
+  ASSERT_EQ(cJSON_GetObjectItem(tc, "frames")->valueint, (int)MESH_DEMO_CLIP_KEYS);
+  ASSERT_EQ(cJSON_GetObjectItem(tc, "width")->valueint, (int)MESH_DEMO_SKIN_W);
+  double bound = cJSON_GetObjectItem(tc, "max_error")->valuedouble;
+  ASSERT(bound <= 2.0 / 255 + 1e-9);
+  client_conn v;
+  join(&h, &v, PROTO_CAP_BIT(PROTO_CAP_TEXCLIP));
+  seen *s = calloc(1, sizeof(seen));
+  read_until(&v, version_now(&h), 0, s);
+  cJSON_Delete(harness_rpc_ok(&h, "anim.play", "{\"session\":\"demo\",\"clip\":\"smile-frown\"}"));
+  cJSON_Delete(harness_rpc_ok(&h, "anim.pause", "{\"session\":\"demo\"}"));
+  /* The reference: the head's frames at neutral and at the smile (1 s: smile 1, frown 0). */
+  mesh *head = NULL;
+  ASSERT_OK(mesh_demo_head(&head), NULL);
+  float smile[2], frown[2], *ref = NULL;
+  mesh_texclip_rect rects[2];
+  double red[2];
+  uint32_t keys[2] = {0, 10}; /* neutral, the smile; seen in the other order (a seek to where the
+                               * paused player already is would send no TEXWEIGHTS) */
+  for (int i = 0; i < 2; i++) mesh_demo_smile_frown(keys[i], &smile[i], &frown[i]);
+  ASSERT(smile[1] == 1.0f && frown[1] == 0.0f && smile[0] == 0.0f);
+  ASSERT_OK(mesh_demo_texclip(head, MESH_DEMO_SKIN_W, MESH_DEMO_SKIN_H, smile, frown, 2, &ref, rects), NULL);
+  size_t plane = (size_t)MESH_DEMO_SKIN_W * MESH_DEMO_SKIN_H;
+  double ref_red = redness(ref + 3 * plane, MESH_DEMO_SKIN_W, rects[0]) - redness(ref, MESH_DEMO_SKIN_W, rects[0]);
+  ASSERT(ref_red > 0.03); /* the smile's blush is there to see (and more than the tolerance below) */
+  for (int i = 1; i >= 0; i--) {
+    char p[200];
+    snprintf(p, sizeof(p), "{\"session\":\"demo\",\"time\":%.3f}", keys[i] * (double)MESH_DEMO_CLIP_STEP);
+    cJSON_Delete(harness_rpc_ok(&h, "anim.seek", p));
+    read_until(&v, version_now(&h), 1, s);
+    ASSERT_EQ(s->texclips, 1);
+    uint32_t W, H;
+    float *t = rebuild(s, &W, &H);
+    ASSERT(W == MESH_DEMO_SKIN_W && H == MESH_DEMO_SKIN_H);
+    red[i] = redness(t, W, rects[0]);
+    free(t);
+  }
+  /* Each texel within the bound (an RGB distance d): its redness R − (G + B)/2 moves at most
+   * √1.5 · d, so a difference of two within 2.5 · bound (measured: 0.0345 both, bound 1.24/255). */
+  ASSERT(fabs((red[1] - red[0]) - ref_red) <= 2.5 * bound + 1e-6);
+  /* server.stats names the texture frames it counted (it read past its table before) */
+  cJSON *st = harness_rpc_ok(&h, "server.stats", "{}");
+  const cJSON *by = cJSON_GetObjectItem(st, "bytes_by_type");
+  ASSERT(cJSON_GetObjectItem(by, "TEXCLIP") && cJSON_GetObjectItem(by, "TEXWEIGHTS"));
+  ASSERT_EQ(cJSON_GetObjectItem(by, "TEXCLIP")->valueint, cJSON_GetObjectItem(tc, "texclip_bytes")->valueint);
+  cJSON_Delete(st);
+  free(ref);
+  mesh_destroy(head);
+  free(s);
+  cJSON_Delete(list);
   harness_stop(&h);
 }

@@ -285,7 +285,9 @@ static void m_state_get(srv_server *s, srv_rpc_call *call, cJSON *params) {
 /* Stream bytes by message type and by kind of viewer (srv_stats, counted in srv_conn.c). */
 static void add_stream_stats(cJSON *r, const srv_stats *st) {
   static const char *const names[] = {"?", "HELLO", "WELCOME", "SNAPSHOT", "WEIGHTS", "DELTA", "EDIT",
-                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK", "PRESENCE", "TEXTURE"};
+                                      "ERROR", "PING", "PONG", "BYE", "TARGET", "TARGET_META", "BULK", "PRESENCE", "TEXTURE",
+                                      "TEXWEIGHTS", "TEXCLIP"};
+  _Static_assert(sizeof(names) / sizeof(names[0]) == PROTO_LAST_TYPE + 1, "a name for every frame type");
   cJSON *types = cJSON_AddObjectToObject(r, "bytes_by_type");
   cJSON *frames = cJSON_AddObjectToObject(r, "frames_by_type");
   for (int t = 1; t <= PROTO_LAST_TYPE; t++) {

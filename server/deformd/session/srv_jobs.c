@@ -18,6 +18,7 @@
 #include <uv.h>
 #include "proto.h"
 #include "mesh.h"
+#include "mesh_demo_texclip.h"
 #include "srv_jobs.h"
 #include "srv_error.h"
 #include "srv_log.h"
@@ -44,6 +45,7 @@ typedef struct open_job {
   size_t blob_len;
   srv_session *session;
   int confined;         /* a client's name, not the operator's path */
+  int dress;            /* the operator's demo head (--demo): its skin and "smile-frown" clip */
   int want_blob;        /* a store keeps the imported mesh */
   char up;              /* the session's up axis, 'y' or 'z', or 0: the file's own, else 'y' */
   int status;
@@ -57,6 +59,7 @@ static void open_work(uv_work_t *req) {
   mesh *m = NULL;
   if (!j->blob) {
     j->status = mesh_demo_head(&m);
+    if (j->status == 0 && j->dress && (j->status = mesh_demo_dress(m)) != 0) mesh_destroy(m);
     if (j->status) snprintf(j->err, sizeof(j->err), "cannot build the demo head: %s", mesh_strerror(j->status));
   } else {
     /* The worker is no more trusted than the file it read: every count is checked again. */
@@ -153,10 +156,12 @@ static void open_done(uv_work_t *req, int status) {
   } else {
     /* before the store records it; the session's axis never changes afterwards */
     j->session->up = j->up ? j->up : j->session->mesh->file_up == 'z' ? 'z' : 'y';
+    /* The imported targets are the mesh's, with a store or without: a relay's blob carries them
+     * (srv_publish.c), so a weight clip over them (the demo's "smile-frown") reads there too. */
+    j->session->base_targets = j->session->mesh->target_count;
     if (s->store) {
       srv_session *x = j->session;
       x->store_id = s->next_session_id++;
-      x->base_targets = x->mesh->target_count;
       uv_timeval64_t now;
       uv_gettimeofday(&now);
       if (srv_store_put_session(s->store, x->store_id, x->name, (double)now.tv_sec + now.tv_usec / 1e6, x->up,
@@ -198,6 +203,7 @@ int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path,
   }
   j->srv = s;
   j->confined = confined && strcmp(mesh_path, "demo") != 0;
+  j->dress = !confined && strcmp(mesh_path, "demo") == 0;
   if (j->confined) {
     memcpy(j->roots, s->data.roots, sizeof(j->roots));
     j->root_count = s->data.root_count;

@@ -27,6 +27,7 @@
 
 #include <uv.h>
 #include "mesh.h"
+#include "mesh_demo_texclip.h"
 #include "proto.h"
 #include "proto_caps.h"
 #include "proto_texclip.h"
@@ -65,6 +66,8 @@ typedef struct upload_job {
   uint32_t id;         /* reserved when the upload started (a failed one leaves a gap) */
   proto_buf frame;     /* the TEXCLIP frame */
   double decode_ms;
+  int demo;            /* srv_texclip_demo: the frames are made here, not decoded */
+  mesh head_bounds;    /* the demo: only the head's bounds, copied on the loop */
 } upload_job;
 
 void srv_texclip_spec_fini(srv_texclip_spec *spec) {
@@ -176,11 +179,26 @@ static int encode_clip(upload_job *j) {
   return texpca_encode_texclip(&j->clip, j->id, j->spec.name, j->spec.fps, &j->frame);
 }
 
+/* The demo's frames (mesh_demo_texclip), one per key of "smile-frown", with its two windows. */
+static int demo_frames(upload_job *j, float **frames) {
+  float smile[MESH_DEMO_CLIP_KEYS], frown[MESH_DEMO_CLIP_KEYS];
+  for (uint32_t k = 0; k < MESH_DEMO_CLIP_KEYS; k++) mesh_demo_smile_frown(k, &smile[k], &frown[k]);
+  j->width = MESH_DEMO_SKIN_W;
+  j->height = MESH_DEMO_SKIN_H;
+  j->spec.rect_count = 2;
+  if (mesh_demo_texclip(&j->head_bounds, j->width, j->height, smile, frown, MESH_DEMO_CLIP_KEYS, frames,
+                        j->spec.rects) == 0)
+    return 0;
+  snprintf(j->err, sizeof(j->err), "cannot make the demo's frames (out of memory, or a flat head)");
+  return SRV_EINTERNAL;
+}
+
 static void upload_work(uv_work_t *req) {
   upload_job *j = req->data;
   double t0 = now_ms();
   float *frames = NULL;
-  for (uint32_t f = 0; j->status == 0 && f < j->spec.frame_count; f++) {
+  if (j->demo) j->status = demo_frames(j, &frames);
+  for (uint32_t f = 0; !j->demo && j->status == 0 && f < j->spec.frame_count; f++) {
     j->status = decode_frame(j, f, &frames);
     free(j->spec.frames[f]); /* the text is not needed again */
     j->spec.frames[f] = NULL;
@@ -330,8 +348,8 @@ static void upload_done(uv_work_t *req, int status) {
   free(j);
 }
 
-int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, srv_reply reply, char *err,
-                       size_t errlen) {
+static int start_job(srv_server *srv, srv_session *s, srv_texclip_spec *spec, srv_reply reply, int demo, char *err,
+                     size_t errlen) {
   if (find(s, spec->name)) {
     snprintf(err, errlen, "session '%s' already has a texture clip called '%s'", s->name, spec->name);
     return SRV_EEXIST;
@@ -361,6 +379,9 @@ int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, 
   j->session = s;
   j->req.data = j;
   j->spec = *spec;
+  j->demo = demo;
+  memcpy(j->head_bounds.bbox_min, s->mesh->bbox_min, sizeof(j->head_bounds.bbox_min));
+  memcpy(j->head_bounds.bbox_max, s->mesh->bbox_max, sizeof(j->head_bounds.bbox_max));
   if (uv_queue_work(srv->loop, &j->req, upload_work, upload_done) != 0) {
     free(j);
     snprintf(err, errlen, "cannot start the texture clip's job");
@@ -371,6 +392,21 @@ int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, 
   srv->pending_jobs++;
   srv_session_ref(s);
   return 0;
+}
+
+int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, srv_reply reply, char *err,
+                       size_t errlen) {
+  return start_job(srv, s, spec, reply, 0, err, errlen);
+}
+
+int srv_texclip_demo(srv_server *srv, srv_session *s, char *err, size_t errlen) {
+  srv_texclip_spec spec = {.name = strdup(SRV_TEXCLIP_DEMO), .follows = strdup("smile-frown"),
+                           .fps = 1.0f / MESH_DEMO_CLIP_STEP, .frame_count = MESH_DEMO_CLIP_KEYS};
+  for (int i = 0; i < 3; i++) spec.budget[i].max_error = 2.0 / 255; /* texclip.upload's default */
+  int rc = spec.name && spec.follows ? start_job(srv, s, &spec, (srv_reply){0}, 1, err, errlen) : SRV_EINTERNAL;
+  if (rc == SRV_EINTERNAL && (!spec.name || !spec.follows)) snprintf(err, errlen, "out of memory");
+  srv_texclip_spec_fini(&spec); /* empty once the job has it */
+  return rc;
 }
 
 /* ---- the store ------------------------------------------------------------------------------------ */

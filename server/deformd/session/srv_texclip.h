@@ -63,6 +63,12 @@ void srv_texclip_spec_fini(srv_texclip_spec *spec);
 int srv_texclip_upload(srv_server *srv, srv_session *s, srv_texclip_spec *spec, srv_reply reply, char *err,
                        size_t errlen);
 
+/* The demo session's texture clip (`deformd --demo`, srv_server.c): SRV_TEXCLIP_DEMO, following
+ * "smile-frown" (mesh_demo_dress), its frames made by mesh_demo_texclip and compressed on the pool
+ * with texclip.upload's default budgets and the cheek and brow windows; nobody is answered (the
+ * log says what it made). Returns 0, or srv_texclip_upload's errors with a reason. */
+#define SRV_TEXCLIP_DEMO "blush-wrinkles"
+int srv_texclip_demo(srv_server *srv, srv_session *s, char *err, size_t errlen);
 /* A stored texture clip (srv_store_read_texclips' body, srv_texclip.c's encoding) added to a
  * session being restored (on the pool: the session is nobody else's yet). Returns 0, or
  * SRV_EDAMAGED / SRV_EINTERNAL with a reason. */
