@@ -27,6 +27,15 @@ play() { # the demo session's clip, looping; its texture clip follows it
   "${ctl[@]}" call anim.play '{"session":"demo","clip":"smile-frown","loop":true}' >/dev/null
 }
 
+# The texture clip is compressed on the server's pool after the session opens (about a second):
+# wait for it, so that the picture shows the blush (without it the head is drawn, skin only).
+texclip=0
+for _ in $(seq 1 60); do
+  if "${ctl[@]}" call texclip.list '{"session":"demo"}' 2>/dev/null | grep -q blush-wrinkles; then texclip=1; break; fi
+  sleep 0.5
+done
+[ "$texclip" = 1 ] || echo "== the demo's texture clip is not ready after 30 s: the picture shows the skin alone"
+
 if [ -n "${DISPLAY:-}" ] && [ "${DEFORMD_DEMO_HEADLESS:-0}" != 1 ]; then
   echo "== deform-view: close its window to stop (keys: viewer/README.md)"
   (sleep 2; play) &
@@ -39,7 +48,7 @@ else
   "${ctl[@]}" call anim.seek '{"session":"demo","time":1.0}' >/dev/null
   version=$("${ctl[@]}" state.get demo | sed -n 's/.*"version":\([0-9]*\).*/\1/p')
   "$view" --connect "127.0.0.1:$sp" --session demo --screenshot demo.png --size 1280x720 \
-    --camera 15,5,0 --wait-version "$version"
+    --camera 15,5,0 --wait-version "$version" --wait-texclips "$texclip"
   echo "Wrote $(pwd)/demo.png (the demo head smiling and blushing, rendered by deform-view under Xvfb)."
 fi
 "$bin/deformd" --write-demo demo.glb
