@@ -251,6 +251,9 @@ TEST(a_texture_clip_plays_on_its_clips_clock_and_viewers_rebuild_each_frame_with
   free(s);
   free(sp);
   free(sl);
+  client_close(&v);
+  client_close(&plain);
+  client_close(&late);
   harness_stop(&h);
 }
 
@@ -379,6 +382,7 @@ TEST(an_anim_blend_crossfades_the_texture_clips_in_weight_space) {
   ASSERT(mixes >= 1);
   free(clips[0]);
   free(clips[1]);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -395,6 +399,7 @@ static uint8_t *joined_texclip(harness *h, size_t *n) {
     uint8_t *out = malloc(hd.length);
     memcpy(out, pl, hd.length);
     *n = hd.length;
+    client_close(&v);
     return out;
   }
 }
@@ -435,6 +440,7 @@ TEST(a_texture_clip_is_stored_with_its_session_and_served_the_same_after_a_resta
   free(f1);
   cJSON_Delete(before);
   cJSON_Delete(after);
+  client_close(&v);
   harness_stop(&h);
 }
 
@@ -517,5 +523,6 @@ TEST(the_demo_sessions_texture_clip_blushes_its_cheeks_with_the_smile_by_the_ref
   mesh_destroy(head);
   free(s);
   cJSON_Delete(list);
+  client_close(&v);
   harness_stop(&h);
 }
