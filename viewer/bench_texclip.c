@@ -19,13 +19,13 @@
 #include "vw_texclip.h"
 #include "bench_texclip.h"
 
-static double now_ms(void) {
+double bench_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int bench_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -45,13 +45,13 @@ static double time_k(uint32_t N, uint32_t K, uint32_t F, char *err, size_t errle
     glFinish();
     for (uint32_t f = 0; ms && f < F; f++) {
       c.weights[0] += 1e-4f;
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       vw_texclip_draw(&t, c.weights, 1.0f);
       glFinish();
-      ms[f] = now_ms() - t0;
+      ms[f] = bench_now_ms() - t0;
     }
     if (ms) {
-      qsort(ms, F, sizeof(double), cmp_double);
+      qsort(ms, F, sizeof(double), bench_cmp_double);
       med = ms[F / 2];
     }
     free(ms);

@@ -7,5 +7,8 @@
 
 /* argv[1] is "texclip"; returns the process's exit status. */
 int bench_texclip_main(int argc, char **argv, const char *cmdline);
+/* Shared with bench_view.c: CLOCK_MONOTONIC in ms, and a qsort order for doubles. */
+double bench_now_ms(void);
+int bench_cmp_double(const void *a, const void *b);
 
 #endif

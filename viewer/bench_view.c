@@ -40,16 +40,6 @@
 #include "vw_shaders.h"
 #include "bench_texclip.h"
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* A wavy n × n grid in [-1, 1]² with T smooth bump targets. */
 static mesh *make_mesh(uint32_t n, uint32_t T) {
@@ -189,19 +179,19 @@ static int bench_pick(const view_args *o, const mesh *m, vw_gpu *g, const vw_cam
     float px = o->W * (0.2f + 0.6f * (float)((f * 37u) % 101) / 100), py = o->H * (0.2f + 0.6f * (float)((f * 53u) % 97) / 96);
     float hc[3], hg[3];
     uint32_t vc = 0, vg = 0, tri;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     vec3 org, dir;
     vw_camera_ray(cam, o->W, o->H, px, py, org, dir);
     int cpu = vw_gpu_read_positions(g, pos) == 0 && vw_edit_pick(pos, m->triangles, m->triangle_count, org, dir, hc, &vc);
-    double t1 = now_ms();
+    double t1 = bench_now_ms();
     int gpu = vw_pick_at(pk, g, cam, o->W, o->H, px, py, m->triangles, fb, hg, &tri, &vg, err, sizeof(err));
-    double t2 = now_ms();
+    double t2 = bench_now_ms();
     tc[f] = t1 - t0, tgp[f] = t2 - t1;
     hits += cpu == 1;
     differ += cpu != gpu || (cpu == 1 && vc != vg);
   }
-  qsort(tc + 10, o->F - 10, sizeof(double), cmp_double);
-  qsort(tgp + 10, o->F - 10, sizeof(double), cmp_double);
+  qsort(tc + 10, o->F - 10, sizeof(double), bench_cmp_double);
+  qsort(tgp + 10, o->F - 10, sizeof(double), bench_cmp_double);
   uint32_t mid = 10 + (o->F - 10) / 2, p95 = 10 + (uint32_t)((o->F - 10) * 0.95);
   if (o->json)
     printf("{\"bench\":\"pick\",\"command\":\"%s\",\"renderer\":\"%s\",\"vertices\":%u,\"triangles\":%u,\"moves\":%u,"
@@ -292,7 +282,7 @@ int main(int argc, char **argv) {
       for (uint32_t k = 0; k < A; k++) w[(f + k * (T / A)) % T] = 0.5f + 0.5f * sinf(0.1f * f + k);
       uint32_t first = (f * 997u) % (m->vertex_count - S);
       for (uint32_t i = 0; i < S; i++) off[3 * (size_t)(first + i) + 2] = 0.01f * sinf(0.2f * f + i);
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       if (pass == 0) {
         vw_gpu_set_weights(g, w, T);
         vw_gpu_set_offsets(g, first, S, off + 3 * (size_t)first);
@@ -320,14 +310,14 @@ int main(int argc, char **argv) {
         glBindVertexArray(0);
       }
       glFinish();
-      (pass == 0 ? tg : tt)[f] = now_ms() - t0;
+      (pass == 0 ? tg : tt)[f] = bench_now_ms() - t0;
       for (uint32_t i = 0; i < S; i++) off[3 * (size_t)(first + i) + 2] = 0; /* next frame starts clean */
       if (pass == 0) vw_gpu_set_offsets(g, first, S, off + 3 * (size_t)first);
     }
   }
   /* The first frames warm caches and compile shaders: leave out the first 10 of each. */
-  qsort(tg + 10, F - 10, sizeof(double), cmp_double);
-  qsort(tt + 10, F - 10, sizeof(double), cmp_double);
+  qsort(tg + 10, F - 10, sizeof(double), bench_cmp_double);
+  qsort(tt + 10, F - 10, sizeof(double), bench_cmp_double);
   uint32_t mid = 10 + (F - 10) / 2, p95 = 10 + (uint32_t)((F - 10) * 0.95);
   if (json)
     printf("{\"bench\":\"view\",\"command\":\"%s\",\"renderer\":\"%s\",\"vertices\":%u,\"triangles\":%u,\"targets\":%u,"
