@@ -129,6 +129,11 @@ typedef struct dfm_params {
   dfm_multires multires;        /* DFM_MULTIRES_AUTO (0): by size (see above) */
   uint32_t multires_min;        /* AUTO's threshold in mesh vertices; 0: DFM_MULTIRES_MIN */
   uint32_t multires_proxy;      /* the proxy's target vertex count; 0: DFM_MULTIRES_PROXY */
+  /* dfm_mesh_order's order of this topology's vertices, or NULL. A Laplacian or ARAP gesture
+   * that leaves at least 15/16 of the mesh free takes its columns' order from it (restricted to
+   * the free vertices) instead of running AMD on them, so that only the first such gesture of a
+   * mesh, or a session's job at open, pays for AMD. Read during dfm_system_create only. */
+  const int64_t *mesh_order;
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -146,7 +151,9 @@ typedef struct dfm_info {
   /* The rest of dfm_system_create: regions and roles, edge weights, matrix assembly, and the
    * ARAP tables (rotations' stars). */
   double roles_ms, weights_ms, assemble_ms, arap_ms;
-  double order_ms;       /* AMD's order of the columns, beside the weights (inside weights_ms) */
+  double order_ms;       /* AMD's order of the columns, beside the weights (inside weights_ms),
+                          * or restricting dfm_params.mesh_order (then order_from_mesh is 1) */
+  int order_from_mesh;
   /* The multiresolution path: the fields above are then the proxy's system's (vertices stays
    * the mesh's); proxy_vertices its vertices and multires_ms simplifying and binding (also
    * counted in roles_ms). */
@@ -162,6 +169,13 @@ typedef struct dfm_info {
 int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                       const dfm_params *params, dfm_system **out, char *err, size_t errlen);
 void dfm_system_destroy(dfm_system *s);
+
+/* AMD's fill-reducing order of every vertex of adj's mesh (its vertex graph: the pattern of the
+ * Laplacian and ARAP systems), for dfm_params.mesh_order: *out gets adj->vertex_count entries
+ * (free()). 0 or DFM_ENOMEM. Takes about as long as a whole-mesh gesture's own AMD (0.66 s on
+ * the 435k-vertex dragon); a server computes it once per mesh, off its loop. */
+int dfm_mesh_order(const mesh_adjacency *adj, int64_t **out);
+#define DFM_MESH_ORDER_MIN 100000 /* deformd computes it when a session of this many vertices opens */
 void dfm_system_info(const dfm_system *s, dfm_info *info);
 
 /* Solves for a drag: handles (and soft constraints) follow `xf`. Writes into `out` (3 × mesh

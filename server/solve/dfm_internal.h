@@ -99,6 +99,7 @@ struct dfm_system {
   void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
   double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
+  int order_from_mesh; /* the columns' order is dfm_params.mesh_order restricted */
   /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
    * solves a region renumbered by an outer one; NULL: v itself). */
   const uint32_t *vertex_id;

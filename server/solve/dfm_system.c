@@ -147,6 +147,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->assemble_ms = s->assemble_ms;
   info->arap_ms = s->arap_ms;
   info->order_ms = s->order_ms;
+  info->order_from_mesh = s->order_from_mesh;
 }
 
 static void *dup_array(const void *src, size_t bytes) {
@@ -516,37 +517,71 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
  * factor. The same AMD with CHOLMOD's settings (dense rows above 10 √n, aggressive absorption)
  * on the same pattern: the same factor as cholmod_l_analyze's own AMD. When it cannot (memory),
  * s->order stays NULL and CHOLMOD orders the columns itself. */
-static void amd_columns(dfm_system *s, const mesh_adjacency *adj) {
-  uint32_t nf = s->nf;
+/* AMD on the graph of `count` vertices, vertex[k] (NULL: vertex k) numbered by col[] (NULL: the
+ * vertex itself; -1: not in the graph), into order[count]. 0 or DFM_ENOMEM. */
+static int amd_graph(uint32_t count, const uint32_t *vertex, const int32_t *col, const mesh_adjacency *adj,
+                     SuiteSparse_long *order) {
   size_t nnz = 0;
-  for (uint32_t k = 0; k < nf; k++) {
-    uint32_t v = s->free_vertex[k];
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) nnz += s->col[adj->vv[e]] >= 0;
+  for (uint32_t k = 0; k < count; k++) {
+    uint32_t v = vertex ? vertex[k] : k;
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) nnz += !col || col[adj->vv[e]] >= 0;
   }
-  SuiteSparse_long *Ap = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
+  SuiteSparse_long *Ap = malloc(sizeof(SuiteSparse_long) * ((size_t)count + 1));
   SuiteSparse_long *Ai = malloc(sizeof(SuiteSparse_long) * (nnz + 1));
-  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)nf + 1));
-  int ok = 0;
-  if (Ap && Ai && s->order) {
+  int rc = DFM_ENOMEM;
+  if (Ap && Ai) {
     size_t at = 0;
-    for (uint32_t k = 0; k < nf; k++) {
-      uint32_t v = s->free_vertex[k];
+    for (uint32_t k = 0; k < count; k++) {
+      uint32_t v = vertex ? vertex[k] : k;
       Ap[k] = (SuiteSparse_long)at;
       /* Neighbours ascend by vertex, and so do their columns (assigned in vertex order). */
-      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-        if (s->col[adj->vv[e]] >= 0) Ai[at++] = s->col[adj->vv[e]];
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+        uint32_t u = adj->vv[e];
+        if (!col || col[u] >= 0) Ai[at++] = col ? col[u] : (SuiteSparse_long)u;
+      }
     }
-    Ap[nf] = (SuiteSparse_long)at;
+    Ap[count] = (SuiteSparse_long)at;
     double control[AMD_CONTROL], info[AMD_INFO];
     amd_l_defaults(control);
-    ok = amd_l_order((SuiteSparse_long)nf, Ap, Ai, s->order, control, info) >= AMD_OK;
+    if (amd_l_order((SuiteSparse_long)count, Ap, Ai, order, control, info) >= AMD_OK) rc = 0;
   }
   free(Ap);
   free(Ai);
-  if (!ok) {
+  return rc;
+}
+
+static void amd_columns(dfm_system *s, const mesh_adjacency *adj) {
+  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)s->nf + 1));
+  if (s->order && amd_graph(s->nf, s->free_vertex, s->col, adj, s->order) != 0) {
     free(s->order);
     s->order = NULL;
   }
+}
+
+_Static_assert(sizeof(SuiteSparse_long) == sizeof(int64_t), "dfm_mesh_order's int64_t is CHOLMOD's long");
+
+int dfm_mesh_order(const mesh_adjacency *adj, int64_t **out) {
+  *out = malloc(sizeof(int64_t) * ((size_t)adj->vertex_count + 1));
+  if (!*out) return DFM_ENOMEM;
+  if (amd_graph(adj->vertex_count, NULL, NULL, adj, (SuiteSparse_long *)*out) != 0) {
+    free(*out);
+    *out = NULL;
+    return DFM_ENOMEM;
+  }
+  return 0;
+}
+
+/* The columns in the mesh order's sequence: the order the whole graph's elimination gives its
+ * subgraph of free vertices (no fill the whole graph's order would not have). */
+static int restrict_mesh_order(dfm_system *s, const int64_t *mesh_order) {
+  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)s->nf + 1));
+  if (!s->order) return DFM_ENOMEM;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    int32_t c = s->col[mesh_order[i]];
+    if (c >= 0) s->order[k++] = c;
+  }
+  return 0;
 }
 
 typedef struct weights_order_job {
@@ -627,8 +662,8 @@ out:
 /* The system on the whole of topo (parameters checked); error messages name vertex v as
  * ids[v] when ids is not NULL. */
 static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
-                       const dfm_params *params, const uint32_t *ids, dfm_system **out, char *err,
-                       size_t errlen) {
+                       const dfm_params *params, const uint32_t *ids, const int64_t *mesh_order, dfm_system **out,
+                       char *err, size_t errlen) {
   *out = NULL;
   dfm_system *s = calloc(1, sizeof(*s));
   if (!s) return DFM_ENOMEM;
@@ -640,6 +675,7 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   s->p.soft = dup_array(params->soft, sizeof(uint32_t) * params->soft_count);
   s->p.soft_weight = dup_array(params->soft_weight, sizeof(double) * params->soft_count);
   s->p.soft_position = dup_array(params->soft_position, sizeof(double) * 3 * params->soft_count);
+  s->p.mesh_order = NULL; /* read here only (mesh_order: the caller's, for this topology) */
   if (s->p.iterations < 1) s->p.iterations = 1;
   s->n = topo->vertex_count;
   uint32_t n = s->n;
@@ -688,7 +724,15 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   }
   s->roles_ms = ms_since(&t0);
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (s->p.mode != DFM_BIHARMONIC && s->nf > 0) {
+  if (s->p.mode != DFM_BIHARMONIC && s->nf > 0 && mesh_order && (uint64_t)s->nf * 16 >= (uint64_t)n * 15) {
+    /* Nearly the whole mesh is free: the mesh's own order, restricted, instead of AMD again. */
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rc = restrict_mesh_order(s, mesh_order);
+    s->order_ms = ms_since(&t1);
+    s->order_from_mesh = 1;
+    if (rc == 0) rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+  } else if (s->p.mode != DFM_BIHARMONIC && s->nf > 0) {
     weights_order_job wj = {s, topo, adj, need, NULL, 0, 0, 0};
     dfm_parallel_for(2, 1, weights_and_order, &wj);
     rc = wj.rc, w = wj.w, floor = wj.floor;
@@ -755,7 +799,7 @@ static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, c
   if (s->sub_io) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, &s->sub, err, errlen);
+    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, NULL, &s->sub, err, errlen);
     s->sub_ms = ms_since(&t0);
   } else {
     rc = DFM_ENOMEM;
@@ -772,7 +816,7 @@ static int create_multires(const mesh_topology *topo, const mesh_adjacency *adj,
   if (rc) return rc;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = create_full(&m->topo, &m->adj, m->rest, &m->params, m->proxy_vertex, &s->sub, err, errlen);
+  rc = create_full(&m->topo, &m->adj, m->rest, &m->params, m->proxy_vertex, NULL, &s->sub, err, errlen);
   s->sub_ms = ms_since(&t0);
   return rc;
 }
@@ -789,7 +833,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   int multires = dfm__multires_pick(params, topo->vertex_count);
   /* A region under half the mesh is solved on its own sub-mesh (create_region). */
   if (!multires && (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count))
-    return create_full(topo, adj, rest, params, NULL, out, err, errlen);
+    return create_full(topo, adj, rest, params, NULL, params->mesh_order, out, err, errlen);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   dfm_system *s = calloc(1, sizeof(*s));

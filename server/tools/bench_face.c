@@ -190,7 +190,7 @@ static int reader_batch;
 
 static void reader_sched(void) {
   struct sched_param sp = {0};
-  if (reader_batch) pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+  if (reader_batch) pthread_setschedparam(pthread_self(), reader_batch == 2 ? SCHED_IDLE : SCHED_BATCH, &sp);
 }
 
 static void *epoll_main(void *arg) {
@@ -294,8 +294,8 @@ static int parse(int argc, char **argv, face_opts *o) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) o->json = 1;
     else if (strcmp(a, "--threads") == 0) o->threads = 1;
-    else if (strcmp(a, "--reader") == 0 && v && (strcmp(v, "batch") == 0 || strcmp(v, "normal") == 0))
-      o->batch = strcmp(v, "batch") == 0, i++;
+    else if (strcmp(a, "--reader") == 0 && v && (strcmp(v, "batch") == 0 || strcmp(v, "normal") == 0 || strcmp(v, "idle") == 0))
+      o->batch = strcmp(v, "batch") == 0 ? 1 : strcmp(v, "idle") == 0 ? 2 : 0, i++;
     else if (strcmp(a, "--deformd") == 0 && v) snprintf(o->deformd, sizeof(o->deformd), "%s", v), i++;
     else if (strcmp(a, "--viewers") == 0 && v) o->viewers = atoi(v), i++;
     else if (strcmp(a, "--hz") == 0 && v) o->hz = atof(v), i++;

@@ -5,7 +5,7 @@
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
  *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps]
- *                      [--multires [--proxy N] [--no-exact]] [--subdivide L] [--json]
+ *                      [--multires [--proxy N] [--no-exact]] [--subdivide L] [--mesh-order auto|on|off] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
  *                      [--falloff F] [--mirror] [--json]
  *
@@ -24,7 +24,10 @@
  * that deformd uses by default (dfm_params.smooth_border).
  * Before the first gesture it does what deformd does once a session is open:
  * dfm_memory_reserve(dfm_memory_estimate(V)), or R MiB with --reserve-mb (0: none, the cold
- * heap of a server started without it), and reports its time ("reserve_ms").
+ * heap of a server started without it), and reports its time ("reserve_ms"); and, as deformd
+ * does for a mesh of at least DFM_MESH_ORDER_MIN vertices (--mesh-order auto; on: any mesh; off:
+ * none), the mesh's AMD order (dfm_mesh_order, "mesh_order_ms"), which whole-mesh gestures then
+ * restrict instead of running AMD ("order":"mesh" against "amd").
  * brush: S dabs along a short path (round a small circle, again and again), each with the radius
  * that touches about N vertices at its start and the weight W (0.2), one call each; reports the
  * time per dab and the vertices it moved. With --guard each call is given the shape before it as
@@ -246,6 +249,7 @@ typedef struct solve_opts {
   dfm_sweeps sweeps;
   int multires, subdivide, exact; /* --multires, --subdivide L; exact: 0 with --no-exact */
   uint32_t proxy;                 /* --proxy N: the proxy's target vertices (0: the default) */
+  int mesh_order;                 /* --mesh-order: -1 auto (by DFM_MESH_ORDER_MIN), 0 off, 1 on */
 } solve_opts;
 
 /* Drag d of `drags`: the handle dragged up and turning slowly, as a hand would. */
@@ -375,7 +379,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0, -1};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -401,6 +405,8 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "auto") == 0) o.sweeps = DFM_SWEEPS_AUTO, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "double") == 0) o.sweeps = DFM_SWEEPS_DOUBLE, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "float") == 0) o.sweeps = DFM_SWEEPS_FLOAT, i++;
+    else if (strcmp(a, "--mesh-order") == 0 && val && (strcmp(val, "auto") == 0 || strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
+      o.mesh_order = strcmp(val, "auto") == 0 ? -1 : strcmp(val, "on") == 0, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
     else {
       fprintf(stderr, "deform-bench solve: bad or incomplete option '%s'\n", a);
@@ -408,7 +414,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact]] [--subdivide L] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact]] [--subdivide L] [--mesh-order auto|on|off] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -443,6 +449,20 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
    * dragged. */
   size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
   double reserve_ms = reserve ? dfm_memory_reserve(reserve) : 0;
+  int64_t *mesh_order = NULL;
+  double mesh_order_ms = 0;
+  if (o.mesh_order > 0 || (o.mesh_order < 0 && s.t.vertex_count >= DFM_MESH_ORDER_MIN)) {
+    double t0 = now_ms();
+    if (dfm_mesh_order(&s.a, &mesh_order) != 0) {
+      fprintf(stderr, "deform-bench solve: out of memory\n");
+      free(handle);
+      free(roi);
+      shape_fini(&s);
+      return 1;
+    }
+    mesh_order_ms = now_ms() - t0;
+    p.mesh_order = mesh_order;
+  }
   dfm_system *sys = NULL;
   double prefactor = 0, *later = malloc(sizeof(double) * (size_t)o.gestures);
   int rc = later ? 0 : DFM_ENOMEM;
@@ -456,6 +476,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   }
   double prefactor_next = o.gestures > 1 ? percentile(later, o.gestures - 1, 0.5) : 0;
   free(later);
+  free(mesh_order);
   if (rc) {
     fprintf(stderr, "deform-bench solve: %s\n", err);
     free(handle);
@@ -487,16 +508,18 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
              "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,\"order_ms\":%.3f,"
+             "\"order\":\"%s\",\"mesh_order_ms\":%.1f,"
              "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,\"sweep32\":%s,"
              "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"drag_cpu_p50_ms\":%.3f,\"peak_rss_kb\":%ld,\"border\":\"%s\",\"crease_deg\":%.2f}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
-             info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms, info.assemble_ms,
-             info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads,
+             info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms,
+             info.order_from_mesh ? "mesh" : "amd", mesh_order_ms, info.assemble_ms, info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads,
              info.sweep32 ? "true" : "false", first,
              p50, p95, cpu50, peak_kb(), o.sharp ? "sharp" : "smooth", crease);
     } else {
       printf("# %s\n", cmdline);
       printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
+      if (mesh_order_ms > 0) printf("# the mesh's AMD order computed in %.1f ms before the first gesture\n", mesh_order_ms);
       if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
       printf("# CPU time per drag (all threads): median %.2f ms\n", cpu50);
       printf("%-22s %8s %8s %-10s %-6s %8s %5s %12s %10s %9s %9s %9s %10s %8s\n", "mesh", "vertices", "region", "mode",

@@ -580,3 +580,42 @@ TEST(a_gesture_asked_for_the_multiresolution_path_says_so_and_its_drags_apply) {
   cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":9}"));
   harness_stop(&h);
 }
+
+/* Whole-mesh ARAP gestures (sharp border, a handle at vertex 0) begun and ended until one
+ * says it took the session's mesh order, at most `tries`; returns how many said so. The order
+ * is computed on the pool when the session opens, so the first gesture may come before it. */
+static int gestures_until_mesh_order(harness *h, const char *session, const char *extra, int tries) {
+  for (int i = 0; i < tries; i++) {
+    char params[512];
+    snprintf(params, sizeof(params), "{\"session\":\"%s\",\"mode\":\"arap\",\"border\":\"sharp\",\"pick\":0,"
+             "\"handle_radius\":0.002%s}", session, extra);
+    cJSON *b = harness_rpc_ok(h, "deform.begin", params);
+    int took = cJSON_IsTrue(cJSON_GetObjectItem(b, "mesh_order"));
+    snprintf(params, sizeof(params), "{\"session\":\"%s\",\"gesture\":%u}", session,
+             (uint32_t)cJSON_GetObjectItem(b, "gesture")->valuedouble);
+    cJSON_Delete(b);
+    harness_rpc_done(h, "deform.end", params);
+    if (took) return 1;
+  }
+  return 0;
+}
+
+TEST(a_scan_sessions_whole_mesh_gestures_take_its_mesh_order_once_computed_and_again_after_kill_9) {
+  char folder[1024];
+  snprintf(folder, sizeof(folder), "%s", test_dragon("dragon_vrip_res2.ply")); /* 100,250 vertices */
+  *strrchr(folder, '/') = '\0';
+  const char *dir = test_tmp_path("mesh-order");
+  const char *const args[] = {"--data", dir, "--mesh-dir", folder, NULL};
+  harness h;
+  harness_start(&h, NULL, args);
+  harness_rpc_done(&h, "session.create", "{\"session\":\"dragon\",\"mesh\":\"dragon_vrip_res2.ply\"}");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"head\",\"mesh\":\"demo\"}");
+  ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50));
+  /* A region's system keeps its own AMD; so does a mesh under DFM_MESH_ORDER_MIN vertices. */
+  ASSERT(!gestures_until_mesh_order(&h, "dragon", ",\"roi_radius\":0.02", 1));
+  ASSERT(!gestures_until_mesh_order(&h, "head", "", 2));
+  harness_kill(&h);
+  harness_start(&h, "dragon", args);
+  ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50)); /* restored sessions compute it too */
+  harness_stop(&h);
+}

@@ -443,7 +443,8 @@ static void begin_done(uv_work_t *req, int status) {
             g->id, g->info.free, g->info.vertices, g->info.factor_ms);
     srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
                            g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
-                           {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices};
+                           {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices,
+                           g->info.order_from_mesh};
     srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
   }
   begin_job_free(j);
@@ -536,6 +537,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.soft_count = spec->soft_count;
   j->params.smooth_border = !spec->sharp_border;
   j->params.multires = spec->multires;
+  j->params.mesh_order = s->mesh_order; /* set once, freed with the session the job references */
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);

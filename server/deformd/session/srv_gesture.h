@@ -47,6 +47,7 @@ typedef struct srv_gesture_begun {
   double pivot[3];          /* the default pivot: the handle's centroid at begin */
   int multires;             /* solved on a proxy of proxy_vertices (dfm_info's) */
   uint32_t proxy_vertices;
+  int mesh_order;           /* its columns' order is the session's mesh order restricted (dfm_info's order_from_mesh) */
 } srv_gesture_begun;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the

@@ -125,6 +125,53 @@ static void start_reserve(srv_server *s, const char *name, size_t bytes) {
   s->pending_jobs++;
 }
 
+typedef struct order_job {
+  uv_work_t req;
+  srv_server *srv;
+  srv_session *session; /* referenced while the job runs */
+  int64_t *order;
+  double ms;
+} order_job;
+
+static void order_work(uv_work_t *req) {
+  order_job *j = req->data;
+  uint64_t t0 = uv_hrtime();
+  if (dfm_mesh_order(&j->session->adj, &j->order) != 0) j->order = NULL; /* gestures order their own */
+  j->ms = (double)(uv_hrtime() - t0) / 1e6;
+}
+
+static void order_done(uv_work_t *req, int status) {
+  order_job *j = req->data;
+  srv_session *x = j->session;
+  j->srv->pending_jobs--;
+  x->mesh_order_job = 0;
+  if (status == 0 && j->order && !x->closed && !x->mesh_order) {
+    x->mesh_order = j->order;
+    j->order = NULL;
+    srv_log(SRV_LOG_DEBUG, "session %s: its mesh's order for whole-mesh gestures took %.0f ms", x->name, j->ms);
+  }
+  free(j->order);
+  srv_session_unref(x);
+  free(j);
+}
+
+void srv_job_mesh_order(srv_server *s, srv_session *x) {
+  if (x->mesh_order || x->mesh_order_job || x->topo.vertex_count < DFM_MESH_ORDER_MIN) return;
+  order_job *j = calloc(1, sizeof(*j));
+  if (!j) return; /* only whole-mesh gestures that order their own */
+  j->srv = s;
+  j->session = x;
+  j->req.data = j;
+  srv_session_ref(x);
+  if (uv_queue_work(s->loop, &j->req, order_work, order_done) != 0) {
+    srv_session_unref(x);
+    free(j);
+    return;
+  }
+  x->mesh_order_job = 1;
+  s->pending_jobs++;
+}
+
 static void open_job_free(open_job *j) {
   free(j->blob);
   free(j->name);
@@ -172,6 +219,7 @@ static void open_done(uv_work_t *req, int status) {
     if (j->reserve_mb != 0)
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
+    srv_job_mesh_order(s, j->session); /* after the reserve: the pool takes them in turn */
   }
   j->done(s, j->arg, j->status, j->session, j->err);
   open_job_free(j);

@@ -35,6 +35,7 @@
 static void free_parts(srv_session *s) {
   free(s->name);
   mesh_adjacency_fini(&s->adj);
+  free(s->mesh_order);
   mesh_topology_fini(&s->topo);
   mesh_destroy(s->mesh);
   free(s->targets);

@@ -56,6 +56,10 @@ struct srv_session {
   mesh *mesh;                /* positions and triangles never change; targets are only added */
   mesh_topology topo;        /* welded topology of the base mesh (solves, brushes) */
   mesh_adjacency adj;        /* over topo's triangles */
+  int64_t *mesh_order;       /* AMD's order of topo's vertices (dfm_mesh_order), for whole-mesh
+                              * gestures; NULL until srv_job_mesh_order's job is done (or below
+                              * DFM_MESH_ORDER_MIN vertices); never changes once set */
+  int mesh_order_job;        /* that job is running */
   mesh_stats stats;
   srv_target *targets;       /* per target: range, set value, mute, drivers */
   float offset_quantum;
