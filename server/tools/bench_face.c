@@ -3,7 +3,7 @@
  * frame on the wire (docs/performance.md, Live face input).
  *
  *   deform-bench face [--deformd PATH] [--viewers N] [--hz H] [--seconds S] [--kind vmc|livelink]
- *                     [--threads] [--reader batch|normal] [--json]
+ *                     [--threads] [--reader batch|idle|normal] [--json]
  *
  * Starts deformd --demo with the input on, connects N viewers (protocol version 1, frames read
  * raw: no replica), and sends H frames a second for S seconds from this process: frame i sets
@@ -13,7 +13,7 @@
  * instead. The readers run as SCHED_BATCH (--reader normal: as any thread), so that the wake-up
  * each write of the fan-out gives them does not preempt deformd's loop in the middle of it (on
  * two cores, 100 viewers: 2,100-3,600 preemptions of the loop in 10 s as normal threads,
- * 320-1,700 as batch ones). Frames merged into a newer one by the rate limit are counted, not
+ * 320-1,700 as batch ones; --reader idle: SCHED_IDLE, which measured no better than batch). Frames merged into a newer one by the rate limit are counted, not
  * timed.
  *
  * Two latencies per (frame, viewer), both from just before the datagram's sendto():
@@ -183,10 +183,10 @@ typedef struct epoll_reader {
   int count, ep;
 } epoll_reader;
 
-/* --reader batch (the default; normal: as any thread): the readers run as SCHED_BATCH, so that a wake-up of theirs (each write of the
+/* --reader batch (the default; idle: SCHED_IDLE; normal: as any thread): the readers run as SCHED_BATCH, so that a wake-up of theirs (each write of the
  * fan-out wakes one) does not preempt deformd's loop in the middle of its writes on a machine
  * with fewer cores than runnable threads; the wire figure does not depend on when they read. */
-static int reader_batch;
+static int reader_batch; /* 0 normal, 1 batch, 2 idle */
 
 static void reader_sched(void) {
   struct sched_param sp = {0};
@@ -303,7 +303,7 @@ static int parse(int argc, char **argv, face_opts *o) {
     else if (strcmp(a, "--kind") == 0 && v) o->livelink = strcmp(v, "livelink") == 0, i++;
     else {
       fprintf(stderr, "usage: deform-bench face [--deformd PATH] [--viewers N] [--hz H] [--seconds S] "
-                      "[--kind vmc|livelink] [--threads] [--reader batch|normal] [--json]\n");
+                      "[--kind vmc|livelink] [--threads] [--reader batch|idle|normal] [--json]\n");
       return -1;
     }
   }
@@ -464,7 +464,7 @@ out:
              "\"wire_max_ms\":%.3f,\"read_p50_ms\":%.3f,\"read_p99_ms\":%.3f,\"read_max_ms\":%.3f,"
              "\"server_p50_ms\":%.3f,\"server_p99_ms\":%.3f,\"server_max_ms\":%.3f,\"loop_preempted\":%ld,"
              "\"load_begin\":%.2f,\"load_end\":%.2f,\"cmdline\":\"%s\"}\n",
-             o.livelink ? "livelink" : "vmc", o.threads ? "threads" : "epoll", o.batch ? " batch" : "", o.viewers, o.hz, frames, n,
+             o.livelink ? "livelink" : "vmc", o.threads ? "threads" : "epoll", o.batch == 2 ? " idle" : o.batch ? " batch" : "", o.viewers, o.hz, frames, n,
              merged, held, unseen,
              nw, w50, w99, wmax, r50, r99, rmax, srv_p50, srv_p99, srv_max, loop_preempted, load_begin, load_end, cmdline);
     else
@@ -475,7 +475,7 @@ out:
              "  server, receive -> last write (face.list):          p50 %.3f ms, p99 %.3f ms, max %.3f ms\n"
              "  deformd's loop thread preempted %ld times while the frames were sent; load average %.2f -> %.2f\n",
              o.livelink ? "livelink" : "vmc", o.threads ? "a thread per viewer" : "one epoll reader",
-             o.batch ? ", SCHED_BATCH" : "", o.viewers, o.hz,
+             o.batch == 2 ? ", SCHED_IDLE" : o.batch ? ", SCHED_BATCH" : "", o.viewers, o.hz,
              frames, merged, held, n, unseen, w50, w99, wmax, r50, r99, rmax, srv_p50, srv_p99, srv_max, loop_preempted,
              load_begin, load_end);
   } else if (status == 0) {
