@@ -163,16 +163,7 @@ TEST(slow_viewers_are_caught_up_or_dropped_without_stalling_others) {
   char err[256];
   ASSERT_OK(client_connect(&stuck, "127.0.0.1", h.stream_port, err, sizeof(err)), err);
   ASSERT_OK(client_hello(&stuck, "demo", PROTO_ROLE_VIEWER, NULL), NULL);
-  /* The demo's texture clip is compressed on the pool after the session opens (its float frames
-   * and PCA take tens of MB for a moment): wait for it, so that the RSS below counts the
-   * connections' queues only. */
-  for (int i = 0; i < 600; i++) {
-    cJSON *l = harness_rpc_ok(&h, "texclip.list", "{\"session\":\"demo\"}");
-    int n = cJSON_GetArraySize(cJSON_GetObjectItem(l, "texclips"));
-    cJSON_Delete(l);
-    if (n > 0) break;
-    usleep(100 * 1000);
-  }
+  harness_wait_demo_dressed(&h, "demo"); /* so that the RSS below counts the connections' queues only */
   size_t rss_before = server_rss_kb(h.pid);
 
   uint32_t nv = ar.mesh->vertex_count;

@@ -500,6 +500,19 @@ void harness_start_on(harness *h, const char *dir, const char *wait_session, con
   harness_start(h, wait_session, args);
 }
 
+void harness_wait_demo_dressed(harness *h, const char *session) {
+  char params[256];
+  snprintf(params, sizeof(params), "{\"session\":\"%s\"}", session);
+  for (int i = 0; i < 1200; i++) { /* a bound by count: 2 min of polls */
+    cJSON *l = harness_rpc_ok(h, "texclip.list", params);
+    int n = cJSON_GetArraySize(cJSON_GetObjectItem(l, "texclips"));
+    cJSON_Delete(l);
+    if (n > 0) return;
+    usleep(100 * 1000);
+  }
+  test__fail(__FILE__, __LINE__, "session %s's texture clip was not compressed in 1200 polls", session);
+}
+
 void harness_rpc_done(harness *h, const char *method, const char *params) {
   cJSON_Delete(harness_rpc_ok(h, method, params));
 }

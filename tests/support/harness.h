@@ -93,6 +93,10 @@ float *harness_server_positions(harness *h, const char *session, uint32_t *verte
 void harness_start_on(harness *h, const char *dir, const char *wait_session, const char *extra);
 /* A JSON-RPC call that must succeed, its result dropped. */
 void harness_rpc_done(harness *h, const char *method, const char *params);
+/* Waits until the operator's --demo session `session` has its texture clip: the server
+ * compresses it on the pool after the session opens, and its frames and PCA take tens of MB
+ * for a moment, so a test that bounds the server's memory waits for it first. */
+void harness_wait_demo_dressed(harness *h, const char *session);
 /* Sends SIGSTOP and waits until `pid` is stopped (/proc/PID/stat state T): kill() only queues
  * the signal, and a SIGCONT sent before the stop took effect cancels it. */
 void harness_stop_process(pid_t pid);
