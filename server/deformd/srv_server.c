@@ -455,7 +455,7 @@ static int restore_sessions(srv_server *s, char *err, size_t errlen) {
       continue;
     }
     srv_session_add(s, x);
-    srv_job_mesh_order(s, x);
+    srv_job_gesture_prep(s, x);
     srv_log(SRV_LOG_INFO, "session %s restored at version %llu in %.0f ms", x->name, (unsigned long long)x->version,
             (double)(uv_hrtime() - t0) / 1e6);
   }

@@ -134,6 +134,11 @@ typedef struct dfm_params {
    * the free vertices) instead of running AMD on them, so that only the first such gesture of a
    * mesh, or a session's job at open, pays for AMD. Read during dfm_system_create only. */
   const int64_t *mesh_order;
+  /* dfm_proxy_build's proxy of this topology, or NULL: a gesture on the multiresolution path
+   * then copies it (when made for the same multires_proxy) instead of simplifying the mesh and
+   * finding each vertex's nearest proxy vertex again, which is most of that path's prefactor.
+   * Read during dfm_system_create only. */
+  const struct dfm_proxy *proxy;
 } dfm_params;
 
 typedef struct dfm_system dfm_system;
@@ -160,6 +165,8 @@ typedef struct dfm_info {
   int multires;
   uint32_t proxy_vertices;
   double multires_ms;
+  double multires_simplify_ms, multires_near_ms, multires_bind_ms; /* its parts (simplify: 0 with dfm_params.proxy) */
+  int proxy_reused;      /* the multiresolution path took dfm_params.proxy */
 } dfm_info;
 
 /* Builds and factorises the system for one gesture. `rest` (3 doubles per topology vertex) is
@@ -176,6 +183,17 @@ void dfm_system_destroy(dfm_system *s);
  * the 435k-vertex dragon); a server computes it once per mesh, off its loop. */
 int dfm_mesh_order(const mesh_adjacency *adj, int64_t **out);
 #define DFM_MESH_ORDER_MIN 100000 /* deformd computes it when a session of this many vertices opens */
+
+/* A mesh's multiresolution proxy, made once and given to gestures (dfm_params.proxy): the mesh
+ * simplified to about `target` vertices (0: DFM_MULTIRES_PROXY) from `rest`, and each mesh
+ * vertex's nearest proxy vertex along its edges. A gesture takes the proxy's positions from
+ * its own rest shape and binds the mesh to it again (barycentric coordinates and offsets), so
+ * a proxy made from the shape a session opened with serves its later, sculpted shapes too.
+ * 0, DFM_EINVAL (nothing left of the mesh) or DFM_ENOMEM, with a reason. */
+typedef struct dfm_proxy dfm_proxy;
+int dfm_proxy_build(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest, uint32_t target,
+                    dfm_proxy **out, char *err, size_t errlen);
+void dfm_proxy_free(dfm_proxy *proxy);
 void dfm_system_info(const dfm_system *s, dfm_info *info);
 
 /* Solves for a drag: handles (and soft constraints) follow `xf`. Writes into `out` (3 × mesh

@@ -131,6 +131,11 @@ struct dfm_system {
  * dfm__arap_local_step: fits every rotation to positions p (3 per vertex).
  * dfm__arap_add_rotation_rhs: adds the global step's Σ_u R_u h_{j,u} to B.
  * dfm__arap_energy: the spokes-and-rims energy of p with the current rotations. */
+/* dfm_order.c: s->order (nf entries) from AMD on s's free vertices (left NULL without memory:
+ * CHOLMOD then orders), or from dfm_params.mesh_order restricted to them (0 or DFM_ENOMEM). */
+void dfm__amd_columns(dfm_system *s, const mesh_adjacency *adj);
+int dfm__restrict_mesh_order(dfm_system *s, const int64_t *mesh_order);
+
 int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor);
 void dfm__arap_local_step(dfm_system *s, const double *p);
 void dfm__arap_add_rotation_rhs(dfm_system *s);
@@ -191,7 +196,9 @@ typedef struct dfm__multires {
   uint8_t *moves;         /* n: written by a solve (the region and its handles) */
   uint32_t *handle, *anchor; /* the mesh's handles and anchors, placed exactly after a drag */
   uint32_t nh, na;
-  double ms;              /* building all this */
+  double ms;              /* building all this: */
+  double simplify_ms, near_ms, bind_ms; /* the proxy made (0: the caller's), pieces and params, the binding */
+  int proxy_reused;       /* the proxy was dfm_params.proxy */
 } dfm__multires;
 
 /* Whether a gesture of params on n vertices takes the multiresolution path (1) or not (0). */

@@ -105,15 +105,33 @@ static double nearest_on_triangle(const double p[3], const double a[3], const do
   return q2;
 }
 
-/* The proxy: simplified triangles, the vertices they use renumbered in mesh order. proxy_of
- * (n entries) gets each mesh vertex's proxy index or UNBOUND. */
-static int make_proxy(dfm__multires *m, const mesh_topology *topo, const double *rest, uint32_t target,
-                      uint32_t *proxy_of, char *err, size_t errlen) {
+/* What a mesh's proxy is, once made (dfm_proxy_build): a gesture's system copies it. */
+struct dfm_proxy {
+  uint32_t n, target;     /* mesh vertices; the proxy's target vertex count it was made for */
+  uint32_t np, nt;        /* proxy vertices and triangles */
+  uint32_t *proxy_vertex; /* np: the mesh vertex each proxy vertex is */
+  uint32_t *triangles;    /* 3 nt, in proxy vertices */
+  uint32_t *proxy_of;     /* n: each mesh vertex's proxy vertex, or UNBOUND */
+  uint32_t *near;         /* n: its nearest proxy vertex along the mesh's edges, every proxy vertex a seed */
+  double ms;
+};
+
+void dfm_proxy_free(dfm_proxy *x) {
+  if (!x) return;
+  free(x->proxy_vertex);
+  free(x->triangles);
+  free(x->proxy_of);
+  free(x->near);
+  free(x);
+}
+
+/* The proxy's triangles: meshopt_simplify's, the vertices they use renumbered in mesh order. */
+static int simplify(dfm_proxy *x, const mesh_topology *topo, const double *rest, char *err, size_t errlen) {
   uint32_t n = topo->vertex_count;
   size_t ni = 3 * (size_t)topo->triangle_count, kept = ni;
   unsigned int *idx = malloc(sizeof(unsigned int) * (ni + 1));
   if (!idx) return DFM_ENOMEM;
-  if (target < n) {
+  if (x->target < n) {
     float *pos = malloc(sizeof(float) * 3 * ((size_t)n + 1));
     if (!pos) {
       free(idx);
@@ -121,52 +139,47 @@ static int make_proxy(dfm__multires *m, const mesh_topology *topo, const double 
     }
     for (size_t i = 0; i < 3 * (size_t)n; i++) pos[i] = (float)rest[i];
     /* About two triangles per vertex; the error bound left open, so the count decides. */
-    size_t want = 6 * (size_t)target;
+    size_t want = 6 * (size_t)x->target;
     kept = meshopt_simplify(idx, topo->triangles, ni, pos, n, sizeof(float) * 3, want < ni ? want : ni, 1.0f, 0, NULL);
     free(pos);
   } else {
     memcpy(idx, topo->triangles, sizeof(uint32_t) * ni);
   }
+  uint32_t *proxy_of = x->proxy_of;
   for (uint32_t v = 0; v < n; v++) proxy_of[v] = UNBOUND;
   for (size_t i = 0; i < kept; i++) proxy_of[idx[i]] = 0;
   uint32_t np = 0;
   for (uint32_t v = 0; v < n; v++)
     if (proxy_of[v] == 0) proxy_of[v] = np++;
-  m->np = np;
-  m->proxy_vertex = malloc(sizeof(uint32_t) * ((size_t)np + 1));
-  m->rest = malloc(sizeof(double) * 3 * ((size_t)np + 1));
-  if (!m->proxy_vertex || !m->rest || kept < 3) {
+  x->np = np;
+  x->proxy_vertex = malloc(sizeof(uint32_t) * ((size_t)np + 1));
+  if (!x->proxy_vertex || kept < 3) {
     free(idx);
     if (kept < 3 && err && errlen) snprintf(err, errlen, "the mesh's proxy for the multiresolution path has no triangles");
     return kept < 3 ? DFM_EINVAL : DFM_ENOMEM;
   }
   for (uint32_t v = 0; v < n; v++)
-    if (proxy_of[v] != UNBOUND) {
-      m->proxy_vertex[proxy_of[v]] = v;
-      memcpy(m->rest + 3 * (size_t)proxy_of[v], rest + 3 * (size_t)v, sizeof(double) * 3);
-    }
+    if (proxy_of[v] != UNBOUND) x->proxy_vertex[proxy_of[v]] = v;
   for (size_t i = 0; i < kept; i++) idx[i] = proxy_of[idx[i]];
-  m->topo.vertex_count = np;
-  m->topo.triangle_count = (uint32_t)(kept / 3);
-  m->topo.triangles = idx;
-  if (mesh_adjacency_init(&m->adj, np, idx, m->topo.triangle_count) != 0) return DFM_ENOMEM;
+  x->triangles = idx;
+  x->nt = (uint32_t)(kept / 3);
   return 0;
 }
 
 /* Each mesh vertex's nearest proxy vertex among those marked in `use` (np entries), a proxy
  * index into near, along the mesh's edges; UNBOUND on parts of the mesh none of them is on. */
-static int nearest_proxy(const dfm__multires *m, const mesh_adjacency *adj, const double *rest, const uint8_t *use,
-                         const uint32_t *proxy_of, uint32_t *near) {
+static int nearest_proxy(uint32_t np, const uint32_t *proxy_vertex, const mesh_adjacency *adj, const double *rest,
+                         const uint8_t *use, const uint32_t *proxy_of, uint32_t *near) {
   uint32_t n = adj->vertex_count, ns = 0;
   double *dist = malloc(sizeof(double) * ((size_t)n + 1));
   uint32_t *order = malloc(sizeof(uint32_t) * ((size_t)n + 1)), count = 0;
-  uint32_t *seeds = malloc(sizeof(uint32_t) * ((size_t)m->np + 1));
-  for (uint32_t q = 0; seeds && q < m->np; q++)
-    if (use[q]) seeds[ns++] = m->proxy_vertex[q];
+  uint32_t *seeds = malloc(sizeof(uint32_t) * ((size_t)np + 1));
+  for (uint32_t q = 0; seeds && q < np; q++)
+    if (!use || use[q]) seeds[ns++] = proxy_vertex[q];
   int rc = dist && order && seeds ? dfm__geodesic_distances(adj, rest, seeds, ns, INFINITY, 0, dist, order, &count)
                                   : DFM_ENOMEM;
   free(seeds);
-  for (uint32_t v = 0; v < n; v++) near[v] = proxy_of[v] != UNBOUND && use[proxy_of[v]] ? proxy_of[v] : UNBOUND;
+  for (uint32_t v = 0; v < n; v++) near[v] = proxy_of[v] != UNBOUND && (!use || use[proxy_of[v]]) ? proxy_of[v] : UNBOUND;
   /* In Dijkstra's order every vertex's predecessor comes first: take its label. */
   for (uint32_t i = 0; rc == 0 && i < count; i++) {
     uint32_t v = order[i];
@@ -278,6 +291,8 @@ static int proxy_params(dfm__multires *m, const dfm_params *p, const uint32_t *n
   q->soft_weight = q->soft_position = NULL;
   q->roi_count = q->handle_count = q->anchor_count = q->soft_count = 0;
   q->multires = DFM_MULTIRES_OFF;
+  q->proxy = NULL;
+  q->mesh_order = NULL;
   if (rc == 0) {
     uint32_t nh;
     uint32_t *h = map_list(p->handle, p->handle_count, near, m->np, mark, NULL, &nh);
@@ -314,6 +329,49 @@ static double ms_since(const struct timespec *t0) {
   return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+int dfm_proxy_build(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest, uint32_t target,
+                    dfm_proxy **out, char *err, size_t errlen) {
+  *out = NULL;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint32_t n = topo->vertex_count;
+  dfm_proxy *x = calloc(1, sizeof(*x));
+  if (!x) return DFM_ENOMEM;
+  x->n = n;
+  x->target = target ? target : DFM_MULTIRES_PROXY;
+  x->proxy_of = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  x->near = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  int rc = x->proxy_of && x->near ? simplify(x, topo, rest, err, errlen) : DFM_ENOMEM;
+  if (rc == 0) rc = nearest_proxy(x->np, x->proxy_vertex, adj, rest, NULL, x->proxy_of, x->near);
+  if (rc) {
+    if (rc == DFM_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory building the multiresolution proxy");
+    dfm_proxy_free(x);
+    return rc;
+  }
+  x->ms = ms_since(&t0);
+  *out = x;
+  return 0;
+}
+
+/* The proxy's topology, adjacency and rest shape (from the gesture's rest) in m, from x. */
+static int take_proxy(dfm__multires *m, const dfm_proxy *x, const double *rest) {
+  m->np = x->np;
+  m->proxy_vertex = malloc(sizeof(uint32_t) * ((size_t)x->np + 1));
+  m->rest = malloc(sizeof(double) * 3 * ((size_t)x->np + 1));
+  uint32_t *tris = malloc(sizeof(uint32_t) * 3 * ((size_t)x->nt + 1));
+  if (!m->proxy_vertex || !m->rest || !tris) {
+    free(tris);
+    return DFM_ENOMEM;
+  }
+  memcpy(m->proxy_vertex, x->proxy_vertex, sizeof(uint32_t) * x->np);
+  memcpy(tris, x->triangles, sizeof(uint32_t) * 3 * x->nt);
+  for (uint32_t q = 0; q < x->np; q++) memcpy(m->rest + 3 * (size_t)q, rest + 3 * (size_t)x->proxy_vertex[q], sizeof(double) * 3);
+  m->topo.vertex_count = x->np;
+  m->topo.triangle_count = x->nt;
+  m->topo.triangles = tris;
+  return mesh_adjacency_init(&m->adj, x->np, tris, x->nt) != 0 ? DFM_ENOMEM : 0;
+}
+
 int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                        const dfm_params *params, char *err, size_t errlen) {
   *out = NULL;
@@ -324,34 +382,49 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   uint32_t n = topo->vertex_count;
+  uint32_t target = params->multires_proxy ? params->multires_proxy : DFM_MULTIRES_PROXY;
+  /* The caller's proxy when it is this mesh's at this size; else one made here, the same way. */
+  const dfm_proxy *x = params->proxy && params->proxy->n == n && params->proxy->target == target ? params->proxy : NULL;
+  dfm_proxy *made = NULL;
+  int rc = 0;
+  if (!x) {
+    rc = dfm_proxy_build(topo, adj, rest, target, &made, err, errlen);
+    if (rc) return rc;
+    x = made;
+  }
   dfm__multires *m = calloc(1, sizeof(*m));
-  uint32_t *proxy_of = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *near = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-  int rc = m && proxy_of && near ? 0 : DFM_ENOMEM;
+  uint32_t *near = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+  rc = m && near ? 0 : DFM_ENOMEM;
   if (rc == 0) {
     m->n = n;
+    m->proxy_reused = made == NULL;
+    m->simplify_ms = made ? made->ms : 0;
     m->mesh_rest = malloc(sizeof(double) * 3 * ((size_t)n + 1));
     m->bind_corner = malloc(sizeof(uint32_t) * 3 * ((size_t)n + 1));
     m->bind = malloc(sizeof(float) * 5 * ((size_t)n + 1));
     rc = m->mesh_rest && m->bind_corner && m->bind ? 0 : DFM_ENOMEM;
   }
-  uint32_t target = params->multires_proxy ? params->multires_proxy : DFM_MULTIRES_PROXY;
-  if (rc == 0) rc = make_proxy(m, topo, rest, target, proxy_of, err, errlen);
+  if (rc == 0) rc = take_proxy(m, x, rest);
   uint8_t *use = m ? malloc((size_t)m->np + 1) : NULL;
   if (rc == 0 && !use) rc = DFM_ENOMEM;
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc == 0) {
-    memset(use, 1, m->np);
-    rc = nearest_proxy(m, adj, rest, use, proxy_of, near);
+    memcpy(near, x->near, sizeof(uint32_t) * n);
+    rc = proxy_params(m, params, near);
   }
-  if (rc == 0) rc = proxy_params(m, params, near);
   long left = rc == 0 ? constrained_pieces(m, use) : 0;
   if (left < 0) rc = DFM_ENOMEM;
-  if (rc == 0 && left > 0) rc = nearest_proxy(m, adj, rest, use, proxy_of, near);
+  if (rc == 0 && left > 0) rc = nearest_proxy(m->np, m->proxy_vertex, adj, rest, use, x->proxy_of, near);
   free(use);
+  if (m) m->near_ms = ms_since(&t1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc == 0) {
     memcpy(m->mesh_rest, rest, sizeof(double) * 3 * n);
     bind_job job = {m, near};
     dfm_parallel_for(n, dfm__grain(n), bind_range, &job);
   }
+  if (m) m->bind_ms = ms_since(&t1);
   if (rc == 0) {
     m->io = malloc(sizeof(double) * 3 * ((size_t)m->np + 1));
     m->R = malloc(sizeof(double) * 9 * ((size_t)m->np + 1));
@@ -363,7 +436,7 @@ int dfm__multires_init(dfm__multires **out, const mesh_topology *topo, const mes
     for (uint32_t q = 0; q < m->np; q++)
       for (int k = 0; k < 9; k++) m->R[9 * (size_t)q + k] = k % 4 == 0;
   }
-  free(proxy_of);
+  dfm_proxy_free(made);
   free(near);
   if (rc) {
     if (rc == DFM_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory building the multiresolution proxy");

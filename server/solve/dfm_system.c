@@ -20,13 +20,12 @@
  *
  * This file creates a system (roles, edge weights, assembly, factorisation, the smooth border's
  * handle weight), holds the module's error strings, modes and rigid transforms, and runs the
- * drags; it calls on dfm_arap.c (the ARAP tables, local step and rotation terms), dfm_sweep.c
+ * drags; it calls on dfm_order.c (the columns' order), dfm_arap.c (the ARAP tables, local step and rotation terms), dfm_sweep.c
  * (the supernodal solve), dfm_region.c (a small region's sub-mesh) and dfm_border.c (what a
  * smooth border does to a solve), which never call back (dfm_internal.h).
  *
  * DOES NOT know about sessions, render vertices or the network.
  */
-#include <amd.h>
 #include <cholmod.h>
 #include <math.h>
 #include <stdarg.h>
@@ -130,7 +129,11 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
     dfm_system_info(s->sub, info);
     info->vertices = s->n;
     info->roles_ms += s->roles_ms;
-    if (s->mr) info->multires = 1, info->proxy_vertices = s->mr->np, info->multires_ms = s->mr->ms;
+    if (s->mr) {
+      info->multires = 1, info->proxy_vertices = s->mr->np, info->multires_ms = s->mr->ms;
+      info->multires_simplify_ms = s->mr->simplify_ms, info->multires_near_ms = s->mr->near_ms;
+      info->multires_bind_ms = s->mr->bind_ms, info->proxy_reused = s->mr->proxy_reused;
+    }
     return;
   }
   memset(info, 0, sizeof(*info));
@@ -511,79 +514,6 @@ static void setup_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-/* The AMD order of the system's columns. For the Laplacian and ARAP systems the matrix's pattern
- * is the graph of the free vertices (the biharmonic one reaches two rings), so the order needs
- * no weights and runs beside them (weights_and_order); CHOLMOD then only builds the symbolic
- * factor. The same AMD with CHOLMOD's settings (dense rows above 10 √n, aggressive absorption)
- * on the same pattern: the same factor as cholmod_l_analyze's own AMD. When it cannot (memory),
- * s->order stays NULL and CHOLMOD orders the columns itself. */
-/* AMD on the graph of `count` vertices, vertex[k] (NULL: vertex k) numbered by col[] (NULL: the
- * vertex itself; -1: not in the graph), into order[count]. 0 or DFM_ENOMEM. */
-static int amd_graph(uint32_t count, const uint32_t *vertex, const int32_t *col, const mesh_adjacency *adj,
-                     SuiteSparse_long *order) {
-  size_t nnz = 0;
-  for (uint32_t k = 0; k < count; k++) {
-    uint32_t v = vertex ? vertex[k] : k;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) nnz += !col || col[adj->vv[e]] >= 0;
-  }
-  SuiteSparse_long *Ap = malloc(sizeof(SuiteSparse_long) * ((size_t)count + 1));
-  SuiteSparse_long *Ai = malloc(sizeof(SuiteSparse_long) * (nnz + 1));
-  int rc = DFM_ENOMEM;
-  if (Ap && Ai) {
-    size_t at = 0;
-    for (uint32_t k = 0; k < count; k++) {
-      uint32_t v = vertex ? vertex[k] : k;
-      Ap[k] = (SuiteSparse_long)at;
-      /* Neighbours ascend by vertex, and so do their columns (assigned in vertex order). */
-      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
-        uint32_t u = adj->vv[e];
-        if (!col || col[u] >= 0) Ai[at++] = col ? col[u] : (SuiteSparse_long)u;
-      }
-    }
-    Ap[count] = (SuiteSparse_long)at;
-    double control[AMD_CONTROL], info[AMD_INFO];
-    amd_l_defaults(control);
-    if (amd_l_order((SuiteSparse_long)count, Ap, Ai, order, control, info) >= AMD_OK) rc = 0;
-  }
-  free(Ap);
-  free(Ai);
-  return rc;
-}
-
-static void amd_columns(dfm_system *s, const mesh_adjacency *adj) {
-  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)s->nf + 1));
-  if (s->order && amd_graph(s->nf, s->free_vertex, s->col, adj, s->order) != 0) {
-    free(s->order);
-    s->order = NULL;
-  }
-}
-
-_Static_assert(sizeof(SuiteSparse_long) == sizeof(int64_t), "dfm_mesh_order's int64_t is CHOLMOD's long");
-
-int dfm_mesh_order(const mesh_adjacency *adj, int64_t **out) {
-  *out = malloc(sizeof(int64_t) * ((size_t)adj->vertex_count + 1));
-  if (!*out) return DFM_ENOMEM;
-  if (amd_graph(adj->vertex_count, NULL, NULL, adj, (SuiteSparse_long *)*out) != 0) {
-    free(*out);
-    *out = NULL;
-    return DFM_ENOMEM;
-  }
-  return 0;
-}
-
-/* The columns in the mesh order's sequence: the order the whole graph's elimination gives its
- * subgraph of free vertices (no fill the whole graph's order would not have). */
-static int restrict_mesh_order(dfm_system *s, const int64_t *mesh_order) {
-  s->order = malloc(sizeof(SuiteSparse_long) * ((size_t)s->nf + 1));
-  if (!s->order) return DFM_ENOMEM;
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < s->n; i++) {
-    int32_t c = s->col[mesh_order[i]];
-    if (c >= 0) s->order[k++] = c;
-  }
-  return 0;
-}
-
 typedef struct weights_order_job {
   dfm_system *s;
   const mesh_topology *topo;
@@ -601,7 +531,7 @@ static void weights_and_order(void *ctx, size_t lo, size_t hi) {
     } else {
       struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
-      amd_columns(j->s, j->adj);
+      dfm__amd_columns(j->s, j->adj);
       j->order_ms = ms_since(&t0);
     }
   }
@@ -728,7 +658,7 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
     /* Nearly the whole mesh is free: the mesh's own order, restricted, instead of AMD again. */
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    rc = restrict_mesh_order(s, mesh_order);
+    rc = dfm__restrict_mesh_order(s, mesh_order);
     s->order_ms = ms_since(&t1);
     s->order_from_mesh = 1;
     if (rc == 0) rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);

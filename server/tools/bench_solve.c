@@ -5,7 +5,7 @@
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
  *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps]
- *                      [--multires [--proxy N] [--no-exact]] [--subdivide L] [--mesh-order auto|on|off] [--json]
+ *                      [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
  *                      [--falloff F] [--mirror] [--json]
  *
@@ -250,6 +250,7 @@ typedef struct solve_opts {
   int multires, subdivide, exact; /* --multires, --subdivide L; exact: 0 with --no-exact */
   uint32_t proxy;                 /* --proxy N: the proxy's target vertices (0: the default) */
   int mesh_order;                 /* --mesh-order: -1 auto (by DFM_MESH_ORDER_MIN), 0 off, 1 on */
+  int kept_proxy;                 /* --kept-proxy on (1, the default) | off */
 } solve_opts;
 
 /* Drag d of `drags`: the handle dragged up and turning slowly, as a hand would. */
@@ -306,6 +307,24 @@ static int compare_sweeps(const shape *s, dfm_params p, const double pivot[3], i
   return rc ? 1 : 0;
 }
 
+/* v in fmt, or null when it is not a number (JSON has no NaN). */
+static const char *json_num(double v, const char *fmt, char buf[32]) {
+  if (isnan(v)) return "null";
+  snprintf(buf, 32, fmt, v);
+  return buf;
+}
+
+/* What deformd computes once a session of at least DFM_MESH_ORDER_MIN vertices opens (--mesh-order
+ * auto; on: any mesh; off: none): the mesh's own AMD order, timed into *ms (-1 without memory). */
+static int64_t *bench_mesh_order(const shape *s, const solve_opts *o, double *ms) {
+  int64_t *order = NULL;
+  *ms = 0;
+  if (o->mesh_order == 0 || (o->mesh_order < 0 && s->t.vertex_count < DFM_MESH_ORDER_MIN)) return NULL;
+  double t0 = now_ms();
+  *ms = dfm_mesh_order(&s->a, &order) == 0 ? now_ms() - t0 : -1;
+  return order;
+}
+
 /* --multires: the gesture on the multiresolution path (dfm_params.multires), timed drag by
  * drag, and beside it the same gesture solved exactly (unless --no-exact), dragged through the
  * same transforms in turn: after each drag the distance between the two results (dfm_distance,
@@ -322,6 +341,16 @@ static int multires_bench(const shape *s, dfm_params p, const double pivot[3], c
   double *cpu = malloc(sizeof(double) * (size_t)drags);
   int rc = out[0] && out[1] && ms[0] && ms[1] && cpu ? 0 : DFM_ENOMEM;
   p.multires_proxy = o->proxy;
+  /* As deformd keeps a session's proxy (made when it opens, past DFM_MULTIRES_MIN vertices, or
+   * by its first gesture on the path): made here first and timed apart, unless --kept-proxy off. */
+  dfm_proxy *kept = NULL;
+  double kept_ms = 0;
+  if (rc == 0 && o->kept_proxy) {
+    double t0 = now_ms();
+    rc = dfm_proxy_build(&s->t, &s->a, s->t.positions, o->proxy, &kept, err, sizeof(err));
+    kept_ms = now_ms() - t0;
+    p.proxy = kept;
+  }
   for (int k = 0; k < runs && rc == 0; k++) {
     p.multires = k ? DFM_MULTIRES_OFF : DFM_MULTIRES_ON;
     double t0 = now_ms();
@@ -349,16 +378,19 @@ static int multires_bench(const shape *s, dfm_params p, const double pivot[3], c
     dfm_system_info(sys[0], &info);
     double first = ms[0][0], p50 = percentile(ms[0], drags, 0.5), p95 = percentile(ms[0], drags, 0.95);
     double exact50 = runs == 2 ? percentile(ms[1], drags, 0.5) : NAN;
+    char j[5][32]; /* what --no-exact leaves unmeasured is null */
     printf("{\"bench\":\"solve-multires\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
            "\"subdivide\":%d,\"mode\":\"%s\",\"border\":\"%s\",\"handle\":%u,\"iters\":%d,\"drags\":%d,"
-           "\"proxy_vertices\":%u,\"proxy_free\":%u,\"proxy_pinned\":%u,\"prefactor_ms\":%.1f,\"multires_ms\":%.1f,\"proxy_factor_ms\":%.1f,"
-           "\"first_drag_ms\":%.2f,\"drag_p50_ms\":%.2f,\"drag_p95_ms\":%.2f,\"drag_cpu_p50_ms\":%.2f,\"exact_prefactor_ms\":%.1f,"
-           "\"exact_drag_p50_ms\":%.2f,\"error_max_over_diag\":%.4g,\"error_rms_over_diag\":%.4g,"
-           "\"error_max_any_drag_over_diag\":%.4g,\"peak_rss_kb\":%ld}\n",
+           "\"proxy_vertices\":%u,\"proxy_free\":%u,\"proxy_pinned\":%u,\"kept_proxy_ms\":%.1f,\"prefactor_ms\":%.1f,\"multires_ms\":%.1f,\"simplify_ms\":%.1f,\"near_ms\":%.1f,\"bind_ms\":%.1f,\"proxy_factor_ms\":%.1f,"
+           "\"first_drag_ms\":%.2f,\"drag_p50_ms\":%.2f,\"drag_p95_ms\":%.2f,\"drag_cpu_p50_ms\":%.2f,\"exact_prefactor_ms\":%s,"
+           "\"exact_drag_p50_ms\":%s,\"error_max_over_diag\":%s,\"error_rms_over_diag\":%s,"
+           "\"error_max_any_drag_over_diag\":%s,\"peak_rss_kb\":%ld}\n",
            cmdline, o->mesh, n, s->t.triangle_count, o->subdivide, dfm_mode_name(o->mode), o->sharp ? "sharp" : "smooth",
-           p.handle_count, o->iters, drags, info.proxy_vertices, info.free, info.pinned, pre[0], info.multires_ms,
-           info.analyze_ms + info.factor_ms, first, p50, p95, percentile(cpu, drags, 0.5), runs == 2 ? pre[1] : NAN, exact50, last_max, last_rms,
-           worst, peak_kb());
+           p.handle_count, o->iters, drags, info.proxy_vertices, info.free, info.pinned, kept_ms, pre[0], info.multires_ms,
+           info.multires_simplify_ms, info.multires_near_ms, info.multires_bind_ms,
+           info.analyze_ms + info.factor_ms, first, p50, p95, percentile(cpu, drags, 0.5), json_num(runs == 2 ? pre[1] : NAN, "%.1f", j[0]),
+           json_num(exact50, "%.2f", j[1]), json_num(last_max, "%.4g", j[2]), json_num(last_rms, "%.4g", j[3]),
+           json_num(worst, "%.4g", j[4]), peak_kb());
   } else {
     fprintf(stderr, "deform-bench solve: %s\n", err[0] ? err : "out of memory");
   }
@@ -367,6 +399,7 @@ static int multires_bench(const shape *s, dfm_params p, const double pivot[3], c
     free(out[k]), free(ms[k]);
   }
   free(cpu);
+  dfm_proxy_free(kept);
   return rc ? 1 : 0;
 }
 
@@ -379,7 +412,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0, -1};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0, -1, 1};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -405,6 +438,8 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "auto") == 0) o.sweeps = DFM_SWEEPS_AUTO, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "double") == 0) o.sweeps = DFM_SWEEPS_DOUBLE, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "float") == 0) o.sweeps = DFM_SWEEPS_FLOAT, i++;
+    else if (strcmp(a, "--kept-proxy") == 0 && val && (strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
+      o.kept_proxy = strcmp(val, "on") == 0, i++;
     else if (strcmp(a, "--mesh-order") == 0 && val && (strcmp(val, "auto") == 0 || strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
       o.mesh_order = strcmp(val, "auto") == 0 ? -1 : strcmp(val, "on") == 0, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
@@ -414,7 +449,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact]] [--subdivide L] [--mesh-order auto|on|off] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -449,23 +484,12 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
    * dragged. */
   size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
   double reserve_ms = reserve ? dfm_memory_reserve(reserve) : 0;
-  int64_t *mesh_order = NULL;
   double mesh_order_ms = 0;
-  if (o.mesh_order > 0 || (o.mesh_order < 0 && s.t.vertex_count >= DFM_MESH_ORDER_MIN)) {
-    double t0 = now_ms();
-    if (dfm_mesh_order(&s.a, &mesh_order) != 0) {
-      fprintf(stderr, "deform-bench solve: out of memory\n");
-      free(handle);
-      free(roi);
-      shape_fini(&s);
-      return 1;
-    }
-    mesh_order_ms = now_ms() - t0;
-    p.mesh_order = mesh_order;
-  }
+  int64_t *mesh_order = bench_mesh_order(&s, &o, &mesh_order_ms);
+  p.mesh_order = mesh_order;
   dfm_system *sys = NULL;
   double prefactor = 0, *later = malloc(sizeof(double) * (size_t)o.gestures);
-  int rc = later ? 0 : DFM_ENOMEM;
+  int rc = later && (mesh_order || mesh_order_ms == 0) ? 0 : DFM_ENOMEM;
   for (int g = 0; g < o.gestures && rc == 0; g++) {
     dfm_system_destroy(sys);
     sys = NULL;

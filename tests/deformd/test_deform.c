@@ -573,11 +573,20 @@ TEST(a_gesture_asked_for_the_multiresolution_path_says_so_and_its_drags_apply) {
   ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(b, "multires")));
   double proxy = cJSON_GetObjectItem(b, "proxy_vertices")->valuedouble;
   ASSERT(proxy > 1000 && proxy <= 40962);
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(b, "proxy_reused"))); /* the session's first on the path makes it */
   cJSON_Delete(b);
   uint64_t before = version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":9,\"translate\":[0,0,0]}"));
   uint64_t after = version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":9,\"translate\":[0,0.01,0]}"));
   ASSERT(after > before);
   cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":9}"));
+  /* The next one binds the moved shape to the session's proxy, and its drags apply too. */
+  b = harness_rpc_ok(&h, "deform.begin",
+                     "{\"session\":\"demo\",\"gesture\":10,\"pick\":2000,\"handle_radius\":0.01,\"border\":\"sharp\",\"multires\":true}");
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(b, "proxy_reused")));
+  ASSERT_EQ(cJSON_GetObjectItem(b, "proxy_vertices")->valuedouble, proxy);
+  cJSON_Delete(b);
+  ASSERT(version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":10,\"translate\":[0,0.01,0]}")) > after);
+  cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":10}"));
   harness_stop(&h);
 }
 

@@ -188,3 +188,69 @@ TEST(multires_auto_picks_the_path_by_size_and_refuses_soft_constraints) {
   ASSERT(s == NULL);
   fixture_fini(&f);
 }
+
+/* One gesture (handle on top, anchors below, ARAP, three iterations) from `rest`, exact
+ * (proxy_arg NULL and multires off) or on the multiresolution path with dfm_params.proxy =
+ * proxy_arg (NULL: made in the gesture); out gets the last of three drags. */
+static void gesture_from(fixture *f, const double *rest, int multires, const dfm_proxy *proxy_arg, uint32_t target,
+                         int want_reused, double *out) {
+  char err[256];
+  uint32_t n = f->t.vertex_count, nh, na, top;
+  uint32_t *handle = extreme_patch(f, 1, 40, &nh, &top), *anchors = extreme_patch(f, -1, 40, &na, NULL);
+  dfm_params p = {.mode = DFM_ARAP, .handle = handle, .handle_count = nh, .anchors = anchors, .anchor_count = na,
+                  .iterations = 3, .multires = multires ? DFM_MULTIRES_ON : DFM_MULTIRES_OFF, .multires_proxy = target,
+                  .proxy = proxy_arg};
+  dfm_system *s;
+  ASSERT_OK(dfm_system_create(&f->t, &f->a, rest, &p, &s, err, sizeof(err)), err);
+  dfm_info info;
+  dfm_system_info(s, &info);
+  ASSERT_EQ(info.multires, multires);
+  ASSERT_EQ(info.proxy_reused, want_reused);
+  memcpy(out, rest, sizeof(double) * 3 * n);
+  for (int d = 1; d <= 3; d++) {
+    dfm_xform x;
+    drag_xform(f, top, d, &x);
+    memcpy(x.pivot, rest + 3 * (size_t)top, sizeof(double) * 3);
+    ASSERT_OK(dfm_system_solve(s, &x, out, err, sizeof(err)), err);
+  }
+  dfm_system_destroy(s);
+  free(handle);
+  free(anchors);
+}
+
+TEST(a_multires_gesture_given_the_meshs_proxy_solves_as_one_that_makes_its_own_and_serves_a_sculpted_shape) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(5, 1.0));
+  uint32_t n = f.t.vertex_count;
+  char err[256];
+  dfm_proxy *proxy = NULL;
+  ASSERT_OK(dfm_proxy_build(&f.t, &f.a, f.t.positions, 2500, &proxy, err, sizeof(err)), err);
+  double *a = malloc(sizeof(double) * 3 * n), *b = malloc(sizeof(double) * 3 * n), *c = malloc(sizeof(double) * 3 * n);
+  /* From the shape it was made from: the same proxy, the same binding, the same answer. */
+  gesture_from(&f, f.t.positions, 1, NULL, 2500, 0, a);
+  gesture_from(&f, f.t.positions, 1, proxy, 2500, 1, b);
+  ASSERT(memcmp(a, b, sizeof(double) * 3 * n) == 0);
+  /* Made for another proxy size, it is not taken. */
+  gesture_from(&f, f.t.positions, 1, proxy, 3000, 0, b);
+  /* A sculpted shape (a smooth bulge over the top half, up to 20 % of the radius): the proxy
+   * made from the sphere takes its positions from the sculpted rest, and stays within the
+   * multiresolution path's bound (as in the test above) of the exact solve from that rest. */
+  double *sculpted = malloc(sizeof(double) * 3 * n);
+  for (uint32_t v = 0; v < n; v++) {
+    const double *p = f.t.positions + 3 * (size_t)v;
+    double y = p[1] > 0 ? p[1] : 0, grow = 1 + 0.2 * y * y;
+    for (int k = 0; k < 3; k++) sculpted[3 * (size_t)v + k] = p[k] * grow;
+  }
+  gesture_from(&f, sculpted, 0, NULL, 2500, 0, a);
+  gesture_from(&f, sculpted, 1, proxy, 2500, 1, c);
+  double mx, rms;
+  dfm_distance(a, c, n, f.diag, &mx, &rms);
+  fprintf(stderr, "sculpted icosphere 10k, the sphere's proxy: %.3g of the diagonal from exact (RMS %.3g)\n", mx, rms);
+  ASSERT(mx > 0 && mx < 0.015);
+  dfm_proxy_free(proxy);
+  free(a);
+  free(b);
+  free(c);
+  free(sculpted);
+  fixture_fini(&f);
+}

@@ -39,6 +39,7 @@ static cJSON *gesture_begun(const srv_gesture_begun *b) {
   cJSON_AddNumberToObject(r, "prefactor_ms", b->prefactor_ms);
   cJSON_AddBoolToObject(r, "multires", b->multires);
   if (b->multires) cJSON_AddNumberToObject(r, "proxy_vertices", b->proxy_vertices);
+  if (b->multires) cJSON_AddBoolToObject(r, "proxy_reused", b->proxy_reused);
   if (b->mesh_order) cJSON_AddTrueToObject(r, "mesh_order");
   cJSON *pivot = cJSON_AddArrayToObject(r, "pivot");
   for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)b->pivot[k]));

@@ -175,6 +175,7 @@ typedef struct begin_job {
    * soft constraints' vertices and where they pull (given, or where the vertex is at begin). */
   uint32_t *h, nh, *troi, nr, *an, na, *tsoft;
   double *tsoft_position;
+  dfm_proxy *made_proxy; /* a multiresolution proxy the factorisation made: the session keeps the first */
   int region_done;      /* the first step ran: the second factorises */
   int status;
   char err[256];
@@ -193,6 +194,7 @@ static void begin_job_free(begin_job *j) {
   free(j->an);
   free(j->tsoft);
   free(j->tsoft_position);
+  dfm_proxy_free(j->made_proxy);
   free(j);
 }
 
@@ -315,6 +317,9 @@ static void factor_work(uv_work_t *req) {
   p.roi = roi, p.roi_count = roi ? nr : 0;
   p.anchors = j->an, p.anchor_count = j->na;
   p.soft = j->tsoft, p.soft_weight = j->soft_weight, p.soft_position = j->tsoft_position;
+  if (!p.proxy && dfm_multires_gesture_bytes(&p, nt) > 0 &&
+      dfm_proxy_build(t, &s->adj, g->rest, p.multires_proxy, &j->made_proxy, j->err, sizeof(j->err)) == 0)
+    p.proxy = j->made_proxy; /* else dfm_system_create tries again, and says why it cannot */
   j->status = dfm_system_create(t, &s->adj, g->rest, &p, &g->sys, j->err, sizeof(j->err));
   if (j->status) return;
   dfm_system_info(g->sys, &g->info);
@@ -418,6 +423,10 @@ static void begin_done(uv_work_t *req, int status) {
       j->status = DFM_EINVAL;
     } else {
       j->region_done = 1;
+      /* What the session has made for its gestures by now (set once, freed with the session,
+       * which the gesture references): read on the pool during the factorisation only. */
+      j->params.mesh_order = g->session->mesh_order;
+      j->params.proxy = g->session->proxy;
       if (uv_queue_work(srv->loop, &j->req, factor_work, begin_done) == 0) {
         srv->pending_jobs++;
         g->job_running = 1;
@@ -444,8 +453,12 @@ static void begin_done(uv_work_t *req, int status) {
     srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
                            g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
                            {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices,
-                           g->info.order_from_mesh};
+                           g->info.order_from_mesh, g->info.proxy_reused && !j->made_proxy};
     srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
+  }
+  if (j->made_proxy && !g->session->closed && !g->session->proxy) { /* the next gestures on the path bind to it */
+    g->session->proxy = j->made_proxy;
+    j->made_proxy = NULL;
   }
   begin_job_free(j);
   srv_session *s = g->session;
@@ -537,7 +550,6 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.soft_count = spec->soft_count;
   j->params.smooth_border = !spec->sharp_border;
   j->params.multires = spec->multires;
-  j->params.mesh_order = s->mesh_order; /* set once, freed with the session the job references */
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);

@@ -125,50 +125,66 @@ static void start_reserve(srv_server *s, const char *name, size_t bytes) {
   s->pending_jobs++;
 }
 
-typedef struct order_job {
+/* What makes a big session's gestures start sooner, made once on the pool when it opens or is
+ * restored: its mesh's AMD order (whole-mesh gestures restrict it instead of ordering their
+ * columns) and, past the multiresolution path's size, that path's proxy. */
+typedef struct prep_job {
   uv_work_t req;
   srv_server *srv;
   srv_session *session; /* referenced while the job runs */
   int64_t *order;
-  double ms;
-} order_job;
+  dfm_proxy *proxy;
+  double order_ms, proxy_ms;
+} prep_job;
 
-static void order_work(uv_work_t *req) {
-  order_job *j = req->data;
+static void prep_work(uv_work_t *req) {
+  prep_job *j = req->data;
+  const srv_session *x = j->session;
   uint64_t t0 = uv_hrtime();
-  if (dfm_mesh_order(&j->session->adj, &j->order) != 0) j->order = NULL; /* gestures order their own */
-  j->ms = (double)(uv_hrtime() - t0) / 1e6;
+  if (!x->mesh_order && x->topo.vertex_count >= DFM_MESH_ORDER_MIN && dfm_mesh_order(&x->adj, &j->order) != 0)
+    j->order = NULL; /* gestures order their own */
+  uint64_t t1 = uv_hrtime();
+  char err[256];
+  if (!x->proxy && x->topo.vertex_count >= DFM_MULTIRES_MIN &&
+      dfm_proxy_build(&x->topo, &x->adj, x->topo.positions, 0, &j->proxy, err, sizeof(err)) != 0)
+    j->proxy = NULL; /* a gesture on the path makes its own, and says why if it cannot */
+  j->order_ms = (double)(t1 - t0) / 1e6;
+  j->proxy_ms = (double)(uv_hrtime() - t1) / 1e6;
 }
 
-static void order_done(uv_work_t *req, int status) {
-  order_job *j = req->data;
+static void prep_done(uv_work_t *req, int status) {
+  prep_job *j = req->data;
   srv_session *x = j->session;
   j->srv->pending_jobs--;
-  x->mesh_order_job = 0;
-  if (status == 0 && j->order && !x->closed && !x->mesh_order) {
-    x->mesh_order = j->order;
-    j->order = NULL;
-    srv_log(SRV_LOG_DEBUG, "session %s: its mesh's order for whole-mesh gestures took %.0f ms", x->name, j->ms);
+  x->prep_job = 0;
+  if (status == 0 && !x->closed) {
+    if (j->order && !x->mesh_order) x->mesh_order = j->order, j->order = NULL;
+    if (j->proxy && !x->proxy) x->proxy = j->proxy, j->proxy = NULL;
+    srv_log(SRV_LOG_DEBUG, "session %s: ready for whole-mesh gestures: its mesh's order in %.0f ms, its proxy in %.0f ms",
+            x->name, j->order_ms, j->proxy_ms);
   }
   free(j->order);
+  dfm_proxy_free(j->proxy);
   srv_session_unref(x);
   free(j);
 }
 
-void srv_job_mesh_order(srv_server *s, srv_session *x) {
-  if (x->mesh_order || x->mesh_order_job || x->topo.vertex_count < DFM_MESH_ORDER_MIN) return;
-  order_job *j = calloc(1, sizeof(*j));
-  if (!j) return; /* only whole-mesh gestures that order their own */
+void srv_job_gesture_prep(srv_server *s, srv_session *x) {
+  int order = !x->mesh_order && x->topo.vertex_count >= DFM_MESH_ORDER_MIN;
+  int proxy = !x->proxy && x->topo.vertex_count >= DFM_MULTIRES_MIN;
+  if (x->prep_job || (!order && !proxy)) return;
+  prep_job *j = calloc(1, sizeof(*j));
+  if (!j) return; /* only gestures that start slower */
   j->srv = s;
   j->session = x;
   j->req.data = j;
   srv_session_ref(x);
-  if (uv_queue_work(s->loop, &j->req, order_work, order_done) != 0) {
+  if (uv_queue_work(s->loop, &j->req, prep_work, prep_done) != 0) {
     srv_session_unref(x);
     free(j);
     return;
   }
-  x->mesh_order_job = 1;
+  x->prep_job = 1;
   s->pending_jobs++;
 }
 
@@ -219,7 +235,7 @@ static void open_done(uv_work_t *req, int status) {
     if (j->reserve_mb != 0)
       start_reserve(s, j->name, j->reserve_mb < 0 ? dfm_memory_estimate(j->session->mesh->vertex_count)
                                                   : (size_t)j->reserve_mb << 20);
-    srv_job_mesh_order(s, j->session); /* after the reserve: the pool takes them in turn */
+    srv_job_gesture_prep(s, j->session); /* after the reserve: the pool takes them in turn */
   }
   j->done(s, j->arg, j->status, j->session, j->err);
   open_job_free(j);

@@ -24,11 +24,13 @@ typedef void (*srv_open_cb)(srv_server *s, void *arg, int status, srv_session *s
 int srv_job_open_session(srv_server *s, const char *name, const char *mesh_path, int confined, char up,
                          srv_open_cb done, void *arg, char *err, size_t errlen);
 
-/* The fill-reducing order of the session's mesh (dfm_mesh_order) on the pool, for a mesh of at
- * least DFM_MESH_ORDER_MIN welded vertices that has none yet: once it is set, a whole-mesh
- * gesture restricts it instead of running AMD (0.4-0.6 s of the dragon's prefactor). Called
- * when a session opens or is restored; a gesture begun before it is done orders its own. */
-void srv_job_mesh_order(srv_server *s, srv_session *session);
+/* For a session of at least DFM_MESH_ORDER_MIN welded vertices, on the pool: its mesh's
+ * fill-reducing order (dfm_mesh_order: a whole-mesh gesture then restricts it instead of running
+ * AMD, 0.4-0.6 s of the dragon's prefactor) and, from DFM_MULTIRES_MIN vertices, its
+ * multiresolution proxy (dfm_proxy_build: a gesture on that path then binds to it instead of
+ * simplifying the mesh again). Called when a session opens or is restored; a gesture begun
+ * before it is done makes its own. */
+void srv_job_gesture_prep(srv_server *s, srv_session *session);
 
 /* The current shape of a session as a file in `format` (OBJ or GLB), made on the thread pool
  * (the positions are captured now, on the loop thread): written as `name` beneath dir_fd

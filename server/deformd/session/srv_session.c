@@ -19,6 +19,7 @@
 #include <uv.h>
 #include "proto.h"
 #include "mesh.h"
+#include "dfm.h"
 #include "srv_session.h"
 #include "srv_error.h"
 #include "srv_assert.h"
@@ -36,6 +37,7 @@ static void free_parts(srv_session *s) {
   free(s->name);
   mesh_adjacency_fini(&s->adj);
   free(s->mesh_order);
+  dfm_proxy_free(s->proxy);
   mesh_topology_fini(&s->topo);
   mesh_destroy(s->mesh);
   free(s->targets);

@@ -57,9 +57,12 @@ struct srv_session {
   mesh_topology topo;        /* welded topology of the base mesh (solves, brushes) */
   mesh_adjacency adj;        /* over topo's triangles */
   int64_t *mesh_order;       /* AMD's order of topo's vertices (dfm_mesh_order), for whole-mesh
-                              * gestures; NULL until srv_job_mesh_order's job is done (or below
+                              * gestures; NULL until srv_job_gesture_prep's job is done (or below
                               * DFM_MESH_ORDER_MIN vertices); never changes once set */
-  int mesh_order_job;        /* that job is running */
+  struct dfm_proxy *proxy;   /* the multiresolution path's proxy (dfm_proxy_build): made by that
+                              * job from DFM_MULTIRES_MIN vertices, or kept from the first gesture
+                              * on the path; never changes once set */
+  int prep_job;              /* that job is running */
   mesh_stats stats;
   srv_target *targets;       /* per target: range, set value, mute, drivers */
   float offset_quantum;
