@@ -162,6 +162,11 @@ typedef struct dfm__region {
 int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
                             uint32_t seed_count, double radius, uint32_t max_count, double *dist, uint32_t *settled,
                             uint32_t *count);
+/* The same search resumed: from every `within` vertex whose dist is finite (at that distance),
+ * over `within` vertices only; dist (n entries) is INFINITY elsewhere on entry, the distances
+ * found on return, and result (n entries) the settled vertices in order. 0 or DFM_ENOMEM. */
+int dfm__geodesic_resume(const mesh_adjacency *adj, const double *positions, const uint8_t *within, double *dist,
+                         uint32_t *result, uint32_t *count);
 int dfm__region_init(dfm__region *r, const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
                      const dfm_params *params);
 void dfm__region_fini(dfm__region *r);

@@ -62,6 +62,35 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Dijkstra from what is in the heap, over `within` vertices only (NULL: all), to `radius` and at
+ * most max_count settled vertices (0: no limit), in order into result (may be NULL). */
+static uint32_t dijkstra(const mesh_adjacency *adj, const double *positions, heap *h, const uint8_t *within,
+                         double radius, uint32_t max_count, double *dist, uint32_t *result) {
+  uint32_t k = 0;
+  while (h->n > 0 && (max_count == 0 || k < max_count)) {
+    uint32_t v;
+    double d;
+    heap_pop(h, &v, &d);
+    if (d > dist[v]) continue; /* stale entry */
+    if (result) result[k] = v;
+    k++;
+    const double *pv = positions + 3 * (size_t)v;
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
+      uint32_t u = adj->vv[e];
+      if (within && !within[u]) continue;
+      const double *pu = positions + 3 * (size_t)u;
+      double len = sqrt((pu[0] - pv[0]) * (pu[0] - pv[0]) + (pu[1] - pv[1]) * (pu[1] - pv[1]) +
+                        (pu[2] - pv[2]) * (pu[2] - pv[2]));
+      double nd = d + len;
+      if (nd <= radius && nd < dist[u]) {
+        dist[u] = nd;
+        heap_push(h, u, nd);
+      }
+    }
+  }
+  return k;
+}
+
 int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, const uint32_t *seeds,
                             uint32_t seed_count, double radius, uint32_t max_count, double *dist, uint32_t *result,
                             uint32_t *count) {
@@ -80,27 +109,28 @@ int dfm__geodesic_distances(const mesh_adjacency *adj, const double *positions, 
     dist[seeds[i]] = 0.0;
     heap_push(&h, seeds[i], 0.0);
   }
-  uint32_t k = 0;
-  while (h.n > 0 && (max_count == 0 || k < max_count)) {
-    uint32_t v;
-    double d;
-    heap_pop(&h, &v, &d);
-    if (d > dist[v]) continue; /* stale entry */
-    if (result) result[k] = v;
-    k++;
-    const double *pv = positions + 3 * (size_t)v;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) {
-      uint32_t u = adj->vv[e];
-      const double *pu = positions + 3 * (size_t)u;
-      double len = sqrt((pu[0] - pv[0]) * (pu[0] - pv[0]) + (pu[1] - pv[1]) * (pu[1] - pv[1]) +
-                        (pu[2] - pv[2]) * (pu[2] - pv[2]));
-      double nd = d + len;
-      if (nd <= radius && nd < dist[u]) {
-        dist[u] = nd;
-        heap_push(&h, u, nd);
-      }
-    }
+  uint32_t k = dijkstra(adj, positions, &h, NULL, radius, max_count, dist, result);
+  free(h.v);
+  free(h.d);
+  if (count) *count = k;
+  return 0;
+}
+
+int dfm__geodesic_resume(const mesh_adjacency *adj, const double *positions, const uint8_t *within, double *dist,
+                         uint32_t *result, uint32_t *count) {
+  uint32_t n = adj->vertex_count;
+  size_t cap = 1;
+  for (uint32_t v = 0; v < n; v++)
+    if (within[v]) cap += 1 + adj->vv_offsets[v + 1] - adj->vv_offsets[v];
+  heap h = {malloc(sizeof(uint32_t) * cap), malloc(sizeof(double) * cap), 0};
+  if (!h.v || !h.d) {
+    free(h.v);
+    free(h.d);
+    return DFM_ENOMEM;
   }
+  for (uint32_t v = 0; v < n; v++)
+    if (within[v] && dist[v] < INFINITY) heap_push(&h, v, dist[v]);
+  uint32_t k = dijkstra(adj, positions, &h, within, INFINITY, 0, dist, result);
   free(h.v);
   free(h.d);
   if (count) *count = k;
