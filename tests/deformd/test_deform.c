@@ -618,13 +618,16 @@ TEST(a_scan_sessions_whole_mesh_gestures_take_its_mesh_order_once_computed_and_a
   harness h;
   harness_start(&h, NULL, args);
   harness_rpc_done(&h, "session.create", "{\"session\":\"dragon\",\"mesh\":\"dragon_vrip_res2.ply\"}");
+  harness_rpc_done(&h, "session.create", "{\"session\":\"dragon2\",\"mesh\":\"dragon_vrip_res2.ply\"}");
   harness_rpc_done(&h, "session.create", "{\"session\":\"head\",\"mesh\":\"demo\"}");
   ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50));
+  ASSERT(gestures_until_mesh_order(&h, "dragon2", "", 50)); /* made after dragon's, one at a time */
   /* A region's system keeps its own AMD; so does a mesh under DFM_MESH_ORDER_MIN vertices. */
   ASSERT(!gestures_until_mesh_order(&h, "dragon", ",\"roi_radius\":0.02", 1));
   ASSERT(!gestures_until_mesh_order(&h, "head", "", 2));
   harness_kill(&h);
   harness_start(&h, "dragon", args);
   ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50)); /* restored sessions compute it too */
+  ASSERT(gestures_until_mesh_order(&h, "dragon2", "", 50));
   harness_stop(&h);
 }

@@ -85,6 +85,7 @@ struct srv_server {
   size_t input_bytes;        /* connections' read buffers beyond 64 KiB each (max_input_total) */
   size_t trim_freed;         /* gesture memory freed since the heap was last trimmed (srv_gesture.c) */
   int trim_running;
+  int prep_running;          /* a session's gesture preparation is on the pool (srv_job_gesture_prep): one at a time */
   uint64_t started_ms;
   srv_stats stats;
   proto_limits limits;

@@ -166,13 +166,28 @@ static void prep_done(uv_work_t *req, int status) {
   free(j->order);
   dfm_proxy_free(j->proxy);
   srv_session_unref(x);
+  srv_server *s = j->srv;
   free(j);
+  s->prep_running = 0;
+  /* The next session waiting, in the server's list (a closed one has left it). */
+  for (srv_session *w = s->stopping ? NULL : s->sessions; w; w = w->next)
+    if (w->prep_job == 1) {
+      w->prep_job = 0;
+      srv_job_gesture_prep(s, w);
+      break;
+    }
 }
 
+/* One at a time: a restart with several big sessions must not take every pool thread from
+ * the gestures, imports and exports of the others for seconds. */
 void srv_job_gesture_prep(srv_server *s, srv_session *x) {
   int order = !x->mesh_order && x->topo.vertex_count >= DFM_MESH_ORDER_MIN;
   int proxy = !x->proxy && x->topo.vertex_count >= DFM_MULTIRES_MIN;
   if (x->prep_job || (!order && !proxy)) return;
+  if (s->prep_running) {
+    x->prep_job = 1; /* prep_done starts it */
+    return;
+  }
   prep_job *j = calloc(1, sizeof(*j));
   if (!j) return; /* only gestures that start slower */
   j->srv = s;
@@ -184,7 +199,8 @@ void srv_job_gesture_prep(srv_server *s, srv_session *x) {
     free(j);
     return;
   }
-  x->prep_job = 1;
+  x->prep_job = 2;
+  s->prep_running = 1;
   s->pending_jobs++;
 }
 

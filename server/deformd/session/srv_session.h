@@ -62,7 +62,7 @@ struct srv_session {
   struct dfm_proxy *proxy;   /* the multiresolution path's proxy (dfm_proxy_build): made by that
                               * job from DFM_MULTIRES_MIN vertices, or kept from the first gesture
                               * on the path; never changes once set */
-  int prep_job;              /* that job is running */
+  int prep_job;              /* that job: 0 none, 1 waiting for the one running, 2 running */
   mesh_stats stats;
   srv_target *targets;       /* per target: range, set value, mute, drivers */
   float offset_quantum;
