@@ -307,6 +307,9 @@ static int compare_sweeps(const shape *s, dfm_params p, const double pivot[3], i
   return rc ? 1 : 0;
 }
 
+/* "on" 1, "off" 0, anything else -1. */
+static int on_off(const char *v) { return !v ? -1 : strcmp(v, "on") == 0 ? 1 : strcmp(v, "off") == 0 ? 0 : -1; }
+
 /* v in fmt, or null when it is not a number (JSON has no NaN). */
 static const char *json_num(double v, const char *fmt, char buf[32]) {
   if (isnan(v)) return "null";
@@ -438,8 +441,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "auto") == 0) o.sweeps = DFM_SWEEPS_AUTO, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "double") == 0) o.sweeps = DFM_SWEEPS_DOUBLE, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "float") == 0) o.sweeps = DFM_SWEEPS_FLOAT, i++;
-    else if (strcmp(a, "--kept-proxy") == 0 && val && (strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
-      o.kept_proxy = strcmp(val, "on") == 0, i++;
+    else if (strcmp(a, "--kept-proxy") == 0 && on_off(val) >= 0) o.kept_proxy = on_off(val), i++;
     else if (strcmp(a, "--mesh-order") == 0 && val && (strcmp(val, "auto") == 0 || strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
       o.mesh_order = strcmp(val, "auto") == 0 ? -1 : strcmp(val, "on") == 0, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
