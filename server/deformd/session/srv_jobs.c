@@ -132,6 +132,7 @@ typedef struct prep_job {
   uv_work_t req;
   srv_server *srv;
   srv_session *session; /* referenced while the job runs */
+  int want_order, want_proxy; /* decided on the loop: the pool reads nothing the loop may set */
   int64_t *order;
   dfm_proxy *proxy;
   double order_ms, proxy_ms;
@@ -141,12 +142,10 @@ static void prep_work(uv_work_t *req) {
   prep_job *j = req->data;
   const srv_session *x = j->session;
   uint64_t t0 = uv_hrtime();
-  if (!x->mesh_order && x->topo.vertex_count >= DFM_MESH_ORDER_MIN && dfm_mesh_order(&x->adj, &j->order) != 0)
-    j->order = NULL; /* gestures order their own */
+  if (j->want_order && dfm_mesh_order(&x->adj, &j->order) != 0) j->order = NULL; /* gestures order their own */
   uint64_t t1 = uv_hrtime();
   char err[256];
-  if (!x->proxy && x->topo.vertex_count >= DFM_MULTIRES_MIN &&
-      dfm_proxy_build(&x->topo, &x->adj, x->topo.positions, 0, &j->proxy, err, sizeof(err)) != 0)
+  if (j->want_proxy && dfm_proxy_build(&x->topo, &x->adj, x->topo.positions, 0, &j->proxy, err, sizeof(err)) != 0)
     j->proxy = NULL; /* a gesture on the path makes its own, and says why if it cannot */
   j->order_ms = (double)(t1 - t0) / 1e6;
   j->proxy_ms = (double)(uv_hrtime() - t1) / 1e6;
@@ -192,6 +191,7 @@ void srv_job_gesture_prep(srv_server *s, srv_session *x) {
   if (!j) return; /* only gestures that start slower */
   j->srv = s;
   j->session = x;
+  j->want_order = order, j->want_proxy = proxy;
   j->req.data = j;
   srv_session_ref(x);
   if (uv_queue_work(s->loop, &j->req, prep_work, prep_done) != 0) {
