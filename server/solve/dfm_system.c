@@ -20,9 +20,10 @@
  *
  * This file creates a system (roles, edge weights, assembly, factorisation, the smooth border's
  * handle weight), holds the module's error strings, modes and rigid transforms, and runs the
- * drags; it calls on dfm_order.c (the columns' order), dfm_arap.c (the ARAP tables, local step and rotation terms), dfm_sweep.c
- * (the supernodal solve), dfm_region.c (a small region's sub-mesh) and dfm_border.c (what a
- * smooth border does to a solve), which never call back (dfm_internal.h).
+ * drags; it calls on dfm_order.c (the columns' order), dfm_arap.c (the ARAP tables, local step
+ * and rotation terms), dfm_sweep.c (the supernodal solve), dfm_region.c (a small region's
+ * sub-mesh) and dfm_border.c (what a smooth border does to a solve), which never call back
+ * (dfm_internal.h).
  *
  * DOES NOT know about sessions, render vertices or the network.
  */
