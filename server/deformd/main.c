@@ -33,6 +33,7 @@ static int run_server(srv_config *cfg) {
   /* A peer that closes while we write must not kill the process: writes report EPIPE. */
   signal(SIGPIPE, SIG_IGN);
   srv_log_set_level(cfg->log_level);
+  srv_log(SRV_LOG_INFO, "OpenBLAS kernels: %s%s", dfm_blas_core(), getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
   uv_loop_t loop;
   uv_loop_init(&loop);
   srv_server *srv = calloc(1, sizeof(*srv));
@@ -166,6 +167,7 @@ static int serve(srv_config *cfg) {
 }
 
 int main(int argc, char **argv) {
+  dfm_blas_kernels(argv); /* may start deformd again: before the token leaves the environment */
   /* The import worker is a child of the server: it needs none of the server's set-up, and the
    * rest of its command line is its own (srv_import.c reads it). */
   if (argc > 1 && strcmp(argv[1], "--import-worker") == 0) return srv_import_worker_main(argc, argv);

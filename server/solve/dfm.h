@@ -53,6 +53,13 @@ void dfm_memory_init(void);
  * start before any thread: dfm_memory_init() and OpenBLAS kept on its caller's thread (its own
  * workers spin after each call on cores the solvers' threads need; dfm_pool.c). */
 void dfm_init(void);
+/* First thing in main(), before any thread and before the environment is changed: when
+ * OpenBLAS fell back to its generic Prescott kernels on a CPU with AVX2 or AVX-512 it does not
+ * know by model, starts the program again (the same argv, /proc/self/exe) with
+ * OPENBLAS_CORETYPE naming the kernels the CPU can run; returns if it need not or cannot. A
+ * user's own OPENBLAS_CORETYPE is left alone. dfm_blas_core(): the kernels in use. */
+void dfm_blas_kernels(char **argv);
+const char *dfm_blas_core(void);
 size_t dfm_memory_estimate(uint32_t vertices);
 /* The bytes one gesture's system over `unknowns` free vertices takes (the measurement behind
  * dfm_memory_estimate, without its cap): what a memory budget counts. */

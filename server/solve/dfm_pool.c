@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "dfm.h"
@@ -117,3 +118,30 @@ void dfm_init(void) {
   dfm_memory_init();
   openblas_set_num_threads(1);
 }
+
+/* OpenBLAS picks its kernels when it loads, from the CPU's family and model; one it does not
+ * know (0.3.21, Debian 12's, and this VM's Xeon, family 6 model 207) gets its Prescott kernels,
+ * SSE3 only, though the CPU has AVX-512. Those are CHOLMOD's dense updates: the dragon's
+ * factorisation took 0.62-1.10 s (median 0.84) with them and 0.46-0.61 s (median 0.58) with
+ * the SkylakeX kernels, alternated (docs/performance.md). OPENBLAS_CORETYPE names the kernels,
+ * but only before the library loads, so the program starts itself again with it set. */
+static const char *blas_kernels_wanted(void) {
+  if (getenv("OPENBLAS_CORETYPE")) return NULL; /* the user's choice, or ours already */
+  const char *core = openblas_get_corename();
+  if (!core || strcmp(core, "Prescott") != 0) return NULL;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return NULL;
+}
+
+void dfm_blas_kernels(char **argv) {
+  const char *want = blas_kernels_wanted();
+  if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE"); /* could not: carry on with the kernels OpenBLAS chose */
+}
+
+const char *dfm_blas_core(void) { return openblas_get_corename(); }

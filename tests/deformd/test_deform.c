@@ -631,3 +631,33 @@ TEST(a_scan_sessions_whole_mesh_gestures_take_its_mesh_order_once_computed_and_a
   ASSERT(gestures_until_mesh_order(&h, "dragon2", "", 50));
   harness_stop(&h);
 }
+
+/* The kernels CHOLMOD's dense updates run on: where this test's own OpenBLAS fell back to its
+ * Prescott kernels on a CPU with AVX2 (a model it does not know), deformd names faster ones
+ * through OPENBLAS_CORETYPE (dfm_blas_kernels); elsewhere it keeps what OpenBLAS picked, which
+ * is this process's pick too. */
+TEST(deformd_runs_the_blas_kernels_the_cpu_has_even_where_openblas_does_not_know_its_model) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  FILE *f = fopen(h.log_path, "r");
+  char line[1024], core[64] = "";
+  int env = 0;
+  while (f && fgets(line, sizeof(line), f)) {
+    const char *at = strstr(line, "OpenBLAS kernels: ");
+    if (at && sscanf(at + strlen("OpenBLAS kernels: "), "%63s", core) == 1) env = strstr(at, "(OPENBLAS_CORETYPE)") != NULL;
+  }
+  if (f) fclose(f);
+  harness_stop(&h);
+  ASSERT(core[0] != '\0');
+  const char *ours = dfm_blas_core();
+  __builtin_cpu_init();
+  int fallback = !getenv("OPENBLAS_CORETYPE") && strcmp(ours, "Prescott") == 0 && __builtin_cpu_supports("avx2") &&
+                 __builtin_cpu_supports("fma");
+  fprintf(stderr, "this process: %s; deformd: %s%s\n", ours, core, env ? " (OPENBLAS_CORETYPE)" : "");
+  if (fallback) {
+    ASSERT(strcmp(core, "Prescott") != 0);
+    ASSERT(env);
+  } else {
+    ASSERT(strcmp(core, ours) == 0);
+  }
+}
