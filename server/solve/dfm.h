@@ -141,6 +141,13 @@ typedef struct dfm_params {
    * the free vertices) instead of running AMD on them, so that only the first such gesture of a
    * mesh, or a session's job at open, pays for AMD. Read during dfm_system_create only. */
   const int64_t *mesh_order;
+  /* dfm_mesh_symbolic's analysis of this topology's vertex graph, or NULL. A Laplacian or ARAP
+   * gesture that leaves all but 1/256 of the mesh free (a handle, a few anchors) and whose
+   * factor CHOLMOD makes supernodal then skips CHOLMOD's
+   * symbolic analysis: its matrix is padded to every vertex of the mesh (each non-free vertex an
+   * identity column), whose pattern the analysis holds, and only the values are factorised. The
+   * same answers to rounding; nnz(L) is the whole graph's. Read during dfm_system_create only. */
+  const struct dfm_symbolic *mesh_symbolic;
   /* dfm_proxy_build's proxy of this topology, or NULL: a gesture on the multiresolution path
    * then copies it (when made for the same multires_proxy) instead of simplifying the mesh and
    * finding each vertex's nearest proxy vertex again, which is most of that path's prefactor.
@@ -166,6 +173,7 @@ typedef struct dfm_info {
   double order_ms;       /* AMD's order of the columns, beside the weights (inside weights_ms),
                           * or restricting dfm_params.mesh_order (then order_from_mesh is 1) */
   int order_from_mesh;
+  int symbolic_from_mesh; /* analyze_ms is then copying dfm_params.mesh_symbolic's analysis */
   /* The multiresolution path: the fields above are then the proxy's system's (vertices stays
    * the mesh's); proxy_vertices its vertices and multires_ms simplifying and binding (also
    * counted in roles_ms). */
@@ -190,6 +198,16 @@ void dfm_system_destroy(dfm_system *s);
  * the 435k-vertex dragon); a server computes it once per mesh, off its loop. */
 int dfm_mesh_order(const mesh_adjacency *adj, int64_t **out);
 #define DFM_MESH_ORDER_MIN 100000 /* deformd computes it when a session of this many vertices opens */
+
+/* CHOLMOD's symbolic analysis (supernodal when CHOLMOD's AUTO picks it) of the Laplacian's
+ * pattern on every vertex of adj's mesh, in dfm_mesh_order's `order`, for
+ * dfm_params.mesh_symbolic: whole-mesh gestures then factorise without analysing (0.25-0.37 s
+ * of the dragon's prefactor). 0 or DFM_ENOMEM. Read-only once made: any number of gestures
+ * may share it. dfm_mesh_symbolic_bytes: the memory it holds. */
+typedef struct dfm_symbolic dfm_symbolic;
+int dfm_mesh_symbolic(const mesh_adjacency *adj, const int64_t *order, dfm_symbolic **out);
+size_t dfm_mesh_symbolic_bytes(const dfm_symbolic *sym);
+void dfm_mesh_symbolic_free(dfm_symbolic *sym);
 
 /* A mesh's multiresolution proxy, made once and given to gestures (dfm_params.proxy): the mesh
  * simplified to about `target` vertices (0: DFM_MULTIRES_PROXY) from `rest`, and each mesh

@@ -186,6 +186,7 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
     double *tc = a->c + 3 * (size_t)ti;
     double cot[3];
     if (s->p.uniform) cot[0] = cot[1] = cot[2] = 1.0;
+    else if (s->tri_cot) memcpy(cot, s->tri_cot + 3 * (size_t)list[i], sizeof(cot)); /* the weights' */
     else mesh_triangle_cotangents(s->rest, t, MESH_COTAN_CLAMPED, cot);
     for (int c = 0; c < 3; c++) {
       tv[c] = t[c];

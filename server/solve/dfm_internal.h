@@ -96,10 +96,17 @@ struct dfm_system {
   cholmod_factor *L;
   cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
   double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
-  void *work;            /* the supernodal solve's vectors: nf, plus the tallest supernode's rows */
+  void *work;            /* the supernodal solve's vectors: L->n (nf, or n padded: see sym),
+                          * plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
   double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
   int order_from_mesh; /* the columns' order is dfm_params.mesh_order restricted */
+  const dfm_symbolic *sym; /* while building: dfm_params.mesh_symbolic, taken (see there) */
+  double *tri_cot;     /* while building: 3 per topology triangle, the clamped cotangents the edge
+                        * weights took (those with a corner near a free vertex; NULL with uniform
+                        * weights), which the ARAP tables take too */
+  int symbolic_from_mesh;
+  double lnz, fl;      /* nnz(L) and the flops, from CHOLMOD's analysis or sym's */
   /* Error messages name vertex v as vertex_id[v] (the mesh's numbering when this system
    * solves a region renumbered by an outer one; NULL: v itself). */
   const uint32_t *vertex_id;
@@ -135,6 +142,26 @@ struct dfm_system {
  * CHOLMOD then orders), or from dfm_params.mesh_order restricted to them (0 or DFM_ENOMEM). */
 void dfm__amd_columns(dfm_system *s, const mesh_adjacency *adj);
 int dfm__restrict_mesh_order(dfm_system *s, const int64_t *mesh_order);
+
+/* dfm_params.mesh_symbolic: the analysis of the whole mesh's vertex graph (CHOLMOD's factor of
+ * its pattern, Perm in vertex numbers) and its statistics, which a padded system's factor
+ * shares. dfm__symbolic_copy: a copy of it for s (in s->cc) with Perm in s's padded numbering
+ * (free vertices their columns, the others nf, nf + 1, ... in vertex order), or NULL (memory). */
+struct dfm_symbolic {
+  cholmod_common cc;
+  cholmod_factor *L;
+  double lnz, fl;
+  uint32_t n;
+};
+cholmod_factor *dfm__symbolic_copy(dfm_system *s, const dfm_symbolic *sym);
+#define DFM_PAD_MAX 256 /* padded only when at most 1/DFM_PAD_MAX of the mesh is not free */
+void dfm__cholmod_start(cholmod_common *cc, dfm_factor factor);
+
+/* dfm_weights.c: per-edge weights (aligned with adj->vv) around the vertices marked in `need`,
+ * floored at *floor_out; with cotangent weights the triangles' cotangents in *cot_out (free()).
+ * 0 or DFM_ENOMEM. */
+int dfm__edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest, int uniform,
+                      const uint8_t *need, double **out, double *floor_out, double **cot_out);
 
 int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor);
 void dfm__arap_local_step(dfm_system *s, const double *p);
@@ -245,14 +272,15 @@ typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
  * dfm__sweep_plan_make: the plan for supernodal factor L (L is read, not kept). Returns 0 with
  * *out, freed by dfm__sweep_plan_free (NULL allowed), or DFM_ENOMEM.
  * dfm__sweep_plan_threads: 2 when the plan splits the sweeps over two threads, else 1 (NULL too).
- * dfm__sweep_solve3: A X = B for the three columns of b (n × 3, column-major, n = L->n) into x
- * (same layout), with LLᵀ = P A Pᵀ; w: n vectors, t: the tallest supernode's rows (32-byte
- * aligned, both overwritten). */
+ * dfm__sweep_solve3: A X = B for the three columns of b (nb × 3, column-major) into x (same
+ * layout), with LLᵀ = P A Pᵀ; w: L->n vectors, t: the tallest supernode's rows (32-byte
+ * aligned, both overwritten). nb ≤ L->n: A's columns from nb on are a padding's identity
+ * (dfm_symbolic), whose right-hand sides are zero and whose solutions are dropped. */
 int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
 void dfm__sweep_plan_free(solve_plan *p);
 int dfm__sweep_plan_threads(const solve_plan *p);
-void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                       dfm_v4 *t, int f32);
+void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const double *b, double *x,
+                       dfm_v4 *w, dfm_v4 *t, int f32);
 int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p);
 int dfm__sweep_plan_has_f32(const solve_plan *p);
 

@@ -332,6 +332,7 @@ static int proxy_params(dfm__multires *m, const dfm_params *p, const uint32_t *n
   q->multires = DFM_MULTIRES_OFF;
   q->proxy = NULL;
   q->mesh_order = NULL;
+  q->mesh_symbolic = NULL;
   if (rc == 0) {
     uint32_t nh;
     uint32_t *h = map_list(p->handle, p->handle_count, near, m->np, mark, NULL, &nh);

@@ -3,11 +3,16 @@
  * vertices (beside its edge weights), AMD on the whole mesh's vertex graph once per mesh
  * (dfm_mesh_order), and that order restricted to a gesture's free vertices.
  *
- * DOES NOT analyse or factorise (dfm_system.c hands the order to CHOLMOD).
+ * Also the settings every system's CHOLMOD starts with, and the symbolic analysis of the whole
+ * mesh's vertex graph in its order (dfm_mesh_symbolic), which padded whole-mesh systems copy
+ * instead of analysing their own matrix.
+ *
+ * DOES NOT factorise (dfm_system.c hands the order or the copied analysis to CHOLMOD).
  */
 #include <amd.h>
 #include <cholmod.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dfm_internal.h"
 
@@ -82,4 +87,88 @@ int dfm__restrict_mesh_order(dfm_system *s, const int64_t *mesh_order) {
     if (c >= 0) s->order[k++] = c;
   }
   return 0;
+}
+
+/* The settings every system's CHOLMOD uses (and dfm_mesh_symbolic's, for the same factor). */
+void dfm__cholmod_start(cholmod_common *cc, dfm_factor factor) {
+  cholmod_l_start(cc);
+  /* CHOLMOD picks simplicial or supernodal from the fill it predicts: simplicial wins on small
+   * regions (MEASURED.md: 98 vs 170 ms at 38k vertices with little fill), supernodal (BLAS on
+   * dense fronts) on large closed surfaces (220 vs 1170 ms on a 41k-vertex sphere). */
+  cc->supernodal = factor == DFM_FACTOR_SIMPLICIAL    ? CHOLMOD_SIMPLICIAL
+                   : factor == DFM_FACTOR_SUPERNODAL ? CHOLMOD_SUPERNODAL
+                                                     : CHOLMOD_AUTO;
+  /* AMD only. By default CHOLMOD also tries METIS when AMD's fill looks high, which it does on
+   * closed surfaces: on the 164k-vertex sphere METIS cut nnz(L) by 29% but took 1.3 s to
+   * order against AMD's 0.38 s, and the drags were no faster (docs/performance.md). */
+  cc->nmethods = 1;
+  cc->method[0].ordering = CHOLMOD_AMD;
+  cc->postorder = 1;
+  cc->print = 0;
+}
+
+/* The pattern of every vertex's row of the Laplacian (its neighbours and itself), lower
+ * triangle, analysed in the given order as factor_system would analyse a system's matrix. */
+int dfm_mesh_symbolic(const mesh_adjacency *adj, const int64_t *order, dfm_symbolic **out) {
+  uint32_t n = adj->vertex_count;
+  *out = NULL;
+  dfm_symbolic *sym = calloc(1, sizeof(*sym));
+  if (!sym) return DFM_ENOMEM;
+  sym->n = n;
+  dfm__cholmod_start(&sym->cc, DFM_FACTOR_AUTO);
+  sym->cc.method[0].ordering = CHOLMOD_GIVEN;
+  size_t nnz = n;
+  for (uint32_t v = 0; v < n; v++)
+    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++) nnz += adj->vv[e] > v;
+  cholmod_sparse *A = cholmod_l_allocate_sparse(n, n, nnz, 1, 1, -1, CHOLMOD_PATTERN, &sym->cc);
+  if (A) {
+    SuiteSparse_long *Ap = A->p, *Ai = A->i;
+    size_t at = 0;
+    for (uint32_t v = 0; v < n; v++) {
+      Ap[v] = (SuiteSparse_long)at;
+      Ai[at++] = v; /* neighbours ascend, so the column stays sorted */
+      for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
+        if (adj->vv[e] > v) Ai[at++] = adj->vv[e];
+    }
+    Ap[n] = (SuiteSparse_long)at;
+    sym->L = cholmod_l_analyze_p(A, (SuiteSparse_long *)order, NULL, 0, &sym->cc);
+    cholmod_l_free_sparse(&A, &sym->cc);
+  }
+  if (!sym->L || sym->cc.status < CHOLMOD_OK) {
+    dfm_mesh_symbolic_free(sym);
+    return DFM_ENOMEM;
+  }
+  sym->lnz = sym->cc.lnz, sym->fl = sym->cc.fl;
+  cholmod_l_free_work(&sym->cc);
+  *out = sym;
+  return 0;
+}
+
+size_t dfm_mesh_symbolic_bytes(const dfm_symbolic *sym) {
+  if (!sym) return 0;
+  const cholmod_factor *L = sym->L;
+  size_t words = 2 * (size_t)L->n + (L->is_super ? 3 * ((size_t)L->nsuper + 1) + L->ssize : 0);
+  return sizeof(*sym) + sizeof(*L) + sizeof(SuiteSparse_long) * words;
+}
+
+void dfm_mesh_symbolic_free(dfm_symbolic *sym) {
+  if (!sym) return;
+  cholmod_l_free_factor(&sym->L, &sym->cc);
+  cholmod_l_finish(&sym->cc);
+  free(sym);
+}
+
+cholmod_factor *dfm__symbolic_copy(dfm_system *s, const dfm_symbolic *sym) {
+  int64_t *ext = malloc(sizeof(int64_t) * ((size_t)s->n + 1));
+  cholmod_factor *L = ext ? cholmod_l_copy_factor(sym->L, &s->cc) : NULL;
+  if (L) {
+    int64_t next = s->nf;
+    for (uint32_t v = 0; v < s->n; v++) ext[v] = s->col[v] >= 0 ? s->col[v] : next++;
+    SuiteSparse_long *perm = L->Perm;
+    for (size_t i = 0; i < L->n; i++) perm[i] = ext[perm[i]];
+    if (L->IPerm)
+      for (size_t i = 0; i < L->n; i++) ((SuiteSparse_long *)L->IPerm)[perm[i]] = (SuiteSparse_long)i;
+  }
+  free(ext);
+  return L;
 }

@@ -268,7 +268,7 @@ static void sweep(const sweep_job *job) {
  * anyway. */
 typedef struct permute_job {
   const SuiteSparse_long *perm;
-  size_t n;
+  size_t n; /* rows of b and x: A's columns from n on are padding (zero in, dropped out) */
   const double *b;
   double *x;
   dfm_v4 *w;
@@ -277,14 +277,14 @@ typedef struct permute_job {
 static void gather_range(const permute_job *j, size_t lo, size_t hi) {
   for (size_t k = lo; k < hi; k++) {
     size_t q = (size_t)j->perm[k];
-    j->w[k] = (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0};
+    j->w[k] = q < j->n ? (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0} : (dfm_v4){0, 0, 0, 0};
   }
 }
 
 static void scatter_range(const permute_job *j, size_t lo, size_t hi) {
   for (size_t k = lo; k < hi; k++) {
     size_t q = (size_t)j->perm[k];
-    j->x[q] = j->w[k][0], j->x[q + j->n] = j->w[k][1], j->x[q + 2 * j->n] = j->w[k][2];
+    if (q < j->n) j->x[q] = j->w[k][0], j->x[q + j->n] = j->w[k][1], j->x[q + 2 * j->n] = j->w[k][2];
   }
 }
 
@@ -312,11 +312,11 @@ static void sweep_pair(const sweep_job *a, const sweep_job *b) {
  * read once per sweep in storage order, and the right-hand sides are interleaved four to a
  * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
  * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
-void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, const double *b, double *x, dfm_v4 *w,
-                       dfm_v4 *t, int f32) {
+void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const double *b, double *x,
+                       dfm_v4 *w, dfm_v4 *t, int f32) {
   const float *lx = f32 ? p->lx32 : NULL;
   size_t n = L->n;
-  permute_job pj = {L->Perm, n, b, x, w};
+  permute_job pj = {L->Perm, nb, b, x, w};
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
   sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0, NULL, {0, 0}, {0, 0}}, r_bwd = r_fwd;

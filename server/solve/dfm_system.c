@@ -78,6 +78,7 @@ void dfm_system_destroy(dfm_system *s) {
   dfm__multires_free(s->mr);
   free(s->sub_vertex);
   free(s->sub_io);
+  free(s->tri_cot);
   if (s->cc_started) {
     cholmod_l_free_factor(&s->L, &s->cc);
     cholmod_l_free_dense(&s->B, &s->cc);
@@ -141,7 +142,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->vertices = s->n;
   info->free = s->nf;
   info->pinned = s->pinned;
-  if (s->L) info->factor_nnz = (size_t)s->cc.lnz, info->factor_flops = s->cc.fl, info->supernodal = s->L->is_super;
+  if (s->L) info->factor_nnz = (size_t)s->lnz, info->factor_flops = s->fl, info->supernodal = s->L->is_super;
   info->solve_threads = dfm__sweep_plan_threads(s->plan);
   info->sweep32 = dfm__sweep_plan_has_f32(s->plan);
   info->analyze_ms = s->analyze_ms;
@@ -152,6 +153,7 @@ void dfm_system_info(const dfm_system *s, dfm_info *info) {
   info->arap_ms = s->arap_ms;
   info->order_ms = s->order_ms;
   info->order_from_mesh = s->order_from_mesh;
+  info->symbolic_from_mesh = s->symbolic_from_mesh;
 }
 
 static void *dup_array(const void *src, size_t bytes) {
@@ -159,72 +161,6 @@ static void *dup_array(const void *src, size_t bytes) {
   void *d = malloc(bytes);
   if (d) memcpy(d, src, bytes);
   return d;
-}
-
-typedef struct weights_job {
-  const mesh_topology *topo;
-  const mesh_adjacency *adj;
-  const double *rest;
-  int uniform;
-  const uint8_t *need;
-  double *w;
-} weights_job;
-
-static void weights_range(void *ctx, size_t lo, size_t hi) {
-  const weights_job *job = ctx;
-  const mesh_topology *topo = job->topo;
-  const mesh_adjacency *adj = job->adj;
-  const double *rest = job->rest;
-  int uniform = job->uniform;
-  const uint8_t *need = job->need;
-  double *w = job->w;
-  for (uint32_t v = (uint32_t)lo; v < (uint32_t)hi; v++) {
-    if (!need[v]) continue;
-    for (uint32_t k = adj->vt_offsets[v]; k < adj->vt_offsets[v + 1]; k++) {
-      const uint32_t *t = topo->triangles + 3 * (size_t)adj->vt[k];
-      double cot[3];
-      if (uniform) cot[0] = cot[1] = cot[2] = 1.0;
-      else mesh_triangle_cotangents(rest, t, MESH_COTAN_CLAMPED, cot);
-      for (int c = 0; c < 3; c++) {
-        if (t[c] != v) continue;
-        /* The edge to the next corner is opposite the previous one, and the reverse. */
-        int64_t e1 = mesh_adjacency_edge(adj, v, t[(c + 1) % 3]), e2 = mesh_adjacency_edge(adj, v, t[(c + 2) % 3]);
-        if (e1 >= 0 && t[(c + 1) % 3] != v) w[e1] += 0.5 * cot[(c + 2) % 3];
-        if (e2 >= 0 && t[(c + 2) % 3] != v) w[e2] += 0.5 * cot[(c + 1) % 3];
-      }
-    }
-  }
-}
-
-/* Per-edge weights (aligned with adj->vv) from per-triangle cotangents, floored, computed only
- * around the vertices marked in `need` (the system never reads the others): a small region of
- * a large mesh costs what the region costs. */
-static int edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
-                        int uniform, const uint8_t *need, double **out, double *floor_out) {
-  uint32_t n = adj->vertex_count;
-  size_t ne = adj->vv_offsets[n];
-  double *w = calloc(ne + 1, sizeof(double));
-  if (!w) return DFM_ENOMEM;
-  /* Each vertex fills its own row (the edges leaving it), so vertices run in parallel; a
-   * triangle's cotangents are computed once per corner that needs them. */
-  weights_job job = {topo, adj, rest, uniform, need, w};
-  dfm_parallel_for(n, dfm__grain(n), weights_range, &job);
-  double sum = 0;
-  size_t pos = 0;
-  for (uint32_t v = 0; v < n; v++) {
-    if (!need[v]) continue;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-      if (w[e] > 0) sum += w[e], pos++;
-  }
-  double floor = pos ? 1e-12 * sum / (double)pos : 1e-12;
-  for (uint32_t v = 0; v < n; v++) {
-    if (!need[v]) continue;
-    for (uint32_t e = adj->vv_offsets[v]; e < adj->vv_offsets[v + 1]; e++)
-      if (w[e] < floor) w[e] = floor;
-  }
-  *out = w;
-  *floor_out = floor;
-  return 0;
 }
 
 /* Sparse row accumulator over columns (free indices) and known vertices. */
@@ -373,21 +309,8 @@ out:
 
 /* Starts the system's CHOLMOD workspace with the settings every system uses. */
 static void start_cholmod(dfm_system *s) {
-  cholmod_l_start(&s->cc);
+  dfm__cholmod_start(&s->cc, s->p.factor);
   s->cc_started = 1;
-  /* CHOLMOD picks simplicial or supernodal from the fill it predicts: simplicial wins on small
-   * regions (MEASURED.md: 98 vs 170 ms at 38k vertices with little fill), supernodal (BLAS on
-   * dense fronts) on large closed surfaces (220 vs 1170 ms on a 41k-vertex sphere). */
-  s->cc.supernodal = s->p.factor == DFM_FACTOR_SIMPLICIAL    ? CHOLMOD_SIMPLICIAL
-                     : s->p.factor == DFM_FACTOR_SUPERNODAL ? CHOLMOD_SUPERNODAL
-                                                            : CHOLMOD_AUTO;
-  /* AMD only. By default CHOLMOD also tries METIS when AMD's fill looks high, which it does on
-   * closed surfaces: on the 164k-vertex sphere METIS cut nnz(L) by 29% but took 1.3 s to
-   * order against AMD's 0.38 s, and the drags were no faster (docs/performance.md). */
-  s->cc.nmethods = 1;
-  s->cc.method[0].ordering = CHOLMOD_AMD;
-  s->cc.postorder = 1;
-  s->cc.print = 0;
 }
 
 /* Analyses A (AMD, or the order beside the weights), factorises and frees it, then allocates B, x, the sweep
@@ -396,8 +319,17 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
   uint32_t nf = s->nf;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
-  s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
+  if (s->sym) {
+    /* The mesh's analysis, for this padded matrix (dfm_params.mesh_symbolic). */
+    s->L = dfm__symbolic_copy(s, s->sym);
+    s->lnz = s->sym->lnz, s->fl = s->sym->fl;
+    s->symbolic_from_mesh = 1;
+    s->sym = NULL;
+  } else {
+    if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
+    s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
+    s->lnz = s->cc.lnz, s->fl = s->cc.fl;
+  }
   free(s->order);
   s->order = NULL;
   s->analyze_ms = ms_since(&t0);
@@ -419,7 +351,8 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
   if (s->cc.status == CHOLMOD_NOT_POSDEF || s->L->minor < s->L->n) {
     /* L->minor is the column where factorisation broke down; name its vertex. */
     SuiteSparse_long minor = (SuiteSparse_long)s->L->minor;
-    SuiteSparse_long col = minor < (SuiteSparse_long)nf ? ((SuiteSparse_long *)s->L->Perm)[minor] : 0;
+    SuiteSparse_long col = minor < (SuiteSparse_long)s->L->n ? ((SuiteSparse_long *)s->L->Perm)[minor] : 0;
+    if (col >= (SuiteSparse_long)nf) col = 0; /* a padding column is the identity's: never */
     snprintf(err, errlen,
              "the %s system is not positive definite near topology vertex %u: that part of the "
              "mesh is not held by any handle or anchor, or its triangles are degenerate",
@@ -439,7 +372,7 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
       if (rows > tallest) tallest = rows;
     }
   s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
-  s->work = aligned_alloc(32, 32 * ((size_t)nf + tallest + 1));
+  s->work = aligned_alloc(32, 32 * ((size_t)s->L->n + tallest + 1));
   if (!s->x || !s->work) return DFM_ENOMEM;
   if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) return DFM_ENOMEM;
   if (!s->L->is_super || s->p.mode != DFM_ARAP || s->p.sweeps == DFM_SWEEPS_DOUBLE) return 0;
@@ -461,9 +394,11 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
   if (nf) {
     /* Entries were collected column by column (rows unsorted within a column, which CHOLMOD
      * accepts with sorted = 0). */
-    cholmod_sparse *A = cholmod_l_allocate_sparse(nf, nf, nnz, 0, 1, -1, CHOLMOD_REAL, &s->cc);
+    /* Padded to the mesh's analysis (s->sym): every other vertex an identity column after them. */
+    uint32_t dim = s->sym ? s->n : nf;
+    cholmod_sparse *A = cholmod_l_allocate_sparse(dim, dim, nnz + (dim - nf), 0, 1, -1, CHOLMOD_REAL, &s->cc);
     if (!A) {
-      snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", nf, nf);
+      snprintf(err, errlen, "CHOLMOD could not allocate the %u × %u matrix", dim, dim);
       rc = DFM_ENOMEM;
       goto out;
     }
@@ -477,7 +412,8 @@ static int assemble_and_factor(dfm_system *s, const mesh_topology *topo, const m
         Ax[at] = vals[at];
       }
     }
-    Ap[nf] = (SuiteSparse_long)at;
+    for (uint32_t c = nf; c < dim; c++) Ap[c] = (SuiteSparse_long)at, Ai[at] = c, Ax[at++] = 1.0;
+    Ap[dim] = (SuiteSparse_long)at;
     rc = factor_system(s, A, err, errlen);
   }
 out:
@@ -528,7 +464,7 @@ static void weights_and_order(void *ctx, size_t lo, size_t hi) {
   weights_order_job *j = ctx;
   for (size_t i = lo; i < hi; i++) {
     if (i == 0) {
-      j->rc = edge_weights(j->topo, j->adj, j->s->rest, j->s->p.uniform, j->need, &j->w, &j->floor);
+      j->rc = dfm__edge_weights(j->topo, j->adj, j->s->rest, j->s->p.uniform, j->need, &j->w, &j->floor, &j->s->tri_cot);
     } else {
       struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -593,8 +529,8 @@ out:
 /* The system on the whole of topo (parameters checked); error messages name vertex v as
  * ids[v] when ids is not NULL. */
 static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, const double *rest,
-                       const dfm_params *params, const uint32_t *ids, const int64_t *mesh_order, dfm_system **out,
-                       char *err, size_t errlen) {
+                       const dfm_params *params, const uint32_t *ids, const int64_t *mesh_order,
+                       const dfm_symbolic *sym, dfm_system **out, char *err, size_t errlen) {
   *out = NULL;
   dfm_system *s = calloc(1, sizeof(*s));
   if (!s) return DFM_ENOMEM;
@@ -606,7 +542,8 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   s->p.soft = dup_array(params->soft, sizeof(uint32_t) * params->soft_count);
   s->p.soft_weight = dup_array(params->soft_weight, sizeof(double) * params->soft_count);
   s->p.soft_position = dup_array(params->soft_position, sizeof(double) * 3 * params->soft_count);
-  s->p.mesh_order = NULL; /* read here only (mesh_order: the caller's, for this topology) */
+  s->p.mesh_order = NULL; /* read here only (mesh_order, sym: the caller's, for this topology) */
+  s->p.mesh_symbolic = NULL;
   if (s->p.iterations < 1) s->p.iterations = 1;
   s->n = topo->vertex_count;
   uint32_t n = s->n;
@@ -655,21 +592,32 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   }
   s->roles_ms = ms_since(&t0);
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (s->p.mode != DFM_BIHARMONIC && s->nf > 0 && mesh_order && (uint64_t)s->nf * 16 >= (uint64_t)n * 15) {
+  int whole = s->p.mode != DFM_BIHARMONIC && s->nf > 0 && (uint64_t)s->nf * 16 >= (uint64_t)n * 15;
+  if (whole && sym && sym->n == n && sym->L->is_super && s->p.factor != DFM_FACTOR_SIMPLICIAL &&
+      (uint64_t)(n - s->nf) * DFM_PAD_MAX <= n) {
+    /* All but a handle's worth of the mesh is free and its analysis is at hand: padded to it,
+     * no order or analysis needed. (Each padding column keeps the fill its vertex caused in
+     * the whole graph: on bunny00 a 50-vertex handle costs 0.4 % more nnz(L) than its own
+     * AMD, with anchors up to 1/256 of the mesh 3.3 %, 1/128 6 %, 1/20 17 %: the drags would
+     * pay for that.) */
+    s->sym = sym;
+    s->order_from_mesh = 1;
+    rc = dfm__edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor, &s->tri_cot);
+  } else if (whole && mesh_order) {
     /* Nearly the whole mesh is free: the mesh's own order, restricted, instead of AMD again. */
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rc = dfm__restrict_mesh_order(s, mesh_order);
     s->order_ms = ms_since(&t1);
     s->order_from_mesh = 1;
-    if (rc == 0) rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+    if (rc == 0) rc = dfm__edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor, &s->tri_cot);
   } else if (s->p.mode != DFM_BIHARMONIC && s->nf > 0) {
     weights_order_job wj = {s, topo, adj, need, NULL, 0, 0, 0};
     dfm_parallel_for(2, 1, weights_and_order, &wj);
     rc = wj.rc, w = wj.w, floor = wj.floor;
     s->order_ms = wj.order_ms;
   } else {
-    rc = edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor);
+    rc = dfm__edge_weights(topo, adj, s->rest, s->p.uniform, need, &w, &floor, &s->tri_cot);
   }
   s->weights_ms = ms_since(&t0);
   free(need);
@@ -699,6 +647,8 @@ static int create_full(const mesh_topology *topo, const mesh_adjacency *adj, con
   /* The factorisation and the ARAP tables touch different fields: they run side by side. */
   setup_job jobs[2] = {{s, topo, adj, w, floor, err, errlen, 0}, {s, topo, adj, w, floor, NULL, 0, 0}};
   dfm_parallel_for(s->p.mode == DFM_ARAP ? 2 : 1, 1, setup_range, jobs);
+  free(s->tri_cot);
+  s->tri_cot = NULL;
   rc = jobs[0].rc ? jobs[0].rc : jobs[1].rc;
   if (rc == DFM_ENOMEM && jobs[1].rc && err && !err[0]) snprintf(err, errlen, "out of memory building the ARAP tables");
   if (rc) goto fail;
@@ -730,7 +680,7 @@ static int create_region(const mesh_topology *topo, const mesh_adjacency *adj, c
   if (s->sub_io) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, NULL, &s->sub, err, errlen);
+    rc = create_full(&r.topo, &r.adj, r.rest, &r.params, s->sub_vertex, NULL, NULL, &s->sub, err, errlen);
     s->sub_ms = ms_since(&t0);
   } else {
     rc = DFM_ENOMEM;
@@ -747,7 +697,7 @@ static int create_multires(const mesh_topology *topo, const mesh_adjacency *adj,
   if (rc) return rc;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  rc = create_full(&m->topo, &m->adj, m->rest, &m->params, m->proxy_vertex, NULL, &s->sub, err, errlen);
+  rc = create_full(&m->topo, &m->adj, m->rest, &m->params, m->proxy_vertex, NULL, NULL, &s->sub, err, errlen);
   s->sub_ms = ms_since(&t0);
   return rc;
 }
@@ -764,7 +714,7 @@ int dfm_system_create(const mesh_topology *topo, const mesh_adjacency *adj, cons
   int multires = dfm__multires_pick(params, topo->vertex_count);
   /* A region under half the mesh is solved on its own sub-mesh (create_region). */
   if (!multires && (!params->roi || params->whole_mesh || (uint64_t)params->roi_count * 2 >= topo->vertex_count))
-    return create_full(topo, adj, rest, params, NULL, params->mesh_order, out, err, errlen);
+    return create_full(topo, adj, rest, params, NULL, params->mesh_order, params->mesh_symbolic, out, err, errlen);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   dfm_system *s = calloc(1, sizeof(*s));
@@ -812,7 +762,8 @@ static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
 
 static int solve_columns(dfm_system *s, int f32, char *err, size_t errlen) {
   if (s->L->is_super) {
-    dfm__sweep_solve3(s->L, s->plan, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->nf, f32 && dfm__sweep_plan_has_f32(s->plan));
+    dfm__sweep_solve3(s->L, s->plan, s->nf, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->L->n,
+                      f32 && dfm__sweep_plan_has_f32(s->plan));
     return 0;
   }
   if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||

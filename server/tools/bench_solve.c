@@ -5,7 +5,7 @@
  *   deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H]
  *                      [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R]
  *                      [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps]
- *                      [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--json]
+ *                      [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--mesh-symbolic on|off] [--json]
  *   deform-bench brush MESH --brush KIND --touch N --samples S [--strength W] [--guard] [--per-call K]
  *                      [--falloff F] [--mirror] [--json]
  *
@@ -27,7 +27,10 @@
  * heap of a server started without it), and reports its time ("reserve_ms"); and, as deformd
  * does for a mesh of at least DFM_MESH_ORDER_MIN vertices (--mesh-order auto; on: any mesh; off:
  * none), the mesh's AMD order (dfm_mesh_order, "mesh_order_ms"), which whole-mesh gestures then
- * restrict instead of running AMD ("order":"mesh" against "amd").
+ * restrict instead of running AMD ("order":"mesh" against "amd"), and then its symbolic
+ * analysis (dfm_mesh_symbolic, "mesh_symbolic_ms"; --mesh-symbolic off: not), which they copy
+ * instead of analysing their own matrix ("symbolic":"mesh" against "own"; "mesh_symbolic_mb" the
+ * memory it holds).
  * brush: S dabs along a short path (round a small circle, again and again), each with the radius
  * that touches about N vertices at its start and the weight W (0.2), one call each; reports the
  * time per dab and the vertices it moved. With --guard each call is given the shape before it as
@@ -251,6 +254,7 @@ typedef struct solve_opts {
   uint32_t proxy;                 /* --proxy N: the proxy's target vertices (0: the default) */
   int mesh_order;                 /* --mesh-order: -1 auto (by DFM_MESH_ORDER_MIN), 0 off, 1 on */
   int kept_proxy;                 /* --kept-proxy on (1, the default) | off */
+  int mesh_symbolic;              /* --mesh-symbolic on (1, the default, with a mesh order) | off */
 } solve_opts;
 
 /* Drag d of `drags`: the handle dragged up and turning slowly, as a hand would. */
@@ -318,14 +322,36 @@ static const char *json_num(double v, const char *fmt, char buf[32]) {
 }
 
 /* What deformd computes once a session of at least DFM_MESH_ORDER_MIN vertices opens (--mesh-order
- * auto; on: any mesh; off: none): the mesh's own AMD order, timed into *ms (-1 without memory). */
-static int64_t *bench_mesh_order(const shape *s, const solve_opts *o, double *ms) {
-  int64_t *order = NULL;
-  *ms = 0;
-  if (o->mesh_order == 0 || (o->mesh_order < 0 && s->t.vertex_count < DFM_MESH_ORDER_MIN)) return NULL;
+ * auto; on: any mesh; off: none): the mesh's own AMD order, then (unless --mesh-symbolic off) its
+ * symbolic analysis, each timed (-1: no memory). */
+typedef struct mesh_prep {
+  int64_t *order;
+  dfm_symbolic *sym;
+  double order_ms, symbolic_ms;
+  size_t symbolic_bytes;
+} mesh_prep;
+
+static int bench_mesh_prep(const shape *s, const solve_opts *o, mesh_prep *m) {
+  memset(m, 0, sizeof(*m));
+  if (o->mesh_order == 0 || (o->mesh_order < 0 && s->t.vertex_count < DFM_MESH_ORDER_MIN)) return 0;
   double t0 = now_ms();
-  *ms = dfm_mesh_order(&s->a, &order) == 0 ? now_ms() - t0 : -1;
-  return order;
+  m->order_ms = dfm_mesh_order(&s->a, &m->order) == 0 ? now_ms() - t0 : -1;
+  if (!m->order) return DFM_ENOMEM;
+  t0 = now_ms();
+  if (o->mesh_symbolic) m->symbolic_ms = dfm_mesh_symbolic(&s->a, m->order, &m->sym) == 0 ? now_ms() - t0 : -1;
+  m->symbolic_bytes = dfm_mesh_symbolic_bytes(m->sym);
+  return o->mesh_symbolic && !m->sym ? DFM_ENOMEM : 0;
+}
+
+static void print_before_gestures(size_t reserve, double reserve_ms, const mesh_prep *m, int copied) {
+  printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
+  if (m->order_ms > 0) printf("# the mesh's AMD order computed in %.1f ms before the first gesture\n", m->order_ms);
+  if (m->symbolic_ms > 0) printf("# its symbolic analysis in %.1f ms (the gesture's: %s)\n", m->symbolic_ms, copied ? "copied" : "its own");
+}
+
+static void bench_mesh_prep_free(mesh_prep *m) {
+  free(m->order);
+  dfm_mesh_symbolic_free(m->sym);
 }
 
 /* --multires: the gesture on the multiresolution path (dfm_params.multires), timed drag by
@@ -415,7 +441,7 @@ static int parse_uint(const char *text, long max, long *out) {
 }
 
 int bench_solve_main(int argc, char **argv, const char *cmdline) {
-  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0, -1, 1};
+  solve_opts o = {NULL, DFM_ARAP, 0, 50, 1, 50, 0, 1, 0, 0, DFM_FACTOR_AUTO, -1, DFM_SWEEPS_AUTO, 0, 0, 1, 0, -1, 1, 1};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     long v = 0;
@@ -442,6 +468,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "double") == 0) o.sweeps = DFM_SWEEPS_DOUBLE, i++;
     else if (strcmp(a, "--sweeps") == 0 && val && strcmp(val, "float") == 0) o.sweeps = DFM_SWEEPS_FLOAT, i++;
     else if (strcmp(a, "--kept-proxy") == 0 && on_off(val) >= 0) o.kept_proxy = on_off(val), i++;
+    else if (strcmp(a, "--mesh-symbolic") == 0 && on_off(val) >= 0) o.mesh_symbolic = on_off(val), i++;
     else if (strcmp(a, "--mesh-order") == 0 && val && (strcmp(val, "auto") == 0 || strcmp(val, "on") == 0 || strcmp(val, "off") == 0))
       o.mesh_order = strcmp(val, "auto") == 0 ? -1 : strcmp(val, "on") == 0, i++;
     else if (a[0] != '-' && !o.mesh) o.mesh = a;
@@ -451,7 +478,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
     }
   }
   if (!o.mesh) {
-    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--json]\n");
+    fprintf(stderr, "usage: deform-bench solve MESH --mode arap --roi N --iters K --drags D [--handle H] [--factor auto|simplicial|supernodal] [--gestures G] [--reserve-mb R] [--border smooth|sharp] [--sweeps auto|double|float] [--compare-sweeps] [--multires [--proxy N] [--no-exact] [--kept-proxy on|off]] [--subdivide L] [--mesh-order auto|on|off] [--mesh-symbolic on|off] [--json]\n");
     return 2;
   }
   char err[512] = "";
@@ -486,12 +513,12 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
    * dragged. */
   size_t reserve = o.reserve_mb < 0 ? dfm_memory_estimate(s.t.vertex_count) : (size_t)o.reserve_mb << 20;
   double reserve_ms = reserve ? dfm_memory_reserve(reserve) : 0;
-  double mesh_order_ms = 0;
-  int64_t *mesh_order = bench_mesh_order(&s, &o, &mesh_order_ms);
-  p.mesh_order = mesh_order;
+  mesh_prep mp;
+  int rc = bench_mesh_prep(&s, &o, &mp);
+  p.mesh_order = mp.order, p.mesh_symbolic = mp.sym;
   dfm_system *sys = NULL;
   double prefactor = 0, *later = malloc(sizeof(double) * (size_t)o.gestures);
-  int rc = later && (mesh_order || mesh_order_ms == 0) ? 0 : DFM_ENOMEM;
+  if (!later) rc = DFM_ENOMEM;
   for (int g = 0; g < o.gestures && rc == 0; g++) {
     dfm_system_destroy(sys);
     sys = NULL;
@@ -502,7 +529,7 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
   }
   double prefactor_next = o.gestures > 1 ? percentile(later, o.gestures - 1, 0.5) : 0;
   free(later);
-  free(mesh_order);
+  bench_mesh_prep_free(&mp);
   if (rc) {
     fprintf(stderr, "deform-bench solve: %s\n", err);
     free(handle);
@@ -534,18 +561,17 @@ int bench_solve_main(int argc, char **argv, const char *cmdline) {
       printf("{\"bench\":\"solve\",\"command\":\"%s\",\"mesh\":\"%s\",\"vertices\":%u,\"triangles\":%u,"
              "\"mode\":\"%s\",\"region\":%u,\"free\":%u,\"handle\":%u,\"iters\":%d,\"drags\":%d,"
              "\"reserve_mb\":%.1f,\"reserve_ms\":%.1f,\"prefactor_ms\":%.3f,\"gestures\":%d,\"prefactor_next_ms\":%.3f,\"analyze_ms\":%.3f,\"factor_ms\":%.3f,\"roles_ms\":%.3f,\"weights_ms\":%.3f,\"order_ms\":%.3f,"
-             "\"order\":\"%s\",\"mesh_order_ms\":%.1f,"
+             "\"order\":\"%s\",\"mesh_order_ms\":%.1f,\"symbolic\":\"%s\",\"mesh_symbolic_ms\":%.1f,\"mesh_symbolic_mb\":%.1f,"
              "\"assemble_ms\":%.3f,\"arap_setup_ms\":%.3f,\"factor_nnz\":%zu,\"factor_mflops\":%.1f,\"supernodal\":%s,\"solve_threads\":%d,\"sweep32\":%s,"
              "\"first_drag_ms\":%.3f,\"drag_p50_ms\":%.3f,\"drag_p95_ms\":%.3f,\"drag_cpu_p50_ms\":%.3f,\"peak_rss_kb\":%ld,\"border\":\"%s\",\"crease_deg\":%.2f}\n",
              cmdline, o.mesh, s.t.vertex_count, s.t.triangle_count, dfm_mode_name(o.mode), nr ? nr : s.t.vertex_count,
              info.free, nh, o.iters, o.drags, reserve / 1048576.0, reserve_ms, prefactor, o.gestures, prefactor_next, info.analyze_ms, info.factor_ms, info.roles_ms, info.weights_ms, info.order_ms,
-             info.order_from_mesh ? "mesh" : "amd", mesh_order_ms, info.assemble_ms, info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads,
+             info.order_from_mesh ? "mesh" : "amd", mp.order_ms, info.symbolic_from_mesh ? "mesh" : "own", mp.symbolic_ms, mp.symbolic_bytes / 1e6, info.assemble_ms, info.arap_ms, info.factor_nnz, info.factor_flops / 1e6, info.supernodal ? "true" : "false", info.solve_threads,
              info.sweep32 ? "true" : "false", first,
              p50, p95, cpu50, peak_kb(), o.sharp ? "sharp" : "smooth", crease);
     } else {
       printf("# %s\n", cmdline);
-      printf("# heap reserve %.0f MiB written in %.1f ms before the first gesture\n", reserve / 1048576.0, reserve_ms);
-      if (mesh_order_ms > 0) printf("# the mesh's AMD order computed in %.1f ms before the first gesture\n", mesh_order_ms);
+      print_before_gestures(reserve, reserve_ms, &mp, info.symbolic_from_mesh);
       if (o.gestures > 1) printf("# prefactor of gestures 2..%d: median %.1f ms\n", o.gestures, prefactor_next);
       printf("# CPU time per drag (all threads): median %.2f ms\n", cpu50);
       printf("%-22s %8s %8s %-10s %-6s %8s %5s %12s %10s %9s %9s %9s %10s %8s\n", "mesh", "vertices", "region", "mode",

@@ -591,8 +591,9 @@ TEST(a_gesture_asked_for_the_multiresolution_path_says_so_and_its_drags_apply) {
 }
 
 /* Whole-mesh ARAP gestures (sharp border, a handle at vertex 0) begun and ended until one
- * says it took the session's mesh order, at most `tries`; returns how many said so. The order
- * is computed on the pool when the session opens, so the first gesture may come before it. */
+ * says it took the session's mesh order, at most `tries`; returns 0 if none did, else 1, or 2
+ * when that gesture also took the session's symbolic analysis ("mesh_analysis"). Both are
+ * computed on the pool when the session opens, so the first gesture may come before them. */
 static int gestures_until_mesh_order(harness *h, const char *session, const char *extra, int tries) {
   for (int i = 0; i < tries; i++) {
     char params[512];
@@ -600,11 +601,13 @@ static int gestures_until_mesh_order(harness *h, const char *session, const char
              "\"handle_radius\":0.002%s}", session, extra);
     cJSON *b = harness_rpc_ok(h, "deform.begin", params);
     int took = cJSON_IsTrue(cJSON_GetObjectItem(b, "mesh_order"));
+    took += took && cJSON_IsTrue(cJSON_GetObjectItem(b, "mesh_analysis"));
+    ASSERT(took || !cJSON_GetObjectItem(b, "mesh_analysis"));
     snprintf(params, sizeof(params), "{\"session\":\"%s\",\"gesture\":%u}", session,
              (uint32_t)cJSON_GetObjectItem(b, "gesture")->valuedouble);
     cJSON_Delete(b);
     harness_rpc_done(h, "deform.end", params);
-    if (took) return 1;
+    if (took) return took;
   }
   return 0;
 }
@@ -620,15 +623,15 @@ TEST(a_scan_sessions_whole_mesh_gestures_take_its_mesh_order_once_computed_and_a
   harness_rpc_done(&h, "session.create", "{\"session\":\"dragon\",\"mesh\":\"dragon_vrip_res2.ply\"}");
   harness_rpc_done(&h, "session.create", "{\"session\":\"dragon2\",\"mesh\":\"dragon_vrip_res2.ply\"}");
   harness_rpc_done(&h, "session.create", "{\"session\":\"head\",\"mesh\":\"demo\"}");
-  ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50));
-  ASSERT(gestures_until_mesh_order(&h, "dragon2", "", 50)); /* made after dragon's, one at a time */
+  ASSERT_EQ(gestures_until_mesh_order(&h, "dragon", "", 50), 2);
+  ASSERT_EQ(gestures_until_mesh_order(&h, "dragon2", "", 50), 2); /* made after dragon's, one at a time */
   /* A region's system keeps its own AMD; so does a mesh under DFM_MESH_ORDER_MIN vertices. */
   ASSERT(!gestures_until_mesh_order(&h, "dragon", ",\"roi_radius\":0.02", 1));
   ASSERT(!gestures_until_mesh_order(&h, "head", "", 2));
   harness_kill(&h);
   harness_start(&h, "dragon", args);
-  ASSERT(gestures_until_mesh_order(&h, "dragon", "", 50)); /* restored sessions compute it too */
-  ASSERT(gestures_until_mesh_order(&h, "dragon2", "", 50));
+  ASSERT_EQ(gestures_until_mesh_order(&h, "dragon", "", 50), 2); /* restored sessions compute them too */
+  ASSERT_EQ(gestures_until_mesh_order(&h, "dragon2", "", 50), 2);
   harness_stop(&h);
 }
 

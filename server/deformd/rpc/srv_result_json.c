@@ -41,6 +41,7 @@ static cJSON *gesture_begun(const srv_gesture_begun *b) {
   if (b->multires) cJSON_AddNumberToObject(r, "proxy_vertices", b->proxy_vertices);
   if (b->multires) cJSON_AddBoolToObject(r, "proxy_reused", b->proxy_reused);
   if (b->mesh_order) cJSON_AddTrueToObject(r, "mesh_order");
+  if (b->mesh_analysis) cJSON_AddTrueToObject(r, "mesh_analysis");
   cJSON *pivot = cJSON_AddArrayToObject(r, "pivot");
   for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)b->pivot[k]));
   return r;

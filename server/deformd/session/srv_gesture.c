@@ -426,6 +426,7 @@ static void begin_done(uv_work_t *req, int status) {
       /* What the session has made for its gestures by now (set once, freed with the session,
        * which the gesture references): read on the pool during the factorisation only. */
       j->params.mesh_order = g->session->mesh_order;
+      j->params.mesh_symbolic = g->session->mesh_symbolic;
       j->params.proxy = g->session->proxy;
       if (uv_queue_work(srv->loop, &j->req, factor_work, begin_done) == 0) {
         srv->pending_jobs++;
@@ -453,7 +454,7 @@ static void begin_done(uv_work_t *req, int status) {
     srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
                            g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
                            {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices,
-                           g->info.order_from_mesh, g->info.proxy_reused && !j->made_proxy};
+                           g->info.order_from_mesh, g->info.proxy_reused && !j->made_proxy, g->info.symbolic_from_mesh};
     srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
   }
   if (j->made_proxy && !g->session->closed && !g->session->proxy) { /* the next gestures on the path bind to it */

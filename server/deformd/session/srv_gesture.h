@@ -49,6 +49,7 @@ typedef struct srv_gesture_begun {
   uint32_t proxy_vertices;
   int mesh_order;           /* its columns' order is the session's mesh order restricted (dfm_info's order_from_mesh) */
   int proxy_reused;         /* multires: the session's proxy, not one made for this gesture (dfm_info's) */
+  int mesh_analysis;        /* its factor took the session's symbolic analysis (dfm_info's symbolic_from_mesh) */
 } srv_gesture_begun;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the

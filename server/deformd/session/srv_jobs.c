@@ -127,13 +127,16 @@ static void start_reserve(srv_server *s, const char *name, size_t bytes) {
 
 /* What makes a big session's gestures start sooner, made once on the pool when it opens or is
  * restored: its mesh's AMD order (whole-mesh gestures restrict it instead of ordering their
- * columns) and, past the multiresolution path's size, that path's proxy. */
+ * columns) and the symbolic analysis in that order (those with only a handle's worth of fixed
+ * vertices factorise without analysing) and, past the multiresolution path's size, that path's
+ * proxy. */
 typedef struct prep_job {
   uv_work_t req;
   srv_server *srv;
   srv_session *session; /* referenced while the job runs */
   int want_order, want_proxy; /* decided on the loop: the pool reads nothing the loop may set */
   int64_t *order;
+  dfm_symbolic *symbolic;
   dfm_proxy *proxy;
   double order_ms, proxy_ms;
 } prep_job;
@@ -143,6 +146,7 @@ static void prep_work(uv_work_t *req) {
   const srv_session *x = j->session;
   uint64_t t0 = uv_hrtime();
   if (j->want_order && dfm_mesh_order(&x->adj, &j->order) != 0) j->order = NULL; /* gestures order their own */
+  if (j->order && dfm_mesh_symbolic(&x->adj, j->order, &j->symbolic) != 0) j->symbolic = NULL; /* or analyse */
   uint64_t t1 = uv_hrtime();
   char err[256];
   if (j->want_proxy && dfm_proxy_build(&x->topo, &x->adj, x->topo.positions, 0, &j->proxy, err, sizeof(err)) != 0)
@@ -157,12 +161,16 @@ static void prep_done(uv_work_t *req, int status) {
   j->srv->pending_jobs--;
   x->prep_job = 0;
   if (status == 0 && !x->closed) {
-    if (j->order && !x->mesh_order) x->mesh_order = j->order, j->order = NULL;
+    if (j->order && !x->mesh_order) {
+      x->mesh_order = j->order, j->order = NULL;
+      x->mesh_symbolic = j->symbolic, j->symbolic = NULL;
+    }
     if (j->proxy && !x->proxy) x->proxy = j->proxy, j->proxy = NULL;
-    srv_log(SRV_LOG_DEBUG, "session %s: ready for whole-mesh gestures: its mesh's order in %.0f ms, its proxy in %.0f ms",
+    srv_log(SRV_LOG_DEBUG, "session %s: ready for whole-mesh gestures: its mesh's order and analysis in %.0f ms, its proxy in %.0f ms",
             x->name, j->order_ms, j->proxy_ms);
   }
   free(j->order);
+  dfm_mesh_symbolic_free(j->symbolic);
   dfm_proxy_free(j->proxy);
   srv_session_unref(x);
   srv_server *s = j->srv;

@@ -37,6 +37,7 @@ static void free_parts(srv_session *s) {
   free(s->name);
   mesh_adjacency_fini(&s->adj);
   free(s->mesh_order);
+  dfm_mesh_symbolic_free(s->mesh_symbolic);
   dfm_proxy_free(s->proxy);
   mesh_topology_fini(&s->topo);
   mesh_destroy(s->mesh);

@@ -59,6 +59,8 @@ struct srv_session {
   int64_t *mesh_order;       /* AMD's order of topo's vertices (dfm_mesh_order), for whole-mesh
                               * gestures; NULL until srv_job_gesture_prep's job is done (or below
                               * DFM_MESH_ORDER_MIN vertices); never changes once set */
+  struct dfm_symbolic *mesh_symbolic; /* its symbolic analysis in that order (dfm_mesh_symbolic),
+                              * set by the same job with mesh_order; never changes once set */
   struct dfm_proxy *proxy;   /* the multiresolution path's proxy (dfm_proxy_build): made by that
                               * job from DFM_MULTIRES_MIN vertices, or kept from the first gesture
                               * on the path; never changes once set */
