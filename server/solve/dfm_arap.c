@@ -50,11 +50,13 @@ static void local_stars_range(void *ctx, size_t lo, size_t hi) {
     for (uint32_t e = vt_off[v]; e < vt_off[v + 1]; e++) {
       uint32_t t = vt[e];
       const uint32_t *tv = a->v + 3 * (size_t)t;
+      /* Each corner's place in the star, looked up once (each is an end of two edges). */
+      uint32_t slot[3] = {star_slot(adj, v, tv[0]), star_slot(adj, v, tv[1]), star_slot(adj, v, tv[2])};
       for (int c = 0; c < 3; c++) {
         double w = a->c[3 * (size_t)t + c], ec[3];
         rest_edge(s->rest, tv, c, ec);
-        double *ka = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 1) % 3]));
-        double *kb = s->local.vec + 3 * ((size_t)base + star_slot(adj, v, tv[(c + 2) % 3]));
+        double *ka = s->local.vec + 3 * ((size_t)base + slot[(c + 1) % 3]);
+        double *kb = s->local.vec + 3 * ((size_t)base + slot[(c + 2) % 3]);
         for (int d = 0; d < 3; d++) ka[d] -= w * ec[d], kb[d] += w * ec[d];
       }
     }
