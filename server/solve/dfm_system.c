@@ -313,8 +313,9 @@ static void start_cholmod(dfm_system *s) {
   s->cc_started = 1;
 }
 
-/* Analyses A (AMD, or the order beside the weights), factorises and frees it, then allocates B, x, the sweep
- * workspace, plan (and float32 copy). 0, DFM_ENOMEM, DFM_ESOLVER or DFM_ESINGULAR. */
+/* Analyses A (AMD, or the order beside the weights; or copies the mesh's analysis, s->sym),
+ * factorises and frees it, then allocates B, x, the sweep workspace, plan (and float32 copy).
+ * 0, DFM_ENOMEM, DFM_ESOLVER or DFM_ESINGULAR. */
 static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t errlen) {
   uint32_t nf = s->nf;
   struct timespec t0;
@@ -325,6 +326,11 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
     s->lnz = s->sym->lnz, s->fl = s->sym->fl;
     s->symbolic_from_mesh = 1;
     s->sym = NULL;
+    if (!s->L) {
+      snprintf(err, errlen, "out of memory copying the mesh's analysis for %u unknowns", nf);
+      cholmod_l_free_sparse(&A, &s->cc);
+      return DFM_ENOMEM;
+    }
   } else {
     if (s->order) s->cc.method[0].ordering = CHOLMOD_GIVEN; /* AMD's, computed beside the weights */
     s->L = s->order ? cholmod_l_analyze_p(A, s->order, NULL, 0, &s->cc) : cholmod_l_analyze(A, &s->cc);
