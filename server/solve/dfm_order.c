@@ -12,7 +12,6 @@
 #include <amd.h>
 #include <cholmod.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "dfm_internal.h"
 
