@@ -213,14 +213,18 @@ class Methods(Generic[R]):
                      gesture: Optional[int] = None, handle_radius: Optional[float] = None,
                      roi: Optional[Sequence[int]] = None, roi_radius: Optional[float] = None,
                      anchors: Optional[Sequence[int]] = None, soft: Optional[Sequence[Mapping[str, Any]]] = None,
-                     detached: Optional[bool] = None) -> R:
-        """`deform.begin`: starts a gesture (`laplacian`, `biharmonic`, `arap`) on a handle."""
+                     detached: Optional[bool] = None, multires: Optional[bool] = None,
+                     proxy_vertices: Optional[int] = None, measure_exact: Optional[bool] = None) -> R:
+        """`deform.begin`: starts a gesture (`laplacian`, `biharmonic`, `arap`) on a handle.
+        `multires` picks the multiresolution path (default: by size) and `proxy_vertices` its
+        proxy's size; with `measure_exact`, `deform_end` answers `exact_distance`, how far the
+        gesture's shape lies from the exact solve of the same drags."""
         return self._rpc("deform.begin", _params(
             session=session, pick=pick, handle=None if handle is None else list(handle), mode=mode, border=border,
             iterations=iterations, gesture=gesture, handle_radius=handle_radius,
             roi=None if roi is None else list(roi), roi_radius=roi_radius,
             anchors=None if anchors is None else list(anchors), soft=None if soft is None else [dict(s) for s in soft],
-            detached=detached))
+            detached=detached, multires=multires, proxy_vertices=proxy_vertices, measure_exact=measure_exact))
 
     def deform_drag(self, session: str, gesture: int, translate: Optional[Vec3] = None,
                     rotate: Optional[Sequence[float]] = None, pivot: Optional[Vec3] = None) -> R:
@@ -231,7 +235,8 @@ class Methods(Generic[R]):
                                                 pivot=None if pivot is None else list(pivot)))
 
     def deform_end(self, session: str, gesture: int) -> R:
-        """`deform.end`: ends the gesture once its pending drag has been applied."""
+        """`deform.end`: ends the gesture once its pending drag has been applied (and, for one
+        begun with `measure_exact`, once its drags have been replayed through the exact solve)."""
         return self._rpc("deform.end", {"session": session, "gesture": gesture})
 
     def deform_reset(self, session: str, vertices: Optional[Sequence[int]] = None) -> R:

@@ -3,6 +3,7 @@
  * deformd: what viewers rebuild equals what the solver computes on its own, drags coalesce,
  * and a sculpt turned into a target leaves the shape as it was.
  */
+#include <math.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -587,6 +588,122 @@ TEST(a_gesture_asked_for_the_multiresolution_path_says_so_and_its_drags_apply) {
   cJSON_Delete(b);
   ASSERT(version_of(harness_rpc_ok(&h, "deform.drag", "{\"session\":\"demo\",\"gesture\":10,\"translate\":[0,0.01,0]}")) > after);
   cJSON_Delete(harness_rpc_ok(&h, "deform.end", "{\"session\":\"demo\",\"gesture\":10}"));
+  harness_stop(&h);
+}
+
+/* Begins gesture `id` on the demo head (ARAP, sharp border, whole mesh, picked at vertex 2000)
+ * with `extra` keys, drags it through `drags` translations, one answer at a time so none
+ * collapse, and returns deform.end's answer. */
+static cJSON *dragged_gesture(harness *h, uint32_t id, const char *extra, const char *const *drags, int count) {
+  char params[512];
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u,\"mode\":\"arap\",\"pick\":2000,"
+           "\"handle_radius\":0.01,\"border\":\"sharp\"%s}", id, extra);
+  cJSON_Delete(harness_rpc_ok(h, "deform.begin", params));
+  for (int i = 0; i < count; i++) {
+    snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u,\"translate\":%s}", id, drags[i]);
+    cJSON_Delete(harness_rpc_ok(h, "deform.drag", params));
+  }
+  snprintf(params, sizeof(params), "{\"session\":\"demo\",\"gesture\":%u}", id);
+  return harness_rpc_ok(h, "deform.end", params);
+}
+
+static const cJSON *exact_distance(const cJSON *end) {
+  const cJSON *d = cJSON_GetObjectItem(end, "exact_distance");
+  ASSERT(cJSON_IsObject(d));
+  return d;
+}
+
+static double number(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItem(o, key);
+  ASSERT(cJSON_IsNumber(v));
+  return v->valuedouble;
+}
+
+/* JSON-RPC "measure_exact": deform.end of a multiresolution gesture answers how far the shape it
+ * left lies from the exact solve of the same drags. The oracle: the same drags dragged live
+ * through an exact gesture from the same shape (the first one reset in between), both shapes
+ * read back from the server. The replay is charged to the session's budget; a gesture that was
+ * solved exactly, or dragged not at all, says so. */
+TEST(a_measured_multires_gesture_ends_with_its_distance_from_the_same_drags_solved_exactly) {
+  harness h;
+  harness_start(&h, "demo", demo_args);
+  uint32_t n, n2;
+  float *rest = harness_server_positions(&h, "demo", &n);
+  double lo[3] = {1e30, 1e30, 1e30}, hi[3] = {-1e30, -1e30, -1e30}, diag = 0;
+  for (uint32_t v = 0; v < n; v++)
+    for (int k = 0; k < 3; k++) {
+      if (rest[3 * v + k] < lo[k]) lo[k] = rest[3 * v + k];
+      if (rest[3 * v + k] > hi[k]) hi[k] = rest[3 * v + k];
+    }
+  for (int k = 0; k < 3; k++) diag += (hi[k] - lo[k]) * (hi[k] - lo[k]);
+  diag = sqrt(diag);
+  const char *const drags[] = {"[0,0.01,0]", "[0.004,0.02,0.002]", "[0.01,0.03,0.006]", "[0.012,0.04,0.01]"};
+  /* A proxy of 4,000 of the head's 41,000 vertices: far enough from the mesh to measure. */
+  cJSON *end = dragged_gesture(&h, 21, ",\"multires\":true,\"proxy_vertices\":4000,\"measure_exact\":true", drags, 4);
+  const cJSON *d = exact_distance(end);
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(d, "measured")));
+  ASSERT_EQ(number(d, "drags"), 4);
+  double max_frac = number(d, "max_over_diag"), rms_frac = number(d, "rms_over_diag");
+  ASSERT(number(d, "exact_prefactor_ms") > 0 && number(d, "exact_replay_ms") > 0);
+  ASSERT(fabs(number(d, "max") - max_frac * diag) <= 1e-9 * diag);
+  float *multires = harness_server_positions(&h, "demo", &n2);
+  ASSERT_EQ(n2, n);
+  cJSON_Delete(end);
+  cJSON_Delete(harness_rpc_ok(&h, "deform.reset", "{\"session\":\"demo\"}"));
+  end = dragged_gesture(&h, 22, ",\"multires\":false", drags, 4);
+  ASSERT(cJSON_GetObjectItem(end, "exact_distance") == NULL); /* not asked: the answer is as it was */
+  cJSON_Delete(end);
+  float *exact = harness_server_positions(&h, "demo", &n2);
+  ASSERT_EQ(n2, n);
+  double worst = 0, sum = 0, moved = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    double d2 = 0, m2 = 0;
+    for (int k = 0; k < 3; k++) {
+      d2 += (multires[3 * v + k] - exact[3 * v + k]) * (multires[3 * v + k] - exact[3 * v + k]);
+      m2 += (exact[3 * v + k] - rest[3 * v + k]) * (exact[3 * v + k] - rest[3 * v + k]);
+    }
+    worst = fmax(worst, d2), sum += d2, moved = fmax(moved, m2);
+  }
+  /* Both shapes went through quantised offsets (diag / 2^20) and the OBJ's digits. */
+  fprintf(stderr, "measured max %.4g rms %.4g; live max %.4g rms %.4g (over the diagonal); handle moved %.4g\n",
+          max_frac, rms_frac, sqrt(worst) / diag, sqrt(sum / n) / diag, sqrt(moved) / diag);
+  ASSERT(sqrt(moved) > 0.02 * diag);                   /* the drags did move the head */
+  ASSERT(max_frac > 1e-4 && max_frac < 0.5);            /* the proxy is not the mesh, but close to it */
+  ASSERT(fabs(sqrt(worst) / diag - max_frac) <= 0.005 * max_frac + 1e-5);
+  /* The RMS: over render vertices here, welded ones in the answer (seams count twice here). */
+  ASSERT(fabs(sqrt(sum / n) / diag - rms_frac) <= 0.02 * rms_frac + 1e-5);
+  free(rest);
+  free(multires);
+  free(exact);
+  /* Solved exactly: nothing to measure, and the answer says why. */
+  end = dragged_gesture(&h, 23, ",\"multires\":false,\"measure_exact\":true", drags, 1);
+  d = exact_distance(end);
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(d, "measured")));
+  ASSERT_STR_CONTAINS(cJSON_GetObjectItem(d, "reason")->valuestring, "solved exactly");
+  cJSON_Delete(end);
+  /* Never dragged: both are the shape at begin. */
+  end = dragged_gesture(&h, 24, ",\"multires\":true,\"measure_exact\":true", drags, 0);
+  d = exact_distance(end);
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(d, "measured")));
+  ASSERT_EQ(number(d, "drags"), 0);
+  ASSERT_EQ(number(d, "max_over_diag"), 0);
+  cJSON_Delete(end);
+  char msg[256];
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"pick\":1,\"measure_exact\":1}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "measure_exact");
+  ASSERT_EQ(harness_rpc_err(&h, "deform.begin", "{\"session\":\"demo\",\"pick\":1,\"proxy_vertices\":99}", msg, sizeof(msg)), -32602);
+  ASSERT_STR_CONTAINS(msg, "proxy_vertices");
+  harness_stop(&h);
+  /* 64 MiB a session: the gesture on its proxy fits (about 30 MiB), its exact replay (about
+   * 100 MiB more) does not, and the end says so instead of passing the budget. */
+  const char *const small[] = {"--demo", "--session-memory-mb", "64", NULL};
+  harness_start(&h, "demo", small);
+  end = dragged_gesture(&h, 25, ",\"multires\":true,\"proxy_vertices\":4000,\"measure_exact\":true", drags, 2);
+  d = exact_distance(end);
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(d, "measured")));
+  ASSERT_STR_CONTAINS(cJSON_GetObjectItem(d, "reason")->valuestring, "--session-memory-mb");
+  ASSERT(number(end, "version") >= 2);
+  cJSON_Delete(end);
   harness_stop(&h);
 }
 

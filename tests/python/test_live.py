@@ -212,6 +212,22 @@ def test_pipelined_calls_answered_out_of_order_reach_their_callers():
         srv.stop()
 
 
+def test_a_gesture_measured_against_the_exact_solve_from_python_answers_its_distance():
+    """deform_begin's multires, proxy_vertices and measure_exact reach deformd: the gesture is on
+    a proxy of about the size asked, and deform_end answers the replay's distance."""
+    srv = Server()
+    with srv.client() as c:
+        b = c.deform_begin("demo", pick=2000, handle_radius=0.01, border="sharp", multires=True,
+                           proxy_vertices=3000, measure_exact=True)
+        assert b["multires"] and b["measure_exact"] and 2500 <= b["proxy_vertices"] <= 3500, b
+        for y in (0.01, 0.02):
+            c.deform_drag("demo", b["gesture"], translate=[0, y, 0])
+        d = c.deform_end("demo", b["gesture"])["exact_distance"]
+        assert d["measured"] and d["drags"] == 2 and 0 < d["max_over_diag"] < 0.5, d
+        assert 0 < d["rms_over_diag"] <= d["max_over_diag"], d
+    srv.stop()
+
+
 def test_asyncio_client_has_the_same_methods_and_pipelines():
     """deformd.aio.Client: gather() of a slow and fast calls, a refused call as RpcError, watch;
     replicas left open close with their client."""

@@ -18,6 +18,7 @@
 
 /* Declared by the session modules that fill them. */
 struct srv_gesture_begun;  /* session/srv_gesture.h */
+struct srv_gesture_ended;  /* session/srv_gesture.h */
 struct srv_brush_stroked;  /* session/srv_brush.h */
 struct srv_blend_solved;   /* session/srv_blend.h */
 struct srv_blend_fitted;   /* session/srv_blend.h */
@@ -36,6 +37,7 @@ typedef enum srv_result_kind {
   SRV_RESULT_HISTORY,        /* history.undo, history.redo: what it did, and whose it was */
   SRV_RESULT_MASK,           /* mask.stroke, .clear, .invert, .auto: the author's mask step */
   SRV_RESULT_TEXCLIP,        /* texclip.upload: the clip, whose report is the answer */
+  SRV_RESULT_GESTURE_ENDED,  /* deform.end of a gesture begun with measure_exact: the version and the distance */
 } srv_result_kind;
 
 /* One answer. The pointers are borrowed: valid during the ok() call only, so a transport that
@@ -45,6 +47,7 @@ typedef struct srv_result {
   union {
     uint64_t version;
     const struct srv_gesture_begun *gesture_begun;
+    const struct srv_gesture_ended *gesture_ended;
     const struct srv_brush_stroked *brush_stroked;
     const struct srv_blend_solved *blend_solved;
     const struct srv_blend_fitted *blend_fitted;

@@ -455,6 +455,14 @@ static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params)
     }
     spec.pick = (int64_t)v;
   }
+  if ((r = srv_rpc_number(call, params, "proxy_vertices", &v)) < 0) return;
+  if (r) {
+    if (v < 100 || v > 10000000 || v != (double)(uint32_t)v) {
+      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"proxy_vertices\" must be an integer from 100 to 10000000");
+      return;
+    }
+    spec.proxy_vertices = (uint32_t)v;
+  }
   if (srv_rpc_number(call, params, "handle_radius", &spec.handle_radius) < 0) return;
   if (srv_rpc_number(call, params, "roi_radius", &spec.roi_radius) < 0) return;
   if (srv_rpc_vertices(call, params, "handle", &handle, &spec.handle_count) < 0) return;
@@ -470,6 +478,7 @@ static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params)
   int multires = 0, has_multires = srv_rpc_bool(call, params, "multires", &multires);
   if (has_multires < 0) goto out;
   if (has_multires) spec.multires = multires ? DFM_MULTIRES_ON : DFM_MULTIRES_OFF;
+  if (srv_rpc_bool(call, params, "measure_exact", &spec.measure_exact) < 0) goto out;
   spec.handle = handle, spec.roi = roi, spec.anchors = anchors;
   char err[256];
   srv_reply reply = srv_rpc_reply_to(call);

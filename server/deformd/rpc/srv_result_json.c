@@ -42,8 +42,30 @@ static cJSON *gesture_begun(const srv_gesture_begun *b) {
   if (b->multires) cJSON_AddBoolToObject(r, "proxy_reused", b->proxy_reused);
   if (b->mesh_order) cJSON_AddTrueToObject(r, "mesh_order");
   if (b->mesh_analysis) cJSON_AddTrueToObject(r, "mesh_analysis");
+  if (b->measure_exact) cJSON_AddTrueToObject(r, "measure_exact");
   cJSON *pivot = cJSON_AddArrayToObject(r, "pivot");
   for (int k = 0; k < 3; k++) cJSON_AddItemToArray(pivot, srv_json_float((float)b->pivot[k]));
+  return r;
+}
+
+/* {"version", "exact_distance": {...}}: measured, or not with the reason. */
+static cJSON *gesture_ended(const srv_gesture_ended *e) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "version", (double)e->version);
+  cJSON *d = cJSON_AddObjectToObject(r, "exact_distance");
+  cJSON_AddBoolToObject(d, "measured", e->measured);
+  if (!e->measured) {
+    cJSON_AddStringToObject(d, "reason", e->reason);
+    return r;
+  }
+  cJSON_AddNumberToObject(d, "drags", e->drags);
+  cJSON_AddNumberToObject(d, "max_over_diag", e->max_over_diag);
+  cJSON_AddNumberToObject(d, "rms_over_diag", e->rms_over_diag);
+  cJSON_AddNumberToObject(d, "max", e->max_distance);
+  if (e->drags) {
+    cJSON_AddNumberToObject(d, "exact_prefactor_ms", e->exact_prefactor_ms);
+    cJSON_AddNumberToObject(d, "exact_replay_ms", e->exact_replay_ms);
+  }
   return r;
 }
 
@@ -126,6 +148,7 @@ cJSON *srv_result_json(srv_server *s, const srv_result *r) {
     case SRV_RESULT_HISTORY: return history(s, r->history.result, r->history.author);
     case SRV_RESULT_MASK: return mask_done(r->mask);
     case SRV_RESULT_TEXCLIP: return cJSON_Duplicate(r->texclip->report, 1);
+    case SRV_RESULT_GESTURE_ENDED: return gesture_ended(r->gesture_ended);
   }
   return NULL;
 }

@@ -41,6 +41,7 @@
 #include "srv_state.h"
 #include "srv_history.h"
 #include "srv_mask.h"
+#include "srv_measure.h"
 
 typedef enum g_state { G_FACTORING, G_READY, G_SOLVING, G_FAILED } g_state;
 
@@ -76,8 +77,14 @@ struct srv_gesture {
   int have_end_reply;
   dfm_info info;
   char error[256];
+  srv_measure *measure;   /* "measure_exact": its solves, replayed exactly after end (NULL: not asked) */
+  int measure_state;      /* M_NONE, M_RUNNING, M_DONE */
+  int out_valid;          /* `out` holds the last applied solve's result */
+  size_t measure_charge;  /* the replay's estimate, counted in session->gesture_bytes while it runs */
   struct srv_gesture *next;
 };
+
+enum { M_NONE, M_RUNNING, M_DONE };
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
@@ -121,8 +128,13 @@ static void gesture_free(srv_gesture *g) {
   for (uint32_t i = 0; i < g->nwaiting; i++) srv_reply_error(&g->waiting[i], SRV_ENOGESTURE, "the gesture ended");
   free(g->waiting);
   srv_reply_error(&g->begin_reply, SRV_ENOGESTURE, "the gesture ended");
-  if (g->have_end_reply)
+  if (g->have_end_reply && g->measure) {
+    g->measure->result.version = g->session->version;
+    srv_reply_ok(&g->end_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_ENDED, .gesture_ended = &g->measure->result});
+  } else if (g->have_end_reply)
     srv_reply_ok(&g->end_reply, &(srv_result){.kind = SRV_RESULT_VERSION, .version = g->session->version});
+  if (g->measure) srv_measure_fini(g->measure);
+  free(g->measure);
   dfm_system_destroy(g->sys);
   free(g->rest);
   free(g->out);
@@ -144,9 +156,13 @@ static void unlink_gesture(srv_gesture *g) {
   }
 }
 
-/* Frees an ended gesture once no job uses it and nothing is pending. */
+static int start_measure(srv_gesture *g);
+
+/* Frees an ended gesture once no job uses it and nothing is pending (and, with measure_exact,
+ * once its drags have been replayed through the exact solve). */
 static void maybe_finish(srv_gesture *g) {
   if (!g->ended || g->job_running || (g->has_pending && g->state == G_READY)) return;
+  if (g->measure && g->measure_state == M_NONE && start_measure(g)) return;
   unlink_gesture(g);
   srv_session *s = g->session;
   gesture_free(g);
@@ -323,6 +339,10 @@ static void factor_work(uv_work_t *req) {
   j->status = dfm_system_create(t, &s->adj, g->rest, &p, &g->sys, j->err, sizeof(j->err));
   if (j->status) return;
   dfm_system_info(g->sys, &g->info);
+  if (g->measure && srv_measure_init(g->measure, &p) != 0) { /* the exact replay's parameters */
+    g->measure->lost = 1;
+    snprintf(g->measure->result.reason, sizeof(g->measure->result.reason), "out of memory");
+  }
   /* The render vertices that can move: those of region topology vertices. */
   uint8_t *in = calloc(nt + 1, 1);
   if (!in) {
@@ -362,7 +382,7 @@ static size_t client_bytes(const srv_server *srv, uint32_t client) {
   size_t sum = 0;
   for (const srv_session *x = srv->sessions; x; x = x->next)
     for (const srv_gesture *g = x->gestures; g; g = g->next)
-      if (g->client == client) sum += g->charge;
+      if (g->client == client) sum += g->charge + g->measure_charge;
   return sum;
 }
 
@@ -399,6 +419,89 @@ static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
   g->charge = bytes;
   s->gesture_bytes += bytes;
   return 0;
+}
+
+/* ---- measured against the exact solve ("measure_exact") ------------------------------------- */
+
+static void measure_work(uv_work_t *req) {
+  srv_gesture *g = req->data;
+  const srv_session *s = g->session;
+  srv_measure_run(g->measure, &s->topo, &s->adj, g->rest, g->out);
+}
+
+static void measure_done(uv_work_t *req, int status) {
+  srv_gesture *g = req->data;
+  srv_session *s = g->session;
+  free(req);
+  g->srv->pending_jobs--;
+  g->job_running = 0;
+  g->measure_state = M_DONE;
+  s->gesture_bytes -= g->measure_charge;
+  give_back(g->srv, g->measure_charge);
+  g->measure_charge = 0;
+  srv_gesture_ended *r = &g->measure->result;
+  if (status == UV_ECANCELED && !r->measured && !r->reason[0]) snprintf(r->reason, sizeof(r->reason), "cancelled");
+  if (r->measured)
+    srv_log(SRV_LOG_INFO, "session %s: gesture %u against the exact solve over %u drags: max %.3g, RMS %.3g of the diagonal",
+            s->name, g->id, r->drags, r->max_over_diag, r->rms_over_diag);
+  else
+    srv_log(SRV_LOG_INFO, "session %s: gesture %u not measured against the exact solve: %s", s->name, g->id, r->reason);
+  srv_session_ref(s);
+  maybe_finish(g);
+  srv_session_unref(s);
+}
+
+/* An ended gesture asked to measure_exact, once its last drag is applied: 1 when the replay
+ * started on the pool (the gesture stays until it is done), 0 when there is nothing to replay
+ * or nobody to tell, with the reason in the result deform.end answers. */
+static int start_measure(srv_gesture *g) {
+  srv_gesture_ended *r = &g->measure->result;
+  srv_session *s = g->session;
+  srv_server *srv = g->srv;
+  g->measure_state = M_DONE;
+  if (!g->have_end_reply || g->dropped || s->closed || g->state == G_FAILED) return 0;
+  if (g->measure->lost) return 0; /* the reason is set */
+  if (!g->info.multires) {
+    snprintf(r->reason, sizeof(r->reason),
+             "the gesture was solved exactly (\"multires\" false, or by size: below %u vertices), so it is its own exact solve",
+             DFM_MULTIRES_MIN);
+    return 0;
+  }
+  if (g->measure->count == 0 || !g->out_valid) { /* no drag applied: both are the shape at begin */
+    r->measured = 1;
+    return 0;
+  }
+  uint64_t unknowns;
+  size_t bytes = srv_measure_bytes(g->measure, s->topo.vertex_count, &unknowns);
+  size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
+  size_t held = client_bytes(srv, g->client);
+  if (s->gesture_bytes + bytes > session_budget || held + bytes > client_budget) {
+    int by_session = s->gesture_bytes + bytes > session_budget;
+    snprintf(r->reason, sizeof(r->reason),
+             "the exact replay needs about %zu MiB (%llu unknowns) and %s already holds %zu MiB of gestures of the %u MiB "
+             "it may hold (%s)",
+             bytes >> 20, (unsigned long long)unknowns, by_session ? "the session" : "this client",
+             (by_session ? s->gesture_bytes : held) >> 20, by_session ? srv->cfg.session_memory_mb : srv->cfg.client_memory_mb,
+             by_session ? "--session-memory-mb" : "--client-memory-mb");
+    return 0;
+  }
+  uv_work_t *req = malloc(sizeof(*req));
+  if (!req) {
+    snprintf(r->reason, sizeof(r->reason), "out of memory");
+    return 0;
+  }
+  req->data = g;
+  if (uv_queue_work(srv->loop, req, measure_work, measure_done) != 0) {
+    free(req);
+    snprintf(r->reason, sizeof(r->reason), "cannot start the exact replay");
+    return 0;
+  }
+  g->measure_state = M_RUNNING;
+  g->measure_charge = bytes;
+  s->gesture_bytes += bytes;
+  srv->pending_jobs++;
+  g->job_running = 1;
+  return 1;
 }
 
 static void begin_done(uv_work_t *req, int status) {
@@ -454,7 +557,8 @@ static void begin_done(uv_work_t *req, int status) {
     srv_gesture_begun b = {g->id, j->params.mode, j->params.smooth_border || j->params.mode == DFM_BIHARMONIC,
                            g->region_count, g->info.free, g->info.pinned, g->info.analyze_ms + g->info.factor_ms,
                            {g->pivot[0], g->pivot[1], g->pivot[2]}, g->info.multires, g->info.proxy_vertices,
-                           g->info.order_from_mesh, g->info.proxy_reused && !j->made_proxy, g->info.symbolic_from_mesh};
+                           g->info.order_from_mesh, g->info.proxy_reused && !j->made_proxy, g->info.symbolic_from_mesh,
+                           g->measure != NULL};
     srv_reply_ok(&g->begin_reply, &(srv_result){.kind = SRV_RESULT_GESTURE_BEGUN, .gesture_begun = &b});
   }
   if (j->made_proxy && !g->session->closed && !g->session->proxy) { /* the next gestures on the path bind to it */
@@ -536,6 +640,13 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   g->srv = srv;
   g->author = spec->author;
   g->mask = srv_mask_copy(s, spec->author);
+  if (spec->measure_exact && !(g->measure = calloc(1, sizeof(*g->measure)))) {
+    free(g->mask);
+    free(g);
+    begin_job_free(j);
+    snprintf(err, errlen, "out of memory");
+    return SRV_EINTERNAL;
+  }
   g->step = 0; /* taken when its first drag applies: step ids follow the versions */
   g->session = s;
   g->state = G_FACTORING;
@@ -551,6 +662,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
   j->params.soft_count = spec->soft_count;
   j->params.smooth_border = !spec->sharp_border;
   j->params.multires = spec->multires;
+  j->params.multires_proxy = spec->proxy_vertices;
   j->handle = copy_u32(spec->handle, spec->handle_count);
   j->roi = copy_u32(spec->roi, spec->roi_count);
   j->anchors = copy_u32(spec->anchors, spec->anchor_count);
@@ -571,6 +683,7 @@ int srv_gesture_begin(srv_server *srv, srv_session *s, const srv_gesture_spec *s
       uv_queue_work(srv->loop, &j->req, region_work, begin_done) != 0) {
     begin_job_free(j);
     free(g->mask);
+    free(g->measure);
     free(g);
     snprintf(err, errlen, "cannot start the factorisation");
     return SRV_EINTERNAL;
@@ -661,6 +774,8 @@ static void solve_done(uv_work_t *req, int status) {
                      .count = k, .indices = idx, .q = q};
         version = srv_session_apply(srv, s, &op);
       }
+      g->out_valid = 1;
+      if (g->measure) srv_measure_record(g->measure, &j->xf);
     } else {
       j->status = DFM_ENOMEM;
       snprintf(j->err, sizeof(j->err), "out of memory");
@@ -677,6 +792,11 @@ static void solve_done(uv_work_t *req, int status) {
     else srv_reply_ok(&j->answer[i], &(srv_result){.kind = SRV_RESULT_VERSION, .version = version});
   }
   if (j->status) srv_log(SRV_LOG_INFO, "session %s: gesture %u drag failed: %s", s->name, g->id, j->err);
+  if (j->status && g->measure && !g->measure->lost) { /* the system may have moved on: no faithful replay */
+    g->measure->lost = 1;
+    snprintf(g->measure->result.reason, sizeof(g->measure->result.reason),
+             "drag %u failed, so a replay would not be the gesture's: %.160s", g->measure->count + 1, j->err);
+  }
   free(j->answer);
   free(j->q);
   free(j);
@@ -774,6 +894,7 @@ void srv_gesture_drop_owner(srv_server *srv, srv_session *s, uint32_t owner) {
   (void)srv;
   for (srv_gesture *g = s->gestures, *next; g; g = next) {
     next = g->next;
+    if (owner != 0 && g->owner == owner && g->measure) atomic_store(&g->measure->stop, 1); /* nobody to tell */
     if (owner == 0 || g->owner != owner || g->ended) continue;
     g->ended = 1;
     g->dropped = 1;
@@ -798,6 +919,7 @@ void srv_gesture_close_all(srv_session *s) {
     next = g->next;
     g->ended = 1;
     g->has_pending = 0;
+    if (g->measure) atomic_store(&g->measure->stop, 1);
     maybe_finish(g);
   }
 }

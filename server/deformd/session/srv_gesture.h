@@ -34,6 +34,9 @@ typedef struct srv_gesture_spec {
   int sharp_border;       /* the plain solve: a kink where the region meets what holds it */
   int detached;           /* does not end with the connection that began it (JSON-RPC "detached") */
   dfm_multires multires;  /* the multiresolution path: by size (AUTO, 0), or JSON-RPC "multires" */
+  uint32_t proxy_vertices; /* JSON-RPC "proxy_vertices": the proxy's target size (0: DFM_MULTIRES_PROXY) */
+  int measure_exact;      /* JSON-RPC "measure_exact": after deform.end, the gesture's drags are
+                           * replayed through the exact solve and deform.end answers the distance */
 } srv_gesture_spec;
 
 /* What deform.begin answers once the gesture is factorised (SRV_RESULT_GESTURE_BEGUN). */
@@ -50,7 +53,22 @@ typedef struct srv_gesture_begun {
   int mesh_order;           /* its columns' order is the session's mesh order restricted (dfm_info's order_from_mesh) */
   int proxy_reused;         /* multires: the session's proxy, not one made for this gesture (dfm_info's) */
   int mesh_analysis;        /* its factor took the session's symbolic analysis (dfm_info's symbolic_from_mesh) */
+  int measure_exact;        /* asked for: deform.end will answer the distance from the exact solve */
 } srv_gesture_begun;
+
+/* What deform.end answers for a gesture begun with measure_exact (SRV_RESULT_GESTURE_ENDED):
+ * the shape its last drag solved against the same drags replayed, in order, through the exact
+ * solve from the same shape at begin (srv_gesture_measure.c). */
+typedef struct srv_gesture_ended {
+  uint64_t version;
+  int measured;             /* 0: `reason` says why not */
+  uint32_t drags;           /* the solves replayed (drags that arrived while one solved collapse, as they did live) */
+  double max_over_diag;     /* the largest vertex distance over the bounding box diagonal at begin */
+  double rms_over_diag;     /* the RMS over the welded vertices, over the diagonal */
+  double max_distance;      /* the largest vertex distance in mesh units */
+  double exact_prefactor_ms, exact_replay_ms;
+  char reason[256];
+} srv_gesture_ended;
 
 /* Each returns 0 (the reply is answered later) or an SRV_E* code with a reason in err (the
  * reply is untouched: the caller answers). */
