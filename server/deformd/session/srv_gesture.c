@@ -491,6 +491,10 @@ static int start_measure(srv_gesture *g) {
     return 0;
   }
   req->data = g;
+  /* The proxy's system has done its work (`out` holds its last shape): its memory goes to the
+   * replay. The gesture stays charged for it until it is freed. */
+  dfm_system_destroy(g->sys);
+  g->sys = NULL;
   if (uv_queue_work(srv->loop, req, measure_work, measure_done) != 0) {
     free(req);
     snprintf(r->reason, sizeof(r->reason), "cannot start the exact replay");
