@@ -426,7 +426,7 @@ static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
 static void measure_work(uv_work_t *req) {
   srv_gesture *g = req->data;
   const srv_session *s = g->session;
-  srv_measure_run(g->measure, &s->topo, &s->adj, g->rest, g->out);
+  srv_measure_run(g->measure, &s->topo, &s->adj, g->rest, g->out, mesh_bbox_diagonal(s->mesh));
 }
 
 static void measure_done(uv_work_t *req, int status) {

@@ -63,7 +63,7 @@ typedef struct srv_gesture_ended {
   uint64_t version;
   int measured;             /* 0: `reason` says why not */
   uint32_t drags;           /* the solves replayed (drags that arrived while one solved collapse, as they did live) */
-  double max_over_diag;     /* the largest vertex distance over the bounding box diagonal at begin */
+  double max_over_diag;     /* the largest vertex distance over the mesh's bounding-box diagonal */
   double rms_over_diag;     /* the RMS over the welded vertices, over the diagonal */
   double max_distance;      /* the largest vertex distance in mesh units */
   double exact_prefactor_ms, exact_replay_ms;

@@ -2,7 +2,6 @@
  * srv_measure.c — a multiresolution gesture's drags replayed through the exact solve (see
  * srv_measure.h).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,22 +69,8 @@ size_t srv_measure_bytes(const srv_measure *m, uint32_t vertices, uint64_t *unkn
   return dfm_memory_gesture_bytes((uint32_t)u) + 24 * (size_t)vertices;
 }
 
-/* The bounding box diagonal of `p` (3 per vertex). */
-static double diagonal(const double *p, uint32_t n) {
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (uint32_t v = 0; v < n; v++)
-    for (int k = 0; k < 3; k++) {
-      double x = p[3 * (size_t)v + k];
-      if (x < lo[k]) lo[k] = x;
-      if (x > hi[k]) hi[k] = x;
-    }
-  double d2 = 0;
-  for (int k = 0; n && k < 3; k++) d2 += (hi[k] - lo[k]) * (hi[k] - lo[k]);
-  return sqrt(d2);
-}
-
 void srv_measure_run(srv_measure *m, const mesh_topology *t, const mesh_adjacency *adj, const double *rest,
-                     const double *solved) {
+                     const double *solved, double diag) {
   srv_gesture_ended *r = &m->result;
   uint32_t n = t->vertex_count;
   char err[256] = "";
@@ -108,9 +93,9 @@ void srv_measure_run(srv_measure *m, const mesh_topology *t, const mesh_adjacenc
   if (rc) snprintf(r->reason, sizeof(r->reason), "the exact solve of drag %u failed: %.200s", d + 1, err);
   else if (d < m->count) snprintf(r->reason, sizeof(r->reason), "stopped after %u of %u drags: the gesture's session or connection went away", d, m->count);
   else {
-    double diag = diagonal(rest, n);
-    dfm_distance(solved, out, n, diag > 0 ? diag : 1, &r->max_over_diag, &r->rms_over_diag);
-    r->max_distance = r->max_over_diag * (diag > 0 ? diag : 1);
+    if (!(diag > 0)) diag = 1;
+    dfm_distance(solved, out, n, diag, &r->max_over_diag, &r->rms_over_diag);
+    r->max_distance = r->max_over_diag * diag;
     r->drags = m->count;
     r->measured = 1;
   }

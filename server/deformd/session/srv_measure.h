@@ -45,9 +45,10 @@ void srv_measure_record(srv_measure *m, const dfm_xform *xf);
  * bytes, and its unknowns for the messages. */
 size_t srv_measure_bytes(const srv_measure *m, uint32_t vertices, uint64_t *unknowns);
 /* On the pool: the exact system from `rest` (3 per topology vertex), every recorded drag
- * solved in turn, and the last result against `solved` (the gesture's last output). Fills
+ * solved in turn, and the last result against `solved` (the gesture's last output), the
+ * distances over `diag` (the mesh's bounding-box diagonal, as deform-bench divides by). Fills
  * m->result (but its version), or its reason. */
 void srv_measure_run(srv_measure *m, const mesh_topology *t, const mesh_adjacency *adj, const double *rest,
-                     const double *solved);
+                     const double *solved, double diag);
 
 #endif
