@@ -431,14 +431,8 @@ static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params)
   }
   double v;
   int r;
-  if ((r = srv_rpc_number(call, params, "iterations", &v)) < 0) return;
-  if (r) {
-    if (v < 1 || v > 100 || v != (double)(int)v) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"iterations\" must be an integer from 1 to 100");
-      return;
-    }
-    spec.iterations = (int)v;
-  }
+  if ((r = srv_rpc_integer_in(call, params, "iterations", 1, 100, &v)) < 0) return;
+  if (r) spec.iterations = (int)v;
   if ((r = srv_rpc_number(call, params, "gesture", &v)) < 0) return;
   if (r) {
     if (v < 1 || v > 4294967295.0 || v != (double)(uint32_t)v) {
@@ -455,14 +449,8 @@ static void srv_m_deform_begin(srv_server *s, srv_rpc_call *call, cJSON *params)
     }
     spec.pick = (int64_t)v;
   }
-  if ((r = srv_rpc_number(call, params, "proxy_vertices", &v)) < 0) return;
-  if (r) {
-    if (v < 100 || v > 10000000 || v != (double)(uint32_t)v) {
-      srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"proxy_vertices\" must be an integer from 100 to 10000000");
-      return;
-    }
-    spec.proxy_vertices = (uint32_t)v;
-  }
+  if ((r = srv_rpc_integer_in(call, params, "proxy_vertices", 100, 10000000, &v)) < 0) return;
+  if (r) spec.proxy_vertices = (uint32_t)v;
   if (srv_rpc_number(call, params, "handle_radius", &spec.handle_radius) < 0) return;
   if (srv_rpc_number(call, params, "roi_radius", &spec.roi_radius) < 0) return;
   if (srv_rpc_vertices(call, params, "handle", &handle, &spec.handle_count) < 0) return;

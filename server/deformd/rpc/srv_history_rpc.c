@@ -122,11 +122,7 @@ static void srv_m_history_list(srv_server *s, srv_rpc_call *call, cJSON *params)
     srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"before_version\" must be a version (an integer >= 0)");
     return;
   }
-  if ((r = srv_rpc_number(call, params, "limit", &limit)) < 0) return;
-  if (r && (limit < 1 || limit > 10000 || limit != (double)(uint32_t)limit)) {
-    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"limit\" must be an integer from 1 to 10000");
-    return;
-  }
+  if ((r = srv_rpc_integer_in(call, params, "limit", 1, 10000, &limit)) < 0) return;
   cJSON *res = cJSON_CreateObject();
   cJSON_AddNumberToObject(res, "version", (double)x->version);
   list_ctx c = {s, cJSON_AddArrayToObject(res, "steps")};

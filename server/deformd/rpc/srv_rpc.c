@@ -248,6 +248,15 @@ int srv_rpc_number_in(srv_rpc_call *call, const cJSON *params, const char *key, 
   return r;
 }
 
+int srv_rpc_integer_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out) {
+  int r = srv_rpc_number(call, params, key, out);
+  if (r > 0 && !(*out >= lo && *out <= hi && *out == floor(*out))) {
+    srv_rpc_error(call, SRV_EPARAMS, "invalid params: \"%s\" must be an integer from %.0f to %.0f", key, lo, hi);
+    return -1;
+  }
+  return r;
+}
+
 int srv_rpc_samples(srv_rpc_call *call, const cJSON *params, double radius, double strength, double lo, double hi,
                     int direction, dfm_brush_sample **out) {
   *out = NULL;

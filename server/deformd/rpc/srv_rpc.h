@@ -41,6 +41,8 @@ int srv_rpc_numbers(srv_rpc_call *call, const cJSON *params, const char *key, in
 int srv_rpc_bool(srv_rpc_call *call, const cJSON *params, const char *key, int *out);
 /* A number that must lie in [lo, hi] (answers SRV_EPARAMS naming the range otherwise). */
 int srv_rpc_number_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out);
+/* An integer in [lo, hi] (answers SRV_EPARAMS: "\"key\" must be an integer from lo to hi"). */
+int srv_rpc_integer_in(srv_rpc_call *call, const cJSON *params, const char *key, double lo, double hi, double *out);
 /* A stroke's path (brush.stroke, mask.stroke): "samples", 1 to 65536 objects with "center"
  * [x, y, z], optional "direction" (when `direction`), "radius" (default `radius`) and "strength"
  * (default `strength`, within [lo, hi]). Returns the count with *out malloc'ed (caller frees), or
