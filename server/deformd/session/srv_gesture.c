@@ -386,6 +386,30 @@ static size_t client_bytes(const srv_server *srv, uint32_t client) {
   return sum;
 }
 
+/* 1 when `bytes` more (for `what`, of `unknowns`) would take the session's or the client's
+ * gestures past their budget, with the figures in err. */
+static int over_budget(const srv_server *srv, const srv_gesture *g, size_t bytes, uint64_t unknowns, const char *what,
+                       char *err, size_t errlen) {
+  const srv_session *s = g->session;
+  size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
+  size_t held = client_bytes(srv, g->client);
+  if (s->gesture_bytes + bytes > session_budget) {
+    snprintf(err, errlen,
+             "%s needs about %zu MiB (%llu unknowns); session '%s' already holds %zu MiB of gestures and "
+             "may hold %u MiB (--session-memory-mb): end a gesture or use a smaller region",
+             what, bytes >> 20, (unsigned long long)unknowns, s->name, s->gesture_bytes >> 20, srv->cfg.session_memory_mb);
+    return 1;
+  }
+  if (held + bytes > client_budget) {
+    snprintf(err, errlen,
+             "%s needs about %zu MiB (%llu unknowns); this client's gestures already hold %zu MiB and may "
+             "hold %u MiB (--client-memory-mb): end a gesture or use a smaller region",
+             what, bytes >> 20, (unsigned long long)unknowns, held >> 20, srv->cfg.client_memory_mb);
+    return 1;
+  }
+  return 0;
+}
+
 /* Charges the gesture's estimated memory to its session, or refuses it (SRV_ELIMIT with the
  * figures in j->err) when the session's or the client's gestures would pass their budget. The
  * estimate: the factorisation's measured ~2.5 KiB per unknown (dfm_memory_gesture_bytes; the
@@ -400,22 +424,7 @@ static int charge(srv_server *srv, srv_gesture *g, begin_job *j) {
   p.roi = j->troi, p.roi_count = j->troi ? j->nr : 0;
   size_t multires = dfm_multires_gesture_bytes(&p, nt);
   size_t bytes = (multires ? multires : dfm_memory_gesture_bytes((uint32_t)unknowns)) + 48 * (size_t)nt;
-  size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
-  size_t held = client_bytes(srv, g->client);
-  if (s->gesture_bytes + bytes > session_budget) {
-    snprintf(j->err, sizeof(j->err),
-             "this gesture needs about %zu MiB (%llu unknowns); session '%s' already holds %zu MiB of gestures and "
-             "may hold %u MiB (--session-memory-mb): end a gesture or use a smaller region",
-             bytes >> 20, (unsigned long long)unknowns, s->name, s->gesture_bytes >> 20, srv->cfg.session_memory_mb);
-    return SRV_ELIMIT;
-  }
-  if (held + bytes > client_budget) {
-    snprintf(j->err, sizeof(j->err),
-             "this gesture needs about %zu MiB (%llu unknowns); this client's gestures already hold %zu MiB and may "
-             "hold %u MiB (--client-memory-mb): end a gesture or use a smaller region",
-             bytes >> 20, (unsigned long long)unknowns, held >> 20, srv->cfg.client_memory_mb);
-    return SRV_ELIMIT;
-  }
+  if (over_budget(srv, g, bytes, unknowns, "this gesture", j->err, sizeof(j->err))) return SRV_ELIMIT;
   g->charge = bytes;
   s->gesture_bytes += bytes;
   return 0;
@@ -473,18 +482,7 @@ static int start_measure(srv_gesture *g) {
   }
   uint64_t unknowns;
   size_t bytes = srv_measure_bytes(g->measure, s->topo.vertex_count, &unknowns);
-  size_t session_budget = (size_t)srv->cfg.session_memory_mb << 20, client_budget = (size_t)srv->cfg.client_memory_mb << 20;
-  size_t held = client_bytes(srv, g->client);
-  if (s->gesture_bytes + bytes > session_budget || held + bytes > client_budget) {
-    int by_session = s->gesture_bytes + bytes > session_budget;
-    snprintf(r->reason, sizeof(r->reason),
-             "the exact replay needs about %zu MiB (%llu unknowns) and %s already holds %zu MiB of gestures of the %u MiB "
-             "it may hold (%s)",
-             bytes >> 20, (unsigned long long)unknowns, by_session ? "the session" : "this client",
-             (by_session ? s->gesture_bytes : held) >> 20, by_session ? srv->cfg.session_memory_mb : srv->cfg.client_memory_mb,
-             by_session ? "--session-memory-mb" : "--client-memory-mb");
-    return 0;
-  }
+  if (over_budget(srv, g, bytes, unknowns, "the exact replay", r->reason, sizeof(r->reason))) return 0;
   uv_work_t *req = malloc(sizeof(*req));
   if (!req) {
     snprintf(r->reason, sizeof(r->reason), "out of memory");
