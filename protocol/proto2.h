@@ -13,8 +13,8 @@
  *   - a grid (proto_grid2): positions, target deltas and sculpt offsets on a step S = quantum ·
  *     2^shift, UVs on 16 bits, each within half a step of the exact value; `lossless` keeps the
  *     float bits (predicted as 32-bit integers, exactly invertible);
- *   - triangles with meshoptimizer's index codec (the server puts them in vertex-cache order
- *     when a session opens; vertex order never changes).
+ *   - triangles with meshoptimizer's index codec (the server puts them in the order of a
+ *     walk across their edges when a session opens; vertex order never changes).
  *
  * DOES NOT do I/O or keep state between calls other than a proto_trav's scratch, which makes a
  * proto_trav usable by one thread at a time for the subset codecs (targets, offsets).
@@ -107,8 +107,17 @@ int proto_snapshot2_triangles_entropy(proto_buf *b, const uint32_t *canonical, u
  * it may run on another thread while the owner encodes targets or offsets with the same `t`. */
 int proto_snapshot2_attributes(proto_buf *b, const proto_mesh_desc *mesh, const proto_grid2 *g, const proto_trav *t);
 /* One target record (the same bytes in SNAPSHOT and TARGET). Deltas go on the grid's step, or
- * as float bits when the grid is lossless or a delta is too large for 2^24 steps. */
+ * as float bits when the grid is lossless or a delta is too large for 2^24 steps. With
+ * g->entropy (a SNAPSHOT to a connection granted `entropy` only) the record carries its `copy`
+ * field, 0 here. */
 int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, proto_trav *t);
+/* How far back an entropy join's target record may name the target it copies (§12.11). */
+#define PROTO_COPY_WINDOW 64u
+/* The record of a target that moves exactly the vertices of target `of` by exactly its deltas,
+ * in an entropy join (g->entropy must be set): d's settings, and `of` instead of its data. `of`
+ * must be below this target's index by at most PROTO_COPY_WINDOW and be coded in full itself;
+ * the caller checks that the data are the same. Returns 0, PROTO_EINVAL or PROTO_ENOMEM. */
+int proto_snapshot2_target_copy(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, uint32_t of);
 /* The state part: weights, then the non-zero offsets (session quanta, any vertex order) on the
  * grid's shift. */
 int proto_snapshot2_state(proto_buf *b, uint32_t target_count, const float *weights, uint32_t count,
@@ -135,6 +144,8 @@ typedef struct proto_target2 {
   uint32_t count;
   uint32_t *indices;
   float *deltas;
+  uint32_t copy_of; /* entropy joins: j + 1 when the record named target j as its copy (its own
+                     * indices and deltas are then a copy of j's), else 0 */
 } proto_target2;
 void proto_target2_free(proto_target2 *t);
 

@@ -161,7 +161,8 @@ static float target_step(const proto_target_desc *d, const proto_grid2 *g) {
   return g->step;
 }
 
-int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, proto_trav *t) {
+/* A target record; `copy_field`: a SNAPSHOT's in the entropy layout, with its `copy` field. */
+static int put_target2(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, proto_trav *t, int copy_field) {
   size_t nl = d->name ? strlen(d->name) : 0;
   if (nl > PROTO_MAX_NAME || d->count > t->vertex_count) return PROTO_EINVAL;
   if (!isfinite(d->default_weight)) return PROTO_ENONFINITE;
@@ -185,6 +186,7 @@ int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto
     rc = proto__put_meta(b, d->min, d->max, d->flags, d->driver_count, d->drivers);
   }
   if (rc == 0) {
+    if (copy_field) proto__put_varint(b, 0); /* copy: none, the data follow */
     proto__put_f32(b, step);
     rc = proto__ranks_put(b, t, list, d->count);
   }
@@ -193,6 +195,26 @@ int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto
   free(list);
   free(val);
   return rc ? rc : b->failed ? PROTO_ENOMEM : 0;
+}
+
+int proto_snapshot2_target(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, proto_trav *t) {
+  return put_target2(b, d, g, t, g->entropy);
+}
+
+int proto_snapshot2_target_copy(proto_buf *b, const proto_target_desc *d, const proto_grid2 *g, uint32_t of) {
+  size_t nl = d->name ? strlen(d->name) : 0;
+  if (nl > PROTO_MAX_NAME || !g->entropy || of >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
+  if (!isfinite(d->default_weight)) return PROTO_ENONFINITE;
+  size_t at = b->len;
+  proto__put_str(b, d->name, nl);
+  proto__put_f32(b, d->default_weight);
+  int rc = proto__put_meta(b, d->min, d->max, d->flags, d->driver_count, d->drivers);
+  if (rc) {
+    b->len = at;
+    return rc;
+  }
+  proto__put_varint(b, of + 1);
+  return b->failed ? PROTO_ENOMEM : 0;
 }
 
 /* ---- offsets: state part and DELTA ---------------------------------------------------------- */
@@ -269,7 +291,7 @@ int proto_encode_target_add2(proto_buf *b, uint64_t version, uint8_t flags, uint
   size_t at = proto__frame_begin_v(b, PROTO_TARGET, flags, version, PROTO_VERSION_2);
   proto__put_u32(b, index);
   proto__put_f32(b, weight);
-  return end_or_undo(b, mark, at, proto_snapshot2_target(b, d, g, t));
+  return end_or_undo(b, mark, at, put_target2(b, d, g, t, 0)); /* TARGET: never a copy field */
 }
 
 /* ---- decoders -------------------------------------------------------------------------------- */
@@ -325,7 +347,26 @@ static int cmp_vertex(const void *x, const void *y) {
   return (a->vertex > b->vertex) - (a->vertex < b->vertex);
 }
 
-static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg) {
+/* A copy's data: target j's, which must be one of the PROTO_COPY_WINDOW before `index` and
+ * coded in full itself (so that a join holds at most PROTO_COPY_WINDOW + 1 times the entries it
+ * codes). */
+static int copy_target2(proto_target2 *tg, const proto_target2 *earlier, uint32_t index, uint32_t j) {
+  if (j >= index || index - j > PROTO_COPY_WINDOW || earlier[j].copy_of) return PROTO_EINVAL;
+  const proto_target2 *o = &earlier[j];
+  size_t k = o->count;
+  tg->indices = malloc(sizeof(uint32_t) * (k + 1));
+  tg->deltas = malloc(sizeof(float) * 3 * (k + 1));
+  if (!tg->indices || !tg->deltas) return PROTO_ENOMEM;
+  memcpy(tg->indices, o->indices, sizeof(uint32_t) * k);
+  memcpy(tg->deltas, o->deltas, sizeof(float) * 3 * k);
+  tg->count = o->count;
+  tg->copy_of = j + 1;
+  return 0;
+}
+
+/* A target record; `earlier` (the targets before `index` of the same SNAPSHOT) is not NULL
+ * exactly when the record has the entropy layout's `copy` field. */
+static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const proto_target2 *earlier, uint32_t index) {
   memset(tg, 0, sizeof(*tg));
   float step;
   uint32_t *list = NULL, *val = NULL;
@@ -333,6 +374,15 @@ static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg) {
   CHECK(proto__get_str(c, &tg->name));
   CHECK(proto__get_f32(c, &tg->default_weight));
   CHECK(proto__get_meta(c, &tg->min, &tg->max, &tg->flags, &tg->driver_count, &tg->drivers));
+  if (earlier) {
+    uint32_t copy;
+    CHECK(proto__get_varint(c, &copy));
+    if (copy) {
+      int rc = copy_target2(tg, earlier, index, copy - 1);
+      if (rc) proto_target2_free(tg);
+      return rc;
+    }
+  }
   CHECK(proto__get_f32(c, &step));
   if (step < 0) return PROTO_EINVAL;
   CHECK(proto__ranks_get(c, t, &tg->count, &list));
@@ -459,7 +509,7 @@ int proto_decode_snapshot2(const uint8_t *p, size_t n, const proto_limits *limit
     if (!s->targets) rc = PROTO_ENOMEM;
   }
   for (uint32_t i = 0; rc == 0 && i < s->target_count; i++) {
-    rc = get_target2(&c, t, &s->targets[i]);
+    rc = get_target2(&c, t, &s->targets[i], s->grid.entropy ? s->targets : NULL, i);
     if (rc == 0) rc = proto__check_drivers(s->targets[i].drivers, s->targets[i].driver_count, i, s->target_count);
   }
   const uint8_t *w = NULL;
@@ -498,7 +548,7 @@ int proto_decode_target_add2(const uint8_t *p, size_t n, proto_trav *t, uint32_t
   CHECK(proto__get_u32(&c, index));
   CHECK(proto__get_f32(&c, weight));
   if (*index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
-  CHECK(get_target2(&c, t, target));
+  CHECK(get_target2(&c, t, target, NULL, *index));
   int rc = proto__check_drivers(target->drivers, target->driver_count, *index, *index);
   if (rc == 0 && c.at != c.end) rc = PROTO_ETRAILING;
   if (rc) proto_target2_free(target);

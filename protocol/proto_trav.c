@@ -24,9 +24,10 @@
 
 #define CHECK_RC PROTO__CHECK
 
-/* Triangles remembered to find the neighbour across an edge: the cache-ordered list visits a
- * vertex's neighbours within a few triangles, so 16 finds it for 99.9 % of the demo head's
- * vertices while keeping the search a constant cost (no edge map on either side). */
+/* Triangles remembered to find the neighbour across an edge: the session's walk order
+ * (shared/mesh_order.c) meets a vertex's neighbours within a few triangles, so 16 finds it for
+ * 99.99 % of the demo head's vertices while keeping the search a constant cost (no edge map on
+ * either side). */
 #define TRAV_FIFO 16
 
 void proto_trav_fini(proto_trav *t) {

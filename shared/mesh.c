@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <meshoptimizer.h>
-
 #include "mesh_internal.h"
 
 const char *mesh_strerror(int code) {
@@ -195,6 +193,25 @@ int mesh_find_target(const mesh *m, const char *name) {
   return -1;
 }
 
+int mesh_targets_same(const mesh_target *a, const mesh_target *b) {
+  return a->count == b->count && memcmp(a->indices, b->indices, sizeof(uint32_t) * a->count) == 0 &&
+         memcmp(a->deltas, b->deltas, sizeof(float) * 3 * (size_t)a->count) == 0;
+}
+
+/* The first target of the window before t that is the same as t, or -1. */
+static int64_t first_same(const mesh *m, uint32_t t) {
+  for (uint32_t u = t > MESH_COPY_WINDOW ? t - MESH_COPY_WINDOW : 0; u < t; u++)
+    if (mesh_targets_same(&m->targets[u], &m->targets[t])) return u;
+  return -1;
+}
+
+int64_t mesh_target_copy_of(const mesh *m, uint32_t t) {
+  assert(t < m->target_count);
+  int64_t u = first_same(m, t);
+  /* u with a twin in its own window may be a copy itself: t is then coded in full. */
+  return u >= 0 && first_same(m, (uint32_t)u) < 0 ? u : -1;
+}
+
 int64_t mesh_target_entry(const mesh_target *t, uint32_t v) {
   uint32_t lo = 0, hi = t->count;
   while (lo < hi) {
@@ -234,24 +251,6 @@ double mesh_bbox_diagonal(const mesh *m) {
     s += d * d;
   }
   return sqrt(s);
-}
-
-int mesh_optimize_triangle_order(mesh *m) {
-  size_t most = 0;
-  for (uint32_t i = 0; i < m->submesh_count; i++)
-    if (m->submeshes[i].triangle_count > most) most = m->submeshes[i].triangle_count;
-  uint32_t *scratch = malloc(sizeof(uint32_t) * 3 * (most + 1));
-  if (!scratch) return MESH_ENOMEM;
-  /* Per submesh: each keeps its range. meshoptimizer keeps every triangle's corner order. */
-  for (uint32_t i = 0; i < m->submesh_count; i++) {
-    const mesh_submesh *sm = &m->submeshes[i];
-    uint32_t *tri = m->triangles + 3 * (size_t)sm->first_triangle;
-    size_t ni = 3 * (size_t)sm->triangle_count;
-    memcpy(scratch, tri, sizeof(uint32_t) * ni);
-    meshopt_optimizeVertexCache(tri, scratch, ni, m->vertex_count);
-  }
-  free(scratch);
-  return 0;
 }
 
 void mesh_evaluate(const mesh *m, const float *weights, const float *offsets, float *out) {

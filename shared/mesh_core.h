@@ -157,6 +157,19 @@ void mesh_remove_last_target(mesh *m);
 /* Returns the index of the target called `name`, or -1. */
 int mesh_find_target(const mesh *m, const char *name);
 
+/* Whether two targets move exactly the same vertices by exactly the same deltas (bit for bit:
+ * the demo head's jawOpen is its jaw_open). */
+int mesh_targets_same(const mesh_target *a, const mesh_target *b);
+
+/* How far back a target may name another as its copy (mesh_target_copy_of, and the `copy` of a
+ * version 2 entropy join's target record, docs/protocol.md §12.11). */
+#define MESH_COPY_WINDOW 64u
+
+/* The first of the MESH_COPY_WINDOW targets before target t that is the same as t
+ * (mesh_targets_same), when none of the window before that one is the same as it (so that it
+ * is never a copy itself); else -1. */
+int64_t mesh_target_copy_of(const mesh *m, uint32_t t);
+
 /* Position of render vertex v in t->indices (so its delta is t->deltas + 3 × position), or -1
  * when the target does not move it. Binary search. */
 int64_t mesh_target_entry(const mesh_target *t, uint32_t v);
@@ -170,10 +183,11 @@ void mesh_update_bounds(mesh *m);
 /* Length of the bounding-box diagonal (0 for an empty mesh). */
 double mesh_bbox_diagonal(const mesh *m);
 
-/* Reorders the triangles of each submesh for the vertex cache (meshoptimizer's
- * optimizeVertexCache): what the index codec of protocol version 2 compresses best. Vertices,
- * their order, and each triangle's corners and winding stay as they are; submesh ranges stay
- * valid. Returns 0 or MESH_ENOMEM (the order then is unchanged). */
+/* Reorders the triangles of each submesh in the order a depth-first walk across their shared
+ * edges meets them (mesh_order.c): what protocol version 2's triangle coding compresses best.
+ * Vertices, their order, and each triangle's winding stay as they are (a triangle's corners
+ * may be rotated); submesh ranges stay valid. Returns 0 or MESH_ENOMEM (the order then is
+ * unchanged). */
 int mesh_optimize_triangle_order(mesh *m);
 
 /* Writes base + Σ weights[i]·Δ_i (+ offsets when not NULL) into `out` (3 * vertex_count floats).

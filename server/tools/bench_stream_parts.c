@@ -53,7 +53,8 @@ static int build(const mesh *m, float quantum, int entropy, proto_buf *out, benc
   for (uint32_t t = 0; rc == 0 && t < m->target_count; t++) {
     const mesh_target *mt = &m->targets[t];
     proto_target_desc d = {mt->name, 0, 0, 1, 0, 0, NULL, mt->count, mt->indices, mt->deltas};
-    rc = proto_snapshot2_target(out, &d, &g, &tr);
+    int64_t of = entropy ? mesh_target_copy_of(m, t) : -1; /* as deformd's entropy joins */
+    rc = of >= 0 ? proto_snapshot2_target_copy(out, &d, &g, (uint32_t)of) : proto_snapshot2_target(out, &d, &g, &tr);
   }
   sz->targets = out->len - at;
   float *w = calloc((size_t)m->target_count + 1, sizeof(float));

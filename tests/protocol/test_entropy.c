@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,10 +149,20 @@ TEST(two_interleaved_rans_states_decode_a_block_worked_by_hand) {
 
 /* ---- whole SNAPSHOTs ---------------------------------------------------------------------------- */
 
+static void encode_copies(const mesh *m, float quantum, uint8_t shift, int entropy, const proto_buf *tri_piece,
+                          proto_trav *t, const int64_t *copies, proto_buf *out);
+
 /* The SNAPSHOT payload of m (triangles already canonical, t their traversal) on `shift`, in
- * today's coding or the entropy one, with a few sculpt offsets and weights. */
+ * today's coding or the entropy one, with a few sculpt offsets and weights; in the entropy
+ * coding a target names its earlier twin as the server does (mesh_target_copy_of). */
 static void encode(const mesh *m, float quantum, uint8_t shift, int entropy, const proto_buf *tri_piece, proto_trav *t,
                    proto_buf *out) {
+  encode_copies(m, quantum, shift, entropy, tri_piece, t, NULL, out);
+}
+
+/* The same with each target's copy chosen by the caller (`copies[i]` < 0: coded in full). */
+static void encode_copies(const mesh *m, float quantum, uint8_t shift, int entropy, const proto_buf *tri_piece,
+                          proto_trav *t, const int64_t *copies, proto_buf *out) {
   proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions, m->triangles, m->uvs, quantum};
   proto_grid2 g;
   ASSERT_OK(proto_grid2_init(&g, &md, shift), NULL);
@@ -164,7 +175,9 @@ static void encode(const mesh *m, float quantum, uint8_t shift, int entropy, con
   for (uint32_t i = 0; i < m->target_count; i++) {
     const mesh_target *mt = &m->targets[i];
     proto_target_desc d = {mt->name, mt->default_weight, 0, 1, 0, 0, NULL, mt->count, mt->indices, mt->deltas};
-    ASSERT_OK(proto_snapshot2_target(out, &d, &g, t), NULL);
+    int64_t of = !entropy ? -1 : copies ? copies[i] : mesh_target_copy_of(m, i);
+    if (of >= 0) ASSERT_OK(proto_snapshot2_target_copy(out, &d, &g, (uint32_t)of), NULL);
+    else ASSERT_OK(proto_snapshot2_target(out, &d, &g, t), NULL);
   }
   float *w = calloc(m->target_count + 1, sizeof(float));
   for (uint32_t i = 0; i < m->target_count; i++) w[i] = 0.125f * (float)(i % 8);
@@ -207,6 +220,8 @@ static void both_codings(mesh *m, uint8_t shift, size_t sizes[2]) {
     ASSERT_EQ(s[0].targets[i].count, s[1].targets[i].count);
     SAME(s[0].targets[i].indices, s[1].targets[i].indices, 4 * (size_t)s[0].targets[i].count);
     SAME(s[0].targets[i].deltas, s[1].targets[i].deltas, 12 * (size_t)s[0].targets[i].count);
+    ASSERT_EQ(s[0].targets[i].copy_of, 0u);
+    ASSERT_EQ((int64_t)s[1].targets[i].copy_of, mesh_target_copy_of(m, i) + 1);
   }
   SAME(s[0].weights, s[1].weights, 4 * (size_t)m->target_count);
   ASSERT_EQ(s[0].offsets.count, s[1].offsets.count);
@@ -233,7 +248,25 @@ static void real_mesh(const char *what) {
   mesh_destroy(m);
 }
 
-TEST(entropy_snapshots_of_the_demo_head_decode_to_the_bits_of_todays_coding) { real_mesh("demo"); }
+TEST(entropy_snapshots_of_the_demo_head_decode_to_the_bits_of_todays_coding) {
+  real_mesh("demo");
+  /* Its ARKit shapes that are its own (eyeBlinkLeft is blink_L, ...) travel as copies. */
+  mesh *m = proto2_test_load("demo");
+  const char *twins[][2] = {{"eyeBlinkLeft", "blink_L"},    {"eyeBlinkRight", "blink_R"},   {"jawOpen", "jaw_open"},
+                            {"mouthPucker", "lip_pucker"},  {"mouthLeft", "mouth_left"},    {"mouthRight", "mouth_right"},
+                            {"mouthSmileLeft", "smile_L"},  {"mouthSmileRight", "smile_R"}, {"mouthFrownLeft", "frown_L"},
+                            {"mouthFrownRight", "frown_R"}, {"browDownLeft", "brow_down_L"}, {"browDownRight", "brow_down_R"},
+                            {"cheekPuff", "cheek_puff"},    {"mouthClose", NULL}};
+  uint32_t copies = 0;
+  for (uint32_t i = 0; i < m->target_count; i++) copies += mesh_target_copy_of(m, i) >= 0;
+  ASSERT_EQ(copies, 13u);
+  for (size_t k = 0; k < sizeof(twins) / sizeof(twins[0]); k++) {
+    int t = mesh_find_target(m, twins[k][0]);
+    ASSERT(t >= 0);
+    ASSERT_EQ(mesh_target_copy_of(m, (uint32_t)t), twins[k][1] ? (int64_t)mesh_find_target(m, twins[k][1]) : -1);
+  }
+  mesh_destroy(m);
+}
 
 TEST(entropy_snapshots_of_an_md2_and_a_gltf_with_targets_decode_to_the_bits_of_todays_coding) {
   real_mesh(test_assimp_model("MD2/faerie.md2"));
@@ -318,5 +351,65 @@ TEST(malformed_entropy_snapshots_are_refused_with_a_proto_code) {
   proto_buf_fini(&b);
   proto_buf_fini(&tri);
   proto_trav_fini(&t);
+  mesh_destroy(m);
+}
+
+/* An icosphere with 70 targets: 0 = A, 3 = A (A's copy), 4 = C, 5 = C (C's copy), 66 = A again
+ * (its first twin in the window, 3, is a copy itself, so it is coded in full), the rest distinct. */
+static mesh *copies_mesh(void) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_icosphere(2, 1.0, &m), NULL);
+  uint32_t nv = m->vertex_count;
+  float *a = malloc(sizeof(float) * 3 * nv), *c = malloc(sizeof(float) * 3 * nv), *x = malloc(sizeof(float) * 3 * nv);
+  for (uint32_t i = 0; i < 3 * nv; i++) a[i] = (float)(rnd() % 200) * 1e-3f, c[i] = (float)(rnd() % 200) * 1e-3f;
+  for (uint32_t t = 0; t < 70; t++) {
+    char name[16];
+    snprintf(name, sizeof(name), "t%u", t);
+    for (uint32_t i = 0; i < 3 * nv; i++) x[i] = i % 7 == t % 7 ? (float)(rnd() % 200) * 1e-3f : 0.0f;
+    const float *d = t == 0 || t == 3 || t == 66 ? a : t == 4 || t == 5 ? c : x;
+    ASSERT_OK(mesh_add_target_dense(m, name, d, 0.0f), NULL);
+  }
+  free(a), free(c), free(x);
+  return m;
+}
+
+TEST(a_target_the_same_as_an_earlier_one_travels_as_its_copy_and_copies_outside_the_rule_are_refused) {
+  mesh *m = copies_mesh();
+  for (uint32_t t = 0; t < m->target_count; t++)
+    ASSERT_EQ(mesh_target_copy_of(m, t), t == 3 ? 0 : t == 5 ? 4 : -1);
+  size_t sizes[2];
+  both_codings(m, 5, sizes); /* the same bits as today's coding, copies marked as the rule says */
+  float quantum = proto2_test_quantum(m);
+  proto_buf tri;
+  proto_buf_init(&tri);
+  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
+  proto_trav t;
+  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  int64_t copies[70];
+  /* {target, the target it names, the decoder's answer}: itself, a later one, a copy, one 65
+   * back (outside the window), and 64 back (its edge, accepted). */
+  const int64_t cases[][3] = {{3, 3, PROTO_EINVAL}, {3, 4, PROTO_EINVAL}, {66, 3, PROTO_EINVAL},
+                              {66, 1, PROTO_EINVAL}, {65, 0, PROTO_EINVAL}, {64, 0, 0}};
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    for (uint32_t i = 0; i < 70; i++) copies[i] = mesh_target_copy_of(m, i);
+    copies[cases[k][0]] = cases[k][1];
+    proto_buf b;
+    encode_copies(m, quantum, 5, 1, &tri, &t, copies, &b);
+    proto_snapshot2 s;
+    proto_trav tr;
+    int rc = proto_decode_snapshot2(b.data, b.len, NULL, &s, &tr);
+    ASSERT_EQ(rc, (int)cases[k][2]);
+    if (rc == 0) {
+      /* Accepted: a copy of what it names, whatever its own data were. */
+      ASSERT_EQ(s.targets[64].copy_of, 1u);
+      ASSERT_EQ(s.targets[64].count, s.targets[0].count);
+      SAME(s.targets[64].deltas, s.targets[0].deltas, 12 * (size_t)s.targets[0].count);
+      proto_snapshot2_free(&s);
+      proto_trav_fini(&tr);
+    }
+    proto_buf_fini(&b);
+  }
+  proto_trav_fini(&t);
+  proto_buf_fini(&tri);
   mesh_destroy(m);
 }

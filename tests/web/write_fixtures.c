@@ -213,10 +213,11 @@ static proto_target_desc small_target(int i) {
 }
 
 /* A whole SNAPSHOT frame of a mesh (version 1, or 2 at `shift`, 0 lossless); for version 2 the
- * canonical triangles go to `canon` and the traversal to `t`. */
+ * canonical triangles go to `canon` and the traversal to `t`. In the entropy coding target i
+ * names target copies[i] as its twin where that is >= 0 (copies NULL: none does). */
 static void snapshot_frame(proto_buf *f, int v2, uint8_t shift, const proto_mesh_desc *md0, const proto_target_desc *tg,
                            const float *weights, uint32_t noff, const uint32_t *oidx, const int32_t *oq, uint32_t *canon,
-                           proto_trav *t, uint64_t version, int entropy) {
+                           proto_trav *t, uint64_t version, int entropy, const int64_t *copies) {
   proto_buf mpart, state;
   proto_buf_init(&mpart);
   proto_buf_init(&state);
@@ -235,8 +236,11 @@ static void snapshot_frame(proto_buf *f, int v2, uint8_t shift, const proto_mesh
     if (!entropy) memcpy(proto_buf_append(&mpart, tris.len), tris.data, tris.len);
     proto_buf_fini(&tris);
     if (proto_snapshot2_attributes(&mpart, &md, &g, t)) exit(2);
-    for (uint32_t i = 0; i < md.target_count; i++)
-      if (proto_snapshot2_target(&mpart, &tg[i], &g, t)) exit(2);
+    for (uint32_t i = 0; i < md.target_count; i++) {
+      int64_t of = entropy && copies ? copies[i] : -1;
+      if (of >= 0 ? proto_snapshot2_target_copy(&mpart, &tg[i], &g, (uint32_t)of) : proto_snapshot2_target(&mpart, &tg[i], &g, t))
+        exit(2);
+    }
     if (proto_snapshot2_state(&state, md.target_count, weights, noff, oidx, oq, shift, t)) exit(2);
     proto_encode_snapshot2_head(f, version, mpart.len, state.len);
   } else {
@@ -303,7 +307,7 @@ static void small_streams(void) {
       memset(&t, 0, sizeof(t));
       /* Two targets in the snapshot; the third arrives as TARGET. */
       md.target_count = 2;
-      snapshot_frame(&b, v2, (uint8_t)shift, &md, tg, w, 3, oidx, oq, scanon, &t, 4, entropy);
+      snapshot_frame(&b, v2, (uint8_t)shift, &md, tg, w, 3, oidx, oq, scanon, &t, 4, entropy, NULL);
       size_t snap_at = 0, delta_at = b.len;
       uint32_t didx[4] = {0, 7, 11, 19};
       int32_t dq[12] = {5, 6, 7, 0, 0, 0, 100000, -100000, 3, -1, -1, -1};
@@ -405,6 +409,8 @@ static void demo_streams(void) {
   double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
   proto_mesh_desc md = {m->vertex_count, m->triangle_count, m->target_count, m->positions, m->triangles, m->uvs,
                         (float)ldexp(diag, -20)};
+  int64_t *copies = malloc(sizeof(int64_t) * (m->target_count + 1)); /* the twins deformd names */
+  for (uint32_t i = 0; i < m->target_count; i++) copies[i] = mesh_target_copy_of(m, i);
   for (int k = 0; k < 4; k++) { /* shift 0 and 5, today's coding and the entropy one */
     int shift = k & 1 ? 5 : 0, entropy = k >= 2;
     proto_buf b;
@@ -412,7 +418,7 @@ static void demo_streams(void) {
     proto_trav t;
     for (uint32_t i = 0; i < nsc; i++)
       for (int c = 0; c < 3; c++) sq[3 * i + c] = (int32_t)((i * 7919u + (uint32_t)c * 104729u) % 20001u) - 10000;
-    snapshot_frame(&b, 1, (uint8_t)shift, &md, tg, w, nsc, sidx, sq, canon, &t, 12, entropy);
+    snapshot_frame(&b, 1, (uint8_t)shift, &md, tg, w, nsc, sidx, sq, canon, &t, 12, entropy, copies);
     for (uint32_t i = 0; i < nsc; i++) sq[3 * i] += 977;
     proto_encode_delta2(&b, 13, 0, (uint8_t)shift, nsc, sidx, sq, &t);
     char name[64];
@@ -421,7 +427,7 @@ static void demo_streams(void) {
     proto_trav_fini(&t);
     proto_buf_fini(&b);
   }
-  free(tg), free(w), free(canon), free(sidx), free(sq);
+  free(tg), free(w), free(canon), free(sidx), free(sq), free(copies);
   mesh_destroy(m);
 }
 

@@ -768,9 +768,29 @@ function getOffsets2(c, t) {
   return { shift, indices, q };
 }
 
-function getTarget2(c, t) {
+// How far back an entropy join's target record may name the target it copies (§12.11).
+const COPY_WINDOW = 64;
+
+// A target record; `earlier` (the targets before `index` of the same SNAPSHOT) is given exactly
+// when the record has the entropy layout's `copy` field.
+function getTarget2(c, t, earlier, index) {
   const tg = { name: c.str(), defaultWeight: c.f32() };
   Object.assign(tg, getMeta(c));
+  tg.copyOf = 0;
+  if (earlier) {
+    const copy = c.varint();
+    if (copy) {
+      // A copy of target j: one of the COPY_WINDOW before, coded in full itself.
+      const j = copy - 1;
+      if (j >= index || index - j > COPY_WINDOW || earlier[j].copyOf) fail(E.INVAL);
+      const o = earlier[j];
+      tg.indices = o.indices.slice();
+      tg.deltas = o.deltas.slice();
+      tg.step = o.step;
+      tg.copyOf = copy;
+      return tg;
+    }
+  }
   const step = c.f32();
   if (step < 0) fail(E.INVAL);
   const list = t.ranksGet(c);
@@ -862,7 +882,7 @@ export function decodeSnapshot2(p, limits) {
   s.uvs = s.hasUvs ? getAttribute(c, t, 2, g.uvOrigin, g.uvStep, lossless, 65535) : null;
   s.targets = [];
   for (let i = 0; i < s.targetCount; i++) {
-    const tg = getTarget2(c, t);
+    const tg = getTarget2(c, t, s.entropy ? s.targets : null, i);
     checkDrivers(tg.drivers, i, s.targetCount);
     s.targets.push(tg);
   }
@@ -892,7 +912,7 @@ export function decodeTargetAdd2(p, trav) {
   const index = c.u32();
   const weight = c.f32();
   if (index >= MAX_TARGETS) fail(E.INVAL);
-  const t = getTarget2(c, trav);
+  const t = getTarget2(c, trav, null, index);
   checkDrivers(t.drivers, index, index);
   c.finish();
   return { index, weight, target: t };

@@ -126,16 +126,11 @@ static void blend_release(srv_session *s) {
   s->blend = NULL;
 }
 
-/* Whether target t moves exactly what an earlier target already in `flags` moves, by exactly as
- * much (the demo head's jawOpen is its jaw_open): solving both could not tell them apart. */
+/* Whether target t is a copy of an earlier target already in `flags` (mesh_targets_same: the
+ * demo head's jawOpen is its jaw_open): solving both could not tell them apart. */
 static int copy_of_earlier(const mesh *m, uint32_t t, const uint8_t *flags) {
-  const mesh_target *a = &m->targets[t];
-  for (uint32_t u = 0; u < t; u++) {
-    const mesh_target *b = &m->targets[u];
-    if (flags[u] && b->count == a->count && memcmp(b->indices, a->indices, sizeof(uint32_t) * a->count) == 0 &&
-        memcmp(b->deltas, a->deltas, sizeof(float) * 3 * a->count) == 0)
-      return 1;
-  }
+  for (uint32_t u = 0; u < t; u++)
+    if (flags[u] && mesh_targets_same(&m->targets[u], &m->targets[t])) return 1;
   return 0;
 }
 

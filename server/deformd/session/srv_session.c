@@ -335,9 +335,9 @@ int srv_session_create(const char *name, mesh *m, srv_session **out, char *err, 
   double diag = mesh_bbox_diagonal(m);
   s->offset_quantum = diag > 0.0 ? (float)ldexp(diag, -20) : 1e-6f;
   s->up = 'y'; /* the file's frame unless session.create or the store says z (srv_jobs.c) */
-  /* Triangles in vertex-cache order, as protocol version 2's index codec wants them (the
-   * vertices keep their order: every index clients see is the file's), rotated the way that
-   * codec gives them back; everything that numbers triangles is built after this. */
+  /* Triangles in walk order (mesh_order.c), what protocol version 2's triangle coding codes
+   * best (the vertices keep their order: every index clients see is the file's), rotated the
+   * way that codec gives them back; everything that numbers triangles is built after this. */
   int rc = mesh_optimize_triangle_order(m);
   if (rc == 0) rc = srv_session_encode_parts(s);
   if (rc == 0) rc = srv_texture_encode(s);

@@ -117,7 +117,7 @@ struct srv_session {
 };
 
 /* Builds a session around `m` (takes ownership) and its encoded mesh part: triangles put in
- * vertex-cache order (and the corner rotation protocol version 2 gives them), the SNAPSHOT
+ * walk order (mesh_order.c, and the corner rotation protocol version 2 gives them), the SNAPSHOT
  * pieces of version 1 and of version 2 at the default grid and lossless. Returns 0 or a MESH_E*
  * code with a reason; on failure `m` is destroyed. Runs on any thread (touches nothing
  * shared). */
