@@ -189,14 +189,20 @@ static void encode_copies(const mesh *m, float quantum, uint8_t shift, int entro
 
 #define SAME(a, b, n) ASSERT(((a) == NULL && (b) == NULL) || memcmp((a), (b), (n)) == 0)
 
+/* m's triangles made canonical (the codec's rotation adopted, as a session does), their piece in
+ * today's coding, and their traversal. */
+static void canonical(mesh *m, proto_buf *tri, proto_trav *t) {
+  proto_buf_init(tri);
+  ASSERT_OK(proto_snapshot2_triangles(tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
+  ASSERT_OK(proto_trav_init(t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+}
+
 /* Both codings of m on `shift`: the same bits everywhere. Returns the two payload sizes. */
 static void both_codings(mesh *m, uint8_t shift, size_t sizes[2]) {
   float quantum = proto2_test_quantum(m);
   proto_buf tri;
-  proto_buf_init(&tri);
-  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
   proto_trav t;
-  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  canonical(m, &tri, &t);
   proto_buf b[2];
   proto_snapshot2 s[2];
   proto_trav tr[2];
@@ -301,10 +307,8 @@ TEST(malformed_entropy_snapshots_are_refused_with_a_proto_code) {
   mesh *m = proto2_test_load("demo");
   float quantum = proto2_test_quantum(m);
   proto_buf tri, b;
-  proto_buf_init(&tri);
-  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
   proto_trav t;
-  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  canonical(m, &tri, &t);
   encode(m, quantum, 5, 1, &tri, &t, &b);
   proto_snapshot2 s;
   proto_trav tr;
@@ -381,10 +385,8 @@ TEST(a_target_the_same_as_an_earlier_one_travels_as_its_copy_and_copies_outside_
   both_codings(m, 5, sizes); /* the same bits as today's coding, copies marked as the rule says */
   float quantum = proto2_test_quantum(m);
   proto_buf tri;
-  proto_buf_init(&tri);
-  ASSERT_OK(proto_snapshot2_triangles(&tri, m->triangles, m->triangle_count, m->vertex_count, m->triangles), NULL);
   proto_trav t;
-  ASSERT_OK(proto_trav_init(&t, m->triangles, m->triangle_count, m->vertex_count), NULL);
+  canonical(m, &tri, &t);
   int64_t copies[70];
   /* {target, the target it names, the decoder's answer}: itself, a later one, a copy, one 65
    * back (outside the window), and 64 back (its edge, accepted). */
