@@ -158,62 +158,135 @@ static void predict(const proto_trav *t, const uint32_t *list, uint32_t i, int l
 
 enum { STREAM_VARINT = 0, STREAM_MESHOPT = 1, STREAM_RANS = 2 };
 
-/* The entropy mode's model (docs/protocol.md §12.11): each residual is a value of
- * proto_rans.h's model, coded in one of 8 · lanes contexts: the lane, whether the entry had a
- * true parallelogram prediction (its residuals are several times smaller than those of a
- * one-vertex or previous-entry one), and the size class of the value coded just before (the
- * previous lane of this entry, or lane 0 of the previous entry for lane 0): residual sizes go
- * together across the lanes of a vertex and along the traversal. */
-static int rans_context(int lanes, int para, int lane, int prev_len, int median) {
-  return ((para * lanes) + lane) * PROTO_RANS_CLASSES + proto__rans_class(prev_len, median);
+/* The entropy mode's models (docs/protocol.md §12.11). Each residual is a value of
+ * proto_rans.h's model, coded in a context: whether the entry had a true parallelogram
+ * prediction (its residuals are several times smaller than those of a one-vertex or
+ * previous-entry one) and the size class of the value coded just before (the previous lane of
+ * this entry, or lane 0 of the previous entry for lane 0): residual sizes go together across the
+ * lanes of a vertex and along the traversal.
+ *
+ * The second model (STREAM_COPIES in the header byte) adds three symbols after the values: "this
+ * lane is the same as predictor a, b or c's", taken where the entry has a true parallelogram
+ * prediction and the residual is not 0. Scans made by marching cubes (the Stanford dragon among
+ * them) put every vertex on an edge of a voxel grid, so most lanes of most vertices repeat a
+ * neighbour's value exactly, which a parallelogram of three such values rarely lands on. A copy
+ * counts as size 0, and lanes after the first are also told apart by how many lanes of the entry
+ * were copies (0, 1, 2 or more): on a voxel grid's edges two lanes of three repeat and the third
+ * does not. Smooth surfaces have no such lanes and keep the first model, whose tables are smaller. */
+#define STREAM_COPIES 0x40
+#define STREAM_MEDIAN 0x3f
+#define STREAM_COPY_SYMBOLS 3
+#define STREAM_MAX_COPY_LANES 3
+static int rans_contexts(int model, int lanes) {
+  return model ? PROTO_RANS_CLASSES * (2 + 6 * (lanes - 1)) : 2 * PROTO_RANS_CLASSES * lanes;
+}
+static int rans_symbols(int model) { return PROTO_RANS_VALUE_SYMBOLS + (model ? STREAM_COPY_SYMBOLS : 0); }
+static int rans_context(int model, int lanes, int para, int lane, int copies, int prev_len, int median) {
+  int cls = proto__rans_class(prev_len, median);
+  if (!model) return ((para * lanes) + lane) * PROTO_RANS_CLASSES + cls;
+  if (lane == 0) return para * PROTO_RANS_CLASSES + cls;
+  return PROTO_RANS_CLASSES * (2 + ((lane - 1) * 2 + para) * 3 + (copies < 2 ? copies : 2)) + cls;
 }
 
 /* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
- * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)). */
-static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v) {
+ * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)); its
+ * predictors' entries in s when s is not NULL. */
+static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t *s) {
   const uint32_t *p = t->pred + 3 * (size_t)v;
   if (p[0] == PROTO_NO_VERTEX || p[0] == p[1] || p[2] == p[0]) return 0;
-  uint32_t s[3];
-  return !list || predictors(t, list, v, s); /* a full stream holds every predictor */
+  uint32_t u[3];
+  if (!list && !s) return 1; /* a full stream holds every predictor */
+  return predictors(t, list, v, s ? s : u);
 }
 
-static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z) {
+/* The predictor (0, 1, 2) whose value lane l of entry i repeats, where the model may code it so,
+ * else 3. */
+static int copy_of(const uint32_t *z, const uint32_t *val, const uint32_t s[3], uint32_t i, int lanes, int l) {
+  size_t at = (size_t)lanes * i + l;
+  int k = 0;
+  if (z[at] != 0)
+    while (k < 3 && val[at] != val[(size_t)lanes * s[k] + l]) k++;
+  return z[at] != 0 ? k : 3;
+}
+
+static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z,
+                    const uint32_t *val, int model) {
   int median = proto__rans_median(z, (size_t)count * (size_t)lanes);
   proto_rans_enc e;
-  int rc = proto__rans_enc_init(&e, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS);
+  int rc = proto__rans_enc_init(&e, rans_contexts(model, lanes), rans_symbols(model));
   int prev0 = median;
   for (uint32_t i = 0; rc == 0 && i < count; i++) {
-    int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
+    uint32_t s[3];
+    int para = has_parallelogram(t, list, list ? list[i] : t->order[i], s), prev = prev0, copies = 0;
     for (int l = 0; l < lanes; l++) {
-      uint32_t v = z[(size_t)lanes * i + l];
-      proto__rans_put_value(&e, rans_context(lanes, para, l, prev, median), v);
-      prev = proto__bit_length(v);
+      size_t at = (size_t)lanes * i + l;
+      int ctx = rans_context(model, lanes, para, l, copies, prev, median);
+      int k = model && para ? copy_of(z, val, s, i, lanes, l) : 3;
+      if (k < 3) {
+        proto__rans_enc_sym(&e, ctx, PROTO_RANS_VALUE_SYMBOLS + k);
+        prev = 0;
+        copies++;
+      } else {
+        proto__rans_put_value(&e, ctx, z[at]);
+        prev = proto__bit_length(z[at]);
+      }
       if (l == 0) prev0 = prev;
     }
   }
-  proto__put_u8(b, (uint8_t)median);
+  proto__put_u8(b, (uint8_t)(median | (model ? STREAM_COPIES : 0)));
   if (rc == 0) rc = proto__rans_enc_finish(&e, b);
   proto__rans_enc_fini(&e);
   return rc;
 }
 
+/* How many lanes the second model would code as copies. */
+static size_t count_copies(proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z,
+                           const uint32_t *val) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t s[3];
+    if (has_parallelogram(t, list, list ? list[i] : t->order[i], s))
+      for (int l = 0; l < lanes; l++) n += copy_of(z, val, s, i, lanes, l) < 3;
+  }
+  return n;
+}
+
+/* Decodes the values themselves: each entry's prediction is made as its lanes are decoded (the
+ * predictors are earlier entries), so the values take one pass and copies need no second one. */
 static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t *list, uint32_t count, int lanes,
-                    uint32_t *z) {
+                    uint32_t *val) {
   if (len < 1) return PROTO_ETRUNCATED;
-  int median = p[0];
-  if (median > 32) return PROTO_EINVAL;
+  int median = p[0] & STREAM_MEDIAN, model = (p[0] & STREAM_COPIES) != 0;
+  if (median > 32 || (p[0] & ~(STREAM_MEDIAN | STREAM_COPIES)) || (model && lanes > STREAM_MAX_COPY_LANES))
+    return PROTO_EINVAL;
   proto_rans_dec d;
-  CHECK_RC(proto__rans_dec_init(&d, p + 1, len - 1, 2 * PROTO_RANS_CLASSES * lanes, PROTO_RANS_VALUE_SYMBOLS));
+  CHECK_RC(proto__rans_dec_init(&d, p + 1, len - 1, rans_contexts(model, lanes), rans_symbols(model)));
   int prev0 = median;
   /* A copy whose address goes nowhere: the compiler keeps the states in registers instead of
-   * reloading them after every store to z (which could alias d, whose address escapes). */
+   * reloading them after every store to val (which could alias d, whose address escapes). */
   proto_rans_dec w = d;
   for (uint32_t i = 0; i < count && !w.err; i++) {
-    int para = has_parallelogram(t, list, list ? list[i] : t->order[i]), prev = prev0;
+    uint32_t v = list ? list[i] : t->order[i], s[3];
+    const uint32_t *pv = t->pred + 3 * (size_t)v;
+    int has = predictors(t, list, v, s), para = has && pv[0] != pv[1] && pv[2] != pv[0], prev = prev0, copies = 0;
+    uint32_t *out = val + (size_t)lanes * i;
     for (int l = 0; l < lanes; l++) {
-      uint32_t v = proto__rans_get_value(&w, rans_context(lanes, para, l, prev, median));
-      z[(size_t)lanes * i + l] = v;
-      prev = proto__bit_length(v);
+      uint32_t pred = has ? val[(size_t)lanes * s[0] + l] + val[(size_t)lanes * s[1] + l] - val[(size_t)lanes * s[2] + l]
+                          : i ? out[l - lanes] : 0;
+      int sym = proto__rans_dec_sym(&w, rans_context(model, lanes, para, l, copies, prev, median));
+      if (sym >= PROTO_RANS_VALUE_SYMBOLS) { /* only the model with copies has these symbols */
+        if (!para) {
+          if (!w.err) w.err = PROTO_EINVAL; /* a copy needs the predictors */
+          break;
+        }
+        out[l] = val[(size_t)lanes * s[sym - PROTO_RANS_VALUE_SYMBOLS] + l];
+        prev = 0;
+        copies++;
+      } else {
+        uint32_t z = proto__rans_value_of(&w, sym);
+        out[l] = pred + unzigzag32(z);
+        prev = proto__bit_length(z);
+      }
       if (l == 0) prev0 = prev;
     }
   }
@@ -251,10 +324,22 @@ int proto__stream_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_
   size_t len = 1 + (use_meshopt ? mbytes : vbytes);
   int rc = 0;
   if (entropy && count) {
-    /* The entropy mode when it is the smallest (its tables do not pay on short lists). */
+    /* The entropy mode when it is the smallest (its tables do not pay on short lists), in the
+     * model with copies when that is smaller still (tried where 1 lane in 64 would be one). */
     proto_buf r;
     proto_buf_init(&r);
-    rc = rans_put(&r, t, list, count, lanes, z);
+    rc = rans_put(&r, t, list, count, lanes, z, val, 0);
+    if (rc == 0 && lanes <= STREAM_MAX_COPY_LANES && count_copies(t, list, count, lanes, z, val) >= n / 64 + 1) {
+      proto_buf r2;
+      proto_buf_init(&r2);
+      rc = rans_put(&r2, t, list, count, lanes, z, val, 1);
+      if (rc == 0 && r2.len < r.len) {
+        proto_buf k = r;
+        r = r2;
+        r2 = k;
+      }
+      proto_buf_fini(&r2);
+    }
     if (rc == 0 && 1 + r.len < len) {
       proto__put_u32(b, (uint32_t)(1 + r.len));
       proto__put_u8(b, STREAM_RANS);
@@ -295,7 +380,7 @@ int proto__stream_get(proto_cur *c, proto_trav *t, const uint32_t *list, uint32_
   size_t n = (size_t)count * (size_t)lanes, stride = 4 * (size_t)lanes;
   if (list) mark_subset(t, list, count);
   if (mode == STREAM_RANS) {
-    PROTO__CHECK(rans_get(bytes + 1, len - 1, t, list, count, lanes, val));
+    return rans_get(bytes + 1, len - 1, t, list, count, lanes, val); /* the values, predicted as they come */
   } else if (mode == STREAM_MESHOPT) {
     /* The codec spends at least 2 bits per 16 records per byte lane: a body shorter than that
      * cannot hold `count` records, so it is refused before anything is decoded. */

@@ -165,6 +165,13 @@ int mesh_demo_head(mesh **out);
  * MESH_EINVAL (levels > 10) or MESH_ENOMEM. */
 int mesh_demo_icosphere(uint32_t levels, double radius, mesh **out);
 
+/* A closed bumpy sphere of radius about 1 as a volumetric scan reconstructs one: extracted from
+ * an (n + 1)^3 grid of samples over [-1.25, 1.25]^3 by marching tetrahedra, every vertex on a
+ * grid edge (so most share two or one coordinates with their neighbours exactly; n = 40 gives
+ * about 20k vertices). The same bits on every run. Returns 0, MESH_EINVAL (n outside 4..256) or
+ * MESH_ENOMEM. */
+int mesh_demo_voxel_sphere(uint32_t n, mesh **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "mesh.h"
+#include "mesh_io.h"
 #include "proto2.h"
 #include "proto2_mesh.h"
 #include "proto_rans.h"
@@ -414,4 +415,77 @@ TEST(a_target_the_same_as_an_earlier_one_travels_as_its_copy_and_copies_outside_
   proto_trav_fini(&t);
   proto_buf_fini(&tri);
   mesh_destroy(m);
+}
+
+/* ---- lanes that repeat a neighbour's value (the second model of mode 2 streams) ----------------- */
+
+/* The header byte of m's positions stream on the default grid in the entropy coding (bit 6: the
+ * model with copies), after checking that the stream is in mode 2. */
+static int positions_model(mesh *m) {
+  proto_buf tri, b;
+  proto_trav t;
+  canonical(m, &tri, &t);
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, NULL, proto2_test_quantum(m)};
+  proto_grid2 g;
+  ASSERT_OK(proto_grid2_init(&g, &md, 5), NULL);
+  g.entropy = 1;
+  proto_buf_init(&b);
+  ASSERT_OK(proto_snapshot2_attributes(&b, &md, &g, &t), NULL); /* positions only: one stream */
+  ASSERT(b.len > 6);
+  ASSERT_EQ(b.data[4], 2); /* mode 2 */
+  int header = b.data[5];
+  proto_buf_fini(&b);
+  proto_buf_fini(&tri);
+  proto_trav_fini(&t);
+  return header;
+}
+
+/* A surface extracted from a voxel grid (mesh_demo_voxel_sphere: marching tetrahedra, as the
+ * Stanford dragon's dragon_vrip.ply was made by marching cubes) has its vertices on the grid's
+ * edges, so most of their lanes repeat a neighbour's value: its positions take the model with
+ * copies, and decode to today's bits on every grid (both_codings: the oracle is today's coding).
+ * The demo head, a smooth surface with no such lanes, keeps the first model. */
+TEST(a_scan_on_a_voxel_grid_sends_lanes_that_repeat_a_neighbours_value_as_copies) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_voxel_sphere(40, &m), NULL);
+  ASSERT_OK(mesh_optimize_triangle_order(m), NULL); /* as a session does */
+  ASSERT((positions_model(m) & 0x40) != 0);
+  for (uint8_t shift = 0; shift <= 9; shift += 3) {
+    size_t sizes[2];
+    both_codings(m, shift, sizes);
+  }
+  mesh_destroy(m);
+  mesh *head = proto2_test_load("demo");
+  ASSERT_EQ(positions_model(head) & 0x40, 0);
+  mesh_destroy(head);
+}
+
+/* A mode 2 stream of the model with copies whose first lane is a copy, in an entry with no
+ * parallelogram prediction (the first vertex of a triangle has no predictors). */
+TEST(a_copy_in_an_entry_without_a_parallelogram_prediction_is_refused) {
+  uint32_t tri[3] = {0, 1, 2};
+  proto_trav t;
+  ASSERT_OK(proto_trav_init(&t, tri, 1, 3), NULL);
+  for (int model = 0; model < 2; model++) {
+    proto_rans_enc e;
+    /* Contexts and symbols of the model with copies: lane 0 in context class(0, 0) = 2. */
+    ASSERT_OK(proto__rans_enc_init(&e, 56, PROTO_RANS_VALUE_SYMBOLS + 3), NULL);
+    proto__rans_enc_sym(&e, 2, PROTO_RANS_VALUE_SYMBOLS);
+    proto_buf block, s;
+    proto_buf_init(&block);
+    ASSERT_OK(proto__rans_enc_finish(&e, &block), NULL);
+    proto__rans_enc_fini(&e);
+    proto_buf_init(&s);
+    proto__put_u32(&s, (uint32_t)(2 + block.len));
+    proto__put_u8(&s, 2);                  /* mode 2 */
+    proto__put_u8(&s, model ? 0x40 : 0); /* median 0 */
+    memcpy(proto_buf_append(&s, block.len), block.data, block.len);
+    uint32_t val[9];
+    proto_cur c = {s.data, s.data + s.len};
+    /* The first model has no copy symbols: its 66-symbol tables refuse the block. */
+    ASSERT_EQ(proto__stream_get(&c, &t, NULL, 3, 3, val), PROTO_EINVAL);
+    proto_buf_fini(&s);
+    proto_buf_fini(&block);
+  }
+  proto_trav_fini(&t);
 }

@@ -21,6 +21,7 @@
 
 #include "client_replica.h"
 #include "mesh.h"
+#include "mesh_io.h"
 #include "proto.h"
 #include "proto2.h"
 #include "proto_bulk.h"
@@ -431,6 +432,33 @@ static void demo_streams(void) {
   mesh_destroy(m);
 }
 
+/* ---- a surface off a voxel grid: lanes that repeat a neighbour's value (§12.11) ------------------ */
+
+/* The mesh of test_entropy.c's voxel test (whose positions it checks take the model with copies
+ * at shift 5), as a session orders it, in the entropy coding on the default grid and lossless. */
+static void voxel_streams(void) {
+  mesh *m = NULL;
+  if (mesh_demo_voxel_sphere(40, &m) || mesh_optimize_triangle_order(m)) exit(4);
+  double diag = 0;
+  for (int c = 0; c < 3; c++) diag += (double)(m->bbox_max[c] - m->bbox_min[c]) * (m->bbox_max[c] - m->bbox_min[c]);
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, NULL,
+                        (float)ldexp(sqrt(diag), -20)};
+  uint32_t *canon = malloc(sizeof(uint32_t) * 3 * m->triangle_count);
+  for (int shift = 0; shift <= 5; shift += 5) {
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_trav t;
+    snapshot_frame(&b, 1, (uint8_t)shift, &md, NULL, NULL, 0, NULL, NULL, canon, &t, 3, 1, NULL);
+    char name[64];
+    snprintf(name, sizeof(name), "voxel-sphere-shift%d-entropy", shift);
+    write_stream(name, &b);
+    proto_trav_fini(&t);
+    proto_buf_fini(&b);
+  }
+  free(canon);
+  mesh_destroy(m);
+}
+
 /* ---- capability lists: known and unknown names, and each limit ----------------------------------- */
 
 static size_t caps_list(uint8_t *p, const char *const *names, int count) {
@@ -765,6 +793,7 @@ int main(int argc, char **argv) {
   }
   small_streams();
   demo_streams();
+  voxel_streams();
   other_cases();
   encoder_cases();
   proto_trav_fini(&small_trav);

@@ -131,8 +131,13 @@ export class RansDecoder {
 
   value(context) {
     const s = this.sym(context);
-    if (s < 8) return s;
     if (s >= VALUE_SYMBOLS) this.fail(this.E.INVAL);
+    return this.valueOf(s);
+  }
+
+  // The value of symbol s (below VALUE_SYMBOLS), with its raw bits.
+  valueOf(s) {
+    if (s < 8) return s;
     const k = 3 + ((s - 8) >> 1); // at most 31: the int32 OR, read unsigned, is the value
     return ((1 << k) | (((s - 8) & 1) << (k - 1)) | this.bits(k - 1)) >>> 0;
   }
@@ -143,27 +148,29 @@ export class RansDecoder {
   }
 }
 
-// A mode 2 stream's values (zigzagged residuals, count · lanes), before prediction. `para(i)`
-// says whether entry i has a true parallelogram prediction (proto_trav.c has_parallelogram).
-export function streamValues(bytes, count, lanes, para, fail, E) {
+const STREAM_COPIES = 0x40;
+const STREAM_MEDIAN = 0x3f;
+const COPY_SYMBOLS = 3;
+
+// The context of lane `lane` of an entry in a mode 2 stream's model (proto_trav.c rans_context).
+export function streamContext(model, lanes, para, lane, copies, prev, median) {
+  const cls = ransClass(prev, median);
+  if (!model) return (para * lanes + lane) * CLASSES + cls;
+  if (lane === 0) return para * CLASSES + cls;
+  return CLASSES * (2 + ((lane - 1) * 2 + para) * 3 + (copies < 2 ? copies : 2)) + cls;
+}
+
+// A mode 2 stream's model from its header byte and its block's decoder: { d, median, model }
+// (model 1: the one with copies, whose symbols after the values say "the same as predictor a, b
+// or c in this lane"). The caller pulls each lane's symbol in streamContext(...).
+export function streamModel(bytes, lanes, fail, E) {
   if (bytes.length < 1) fail(E.TRUNCATED);
-  const median = bytes[0];
-  if (median > 32) fail(E.INVAL);
-  const d = new RansDecoder(bytes, 1, bytes.length, 2 * CLASSES * lanes, VALUE_SYMBOLS, fail, E);
-  const z = new Uint32Array(count * lanes);
-  let prev0 = median;
-  for (let i = 0; i < count; i++) {
-    const p = para(i) ? 1 : 0;
-    let prev = prev0;
-    for (let l = 0; l < lanes; l++) {
-      const v = d.value((p * lanes + l) * CLASSES + ransClass(prev, median));
-      z[lanes * i + l] = v;
-      prev = bitLength(v);
-      if (l === 0) prev0 = prev;
-    }
-  }
-  d.finish();
-  return z;
+  const median = bytes[0] & STREAM_MEDIAN;
+  const model = bytes[0] & STREAM_COPIES ? 1 : 0;
+  if (median > 32 || bytes[0] & ~(STREAM_MEDIAN | STREAM_COPIES) || (model && lanes > 3)) fail(E.INVAL);
+  const contexts = model ? CLASSES * (2 + 6 * (lanes - 1)) : 2 * CLASSES * lanes;
+  const d = new RansDecoder(bytes, 1, bytes.length, contexts, VALUE_SYMBOLS + (model ? COPY_SYMBOLS : 0), fail, E);
+  return { d, median, model };
 }
 
 // ---- the triangles piece (proto_tri.c) ---------------------------------------------------------

@@ -13,7 +13,7 @@
 //
 // DOES NOT open sockets (net.js), keep a session's state (replica.js) or draw.
 
-import { streamValues, trianglesGet } from './entropy.js';
+import { bitLength, streamContext, streamModel, trianglesGet, VALUE_SYMBOLS } from './entropy.js';
 import { decodeIndexBuffer, decodeVertexBuffer } from './meshopt.js';
 
 export const MAGIC = 0x444d4644;
@@ -588,6 +588,7 @@ export class Trav {
     this.pred = new Uint32Array(3 * nv);
     this.mark = new Uint32Array(nv);
     this.slot = new Uint32Array(nv);
+    this.ps = new Uint32Array(3); // scratch of slots()
     this.epoch = 0;
     const rank = this.rank;
     const pred = this.pred;
@@ -653,15 +654,60 @@ export class Trav {
     }
   }
 
-  // Whether vertex v has a true parallelogram prediction among the listed entries (the entropy
-  // mode's context, proto_trav.c has_parallelogram).
-  hasParallelogram(list, v) {
-    const a = this.pred[3 * v];
+  // The entries of vertex v's predictors a, b, c into ps (proto_trav.c predictors): true when v
+  // has them all among the listed entries (every vertex is listed when list is null).
+  slots(list, v, ps) {
+    const pred = this.pred;
+    const a = pred[3 * v];
     if (a === NO_VERTEX) return false;
-    const b = this.pred[3 * v + 1];
-    const c = this.pred[3 * v + 2];
-    if (list && (this.mark[a] !== this.epoch || this.mark[b] !== this.epoch || this.mark[c] !== this.epoch)) return false;
-    return a !== b && c !== a;
+    const b = pred[3 * v + 1];
+    const c = pred[3 * v + 2];
+    if (!list) {
+      ps[0] = this.rank[a];
+      ps[1] = this.rank[b];
+      ps[2] = this.rank[c];
+      return true;
+    }
+    if (this.mark[a] !== this.epoch || this.mark[b] !== this.epoch || this.mark[c] !== this.epoch) return false;
+    ps[0] = this.slot[a];
+    ps[1] = this.slot[b];
+    ps[2] = this.slot[c];
+    return true;
+  }
+
+  // A mode 2 stream's values (proto_trav.c rans_get), each entry predicted as its lanes are
+  // decoded, so that a lane coded as a copy takes its predictor's value at once.
+  streamRans(bytes, list, count, lanes) {
+    const { d, median, model } = streamModel(bytes, lanes, fail, E);
+    const val = new Uint32Array(count * lanes);
+    const pred = this.pred;
+    const ps = this.ps;
+    let prev0 = median;
+    for (let i = 0; i < count; i++) {
+      const v = list ? list[i] : this.order[i];
+      const has = this.slots(list, v, ps);
+      const para = has && pred[3 * v] !== pred[3 * v + 1] && pred[3 * v + 2] !== pred[3 * v] ? 1 : 0;
+      const o = lanes * i;
+      let prev = prev0;
+      let copies = 0;
+      for (let l = 0; l < lanes; l++) {
+        const sym = d.sym(streamContext(model, lanes, para, l, copies, prev, median));
+        if (sym >= VALUE_SYMBOLS) { // only the model with copies has these symbols
+          if (!para) fail(E.INVAL); // a copy needs the predictors
+          val[o + l] = val[lanes * ps[sym - VALUE_SYMBOLS] + l];
+          prev = 0;
+          copies++;
+        } else {
+          const z = d.valueOf(sym);
+          const p = has ? val[lanes * ps[0] + l] + val[lanes * ps[1] + l] - val[lanes * ps[2] + l] : i ? val[o - lanes + l] : 0;
+          val[o + l] = (p + unzigzag(z)) >>> 0;
+          prev = bitLength(z);
+        }
+        if (l === 0) prev0 = prev;
+      }
+    }
+    d.finish();
+    return val;
   }
 
   // A value stream (proto__stream_get): `count` entries of `lanes` u32 (Uint32Array), entry i
@@ -672,10 +718,10 @@ export class Trav {
     const bytes = c.bytes(len);
     const mode = bytes[0];
     const n = count * lanes;
-    let val = new Uint32Array(n);
+    const val = new Uint32Array(n);
     if (list) this.markSubset(list, count);
     if (mode === 2) {
-      val = streamValues(bytes.subarray(1), count, lanes, (i) => this.hasParallelogram(list, list ? list[i] : this.order[i]), fail, E);
+      return this.streamRans(bytes.subarray(1), list, count, lanes);
     } else if (mode === 1) {
       if (count === 0 || len - 1 < Math.floor((n * 4) / 64) + 1) fail(E.TRUNCATED);
       const raw = new Uint8Array(val.buffer);
@@ -689,35 +735,13 @@ export class Trav {
     } else {
       fail(E.INVAL);
     }
-    const pred = this.pred;
+    const ps = this.ps;
     for (let i = 0; i < count; i++) {
       const o = lanes * i;
-      for (let l = 0; l < lanes; l++) val[o + l] = unzigzag(val[o + l]) >>> 0;
-      const v = list ? list[i] : this.order[i];
-      let s0 = -1;
-      let s1 = -1;
-      let s2 = -1;
-      if (pred[3 * v] !== NO_VERTEX) {
-        const a = pred[3 * v];
-        const b = pred[3 * v + 1];
-        const cc = pred[3 * v + 2];
-        if (list) {
-          if (this.mark[a] === this.epoch && this.mark[b] === this.epoch && this.mark[cc] === this.epoch) {
-            s0 = this.slot[a];
-            s1 = this.slot[b];
-            s2 = this.slot[cc];
-          }
-        } else {
-          s0 = this.rank[a];
-          s1 = this.rank[b];
-          s2 = this.rank[cc];
-        }
-      }
+      const has = this.slots(list, list ? list[i] : this.order[i], ps);
       for (let l = 0; l < lanes; l++) {
-        let p;
-        if (s0 >= 0) p = (val[lanes * s0 + l] + val[lanes * s1 + l] - val[lanes * s2 + l]) >>> 0;
-        else p = i ? val[o - lanes + l] : 0;
-        val[o + l] = (val[o + l] + p) >>> 0;
+        const p = has ? val[lanes * ps[0] + l] + val[lanes * ps[1] + l] - val[lanes * ps[2] + l] : i ? val[o - lanes + l] : 0;
+        val[o + l] = (unzigzag(val[o + l]) + p) >>> 0;
       }
     }
     return val;
