@@ -38,6 +38,7 @@ void proto__limits(const proto_limits *in, proto_limits *out) {
   if (d.max_frame == 0) d.max_frame = PROTO_DEFAULT_MAX_FRAME;
   if (d.max_vertices == 0) d.max_vertices = 5000000u;
   if (d.max_triangles == 0) d.max_triangles = 20000000u;
+  if (d.max_target_entries == 0) d.max_target_entries = 64000000u;
   *out = d;
 }
 

@@ -82,6 +82,9 @@ typedef struct proto_limits {
   uint32_t max_frame;    /* payload bytes; 0 = PROTO_DEFAULT_MAX_FRAME */
   uint32_t max_vertices; /* in a snapshot or delta; 0 = 5,000,000 */
   uint32_t max_triangles; /* 0 = 20,000,000 */
+  uint32_t max_target_entries; /* of all the targets of one version 2 SNAPSHOT together, copies
+                                * counted (a rANS stream can code many values in few bytes);
+                                * 0 = 64,000,000 */
 } proto_limits;
 
 /* Decodes the 20-byte header at `bytes` (which must hold PROTO_HEADER_SIZE bytes) and checks

@@ -350,10 +350,13 @@ static int cmp_vertex(const void *x, const void *y) {
 /* A copy's data: target j's, which must be one of the PROTO_COPY_WINDOW before `index` and
  * coded in full itself (so that a join holds at most PROTO_COPY_WINDOW + 1 times the entries it
  * codes). */
-static int copy_target2(proto_target2 *tg, const proto_target2 *earlier, uint32_t index, uint32_t j) {
+static int copy_target2(proto_target2 *tg, const proto_target2 *earlier, uint32_t index, uint32_t j,
+                        uint64_t *budget) {
   if (j >= index || index - j > PROTO_COPY_WINDOW || earlier[j].copy_of) return PROTO_EINVAL;
   const proto_target2 *o = &earlier[j];
   size_t k = o->count;
+  if (k > *budget) return PROTO_ETOOBIG;
+  *budget -= k;
   tg->indices = malloc(sizeof(uint32_t) * (k + 1));
   tg->deltas = malloc(sizeof(float) * 3 * (k + 1));
   if (!tg->indices || !tg->deltas) return PROTO_ENOMEM;
@@ -365,8 +368,10 @@ static int copy_target2(proto_target2 *tg, const proto_target2 *earlier, uint32_
 }
 
 /* A target record; `earlier` (the targets before `index` of the same SNAPSHOT) is not NULL
- * exactly when the record has the entropy layout's `copy` field. */
-static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const proto_target2 *earlier, uint32_t index) {
+ * exactly when the record has the entropy layout's `copy` field. Its entries are taken from
+ * *budget before anything of their size is allocated (PROTO_ETOOBIG past it). */
+static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const proto_target2 *earlier, uint32_t index,
+                       uint64_t *budget) {
   memset(tg, 0, sizeof(*tg));
   float step;
   uint32_t *list = NULL, *val = NULL;
@@ -378,7 +383,7 @@ static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const pro
     uint32_t copy;
     CHECK(proto__get_varint(c, &copy));
     if (copy) {
-      int rc = copy_target2(tg, earlier, index, copy - 1);
+      int rc = copy_target2(tg, earlier, index, copy - 1, budget);
       if (rc) proto_target2_free(tg);
       return rc;
     }
@@ -387,6 +392,11 @@ static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const pro
   if (step < 0) return PROTO_EINVAL;
   CHECK(proto__ranks_get(c, t, &tg->count, &list));
   size_t k = tg->count;
+  if (k > *budget) {
+    free(list);
+    return PROTO_ETOOBIG;
+  }
+  *budget -= k;
   val = malloc(sizeof(uint32_t) * 3 * (k + 1));
   pairs = malloc(sizeof(*pairs) * (k + 1));
   tg->indices = malloc(sizeof(uint32_t) * (k + 1));
@@ -508,8 +518,9 @@ int proto_decode_snapshot2(const uint8_t *p, size_t n, const proto_limits *limit
     s->targets = calloc((size_t)s->target_count + 1, sizeof(*s->targets));
     if (!s->targets) rc = PROTO_ENOMEM;
   }
+  uint64_t budget = l.max_target_entries;
   for (uint32_t i = 0; rc == 0 && i < s->target_count; i++) {
-    rc = get_target2(&c, t, &s->targets[i], s->grid.entropy ? s->targets : NULL, i);
+    rc = get_target2(&c, t, &s->targets[i], s->grid.entropy ? s->targets : NULL, i, &budget);
     if (rc == 0) rc = proto__check_drivers(s->targets[i].drivers, s->targets[i].driver_count, i, s->target_count);
   }
   const uint8_t *w = NULL;
@@ -548,7 +559,8 @@ int proto_decode_target_add2(const uint8_t *p, size_t n, proto_trav *t, uint32_t
   CHECK(proto__get_u32(&c, index));
   CHECK(proto__get_f32(&c, weight));
   if (*index >= PROTO_MAX_TARGETS) return PROTO_EINVAL;
-  CHECK(get_target2(&c, t, target, NULL, *index));
+  uint64_t budget = t->vertex_count; /* one target: at most every vertex */
+  CHECK(get_target2(&c, t, target, NULL, *index, &budget));
   int rc = proto__check_drivers(target->drivers, target->driver_count, *index, *index);
   if (rc == 0 && c.at != c.end) rc = PROTO_ETRAILING;
   if (rc) proto_target2_free(target);

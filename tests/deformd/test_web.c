@@ -157,7 +157,7 @@ static void encode_hello2(proto_buf *b, const char *session, proto_role role, co
 static void ws_frame(ws_client *w, proto_header *h) {
   ASSERT_EQ(ws_recv(w, 30000), 2);
   ASSERT(w->msg_len >= PROTO_HEADER_SIZE);
-  proto_limits lim = {0xFFFFFFFFu, 5000000, 0};
+  proto_limits lim = {0xFFFFFFFFu, 5000000, 0, 0};
   ASSERT_OK(proto_header_decode(w->msg, &lim, h), NULL);
   ASSERT_EQ((size_t)h->length + PROTO_HEADER_SIZE, w->msg_len); /* exactly one frame */
 }

@@ -26,7 +26,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const proto_limits limits = {1u << 20, 4096, 16384};
+static const proto_limits limits = {1u << 20, 4096, 16384, 1u << 20}; /* small, so that no input can ask much memory */
 
 /* Folds what a walk reads into one value the compiler cannot drop. */
 static volatile uint64_t sink;

@@ -489,3 +489,40 @@ TEST(a_copy_in_an_entry_without_a_parallelogram_prediction_is_refused) {
   }
   proto_trav_fini(&t);
 }
+
+/* ---- the decoder's bound on target entries ------------------------------------------------------ */
+
+/* A rANS stream can code thousands of values a byte, so a SNAPSHOT's targets are bounded by
+ * proto_limits.max_target_entries (all of them together, copies counted), not by its size: the
+ * join of the mesh with copies decodes with the limit at exactly its entries (the sum of its
+ * targets' counts, from the mesh) and is PROTO_ETOOBIG one entry under it, in both codings. */
+TEST(a_snapshot_whose_targets_hold_more_entries_than_the_limit_is_refused_as_too_big) {
+  mesh *m = copies_mesh();
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < m->target_count; i++) total += m->targets[i].count;
+  ASSERT(total < UINT32_MAX);
+  proto_buf tri;
+  proto_trav t;
+  canonical(m, &tri, &t);
+  for (int e = 0; e < 2; e++) {
+    proto_buf b;
+    encode(m, proto2_test_quantum(m), 5, e, &tri, &t, &b);
+    for (int under = 0; under < 2; under++) {
+      proto_limits l = {0};
+      l.max_target_entries = (uint32_t)total - (uint32_t)under;
+      proto_snapshot2 s;
+      proto_trav tr;
+      int rc = proto_decode_snapshot2(b.data, b.len, &l, &s, &tr);
+      ASSERT_EQ(rc, under ? PROTO_ETOOBIG : 0);
+      if (rc == 0) {
+        ASSERT_EQ(s.target_count, m->target_count);
+        proto_snapshot2_free(&s);
+        proto_trav_fini(&tr);
+      }
+    }
+    proto_buf_fini(&b);
+  }
+  proto_buf_fini(&tri);
+  proto_trav_fini(&t);
+  mesh_destroy(m);
+}

@@ -73,6 +73,18 @@ for (const d of decoders) {
   });
 }
 
+// proto_limits.max_target_entries: a SNAPSHOT's targets together (copies counted) are bounded,
+// since a rANS stream codes many values in few bytes; at exactly its entries the demo head's
+// entropy join decodes, one under it the page refuses it as TOOBIG.
+test('a snapshot whose targets hold more entries than maxTargetEntries is refused as too big', () => {
+  const { payload } = P.splitFrame(bytes(streams['demo-head-shift5-entropy'].frames[0].frame));
+  const s = P.decodeSnapshot2(payload);
+  const total = s.targets.reduce((n, t) => n + t.indices.length, 0);
+  assert.ok(s.targets.some((t) => t.copyOf), 'the join has copies');
+  assert.equal(P.decodeSnapshot2(payload, { maxTargetEntries: total }).targets.length, s.targets.length);
+  assert.throws(() => P.decodeSnapshot2(payload, { maxTargetEntries: total - 1 }), (e) => e instanceof P.ProtoError && e.code === P.E.TOOBIG);
+});
+
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'presence', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
     'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask', 'texture', 'texclip', 'texweights']) {

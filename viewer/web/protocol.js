@@ -89,12 +89,13 @@ const fail = (code) => {
   throw new ProtoError(code);
 };
 
-const DEFAULT_LIMITS = { maxFrame: 64 * 1024 * 1024, maxVertices: 5000000, maxTriangles: 20000000 };
+const DEFAULT_LIMITS = { maxFrame: 64 * 1024 * 1024, maxVertices: 5000000, maxTriangles: 20000000, maxTargetEntries: 64000000 };
 function limitsOf(l) {
   return {
     maxFrame: (l && l.maxFrame) || DEFAULT_LIMITS.maxFrame,
     maxVertices: (l && l.maxVertices) || DEFAULT_LIMITS.maxVertices,
     maxTriangles: (l && l.maxTriangles) || DEFAULT_LIMITS.maxTriangles,
+    maxTargetEntries: (l && l.maxTargetEntries) || DEFAULT_LIMITS.maxTargetEntries,
   };
 }
 
@@ -797,7 +798,9 @@ const COPY_WINDOW = 64;
 
 // A target record; `earlier` (the targets before `index` of the same SNAPSHOT) is given exactly
 // when the record has the entropy layout's `copy` field.
-function getTarget2(c, t, earlier, index) {
+// `budget.left`: the entries the SNAPSHOT may still decode (proto_limits.max_target_entries),
+// taken before anything of their size is allocated.
+function getTarget2(c, t, earlier, index, budget) {
   const tg = { name: c.str(), defaultWeight: c.f32() };
   Object.assign(tg, getMeta(c));
   tg.copyOf = 0;
@@ -808,6 +811,8 @@ function getTarget2(c, t, earlier, index) {
       const j = copy - 1;
       if (j >= index || index - j > COPY_WINDOW || earlier[j].copyOf) fail(E.INVAL);
       const o = earlier[j];
+      if (o.indices.length > budget.left) fail(E.TOOBIG);
+      budget.left -= o.indices.length;
       tg.indices = o.indices.slice();
       tg.deltas = o.deltas.slice();
       tg.step = o.step;
@@ -819,6 +824,8 @@ function getTarget2(c, t, earlier, index) {
   if (step < 0) fail(E.INVAL);
   const list = t.ranksGet(c);
   const k = list.length;
+  if (k > budget.left) fail(E.TOOBIG);
+  budget.left -= k;
   const val = t.streamGet(c, list, k, 3);
   const sval = new Int32Array(val.buffer);
   const order = Array.from({ length: k }, (_, i) => i).sort((a, b) => list[a] - list[b]);
@@ -905,8 +912,9 @@ export function decodeSnapshot2(p, limits) {
   s.positions = getAttribute(c, t, 3, g.origin, [g.step, g.step, g.step], lossless, GRID_MAX - 1);
   s.uvs = s.hasUvs ? getAttribute(c, t, 2, g.uvOrigin, g.uvStep, lossless, 65535) : null;
   s.targets = [];
+  const budget = { left: l.maxTargetEntries };
   for (let i = 0; i < s.targetCount; i++) {
-    const tg = getTarget2(c, t, s.entropy ? s.targets : null, i);
+    const tg = getTarget2(c, t, s.entropy ? s.targets : null, i, budget);
     checkDrivers(tg.drivers, i, s.targetCount);
     s.targets.push(tg);
   }
@@ -936,7 +944,7 @@ export function decodeTargetAdd2(p, trav) {
   const index = c.u32();
   const weight = c.f32();
   if (index >= MAX_TARGETS) fail(E.INVAL);
-  const t = getTarget2(c, trav, null, index);
+  const t = getTarget2(c, trav, null, index, { left: trav.vertexCount }); // one target: at most every vertex
   checkDrivers(t.drivers, index, index);
   c.finish();
   return { index, weight, target: t };
