@@ -23,7 +23,8 @@ start_xvfb() {
   fi
   local tmp_dir n i
   tmp_dir=$(mktemp -d)
-  Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$tmp_dir/display" >/dev/null 2>&1 &
+  # XVFB_LOG (optional): where the server's own messages go, for when a client cannot connect.
+  Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$tmp_dir/display" >>"${XVFB_LOG:-/dev/null}" 2>&1 &
   xvfb_pid=$!
   for i in $(seq 1 200); do # up to 20 s
     n=

@@ -5,7 +5,8 @@
 # It starts what the tests need and stops it afterwards: when DISPLAY is empty, an Xvfb server
 # for the viewer's GL tests (hidden GLFW windows on Mesa's llvmpipe), killed on exit. The browser
 # viewer's tests (label web) start their own headless Chromium and deformd per test (tests/web/);
-# they need no display but the deform-views they compare with do. The exit status is ctest's.
+# they need no display but the deform-views they compare with do. Xvfb's own messages go to
+# BUILD_DIR/xvfb.log, whose end is printed when a test failed. The exit status is ctest's.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -23,6 +24,9 @@ trap stop_xvfb EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 if [ -z "${DISPLAY:-}" ]; then
+  case "$build" in /*) log_dir=$build ;; *) log_dir=$PWD/$build ;; esac
+  export XVFB_LOG=${XVFB_LOG:-$log_dir/xvfb.log} # kept, and its end shown if a test fails
+  : >"$XVFB_LOG" 2>/dev/null || XVFB_LOG=/dev/null
   if start_xvfb; then
     echo "tests/run.sh: started Xvfb on DISPLAY=$DISPLAY (pid $xvfb_pid) for the viewer GL tests" >&2
   else
@@ -33,4 +37,8 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
 ctest --test-dir "$build" --output-on-failure -j"$jobs" "${@:2}" || status=$?
+if [ "$status" -ne 0 ] && [ -s "${XVFB_LOG:-/dev/null}" ]; then
+  echo "tests/run.sh: the end of Xvfb's log ($XVFB_LOG):" >&2
+  tail -n 20 "$XVFB_LOG" >&2
+fi
 exit "$status"
