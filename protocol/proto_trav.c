@@ -190,23 +190,21 @@ static int rans_context(int model, int lanes, int para, int lane, int copies, in
 
 /* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
  * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)); its
- * predictors' entries in s when s is not NULL. */
-static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t *s) {
+ * predictors' entries in s. */
+static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t s[3]) {
   const uint32_t *p = t->pred + 3 * (size_t)v;
   if (p[0] == PROTO_NO_VERTEX || p[0] == p[1] || p[2] == p[0]) return 0;
-  uint32_t u[3];
-  if (!list && !s) return 1; /* a full stream holds every predictor */
-  return predictors(t, list, v, s ? s : u);
+  return predictors(t, list, v, s);
 }
 
 /* The predictor (0, 1, 2) whose value lane l of entry i repeats, where the model may code it so,
  * else 3. */
 static int copy_of(const uint32_t *z, const uint32_t *val, const uint32_t s[3], uint32_t i, int lanes, int l) {
   size_t at = (size_t)lanes * i + l;
+  if (z[at] == 0) return 3; /* a residual of 0 is the cheaper symbol */
   int k = 0;
-  if (z[at] != 0)
-    while (k < 3 && val[at] != val[(size_t)lanes * s[k] + l]) k++;
-  return z[at] != 0 ? k : 3;
+  while (k < 3 && val[at] != val[(size_t)lanes * s[k] + l]) k++;
+  return k;
 }
 
 static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t count, int lanes, const uint32_t *z,
