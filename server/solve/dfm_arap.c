@@ -205,6 +205,7 @@ int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjac
   if (rc) return rc;
   s->R = malloc(sizeof(double) * 9 * ((size_t)s->nrot + 1));
   if (!s->R) return DFM_ENOMEM;
+  memset(s->R + 9 * (size_t)s->nrot, 0, sizeof(double) * 9); /* the stars' sums read into it */
   if (s->p.smooth_border) {
     /* The rotation term's scale: an edge's squared length, so that bend is a pure number. */
     double l2 = 0;
@@ -236,7 +237,22 @@ typedef struct local_job {
   const double *p;
 } local_job;
 
-static void local_range(void *ctx, size_t lo, size_t hi) {
+/* The stars' sums below run three lanes of a four-double vector at a time: a star's vector k (or
+ * h) and a rotation's row are read four doubles at a time, and the fourth lane, which reads the
+ * next entry's first value (the tables and R end with a zeroed entry of padding), is never
+ * used. */
+typedef double arap_v4 __attribute__((vector_size(32)));
+#define ARAP_LOAD4(dst, src) memcpy(&(dst), (src), sizeof(arap_v4))
+
+/* GCC builds an AVX2 clone beside the default (as dfm_rotation.c's dfm_fit_rotation4, which
+ * says why clang builds keep the default only). */
+#if defined(__clang__)
+#define ARAP_CLONES
+#else
+#define ARAP_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+
+ARAP_CLONES static void local_range(void *ctx, size_t lo, size_t hi) {
   const local_job *job = ctx;
   dfm_system *s = job->s;
   const double *p = job->p;
@@ -246,24 +262,23 @@ static void local_range(void *ctx, size_t lo, size_t hi) {
     uint32_t lanes = hi - r < 4 ? (uint32_t)(hi - r) : 4;
     double M[36], *R[4];
     for (uint32_t l = 0; l < lanes; l++) {
-      /* Summed in locals: through M itself every term was a store and a reload (M may alias
-       * the positions, as far as the compiler knows). */
-      double m0 = 0, m1 = 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0, m8 = 0;
+      /* M = Σ x kᵀ, a row of M per coordinate of x: the same products summed in the same order
+       * as nine scalar sums. */
+      arap_v4 m0 = {0, 0, 0, 0}, m1 = m0, m2 = m0;
       for (uint32_t e = st->off[r + l]; e < st->off[r + l + 1]; e++) {
-        const double *x = p + 3 * (size_t)st->idx[e], *k = st->vec + 3 * (size_t)e;
-        m0 += x[0] * k[0], m1 += x[0] * k[1], m2 += x[0] * k[2];
-        m3 += x[1] * k[0], m4 += x[1] * k[1], m5 += x[1] * k[2];
-        m6 += x[2] * k[0], m7 += x[2] * k[1], m8 += x[2] * k[2];
+        const double *x = p + 3 * (size_t)st->idx[e];
+        arap_v4 k;
+        ARAP_LOAD4(k, st->vec + 3 * (size_t)e);
+        m0 += x[0] * k, m1 += x[1] * k, m2 += x[2] * k;
       }
+      double *m = M + 9 * l;
+      for (int c = 0; c < 3; c++) m[c] = m0[c], m[3 + c] = m1[c], m[6 + c] = m2[c];
       if (s->bend > 0) {
         /* Smooth rotations: + bend · Σ_j R_j over the neighbours, as the last right-hand side
          * pass summed them (slot r is free column r with a smooth border). */
         const double *S = s->Rsum + 9 * (size_t)(r + l), b = s->bend;
-        m0 += b * S[0], m1 += b * S[1], m2 += b * S[2], m3 += b * S[3], m4 += b * S[4], m5 += b * S[5];
-        m6 += b * S[6], m7 += b * S[7], m8 += b * S[8];
+        for (int i = 0; i < 9; i++) m[i] += b * S[i];
       }
-      double *m = M + 9 * l;
-      m[0] = m0, m[1] = m1, m[2] = m2, m[3] = m3, m[4] = m4, m[5] = m5, m[6] = m6, m[7] = m7, m[8] = m8;
       R[l] = s->R + 9 * (size_t)(r + l);
     }
     if (lanes == 4) {
@@ -285,41 +300,31 @@ typedef struct rotation_rhs_job {
   dfm_system *s;
 } rotation_rhs_job;
 
-static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
+ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
   const rotation_rhs_job *job = ctx;
   dfm_system *s = job->s;
   double *b = s->B->x;
   uint32_t nf = s->nf;
   const arap_star *st = &s->global;
-  if (!s->Rsum) {
-    for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-      double acc[3] = {0, 0, 0};
-      for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
-        const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
-        for (int i = 0; i < 3; i++) acc[i] += R[3 * i] * h[0] + R[3 * i + 1] * h[1] + R[3 * i + 2] * h[2];
-      }
-      for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] += acc[d];
-    }
-    return;
-  }
-  /* With a smooth border the same pass sums the neighbours' rotations, already loaded, for the
-   * next local step's smoothness term (the star's first entry is the vertex itself). */
+  /* b_k = Σ_e R_e h_e: row i of R times h, summed lane by lane over the star, the lanes added
+   * at the end. With a smooth border the same pass sums the neighbours' rotations, already
+   * loaded, for the next local step's smoothness term (the star's first entry is the vertex
+   * itself). */
   for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    uint32_t e = st->off[k];
-    const double *R = s->R + 9 * (size_t)st->idx[e], *h = st->vec + 3 * (size_t)e;
-    double a0 = R[0] * h[0] + R[1] * h[1] + R[2] * h[2], a1 = R[3] * h[0] + R[4] * h[1] + R[5] * h[2],
-           a2 = R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0, s8 = 0;
-    for (e++; e < st->off[k + 1]; e++) {
-      R = s->R + 9 * (size_t)st->idx[e], h = st->vec + 3 * (size_t)e;
-      a0 += R[0] * h[0] + R[1] * h[1] + R[2] * h[2];
-      a1 += R[3] * h[0] + R[4] * h[1] + R[5] * h[2];
-      a2 += R[6] * h[0] + R[7] * h[1] + R[8] * h[2];
-      s0 += R[0], s1 += R[1], s2 += R[2], s3 += R[3], s4 += R[4], s5 += R[5], s6 += R[6], s7 += R[7], s8 += R[8];
+    arap_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, s0 = a0, s1 = a0, s2 = a0;
+    for (uint32_t e = st->off[k]; e < st->off[k + 1]; e++) {
+      const double *R = s->R + 9 * (size_t)st->idx[e];
+      arap_v4 h, r0, r1, r2;
+      ARAP_LOAD4(h, st->vec + 3 * (size_t)e);
+      ARAP_LOAD4(r0, R), ARAP_LOAD4(r1, R + 3), ARAP_LOAD4(r2, R + 6);
+      a0 += r0 * h, a1 += r1 * h, a2 += r2 * h;
+      if (s->Rsum && e > st->off[k]) s0 += r0, s1 += r1, s2 += r2;
     }
-    b[k] += a0, b[k + (size_t)nf] += a1, b[k + 2 * (size_t)nf] += a2;
-    double *S = s->Rsum + 9 * (size_t)k;
-    S[0] = s0, S[1] = s1, S[2] = s2, S[3] = s3, S[4] = s4, S[5] = s5, S[6] = s6, S[7] = s7, S[8] = s8;
+    b[k] += a0[0] + a0[1] + a0[2], b[k + (size_t)nf] += a1[0] + a1[1] + a1[2], b[k + 2 * (size_t)nf] += a2[0] + a2[1] + a2[2];
+    if (s->Rsum) {
+      double *S = s->Rsum + 9 * (size_t)k;
+      for (int c = 0; c < 3; c++) S[c] = s0[c], S[3 + c] = s1[c], S[6 + c] = s2[c];
+    }
   }
 }
 
