@@ -8,6 +8,7 @@
 #define DEFORMD_BENCH_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 extern atomic_int g_stop; /* bench_child.c; set on SIGINT/SIGTERM, every bench loop checks it */
@@ -26,6 +27,10 @@ void bench_child_stop(bench_child *c);
 void bench_child_kill(bench_child *c);
 int bench_child_gone(const bench_child *c); /* 1 when it exited (not reaped yet) */
 double bench_proc_cpu_s(pid_t pid);         /* utime + stime of pid in seconds, or -1 */
+/* One line on stderr naming the machine a run's figures come from: the CPU's model, family and
+ * model numbers (/proc/cpuinfo), the CPUs online and the load average. The same VM size on
+ * another host measures differently (docs/performance.md, "Results on a Zen 4 VM"). */
+void bench_machine(FILE *out);
 /* Waits (30 s at most) until deformd on rpc_port has opened (or restored) `session`. 0 or -1. */
 int bench_wait_session(int rpc_port, const char *session);
 /* The deformd next to this program ("" when it cannot tell), into out. */

@@ -208,3 +208,23 @@ void bench_remove_certificate(const char *dir) {
   unlink(path);
   rmdir(dir);
 }
+
+void bench_machine(FILE *out) {
+  char line[256], model[128] = "unknown CPU", family[16] = "?", number[16] = "?";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  int seen = 0;
+  while (f && fgets(line, sizeof(line), f) && seen < 3) {
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    char *value = colon + 1 + (colon[1] == ' ');
+    value[strcspn(value, "\n")] = 0;
+    if (strncmp(line, "model name", 10) == 0) snprintf(model, sizeof(model), "%s", value), seen++;
+    else if (strncmp(line, "cpu family", 10) == 0) snprintf(family, sizeof(family), "%s", value), seen++;
+    else if (strncmp(line, "model\t", 6) == 0) snprintf(number, sizeof(number), "%s", value), seen++;
+  }
+  if (f) fclose(f);
+  double load[1] = {-1};
+  if (getloadavg(load, 1) != 1) load[0] = -1;
+  fprintf(out, "deform-bench: on %s (family %s, model %s), %ld CPUs online, load average %.2f\n", model, family, number,
+          sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+}

@@ -922,6 +922,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 int main(int argc, char **argv) {
   dfm_blas_kernels(argv); /* as deformd does */
   dfm_init(); /* as deformd does: the in-process benches time the same heap and BLAS */
+  if (argc >= 2 && argv[1][0] != '-') bench_machine(stderr);
   if (argc >= 2 && (strcmp(argv[1], "solve") == 0 || strcmp(argv[1], "brush") == 0 || strcmp(argv[1], "blend") == 0 ||
                     strcmp(argv[1], "durable") == 0 || strcmp(argv[1], "stream") == 0 || strcmp(argv[1], "undo") == 0 ||
                     strcmp(argv[1], "presence") == 0 || strcmp(argv[1], "face") == 0 || strcmp(argv[1], "texclip") == 0)) {
