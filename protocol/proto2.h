@@ -42,7 +42,9 @@ typedef struct proto_trav {
   uint32_t vertex_count;
   uint32_t *order; /* rank -> vertex */
   uint32_t *rank;  /* vertex -> rank */
-  uint32_t *pred;  /* 3 per vertex: a, b, c (prediction p(a) + p(b) - p(c)), or PROTO_NO_VERTEX */
+  uint32_t *pred;  /* 3 per rank: the ranks of its vertex's predictors a, b, c (prediction
+                    * p(a) + p(b) - p(c)), or PROTO_NO_VERTEX; read in rank order, as streams are */
+  uint8_t *para;   /* per rank: 1 where they make a true parallelogram (a != b, c != a) */
   uint32_t *mark, *slot; /* scratch of the subset codecs */
   uint32_t epoch;
   uint32_t used; /* the vertices the triangles use: they hold the first `used` ranks */

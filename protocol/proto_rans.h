@@ -183,6 +183,16 @@ static inline uint32_t proto__rans_value_of(proto_rans_dec *d, int s) {
   return top | proto__rans_dec_bits(d, n);
 }
 
+/* The bit length of symbol s's value, from the symbol alone (0 for the symbols after the
+ * values): a model whose next context depends on it need not wait for the raw bits. */
+static inline int proto__rans_len_of(int s) {
+  static const uint8_t len[PROTO_RANS_VALUE_SYMBOLS + 4] = {
+      0,  1,  2,  2,  3,  3,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11,
+      12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18, 19, 19, 20, 20, 21, 21, 22, 22, 23, 23,
+      24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 31, 32, 32, 0,  0,  0,  0};
+  return len[s];
+}
+
 static inline uint32_t proto__rans_get_value(proto_rans_dec *d, int context) {
   int s = proto__rans_dec_sym(d, context);
   if (s >= PROTO_RANS_VALUE_SYMBOLS) {

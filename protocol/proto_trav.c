@@ -34,6 +34,7 @@ void proto_trav_fini(proto_trav *t) {
   free(t->order);
   free(t->rank);
   free(t->pred);
+  free(t->para);
   free(t->mark);
   free(t->slot);
   memset(t, 0, sizeof(*t));
@@ -43,6 +44,13 @@ static void set_pred(uint32_t *p, uint32_t a, uint32_t b, uint32_t c) {
   p[0] = a;
   p[1] = b;
   p[2] = c;
+}
+
+/* Rank k's predictors (vertices that all have ranks already) as ranks, and whether they make a
+ * true parallelogram. */
+static void set_entry(proto_trav *t, uint32_t k, const uint32_t p[3]) {
+  for (int e = 0; e < 3; e++) t->pred[3 * (size_t)k + e] = p[e] == PROTO_NO_VERTEX ? p[e] : t->rank[p[e]];
+  t->para[k] = p[0] != PROTO_NO_VERTEX && p[0] != p[1] && p[2] != p[0];
 }
 
 int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count, uint32_t vertex_count) {
@@ -56,7 +64,8 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
   t->pred = malloc(sizeof(uint32_t) * 3 * (nv + 1));
   t->mark = calloc(nv + 1, sizeof(uint32_t));
   t->slot = malloc(sizeof(uint32_t) * (nv + 1));
-  if (!t->order || !t->rank || !t->pred || !t->mark || !t->slot) {
+  t->para = malloc(nv + 1);
+  if (!t->order || !t->rank || !t->pred || !t->mark || !t->slot || !t->para) {
     proto_trav_fini(t);
     return PROTO_ENOMEM;
   }
@@ -68,7 +77,7 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
     for (int j = 0; j < 3; j++) {
       uint32_t v = tr[j], a = tr[(j + 1) % 3], b = tr[(j + 2) % 3];
       if (t->rank[v] != PROTO_NO_VERTEX) continue;
-      uint32_t *p = t->pred + 3 * (size_t)v;
+      uint32_t p[3];
       int seen_a = t->rank[a] != PROTO_NO_VERTEX, seen_b = t->rank[b] != PROTO_NO_VERTEX;
       if (seen_a && seen_b) {
         /* The most recent triangle with the directed edge b -> a lies across edge a -> b. */
@@ -89,6 +98,7 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
       } else {
         set_pred(p, prev, prev, prev);
       }
+      set_entry(t, k, p);
       t->rank[v] = k;
       t->order[k++] = v;
       prev = v;
@@ -100,7 +110,9 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
   t->used = k;
   for (uint32_t v = 0; v < vertex_count; v++) { /* used by no triangle: last, ascending */
     if (t->rank[v] != PROTO_NO_VERTEX) continue;
-    set_pred(t->pred + 3 * (size_t)v, prev, prev, prev);
+    uint32_t p[3];
+    set_pred(p, prev, prev, prev);
+    set_entry(t, k, p);
     t->rank[v] = k;
     t->order[k++] = v;
     prev = v;
@@ -122,18 +134,21 @@ static void mark_subset(proto_trav *t, const uint32_t *list, uint32_t count) {
   }
 }
 
-/* The entry index of the value that predicts entry i (vertex v), for the three predictors, or
- * -1 for "the previous entry" / 0. Full streams (list NULL) hold every vertex, at its rank. */
-static int predictors(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t s[3]) {
-  const uint32_t *p = t->pred + 3 * (size_t)v;
-  if (p[0] == PROTO_NO_VERTEX) return 0;
+/* The entry indices of the values that predict entry i, for the three predictors; 0 where it
+ * has none (it is predicted from the previous entry, or 0). Full streams (list NULL) hold every
+ * vertex at its rank, so theirs are the traversal's own, read in order; a list's come from its
+ * marks. */
+static int predictors(const proto_trav *t, const uint32_t *list, uint32_t i, uint32_t s[3]) {
+  const uint32_t *e = t->pred + 3 * (size_t)(list ? t->rank[list[i]] : i);
+  if (e[0] == PROTO_NO_VERTEX) return 0;
+  if (!list) {
+    s[0] = e[0], s[1] = e[1], s[2] = e[2];
+    return 1;
+  }
   for (int k = 0; k < 3; k++) {
-    if (list) {
-      if (t->mark[p[k]] != t->epoch) return 0;
-      s[k] = t->slot[p[k]];
-    } else {
-      s[k] = t->rank[p[k]];
-    }
+    uint32_t u = t->order[e[k]];
+    if (t->mark[u] != t->epoch) return 0;
+    s[k] = t->slot[u];
   }
   return 1;
 }
@@ -145,8 +160,8 @@ static uint32_t unzigzag32(uint32_t z) { return (z >> 1) ^ (uint32_t)-(int32_t)(
  * (exactly invertible, so float bits survive it too). */
 static void predict(const proto_trav *t, const uint32_t *list, uint32_t i, int lanes, const uint32_t *val,
                     uint32_t *out) {
-  uint32_t v = list ? list[i] : t->order[i], s[3];
-  if (predictors(t, list, v, s)) {
+  uint32_t s[3];
+  if (predictors(t, list, i, s)) {
     for (int l = 0; l < lanes; l++)
       out[l] = val[(size_t)lanes * s[0] + l] + val[(size_t)lanes * s[1] + l] - val[(size_t)lanes * s[2] + l];
   } else {
@@ -188,13 +203,11 @@ static int rans_context(int model, int lanes, int para, int lane, int copies, in
   return PROTO_RANS_CLASSES * (2 + ((lane - 1) * 2 + para) * 3 + (copies < 2 ? copies : 2)) + cls;
 }
 
-/* Whether entry i (vertex v) has a true parallelogram prediction: three predictors in the
- * list, the first two different (a == b is a one-vertex prediction, c == a predicts p(b)); its
- * predictors' entries in s. */
-static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t v, uint32_t s[3]) {
-  const uint32_t *p = t->pred + 3 * (size_t)v;
-  if (p[0] == PROTO_NO_VERTEX || p[0] == p[1] || p[2] == p[0]) return 0;
-  return predictors(t, list, v, s);
+/* Whether entry i has a true parallelogram prediction: three predictors in the list, the first
+ * two different (a == b is a one-vertex prediction, c == a predicts p(b)); its predictors'
+ * entries in s. */
+static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t i, uint32_t s[3]) {
+  return t->para[list ? t->rank[list[i]] : i] && predictors(t, list, i, s);
 }
 
 /* The predictor (0, 1, 2) whose value lane l of entry i repeats, where the model may code it so,
@@ -215,7 +228,7 @@ static int rans_put(proto_buf *b, proto_trav *t, const uint32_t *list, uint32_t 
   int prev0 = median;
   for (uint32_t i = 0; rc == 0 && i < count; i++) {
     uint32_t s[3];
-    int para = has_parallelogram(t, list, list ? list[i] : t->order[i], s), prev = prev0, copies = 0;
+    int para = has_parallelogram(t, list, i, s), prev = prev0, copies = 0;
     for (int l = 0; l < lanes; l++) {
       size_t at = (size_t)lanes * i + l;
       int ctx = rans_context(model, lanes, para, l, copies, prev, median);
@@ -243,7 +256,7 @@ static size_t count_copies(proto_trav *t, const uint32_t *list, uint32_t count, 
   size_t n = 0;
   for (uint32_t i = 0; i < count; i++) {
     uint32_t s[3];
-    if (has_parallelogram(t, list, list ? list[i] : t->order[i], s))
+    if (has_parallelogram(t, list, i, s))
       for (int l = 0; l < lanes; l++) n += copy_of(z, val, s, i, lanes, l) < 3;
   }
   return n;
@@ -264,9 +277,9 @@ static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t 
    * reloading them after every store to val (which could alias d, whose address escapes). */
   proto_rans_dec w = d;
   for (uint32_t i = 0; i < count && !w.err; i++) {
-    uint32_t v = list ? list[i] : t->order[i], s[3];
-    const uint32_t *pv = t->pred + 3 * (size_t)v;
-    int has = predictors(t, list, v, s), para = has && pv[0] != pv[1] && pv[2] != pv[0], prev = prev0, copies = 0;
+    uint32_t s[3];
+    int has = predictors(t, list, i, s), para = has && t->para[list ? t->rank[list[i]] : i];
+    int prev = prev0, copies = 0;
     uint32_t *out = val + (size_t)lanes * i;
     for (int l = 0; l < lanes; l++) {
       uint32_t pred = has ? val[(size_t)lanes * s[0] + l] + val[(size_t)lanes * s[1] + l] - val[(size_t)lanes * s[2] + l]
@@ -278,13 +291,13 @@ static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t 
           break;
         }
         out[l] = val[(size_t)lanes * s[sym - PROTO_RANS_VALUE_SYMBOLS] + l];
-        prev = 0;
         copies++;
       } else {
-        uint32_t z = proto__rans_value_of(&w, sym);
-        out[l] = pred + unzigzag32(z);
-        prev = proto__bit_length(z);
+        out[l] = pred + unzigzag32(proto__rans_value_of(&w, sym));
       }
+      /* The next context's size class from the symbol (a copy counts as 0), not from the value:
+       * it need not wait for the raw bits. */
+      prev = proto__rans_len_of(sym);
       if (l == 0) prev0 = prev;
     }
   }

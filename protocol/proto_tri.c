@@ -87,12 +87,8 @@ int proto_snapshot2_triangles_entropy(proto_buf *b, const uint32_t *canonical, u
   /* The order: in rank space the traversal visits vertex r at position r. */
   uint32_t prev = 0;
   for (size_t r = 0; rc == 0 && r < nv; r++) {
-    const uint32_t *pv = t->pred + 3 * (size_t)t->order[r];
-    uint32_t p[3] = {PROTO_NO_VERTEX, PROTO_NO_VERTEX, PROTO_NO_VERTEX};
-    if (pv[0] != PROTO_NO_VERTEX)
-      for (int k = 0; k < 3; k++) p[k] = t->rank[pv[k]];
     int two;
-    z[r] = zigzag(t->order[r] - predict_vertex(t->order, p, prev, &two));
+    z[r] = zigzag(t->order[r] - predict_vertex(t->order, t->pred + 3 * r, prev, &two));
     prev = t->order[r];
   }
   int median = rc == 0 ? proto__rans_median(z, nv) : 0;
@@ -120,8 +116,7 @@ int proto_snapshot2_triangles_entropy(proto_buf *b, const uint32_t *canonical, u
   }
   int prev_len = median;
   for (size_t r = 0; r < nv && rc == 0; r++) {
-    int two = t->pred[3 * (size_t)t->order[r]] != PROTO_NO_VERTEX &&
-              t->pred[3 * (size_t)t->order[r]] != t->pred[3 * (size_t)t->order[r] + 1];
+    int two = t->pred[3 * r] != PROTO_NO_VERTEX && t->pred[3 * r] != t->pred[3 * r + 1];
     proto__rans_put_value(&e, CTX_ORDER + (two ? 0 : PROTO_RANS_CLASSES) + proto__rans_class(prev_len, median), z[r]);
     prev_len = proto__bit_length(z[r]);
   }
@@ -184,9 +179,11 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
   proto_rans_dec w = *d, *dd = d; /* a copy whose address goes nowhere: its states stay in registers */
   d = &w;
   for (uint32_t i = 0; i < nv && rc == 0; i++) {
-    uint32_t u = rs->order[i];
+    uint32_t u = rs->order[i], p[3];
+    const uint32_t *e = rs->pred + 3 * (size_t)i; /* ranks: their vertices are rs's order */
+    for (int k = 0; k < 3; k++) p[k] = e[k] == PROTO_NO_VERTEX ? e[k] : rs->order[e[k]];
     int two;
-    uint32_t guess = predict_vertex(vertex, rs->pred + 3 * (size_t)u, prev, &two);
+    uint32_t guess = predict_vertex(vertex, p, prev, &two);
     uint32_t zv = proto__rans_get_value(d, CTX_ORDER + (two ? 0 : PROTO_RANS_CLASSES) + proto__rans_class(prev_len, median));
     uint32_t v = guess + unzigzag(zv);
     if (d->err) rc = d->err;
@@ -230,7 +227,8 @@ int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t
   if (rc == 0) rc = proto__rans_dec_finish(&d);
   proto__rans_dec_fini(&d);
   if (rc == 0) {
-    /* Rename: the triangles, and the traversal (same structure, the session's vertices). */
+    /* Rename: the triangles, and the traversal's order (same structure, the session's
+     * vertices). */
     for (size_t i = 0; i < ni; i++) tri[i] = vertex[tri[i]];
     for (uint32_t i = 0; i < vertex_count; i++) {
       uint32_t u = rs.order[i], v = vertex[u];
@@ -238,17 +236,7 @@ int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t
       rs.slot[v] = i; /* the new rank, kept aside: rs.rank is still read below */
     }
     for (uint32_t v = 0; v < vertex_count; v++) rs.rank[v] = rs.slot[v];
-    uint32_t *pred = malloc(sizeof(uint32_t) * 3 * ((size_t)vertex_count + 1));
-    if (!pred) rc = PROTO_ENOMEM;
-    for (uint32_t u = 0; rc == 0 && u < vertex_count; u++)
-      for (int k = 0; k < 3; k++) {
-        uint32_t p = rs.pred[3 * (size_t)u + k];
-        pred[3 * (size_t)vertex[u] + k] = p == PROTO_NO_VERTEX ? p : vertex[p];
-      }
-    if (rc == 0) {
-      free(rs.pred);
-      rs.pred = pred;
-    }
+    /* rs.pred and rs.para are by rank, and the ranks stay. */
   }
   free(vertex);
   if (rc) {

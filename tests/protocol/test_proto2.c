@@ -223,12 +223,13 @@ TEST(traversal_ranks_every_vertex_once_and_predicts_from_earlier_ranks) {
     ASSERT(v < m->vertex_count && !seen[v]);
     seen[v] = 1;
     ASSERT_EQ(t.rank[v], r);
-    const uint32_t *p = t.pred + 3 * (size_t)v;
+    const uint32_t *p = t.pred + 3 * (size_t)r; /* the predictors' ranks */
     if (r == 0) {
       ASSERT(p[0] == PROTO_NO_VERTEX);
       continue;
     }
-    for (int k = 0; k < 3; k++) ASSERT(p[k] < m->vertex_count && t.rank[p[k]] < r);
+    for (int k = 0; k < 3; k++) ASSERT(p[k] < r);
+    ASSERT_EQ(t.para[r], p[0] != p[1] && p[2] != p[0]);
     parallelograms += p[0] != p[2] && p[1] != p[2];
   }
   /* On a closed surface in cache order, nearly every vertex finds the triangle across an edge. */

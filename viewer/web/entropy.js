@@ -233,8 +233,9 @@ export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
   let prevLen = median;
   for (let i = 0; i < vertexCount; i++) {
     const u = rs.order[i];
-    const pa = rs.pred[3 * u];
-    const pb = rs.pred[3 * u + 1];
+    const ra = rs.pred[3 * i]; // ranks: their vertices are rs's order
+    const pa = ra === NO_VERTEX ? ra : rs.order[ra];
+    const pb = ra === NO_VERTEX ? ra : rs.order[rs.pred[3 * i + 1]];
     let guess = prev;
     let two = 0;
     if (pa !== NO_VERTEX) {
@@ -252,23 +253,17 @@ export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
     prevLen = bitLength(zv);
   }
   d.finish();
-  // Rename: the triangles, then the traversal (same structure, the session's vertices).
+  // Rename: the triangles, then the traversal's order (same structure, the session's vertices;
+  // pred and para are by rank, and the ranks stay).
   for (let i = 0; i < ni; i++) tri[i] = vertex[tri[i]];
   const order = new Uint32Array(vertexCount);
   const rank = new Uint32Array(vertexCount);
-  const pred = new Uint32Array(3 * vertexCount);
   for (let i = 0; i < vertexCount; i++) {
-    const u = rs.order[i];
-    const v = vertex[u];
+    const v = vertex[rs.order[i]];
     order[i] = v;
     rank[v] = i;
-    for (let k = 0; k < 3; k++) {
-      const p = rs.pred[3 * u + k];
-      pred[3 * v + k] = p === NO_VERTEX ? p : vertex[p];
-    }
   }
   rs.order = order;
   rs.rank = rank;
-  rs.pred = pred;
   return { triangles: tri, trav: rs };
 }

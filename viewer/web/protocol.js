@@ -586,22 +586,29 @@ export class Trav {
     this.vertexCount = nv;
     this.order = new Uint32Array(nv);
     this.rank = new Uint32Array(nv).fill(NO_VERTEX);
+    // By rank, as streams read them: the ranks of its vertex's predictors a, b, c, and whether
+    // they make a true parallelogram (proto2.h proto_trav).
     this.pred = new Uint32Array(3 * nv);
+    this.para = new Uint8Array(nv);
     this.mark = new Uint32Array(nv);
     this.slot = new Uint32Array(nv);
     this.ps = new Uint32Array(3); // scratch of slots()
     this.epoch = 0;
     const rank = this.rank;
     const pred = this.pred;
+    const para = this.para;
     const fifo = new Int32Array(TRAV_FIFO); // triangle indices
     let nfifo = 0;
     let head = 0;
     let k = 0;
     let prev = NO_VERTEX;
-    const set = (v, a, b, c) => {
-      pred[3 * v] = a;
-      pred[3 * v + 1] = b;
-      pred[3 * v + 2] = c;
+    // Rank k's predictors, vertices that all have ranks already (NO_VERTEX for none).
+    const set = (k, a, b, c) => {
+      const none = a === NO_VERTEX;
+      pred[3 * k] = none ? a : rank[a];
+      pred[3 * k + 1] = none ? b : rank[b];
+      pred[3 * k + 2] = none ? c : rank[c];
+      para[k] = !none && a !== b && c !== a ? 1 : 0;
     };
     for (let i = 0; i < triangleCount; i++) {
       const o = 3 * i;
@@ -623,10 +630,10 @@ export class Trav {
               }
             }
           }
-          set(v, a, b, c);
-        } else if (seenA) set(v, a, a, a);
-        else if (seenB) set(v, b, b, b);
-        else set(v, prev, prev, prev);
+          set(k, a, b, c);
+        } else if (seenA) set(k, a, a, a);
+        else if (seenB) set(k, b, b, b);
+        else set(k, prev, prev, prev);
         rank[v] = k;
         this.order[k++] = v;
         prev = v;
@@ -637,7 +644,7 @@ export class Trav {
     }
     for (let v = 0; v < nv; v++) {
       if (rank[v] !== NO_VERTEX) continue;
-      set(v, prev, prev, prev);
+      set(k, prev, prev, prev);
       rank[v] = k;
       this.order[k++] = v;
       prev = v;
@@ -655,20 +662,22 @@ export class Trav {
     }
   }
 
-  // The entries of vertex v's predictors a, b, c into ps (proto_trav.c predictors): true when v
-  // has them all among the listed entries (every vertex is listed when list is null).
-  slots(list, v, ps) {
+  // The entries of entry i's predictors a, b, c into ps (proto_trav.c predictors): true when it
+  // has them all among the listed entries (every vertex is listed, at its rank, when list is
+  // null: the predictors' ranks are their entries).
+  slots(list, i, ps) {
     const pred = this.pred;
-    const a = pred[3 * v];
-    if (a === NO_VERTEX) return false;
-    const b = pred[3 * v + 1];
-    const c = pred[3 * v + 2];
+    const r = list ? this.rank[list[i]] : i;
+    if (pred[3 * r] === NO_VERTEX) return false;
     if (!list) {
-      ps[0] = this.rank[a];
-      ps[1] = this.rank[b];
-      ps[2] = this.rank[c];
+      ps[0] = pred[3 * r];
+      ps[1] = pred[3 * r + 1];
+      ps[2] = pred[3 * r + 2];
       return true;
     }
+    const a = this.order[pred[3 * r]];
+    const b = this.order[pred[3 * r + 1]];
+    const c = this.order[pred[3 * r + 2]];
     if (this.mark[a] !== this.epoch || this.mark[b] !== this.epoch || this.mark[c] !== this.epoch) return false;
     ps[0] = this.slot[a];
     ps[1] = this.slot[b];
@@ -681,13 +690,11 @@ export class Trav {
   streamRans(bytes, list, count, lanes) {
     const { d, median, model } = streamModel(bytes, lanes, fail, E);
     const val = new Uint32Array(count * lanes);
-    const pred = this.pred;
     const ps = this.ps;
     let prev0 = median;
     for (let i = 0; i < count; i++) {
-      const v = list ? list[i] : this.order[i];
-      const has = this.slots(list, v, ps);
-      const para = has && pred[3 * v] !== pred[3 * v + 1] && pred[3 * v + 2] !== pred[3 * v] ? 1 : 0;
+      const has = this.slots(list, i, ps);
+      const para = has && this.para[list ? this.rank[list[i]] : i] ? 1 : 0;
       const o = lanes * i;
       let prev = prev0;
       let copies = 0;
@@ -739,7 +746,7 @@ export class Trav {
     const ps = this.ps;
     for (let i = 0; i < count; i++) {
       const o = lanes * i;
-      const has = this.slots(list, list ? list[i] : this.order[i], ps);
+      const has = this.slots(list, i, ps);
       for (let l = 0; l < lanes; l++) {
         const p = has ? val[lanes * ps[0] + l] + val[lanes * ps[1] + l] - val[lanes * ps[2] + l] : i ? val[o - lanes + l] : 0;
         val[o + l] = (unzigzag(val[o + l]) + p) >>> 0;
