@@ -56,8 +56,6 @@ static void set_entry(proto_trav *t, uint32_t k, const uint32_t p[3]) {
 int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count, uint32_t vertex_count) {
   memset(t, 0, sizeof(*t));
   size_t nv = vertex_count;
-  for (size_t i = 0; i < 3 * (size_t)triangle_count; i++)
-    if (tri[i] >= vertex_count) return PROTO_EINVAL;
   t->vertex_count = vertex_count;
   t->order = malloc(sizeof(uint32_t) * (nv + 1));
   t->rank = malloc(sizeof(uint32_t) * (nv + 1));
@@ -74,6 +72,10 @@ int proto_trav_init(proto_trav *t, const uint32_t *tri, uint32_t triangle_count,
   uint32_t nfifo = 0, head = 0, k = 0, prev = PROTO_NO_VERTEX;
   for (size_t i = 0; i < triangle_count; i++) {
     const uint32_t *tr = tri + 3 * i;
+    if (tr[0] >= vertex_count || tr[1] >= vertex_count || tr[2] >= vertex_count) { /* checked as it goes: one pass */
+      proto_trav_fini(t);
+      return PROTO_EINVAL;
+    }
     for (int j = 0; j < 3; j++) {
       uint32_t v = tr[j], a = tr[(j + 1) % 3], b = tr[(j + 2) % 3];
       if (t->rank[v] != PROTO_NO_VERTEX) continue;

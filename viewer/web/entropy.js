@@ -224,9 +224,7 @@ export function trianglesGet(c, triangleCount, vertexCount, makeTrav, fail, E) {
   }
   const rs = makeTrav(tri, triangleCount, vertexCount);
   // The vertices the triangles use come first in the traversal; the rest must come ascending.
-  const mark = new Uint8Array(vertexCount);
-  let used = 0;
-  for (let i = 0; i < ni; i++) if (!mark[tri[i]]) (mark[tri[i]] = 1), used++;
+  const used = rs.used;
   const vertex = new Uint32Array(vertexCount);
   const seen = new Uint8Array(vertexCount);
   let prev = 0;

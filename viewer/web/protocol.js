@@ -581,7 +581,6 @@ const TRAV_FIFO = 16;
 // proto_trav: ranks and parallelogram predictors from the triangle list (docs/protocol.md §12.3).
 export class Trav {
   constructor(tri, triangleCount, vertexCount) {
-    for (let i = 0; i < 3 * triangleCount; i++) if (tri[i] >= vertexCount) fail(E.INVAL);
     const nv = vertexCount;
     this.vertexCount = nv;
     this.order = new Uint32Array(nv);
@@ -612,6 +611,7 @@ export class Trav {
     };
     for (let i = 0; i < triangleCount; i++) {
       const o = 3 * i;
+      if (tri[o] >= nv || tri[o + 1] >= nv || tri[o + 2] >= nv) fail(E.INVAL); // checked as it goes: one pass
       for (let j = 0; j < 3; j++) {
         const v = tri[o + j];
         const a = tri[o + ((j + 1) % 3)];
@@ -642,6 +642,7 @@ export class Trav {
       head = (head + 1) % TRAV_FIFO;
       if (nfifo < TRAV_FIFO) nfifo++;
     }
+    this.used = k; // the vertices the triangles use hold the first ranks
     for (let v = 0; v < nv; v++) {
       if (rank[v] !== NO_VERTEX) continue;
       set(k, prev, prev, prev);
