@@ -184,14 +184,16 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
     for (int k = 0; k < 3; k++) p[k] = e[k] == PROTO_NO_VERTEX ? e[k] : rs->order[e[k]];
     int two;
     uint32_t guess = predict_vertex(vertex, p, prev, &two);
-    uint32_t zv = proto__rans_get_value(d, CTX_ORDER + (two ? 0 : PROTO_RANS_CLASSES) + proto__rans_class(prev_len, median));
+    int sym = proto__rans_dec_sym(d, CTX_ORDER + (two ? 0 : PROTO_RANS_CLASSES) + proto__rans_class(prev_len, median));
+    if (sym >= PROTO_RANS_VALUE_SYMBOLS && !d->err) d->err = PROTO_EINVAL; /* proto__rans_get_value's check */
+    uint32_t zv = sym < PROTO_RANS_VALUE_SYMBOLS ? proto__rans_value_of(d, sym) : 0;
     uint32_t v = guess + unzigzag(zv);
     if (d->err) rc = d->err;
     else if (v >= nv || seen[v] || (i > used && v < prev)) rc = PROTO_EINVAL; /* not an order, or a tail not ascending */
     seen[v < nv ? v : 0] = 1;
     vertex[u] = v;
     prev = v;
-    prev_len = proto__bit_length(zv);
+    prev_len = sym < PROTO_RANS_VALUE_SYMBOLS ? proto__rans_len_of(sym) : 0; /* from the symbol: no wait on the raw bits */
   }
   *dd = w;
   free(seen);
