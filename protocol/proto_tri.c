@@ -233,11 +233,10 @@ int proto__triangles_entropy_get(proto_cur *c, uint32_t triangle_count, uint32_t
      * vertices). */
     for (size_t i = 0; i < ni; i++) tri[i] = vertex[tri[i]];
     for (uint32_t i = 0; i < vertex_count; i++) {
-      uint32_t u = rs.order[i], v = vertex[u];
+      uint32_t v = vertex[rs.order[i]];
       rs.order[i] = v;
-      rs.slot[v] = i; /* the new rank, kept aside: rs.rank is still read below */
+      rs.rank[v] = i;
     }
-    for (uint32_t v = 0; v < vertex_count; v++) rs.rank[v] = rs.slot[v];
     /* rs.pred and rs.para are by rank, and the ranks stay. */
   }
   free(vertex);
