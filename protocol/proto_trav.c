@@ -136,12 +136,15 @@ static void mark_subset(proto_trav *t, const uint32_t *list, uint32_t count) {
   }
 }
 
+/* Entry i's rank: a full stream's entries are the ranks themselves. */
+static uint32_t entry_rank(const proto_trav *t, const uint32_t *list, uint32_t i) { return list ? t->rank[list[i]] : i; }
+
 /* The entry indices of the values that predict entry i, for the three predictors; 0 where it
  * has none (it is predicted from the previous entry, or 0). Full streams (list NULL) hold every
  * vertex at its rank, so theirs are the traversal's own, read in order; a list's come from its
  * marks. */
 static int predictors(const proto_trav *t, const uint32_t *list, uint32_t i, uint32_t s[3]) {
-  const uint32_t *e = t->pred + 3 * (size_t)(list ? t->rank[list[i]] : i);
+  const uint32_t *e = t->pred + 3 * (size_t)entry_rank(t, list, i);
   if (e[0] == PROTO_NO_VERTEX) return 0;
   if (!list) {
     s[0] = e[0], s[1] = e[1], s[2] = e[2];
@@ -209,7 +212,7 @@ static int rans_context(int model, int lanes, int para, int lane, int copies, in
  * two different (a == b is a one-vertex prediction, c == a predicts p(b)); its predictors'
  * entries in s. */
 static int has_parallelogram(const proto_trav *t, const uint32_t *list, uint32_t i, uint32_t s[3]) {
-  return t->para[list ? t->rank[list[i]] : i] && predictors(t, list, i, s);
+  return t->para[entry_rank(t, list, i)] && predictors(t, list, i, s);
 }
 
 /* The predictor (0, 1, 2) whose value lane l of entry i repeats, where the model may code it so,
@@ -280,7 +283,7 @@ static int rans_get(const uint8_t *p, size_t len, proto_trav *t, const uint32_t 
   proto_rans_dec w = d;
   for (uint32_t i = 0; i < count && !w.err; i++) {
     uint32_t s[3];
-    int has = predictors(t, list, i, s), para = has && t->para[list ? t->rank[list[i]] : i];
+    int has = predictors(t, list, i, s), para = has && t->para[entry_rank(t, list, i)];
     int prev = prev0, copies = 0;
     uint32_t *out = val + (size_t)lanes * i;
     for (int l = 0; l < lanes; l++) {
