@@ -197,8 +197,13 @@ TEST(pca_error_by_count_is_measured_for_every_count_and_rms_never_grows) {
   ASSERT_EQ(m.components, m.rank);
   for (uint32_t k = 1; k <= m.rank; k++)
     ASSERT(m.rms_error_by_count[k] <= m.rms_error_by_count[k - 1]);
-  /* Over the known directions each step removes a component twice the next: the max falls. */
-  for (uint32_t k = 1; k <= 12; k++) ASSERT(m.max_error_by_count[k] < m.max_error_by_count[k - 1]);
+  /* Over the known directions that stand clear of the noise each step removes a component twice
+   * the next: the max falls. Direction j's singular value is about 0.3·2^-j·√D·√(F/3) = 28·2^-j,
+   * the noise's largest about 1e-3/√3·(√D + √F) = 0.017: directions 0-9 are 3× above it or more
+   * (counts 1-10). Past them the last directions mix with the noise, and their order, so the max
+   * at a count, moves with the BLAS's rounding: on a Zen 5 host count 12's max is above count
+   * 11's, on a Zen 4 it was below. */
+  for (uint32_t k = 1; k <= 10; k++) ASSERT(m.max_error_by_count[k] < m.max_error_by_count[k - 1]);
   ASSERT(m.max_error_by_count[m.rank] <= 1e-6 * scale);
   assert_rms_matches_singular_values(&m);
   /* Each entry is the error of the model cut to that many components, measured here. */
