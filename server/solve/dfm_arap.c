@@ -308,8 +308,6 @@ typedef struct rotation_rhs_job {
 ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
   const rotation_rhs_job *job = ctx;
   dfm_system *s = job->s;
-  double *b = s->B->x;
-  uint32_t nf = s->nf;
   const arap_star *st = &s->global;
   /* b_k = Σ_e R_e h_e: row i of R times h, summed lane by lane over the star, the lanes added
    * at the end. With a smooth border the same pass sums the neighbours' rotations, already
@@ -325,7 +323,7 @@ ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
       a0 += r0 * h, a1 += r1 * h, a2 += r2 * h;
       if (s->Rsum && e > st->off[k]) s0 += r0, s1 += r1, s2 += r2;
     }
-    b[k] += a0[0] + a0[1] + a0[2], b[k + (size_t)nf] += a1[0] + a1[1] + a1[2], b[k + 2 * (size_t)nf] += a2[0] + a2[1] + a2[2];
+    s->rhs[k] += (dfm_v4){a0[0] + a0[1] + a0[2], a1[0] + a1[1] + a1[2], a2[0] + a2[1] + a2[2], 0};
     if (s->Rsum) {
       double *S = s->Rsum + 9 * (size_t)k;
       for (int c = 0; c < 3; c++) S[c] = s0[c], S[3 + c] = s1[c], S[6 + c] = s2[c];

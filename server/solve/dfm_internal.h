@@ -54,6 +54,9 @@ typedef struct arap_star {
   double *vec;    /* 3 per entry */
 } arap_star;
 
+/* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
+typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
+
 struct dfm_system {
   dfm_params p;
   uint32_t n;            /* topology vertices */
@@ -94,7 +97,10 @@ struct dfm_system {
   cholmod_common cc;
   int cc_started;
   cholmod_factor *L;
-  cholmod_dense *B, *X, *Y, *E; /* right-hand sides, solution, solve2 workspaces */
+  dfm_v4 *rhs;           /* nf + 1: the right-hand sides, a free column's x, y and z in one
+                          * vector (the fourth lane zero) */
+  cholmod_dense *B, *X, *Y, *E; /* a simplicial factor's solve2: rhs as three columns, the
+                          * solution, workspaces */
   double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
   void *work;            /* the supernodal solve's vectors: L->n (nf, or n padded: see sym),
                           * plus the tallest supernode's rows */
@@ -265,22 +271,22 @@ void dfm__border_prescribe_rotations(dfm_system *s, const dfm_xform *xf);
 void dfm__border_arap_start(const dfm_system *s, const dfm_xform *xf, double *p);
 void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const double *p, double *out);
 
-/* Three right-hand sides and a spare lane: one factor entry updates them in one vector op. */
-typedef double dfm_v4 __attribute__((vector_size(32), aligned(32)));
-
 /* dfm_sweep.c: the supernodal solve.
  * dfm__sweep_plan_make: the plan for supernodal factor L (L is read, not kept). Returns 0 with
  * *out, freed by dfm__sweep_plan_free (NULL allowed), or DFM_ENOMEM.
  * dfm__sweep_plan_threads: 2 when the plan splits the sweeps over two threads, else 1 (NULL too).
- * dfm__sweep_solve3: A X = B for the three columns of b (nb × 3, column-major) into x (same
- * layout), with LLᵀ = P A Pᵀ; w: L->n vectors, t: the tallest supernode's rows (32-byte
- * aligned, both overwritten). nb ≤ L->n: A's columns from nb on are a padding's identity
- * (dfm_symbolic), whose right-hand sides are zero and whose solutions are dropped. */
+ * dfm__sweep_solve3: A X = B for nb right-hand sides b (x, y and z interleaved in a vector each,
+ * the fourth lane ignored), with LLᵀ = P A Pᵀ, into x: three columns of nb (column-major) or,
+ * when vertex is non-NULL, positions (row k's solution at x + 3 vertex[k]). w: L->n vectors, t:
+ * the tallest supernode's rows (32-byte aligned, both overwritten). nb ≤ L->n: A's columns from
+ * nb on are a padding's identity (dfm_symbolic), whose right-hand sides are zero and whose
+ * solutions are dropped. Returns 1 when a solution written to positions is not finite (all are
+ * written), else 0. */
 int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
 void dfm__sweep_plan_free(solve_plan *p);
 int dfm__sweep_plan_threads(const solve_plan *p);
-void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const double *b, double *x,
-                       dfm_v4 *w, dfm_v4 *t, int f32);
+int dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const dfm_v4 *b, double *x,
+                      const uint32_t *vertex, dfm_v4 *w, dfm_v4 *t, int f32);
 int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p);
 int dfm__sweep_plan_has_f32(const solve_plan *p);
 

@@ -9,6 +9,7 @@
  * vectors hold everything, so one solve at a time per plan.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -163,7 +164,7 @@ typedef struct sweep_job {
   const uint32_t *nodes;
   size_t count;
   int backward;
-  const struct permute_job *pj; /* with two threads: gathers (forward) or scatters (backward) */
+  struct permute_job *pj;       /* with two threads: gathers (forward) or scatters (backward) */
   size_t lo[2], hi[2];          /* these column ranges of P b / Pᵀ w itself */
 } sweep_job;
 
@@ -275,34 +276,57 @@ static void sweep(const sweep_job *job) {
   else sweep_f64(job);
 }
 
-/* Into and out of the factor's order: P b interleaved into w, and x = Pᵀ w. Random reads (or
- * writes) of three columns, 3-4 ms a drag at the dragon's 435k unknowns on one thread: with two
- * threads each sweep thread does its own columns' share, in the hand-offs the sweeps make
- * anyway. */
+/* Into and out of the factor's order: P b into w, and x = Pᵀ w. Random reads (or writes), 3-4 ms
+ * a drag at the dragon's 435k unknowns on one thread when b and x were three columns each: with
+ * two threads each sweep thread does its own columns' share, in the hand-offs the sweeps make
+ * anyway. b is interleaved (one 32-byte read a column); x is three columns, or positions
+ * (dfm__sweep_solve3's `vertex`: one 24-byte write a column, and no pass of its own after the
+ * solve). */
 typedef struct permute_job {
   const SuiteSparse_long *perm;
   size_t n; /* rows of b and x: A's columns from n on are padding (zero in, dropped out) */
-  const double *b;
+  const dfm_v4 *b;
   double *x;
+  const uint32_t *vertex; /* non-NULL: x is positions, column q's at x + 3 vertex[q] */
   dfm_v4 *w;
+  atomic_int nonfinite;   /* set when a solution written to positions is not finite */
 } permute_job;
 
-/* Both read or write three columns at random (the columns' order is the factor's): each asks
- * for the rows 16 columns ahead while it moves this one. */
+/* Both read or write at random (the columns' order is the factor's): each asks for the rows 16
+ * columns ahead while it moves this one. */
 #define PERMUTE_AHEAD 16
 
 static void gather_range(const permute_job *j, size_t lo, size_t hi) {
+  const dfm_v4 zero = {0, 0, 0, 0};
   for (size_t k = lo; k < hi; k++) {
     if (k + PERMUTE_AHEAD < hi) {
       size_t a = (size_t)j->perm[k + PERMUTE_AHEAD];
-      if (a < j->n) __builtin_prefetch(j->b + a, 0, 3), __builtin_prefetch(j->b + a + j->n, 0, 3), __builtin_prefetch(j->b + a + 2 * j->n, 0, 3);
+      if (a < j->n) __builtin_prefetch(j->b + a, 0, 3);
     }
     size_t q = (size_t)j->perm[k];
-    j->w[k] = q < j->n ? (dfm_v4){j->b[q], j->b[q + j->n], j->b[q + 2 * j->n], 0} : (dfm_v4){0, 0, 0, 0};
+    dfm_v4 v = q < j->n ? j->b[q] : zero;
+    v[3] = 0; /* the spare lane stays zero whatever b holds there */
+    j->w[k] = v;
   }
 }
 
-static void scatter_range(const permute_job *j, size_t lo, size_t hi) {
+static void scatter_range(permute_job *j, size_t lo, size_t hi) {
+  if (j->vertex) {
+    int finite = 1;
+    for (size_t k = lo; k < hi; k++) {
+      if (k + PERMUTE_AHEAD < hi) {
+        size_t a = (size_t)j->perm[k + PERMUTE_AHEAD];
+        if (a < j->n) __builtin_prefetch(j->x + 3 * (size_t)j->vertex[a], 1, 3);
+      }
+      size_t q = (size_t)j->perm[k];
+      if (q >= j->n) continue;
+      double *o = j->x + 3 * (size_t)j->vertex[q];
+      o[0] = j->w[k][0], o[1] = j->w[k][1], o[2] = j->w[k][2];
+      finite &= isfinite(o[0]) & isfinite(o[1]) & isfinite(o[2]);
+    }
+    if (!finite) atomic_store_explicit(&j->nonfinite, 1, memory_order_relaxed);
+    return;
+  }
   for (size_t k = lo; k < hi; k++) {
     if (k + PERMUTE_AHEAD < hi) {
       size_t a = (size_t)j->perm[k + PERMUTE_AHEAD];
@@ -337,11 +361,11 @@ static void sweep_pair(const sweep_job *a, const sweep_job *b) {
  * read once per sweep in storage order, and the right-hand sides are interleaved four to a
  * vector (the fourth lane is zero), so one factor entry is one vector multiply-add (AVX2 or the
  * baseline, picked at load time). Big factors run their sweeps on two threads (solve_plan). */
-void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const double *b, double *x,
-                       dfm_v4 *w, dfm_v4 *t, int f32) {
+int dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, const dfm_v4 *b, double *x,
+                      const uint32_t *vertex, dfm_v4 *w, dfm_v4 *t, int f32) {
   const float *lx = f32 ? p->lx32 : NULL;
   size_t n = L->n;
-  permute_job pj = {L->Perm, nb, b, x, w};
+  permute_job pj = {L->Perm, nb, b, x, vertex, w, 0};
   const uint32_t *A = p->nodes, *B = A + p->na, *R = B + p->nb;
   dfm_v4 *t2 = p->scratch, *acc_a = t2 + p->tallest, *acc_b = acc_a + p->rcols;
   sweep_job r_fwd = {L, lx, p->inv_diag, w, t, NULL, NULL, R, p->nr, 0, NULL, {0, 0}, {0, 0}}, r_bwd = r_fwd;
@@ -351,7 +375,7 @@ void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, 
     sweep(&r_fwd);
     sweep(&r_bwd);
     scatter_range(&pj, 0, n);
-    return;
+    return atomic_load(&pj.nonfinite);
   }
   for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
   /* A's thread moves A's columns in and out, B's thread everything else (R's included: the
@@ -365,4 +389,5 @@ void dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, 
   a.backward = bj.backward = 1;
   a.acc = bj.acc = NULL, a.rmap = bj.rmap = NULL;
   sweep_pair(&a, &bj);
+  return atomic_load(&pj.nonfinite);
 }

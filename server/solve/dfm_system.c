@@ -88,6 +88,7 @@ void dfm_system_destroy(dfm_system *s) {
     cholmod_l_finish(&s->cc);
   }
   free(s->x);
+  free(s->rhs);
   free(s->work);
   dfm__sweep_plan_free(s->plan);
   free(s->rest);
@@ -369,8 +370,7 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
     snprintf(err, errlen, "CHOLMOD factorize failed (status %d)", s->cc.status);
     return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
   }
-  s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc);
-  if (!s->B) return DFM_ENOMEM;
+  if (!s->L->is_super && !(s->B = cholmod_l_zeros(nf, 3, CHOLMOD_REAL, &s->cc))) return DFM_ENOMEM;
   size_t tallest = 0;
   if (s->L->is_super)
     for (size_t k = 0; k < s->L->nsuper; k++) {
@@ -378,8 +378,9 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
       if (rows > tallest) tallest = rows;
     }
   s->x = malloc(sizeof(double) * 3 * ((size_t)nf + 1));
+  s->rhs = aligned_alloc(32, 32 * ((size_t)nf + 1));
   s->work = aligned_alloc(32, 32 * ((size_t)s->L->n + tallest + 1));
-  if (!s->x || !s->work) return DFM_ENOMEM;
+  if (!s->x || !s->rhs || !s->work) return DFM_ENOMEM;
   if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) return DFM_ENOMEM;
   if (!s->L->is_super || s->p.mode != DFM_ARAP || s->p.sweeps == DFM_SWEEPS_DOUBLE) return 0;
   return s->p.sweeps == DFM_SWEEPS_FLOAT || ((SuiteSparse_long *)s->L->px)[s->L->nsuper] >= DFM_SWEEP32_MIN ? dfm__sweep_plan_f32(s->L, s->plan) : 0;
@@ -480,14 +481,14 @@ static void weights_and_order(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-static int solve_columns(dfm_system *s, int f32, char *err, size_t errlen); /* f32: the float32 factor if any */
+static int solve_columns(dfm_system *s, int f32, double *p, char *err, size_t errlen);
 static void known_rhs(dfm_system *s, const double *x, const double *soft_target);
 
 /* Solves with the gesture's own factor for the knowns' values `x` (3 per vertex) and soft
  * targets `soft` (3 per column, or NULL), into `dst` (3 per column, interleaved). */
 static int solve_field(dfm_system *s, const double *x, const double *soft, double *dst, char *err, size_t errlen) {
   known_rhs(s, x, soft);
-  int rc = solve_columns(s, 0, err, errlen);
+  int rc = solve_columns(s, 0, NULL, err, errlen);
   if (rc) return rc;
   uint32_t nf = s->nf;
   for (uint32_t k = 0; k < nf; k++)
@@ -766,19 +767,28 @@ static void place_known(dfm_system *s, const dfm_xform *xf, double *p) {
   }
 }
 
-static int solve_columns(dfm_system *s, int f32, char *err, size_t errlen) {
+static int scatter(dfm_system *s, double *p, int displacement);
+
+/* A x = rhs into s->x (three columns), or, when p is non-NULL, into the free vertices' positions
+ * p (the supernodal solve writes them as it leaves the factor's order; DFM_ENONFINITE when a
+ * value is not finite). f32: with the float32 factor if the plan has one. */
+static int solve_columns(dfm_system *s, int f32, double *p, char *err, size_t errlen) {
+  uint32_t nf = s->nf;
   if (s->L->is_super) {
-    dfm__sweep_solve3(s->L, s->plan, s->nf, s->B->x, s->x, s->work, (dfm_v4 *)s->work + s->L->n,
-                      f32 && dfm__sweep_plan_has_f32(s->plan));
-    return 0;
+    int bad = dfm__sweep_solve3(s->L, s->plan, nf, s->rhs, p ? p : s->x, p ? s->free_vertex : NULL, s->work,
+                                (dfm_v4 *)s->work + s->L->n, f32 && dfm__sweep_plan_has_f32(s->plan));
+    return bad ? DFM_ENONFINITE : 0;
   }
+  double *b = s->B->x;
+  for (uint32_t k = 0; k < nf; k++)
+    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] = s->rhs[k][d];
   if (!cholmod_l_solve2(CHOLMOD_A, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->cc) ||
       s->cc.status < CHOLMOD_OK) {
     snprintf(err, errlen, "CHOLMOD solve failed (status %d)", s->cc.status);
     return s->cc.status == CHOLMOD_OUT_OF_MEMORY ? DFM_ENOMEM : DFM_ESOLVER;
   }
-  memcpy(s->x, s->X->x, sizeof(double) * 3 * s->nf);
-  return 0;
+  memcpy(s->x, s->X->x, sizeof(double) * 3 * nf);
+  return p ? scatter(s, p, 0) : 0;
 }
 
 typedef struct known_job {
@@ -790,15 +800,13 @@ static void known_range(void *ctx, size_t lo, size_t hi) {
   const known_job *job = ctx;
   dfm_system *s = job->s;
   const double *x = job->x, *soft_target = job->soft_target;
-  double *b = s->B->x;
-  uint32_t nf = s->nf;
   for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
     double acc[3] = {0, 0, 0};
     for (uint32_t e = s->cp_off[k]; e < s->cp_off[k + 1]; e++)
       for (int d = 0; d < 3; d++) acc[d] += s->cp_coef[e] * x[3 * (size_t)s->cp_vertex[e] + d];
     if (soft_target)
       for (int d = 0; d < 3; d++) acc[d] += s->soft_w[k] * soft_target[3 * (size_t)k + d];
-    for (int d = 0; d < 3; d++) b[k + (size_t)d * nf] = acc[d];
+    s->rhs[k] = (dfm_v4){acc[0], acc[1], acc[2], 0};
   }
 }
 
@@ -827,10 +835,8 @@ static int arap_iteration(dfm_system *s, const dfm_xform *xf, double *p, char *e
   if (s->nrot_fit < s->nrot) dfm__border_prescribe_rotations(s, xf);
   known_rhs(s, p, s->soft_p);
   dfm__arap_add_rotation_rhs(s);
-  int rc = solve_columns(s, 1, err, errlen);
-  if (rc) return rc;
-  rc = scatter(s, p, 0);
-  if (rc) snprintf(err, errlen, "the ARAP solve produced non-finite positions");
+  int rc = solve_columns(s, 1, p, err, errlen);
+  if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the ARAP solve produced non-finite positions");
   return rc;
 }
 
@@ -850,7 +856,7 @@ static int harmonic(dfm_system *s, const dfm_xform *xf, int smooth, double *out,
   int rc = 0;
   if (s->nf) {
     known_rhs(s, d, s->soft_d);
-    rc = solve_columns(s, 0, err, errlen);
+    rc = solve_columns(s, 0, NULL, err, errlen);
     if (rc == 0 && smooth) dfm__border_shape_harmonic(s);
     if (rc == 0) rc = scatter(s, out, 1);
     if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the %s solve produced non-finite positions", dfm_mode_name(s->p.mode));

@@ -5,6 +5,7 @@
  * with soft constraints, CHOLMOD's simplicial solve for our supernodal one, and real meshes
  * (scans with loose parts, holes, non-manifold edges and degenerate triangles).
  */
+#include <float.h>
 #include <lapacke.h>
 
 #include "dfm.h"
@@ -576,5 +577,49 @@ TEST(bad_gestures_are_refused_with_a_reason) {
   ASSERT_EQ(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), DFM_EINVAL);
   ASSERT_STR_CONTAINS(err, "handle vertex 100000 is out of range");
   ASSERT(s == NULL);
+  fixture_fini(&f);
+}
+
+/* A drag whose solve overflows (a handle moved to the largest double) fails with a reason on
+ * either solve path: CHOLMOD's simplicial one (the positions scattered after it) and the
+ * supernodal sweeps (which write the positions themselves as they leave the factor's order).
+ * The system then starts again from the harmonic deformation: the next drag gives what a fresh
+ * system's first drag gives. */
+TEST(an_arap_drag_that_overflows_fails_with_a_reason_and_the_next_drag_solves) {
+  fixture f;
+  fixture_init(&f, oracle_icosphere(5, 1.0));
+  uint32_t *handle, nh, *anchor, na, n = f.t.vertex_count;
+  caps(&f, -0.8, 0.8, &handle, &nh, &anchor, &na);
+  double *out = malloc(sizeof(double) * 3 * n), *fresh = malloc(sizeof(double) * 3 * n);
+  dfm_xform up, far;
+  dfm_xform_identity(&up);
+  up.translate[1] = 0.1;
+  far = up;
+  far.translate[0] = far.translate[1] = DBL_MAX;
+  for (int k = 0; k < 2; k++) {
+    char err[256] = "";
+    dfm_params p = {.mode = DFM_ARAP, .handle = handle, .handle_count = nh, .anchors = anchor, .anchor_count = na,
+                    .iterations = 2, .factor = k ? DFM_FACTOR_SUPERNODAL : DFM_FACTOR_SIMPLICIAL};
+    dfm_system *s, *t;
+    ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &s, err, sizeof(err)), err);
+    ASSERT_OK(dfm_system_create(&f.t, &f.a, f.t.positions, &p, &t, err, sizeof(err)), err);
+    dfm_info info;
+    dfm_system_info(s, &info);
+    ASSERT_EQ(info.supernodal, k);
+    memcpy(out, f.t.positions, sizeof(double) * 3 * n);
+    memcpy(fresh, f.t.positions, sizeof(double) * 3 * n);
+    ASSERT_OK(dfm_system_solve(s, &up, out, err, sizeof(err)), err);
+    ASSERT_EQ(dfm_system_solve(s, &far, out, err, sizeof(err)), DFM_ENONFINITE);
+    ASSERT_STR_CONTAINS(err, "the ARAP solve produced non-finite positions");
+    ASSERT_OK(dfm_system_solve(s, &up, out, err, sizeof(err)), err);
+    ASSERT_OK(dfm_system_solve(t, &up, fresh, err, sizeof(err)), err);
+    for (size_t i = 0; i < 3 * (size_t)n; i++) ASSERT_NEAR(out[i], fresh[i], 1e-9 * f.diag);
+    dfm_system_destroy(s);
+    dfm_system_destroy(t);
+  }
+  free(out);
+  free(fresh);
+  free(handle);
+  free(anchor);
   fixture_fini(&f);
 }
