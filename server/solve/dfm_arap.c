@@ -303,6 +303,7 @@ void dfm__arap_local_step(dfm_system *s, const double *p) {
 
 typedef struct rotation_rhs_job {
   dfm_system *s;
+  const double *p, *soft_target;
 } rotation_rhs_job;
 
 ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
@@ -323,7 +324,9 @@ ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
       a0 += r0 * h, a1 += r1 * h, a2 += r2 * h;
       if (s->Rsum && e > st->off[k]) s0 += r0, s1 += r1, s2 += r2;
     }
-    s->rhs[k] += (dfm_v4){a0[0] + a0[1] + a0[2], a1[0] + a1[1] + a1[2], a2[0] + a2[1] + a2[2], 0};
+    double kn[3];
+    dfm__known_rhs_row(s, job->p, job->soft_target, k, kn);
+    s->rhs[k] = (dfm_v4){kn[0] + (a0[0] + a0[1] + a0[2]), kn[1] + (a1[0] + a1[1] + a1[2]), kn[2] + (a2[0] + a2[1] + a2[2]), 0};
     if (s->Rsum) {
       double *S = s->Rsum + 9 * (size_t)k;
       for (int c = 0; c < 3; c++) S[c] = s0[c], S[3 + c] = s1[c], S[6 + c] = s2[c];
@@ -331,9 +334,9 @@ ARAP_CLONES static void rotation_rhs_range(void *ctx, size_t lo, size_t hi) {
   }
 }
 
-/* Global step right-hand side: b_j = Σ_u R_u h_{j,u}, added to B. */
-void dfm__arap_add_rotation_rhs(dfm_system *s) {
-  rotation_rhs_job job = {s};
+/* Global step right-hand side: the knowns' and soft targets' part plus b_j = Σ_u R_u h_{j,u}. */
+void dfm__arap_rhs(dfm_system *s, const double *p, const double *soft_target) {
+  rotation_rhs_job job = {s, p, soft_target};
   dfm_parallel_for(s->nf, dfm__grain(s->nf), rotation_rhs_range, &job);
 }
 

@@ -105,6 +105,8 @@ struct dfm_system {
   void *work;            /* the supernodal solve's vectors: L->n (nf, or n padded: see sym),
                           * plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
+  uint32_t *col_vertex;  /* supernodal: L->n, the vertex of each factor column (UINT32_MAX:
+                          * padding), where the ARAP sweeps write their solution */
   double analyze_ms, factor_ms, roles_ms, weights_ms, assemble_ms, arap_ms, order_ms;
   int order_from_mesh; /* the columns' order is dfm_params.mesh_order restricted */
   const dfm_symbolic *sym; /* while building: dfm_params.mesh_symbolic, taken (see there) */
@@ -142,7 +144,9 @@ struct dfm_system {
  * only those fields (it runs beside the factorisation); what it allocated, even on failure, is
  * freed by dfm_system_destroy. Returns 0 or DFM_ENOMEM.
  * dfm__arap_local_step: fits every rotation to positions p (3 per vertex).
- * dfm__arap_add_rotation_rhs: adds the global step's Σ_u R_u h_{j,u} to B.
+ * dfm__arap_rhs: the global step's right-hand sides into s->rhs, in one pass: each free
+ * column's coupling to the known positions in p and its soft target (dfm__known_rhs_row) plus
+ * Σ_u R_u h_{j,u}.
  * dfm__arap_energy: the spokes-and-rims energy of p with the current rotations. */
 /* dfm_order.c: s->order (nf entries) from AMD on s's free vertices (left NULL without memory:
  * CHOLMOD then orders), or from dfm_params.mesh_order restricted to them (0 or DFM_ENOMEM). */
@@ -171,7 +175,7 @@ int dfm__edge_weights(const mesh_topology *topo, const mesh_adjacency *adj, cons
 
 int dfm__arap_prepare(dfm_system *s, const mesh_topology *topo, const mesh_adjacency *adj, double floor);
 void dfm__arap_local_step(dfm_system *s, const double *p);
-void dfm__arap_add_rotation_rhs(dfm_system *s);
+void dfm__arap_rhs(dfm_system *s, const double *p, const double *soft_target);
 double dfm__arap_energy(const dfm_system *s, const double *p);
 
 /* dfm_region.c: a small region's gesture cut out of the mesh, what dfm_system.c builds a
@@ -277,7 +281,8 @@ void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const doub
  * dfm__sweep_plan_threads: 2 when the plan splits the sweeps over two threads, else 1 (NULL too).
  * dfm__sweep_solve3: A X = B for nb right-hand sides b (x, y and z interleaved in a vector each,
  * the fourth lane ignored), with LLᵀ = P A Pᵀ, into x: three columns of nb (column-major) or,
- * when vertex is non-NULL, positions (row k's solution at x + 3 vertex[k]). w: L->n vectors, t:
+ * when vertex is non-NULL, positions (factor column k's solution at x + 3 vertex[k], none where
+ * vertex[k] is UINT32_MAX: L->n entries). w: L->n vectors, t:
  * the tallest supernode's rows (32-byte aligned, both overwritten). nb ≤ L->n: A's columns from
  * nb on are a padding's identity (dfm_symbolic), whose right-hand sides are zero and whose
  * solutions are dropped. Returns 1 when a solution written to positions is not finite (all are
@@ -289,6 +294,18 @@ int dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, c
                       const uint32_t *vertex, dfm_v4 *w, dfm_v4 *t, int f32);
 int dfm__sweep_plan_f32(const cholmod_factor *L, solve_plan *p);
 int dfm__sweep_plan_has_f32(const solve_plan *p);
+
+/* Free column k's right-hand side from the known values x (3 per vertex: positions or
+ * displacements, Σ coef · x over its coupling) and its soft target (3 per column, or NULL).
+ * (Into acc: a vector returned by value would change the ABI between AVX clones and the rest.) */
+static inline void dfm__known_rhs_row(const dfm_system *s, const double *x, const double *soft_target, uint32_t k,
+                                      double acc[3]) {
+  acc[0] = acc[1] = acc[2] = 0;
+  for (uint32_t e = s->cp_off[k]; e < s->cp_off[k + 1]; e++)
+    for (int d = 0; d < 3; d++) acc[d] += s->cp_coef[e] * x[3 * (size_t)s->cp_vertex[e] + d];
+  if (soft_target)
+    for (int d = 0; d < 3; d++) acc[d] += s->soft_w[k] * soft_target[3 * (size_t)k + d];
+}
 
 /* Chunks of a parallel loop: about four per thread, at least 256 iterations each. */
 static inline size_t dfm__grain(size_t n) {

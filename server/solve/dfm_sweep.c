@@ -287,7 +287,7 @@ typedef struct permute_job {
   size_t n; /* rows of b and x: A's columns from n on are padding (zero in, dropped out) */
   const dfm_v4 *b;
   double *x;
-  const uint32_t *vertex; /* non-NULL: x is positions, column q's at x + 3 vertex[q] */
+  const uint32_t *vertex; /* non-NULL: x is positions, factor column k's at x + 3 vertex[k] */
   dfm_v4 *w;
   atomic_int nonfinite;   /* set when a solution written to positions is not finite */
 } permute_job;
@@ -314,13 +314,10 @@ static void scatter_range(permute_job *j, size_t lo, size_t hi) {
   if (j->vertex) {
     int finite = 1;
     for (size_t k = lo; k < hi; k++) {
-      if (k + PERMUTE_AHEAD < hi) {
-        size_t a = (size_t)j->perm[k + PERMUTE_AHEAD];
-        if (a < j->n) __builtin_prefetch(j->x + 3 * (size_t)j->vertex[a], 1, 3);
-      }
-      size_t q = (size_t)j->perm[k];
-      if (q >= j->n) continue;
-      double *o = j->x + 3 * (size_t)j->vertex[q];
+      if (k + PERMUTE_AHEAD < hi && j->vertex[k + PERMUTE_AHEAD] != UINT32_MAX)
+        __builtin_prefetch(j->x + 3 * (size_t)j->vertex[k + PERMUTE_AHEAD], 1, 3);
+      if (j->vertex[k] == UINT32_MAX) continue;
+      double *o = j->x + 3 * (size_t)j->vertex[k];
       o[0] = j->w[k][0], o[1] = j->w[k][1], o[2] = j->w[k][2];
       finite &= isfinite(o[0]) & isfinite(o[1]) & isfinite(o[2]);
     }

@@ -90,6 +90,7 @@ void dfm_system_destroy(dfm_system *s) {
   free(s->x);
   free(s->rhs);
   free(s->work);
+  free(s->col_vertex);
   dfm__sweep_plan_free(s->plan);
   free(s->rest);
   free(s->role);
@@ -381,7 +382,12 @@ static int factor_system(dfm_system *s, cholmod_sparse *A, char *err, size_t err
   s->rhs = aligned_alloc(32, 32 * ((size_t)nf + 1));
   s->work = aligned_alloc(32, 32 * ((size_t)s->L->n + tallest + 1));
   if (!s->x || !s->rhs || !s->work) return DFM_ENOMEM;
-  if (s->L->is_super && dfm__sweep_plan_make(s->L, &s->plan) != 0) return DFM_ENOMEM;
+  if (s->L->is_super) {
+    if (dfm__sweep_plan_make(s->L, &s->plan) != 0 || !(s->col_vertex = malloc(sizeof(uint32_t) * ((size_t)s->L->n + 1))))
+      return DFM_ENOMEM;
+    const SuiteSparse_long *perm = s->L->Perm;
+    for (size_t k = 0; k < s->L->n; k++) s->col_vertex[k] = (size_t)perm[k] < nf ? s->free_vertex[perm[k]] : UINT32_MAX;
+  }
   if (!s->L->is_super || s->p.mode != DFM_ARAP || s->p.sweeps == DFM_SWEEPS_DOUBLE) return 0;
   return s->p.sweeps == DFM_SWEEPS_FLOAT || ((SuiteSparse_long *)s->L->px)[s->L->nsuper] >= DFM_SWEEP32_MIN ? dfm__sweep_plan_f32(s->L, s->plan) : 0;
 }
@@ -775,7 +781,7 @@ static int scatter(dfm_system *s, double *p, int displacement);
 static int solve_columns(dfm_system *s, int f32, double *p, char *err, size_t errlen) {
   uint32_t nf = s->nf;
   if (s->L->is_super) {
-    int bad = dfm__sweep_solve3(s->L, s->plan, nf, s->rhs, p ? p : s->x, p ? s->free_vertex : NULL, s->work,
+    int bad = dfm__sweep_solve3(s->L, s->plan, nf, s->rhs, p ? p : s->x, p ? s->col_vertex : NULL, s->work,
                                 (dfm_v4 *)s->work + s->L->n, f32 && dfm__sweep_plan_has_f32(s->plan));
     return bad ? DFM_ENONFINITE : 0;
   }
@@ -799,13 +805,9 @@ typedef struct known_job {
 static void known_range(void *ctx, size_t lo, size_t hi) {
   const known_job *job = ctx;
   dfm_system *s = job->s;
-  const double *x = job->x, *soft_target = job->soft_target;
   for (uint32_t k = (uint32_t)lo; k < (uint32_t)hi; k++) {
-    double acc[3] = {0, 0, 0};
-    for (uint32_t e = s->cp_off[k]; e < s->cp_off[k + 1]; e++)
-      for (int d = 0; d < 3; d++) acc[d] += s->cp_coef[e] * x[3 * (size_t)s->cp_vertex[e] + d];
-    if (soft_target)
-      for (int d = 0; d < 3; d++) acc[d] += s->soft_w[k] * soft_target[3 * (size_t)k + d];
+    double acc[3];
+    dfm__known_rhs_row(s, job->x, job->soft_target, k, acc);
     s->rhs[k] = (dfm_v4){acc[0], acc[1], acc[2], 0};
   }
 }
@@ -833,8 +835,7 @@ static int scatter(dfm_system *s, double *p, int displacement) {
 static int arap_iteration(dfm_system *s, const dfm_xform *xf, double *p, char *err, size_t errlen) {
   dfm__arap_local_step(s, p);
   if (s->nrot_fit < s->nrot) dfm__border_prescribe_rotations(s, xf);
-  known_rhs(s, p, s->soft_p);
-  dfm__arap_add_rotation_rhs(s);
+  dfm__arap_rhs(s, p, s->soft_p);
   int rc = solve_columns(s, 1, p, err, errlen);
   if (rc == DFM_ENONFINITE) snprintf(err, errlen, "the ARAP solve produced non-finite positions");
   return rc;
