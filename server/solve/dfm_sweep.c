@@ -26,7 +26,6 @@
 struct solve_plan {
   uint32_t *nodes;   /* A's supernodes, then B's, then R's, each ascending */
   size_t na, nb, nr;
-  int32_t *rmap;     /* per column: its slot among R's columns, or -1 */
   uint32_t *rcol;    /* per slot: R's column */
   size_t rcols;
   size_t a_lo, a_hi; /* A's columns (a subtree's are contiguous): its thread gathers and
@@ -37,6 +36,9 @@ struct solve_plan {
                       * chain instead of a division: the triangles of small supernodes waited
                       * on their divisions) */
   float *lx32;       /* L's values rounded to float32 (dfm__sweep_plan_f32), or NULL */
+  int32_t *frow;     /* with two threads, indexed as L->s: the rows, those of R's columns as
+                      * -1 - their slot, read in order by the forward pair (a look-up of the
+                      * slot per row, at random, cost it 2-3 % of the solve on the dragon) */
 };
 
 int dfm__sweep_plan_threads(const solve_plan *p) { return p && p->na ? 2 : 1; }
@@ -56,11 +58,11 @@ int dfm__sweep_plan_has_f32(const solve_plan *p) { return p && p->lx32; }
 void dfm__sweep_plan_free(solve_plan *p) {
   if (!p) return;
   free(p->nodes);
-  free(p->rmap);
   free(p->rcol);
   free(p->scratch);
   free(p->inv_diag);
   free(p->lx32);
+  free(p->frow);
   free(p);
 }
 
@@ -72,6 +74,7 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
   double *w = calloc(ns + 1, sizeof(double));
   size_t *first = malloc(sizeof(size_t) * (ns + 1));
   uint8_t *cls = calloc(ns + 1, 1);
+  int32_t *rmap = NULL; /* per column: its slot among R's columns, or -1 */
   solve_plan *p = calloc(1, sizeof(*p));
   int rc = DFM_ENOMEM;
   if (!col2s || !parent || !w || !first || !cls || !p) goto out;
@@ -117,8 +120,8 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
     for (size_t k = 0; k < ns; k++) cls[k] = 0; /* one list, one thread */
   }
   p->nodes = malloc(sizeof(uint32_t) * (ns + 1));
-  p->rmap = malloc(sizeof(int32_t) * (n + 1));
-  if (!p->nodes || !p->rmap) goto out;
+  rmap = malloc(sizeof(int32_t) * (n + 1));
+  if (!p->nodes || !rmap) goto out;
   for (int c = 1; c <= 3; c++) /* A (1), B (2), R (0, last) */
     for (size_t k = 0; k < ns; k++)
       if (cls[k] == c % 3) {
@@ -127,14 +130,17 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
         else if (c == 2) p->nb++;
         else p->nr++;
       }
-  for (size_t c = 0; c < n; c++) p->rmap[c] = -1;
+  for (size_t c = 0; c < n; c++) rmap[c] = -1;
   p->rcol = malloc(sizeof(uint32_t) * (n + 1));
   if (!p->rcol) goto out;
   if (p->na) {
     for (size_t k = 0; k < ns; k++)
       if (cls[k] == 0)
-        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rcol[p->rcols] = (uint32_t)c, p->rmap[c] = (int32_t)p->rcols++;
+        for (SuiteSparse_long c = super[k]; c < super[k + 1]; c++) p->rcol[p->rcols] = (uint32_t)c, rmap[c] = (int32_t)p->rcols++;
     p->a_lo = (size_t)super[first[best_c]], p->a_hi = (size_t)super[best_c + 1];
+    p->frow = malloc(sizeof(int32_t) * ((size_t)pi[ns] + 1));
+    if (!p->frow) goto out;
+    for (size_t e = 0; e < (size_t)pi[ns]; e++) p->frow[e] = rmap[rs[e]] >= 0 ? -1 - rmap[rs[e]] : (int32_t)rs[e];
   }
   p->scratch = aligned_alloc(32, 32 * (p->tallest + 2 * p->rcols + 1));
   p->inv_diag = malloc(sizeof(double) * (n + 1));
@@ -149,18 +155,18 @@ int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out) {
   rc = 0;
 out:
   dfm__sweep_plan_free(p);
-  free(col2s), free(parent), free(w), free(first), free(cls);
+  free(col2s), free(parent), free(w), free(first), free(cls), free(rmap);
   return rc;
 }
 
-/* One sweep over a list of supernodes (see dfm__sweep_solve3). Forward: updates to a column that
- * `rmap` gives a slot go to acc[slot] (added later) instead of w. */
+/* One sweep over a list of supernodes (see dfm__sweep_solve3). Forward with `frow`: updates to a
+ * column of R go to acc[its slot] (added later) instead of w. */
 typedef struct sweep_job {
   const cholmod_factor *L;
   const float *lx32;     /* non-NULL: read the factor's values from this float32 copy */
   const double *inv_diag;
   dfm_v4 *w, *t, *acc;
-  const int32_t *rmap;
+  const int32_t *frow;    /* non-NULL: the plan's frow, updates to R's columns go to acc */
   const uint32_t *nodes;
   size_t count;
   int backward;
@@ -222,11 +228,12 @@ static inline __attribute__((always_inline)) void sweep_body(const sweep_job *jo
         dfm_v4 w0 = wk[j];
         for (size_t i = 0; i < nbelow; i++) t[i] += LV(b0 + i) * w0;
       }
-      if (job->rmap) {
+      if (job->frow) {
+        const int32_t *fr = job->frow + pi[k] + nscol;
         for (size_t i = 0; i < nbelow; i++) {
-          int32_t slot = job->rmap[rows[i]];
-          if (slot >= 0) job->acc[slot] += t[i];
-          else w[rows[i]] -= t[i];
+          int32_t r = fr[i];
+          if (r < 0) job->acc[-1 - r] += t[i];
+          else w[r] -= t[i];
         }
       } else {
         for (size_t i = 0; i < nbelow; i++) w[rows[i]] -= t[i];
@@ -377,14 +384,14 @@ int dfm__sweep_solve3(const cholmod_factor *L, const solve_plan *p, size_t nb, c
   for (size_t i = 0; i < 2 * p->rcols; i++) acc_a[i] = (dfm_v4){0, 0, 0, 0};
   /* A's thread moves A's columns in and out, B's thread everything else (R's included: the
    * forward pair only writes R's updates to acc, and R is swept before the backward pair). */
-  sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->rmap, A, p->na, 0, &pj, {p->a_lo, 0}, {p->a_hi, 0}};
-  sweep_job bj = {L, lx, p->inv_diag, w, t2, acc_b, p->rmap, B, p->nb, 0, &pj, {0, p->a_hi}, {p->a_lo, n}};
+  sweep_job a = {L, lx, p->inv_diag, w, t, acc_a, p->frow, A, p->na, 0, &pj, {p->a_lo, 0}, {p->a_hi, 0}};
+  sweep_job bj = {L, lx, p->inv_diag, w, t2, acc_b, p->frow, B, p->nb, 0, &pj, {0, p->a_hi}, {p->a_lo, n}};
   sweep_pair(&a, &bj);
   for (size_t i = 0; i < p->rcols; i++) w[p->rcol[i]] -= acc_a[i] + acc_b[i];
   sweep(&r_fwd);
   sweep(&r_bwd);
   a.backward = bj.backward = 1;
-  a.acc = bj.acc = NULL, a.rmap = bj.rmap = NULL;
+  a.acc = bj.acc = NULL, a.frow = bj.frow = NULL;
   sweep_pair(&a, &bj);
   return atomic_load(&pj.nonfinite);
 }
