@@ -240,8 +240,9 @@ int dfm_fit_rotation4(const double M[36], double *R[4]) {
     m[i] = (rot_v4){M[i], M[9 + i], M[18 + i], M[27 + i]};
     r[i] = (rot_v4){R[0][i], R[1][i], R[2][i], R[3][i]};
   }
-  rot_v4 norm = {0, 0, 0, 0};
-  for (int i = 0; i < 9; i++) norm += m[i] * m[i];
+  /* As a tree, not a chain of nine additions: the norm only sets the pivots' threshold. */
+  rot_v4 norm = ((m[0] * m[0] + m[1] * m[1]) + (m[2] * m[2] + m[3] * m[3])) +
+         ((m[4] * m[4] + m[5] * m[5]) + (m[6] * m[6] + m[7] * m[7])) + m[8] * m[8];
   rot_v4 tiny;
   rot_m4 ok; /* lanes still on the fast path */
   for (int l = 0; l < 4; l++) {
@@ -275,10 +276,13 @@ int dfm_fit_rotation4(const double M[36], double *R[4]) {
     rot_v4 w2 = y2 / d2, w1 = y1 / d1 - l21 * w2, w0 = g0 / d0 - l10 * w1 - l20 * w2;
     rot_v4 angle2 = w0 * w0 + w1 * w1 + w2 * w2;
     rot_m4 step = ok & ~done; /* lanes that take this step */
-    rot_v4 shrink = one;
-    for (int l = 0; l < 4; l++)
-      if (step[l] && angle2[l] > 1.0) shrink[l] = 1.0 / sqrt(angle2[l]);
-    w0 *= shrink, w1 *= shrink, w2 *= shrink;
+    rot_m4 big = step & (angle2 > one); /* rare: the scalar loop only when a lane needs it */
+    if (big[0] | big[1] | big[2] | big[3]) {
+      rot_v4 shrink = one;
+      for (int l = 0; l < 4; l++)
+        if (big[l]) shrink[l] = 1.0 / sqrt(angle2[l]);
+      w0 *= shrink, w1 *= shrink, w2 *= shrink;
+    }
     /* Q as in dfm_fit_rotation: one vector division, where the square root and the division
      * of a normalised quaternion were a scalar loop (11 % of this function's samples). */
     rot_v4 qx = half * w0, qy = half * w1, qz = half * w2;
@@ -294,9 +298,8 @@ int dfm_fit_rotation4(const double M[36], double *R[4]) {
     /* The convergence test of dfm_fit_rotation's Newton steps. */
     rot_v4 eps = {1e-12, 1e-12, 1e-12, 1e-12};
     done |= step & (angle2 < eps);
-    int all = 1;
-    for (int l = 0; l < 4; l++) all &= !ok[l] || done[l] != 0;
-    if (all) break;
+    rot_m4 pending = ok & ~done;
+    if (!(pending[0] | pending[1] | pending[2] | pending[3])) break;
   }
   int slow = 0;
   for (int l = 0; l < 4; l++) {
