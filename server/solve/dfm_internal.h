@@ -282,11 +282,10 @@ void dfm__border_blend_arap(const dfm_system *s, const dfm_xform *xf, const doub
  * dfm__sweep_solve3: A X = B for nb right-hand sides b (x, y and z interleaved in a vector each,
  * the fourth lane ignored), with LLᵀ = P A Pᵀ, into x: three columns of nb (column-major) or,
  * when vertex is non-NULL, positions (factor column k's solution at x + 3 vertex[k], none where
- * vertex[k] is UINT32_MAX: L->n entries). w: L->n vectors, t:
- * the tallest supernode's rows (32-byte aligned, both overwritten). nb ≤ L->n: A's columns from
- * nb on are a padding's identity (dfm_symbolic), whose right-hand sides are zero and whose
- * solutions are dropped. Returns 1 when a solution written to positions is not finite (all are
- * written), else 0. */
+ * vertex[k] is UINT32_MAX: L->n entries). w: L->n vectors, t: the tallest supernode's rows
+ * (32-byte aligned, both overwritten). nb ≤ L->n: A's columns from nb on are a padding's identity
+ * (dfm_symbolic), whose right-hand sides are zero and whose solutions are dropped. Returns 1 when
+ * a solution written to positions is not finite (all are written), else 0. */
 int dfm__sweep_plan_make(const cholmod_factor *L, solve_plan **out);
 void dfm__sweep_plan_free(solve_plan *p);
 int dfm__sweep_plan_threads(const solve_plan *p);
