@@ -101,7 +101,8 @@ struct dfm_system {
                           * vector (the fourth lane zero) */
   cholmod_dense *B, *X, *Y, *E; /* a simplicial factor's solve2: rhs as three columns, the
                           * solution, workspaces */
-  double *x;             /* 3 nf, column-major like B: the solution (either solve path) */
+  double *x;             /* 3 nf, column-major: the solution of either solve path, except an ARAP
+                          * iteration's on a supernodal factor (written into the positions) */
   void *work;            /* the supernodal solve's vectors: L->n (nf, or n padded: see sym),
                           * plus the tallest supernode's rows */
   solve_plan *plan;      /* how the supernodal sweeps are split over two threads */
