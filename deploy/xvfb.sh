@@ -24,7 +24,11 @@ start_xvfb() {
   local tmp_dir n i
   tmp_dir=$(mktemp -d)
   # XVFB_LOG (optional): where the server's own messages go, for when a client cannot connect.
-  Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$tmp_dir/display" >>"${XVFB_LOG:-/dev/null}" 2>&1 &
+  # -noreset: by default the server resets when its last client leaves, and a client connecting
+  # during the reset is refused ("cannot open X display"). The GL tests are short processes run
+  # two at a time, so one would now and then start as the other ended: 9 of 1,800 runs of a GL
+  # test, two loops side by side, failed so without it, none of 1,800 with it.
+  Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp -noreset 3>"$tmp_dir/display" >>"${XVFB_LOG:-/dev/null}" 2>&1 &
   xvfb_pid=$!
   for i in $(seq 1 200); do # up to 20 s
     n=
