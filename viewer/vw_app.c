@@ -639,6 +639,9 @@ static int apply_changes(app *a, const vw_net_changes *ch, char *err, size_t err
     a->gpu = NULL;
     vw_textures_free(&a->textures); /* its TEXTURE frames follow it */
     vw_texshow_free(&a->texshow);   /* and its TEXCLIP frames */
+    /* A SNAPSHOT refused before any was shown leaves no mesh: nothing is drawn until the next
+     * join, and the status line says why (vw_net's last_error). */
+    if (!r->mesh) return 0;
     mesh_topology topo;
     int rc = mesh_topology_init(&topo, r->mesh, NULL, 0);
     if (rc) {

@@ -4,13 +4,17 @@
  * of the vertices a weight moves (vw_camera, the same math the viewer draws with), a second
  * viewer that joined later, and the server's own state after a restart.
  */
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stb/stb_image.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1032,4 +1036,59 @@ TEST(a_session_without_targets_shows_no_empty_slider_panel) {
   stbi_image_free(a.px);
   stbi_image_free(b.px);
   harness_stop(&h);
+}
+
+/* A server whose SNAPSHOT does not decode (here: a listener in this test that answers HELLO with a
+ * WELCOME, then a SNAPSHOT of junk) is refused, and deform-view lives on: it shows nothing, says
+ * why and, when its --timeout passes without a screenshot, exits with status 1 and the reason —
+ * it does not crash on the mesh it never got. */
+TEST(deform_view_refuses_a_snapshot_that_does_not_decode_and_says_why) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(lfd >= 0);
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+  socklen_t sl = sizeof(sa);
+  ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+  char connect[64], log[1024];
+  snprintf(connect, sizeof(connect), "127.0.0.1:%d", ntohs(sa.sin_port));
+  snprintf(log, sizeof(log), "%s/refused-view.log", test_tmpdir());
+  const char *argv[] = {viewer_bin(), "--connect", connect, "--session", "demo", "--screenshot",
+                        test_tmp_path("refused.png"), "--size", "160x120", "--timeout", "3", NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int fd = accept(lfd, NULL, NULL);
+  ASSERT(fd >= 0);
+  client_conn peer = {.fd = fd, .limits = {.max_frame = 1 << 20}};
+  proto_header h;
+  const uint8_t *p;
+  char err[256];
+  ASSERT_EQ(client_read_frame(&peer, 10000, &h, &p, err, sizeof(err)), 0);
+  ASSERT_EQ(h.type, PROTO_HELLO);
+  proto_buf b;
+  proto_buf_init(&b);
+  proto_welcome w = {7, PROTO_ROLE_VIEWER, {"demo", 4}};
+  ASSERT_OK(proto_encode_welcome(&b, 1, &w), NULL);
+  ASSERT_OK(proto_encode_snapshot2_head(&b, 1, 40, 0), NULL); /* a version 2 SNAPSHOT's frame... */
+  memset(proto_buf_append(&b, 40), 0xa5, 40);                  /* ...whose body is junk */
+  ASSERT(write(fd, b.data, b.len) == (ssize_t)b.len);
+  proto_buf_fini(&b);
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  client_close(&peer);
+  close(lfd);
+  if (!WIFEXITED(st)) test__fail(__FILE__, __LINE__, "deform-view died of signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  ASSERT_EQ(WEXITSTATUS(st), 1);
+  FILE *f = fopen(log, "r");
+  ASSERT(f != NULL);
+  char text[4096] = "";
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  ASSERT_STR_CONTAINS(text, "SNAPSHOT refused");
 }
