@@ -169,14 +169,14 @@ static inline void proto__rans_put_value(proto_rans_enc *e, int context, uint32_
   proto__rans_enc_bits(e, z, k - 1);
 }
 
-/* The value of symbol s (below PROTO_RANS_VALUE_SYMBOLS): without a branch on the symbol, its
- * top bits and its raw bit count from a table (symbols below 8 read 0 raw bits). */
+/* The value of symbol s: without a branch on the symbol, its top bits and its raw bit count from
+ * a table (symbols below 8 read 0 raw bits). The four symbols after the values (a model's own,
+ * such as a stream's copies) read none either, and their value means nothing. */
 static inline uint32_t proto__rans_value_of(proto_rans_dec *d, int s) {
-  static const uint8_t raw[PROTO_RANS_VALUE_SYMBOLS] = {0,  0,  0,  0,  0,  0,  0,  0,  2,  2,  3,  3,  4,  4,
-                                                        5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11,
-                                                        12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18,
-                                                        19, 19, 20, 20, 21, 21, 22, 22, 23, 23, 24, 24, 25, 25,
-                                                        26, 26, 27, 27, 28, 28, 29, 29, 30, 30};
+  static const uint8_t raw[PROTO_RANS_VALUE_SYMBOLS + 4] = {
+      0,  0,  0,  0,  0,  0,  0,  0,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,
+      10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18, 19, 19, 20, 20, 21, 21,
+      22, 22, 23, 23, 24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 0,  0,  0,  0};
   int n = raw[s];
   uint32_t big = 0u - (uint32_t)(s >= 8); /* by mask: gcc makes a branch of a ternary here */
   uint32_t top = ((uint32_t)s & ~big) | (((2u | (uint32_t)(s & 1)) << n) & big); /* the bit under the top one: s's low bit */

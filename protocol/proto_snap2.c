@@ -432,7 +432,23 @@ static int get_attribute(proto_cur *c, proto_trav *t, int lanes, const float *or
   uint32_t *val = malloc(sizeof(uint32_t) * (size_t)lanes * (nv + 1));
   float *a = malloc(sizeof(float) * (size_t)lanes * (nv + 1));
   int rc = val && a ? proto__stream_get(c, t, NULL, (uint32_t)nv, lanes, val) : PROTO_ENOMEM;
-  for (size_t i = 0; rc == 0 && i < nv; i++)
+  int done = 0;
+  if (rc == 0 && !lossless && lanes == 3) {
+    /* The common case (positions on a grid) with its lanes unrolled and its checks as flags
+     * (the loop below takes a branch per lane); where one fails, the loop below finds the first
+     * failure, as it would alone. */
+    uint32_t over = 0, finite = 1;
+    for (size_t i = 0; i < nv; i++) {
+      const uint32_t *u = val + 3 * i;
+      float *x = a + 3 * (size_t)t->order[i];
+      over |= (u[0] > qmax) | (u[1] > qmax) | (u[2] > qmax);
+      x[0] = origin[0] + (float)u[0] * step[0], x[1] = origin[1] + (float)u[1] * step[1];
+      x[2] = origin[2] + (float)u[2] * step[2];
+      finite &= isfinite(x[0]) & isfinite(x[1]) & isfinite(x[2]);
+    }
+    done = !over && finite;
+  }
+  for (size_t i = 0; rc == 0 && !done && i < nv; i++)
     for (int l = 0; l < lanes && rc == 0; l++) {
       uint32_t u = val[(size_t)lanes * i + l];
       if (!lossless && u > qmax) rc = PROTO_EINVAL;

@@ -178,12 +178,15 @@ static int get_order(proto_rans_dec *d, const proto_trav *rs, uint32_t used, int
   int rc = 0, prev_len = median;
   proto_rans_dec w = *d, *dd = d; /* a copy whose address goes nowhere: its states stay in registers */
   d = &w;
+  if (nv) vertex[rs->order[0]] = 0; /* what the first position, which has no predictors, reads */
   for (uint32_t i = 0; i < nv && rc == 0; i++) {
-    uint32_t u = rs->order[i], p[3];
+    uint32_t u = rs->order[i];
     const uint32_t *e = rs->pred + 3 * (size_t)i; /* ranks: their vertices are rs's order */
-    for (int k = 0; k < 3; k++) p[k] = e[k] == PROTO_NO_VERTEX ? e[k] : rs->order[e[k]];
-    int two;
-    uint32_t guess = predict_vertex(vertex, p, prev, &two);
+    /* predict_vertex's rule, without a branch on whether there are predictors (a traversal
+     * gives all three or none) or on which vertex is larger. */
+    int none = e[0] == PROTO_NO_VERTEX, two = !none && e[0] != e[1];
+    uint32_t a = vertex[rs->order[none ? 0 : e[0]]], b = vertex[rs->order[none ? 0 : e[1]]];
+    uint32_t guess = none ? prev : a > b ? a : b;
     int sym = proto__rans_dec_sym(d, CTX_ORDER + (two ? 0 : PROTO_RANS_CLASSES) + proto__rans_class(prev_len, median));
     if (sym >= PROTO_RANS_VALUE_SYMBOLS && !d->err) d->err = PROTO_EINVAL; /* proto__rans_get_value's check */
     uint32_t zv = sym < PROTO_RANS_VALUE_SYMBOLS ? proto__rans_value_of(d, sym) : 0;

@@ -421,23 +421,32 @@ TEST(a_target_the_same_as_an_earlier_one_travels_as_its_copy_and_copies_outside_
 
 /* The header byte of m's positions stream on the default grid in the entropy coding (bit 6: the
  * model with copies), after checking that the stream is in mode 2. */
-static int positions_model(mesh *m) {
+/* The header byte (median, model) of m's positions stream in the entropy coding on shift 5, and
+ * in *uv_header its UVs' (-1 where it has none, or they are not in mode 2). */
+static int attribute_models(mesh *m, int *uv_header) {
   proto_buf tri, b;
   proto_trav t;
   canonical(m, &tri, &t);
-  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, NULL, proto2_test_quantum(m)};
+  proto_mesh_desc md = {m->vertex_count, m->triangle_count, 0, m->positions, m->triangles, m->uvs, proto2_test_quantum(m)};
   proto_grid2 g;
   ASSERT_OK(proto_grid2_init(&g, &md, 5), NULL);
   g.entropy = 1;
   proto_buf_init(&b);
-  ASSERT_OK(proto_snapshot2_attributes(&b, &md, &g, &t), NULL); /* positions only: one stream */
+  ASSERT_OK(proto_snapshot2_attributes(&b, &md, &g, &t), NULL); /* positions, then UVs */
   ASSERT(b.len > 6);
   ASSERT_EQ(b.data[4], 2); /* mode 2 */
   int header = b.data[5];
+  size_t uv = 4 + (size_t)proto_load_u32(b.data);
+  *uv_header = m->uvs && b.len > uv + 6 && b.data[uv + 4] == 2 ? b.data[uv + 5] : -1;
   proto_buf_fini(&b);
   proto_buf_fini(&tri);
   proto_trav_fini(&t);
   return header;
+}
+
+static int positions_model(mesh *m) {
+  int uv;
+  return attribute_models(m, &uv);
 }
 
 /* A surface extracted from a voxel grid (mesh_demo_voxel_sphere: marching tetrahedra, as the
@@ -458,6 +467,17 @@ TEST(a_scan_on_a_voxel_grid_sends_lanes_that_repeat_a_neighbours_value_as_copies
   mesh *head = proto2_test_load("demo");
   ASSERT_EQ(positions_model(head) & 0x40, 0);
   mesh_destroy(head);
+}
+
+/* spider.obj's UVs repeat a neighbour's value across its seams and its parts' edges, so its
+ * UV stream (two lanes) takes the model with copies too, and decodes to today's bits. */
+TEST(uvs_that_repeat_a_neighbours_value_take_the_model_with_copies_in_two_lanes) {
+  mesh *m = proto2_test_load(test_assimp_model("OBJ/spider.obj"));
+  int uv = -1;
+  attribute_models(m, &uv);
+  ASSERT(uv >= 0 && (uv & 0x40) != 0);
+  mesh_destroy(m);
+  real_mesh(test_assimp_model("OBJ/spider.obj"));
 }
 
 /* A mode 2 stream of the model with copies whose first lane is a copy, in an entry with no
@@ -488,6 +508,59 @@ TEST(a_copy_in_an_entry_without_a_parallelogram_prediction_is_refused) {
     proto_buf_fini(&block);
   }
   proto_trav_fini(&t);
+}
+
+/* A position whose grid integer is past 2^24 − 1 (the most a float holds exactly), or below 0,
+ * cannot come from the grid the head states: the SNAPSHOT is refused with PROTO_EINVAL in both
+ * codings, wherever the vertex sits in the stream. The same mesh on its own grid decodes, each
+ * position within half a step of the mesh's (the oracle: the mesh itself). */
+TEST(a_position_off_its_grid_is_refused_in_both_codings) {
+  mesh *m = NULL;
+  ASSERT_OK(mesh_demo_voxel_sphere(12, &m), NULL);
+  ASSERT_OK(mesh_optimize_triangle_order(m), NULL);
+  proto_buf tri;
+  proto_trav t;
+  canonical(m, &tri, &t);
+  uint32_t nv = m->vertex_count, at[3] = {0, nv / 2, nv - 1};
+  proto_mesh_desc md = {nv, m->triangle_count, 0, m->positions, m->triangles, NULL, proto2_test_quantum(m)};
+  proto_grid2 g;
+  ASSERT_OK(proto_grid2_init(&g, &md, 6), NULL);
+  float *moved = malloc(sizeof(float) * 3 * nv);
+  for (int e = 0; e < 2; e++) {
+    g.entropy = (uint8_t)e;
+    for (int k = -1; k < 6; k++) { /* k = -1: on the grid; else vertex at[k / 2], over or under */
+      memcpy(moved, m->positions, sizeof(float) * 3 * nv);
+      if (k >= 0) moved[3 * at[k / 2] + 1] = g.origin[1] + (k & 1 ? -3.0f : 33554432.0f) * g.step; /* 2^25 steps */
+      proto_mesh_desc mv = md;
+      mv.positions = moved;
+      proto_buf b;
+      proto_buf_init(&b);
+      ASSERT_OK(proto_snapshot2_head(&b, &md, &g), NULL);
+      if (e) ASSERT_OK(proto_snapshot2_triangles_entropy(&b, m->triangles, m->triangle_count, &t), NULL);
+      else memcpy(proto_buf_append(&b, tri.len), tri.data, tri.len);
+      ASSERT_OK(proto_snapshot2_attributes(&b, &mv, &g, &t), NULL);
+      ASSERT_OK(proto_snapshot2_state(&b, 0, NULL, 0, NULL, NULL, 6, &t), NULL);
+      proto_snapshot2 s;
+      proto_trav tr;
+      int rc = proto_decode_snapshot2(b.data, b.len, NULL, &s, &tr);
+      if (k >= 0) {
+        if (rc != PROTO_EINVAL) test__fail(__FILE__, __LINE__, "coding %d, case %d: %d, not PROTO_EINVAL", e, k, rc);
+      } else {
+        ASSERT_OK(rc, e ? "entropy" : "plain");
+        for (size_t i = 0; i < 3 * (size_t)nv; i++)
+          if (!(fabsf(s.positions[i] - m->positions[i]) <= 0.5f * g.step * 1.0001f))
+            test__fail(__FILE__, __LINE__, "coding %d: lane %zu off by %g (step %g)", e, i,
+                       (double)(s.positions[i] - m->positions[i]), (double)g.step);
+        proto_snapshot2_free(&s);
+        proto_trav_fini(&tr);
+      }
+      proto_buf_fini(&b);
+    }
+  }
+  free(moved);
+  proto_buf_fini(&tri);
+  proto_trav_fini(&t);
+  mesh_destroy(m);
 }
 
 /* ---- the decoder's bound on target entries ------------------------------------------------------ */
