@@ -100,6 +100,12 @@ int proto__stream_get(proto_cur *c, struct proto_trav *t, const uint32_t *list, 
 /* perm[i] = the position in `indices` of the entry with the i-th smallest rank. PROTO_EINVAL for
  * an index out of range or repeated. */
 int proto__rank_order(const struct proto_trav *t, const uint32_t *indices, uint32_t count, uint32_t *perm);
+/* A key (a vertex, a rank) and where it came from. proto__sort_keys sorts p[0..k) by key, every
+ * key below `limit`, stably, through tmp (k entries). */
+typedef struct proto_key_at {
+  uint32_t key, at;
+} proto_key_at;
+void proto__sort_keys(proto_key_at *p, proto_key_at *tmp, size_t k, uint32_t limit);
 /* A vertex set as runs of ranks; `list` in ascending rank. The reader allocates *list (caller
  * frees) with the vertices in ascending rank. */
 int proto__ranks_put(proto_buf *b, const struct proto_trav *t, const uint32_t *list, uint32_t count);

@@ -338,15 +338,6 @@ static int get_offsets2(proto_cur *c, proto_trav *t, proto_offsets2 *o) {
   return rc;
 }
 
-typedef struct vd_pair {
-  uint32_t vertex, at;
-} vd_pair;
-
-static int cmp_vertex(const void *x, const void *y) {
-  const vd_pair *a = x, *b = y;
-  return (a->vertex > b->vertex) - (a->vertex < b->vertex);
-}
-
 /* A copy's data: target j's, which must be one of the PROTO_COPY_WINDOW before `index` and
  * coded in full itself (so that a join holds at most PROTO_COPY_WINDOW + 1 times the entries it
  * codes). */
@@ -375,7 +366,7 @@ static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const pro
   memset(tg, 0, sizeof(*tg));
   float step;
   uint32_t *list = NULL, *val = NULL;
-  vd_pair *pairs = NULL;
+  proto_key_at *pairs = NULL;
   CHECK(proto__get_str(c, &tg->name));
   CHECK(proto__get_f32(c, &tg->default_weight));
   CHECK(proto__get_meta(c, &tg->min, &tg->max, &tg->flags, &tg->driver_count, &tg->drivers));
@@ -398,16 +389,16 @@ static int get_target2(proto_cur *c, proto_trav *t, proto_target2 *tg, const pro
   }
   *budget -= k;
   val = malloc(sizeof(uint32_t) * 3 * (k + 1));
-  pairs = malloc(sizeof(*pairs) * (k + 1));
+  pairs = malloc(sizeof(*pairs) * (2 * k + 1)); /* and the sort's scratch */
   tg->indices = malloc(sizeof(uint32_t) * (k + 1));
   tg->deltas = malloc(sizeof(float) * 3 * (k + 1));
   int rc = val && pairs && tg->indices && tg->deltas ? proto__stream_get(c, t, list, tg->count, 3, val) : PROTO_ENOMEM;
   if (rc == 0) {
     /* Ranks order the stream; a target lists its vertices ascending. */
-    for (size_t i = 0; i < k; i++) pairs[i] = (vd_pair){list[i], (uint32_t)i};
-    qsort(pairs, k, sizeof(*pairs), cmp_vertex);
+    for (size_t i = 0; i < k; i++) pairs[i] = (proto_key_at){list[i], (uint32_t)i};
+    proto__sort_keys(pairs, pairs + k, k, t->vertex_count);
     for (size_t i = 0; i < k && rc == 0; i++) {
-      tg->indices[i] = pairs[i].vertex;
+      tg->indices[i] = pairs[i].key;
       for (int a = 0; a < 3; a++) {
         uint32_t u = val[3 * (size_t)pairs[i].at + a];
         int32_t d = (int32_t)u;

@@ -563,6 +563,39 @@ TEST(a_position_off_its_grid_is_refused_in_both_codings) {
   mesh_destroy(m);
 }
 
+/* proto__sort_keys (targets' and DELTAs' lists by vertex or rank) against qsort on (key, at):
+ * the same order, stable, for limits that take no pass, one, two and three, with keys drawn
+ * near the limit and ties. */
+static int cmp_key_at(const void *x, const void *y) {
+  const proto_key_at *a = x, *b = y;
+  return a->key != b->key ? (a->key > b->key) - (a->key < b->key) : (a->at > b->at) - (a->at < b->at);
+}
+
+TEST(the_lists_radix_sort_orders_keys_as_qsort_does_and_keeps_ties_in_order) {
+  uint32_t limits[] = {1, 2, 2047, 2048, 2049, 1u << 22, (1u << 22) + 1, 1u << 31, UINT32_MAX};
+  uint64_t r = 88172645463325252ull;
+  for (size_t li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
+    for (size_t k = 0; k <= 3000; k += 1 + k) {
+      proto_key_at *p = malloc(sizeof(*p) * (2 * k + 1)), *want = malloc(sizeof(*p) * (k + 1));
+      for (size_t i = 0; i < k; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        uint32_t key = (uint32_t)(r >> 32) % limits[li];
+        if (i % 5 == 4) key = limits[li] - 1 - (key & 3) % limits[li]; /* the top of the range */
+        if (i % 7 == 6) key = p[i / 2].key;                            /* a tie */
+        p[i] = want[i] = (proto_key_at){key, (uint32_t)i};
+      }
+      qsort(want, k, sizeof(*want), cmp_key_at);
+      proto__sort_keys(p, p + k, k, limits[li]);
+      for (size_t i = 0; i < k; i++)
+        if (p[i].key != want[i].key || p[i].at != want[i].at)
+          test__fail(__FILE__, __LINE__, "limit %u, %zu keys: entry %zu is (%u, %u), not (%u, %u)", limits[li], k, i,
+                     p[i].key, p[i].at, want[i].key, want[i].at);
+      free(p);
+      free(want);
+    }
+  }
+}
+
 /* ---- the decoder's bound on target entries ------------------------------------------------------ */
 
 /* A rANS stream can code thousands of values a byte, so a SNAPSHOT's targets are bounded by

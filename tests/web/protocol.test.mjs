@@ -85,6 +85,20 @@ test('a snapshot whose targets hold more entries than maxTargetEntries is refuse
   assert.throws(() => P.decodeSnapshot2(payload, { maxTargetEntries: total - 1 }), (e) => e instanceof P.ProtoError && e.code === P.E.TOOBIG);
 });
 
+// A target lists its vertices ascending (docs/protocol.md §12.7): its entries travel in rank
+// order and the page sorts them back (sortedOrder). The replica tests above show each vertex
+// keeps its delta; this one that the order is the vertices', in both codings of the demo head.
+test('the targets of a snapshot list their vertices ascending, each vertex once', () => {
+  for (const name of ['demo-head-shift5', 'demo-head-shift5-entropy']) {
+    const { payload } = P.splitFrame(bytes(streams[name].frames[0].frame));
+    const s = P.decodeSnapshot2(payload);
+    assert.ok(s.targets.length > 60 && s.targets.some((t) => t.indices.length > 2048), `${name}: long lists`);
+    for (const [i, t] of s.targets.entries())
+      for (let k = 1; k < t.indices.length; k++)
+        if (!(t.indices[k - 1] < t.indices[k])) assert.fail(`${name}: target ${i}, entries ${k - 1} and ${k}: ${t.indices[k - 1]}, ${t.indices[k]}`);
+  }
+});
+
 test('every message type the server sends has decoder cases, refused ones included', () => {
   for (const d of ['header', 'welcome', 'caps', 'presence', 'error', 'ping', 'weights', 'delta', 'delta2', 'target_meta', 'target_add',
     'target_add2', 'snapshot', 'snapshot2', 'bulk', 'mask', 'texture', 'texclip', 'texweights']) {

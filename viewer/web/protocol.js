@@ -801,6 +801,33 @@ function getOffsets2(c, t) {
   return { shift, indices, q };
 }
 
+// The indices of `keys` (each below `limit`) in ascending order of key, ties in order: an LSD
+// radix sort, 11 bits a pass and as many passes as `limit` needs (proto__sort_keys in
+// protocol/proto_trav.c). Array.prototype.sort with a comparison was most of the demo head's
+// target decoding.
+function sortedOrder(keys, limit) {
+  const k = keys.length;
+  let order = new Uint32Array(k);
+  let tmp = new Uint32Array(k);
+  for (let i = 0; i < k; i++) order[i] = i;
+  const count = new Uint32Array(2048);
+  for (let shift = 0; shift < 32 && (limit - 1) >>> shift !== 0; shift += 11) {
+    count.fill(0);
+    for (let i = 0; i < k; i++) count[(keys[i] >>> shift) & 2047]++;
+    for (let d = 0, at = 0; d < 2048; d++) {
+      const n = count[d];
+      count[d] = at;
+      at += n;
+    }
+    for (let i = 0; i < k; i++) {
+      const o = order[i];
+      tmp[count[(keys[o] >>> shift) & 2047]++] = o;
+    }
+    [order, tmp] = [tmp, order];
+  }
+  return order;
+}
+
 // How far back an entropy join's target record may name the target it copies (§12.11).
 const COPY_WINDOW = 64;
 
@@ -836,7 +863,7 @@ function getTarget2(c, t, earlier, index, budget) {
   budget.left -= k;
   const val = t.streamGet(c, list, k, 3);
   const sval = new Int32Array(val.buffer);
-  const order = Array.from({ length: k }, (_, i) => i).sort((a, b) => list[a] - list[b]);
+  const order = sortedOrder(list, t.vertexCount); // ranks order the stream; a target lists its vertices ascending
   tg.indices = new Uint32Array(k);
   tg.deltas = new Float32Array(3 * k);
   for (let i = 0; i < k; i++) {
