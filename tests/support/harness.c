@@ -346,6 +346,30 @@ int harness_closed(client_conn *c, int timeout_ms) {
   return 0;
 }
 
+int harness_listen_loopback(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT(fd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0);
+  socklen_t len = sizeof(a);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+client_conn harness_accept_hello(int listener, uint32_t max_frame, int timeout_ms, proto_header *h,
+                                 const uint8_t **payload) {
+  int fd = accept(listener, NULL, NULL);
+  ASSERT(fd >= 0);
+  client_conn c = {.fd = fd, .limits = {.max_frame = max_frame}};
+  char err[256];
+  ASSERT_EQ(client_read_frame(&c, timeout_ms, h, payload, err, sizeof(err)), 0);
+  ASSERT_EQ(h->type, PROTO_HELLO);
+  return c;
+}
+
 uint8_t *harness_download(harness *h, const char *session, const char *format, int64_t version, size_t *len) {
   uint8_t *out = NULL;
   size_t total = 0, have = 0;

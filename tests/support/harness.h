@@ -73,6 +73,13 @@ int harness_follow(client_conn *c, client_replica *r, uint64_t version, int time
 int harness_expect_error(client_conn *c, uint8_t want_type, uint32_t *request_id, int timeout_ms);
 /* Whether the peer closed the connection within timeout_ms (skipping any frames). */
 int harness_closed(client_conn *c, int timeout_ms);
+/* A socket listening on 127.0.0.1 at a port the kernel chose (*port): this test plays the server
+ * to a client under test. Fails the test if it cannot. */
+int harness_listen_loopback(int *port);
+/* The next client on that listener, and its first frame, which must be a HELLO (its payload in
+ * *payload, valid until the next read). */
+client_conn harness_accept_hello(int listener, uint32_t max_frame, int timeout_ms, proto_header *h,
+                                 const uint8_t **payload);
 
 /* A session's shape as a file, downloaded in chunks through session.export without a path
  * (format "obj" or "glb"; version < 0: the current one). Returns *len bytes (malloc'ed, one

@@ -3,8 +3,6 @@
  * session exactly and says precisely what changed, never blocks a frame, refuses edits when
  * read-only, and survives the server going away (kept shape, backoff, fresh SNAPSHOT).
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,30 +621,20 @@ TEST(net_backoff_doubles_from_a_quarter_second_up_to_eight_seconds) {
 /* A fake server (a plain listening socket in this thread): it checks the HELLO, stays silent
  * for a while, then sends bytes that are not a frame. */
 TEST(net_a_malformed_frame_header_drops_the_connection_and_retries) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(lfd >= 0);
-  struct sockaddr_in a = {0};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 4) == 0);
-  socklen_t len = sizeof(a);
-  ASSERT(getsockname(lfd, (struct sockaddr *)&a, &len) == 0);
+  int port;
+  int lfd = harness_listen_loopback(&port);
   vw_net n;
-  vw_net_init(&n, "127.0.0.1", ntohs(a.sin_port), "demo", "tok", PROTO_ROLE_EDITOR);
+  vw_net_init(&n, "127.0.0.1", port, "demo", "tok", PROTO_ROLE_EDITOR);
   /* The kernel completes the handshake from the backlog: HELLO goes out. */
   uint64_t t0 = vw_net_now_ms();
   while (n.phase < 2) { /* PHASE_WELCOME */
     ASSERT(vw_net_now_ms() - t0 < 20000);
     ASSERT_EQ(vw_net_poll(&n, 10, NULL), VW_NET_CONNECTING);
   }
-  int fd = accept(lfd, NULL, NULL);
-  ASSERT(fd >= 0);
-  client_conn peer = {.fd = fd, .limits = {.max_frame = 1024}};
   proto_header h;
   const uint8_t *p;
-  char err[256];
-  ASSERT_EQ(client_read_frame(&peer, 2000, &h, &p, err, sizeof(err)), 0);
-  ASSERT_EQ(h.type, PROTO_HELLO);
+  client_conn peer = harness_accept_hello(lfd, 1024, 2000, &h, &p);
+  int fd = peer.fd;
   proto_hello hello;
   ASSERT_OK(proto_decode_hello(p, h.length, &hello), NULL);
   ASSERT_EQ(hello.role, PROTO_ROLE_EDITOR);

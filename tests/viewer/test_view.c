@@ -4,10 +4,8 @@
  * of the vertices a weight moves (vw_camera, the same math the viewer draws with), a second
  * viewer that joined later, and the server's own state after a restart.
  */
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stb/stb_image.h>
@@ -1043,16 +1041,10 @@ TEST(a_session_without_targets_shows_no_empty_slider_panel) {
  * why and, when its --timeout passes without a screenshot, exits with status 1 and the reason —
  * it does not crash on the mesh it never got. */
 TEST(deform_view_refuses_a_snapshot_that_does_not_decode_and_says_why) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT(lfd >= 0);
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
-  socklen_t sl = sizeof(sa);
-  ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+  int port;
+  int lfd = harness_listen_loopback(&port);
   char connect[64], log[1024];
-  snprintf(connect, sizeof(connect), "127.0.0.1:%d", ntohs(sa.sin_port));
+  snprintf(connect, sizeof(connect), "127.0.0.1:%d", port);
   snprintf(log, sizeof(log), "%s/refused-view.log", test_tmpdir());
   const char *argv[] = {viewer_bin(), "--connect", connect, "--session", "demo", "--screenshot",
                         test_tmp_path("refused.png"), "--size", "160x120", "--timeout", "3", NULL};
@@ -1062,14 +1054,10 @@ TEST(deform_view_refuses_a_snapshot_that_does_not_decode_and_says_why) {
   pid_t pid;
   ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
-  int fd = accept(lfd, NULL, NULL);
-  ASSERT(fd >= 0);
-  client_conn peer = {.fd = fd, .limits = {.max_frame = 1 << 20}};
   proto_header h;
   const uint8_t *p;
-  char err[256];
-  ASSERT_EQ(client_read_frame(&peer, 10000, &h, &p, err, sizeof(err)), 0);
-  ASSERT_EQ(h.type, PROTO_HELLO);
+  client_conn peer = harness_accept_hello(lfd, 1 << 20, 10000, &h, &p);
+  int fd = peer.fd;
   proto_buf b;
   proto_buf_init(&b);
   proto_welcome w = {7, PROTO_ROLE_VIEWER, {"demo", 4}};
